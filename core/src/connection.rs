@@ -1,0 +1,137 @@
+//! Opening SQLite connections the one way honker uses them: the pragmas, in one
+//! commented place, and a busy handler that waits fairly.
+//!
+//! Invariants:
+//! - every connection to a honker file (writer, readers, the watcher's) is
+//!   opened here, so they all share the same settings;
+//! - readers and the watcher's connection are `query_only`: they cannot write
+//!   even by mistake.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{is_busy, Error, Result};
+use crate::options::{Durability, Options};
+
+/// Pragmas applied once to a database file and to every writer connection.
+///
+/// - `journal_mode=WAL`: readers never block the writer nor the writer
+///   readers; required for the change watcher (`data_version`) to be cheap.
+/// - `synchronous`: NORMAL (the default; survives process crashes, may lose
+///   the last commits on power loss) or FULL (fsync per commit). See
+///   [`Durability`].
+/// - `foreign_keys=ON`: applications running their own SQL through
+///   `tx.execute` get the foreign-key enforcement they declared. honker's own
+///   tables declare none.
+/// - `journal_size_limit`: after a checkpoint the WAL file is truncated back to
+///   64 MiB instead of keeping the size of its largest burst.
+fn writer_pragmas(durability: Durability) -> String {
+    let sync = match durability {
+        Durability::Normal => "NORMAL",
+        Durability::Full => "FULL",
+    };
+    format!(
+        "PRAGMA synchronous = {sync};
+         PRAGMA foreign_keys = ON;
+         PRAGMA journal_size_limit = 67108864;"
+    )
+}
+
+/// Pragmas for read-only connections (readers, watcher).
+const READER_PRAGMAS: &str = "PRAGMA query_only = ON;";
+
+/// Opens the writer connection. Does not switch the file to WAL: that is a
+/// write, done by [`enable_wal`] after the schema version has been checked.
+pub(crate) fn open_writer(path: &Path, options: &Options) -> Result<Connection> {
+    let conn = open_raw(path, options.busy_timeout)?;
+    conn.execute_batch(&writer_pragmas(options.durability))?;
+    Ok(conn)
+}
+
+/// Opens a read-only connection on an existing honker file.
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    let conn = open_raw(path, busy_timeout)?;
+    conn.execute_batch(READER_PRAGMAS)?;
+    Ok(conn)
+}
+
+fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    // NO_MUTEX: every connection is used by one thread at a time (behind a
+    // mutex or checked out of the pool), so SQLite's own mutex is redundant.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    install_busy_handler(&mut conn, busy_timeout)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Switches the file to WAL mode. Changing the journal mode needs a moment of
+/// exclusive access, which SQLite reports as BUSY without calling the busy
+/// handler, so several processes opening a new file at once retry here.
+pub(crate) fn enable_wal(conn: &Connection, busy_timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + busy_timeout;
+    let mut backoff = Backoff::new();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(Error::invalid(format!(
+                    "the file cannot use WAL journaling (journal_mode stayed {mode}); \
+                     honker needs a file on a local disk, not :memory: or a temporary database"
+                )))
+            }
+            Err(e) if is_busy(&e) && Instant::now() < deadline => backoff.sleep(),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// SQLite's default busy handler sleeps 1, 2, 5, ... up to 100 ms between
+/// tries, so a waiter that has slept long loses the lock to newcomers again and
+/// again (on a slow disk, for seconds). This one polls with short, jittered
+/// sleeps (50 µs doubling up to 2 ms) until `timeout` has passed since the
+/// first try, so waiters get the lock roughly in turn and a busy lock is
+/// noticed as soon as it is free.
+fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> {
+    let mut started = Instant::now();
+    let mut backoff = Backoff::new();
+    conn.busy_handler(Some(move |count: i32| {
+        if count == 0 {
+            started = Instant::now();
+            backoff = Backoff::new();
+        }
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        backoff.sleep();
+        true
+    }))?;
+    Ok(())
+}
+
+/// Short exponential sleeps with jitter, for lock polling.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    next_us: u64,
+}
+
+impl Backoff {
+    const FIRST_US: u64 = 50;
+    const MAX_US: u64 = 2_000;
+
+    pub(crate) fn new() -> Backoff {
+        Backoff {
+            next_us: Self::FIRST_US,
+        }
+    }
+
+    pub(crate) fn sleep(&mut self) {
+        let us = self.next_us / 2 + fastrand::u64(0..=self.next_us / 2);
+        std::thread::sleep(Duration::from_micros(us));
+        self.next_us = (self.next_us * 2).min(Self::MAX_US);
+    }
+}

@@ -1,0 +1,360 @@
+//! [`Database`]: an open honker file. Owns the one writer connection, the
+//! reader pool and a reference to the file's shared watcher, and runs every
+//! write through [`Inner::write`].
+//!
+//! Invariants:
+//! - one writer connection per `Database`; every write transaction is
+//!   `BEGIN IMMEDIATE`, so a transaction never upgrades from read to write
+//!   (no `SQLITE_BUSY_SNAPSHOT` surprises) and writers of this process queue
+//!   on an in-process mutex instead of spinning on SQLite's lock;
+//! - a honker verb run inside a caller's [`Transaction`] is wrapped in a
+//!   savepoint: if it fails, it changes nothing, and the caller's own work in
+//!   that transaction is untouched;
+//! - after each commit, waiters in this process are woken directly.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::lock_api::ArcMutexGuard;
+use parking_lot::{Mutex, RawMutex};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Params};
+
+use crate::clock::duration_ms;
+use crate::connection::{enable_wal, open_writer};
+use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance::{self, MaintenanceReport};
+use crate::options::{Options, QueueOptions};
+use crate::pool::{Pool, Reader};
+use crate::queue::Queue;
+use crate::schema;
+use crate::transaction::Transaction;
+use crate::watcher::{watcher_for, Signal, Watcher};
+
+pub(crate) type WriterGuard = ArcMutexGuard<RawMutex, Option<Connection>>;
+
+/// An open honker database file. Cheap to clone; clones share connections.
+/// `Send + Sync`: share it between threads freely.
+///
+/// ```
+/// # fn main() -> honker::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("app.db");
+/// let db = honker::Database::open(&path)?;
+/// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)", [])?;
+/// let emails = db.queue("emails")?;
+///
+/// // The outbox: the business row and its job commit together, or not at all.
+/// let tx = db.transaction()?;
+/// tx.execute("INSERT INTO orders (status) VALUES (?1)", ["paid"])?;
+/// emails.enqueue_tx(&tx, serde_json::json!({"to": "alice@example.com"}), &Default::default())?;
+/// tx.commit()?;
+///
+/// let jobs = emails.claim("mailer-1", 1)?;
+/// assert_eq!(jobs[0].payload.as_json()?["to"], "alice@example.com");
+/// jobs[0].ack()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Database {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    path: PathBuf,
+    pub(crate) options: Options,
+    writer: Arc<Mutex<Option<Connection>>>,
+    readers: Pool,
+    watcher: Arc<Watcher>,
+    closed: AtomicBool,
+    /// Token of the thread that holds an open [`Transaction`], or 0.
+    tx_owner: AtomicU64,
+    last_maintain: AtomicI64,
+}
+
+/// Rows returned by [`Database::query`] and [`Transaction::query`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rows {
+    /// Column names, in order.
+    pub columns: Vec<String>,
+    /// One `Vec` of values per row, in column order.
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl Database {
+    /// Opens (creating if needed) the honker database at `path` with default
+    /// [`Options`]. See [`open_with`](Self::open_with).
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Database::open_with(path, Options::default())
+    }
+
+    /// Opens (creating if needed) the database file at `path`: switches it to
+    /// WAL mode and applies honker's migrations (safe when several processes
+    /// do so at once). The application's own tables and `user_version` are
+    /// left alone.
+    ///
+    /// Fails with `INVALID_ARGUMENT` for bad options or a path that is not a
+    /// file on disk (`:memory:`, empty), and `SCHEMA_TOO_NEW`, before writing
+    /// anything, if a newer honker has already upgraded the file.
+    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        options.validate()?;
+        let path = path.as_ref();
+        let text = path.as_os_str().to_string_lossy();
+        if text.is_empty() || text == ":memory:" || text.starts_with("file:") {
+            return Err(Error::invalid(format!(
+                "honker needs a database file on a local disk, got {text:?} \
+                 (no :memory: or URI filenames: other processes must be able to open it)"
+            )));
+        }
+        let writer = open_writer(path, &options)?;
+        schema::check_not_too_new(&writer)?;
+        enable_wal(&writer, options.busy_timeout)?;
+        schema::migrate(&writer, options.clock.now_ms())?;
+        let path = std::fs::canonicalize(path)
+            .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
+        let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback)?;
+        let now = options.clock.now_ms();
+        Ok(Database {
+            inner: Arc::new(Inner {
+                readers: Pool::new(path.clone(), options.readers, options.busy_timeout),
+                path,
+                writer: Arc::new(Mutex::new(Some(writer))),
+                watcher,
+                closed: AtomicBool::new(false),
+                tx_owner: AtomicU64::new(0),
+                last_maintain: AtomicI64::new(now),
+                options,
+            }),
+        })
+    }
+
+    /// The canonical path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The options this database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// A handle on the queue `name` with default [`QueueOptions`]. Creating a
+    /// handle writes nothing, so it is fine inside a transaction.
+    pub fn queue(&self, name: &str) -> Result<Queue> {
+        self.queue_with(name, QueueOptions::default())
+    }
+
+    /// A handle on the queue `name` with the given per-queue defaults.
+    pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
+        Queue::new(self.clone(), name, options)
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`) on the writer
+    /// connection. Pass it to honker verbs (`enqueue_tx`, `ack_tx`, ...) to
+    /// commit their effects together with your own `tx.execute(...)` work.
+    /// Dropping it without [`commit`](Transaction::commit) rolls back.
+    ///
+    /// While it is open, other writes of this process wait for it (up to
+    /// `busy_timeout`); a write from the *same thread* that does not pass the
+    /// transaction fails at once with `INVALID_ARGUMENT` instead of
+    /// deadlocking.
+    pub fn transaction(&self) -> Result<Transaction> {
+        let guard = self.inner.lock_writer()?;
+        begin_immediate(guard.as_ref().ok_or_else(Error::closed)?)?;
+        Ok(Transaction::new(Arc::clone(&self.inner), guard))
+    }
+
+    /// Runs one statement of your own in its own write transaction; returns
+    /// the number of rows changed.
+    pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
+        self.inner
+            .write(None, |conn, _| Ok(conn.prepare_cached(sql)?.execute(params)?))
+    }
+
+    /// Runs a read-only query on a pooled reader connection (never the
+    /// writer, so it does not wait for write transactions).
+    pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
+        let reader = self.inner.reader()?;
+        query_rows(&reader, sql, params)
+    }
+
+    /// Prunes everything past its retention ([`crate::Retention`]): finished
+    /// jobs by state and age, and results. Work is done in short transactions
+    /// so writers are not held up. Writes also run a bounded slice of this
+    /// every `Options::auto_maintain_every`.
+    pub fn maintain(&self) -> Result<MaintenanceReport> {
+        maintenance::run(&self.inner, usize::MAX)
+    }
+
+    /// Closes the writer and every reader. Later calls on this database or
+    /// any handle made from it fail with `CLOSED`. Waits (up to
+    /// `busy_timeout`) for an open transaction to finish.
+    pub fn close(&self) -> Result<()> {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.readers.close();
+        let mut guard = self
+            .inner
+            .writer
+            .try_lock_for(self.inner.options.busy_timeout)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Busy,
+                    "close: a transaction stayed open for the whole busy timeout",
+                )
+            })?;
+        if let Some(conn) = guard.take() {
+            conn.close().map_err(|(_, e)| Error::from(e))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn signal(&self) -> &Arc<Signal> {
+        self.inner.watcher.signal()
+    }
+}
+
+thread_local! {
+    static THREAD_TOKEN: u64 = {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
+fn thread_token() -> u64 {
+    THREAD_TOKEN.with(|t| *t)
+}
+
+pub(crate) fn begin_immediate(conn: &Connection) -> Result<()> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    Ok(())
+}
+
+impl Inner {
+    pub(crate) fn now(&self) -> i64 {
+        self.options.clock.now_ms()
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::closed());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn reader(&self) -> Result<Reader<'_>> {
+        self.check_open()?;
+        self.readers.get()
+    }
+
+    pub(crate) fn signal(&self) -> &Signal {
+        self.watcher.signal()
+    }
+
+    pub(crate) fn lock_writer(&self) -> Result<WriterGuard> {
+        self.check_open()?;
+        if self.tx_owner.load(Ordering::SeqCst) == thread_token() {
+            return Err(Error::invalid(
+                "this thread has an open honker transaction on this database: pass it to \
+                 the call (the `_tx` variant / `tx=`), or commit it first",
+            ));
+        }
+        let guard = self
+            .writer
+            .try_lock_arc_for(self.options.busy_timeout)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Busy,
+                    "another thread of this process held the writer for the whole busy timeout",
+                )
+            })?;
+        if guard.is_none() {
+            return Err(Error::closed());
+        }
+        Ok(guard)
+    }
+
+    pub(crate) fn set_tx_owner(&self, owned: bool) {
+        let v = if owned { thread_token() } else { 0 };
+        self.tx_owner.store(v, Ordering::SeqCst);
+    }
+
+    /// Runs `f(conn, now_ms)` as one atomic unit: inside `tx` (in a savepoint,
+    /// so a failure leaves the caller's transaction as it was), or else in a
+    /// write transaction of its own that commits when `f` succeeds.
+    pub(crate) fn write<R>(
+        &self,
+        tx: Option<&Transaction>,
+        f: impl FnOnce(&Connection, i64) -> Result<R>,
+    ) -> Result<R> {
+        if let Some(tx) = tx {
+            let conn = tx.connection_for(self)?;
+            conn.prepare_cached("SAVEPOINT honker_verb")?.execute([])?;
+            return match f(conn, self.now()) {
+                Ok(r) => {
+                    conn.prepare_cached("RELEASE honker_verb")?.execute([])?;
+                    Ok(r)
+                }
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK TO honker_verb; RELEASE honker_verb");
+                    Err(e)
+                }
+            };
+        }
+        let guard = self.lock_writer()?;
+        let conn = guard.as_ref().ok_or_else(Error::closed)?;
+        begin_immediate(conn)?;
+        // Time is read once the write lock is held, so that the order of
+        // timestamps matches the order of commits.
+        let now = self.now();
+        let result = f(conn, now).and_then(|r| {
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(r)
+        });
+        if result.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        drop(guard);
+        if result.is_ok() {
+            self.after_commit(now);
+        }
+        result
+    }
+
+    /// Wakes local waiters, and runs a slice of maintenance when it is due.
+    pub(crate) fn after_commit(&self, now: i64) {
+        self.signal().bump();
+        let every = duration_ms(self.options.auto_maintain_every);
+        if every == 0 {
+            return;
+        }
+        let last = self.last_maintain.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= every
+            && self
+                .last_maintain
+                .compare_exchange(last, now, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            // Best effort: a BUSY here is not the caller's problem, and the
+            // next slice will catch up.
+            let _ = maintenance::run(self, maintenance::AUTO_BATCH);
+        }
+    }
+}
+
+pub(crate) fn query_rows(conn: &Connection, sql: &str, params: impl Params) -> Result<Rows> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let n = columns.len();
+    let mut rows = Vec::new();
+    let mut cursor = stmt.query(params)?;
+    while let Some(row) = cursor.next()? {
+        let mut values = Vec::with_capacity(n);
+        for i in 0..n {
+            values.push(row.get::<_, Value>(i)?);
+        }
+        rows.push(values);
+    }
+    Ok(Rows { columns, rows })
+}

@@ -1,0 +1,214 @@
+//! Errors: one public [`ErrorKind`] with stable string codes, and one [`Error`]
+//! type that carries the kind, a human message and (when there is one) the
+//! underlying SQLite error as its `source()`.
+//!
+//! Invariants:
+//! - every error has exactly one kind, and the kind's [`ErrorKind::code`] never
+//!   changes once released: bindings, the SQL surface and tests match on codes,
+//!   never on message text;
+//! - messages name ids, queues and limits but never include payload contents.
+
+use std::fmt;
+
+/// The stable category of an [`Error`]. Bindings map these one-to-one onto their
+/// own error types (a Python exception class, a JS `err.code`, a Swift enum case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The database stayed locked by another writer for longer than the busy
+    /// timeout. Safe to retry.
+    Busy,
+    /// The lease token presented no longer owns the job: the lease lapsed and
+    /// another worker claimed it, or the job was acked, failed or cancelled.
+    /// Nothing was changed.
+    LeaseLost,
+    /// No job (or result, or other object) with that id exists.
+    NotFound,
+    /// An argument was rejected before anything was written.
+    InvalidArgument,
+    /// The file's honker schema is newer than this build understands.
+    SchemaTooNew,
+    /// The database (or handle) was closed.
+    Closed,
+    /// A wait ended at its deadline without the awaited event.
+    Timeout,
+    /// A rate limit refused the call.
+    RateLimited,
+    /// SQLite reported an error for a statement (typically application SQL
+    /// passed to `execute`/`query`: a syntax error, a constraint violation),
+    /// or an I/O error.
+    Sqlite,
+    /// A broken invariant inside honker. Please report it.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order (used by bindings to check that their
+    /// mapping is total).
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::Busy,
+        ErrorKind::LeaseLost,
+        ErrorKind::NotFound,
+        ErrorKind::InvalidArgument,
+        ErrorKind::SchemaTooNew,
+        ErrorKind::Closed,
+        ErrorKind::Timeout,
+        ErrorKind::RateLimited,
+        ErrorKind::Sqlite,
+        ErrorKind::Internal,
+    ];
+
+    /// The stable, upper-case code for this kind, e.g. `"LEASE_LOST"`.
+    pub const fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Busy => "BUSY",
+            ErrorKind::LeaseLost => "LEASE_LOST",
+            ErrorKind::NotFound => "NOT_FOUND",
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::SchemaTooNew => "SCHEMA_TOO_NEW",
+            ErrorKind::Closed => "CLOSED",
+            ErrorKind::Timeout => "TIMEOUT",
+            ErrorKind::RateLimited => "RATE_LIMITED",
+            ErrorKind::Sqlite => "SQLITE",
+            ErrorKind::Internal => "INTERNAL",
+        }
+    }
+
+    /// The kind whose [`code`](Self::code) is `code`, if any.
+    pub fn from_code(code: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// The error type of every fallible honker operation.
+///
+/// `Display` renders as `CODE: message`, the same text the SQL functions raise.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<rusqlite::Error>,
+}
+
+/// `Result<T, honker::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error of `kind` with a human-readable message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The stable category.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Shorthand for `self.kind().code()`.
+    pub fn code(&self) -> &'static str {
+        self.kind.code()
+    }
+
+    /// The message without the code prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn not_found(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::NotFound, message)
+    }
+
+    pub(crate) fn lease_lost(job_id: i64) -> Error {
+        Error::new(
+            ErrorKind::LeaseLost,
+            format!("job {job_id}: the lease token no longer owns this job (lease lapsed and was reclaimed, or the job already finished)"),
+        )
+    }
+
+    pub(crate) fn closed() -> Error {
+        Error::new(ErrorKind::Closed, "the database has been closed")
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Internal, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.code(), self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Whether a SQLite error means "another connection holds the lock".
+pub(crate) fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Error {
+        let kind = if is_busy(&err) {
+            ErrorKind::Busy
+        } else {
+            match err {
+                rusqlite::Error::InvalidParameterCount(..)
+                | rusqlite::Error::InvalidParameterName(_)
+                | rusqlite::Error::MultipleStatement
+                | rusqlite::Error::ToSqlConversionFailure(_) => ErrorKind::InvalidArgument,
+                _ => ErrorKind::Sqlite,
+            }
+        };
+        Error {
+            kind,
+            message: err.to_string(),
+            source: Some(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ErrorKind::ALL {
+            assert!(seen.insert(kind.code()), "duplicate code {}", kind.code());
+            assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
+        }
+        assert_eq!(ErrorKind::from_code("NOPE"), None);
+    }
+
+    #[test]
+    fn display_starts_with_code() {
+        let e = Error::lease_lost(7);
+        assert!(e.to_string().starts_with("LEASE_LOST: job 7"));
+        assert_eq!(e.kind(), ErrorKind::LeaseLost);
+    }
+}

@@ -1,0 +1,89 @@
+//! Retention: removing finished jobs and results once they are past their
+//! lifetime ([`crate::Retention`]). One entry point, [`run`], used by
+//! `Database::maintain` (everything) and after commits (a bounded slice).
+//!
+//! Work is done in batches of [`BATCH`] rows, each in its own short write
+//! transaction, so maintenance never holds the write lock for long.
+
+use rusqlite::params;
+
+use crate::clock::duration_ms;
+use crate::database::Inner;
+use crate::error::Result;
+
+/// Rows deleted per transaction.
+pub(crate) const BATCH: usize = 1000;
+/// Batches per table when maintenance runs automatically after a commit.
+pub(crate) const AUTO_BATCH: usize = 1;
+
+/// ?1 state, ?2 finished before, ?3 limit.
+const PRUNE_FINISHED: &str = "
+DELETE FROM _honker_finished WHERE id IN (
+    SELECT id FROM _honker_finished WHERE state = ?1 AND finished_at < ?2 LIMIT ?3)";
+
+/// ?1 created before, ?2 limit.
+const PRUNE_RESULTS: &str = "
+DELETE FROM _honker_results WHERE job_id IN (
+    SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)";
+
+/// What [`run`] removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MaintenanceReport {
+    /// Dead letters removed.
+    pub dead: usize,
+    /// Cancelled and expired records removed.
+    pub cancelled: usize,
+    /// Completed records removed.
+    pub completed: usize,
+    /// Results removed.
+    pub results: usize,
+}
+
+/// Prunes up to `max_batches` batches per kind of record.
+pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
+    let r = &db.options.retention;
+    let mut report = MaintenanceReport::default();
+    for (state, keep) in [
+        ("dead", r.dead),
+        ("cancelled", r.cancelled),
+        ("expired", r.cancelled),
+        ("completed", r.completed),
+    ] {
+        let keep = duration_ms(keep);
+        let n = batches(db, max_batches, |conn, now| {
+            Ok(conn.prepare_cached(PRUNE_FINISHED)?.execute(params![
+                state,
+                now.saturating_sub(keep),
+                BATCH as i64
+            ])?)
+        })?;
+        match state {
+            "dead" => report.dead += n,
+            "completed" => report.completed += n,
+            _ => report.cancelled += n,
+        }
+    }
+    let keep = duration_ms(r.results);
+    report.results = batches(db, max_batches, |conn, now| {
+        Ok(conn
+            .prepare_cached(PRUNE_RESULTS)?
+            .execute(params![now.saturating_sub(keep), BATCH as i64])?)
+    })?;
+    Ok(report)
+}
+
+fn batches(
+    db: &Inner,
+    max_batches: usize,
+    step: impl Fn(&rusqlite::Connection, i64) -> Result<usize>,
+) -> Result<usize> {
+    let mut total = 0;
+    for _ in 0..max_batches {
+        let n = db.write(None, &step)?;
+        total += n;
+        if n < BATCH {
+            break;
+        }
+    }
+    Ok(total)
+}

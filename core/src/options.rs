@@ -1,0 +1,259 @@
+//! Configuration structs with documented defaults, each validated in exactly
+//! one place ([`Options::validate`], [`QueueOptions::validate`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+
+/// How hard a commit tries to reach the disk (SQLite `PRAGMA synchronous` in
+/// WAL mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: a commit survives the process crashing; the last
+    /// few commits may be lost if the machine loses power. The default.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is fsynced before it returns; survives
+    /// power loss, costs an fsync per write transaction.
+    Full,
+}
+
+/// How long records that are no longer live are kept before
+/// [`Database::maintain`](crate::Database::maintain) removes them.
+///
+/// There is no "keep forever": every table stays bounded. A zero duration
+/// removes the records at the next maintenance (for `completed`, at once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Dead letters (attempts exhausted, `fail`ed, lease lapsed on the last
+    /// attempt). Defaults to 7 days.
+    pub dead: Duration,
+    /// Cancelled and expired jobs. Defaults to 7 days.
+    pub cancelled: Duration,
+    /// Acked jobs. Defaults to zero: `ack` deletes the job row at once. A
+    /// positive value archives acked jobs so `get_job` still finds them.
+    pub completed: Duration,
+    /// Results saved with `ack`. Defaults to 1 day.
+    pub results: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        const DAY: Duration = Duration::from_secs(86_400);
+        Retention {
+            dead: DAY * 7,
+            cancelled: DAY * 7,
+            completed: Duration::ZERO,
+            results: DAY,
+        }
+    }
+}
+
+/// Options for [`Database::open_with`](crate::Database::open_with).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Commit durability. Defaults to [`Durability::Normal`].
+    pub durability: Durability,
+    /// How long a write waits for another process's write lock before failing
+    /// with `BUSY`, and how long a thread waits for this process's writer.
+    /// Defaults to 10 s. Must be between 1 ms and 1 hour.
+    pub busy_timeout: Duration,
+    /// Read connections in the reader pool (used by `query`, `get_job`,
+    /// `stats` and wake-up checks). Defaults to 4; 1 to 64.
+    pub readers: usize,
+    /// Largest payload or result accepted, in bytes. Defaults to 1 MiB; at most
+    /// 256 MiB. Large objects belong in files: store their path instead.
+    pub max_payload_bytes: usize,
+    /// The time source. Defaults to the system clock.
+    pub clock: Arc<dyn Clock>,
+    /// Lifetimes of finished records. See [`Retention`].
+    pub retention: Retention,
+    /// How often the change watcher re-checks the file when the operating
+    /// system sends no change notification (the timed fallback; on Linux,
+    /// inotify normally wakes it first). Defaults to 100 ms; 1 ms to 10 s.
+    pub watch_fallback: Duration,
+    /// How often writes also run the cheap part of maintenance (pruning past
+    /// retention). Defaults to 5 minutes. Zero disables automatic maintenance.
+    pub auto_maintain_every: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            durability: Durability::Normal,
+            busy_timeout: Duration::from_secs(10),
+            readers: 4,
+            max_payload_bytes: 1 << 20,
+            clock: Arc::new(SystemClock),
+            retention: Retention::default(),
+            watch_fallback: Duration::from_millis(100),
+            auto_maintain_every: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Upper bound for [`Options::max_payload_bytes`].
+pub const MAX_PAYLOAD_LIMIT: usize = 256 << 20;
+
+impl Options {
+    /// Checks every field; called by `open_with`.
+    pub fn validate(&self) -> Result<()> {
+        in_range(
+            "busy_timeout",
+            self.busy_timeout,
+            Duration::from_millis(1),
+            Duration::from_secs(3600),
+        )?;
+        if !(1..=64).contains(&self.readers) {
+            return Err(Error::invalid(format!(
+                "readers must be between 1 and 64, got {}",
+                self.readers
+            )));
+        }
+        if self.max_payload_bytes == 0 || self.max_payload_bytes > MAX_PAYLOAD_LIMIT {
+            return Err(Error::invalid(format!(
+                "max_payload_bytes must be between 1 and {MAX_PAYLOAD_LIMIT}, got {}",
+                self.max_payload_bytes
+            )));
+        }
+        in_range(
+            "watch_fallback",
+            self.watch_fallback,
+            Duration::from_millis(1),
+            Duration::from_secs(10),
+        )?;
+        Ok(())
+    }
+}
+
+/// Retry backoff: attempt `k` (1-based, as counted after the claim that
+/// failed) waits `base * 2^(k-1)`, capped at `max`, then scaled by a random
+/// factor in `[1 - jitter, 1]` so that retries of a failed batch spread out.
+///
+/// The policy is stored with each job at enqueue time, so whichever process
+/// (or language) retries the job applies the policy its producer chose.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    /// Delay before the first retry. Defaults to 1 s.
+    pub base: Duration,
+    /// Largest delay. Defaults to 1 hour.
+    pub max: Duration,
+    /// Fraction of the delay that is randomised, 0.0 to 1.0. Defaults to 0.5
+    /// ("equal jitter"). Zero gives exact delays.
+    pub jitter: f64,
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(3600),
+            jitter: 0.5,
+        }
+    }
+}
+
+impl Backoff {
+    /// Checks the fields.
+    pub fn validate(&self) -> Result<()> {
+        in_range(
+            "backoff.base",
+            self.base,
+            Duration::ZERO,
+            Duration::from_secs(86_400 * 365),
+        )?;
+        in_range(
+            "backoff.max",
+            self.max,
+            self.base,
+            Duration::from_secs(86_400 * 365),
+        )?;
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(Error::invalid(format!(
+                "backoff.jitter must be between 0.0 and 1.0, got {}",
+                self.jitter
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Per-queue defaults for [`Database::queue_with`](crate::Database::queue_with).
+/// Each can be overridden per call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueOptions {
+    /// Lease given by `claim`. Defaults to 60 s. A worker that runs longer
+    /// must `heartbeat` (the worker runtimes do it for you) or the job is
+    /// handed to another worker. 1 ms to 24 hours.
+    pub lease: Duration,
+    /// Attempts before a job becomes a dead letter. Defaults to 3; 1 to 1000.
+    pub max_attempts: u32,
+    /// Backoff between retries. See [`Backoff`].
+    pub backoff: Backoff,
+}
+
+impl Default for QueueOptions {
+    fn default() -> QueueOptions {
+        QueueOptions {
+            lease: Duration::from_secs(60),
+            max_attempts: 3,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Bounds for per-call values, shared by every surface.
+pub mod limits {
+    use std::time::Duration;
+
+    /// Longest queue name, in bytes.
+    pub const MAX_QUEUE_NAME: usize = 128;
+    /// Most jobs one claim may return.
+    pub const MAX_BATCH: usize = 10_000;
+    /// Most attempts a job may be given.
+    pub const MAX_ATTEMPTS: u32 = 1000;
+    /// Longest lease.
+    pub const MAX_LEASE: Duration = Duration::from_secs(86_400);
+    /// Longest delay, run-at distance or expiry (100 years).
+    pub const MAX_DELAY: Duration = Duration::from_secs(86_400 * 365 * 100);
+    /// Longest dedupe key or worker id, in bytes.
+    pub const MAX_KEY: usize = 512;
+    /// Longest error message stored with a job, in bytes (longer ones are
+    /// truncated, not rejected).
+    pub const MAX_ERROR: usize = 4096;
+}
+
+impl QueueOptions {
+    /// Checks every field; called by `queue_with`.
+    pub fn validate(&self) -> Result<()> {
+        in_range(
+            "lease",
+            self.lease,
+            Duration::from_millis(1),
+            limits::MAX_LEASE,
+        )?;
+        check_attempts(self.max_attempts)?;
+        self.backoff.validate()
+    }
+}
+
+pub(crate) fn check_attempts(n: u32) -> Result<()> {
+    if n == 0 || n > limits::MAX_ATTEMPTS {
+        return Err(Error::invalid(format!(
+            "max_attempts must be between 1 and {}, got {n}",
+            limits::MAX_ATTEMPTS
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn in_range(what: &str, d: Duration, lo: Duration, hi: Duration) -> Result<()> {
+    if d < lo || d > hi {
+        return Err(Error::invalid(format!(
+            "{what} must be between {lo:?} and {hi:?}, got {d:?}"
+        )));
+    }
+    Ok(())
+}

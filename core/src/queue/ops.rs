@@ -1,0 +1,505 @@
+//! The lease protocol as operations on a connection that is already inside a
+//! write transaction. [`Queue`](super::Queue) wraps each in a transaction (its
+//! own or the caller's); the SQL functions call the same code. Nothing here
+//! validates user input (the callers did) or reads the clock (`now` is
+//! passed in).
+//!
+//! Invariants:
+//! - every write on a leased job matches `id`, `queue` and `lease_token` and
+//!   `state = 'running'` in one statement, so a stale token changes nothing;
+//! - a job is always in exactly one of `_honker_jobs` (live) and
+//!   `_honker_finished` (terminal), moved between them in one transaction.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::sql;
+use super::types::{JobInfo, JobState, QueueStats};
+use crate::error::{Error, Result};
+use crate::payload::Payload;
+
+/// A fully resolved enqueue.
+#[derive(Debug)]
+pub(crate) struct NewJob<'a> {
+    pub payload: &'a Payload,
+    pub priority: i32,
+    pub run_at: i64,
+    pub max_attempts: u32,
+    pub backoff_base_ms: i64,
+    pub backoff_max_ms: i64,
+    pub backoff_jitter: f64,
+    pub dedupe_key: Option<&'a str>,
+    pub expires_at: Option<i64>,
+}
+
+/// Inserts a job; returns `(id, existing)` where `existing` means a live job
+/// already held the dedupe key and its id is returned instead.
+pub(crate) fn enqueue(conn: &Connection, queue: &str, job: &NewJob<'_>, now: i64) -> Result<(i64, bool)> {
+    let state = if job.run_at > now { "scheduled" } else { "ready" };
+    let id: Option<i64> = conn
+        .prepare_cached(sql::ENQUEUE)?
+        .query_row(
+            params![
+                queue,
+                state,
+                job.payload,
+                job.priority,
+                job.run_at,
+                job.max_attempts,
+                job.backoff_base_ms,
+                job.backoff_max_ms,
+                job.backoff_jitter,
+                job.dedupe_key,
+                job.expires_at,
+                now
+            ],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = id {
+        return Ok((id, false));
+    }
+    let id = conn
+        .prepare_cached(sql::FIND_BY_DEDUPE)?
+        .query_row(params![queue, job.dedupe_key], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))?;
+    Ok((id, true))
+}
+
+/// A job as handed out by [`claim`].
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub id: i64,
+    pub payload: Payload,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub priority: i32,
+    pub run_at: i64,
+    pub created_at: i64,
+    pub lease_token: String,
+    pub lease_expires_at: i64,
+}
+
+/// Expires, promotes and reclaims what is due in `queue`, then leases up to
+/// `n` ready jobs to `worker_id` until `now + lease_ms`, in priority order.
+pub(crate) fn claim(
+    conn: &Connection,
+    queue: &str,
+    worker_id: &str,
+    n: usize,
+    lease_ms: i64,
+    now: i64,
+) -> Result<Vec<Claimed>> {
+    housekeep(conn, queue, now)?;
+    let mut stmt = conn.prepare_cached(sql::CLAIM)?;
+    let rows = stmt.query_map(
+        params![queue, n as i64, worker_id, now.saturating_add(lease_ms)],
+        |r| {
+            Ok(Claimed {
+                id: r.get(0)?,
+                payload: r.get(1)?,
+                attempts: r.get(2)?,
+                max_attempts: r.get(3)?,
+                priority: r.get(4)?,
+                run_at: r.get(5)?,
+                created_at: r.get(6)?,
+                lease_token: r.get(7)?,
+                lease_expires_at: r.get(8)?,
+            })
+        },
+    )?;
+    let mut jobs = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    // RETURNING gives no order guarantee: restore the claim order.
+    jobs.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.run_at.cmp(&b.run_at))
+            .then(a.id.cmp(&b.id))
+    });
+    Ok(jobs)
+}
+
+/// The state changes that time alone makes due: expiry, promotion of
+/// scheduled jobs, and reclaiming lapsed leases (dead-lettering those on their
+/// last attempt).
+fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+    for id in ids(conn, sql::DUE_EXPIRED, queue, now)? {
+        archive(conn, id, JobState::Expired, Some("expired before it started"), now)?;
+    }
+    conn.prepare_cached(sql::PROMOTE)?.execute(params![queue, now])?;
+    for id in ids(conn, sql::LAPSED_EXHAUSTED, queue, now)? {
+        archive(
+            conn,
+            id,
+            JobState::Dead,
+            Some("lease expired on the last attempt"),
+            now,
+        )?;
+    }
+    conn.prepare_cached(sql::RECLAIM)?.execute(params![queue, now])?;
+    Ok(())
+}
+
+fn ids(conn: &Connection, sql: &str, queue: &str, now: i64) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let ids = stmt
+        .query_map(params![queue, now], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// Moves a live job to the finished records with `state`.
+pub(crate) fn archive(conn: &Connection, id: i64, state: JobState, error: Option<&str>, now: i64) -> Result<()> {
+    conn.prepare_cached(sql::ARCHIVE)?
+        .execute(params![id, state.as_str(), error, now])?;
+    conn.prepare_cached(sql::DELETE_JOB)?.execute(params![id])?;
+    Ok(())
+}
+
+/// The error for a token that matched nothing: `LEASE_LOST` if the job is (or
+/// was) in this queue, `NOT_FOUND` if it never existed here.
+pub(crate) fn lease_error(conn: &Connection, queue: &str, id: i64) -> Error {
+    match job_queue(conn, id) {
+        Ok(Some(q)) if q == queue => Error::lease_lost(id),
+        Ok(Some(_)) => Error::not_found(format!("job {id} is not in queue {queue:?}")),
+        Ok(None) if id > 0 && id <= max_id(conn).unwrap_or(0) => Error::lease_lost(id),
+        Ok(None) => Error::not_found(format!("no job {id}")),
+        Err(e) => e,
+    }
+}
+
+fn job_queue(conn: &Connection, id: i64) -> Result<Option<String>> {
+    let live = conn
+        .prepare_cached(sql::LIVE_QUEUE)?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    if live.is_some() {
+        return Ok(live);
+    }
+    Ok(conn
+        .prepare_cached(sql::FINISHED_QUEUE)?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+fn max_id(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(sql::MAX_ID)?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Acks a leased job: deletes it (or archives it as completed when
+/// `keep_completed`), saving `result` in the same transaction.
+pub(crate) fn ack(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    token: &str,
+    result: Option<&Payload>,
+    keep_completed: bool,
+    now: i64,
+) -> Result<()> {
+    if keep_completed {
+        leased(conn, queue, id, token)?;
+        archive(conn, id, JobState::Completed, None, now)?;
+    } else {
+        let n = conn
+            .prepare_cached(sql::ACK)?
+            .execute(params![id, queue, token])?;
+        if n == 0 {
+            return Err(lease_error(conn, queue, id));
+        }
+    }
+    if let Some(value) = result {
+        conn.prepare_cached(sql::SAVE_RESULT)?
+            .execute(params![id, queue, value, now])?;
+    }
+    Ok(())
+}
+
+/// The retry-relevant fields of a job held under a valid lease.
+#[derive(Debug)]
+pub(crate) struct Leased {
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub run_at: i64,
+    pub backoff_base_ms: i64,
+    pub backoff_max_ms: i64,
+    pub backoff_jitter: f64,
+}
+
+/// Checks the lease and reads the job's retry fields.
+pub(crate) fn leased(conn: &Connection, queue: &str, id: i64, token: &str) -> Result<Leased> {
+    conn.prepare_cached(sql::LEASED)?
+        .query_row(params![id, queue, token], |r| {
+            Ok(Leased {
+                attempts: r.get(0)?,
+                max_attempts: r.get(1)?,
+                run_at: r.get(2)?,
+                backoff_base_ms: r.get(3)?,
+                backoff_max_ms: r.get(4)?,
+                backoff_jitter: r.get(5)?,
+            })
+        })
+        .optional()?
+        .ok_or_else(|| lease_error(conn, queue, id))
+}
+
+/// Exponential backoff with jitter for the retry after attempt `attempts`.
+pub(crate) fn backoff_delay_ms(job: &Leased, random: f64) -> i64 {
+    let exp = job.attempts.saturating_sub(1).min(62);
+    let raw = job.backoff_base_ms.saturating_mul(1_i64 << exp.min(40));
+    let capped = raw.min(job.backoff_max_ms).max(0);
+    let scale = 1.0 - job.backoff_jitter.clamp(0.0, 1.0) * random.clamp(0.0, 1.0);
+    (capped as f64 * scale).round() as i64
+}
+
+/// How a leased job goes back to the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GiveBack {
+    /// A failed attempt: counts, and dead-letters the job when it was the last.
+    Retry,
+    /// Not an attempt (release, snooze): the claim's attempt is given back.
+    Uncounted,
+}
+
+/// Puts a leased job back: ready at `run_at` (or scheduled if that is in the
+/// future). Returns the state it ended in.
+pub(crate) fn give_back(
+    conn: &Connection,
+    id: i64,
+    run_at: i64,
+    how: GiveBack,
+    error: Option<&str>,
+    now: i64,
+) -> Result<JobState> {
+    let state = if run_at > now {
+        JobState::Scheduled
+    } else {
+        JobState::Ready
+    };
+    let refund = i64::from(how == GiveBack::Uncounted);
+    conn.prepare_cached(sql::RESCHEDULE)?
+        .execute(params![id, state.as_str(), run_at, refund, error])?;
+    Ok(state)
+}
+
+/// Retries a leased job after `delay_ms` (or the job's backoff when `None`);
+/// dead-letters it when its attempts are used up. Returns the new state.
+pub(crate) fn retry(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    token: &str,
+    delay_ms: Option<i64>,
+    error: Option<&str>,
+    now: i64,
+) -> Result<JobState> {
+    let job = leased(conn, queue, id, token)?;
+    if job.attempts >= job.max_attempts {
+        archive(conn, id, JobState::Dead, error.or(Some("attempts exhausted")), now)?;
+        return Ok(JobState::Dead);
+    }
+    let delay = delay_ms.unwrap_or_else(|| backoff_delay_ms(&job, fastrand::f64()));
+    give_back(conn, id, now.saturating_add(delay), GiveBack::Retry, error, now)
+}
+
+/// Dead-letters a leased job now.
+pub(crate) fn fail(conn: &Connection, queue: &str, id: i64, token: &str, error: &str, now: i64) -> Result<()> {
+    leased(conn, queue, id, token)?;
+    archive(conn, id, JobState::Dead, Some(error), now)
+}
+
+/// Gives a leased job back without consuming an attempt: at its old place in
+/// line (`delay_ms` = `None`, release) or after a delay (snooze).
+pub(crate) fn release(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    token: &str,
+    delay_ms: Option<i64>,
+    now: i64,
+) -> Result<JobState> {
+    let job = leased(conn, queue, id, token)?;
+    let run_at = match delay_ms {
+        Some(d) => now.saturating_add(d),
+        None => job.run_at.min(now),
+    };
+    give_back(conn, id, run_at, GiveBack::Uncounted, None, now)
+}
+
+/// Extends a lease to `now + extend_ms`; returns the new expiry.
+pub(crate) fn heartbeat(conn: &Connection, queue: &str, id: i64, token: &str, extend_ms: i64, now: i64) -> Result<i64> {
+    let until = now.saturating_add(extend_ms);
+    let n = conn
+        .prepare_cached(sql::HEARTBEAT)?
+        .execute(params![id, queue, token, until])?;
+    if n == 0 {
+        return Err(lease_error(conn, queue, id));
+    }
+    Ok(until)
+}
+
+/// Cancels a live job (whatever its state). `Ok(false)` if it had already
+/// finished; `NOT_FOUND` if it never existed in this queue.
+pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64, reason: Option<&str>, now: i64) -> Result<bool> {
+    let live: Option<String> = conn
+        .prepare_cached(sql::LIVE_QUEUE)?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    match live {
+        Some(q) if q == queue => {
+            archive(conn, id, JobState::Cancelled, Some(reason.unwrap_or("cancelled")), now)?;
+            Ok(true)
+        }
+        Some(_) => Err(Error::not_found(format!("job {id} is not in queue {queue:?}"))),
+        None => match lease_error(conn, queue, id) {
+            // Existed here once: already finished (acked, dead, cancelled, pruned).
+            e if e.kind() == crate::ErrorKind::LeaseLost => Ok(false),
+            e => Err(e),
+        },
+    }
+}
+
+/// Finds a job in any state.
+pub(crate) fn get_job(conn: &Connection, queue: &str, id: i64, now: i64) -> Result<Option<JobInfo>> {
+    for q in [sql::GET_LIVE, sql::GET_FINISHED] {
+        let info = conn
+            .prepare_cached(q)?
+            .query_row(params![id, queue], |r| JobInfo::from_row(r, now))
+            .optional()?;
+        if info.is_some() {
+            return Ok(info);
+        }
+    }
+    Ok(None)
+}
+
+/// The saved result of a job, if any.
+pub(crate) fn get_result(conn: &Connection, queue: &str, id: i64) -> Result<Option<Payload>> {
+    Ok(conn
+        .prepare_cached(sql::GET_RESULT)?
+        .query_row(params![id, queue], |r| r.get(0))
+        .optional()?)
+}
+
+/// A page of dead letters with ids above `after`.
+pub(crate) fn list_dead(conn: &Connection, queue: &str, after: i64, limit: usize, now: i64) -> Result<Vec<JobInfo>> {
+    let mut stmt = conn.prepare_cached(sql::LIST_DEAD)?;
+    let rows = stmt.query_map(params![queue, after, limit as i64], |r| JobInfo::from_row(r, now))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Requeues one dead letter (`id`) or all of them (`None`); returns how many
+/// went back. Dead letters whose dedupe key a live job now holds stay dead.
+pub(crate) fn requeue_dead(conn: &Connection, queue: &str, id: Option<i64>, now: i64) -> Result<usize> {
+    conn.prepare_cached(sql::REQUEUE_DEAD)?
+        .execute(params![queue, now, id])?;
+    Ok(conn
+        .prepare_cached(sql::DELETE_REQUEUED)?
+        .execute(params![queue, id])?)
+}
+
+/// Deletes dead letters that died before `before` (ms).
+pub(crate) fn purge_dead(conn: &Connection, queue: &str, before: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(sql::PURGE_DEAD)?
+        .execute(params![queue, before])?)
+}
+
+/// What a waiting claimer needs: whether work is claimable now, else the
+/// earliest time (ms) at which it will be without another commit.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Claimable,
+    NextAt(Option<i64>),
+}
+
+/// Read-only check of `queue` (runs on a reader).
+pub(crate) fn probe(conn: &Connection, queue: &str, now: i64) -> Result<Probe> {
+    let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
+        .prepare_cached(sql::PROBE)?
+        .query_row(params![queue, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let next = match (due, lapse) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Ok(match next {
+        _ if ready => Probe::Claimable,
+        Some(t) if t <= now => Probe::Claimable,
+        other => Probe::NextAt(other),
+    })
+}
+
+/// Counts per state for `queue`.
+pub(crate) fn stats(conn: &Connection, queue: &str, now: i64) -> Result<QueueStats> {
+    let mut s = conn
+        .prepare_cached(sql::LIVE_STATS)?
+        .query_row(params![queue, now], |r| {
+            let ready = count(r, 0)?;
+            let due = count(r, 1)?;
+            let oldest: Option<i64> = match (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b).filter(|&t| t <= now),
+            };
+            Ok(QueueStats {
+                ready: ready + due,
+                scheduled: count(r, 2)?,
+                running: count(r, 3)?,
+                lapsed: count(r, 4)?,
+                oldest_ready_age_ms: oldest.map(|t| (now - t).max(0)),
+                ..QueueStats::default()
+            })
+        })?;
+    let mut stmt = conn.prepare_cached(sql::FINISHED_STATS)?;
+    let mut rows = stmt.query([queue])?;
+    while let Some(row) = rows.next()? {
+        let n = count(row, 1)?;
+        match JobState::parse(&row.get::<_, String>(0)?) {
+            Some(JobState::Dead) => s.dead = n,
+            Some(JobState::Cancelled) => s.cancelled = n,
+            Some(JobState::Expired) => s.expired = n,
+            Some(JobState::Completed) => s.completed = n,
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+fn count(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    Ok(u64::try_from(r.get::<_, i64>(i)?).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(attempts: u32, base: i64, max: i64, jitter: f64) -> Leased {
+        Leased {
+            attempts,
+            max_attempts: 10,
+            run_at: 0,
+            backoff_base_ms: base,
+            backoff_max_ms: max,
+            backoff_jitter: jitter,
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        assert_eq!(backoff_delay_ms(&job(1, 1000, 60_000, 0.0), 0.7), 1000);
+        assert_eq!(backoff_delay_ms(&job(2, 1000, 60_000, 0.0), 0.7), 2000);
+        assert_eq!(backoff_delay_ms(&job(4, 1000, 60_000, 0.0), 0.7), 8000);
+        assert_eq!(backoff_delay_ms(&job(30, 1000, 60_000, 0.0), 0.7), 60_000);
+        assert_eq!(backoff_delay_ms(&job(200, 1000, 60_000, 0.0), 0.7), 60_000);
+    }
+
+    #[test]
+    fn jitter_scales_down_within_bounds() {
+        assert_eq!(backoff_delay_ms(&job(1, 1000, 60_000, 0.5), 0.0), 1000);
+        assert_eq!(backoff_delay_ms(&job(1, 1000, 60_000, 0.5), 1.0), 500);
+        assert_eq!(backoff_delay_ms(&job(1, 1000, 60_000, 0.5), 0.5), 750);
+    }
+}

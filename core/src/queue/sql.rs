@@ -1,0 +1,193 @@
+//! Every SQL statement the queue runs, by name. Parameters are numbered; the
+//! comment above each says what they are. `EXPLAIN QUERY PLAN` tests
+//! (`tests/query_plans.rs`) pin the hot ones to their partial indexes.
+
+/// ?1 queue, ?2 state ('ready'|'scheduled'), ?3 payload, ?4 priority,
+/// ?5 run_at, ?6 max_attempts, ?7 backoff_base_ms, ?8 backoff_max_ms,
+/// ?9 backoff_jitter, ?10 dedupe_key, ?11 expires_at, ?12 created_at.
+/// Returns the new id, or no row when a live job holds the dedupe key.
+pub const ENQUEUE: &str = "
+INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
+    backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+RETURNING id";
+
+/// ?1 queue, ?2 dedupe_key.
+pub const FIND_BY_DEDUPE: &str =
+    "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
+
+/// ?1 queue, ?2 now. Ready or scheduled jobs past their expiry.
+pub const DUE_EXPIRED: &str = "
+SELECT id FROM _honker_jobs
+WHERE queue = ?1 AND expires_at <= ?2 AND state IN ('ready', 'scheduled')";
+
+/// ?1 queue, ?2 now. Makes due scheduled jobs ready.
+pub const PROMOTE: &str = "
+UPDATE _honker_jobs SET state = 'ready'
+WHERE queue = ?1 AND state = 'scheduled' AND run_at <= ?2";
+
+/// ?1 queue, ?2 now. Running jobs whose lease lapsed on their last attempt.
+pub const LAPSED_EXHAUSTED: &str = "
+SELECT id FROM _honker_jobs
+WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2
+  AND attempts >= max_attempts";
+
+/// ?1 queue, ?2 now. Gives lapsed leases back (their `run_at` is kept, so they
+/// are first in line among equal priorities).
+pub const RECLAIM: &str = "
+UPDATE _honker_jobs
+SET state = 'ready', last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
+    worker_id = NULL, lease_token = NULL, lease_expires_at = NULL
+WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
+
+/// ?1 queue, ?2 n, ?3 worker_id, ?4 lease_expires_at. The claim itself: one
+/// statement that picks and leases up to n ready jobs (priority, then oldest)
+/// with a fresh random token each.
+pub const CLAIM: &str = "
+UPDATE _honker_jobs
+SET state = 'running', attempts = attempts + 1, worker_id = ?3,
+    lease_token = lower(hex(randomblob(16))), lease_expires_at = ?4
+WHERE id IN (
+    SELECT id FROM _honker_jobs
+    WHERE queue = ?1 AND state = 'ready'
+    ORDER BY priority DESC, run_at, id
+    LIMIT ?2)
+RETURNING id, payload, attempts, max_attempts, priority, run_at, created_at,
+          lease_token, lease_expires_at";
+
+/// ?1 id, ?2 queue, ?3 token. Deletes an acked job.
+pub const ACK: &str = "
+DELETE FROM _honker_jobs
+WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
+
+/// ?1 id, ?2 queue, ?3 token. The leased job's retry state.
+pub const LEASED: &str = "
+SELECT attempts, max_attempts, run_at, backoff_base_ms, backoff_max_ms, backoff_jitter
+FROM _honker_jobs
+WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
+
+/// ?1 id, ?2 new state ('ready'|'scheduled'), ?3 run_at, ?4 attempts to give
+/// back (0 for retry, 1 for release/snooze), ?5 error (NULL keeps the last).
+pub const RESCHEDULE: &str = "
+UPDATE _honker_jobs
+SET state = ?2, run_at = ?3, attempts = attempts - ?4, last_error = coalesce(?5, last_error),
+    worker_id = NULL, lease_token = NULL, lease_expires_at = NULL
+WHERE id = ?1";
+
+/// ?1 id, ?2 queue, ?3 token, ?4 new lease expiry.
+pub const HEARTBEAT: &str = "
+UPDATE _honker_jobs SET lease_expires_at = ?4
+WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
+
+/// ?1 id, ?2 finished state, ?3 error or reason (NULL keeps the last error),
+/// ?4 now. Copies a live job into the finished records; [`DELETE_JOB`]
+/// follows.
+pub const ARCHIVE: &str = "
+INSERT INTO _honker_finished (id, queue, state, payload, priority, run_at, attempts,
+    max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
+    expires_at, created_at, worker_id, last_error, finished_at)
+SELECT id, queue, ?2, payload, priority, run_at, attempts,
+    max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
+    expires_at, created_at, worker_id, coalesce(?3, last_error), ?4
+FROM _honker_jobs WHERE id = ?1";
+
+/// ?1 id.
+pub const DELETE_JOB: &str = "DELETE FROM _honker_jobs WHERE id = ?1";
+
+/// ?1 job id, ?2 queue, ?3 value, ?4 now.
+pub const SAVE_RESULT: &str = "
+INSERT OR REPLACE INTO _honker_results (job_id, queue, value, created_at)
+VALUES (?1, ?2, ?3, ?4)";
+
+/// ?1 job id, ?2 queue.
+pub const GET_RESULT: &str =
+    "SELECT value FROM _honker_results WHERE job_id = ?1 AND queue = ?2";
+
+/// ?1 id. Which queue holds the live job, if any.
+pub const LIVE_QUEUE: &str = "SELECT queue FROM _honker_jobs WHERE id = ?1";
+
+/// ?1 id. Which queue holds the finished record, if any.
+pub const FINISHED_QUEUE: &str = "SELECT queue FROM _honker_finished WHERE id = ?1";
+
+/// The highest job id ever handed out (AUTOINCREMENT never reuses ids).
+pub const MAX_ID: &str = "SELECT seq FROM sqlite_sequence WHERE name = '_honker_jobs'";
+
+/// Columns shared by [`GET_LIVE`] and [`GET_FINISHED`], read by
+/// `JobInfo::from_row`.
+macro_rules! info_columns {
+    () => {
+        "id, queue, state, payload, priority, run_at, attempts, max_attempts, dedupe_key, \
+         expires_at, created_at, worker_id, last_error"
+    };
+}
+
+/// ?1 id, ?2 queue.
+pub const GET_LIVE: &str = concat!(
+    "SELECT ",
+    info_columns!(),
+    ", lease_expires_at, NULL FROM _honker_jobs WHERE id = ?1 AND queue = ?2"
+);
+
+/// ?1 id, ?2 queue.
+pub const GET_FINISHED: &str = concat!(
+    "SELECT ",
+    info_columns!(),
+    ", NULL, finished_at FROM _honker_finished WHERE id = ?1 AND queue = ?2"
+);
+
+/// ?1 queue, ?2 after id, ?3 limit. A page of dead letters, oldest id first.
+pub const LIST_DEAD: &str = concat!(
+    "SELECT ",
+    info_columns!(),
+    ", NULL, finished_at FROM _honker_finished \
+     WHERE queue = ?1 AND state = 'dead' AND id > ?2 ORDER BY id LIMIT ?3"
+);
+
+/// ?1 queue, ?2 now, ?3 id (NULL: every dead letter of the queue). Puts dead
+/// letters back as ready jobs with attempts reset (and no expiry). A job whose
+/// dedupe key is held by a live job is skipped.
+pub const REQUEUE_DEAD: &str = "
+INSERT INTO _honker_jobs (id, queue, state, payload, priority, run_at, attempts,
+    max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
+    expires_at, created_at, last_error)
+SELECT id, queue, 'ready', payload, priority, ?2, 0,
+    max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
+    NULL, created_at, last_error
+FROM _honker_finished
+WHERE queue = ?1 AND state = 'dead' AND (?3 IS NULL OR id = ?3)
+ON CONFLICT DO NOTHING";
+
+/// ?1 queue, ?2 id (NULL: all). Removes the finished records of requeued jobs.
+pub const DELETE_REQUEUED: &str = "
+DELETE FROM _honker_finished
+WHERE queue = ?1 AND state = 'dead' AND (?2 IS NULL OR id = ?2)
+  AND id IN (SELECT id FROM _honker_jobs WHERE queue = ?1)";
+
+/// ?1 queue, ?2 finished before (ms; purge everything older).
+pub const PURGE_DEAD: &str = "
+DELETE FROM _honker_finished WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2";
+
+/// ?1 queue, ?2 now. What a waiting claimer needs to know, read-only: is a job
+/// ready, when is the next scheduled job due, when does the first lease lapse.
+pub const PROBE: &str = "
+SELECT
+  EXISTS (SELECT 1 FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
+  (SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled'),
+  (SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')";
+
+/// ?1 queue, ?2 now. Live counts and the oldest due job.
+pub const LIVE_STATS: &str = "
+SELECT
+  (SELECT count(*) FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
+  (SELECT count(*) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled' AND run_at <= ?2),
+  (SELECT count(*) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled' AND run_at > ?2),
+  (SELECT count(*) FROM _honker_jobs WHERE queue = ?1 AND state = 'running'),
+  (SELECT count(*) FROM _honker_jobs WHERE queue = ?1 AND state = 'running'
+                                         AND lease_expires_at <= ?2),
+  (SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
+  (SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled')";
+
+/// ?1 queue. Finished counts by state.
+pub const FINISHED_STATS: &str = "
+SELECT state, count(*) FROM _honker_finished WHERE queue = ?1 GROUP BY state";

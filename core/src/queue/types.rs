@@ -1,0 +1,306 @@
+//! The queue's value types: options for each verb, the [`Job`] a claim hands
+//! out, and what inspection returns ([`JobInfo`], [`QueueStats`]).
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::options::Backoff;
+use crate::payload::Payload;
+use crate::transaction::Transaction;
+
+use super::Queue;
+
+/// Options for [`Queue::enqueue`]. Every field defaults to "not set", which
+/// means: run now, priority 0, the queue's `max_attempts` and backoff, no
+/// dedupe key, never expires.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EnqueueOptions {
+    /// Run no earlier than this long from now. Exclusive with `run_at`.
+    pub delay: Option<Duration>,
+    /// Run no earlier than this time (ms since the Unix epoch; a past time
+    /// means now). Exclusive with `delay`.
+    pub run_at: Option<i64>,
+    /// Higher runs first among due jobs. Defaults to 0.
+    pub priority: i32,
+    /// Overrides the queue's `max_attempts`.
+    pub max_attempts: Option<u32>,
+    /// While a live (ready, scheduled or running) job of this queue holds the
+    /// same key, enqueue returns that job's id with `existing = true` instead
+    /// of adding a duplicate. Enforced by a unique index, so it is race-free
+    /// across processes. Up to 512 bytes.
+    pub dedupe_key: Option<String>,
+    /// If the job has not started this long after enqueue, it is moved to the
+    /// finished records as `expired` and never runs. Must end after `run_at`.
+    pub expires: Option<Duration>,
+    /// Overrides the queue's retry backoff for this job.
+    pub backoff: Option<Backoff>,
+}
+
+/// What [`Queue::enqueue`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The job's id (the existing job's, when deduplicated).
+    pub id: i64,
+    /// True when a live job already held the dedupe key and nothing was added.
+    pub existing: bool,
+}
+
+/// Options for [`Queue::claim_with`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimOptions {
+    /// Lease length. Defaults to the queue's `lease`.
+    pub lease: Option<Duration>,
+    /// How long to wait for work when none is claimable. Defaults to zero
+    /// (return at once, possibly empty). While waiting, the claimer sleeps
+    /// until a commit from any process or the next scheduled job makes work
+    /// claimable, and only then takes the write lock.
+    pub wait: Duration,
+}
+
+/// Options for [`Queue::retry`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetryOptions {
+    /// Exact delay before the next attempt. Defaults to the job's backoff
+    /// (exponential with jitter).
+    pub delay: Option<Duration>,
+    /// The error to record (shown in dead letters). At most 4 KiB are kept.
+    pub error: Option<String>,
+}
+
+/// Proof of a lease: the job id and the token its claim handed out. Every
+/// write on a claimed job presents one; a stale one gets `LEASE_LOST`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    /// The job's id.
+    pub job_id: i64,
+    /// The claim's random token.
+    pub token: String,
+}
+
+/// A claimed job, leased to the claimer until `lease_expires_at`.
+///
+/// Its methods act on the job through the queue it came from, presenting its
+/// lease token.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Unique, never reused.
+    pub id: i64,
+    /// What the producer enqueued.
+    pub payload: Payload,
+    /// Claims so far, including this one (1 on the first run).
+    pub attempts: u32,
+    /// Attempts allowed before the job is dead-lettered.
+    pub max_attempts: u32,
+    /// The job's priority.
+    pub priority: i32,
+    /// When the job became due (ms).
+    pub run_at: i64,
+    /// When the job was enqueued (ms).
+    pub created_at: i64,
+    /// When the lease lapses unless extended (ms).
+    pub lease_expires_at: i64,
+    /// The worker id given to the claim.
+    pub worker_id: String,
+    /// The lease.
+    pub lease: Lease,
+    pub(crate) queue: Queue,
+}
+
+impl Job {
+    /// The queue the job came from.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Completes the job (see [`Queue::ack`]).
+    pub fn ack(&self) -> Result<()> {
+        self.queue.ack(&self.lease, None)
+    }
+
+    /// Completes the job and saves `result` with it atomically.
+    pub fn ack_with_result(&self, result: impl Into<Payload>) -> Result<()> {
+        self.queue.ack(&self.lease, Some(result.into()))
+    }
+
+    /// Completes the job inside `tx`, so its effects and its completion commit
+    /// together.
+    pub fn ack_tx(&self, tx: &Transaction, result: Option<Payload>) -> Result<()> {
+        self.queue.ack_tx(tx, &self.lease, result)
+    }
+
+    /// See [`Queue::retry`].
+    pub fn retry(&self, options: &RetryOptions) -> Result<JobState> {
+        self.queue.retry(&self.lease, options)
+    }
+
+    /// See [`Queue::fail`].
+    pub fn fail(&self, error: &str) -> Result<()> {
+        self.queue.fail(&self.lease, error)
+    }
+
+    /// See [`Queue::release`].
+    pub fn release(&self) -> Result<()> {
+        self.queue.release(&self.lease)
+    }
+
+    /// See [`Queue::heartbeat`]. Returns the new lease expiry (ms).
+    pub fn heartbeat(&self, extend: Option<Duration>) -> Result<i64> {
+        self.queue.heartbeat(&self.lease, extend)
+    }
+
+    /// See [`Queue::snooze`].
+    pub fn snooze(&self, delay: Duration) -> Result<JobState> {
+        self.queue.snooze(&self.lease, delay)
+    }
+}
+
+/// Where a job is in its life (`docs/state-machines.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobState {
+    /// Due now, waiting for a worker.
+    Ready,
+    /// Waiting for its `run_at`.
+    Scheduled,
+    /// Leased to a worker.
+    Running,
+    /// Attempts exhausted, failed, or lease lapsed on the last attempt.
+    Dead,
+    /// Cancelled before it finished.
+    Cancelled,
+    /// Not started before its expiry.
+    Expired,
+    /// Acked (only kept when `Retention::completed` is positive).
+    Completed,
+}
+
+impl JobState {
+    /// Lower-case name, as stored and shown by every surface.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobState::Ready => "ready",
+            JobState::Scheduled => "scheduled",
+            JobState::Running => "running",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+            JobState::Expired => "expired",
+            JobState::Completed => "completed",
+        }
+    }
+
+    /// The state named `s`.
+    pub fn parse(s: &str) -> Option<JobState> {
+        [
+            JobState::Ready,
+            JobState::Scheduled,
+            JobState::Running,
+            JobState::Dead,
+            JobState::Cancelled,
+            JobState::Expired,
+            JobState::Completed,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    /// Whether the job is done for good (no further run without a requeue).
+    pub fn is_finished(self) -> bool {
+        !matches!(
+            self,
+            JobState::Ready | JobState::Scheduled | JobState::Running
+        )
+    }
+}
+
+/// Everything known about a job, in any state ([`Queue::get_job`],
+/// [`Queue::dead_letters`]). The lease token is not included.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobInfo {
+    /// The job's id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its logical state (a scheduled job that is due reports `Ready`).
+    pub state: JobState,
+    /// Its payload.
+    pub payload: Payload,
+    /// Its priority.
+    pub priority: i32,
+    /// When it is (or was) due (ms).
+    pub run_at: i64,
+    /// Claims so far.
+    pub attempts: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// Its dedupe key, if any.
+    pub dedupe_key: Option<String>,
+    /// Its expiry (ms), if any.
+    pub expires_at: Option<i64>,
+    /// When it was enqueued (ms).
+    pub created_at: i64,
+    /// The worker holding (or that last held) it.
+    pub worker_id: Option<String>,
+    /// The last error, or the cancel reason.
+    pub last_error: Option<String>,
+    /// When the current lease lapses (running jobs only).
+    pub lease_expires_at: Option<i64>,
+    /// When it finished (finished jobs only).
+    pub finished_at: Option<i64>,
+}
+
+impl JobInfo {
+    pub(crate) fn from_row(r: &rusqlite::Row<'_>, now: i64) -> rusqlite::Result<JobInfo> {
+        let stored: String = r.get(2)?;
+        let run_at: i64 = r.get(5)?;
+        let state = match JobState::parse(&stored) {
+            Some(JobState::Scheduled) if run_at <= now => JobState::Ready,
+            Some(s) => s,
+            None => {
+                return Err(rusqlite::Error::InvalidColumnType(
+                    2,
+                    "state".into(),
+                    rusqlite::types::Type::Text,
+                ))
+            }
+        };
+        Ok(JobInfo {
+            id: r.get(0)?,
+            queue: r.get(1)?,
+            state,
+            payload: r.get(3)?,
+            priority: r.get(4)?,
+            run_at,
+            attempts: r.get(6)?,
+            max_attempts: r.get(7)?,
+            dedupe_key: r.get(8)?,
+            expires_at: r.get(9)?,
+            created_at: r.get(10)?,
+            worker_id: r.get(11)?,
+            last_error: r.get(12)?,
+            lease_expires_at: r.get(13)?,
+            finished_at: r.get(14)?,
+        })
+    }
+}
+
+/// Counts for one queue ([`Queue::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Due and waiting for a worker.
+    pub ready: u64,
+    /// Waiting for a future `run_at`.
+    pub scheduled: u64,
+    /// Leased to a worker (including `lapsed`).
+    pub running: u64,
+    /// Running jobs whose lease has lapsed (the next claim reclaims them).
+    pub lapsed: u64,
+    /// Dead letters.
+    pub dead: u64,
+    /// Cancelled jobs still retained.
+    pub cancelled: u64,
+    /// Expired jobs still retained.
+    pub expired: u64,
+    /// Completed jobs still retained (only with `Retention::completed`).
+    pub completed: u64,
+    /// How long the oldest due job has waited (ms), if any is due.
+    pub oldest_ready_age_ms: Option<i64>,
+}

@@ -1,0 +1,77 @@
+//! Shared helpers for the integration tests: a temp database per test, driven
+//! by a manual clock.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use honker::{Database, ManualClock, Options};
+use tempfile::TempDir;
+
+pub struct TestDb {
+    pub db: Database,
+    pub clock: ManualClock,
+    pub path: PathBuf,
+    _dir: TempDir,
+}
+
+/// A fresh database in its own temp dir, on a manual clock.
+pub fn test_db() -> TestDb {
+    test_db_with(Options::default())
+}
+
+pub fn test_db_with(mut options: Options) -> TestDb {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("test.db");
+    let clock = ManualClock::new(1_700_000_000_000);
+    options.clock = Arc::new(clock.clone());
+    let db = Database::open_with(&path, options).expect("open");
+    TestDb {
+        db,
+        clock,
+        path,
+        _dir: dir,
+    }
+}
+
+impl TestDb {
+    /// Another, independent open of the same file (as another process would).
+    pub fn reopen(&self) -> Database {
+        let options = Options {
+            clock: Arc::new(self.clock.clone()),
+            ..Options::default()
+        };
+        Database::open_with(&self.path, options).expect("reopen")
+    }
+
+    /// Row count of one of honker's tables (or any table).
+    pub fn count(&self, sql_from_where: &str) -> i64 {
+        let rows = self
+            .db
+            .query(&format!("SELECT count(*) FROM {sql_from_where}"), [])
+            .expect("count");
+        match rows.rows[0][0] {
+            honker::Value::Integer(n) => n,
+            ref v => panic!("count returned {v:?}"),
+        }
+    }
+
+    /// A digest of every honker table's contents, to prove that a failed call
+    /// changed nothing.
+    pub fn snapshot(&self) -> String {
+        let mut out = String::new();
+        for t in ["_honker_jobs", "_honker_finished", "_honker_results"] {
+            let rows = self
+                .db
+                .query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
+                .expect("snapshot");
+            out.push_str(&format!("{t}: {:?}\n", rows.rows));
+        }
+        out
+    }
+}
+
+pub fn json(v: serde_json::Value) -> honker::Payload {
+    honker::Payload::from(v)
+}
