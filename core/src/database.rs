@@ -72,6 +72,7 @@ pub(crate) struct Inner {
     /// Token of the thread that holds an open [`Transaction`], or 0.
     tx_owner: AtomicU64,
     last_maintain: AtomicI64,
+    write_transactions: AtomicU64,
 }
 
 /// Rows returned by [`Database::query`] and [`Transaction::query`].
@@ -125,6 +126,7 @@ impl Database {
                 closed: AtomicBool::new(false),
                 tx_owner: AtomicU64::new(0),
                 last_maintain: AtomicI64::new(now),
+                write_transactions: AtomicU64::new(0),
                 options,
             }),
         })
@@ -162,7 +164,8 @@ impl Database {
     /// deadlocking.
     pub fn transaction(&self) -> Result<Transaction> {
         let guard = self.inner.lock_writer()?;
-        begin_immediate(guard.as_ref().ok_or_else(Error::closed)?)?;
+        self.inner
+            .begin_immediate(guard.as_ref().ok_or_else(Error::closed)?)?;
         Ok(Transaction::new(Arc::clone(&self.inner), guard))
     }
 
@@ -210,6 +213,13 @@ impl Database {
         Ok(())
     }
 
+    /// How many write transactions this `Database` has begun (its own and
+    /// [`transaction`](Self::transaction)s). A diagnostic: an idle waiting
+    /// worker should not make it grow when other queues are busy.
+    pub fn write_transaction_count(&self) -> u64 {
+        self.inner.write_transactions.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn signal(&self) -> &Arc<Signal> {
         self.inner.watcher.signal()
     }
@@ -226,10 +236,6 @@ fn thread_token() -> u64 {
     THREAD_TOKEN.with(|t| *t)
 }
 
-pub(crate) fn begin_immediate(conn: &Connection) -> Result<()> {
-    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    Ok(())
-}
 
 impl Inner {
     pub(crate) fn now(&self) -> i64 {
@@ -275,6 +281,12 @@ impl Inner {
         Ok(guard)
     }
 
+    fn begin_immediate(&self, conn: &Connection) -> Result<()> {
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        self.write_transactions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     pub(crate) fn set_tx_owner(&self, owned: bool) {
         let v = if owned { thread_token() } else { 0 };
         self.tx_owner.store(v, Ordering::SeqCst);
@@ -304,7 +316,7 @@ impl Inner {
         }
         let guard = self.lock_writer()?;
         let conn = guard.as_ref().ok_or_else(Error::closed)?;
-        begin_immediate(conn)?;
+        self.begin_immediate(conn)?;
         // Time is read once the write lock is held, so that the order of
         // timestamps matches the order of commits.
         let now = self.now();
@@ -320,6 +332,10 @@ impl Inner {
             self.after_commit(now);
         }
         result
+    }
+
+    pub(crate) fn mark_maintained(&self) {
+        self.last_maintain.store(self.now(), Ordering::SeqCst);
     }
 
     /// Wakes local waiters, and runs a slice of maintenance when it is due.

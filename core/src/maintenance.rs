@@ -41,6 +41,9 @@ pub struct MaintenanceReport {
 
 /// Prunes up to `max_batches` batches per kind of record.
 pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
+    // Counts as this process's latest maintenance, so the commits below do
+    // not start another slice from `after_commit`.
+    db.mark_maintained();
     let r = &db.options.retention;
     let mut report = MaintenanceReport::default();
     for (state, keep) in [

@@ -421,7 +421,7 @@ pub(crate) enum Probe {
 pub(crate) fn probe(conn: &Connection, queue: &str, now: i64) -> Result<Probe> {
     let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
         .prepare_cached(sql::PROBE)?
-        .query_row(params![queue, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     let next = match (due, lapse) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

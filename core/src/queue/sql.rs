@@ -168,7 +168,7 @@ WHERE queue = ?1 AND state = 'dead' AND (?2 IS NULL OR id = ?2)
 pub const PURGE_DEAD: &str = "
 DELETE FROM _honker_finished WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2";
 
-/// ?1 queue, ?2 now. What a waiting claimer needs to know, read-only: is a job
+/// ?1 queue. What a waiting claimer needs to know, read-only: is a job
 /// ready, when is the next scheduled job due, when does the first lease lapse.
 pub const PROBE: &str = "
 SELECT

@@ -1,0 +1,225 @@
+//! The outbox: jobs written in the caller's transaction commit (or vanish)
+//! with the caller's own rows.
+
+mod common;
+
+use std::time::Duration;
+
+use common::test_db;
+use honker::{EnqueueOptions, ErrorKind, Value};
+use serde_json::json;
+
+fn orders_table(t: &common::TestDb) {
+    t.db.execute(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT)",
+        [],
+    )
+    .unwrap();
+}
+
+#[test]
+fn rolled_back_enqueue_never_exists() {
+    let t = test_db();
+    orders_table(&t);
+    let q = t.db.queue("emails").unwrap();
+
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')", [])
+        .unwrap();
+    q.enqueue_tx(&tx, json!({"to": "a@example.com"}), &EnqueueOptions::default())
+        .unwrap();
+    tx.rollback().unwrap();
+
+    {
+        let tx = t.db.transaction().unwrap();
+        tx.execute("INSERT INTO orders (user_id, status) VALUES (2, 'paid')", [])
+            .unwrap();
+        q.enqueue_tx(&tx, json!({"to": "b@example.com"}), &EnqueueOptions::default())
+            .unwrap();
+        // dropped without commit: rolls back
+    }
+
+    assert_eq!(t.count("orders"), 0);
+    assert_eq!(t.count("_honker_jobs"), 0);
+    assert!(q.claim("w", 10).unwrap().is_empty());
+}
+
+#[test]
+fn job_becomes_visible_exactly_when_the_row_does() {
+    let t = test_db();
+    orders_table(&t);
+    let q = t.db.queue("emails").unwrap();
+    // Another open of the file: a separate writer and readers, as another
+    // process would have.
+    let other = t.reopen();
+    let other_q = other.queue("emails").unwrap();
+
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (user_id, status) VALUES (7, 'paid')", [])
+        .unwrap();
+    let id = q
+        .enqueue_tx(&tx, json!({"order": 7}), &EnqueueOptions::default())
+        .unwrap()
+        .id;
+    // Inside the transaction both are visible to it...
+    let inside = tx.query("SELECT count(*) FROM _honker_jobs", []).unwrap();
+    assert_eq!(inside.rows[0][0], Value::Integer(1));
+    // ...and to nobody else.
+    assert_eq!(
+        other.query("SELECT count(*) FROM orders", []).unwrap().rows[0][0],
+        Value::Integer(0)
+    );
+    assert_eq!(other_q.stats().unwrap().ready, 0);
+    tx.commit().unwrap();
+
+    assert_eq!(
+        other.query("SELECT count(*) FROM orders", []).unwrap().rows[0][0],
+        Value::Integer(1)
+    );
+    let jobs = other_q.claim("w", 1).unwrap();
+    assert_eq!(jobs[0].id, id);
+}
+
+#[test]
+fn ack_in_the_transaction_that_records_the_effect() {
+    let t = test_db();
+    t.db.execute("CREATE TABLE sent (job_id INTEGER PRIMARY KEY)", [])
+        .unwrap();
+    let q = t.db.queue("emails").unwrap();
+    q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+    let job = q.claim("w", 1).unwrap().pop().unwrap();
+
+    // Effect and ack roll back together...
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO sent (job_id) VALUES (?1)", [job.id])
+        .unwrap();
+    job.ack_tx(&tx, None).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(t.count("sent"), 0);
+    assert_eq!(t.count("_honker_jobs WHERE state = 'running'"), 1);
+
+    // ...and commit together.
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO sent (job_id) VALUES (?1)", [job.id])
+        .unwrap();
+    job.ack_tx(&tx, Some(honker::Payload::from(json!("ok"))))
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(t.count("sent"), 1);
+    assert_eq!(t.count("_honker_jobs"), 0);
+    assert_eq!(t.count("_honker_results"), 1);
+}
+
+#[test]
+fn a_failed_verb_leaves_the_callers_transaction_intact() {
+    let t = test_db();
+    orders_table(&t);
+    let q = t.db.queue("emails").unwrap();
+    q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+    let job = q.claim("w", 1).unwrap().pop().unwrap();
+    let stale = honker::Lease {
+        job_id: job.id,
+        token: "stale".into(),
+    };
+
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')", [])
+        .unwrap();
+    let err = q.ack_tx(&tx, &stale, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseLost);
+    let err = q
+        .enqueue_tx(
+            &tx,
+            honker::Payload::Json("{".into()),
+            &EnqueueOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    q.enqueue_tx(&tx, json!(2), &EnqueueOptions::default())
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(t.count("orders"), 1);
+    assert_eq!(t.count("_honker_jobs"), 2);
+}
+
+#[test]
+fn application_sql_errors_are_coded_and_roll_back_with_the_transaction() {
+    let t = test_db();
+    orders_table(&t);
+    let q = t.db.queue("emails").unwrap();
+    let tx = t.db.transaction().unwrap();
+    q.enqueue_tx(&tx, json!(1), &EnqueueOptions::default())
+        .unwrap();
+    let err = tx.execute("INSERT INTO nope VALUES (1)", []).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Sqlite);
+    let err = tx.execute("SELECT 1; SELECT 2", []).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    drop(tx);
+    assert_eq!(t.count("_honker_jobs"), 0);
+}
+
+#[test]
+fn same_thread_write_without_tx_fails_fast_instead_of_deadlocking() {
+    let t = test_db();
+    let q = t.db.queue("emails").unwrap();
+    let tx = t.db.transaction().unwrap();
+    let started = std::time::Instant::now();
+    let err = q
+        .enqueue(json!(1), &EnqueueOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        t.db.transaction().unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    tx.commit().unwrap();
+    q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+}
+
+#[test]
+fn other_threads_wait_for_the_open_transaction() {
+    let t = test_db();
+    let q = t.db.queue("emails").unwrap();
+    let tx = t.db.transaction().unwrap();
+    q.enqueue_tx(&tx, json!("first"), &EnqueueOptions::default())
+        .unwrap();
+    let q2 = q.clone();
+    let (sent, started) = std::sync::mpsc::channel();
+    let other = std::thread::spawn(move || {
+        sent.send(()).unwrap();
+        q2.enqueue(json!("second"), &EnqueueOptions::default())
+            .unwrap()
+            .id
+    });
+    started.recv().unwrap();
+    tx.commit().unwrap();
+    let second = other.join().unwrap();
+    let jobs = q.claim("w", 2).unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[1].id, second);
+}
+
+#[test]
+fn a_transaction_only_works_with_its_own_database() {
+    let t = test_db();
+    let other = t.reopen();
+    let q = other.queue("emails").unwrap();
+    let tx = t.db.transaction().unwrap();
+    let err = q
+        .enqueue_tx(&tx, json!(1), &EnqueueOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn claim_inside_a_transaction() {
+    let t = test_db();
+    let q = t.db.queue("emails").unwrap();
+    q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+    let tx = t.db.transaction().unwrap();
+    let jobs = q.claim_tx(&tx, "w", 1, None).unwrap();
+    assert_eq!(jobs.len(), 1);
+    tx.rollback().unwrap();
+    assert_eq!(q.claim("w", 1).unwrap()[0].attempts, 1, "claim rolled back");
+}
