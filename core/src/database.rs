@@ -115,7 +115,7 @@ impl Database {
         schema::migrate(&writer, options.clock.now_ms())?;
         let path = std::fs::canonicalize(path)
             .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
-        let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback)?;
+        let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback);
         let now = options.clock.now_ms();
         Ok(Database {
             inner: Arc::new(Inner {
@@ -220,8 +220,11 @@ impl Database {
         self.inner.write_transactions.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn signal(&self) -> &Arc<Signal> {
-        self.inner.watcher.signal()
+    /// The file's change signal, with its watcher thread running: for code
+    /// about to wait for commits from other processes.
+    pub(crate) fn wait_signal(&self) -> Result<Arc<Signal>> {
+        self.inner.watcher.ensure_running()?;
+        Ok(Arc::clone(self.inner.watcher.signal()))
     }
 }
 

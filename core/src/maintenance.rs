@@ -10,21 +10,12 @@ use rusqlite::params;
 use crate::clock::duration_ms;
 use crate::database::Inner;
 use crate::error::Result;
+use crate::queue::sql::{PRUNE_FINISHED, PRUNE_RESULTS};
 
 /// Rows deleted per transaction.
 pub(crate) const BATCH: usize = 1000;
 /// Batches per table when maintenance runs automatically after a commit.
 pub(crate) const AUTO_BATCH: usize = 1;
-
-/// ?1 state, ?2 finished before, ?3 limit.
-const PRUNE_FINISHED: &str = "
-DELETE FROM _honker_finished WHERE id IN (
-    SELECT id FROM _honker_finished WHERE state = ?1 AND finished_at < ?2 LIMIT ?3)";
-
-/// ?1 created before, ?2 limit.
-const PRUNE_RESULTS: &str = "
-DELETE FROM _honker_results WHERE job_id IN (
-    SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)";
 
 /// What [`run`] removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -78,25 +78,44 @@ impl Signal {
     }
 }
 
-/// The per-file watcher. Dropping the last `Arc` stops its thread.
+/// The per-file watcher. Its thread starts on the first wait
+/// ([`ensure_running`](Self::ensure_running)), so processes that only write
+/// never pay for it; dropping the last `Arc` stops it.
 #[derive(Debug)]
 pub(crate) struct Watcher {
     signal: Arc<Signal>,
+    path: PathBuf,
+    busy_timeout: Duration,
+    fallback: Duration,
+    thread: Mutex<Option<Running>>,
+}
+
+#[derive(Debug)]
+struct Running {
     stop: Arc<Stop>,
-    thread: Option<JoinHandle<()>>,
+    thread: JoinHandle<()>,
 }
 
 impl Watcher {
     pub(crate) fn signal(&self) -> &Arc<Signal> {
         &self.signal
     }
+
+    /// Starts the watching thread if it is not running yet.
+    pub(crate) fn ensure_running(&self) -> Result<()> {
+        let mut slot = self.thread.lock();
+        if slot.is_none() {
+            *slot = Some(start(&self.path, self.busy_timeout, self.fallback, &self.signal)?);
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        self.stop.request();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(r) = self.thread.get_mut().take() {
+            r.stop.request();
+            let _ = r.thread.join();
         }
     }
 }
@@ -108,39 +127,37 @@ fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Default::default)
 }
 
-/// The watcher for the file at `path` (canonical), started if this process has
-/// none yet. `fallback` applies only when this call starts it.
-pub(crate) fn watcher_for(
-    path: &Path,
-    busy_timeout: Duration,
-    fallback: Duration,
-) -> Result<Arc<Watcher>> {
+/// The watcher for the file at `path` (canonical), shared by every open of
+/// that file in this process. `busy_timeout` and `fallback` apply only when
+/// this call creates it.
+pub(crate) fn watcher_for(path: &Path, busy_timeout: Duration, fallback: Duration) -> Arc<Watcher> {
     let key = (std::process::id(), path.to_path_buf());
     let mut map = registry().lock();
     map.retain(|_, w| w.strong_count() > 0);
     if let Some(w) = map.get(&key).and_then(Weak::upgrade) {
-        return Ok(w);
+        return w;
     }
-    let w = Arc::new(start(path, busy_timeout, fallback)?);
+    let w = Arc::new(Watcher {
+        signal: Arc::new(Signal::default()),
+        path: path.to_path_buf(),
+        busy_timeout,
+        fallback,
+        thread: Mutex::new(None),
+    });
     map.insert(key, Arc::downgrade(&w));
-    Ok(w)
+    w
 }
 
-fn start(path: &Path, busy_timeout: Duration, fallback: Duration) -> Result<Watcher> {
+fn start(path: &Path, busy_timeout: Duration, fallback: Duration, signal: &Arc<Signal>) -> Result<Running> {
     let conn = open_reader(path, busy_timeout)?;
-    let signal = Arc::new(Signal::default());
     let stop = Arc::new(Stop::new()?);
     let notifier = Notifier::new(path, &stop);
-    let (sig, st) = (Arc::clone(&signal), Arc::clone(&stop));
+    let (sig, st) = (Arc::clone(signal), Arc::clone(&stop));
     let thread = std::thread::Builder::new()
         .name("honker-watcher".into())
         .spawn(move || run(conn, notifier, &sig, &st, fallback))
         .map_err(|e| Error::internal(format!("cannot start the watcher thread: {e}")))?;
-    Ok(Watcher {
-        signal,
-        stop,
-        thread: Some(thread),
-    })
+    Ok(Running { stop, thread })
 }
 
 fn data_version(conn: &Connection) -> Option<i64> {

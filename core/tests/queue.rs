@@ -641,3 +641,30 @@ impl ClockNow for common::TestDb {
         self.clock.now_ms()
     }
 }
+
+#[test]
+fn ack_many_acks_held_leases_and_skips_stale_ones() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue_many((0..4).map(|i| json!(i)), &opts()).unwrap();
+    let jobs = q.claim("w", 4).unwrap();
+    q.cancel(jobs[0].id, None).unwrap();
+    let mut leases: Vec<Lease> = jobs.iter().map(|j| j.lease.clone()).collect();
+    leases.push(Lease {
+        job_id: jobs[1].id,
+        token: "stale".into(),
+    });
+    assert_eq!(q.ack_many(&leases).unwrap(), 3);
+    assert_eq!(t.count("_honker_jobs"), 0);
+    let unknown = [Lease {
+        job_id: 777,
+        token: "x".into(),
+    }];
+    assert_eq!(q.ack_many(&unknown).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(q.ack_many(&[]).unwrap(), 0);
+    let too_many = vec![leases[0].clone(); honker::limits::MAX_BATCH + 1];
+    assert_eq!(
+        q.ack_many(&too_many).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}

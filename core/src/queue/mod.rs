@@ -78,9 +78,8 @@ impl Queue {
     /// deduplication and expiry. The payload must be valid JSON (or bytes)
     /// no larger than `Options::max_payload_bytes`.
     pub fn enqueue(&self, payload: impl Into<Payload>, options: &EnqueueOptions) -> Result<Enqueued> {
-        let payload = payload.into();
-        self.check_enqueue(&payload, options)?;
-        self.write(None, |conn, now| self.insert(conn, &payload, options, now))
+        self.enqueue_many_in(None, [payload], options)
+            .map(|mut v| v.remove(0))
     }
 
     /// [`enqueue`](Self::enqueue) inside `tx`: the job exists exactly when
@@ -91,9 +90,8 @@ impl Queue {
         payload: impl Into<Payload>,
         options: &EnqueueOptions,
     ) -> Result<Enqueued> {
-        let payload = payload.into();
-        self.check_enqueue(&payload, options)?;
-        self.write(Some(tx), |conn, now| self.insert(conn, &payload, options, now))
+        self.enqueue_many_in(Some(tx), [payload], options)
+            .map(|mut v| v.remove(0))
     }
 
     /// Adds several jobs with the same options in one transaction; all or
@@ -131,12 +129,10 @@ impl Queue {
         for p in &payloads {
             self.check_enqueue(p, options)?;
         }
-        self.write(tx, |conn, now| {
-            payloads
-                .iter()
-                .map(|p| self.insert(conn, p, options, now))
-                .collect()
-        })
+        if payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
     }
 
     /// The checks that do not depend on the time.
@@ -169,10 +165,10 @@ impl Queue {
     fn insert(
         &self,
         conn: &rusqlite::Connection,
-        payload: &Payload,
+        payloads: &[Payload],
         o: &EnqueueOptions,
         now: i64,
-    ) -> Result<Enqueued> {
+    ) -> Result<Vec<Enqueued>> {
         let run_at = match (o.run_at, o.delay) {
             (Some(t), _) => t,
             (None, Some(d)) => now.saturating_add(duration_ms(d)),
@@ -188,7 +184,6 @@ impl Queue {
         }
         let backoff = o.backoff.unwrap_or(self.options.backoff);
         let job = ops::NewJob {
-            payload,
             priority: o.priority,
             run_at,
             max_attempts: o.max_attempts.unwrap_or(self.options.max_attempts),
@@ -198,8 +193,10 @@ impl Queue {
             dedupe_key: o.dedupe_key.as_deref(),
             expires_at,
         };
-        let (id, existing) = ops::enqueue(conn, &self.name, &job, now)?;
-        Ok(Enqueued { id, existing })
+        Ok(ops::enqueue(conn, &self.name, &job, payloads, now)?
+            .into_iter()
+            .map(|(id, existing)| Enqueued { id, existing })
+            .collect())
     }
 
     // ----- claim ---------------------------------------------------------
@@ -228,7 +225,7 @@ impl Queue {
         }
         let deadline = Instant::now() + options.wait;
         let fallback = self.db.options().watch_fallback;
-        let signal = std::sync::Arc::clone(self.db.signal());
+        let signal = self.db.wait_signal()?;
         loop {
             let seen = signal.generation();
             let now = self.db.inner.now();
@@ -327,6 +324,37 @@ impl Queue {
         let keep = !self.db.options().retention.completed.is_zero();
         self.write(tx, |conn, now| {
             ops::ack(conn, &self.name, lease.job_id, &lease.token, result.as_ref(), keep, now)
+        })
+    }
+
+    /// Acks several leased jobs in one transaction; returns how many were
+    /// acked. Leases that are no longer held are skipped (not an error), so a
+    /// batch is never blocked by one job that another worker reclaimed.
+    pub fn ack_many(&self, leases: &[Lease]) -> Result<usize> {
+        self.ack_many_in(None, leases)
+    }
+
+    /// [`ack_many`](Self::ack_many) inside `tx`.
+    pub fn ack_many_tx(&self, tx: &Transaction, leases: &[Lease]) -> Result<usize> {
+        self.ack_many_in(Some(tx), leases)
+    }
+
+    fn ack_many_in(&self, tx: Option<&Transaction>, leases: &[Lease]) -> Result<usize> {
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        validate::batch_usize(leases.len())?;
+        let keep = !self.db.options().retention.completed.is_zero();
+        self.write(tx, |conn, now| {
+            let mut acked = 0;
+            for l in leases {
+                match ops::ack(conn, &self.name, l.job_id, &l.token, None, keep, now) {
+                    Ok(()) => acked += 1,
+                    Err(e) if e.kind() == ErrorKind::LeaseLost => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(acked)
         })
     }
 
@@ -465,7 +493,7 @@ impl Queue {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
         let deadline = Instant::now() + timeout;
-        let signal = std::sync::Arc::clone(self.db.signal());
+        let signal = self.db.wait_signal()?;
         let fallback = self.db.options().watch_fallback;
         loop {
             let seen = signal.generation();

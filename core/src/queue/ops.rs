@@ -17,10 +17,9 @@ use super::types::{JobInfo, JobState, QueueStats};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 
-/// A fully resolved enqueue.
+/// A fully resolved enqueue, minus the payload.
 #[derive(Debug)]
 pub(crate) struct NewJob<'a> {
-    pub payload: &'a Payload,
     pub priority: i32,
     pub run_at: i64,
     pub max_attempts: u32,
@@ -31,39 +30,52 @@ pub(crate) struct NewJob<'a> {
     pub expires_at: Option<i64>,
 }
 
-/// Inserts a job; returns `(id, existing)` where `existing` means a live job
-/// already held the dedupe key and its id is returned instead.
-pub(crate) fn enqueue(conn: &Connection, queue: &str, job: &NewJob<'_>, now: i64) -> Result<(i64, bool)> {
+/// Inserts one job per payload, all with `job`'s settings; returns
+/// `(id, existing)` per payload, where `existing` means a live job already
+/// held the dedupe key and its id is returned instead.
+pub(crate) fn enqueue(
+    conn: &Connection,
+    queue: &str,
+    job: &NewJob<'_>,
+    payloads: &[Payload],
+    now: i64,
+) -> Result<Vec<(i64, bool)>> {
     let state = if job.run_at > now { "scheduled" } else { "ready" };
-    let id: Option<i64> = conn
-        .prepare_cached(sql::ENQUEUE)?
-        .query_row(
-            params![
-                queue,
-                state,
-                job.payload,
-                job.priority,
-                job.run_at,
-                job.max_attempts,
-                job.backoff_base_ms,
-                job.backoff_max_ms,
-                job.backoff_jitter,
-                job.dedupe_key,
-                job.expires_at,
-                now
-            ],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(id) = id {
-        return Ok((id, false));
+    let mut insert = conn.prepare_cached(sql::ENQUEUE)?;
+    let mut out = Vec::with_capacity(payloads.len());
+    for payload in payloads {
+        let id: Option<i64> = insert
+            .query_row(
+                params![
+                    queue,
+                    state,
+                    payload,
+                    job.priority,
+                    job.run_at,
+                    job.max_attempts,
+                    job.backoff_base_ms,
+                    job.backoff_max_ms,
+                    job.backoff_jitter,
+                    job.dedupe_key,
+                    job.expires_at,
+                    now
+                ],
+                |r| r.get(0),
+            )
+            .optional()?;
+        out.push(match id {
+            Some(id) => (id, false),
+            None => (dedupe_holder(conn, queue, job.dedupe_key)?, true),
+        });
     }
-    let id = conn
-        .prepare_cached(sql::FIND_BY_DEDUPE)?
-        .query_row(params![queue, job.dedupe_key], |r| r.get(0))
+    Ok(out)
+}
+
+fn dedupe_holder(conn: &Connection, queue: &str, key: Option<&str>) -> Result<i64> {
+    conn.prepare_cached(sql::FIND_BY_DEDUPE)?
+        .query_row(params![queue, key], |r| r.get(0))
         .optional()?
-        .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))?;
-    Ok((id, true))
+        .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))
 }
 
 /// A job as handed out by [`claim`].
@@ -123,6 +135,13 @@ pub(crate) fn claim(
 /// scheduled jobs, and reclaiming lapsed leases (dead-lettering those on their
 /// last attempt).
 fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+    // One read of three index ranges; the usual answer is "nothing to do".
+    let due: bool = conn
+        .prepare_cached(sql::HOUSEKEEPING_DUE)?
+        .query_row(params![queue, now], |r| r.get(0))?;
+    if !due {
+        return Ok(());
+    }
     for id in ids(conn, sql::DUE_EXPIRED, queue, now)? {
         archive(conn, id, JobState::Expired, Some("expired before it started"), now)?;
     }

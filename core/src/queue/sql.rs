@@ -17,6 +17,16 @@ RETURNING id";
 pub const FIND_BY_DEDUPE: &str =
     "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
 
+/// ?1 queue, ?2 now. Whether any of [`DUE_EXPIRED`], [`PROMOTE`],
+/// [`LAPSED_EXHAUSTED`] or [`RECLAIM`] has work (claim skips them if not).
+pub const HOUSEKEEPING_DUE: &str = "
+SELECT EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND expires_at <= ?2 AND state IN ('ready', 'scheduled'))
+    OR EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'scheduled' AND run_at <= ?2)
+    OR EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2)";
+
 /// ?1 queue, ?2 now. Ready or scheduled jobs past their expiry.
 pub const DUE_EXPIRED: &str = "
 SELECT id FROM _honker_jobs
@@ -191,3 +201,13 @@ SELECT
 /// ?1 queue. Finished counts by state.
 pub const FINISHED_STATS: &str = "
 SELECT state, count(*) FROM _honker_finished WHERE queue = ?1 GROUP BY state";
+
+/// Retention (`Database::maintain`): ?1 state, ?2 finished before, ?3 limit.
+pub const PRUNE_FINISHED: &str = "
+DELETE FROM _honker_finished WHERE id IN (
+    SELECT id FROM _honker_finished WHERE state = ?1 AND finished_at < ?2 LIMIT ?3)";
+
+/// ?1 created before, ?2 limit.
+pub const PRUNE_RESULTS: &str = "
+DELETE FROM _honker_results WHERE job_id IN (
+    SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)";

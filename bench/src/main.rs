@@ -1,0 +1,355 @@
+//! honker's core benchmark: each workload through the `honker` API next to
+//! the same operation done with raw rusqlite prepared statements on the same
+//! schema (the physical limit), in one run, printed with the ratio.
+//!
+//! ```text
+//! cargo run --release -p honker-bench            # everything
+//! cargo run --release -p honker-bench -- W3 W6   # some workloads
+//! cargo run --release -p honker-bench -- --quick # smaller counts
+//! ```
+//!
+//! W1 enqueue 1/tx · W2 enqueue 1,000/tx · W3 claim 1 + ack 1 · W4 claim 32 +
+//! ack 32 · W5 4 processes draining 20,000 (NORMAL and FULL) · W6 wake latency
+//! from a producer process's commit to a waiting consumer process's claim,
+//! and the idle consumer's CPU · W7 claim latency with 0 vs 100k
+//! running/scheduled/dead rows.
+//!
+//! Timing goals are reported here, never asserted in tests.
+
+mod raw;
+mod w6;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use honker::{Database, Durability, EnqueueOptions, Lease, Options};
+use serde_json::json;
+
+struct Scale {
+    w1: usize,
+    w2_batches: usize,
+    w3: usize,
+    w4_batches: usize,
+    w5: usize,
+    w6: usize,
+    w7: usize,
+}
+
+const FULL: Scale = Scale {
+    w1: 5_000,
+    w2_batches: 50,
+    w3: 5_000,
+    w4_batches: 300,
+    w5: 20_000,
+    w6: 300,
+    w7: 3_000,
+};
+
+const QUICK: Scale = Scale {
+    w1: 500,
+    w2_batches: 5,
+    w3: 500,
+    w4_batches: 30,
+    w5: 2_000,
+    w6: 50,
+    w7: 300,
+};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("child") {
+        return child(&args[1..]);
+    }
+    let scale = if args.iter().any(|a| a == "--quick") {
+        &QUICK
+    } else {
+        &FULL
+    };
+    let only: Vec<&str> = args
+        .iter()
+        .filter(|a| a.starts_with('W'))
+        .map(String::as_str)
+        .collect();
+    let run = |w: &str| only.is_empty() || only.contains(&w);
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!(
+        "honker core benchmark ({} mode); temp dir {}",
+        if std::ptr::eq(scale, &QUICK) { "quick" } else { "full" },
+        dir.path().display()
+    );
+    println!("{:<44} {:>14} {:>14} {:>7}", "workload", "honker", "raw rusqlite", "ratio");
+    if run("W1") {
+        w1(dir.path(), scale.w1);
+    }
+    if run("W2") {
+        w2(dir.path(), scale.w2_batches);
+    }
+    if run("W3") {
+        w3(dir.path(), scale.w3);
+    }
+    if run("W4") {
+        w4(dir.path(), scale.w4_batches);
+    }
+    if run("W5") {
+        w5(dir.path(), scale.w5, Durability::Normal);
+        w5(dir.path(), scale.w5, Durability::Full);
+    }
+    if run("W6") {
+        w6::run(dir.path(), scale.w6);
+    }
+    if run("W7") {
+        w7(dir.path(), scale.w7);
+    }
+}
+
+/// A fresh database file named `name` in `dir`, opened through honker (so
+/// the schema exists for the raw side too).
+fn fresh(dir: &Path, name: &str, durability: Durability) -> (Database, PathBuf) {
+    let path = dir.join(format!("{name}.db"));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let db = Database::open_with(
+        &path,
+        Options {
+            durability,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    (db, path)
+}
+
+fn payload(i: usize) -> serde_json::Value {
+    json!({"to": format!("user{i}@example.com"), "template": "order-confirmed"})
+}
+
+/// Prints one line: throughput of both and honker's ratio to raw.
+fn report_rate(name: &str, ops: usize, honker: Duration, raw: Duration, target: f64) {
+    let h = ops as f64 / honker.as_secs_f64();
+    let r = ops as f64 / raw.as_secs_f64();
+    let ratio = h / r;
+    println!(
+        "{name:<44} {:>12.0}/s {:>12.0}/s {ratio:>6.2}x  (target >= {target}x{})",
+        h,
+        r,
+        if ratio >= target { "" } else { ", MISSED" }
+    );
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed())
+}
+
+fn w1(dir: &Path, n: usize) {
+    let (db, _) = fresh(dir, "w1-honker", Durability::Normal);
+    let q = db.queue("emails").unwrap();
+    let o = EnqueueOptions::default();
+    let ((), th) = time(|| {
+        for i in 0..n {
+            q.enqueue(payload(i), &o).unwrap();
+        }
+    });
+    let (_db, path) = fresh(dir, "w1-raw", Durability::Normal);
+    let raw = raw::Raw::open(&path, Durability::Normal);
+    let ((), tr) = time(|| {
+        for i in 0..n {
+            raw.enqueue_tx(&[payload(i).to_string()]);
+        }
+    });
+    report_rate("W1 enqueue, 1 job per transaction", n, th, tr, 0.8);
+}
+
+fn w2(dir: &Path, batches: usize) {
+    let n = batches * 1000;
+    let (db, _) = fresh(dir, "w2-honker", Durability::Normal);
+    let q = db.queue("emails").unwrap();
+    let o = EnqueueOptions::default();
+    let ((), th) = time(|| {
+        for b in 0..batches {
+            q.enqueue_many((0..1000).map(|i| payload(b * 1000 + i)), &o)
+                .unwrap();
+        }
+    });
+    let (_db, path) = fresh(dir, "w2-raw", Durability::Normal);
+    let raw = raw::Raw::open(&path, Durability::Normal);
+    let ((), tr) = time(|| {
+        for b in 0..batches {
+            let batch: Vec<String> = (0..1000).map(|i| payload(b * 1000 + i).to_string()).collect();
+            raw.enqueue_tx(&batch);
+        }
+    });
+    report_rate("W2 enqueue, 1,000 jobs per transaction", n, th, tr, 0.8);
+}
+
+fn prefill(db: &Database, n: usize) {
+    let q = db.queue("emails").unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        q.enqueue_many(chunk.iter().map(|&i| payload(i)), &EnqueueOptions::default())
+            .unwrap();
+    }
+}
+
+fn claim_ack_honker(db: &Database, batch: usize, rounds: usize) -> Duration {
+    let q = db.queue("emails").unwrap();
+    let ((), t) = time(|| {
+        for _ in 0..rounds {
+            let jobs = q.claim("bench", batch).unwrap();
+            assert_eq!(jobs.len(), batch);
+            if batch == 1 {
+                jobs[0].ack().unwrap();
+            } else {
+                let leases: Vec<Lease> = jobs.iter().map(|j| j.lease.clone()).collect();
+                assert_eq!(q.ack_many(&leases).unwrap(), batch);
+            }
+        }
+    });
+    t
+}
+
+fn claim_ack_raw(path: &Path, batch: usize, rounds: usize) -> Duration {
+    let raw = raw::Raw::open(path, Durability::Normal);
+    let ((), t) = time(|| {
+        for _ in 0..rounds {
+            let jobs = raw.claim("emails", batch);
+            assert_eq!(jobs.len(), batch);
+            raw.ack(&jobs);
+        }
+    });
+    t
+}
+
+fn w3(dir: &Path, n: usize) {
+    let (db, _) = fresh(dir, "w3-honker", Durability::Normal);
+    prefill(&db, n);
+    let th = claim_ack_honker(&db, 1, n);
+    let (db2, path) = fresh(dir, "w3-raw", Durability::Normal);
+    prefill(&db2, n);
+    let tr = claim_ack_raw(&path, 1, n);
+    report_rate("W3 claim 1 + ack 1 (jobs/s)", n, th, tr, 0.8);
+}
+
+fn w4(dir: &Path, batches: usize) {
+    let n = batches * 32;
+    let (db, _) = fresh(dir, "w4-honker", Durability::Normal);
+    prefill(&db, n);
+    let th = claim_ack_honker(&db, 32, batches);
+    let (db2, path) = fresh(dir, "w4-raw", Durability::Normal);
+    prefill(&db2, n);
+    let tr = claim_ack_raw(&path, 32, batches);
+    report_rate("W4 claim 32 + ack 32 (jobs/s)", n, th, tr, 0.8);
+}
+
+/// Spawns 4 child processes draining `n` jobs; returns the wall time.
+fn drain_with_children(path: &Path, mode: &str, durability: Durability) -> Duration {
+    let d = match durability {
+        Durability::Normal => "normal",
+        Durability::Full => "full",
+    };
+    let start = Instant::now();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["child", mode, &path.to_string_lossy(), d])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let mut total = 0usize;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "a {mode} drainer failed");
+        total += String::from_utf8_lossy(&out.stdout).trim().parse::<usize>().unwrap();
+    }
+    let t = start.elapsed();
+    assert!(total >= 1, "nothing drained");
+    t
+}
+
+fn w5(dir: &Path, n: usize, durability: Durability) {
+    let label = match durability {
+        Durability::Normal => "W5 4 processes drain 20k, NORMAL (jobs/s)",
+        Durability::Full => "W5 4 processes drain 20k, FULL (jobs/s)",
+    };
+    let (db, path) = fresh(dir, "w5-honker", durability);
+    prefill(&db, n);
+    drop(db);
+    let th = drain_with_children(&path, "drain-honker", durability);
+    let (db, path) = fresh(dir, "w5-raw", durability);
+    prefill(&db, n);
+    drop(db);
+    let tr = drain_with_children(&path, "drain-raw", durability);
+    report_rate(label, n, th, tr, 0.8);
+}
+
+fn child(args: &[String]) {
+    let mode = args[0].as_str();
+    let path = Path::new(&args[1]);
+    let durability = match args.get(2).map(String::as_str) {
+        Some("full") => Durability::Full,
+        _ => Durability::Normal,
+    };
+    match mode {
+        "drain-honker" => {
+            let db = Database::open_with(
+                path,
+                Options {
+                    durability,
+                    ..Options::default()
+                },
+            )
+            .unwrap();
+            let q = db.queue("emails").unwrap();
+            let mut done = 0;
+            loop {
+                let jobs = q.claim("drainer", 16).unwrap();
+                if jobs.is_empty() {
+                    break;
+                }
+                let leases: Vec<Lease> = jobs.iter().map(|j| j.lease.clone()).collect();
+                done += q.ack_many(&leases).unwrap();
+            }
+            println!("{done}");
+        }
+        "drain-raw" => {
+            let raw = raw::Raw::open(path, durability);
+            let mut done = 0;
+            loop {
+                let jobs = raw.claim("emails", 16);
+                if jobs.is_empty() {
+                    break;
+                }
+                raw.ack(&jobs);
+                done += jobs.len();
+            }
+            println!("{done}");
+        }
+        "w6-consumer" => w6::consumer(path, &args[2..]),
+        other => panic!("unknown child mode {other}"),
+    }
+}
+
+fn w7(dir: &Path, n: usize) {
+    let (empty, _) = fresh(dir, "w7-empty", Durability::Normal);
+    prefill(&empty, n);
+    let t_empty = claim_ack_honker(&empty, 1, n);
+    let (full, path) = fresh(dir, "w7-loaded", Durability::Normal);
+    drop(full);
+    raw::fill_100k_each(&path);
+    let full = Database::open(&path).unwrap();
+    prefill(&full, n);
+    let t_full = claim_ack_honker(&full, 1, n);
+    let per = |t: Duration| t.as_secs_f64() * 1e6 / n as f64;
+    let ratio = per(t_full) / per(t_empty);
+    println!(
+        "{:<44} {:>10.1} us {:>11.1} us {ratio:>6.2}x  (loaded/empty; target <= 1.3x{})",
+        "W7 claim+ack latency, 100k rows vs empty",
+        per(t_full),
+        per(t_empty),
+        if ratio <= 1.3 { "" } else { ", MISSED" }
+    );
+}

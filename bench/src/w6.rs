@@ -1,0 +1,111 @@
+//! W6: wake latency from a producer process's commit to a waiting consumer
+//! process's claim, and the idle consumer's CPU use.
+//!
+//! The parent enqueues one job at a time and notes the time its commit
+//! returned; the consumer (a child process blocked in a waiting claim) prints
+//! the time its claim returned with the job. Both read the same system
+//! clock. At the end the consumer waits idle and reports its own CPU time
+//! (all threads, the watcher included) over that wait.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use honker::{ClaimOptions, Database, EnqueueOptions};
+use serde_json::json;
+
+const IDLE_SECS: u64 = 5;
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+fn cpu_us() -> i64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+pub fn run(dir: &Path, rounds: usize) {
+    let path = dir.join("w6.db");
+    let db = Database::open(&path).unwrap();
+    let q = db.queue("wake").unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["child", "w6-consumer", &path.to_string_lossy(), "normal"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn consumer");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    let mut sent: HashMap<i64, i64> = HashMap::new();
+    let mut lat = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        // Let the consumer settle into its wait.
+        std::thread::sleep(Duration::from_millis(3));
+        let id = q.enqueue(json!({ "i": i }), &EnqueueOptions::default()).unwrap().id;
+        sent.insert(id, now_us());
+        let line = lines.next().unwrap().unwrap();
+        let mut parts = line.split_whitespace();
+        let got: i64 = parts.next().unwrap().parse().unwrap();
+        let at: i64 = parts.next().unwrap().parse().unwrap();
+        lat.push(at - sent[&got]);
+    }
+    q.enqueue(json!("idle"), &EnqueueOptions::default()).unwrap();
+    let idle = lines.next().unwrap().unwrap();
+    assert!(child.wait().unwrap().success());
+    lat.sort_unstable();
+    let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0;
+    let (p50, p99) = (pct(0.50), pct(0.99));
+    println!(
+        "{:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{})",
+        "W6 wake latency, commit -> claim (2 procs)",
+        if p50 <= 0.3 && p99 <= 1.0 { "" } else { ", MISSED" }
+    );
+    let mut parts = idle.split_whitespace().skip(1);
+    let cpu: f64 = parts.next().unwrap().parse().unwrap();
+    let wall: f64 = parts.next().unwrap().parse().unwrap();
+    let share = 100.0 * cpu / wall;
+    println!(
+        "{:<44} {share:.3} % of a core over {IDLE_SECS} s  (target <= 0.3 %{})",
+        "W6 idle waiting consumer CPU",
+        if share <= 0.3 { "" } else { ", MISSED" }
+    );
+}
+
+pub fn consumer(path: &Path, _args: &[String]) {
+    let db = Database::open(path).unwrap();
+    let q = db.queue("wake").unwrap();
+    let wait = ClaimOptions {
+        wait: Duration::from_secs(30),
+        ..ClaimOptions::default()
+    };
+    println!("ready");
+    loop {
+        let jobs = q.claim_with("consumer", 1, &wait).unwrap();
+        let at = now_us();
+        let Some(job) = jobs.into_iter().next() else {
+            continue;
+        };
+        job.ack().unwrap();
+        if job.payload.as_json().unwrap() == json!("idle") {
+            break;
+        }
+        println!("{} {at}", job.id);
+    }
+    // Idle: wait with nothing coming.
+    let idle = ClaimOptions {
+        wait: Duration::from_secs(IDLE_SECS),
+        ..ClaimOptions::default()
+    };
+    let (c0, t0) = (cpu_us(), Instant::now());
+    assert!(q.claim_with("consumer", 1, &idle).unwrap().is_empty());
+    let (cpu, wall) = (cpu_us() - c0, t0.elapsed().as_micros());
+    println!("idle {cpu} {wall}");
+}

@@ -1,0 +1,159 @@
+//! `EXPLAIN QUERY PLAN` pins: with 100k running, 100k scheduled and 100k dead
+//! rows present, claiming, promotion, lease reclaim, expiry and the lease
+//! checks are index seeks, never a scan, and claim needs no sort.
+
+mod common;
+
+use honker::queue::sql;
+use honker::rusqlite::types::Value;
+use honker::rusqlite::{params_from_iter, Connection};
+
+const N: i64 = 100_000;
+
+fn fill(conn: &Connection) {
+    let now = 1_700_000_000_000i64;
+    let insert = |state: &str, extra: &str| {
+        conn.execute_batch(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {N})
+             INSERT INTO _honker_jobs (queue, state, payload, run_at, max_attempts,
+                 backoff_base_ms, backoff_max_ms, backoff_jitter, created_at, {cols})
+             SELECT 'q' || (i % 4), '{state}', '{{}}', {now} + i, 3, 1000, 60000, 0.5, {now}, {extra}
+             FROM n",
+            cols = if state == "running" {
+                "worker_id, lease_token, lease_expires_at, attempts"
+            } else {
+                "expires_at"
+            },
+        ))
+        .unwrap();
+    };
+    insert("running", &format!("'w', hex(randomblob(16)), {now} + 60000 + i, 1"));
+    insert("scheduled", &format!("{now} + 10000000 + i"));
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {N})
+         INSERT INTO _honker_finished (id, queue, state, payload, priority, run_at, attempts,
+             max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, created_at,
+             last_error, finished_at)
+         SELECT 10000000 + i, 'q' || (i % 4), 'dead', '{{}}', 0, {now}, 3, 3, 1000, 60000, 0.5,
+             {now}, 'boom', {now} + i
+         FROM n"
+    ))
+    .unwrap();
+    // A few ready jobs.
+    conn.execute_batch(&format!(
+        "INSERT INTO _honker_jobs (queue, state, payload, run_at, max_attempts,
+             backoff_base_ms, backoff_max_ms, backoff_jitter, created_at)
+         VALUES ('q1', 'ready', '{{}}', {now}, 3, 1000, 60000, 0.5, {now})"
+    ))
+    .unwrap();
+}
+
+fn plan(conn: &Connection, sql: &str) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let n = stmt.parameter_count();
+    let nulls = vec![Value::Null; n];
+    stmt.query_map(params_from_iter(nulls), |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Asserts the plan of `sql` mentions every one of `uses` and never scans a
+/// honker table or sorts in a temporary b-tree.
+fn assert_plan(conn: &Connection, name: &str, sql: &str, uses: &[&str]) {
+    let p = plan(conn, sql);
+    let text = p.join("\n");
+    for u in uses {
+        assert!(text.contains(u), "{name}: expected {u:?} in plan:\n{text}");
+    }
+    for line in &p {
+        assert!(
+            !(line.starts_with("SCAN _honker") || line.contains("TEMP B-TREE")),
+            "{name}: scan or sort in plan:\n{text}"
+        );
+    }
+}
+
+fn check_all(conn: &Connection) {
+    let ready = "INDEX _honker_jobs_ready (queue=?)";
+    let scheduled = "INDEX _honker_jobs_scheduled (queue=? AND run_at<?)";
+    let running = "INDEX _honker_jobs_running (queue=? AND lease_expires_at<?)";
+    let pk = "USING INTEGER PRIMARY KEY (rowid=?)";
+    assert_plan(conn, "CLAIM", sql::CLAIM, &[ready, pk]);
+    assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
+    assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
+    assert_plan(
+        conn,
+        "HOUSEKEEPING_DUE",
+        sql::HOUSEKEEPING_DUE,
+        &[
+            "INDEX _honker_jobs_expiry (queue=? AND expires_at<?)",
+            scheduled,
+            running,
+        ],
+    );
+    assert_plan(conn, "LAPSED_EXHAUSTED", sql::LAPSED_EXHAUSTED, &[running]);
+    assert_plan(
+        conn,
+        "DUE_EXPIRED",
+        sql::DUE_EXPIRED,
+        &["INDEX _honker_jobs_expiry (queue=? AND expires_at<?)"],
+    );
+    for (name, q) in [
+        ("ACK", sql::ACK),
+        ("LEASED", sql::LEASED),
+        ("HEARTBEAT", sql::HEARTBEAT),
+        ("RESCHEDULE", sql::RESCHEDULE),
+        ("DELETE_JOB", sql::DELETE_JOB),
+        ("GET_LIVE", sql::GET_LIVE),
+        ("ARCHIVE", sql::ARCHIVE),
+    ] {
+        assert_plan(conn, name, q, &[pk]);
+    }
+    assert_plan(
+        conn,
+        "FIND_BY_DEDUPE",
+        sql::FIND_BY_DEDUPE,
+        &["INDEX _honker_jobs_dedupe (queue=? AND dedupe_key=?)"],
+    );
+    assert_plan(
+        conn,
+        "PROBE",
+        sql::PROBE,
+        &[
+            "_honker_jobs_ready (queue=?)",
+            "_honker_jobs_scheduled (queue=?)",
+            "_honker_jobs_running (queue=?)",
+        ],
+    );
+    assert_plan(
+        conn,
+        "LIST_DEAD",
+        sql::LIST_DEAD,
+        &["INDEX _honker_finished_queue (queue=? AND state=? AND id>?)"],
+    );
+    assert_plan(
+        conn,
+        "PRUNE_FINISHED",
+        sql::PRUNE_FINISHED,
+        &["_honker_finished_age (state=? AND finished_at<?)"],
+    );
+    assert_plan(
+        conn,
+        "PRUNE_RESULTS",
+        sql::PRUNE_RESULTS,
+        &["_honker_results_age (created_at<?)"],
+    );
+}
+
+#[test]
+fn hot_statements_use_their_partial_indexes() {
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    fill(conn);
+    check_all(conn);
+    // And still after the planner has statistics.
+    conn.execute_batch("ANALYZE").unwrap();
+    check_all(conn);
+}

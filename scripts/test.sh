@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every check and test of the project: formatting, lints, unit and
+# integration tests (multi-process ones included), doc-tests (README too),
+# the examples, and a build of the benchmarks. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+if ! command -v cargo >/dev/null; then
+    echo "test.sh: cargo not found; install Rust 1.89+ with rustup (https://rustup.rs)" >&2
+    exit 1
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (unit, integration, multi-process, doc-tests)"
+cargo test --workspace --locked
+
+step "example: the outbox demo"
+cargo run --locked -q -p honker --example outbox_demo
+
+step "benchmarks build"
+cargo build --locked -q --release -p honker-bench
+
+echo
+echo "test.sh: all checks passed"
