@@ -75,10 +75,12 @@ impl Raw {
         let lease = now_ms() + 60_000;
         self.tx(|c| {
             let mut stmt = c.prepare_cached(CLAIM).expect("prepare");
-            stmt.query_map(params![queue, lease, n as i64], |r| Ok((r.get(0)?, r.get(1)?)))
-                .expect("claim")
-                .map(|r| r.expect("row"))
-                .collect()
+            stmt.query_map(params![queue, lease, n as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("claim")
+            .map(|r| r.expect("row"))
+            .collect()
         })
     }
 

@@ -49,7 +49,10 @@ pub fn run(dir: &Path, rounds: usize) {
     for i in 0..rounds {
         // Let the consumer settle into its wait.
         std::thread::sleep(Duration::from_millis(3));
-        let id = q.enqueue(json!({ "i": i }), &EnqueueOptions::default()).unwrap().id;
+        let id = q
+            .enqueue(json!({ "i": i }), &EnqueueOptions::default())
+            .unwrap()
+            .id;
         sent.insert(id, now_us());
         let line = lines.next().unwrap().unwrap();
         let mut parts = line.split_whitespace();
@@ -57,7 +60,8 @@ pub fn run(dir: &Path, rounds: usize) {
         let at: i64 = parts.next().unwrap().parse().unwrap();
         lat.push(at - sent[&got]);
     }
-    q.enqueue(json!("idle"), &EnqueueOptions::default()).unwrap();
+    q.enqueue(json!("idle"), &EnqueueOptions::default())
+        .unwrap();
     let idle = lines.next().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
     lat.sort_unstable();
@@ -66,7 +70,11 @@ pub fn run(dir: &Path, rounds: usize) {
     println!(
         "{:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{})",
         "W6 wake latency, commit -> claim (2 procs)",
-        if p50 <= 0.3 && p99 <= 1.0 { "" } else { ", MISSED" }
+        if p50 <= 0.3 && p99 <= 1.0 {
+            ""
+        } else {
+            ", MISSED"
+        }
     );
     let mut parts = idle.split_whitespace().skip(1);
     let cpu: f64 = parts.next().unwrap().parse().unwrap();

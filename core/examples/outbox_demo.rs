@@ -59,8 +59,26 @@ fn shop(path: &str) -> honker::Result<()> {
             println!("  [worker, pid {worker_pid}] {line}");
         }
     });
-    println!("[shop, pid {}] writing orders to {path}", std::process::id());
+    println!(
+        "[shop, pid {}] writing orders to {path}",
+        std::process::id()
+    );
 
+    let placed = place_orders(&db, &emails);
+    let status = worker.wait().expect("worker exit");
+    printer.join().expect("printer");
+    placed?;
+    assert!(status.success(), "worker failed");
+    let s = emails.stats()?;
+    let orders = db.query("SELECT count(*) FROM orders", [])?;
+    println!(
+        "[inspector] orders: {:?}; emails ready {}, running {}, dead {}",
+        orders.rows[0][0], s.ready, s.running, s.dead
+    );
+    Ok(())
+}
+
+fn place_orders(db: &Database, emails: &honker::Queue) -> honker::Result<()> {
     for (email, cents) in ORDERS {
         let tx = db.transaction()?;
         let job = emails.enqueue_tx(
@@ -74,26 +92,22 @@ fn shop(path: &str) -> honker::Result<()> {
         ) {
             Ok(_) => {
                 tx.commit()?;
-                println!("[shop] order for {email} committed with email job {}", job.id);
+                println!(
+                    "[shop] order for {email} committed with email job {}",
+                    job.id
+                );
             }
             Err(e) => {
                 drop(tx); // rolls back the job together with the order
-                println!("[shop] order for {email} failed ({}): rolled back, no email", e.code());
+                println!(
+                    "[shop] order for {email} failed ({}): rolled back, no email",
+                    e.code()
+                );
             }
         }
         // Pace the orders so the worker's output interleaves visibly.
         std::thread::sleep(Duration::from_millis(150));
     }
-
-    let status = worker.wait().expect("worker exit");
-    printer.join().expect("printer");
-    assert!(status.success(), "worker failed");
-    let s = emails.stats()?;
-    let orders = db.query("SELECT count(*) FROM orders", [])?;
-    println!(
-        "[inspector] orders: {:?}; emails ready {}, running {}, dead {}",
-        orders.rows[0][0], s.ready, s.running, s.dead
-    );
     Ok(())
 }
 
@@ -113,7 +127,10 @@ fn worker(path: &str, expect: usize) -> honker::Result<()> {
         }
         for job in jobs {
             let to = job.payload.as_json()?["to"].clone();
-            println!("sent confirmation to {to} (job {}, attempt {})", job.id, job.attempts);
+            println!(
+                "sent confirmation to {to} (job {}, attempt {})",
+                job.id, job.attempts
+            );
             job.ack()?;
             sent += 1;
         }

@@ -172,8 +172,9 @@ impl Database {
     /// Runs one statement of your own in its own write transaction; returns
     /// the number of rows changed.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
-        self.inner
-            .write(None, |conn, _| Ok(conn.prepare_cached(sql)?.execute(params)?))
+        self.inner.write(None, |conn, _| {
+            Ok(conn.prepare_cached(sql)?.execute(params)?)
+        })
     }
 
     /// Runs a read-only query on a pooled reader connection (never the
@@ -238,7 +239,6 @@ thread_local! {
 fn thread_token() -> u64 {
     THREAD_TOKEN.with(|t| *t)
 }
-
 
 impl Inner {
     pub(crate) fn now(&self) -> i64 {

@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn size_limit_applies_to_bytes_too() {
         let p = Payload::Bytes(vec![0; 11]);
-        assert_eq!(p.validate(10).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            p.validate(10).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
         assert!(p.validate(11).is_ok());
     }
 }

@@ -135,7 +135,10 @@ mod tests {
         }
         assert_eq!(batch(32).unwrap(), 32);
         for s in [f64::NAN, -0.5, f64::INFINITY, 1e12] {
-            assert_eq!(seconds("delay", s).unwrap_err().kind(), ErrorKind::InvalidArgument);
+            assert_eq!(
+                seconds("delay", s).unwrap_err().kind(),
+                ErrorKind::InvalidArgument
+            );
         }
         assert_eq!(seconds("delay", 1.5).unwrap(), Duration::from_millis(1500));
         assert!(timestamp_ms("run_at", -1).is_err());

@@ -105,7 +105,12 @@ impl Watcher {
     pub(crate) fn ensure_running(&self) -> Result<()> {
         let mut slot = self.thread.lock();
         if slot.is_none() {
-            *slot = Some(start(&self.path, self.busy_timeout, self.fallback, &self.signal)?);
+            *slot = Some(start(
+                &self.path,
+                self.busy_timeout,
+                self.fallback,
+                &self.signal,
+            )?);
         }
         Ok(())
     }
@@ -148,7 +153,12 @@ pub(crate) fn watcher_for(path: &Path, busy_timeout: Duration, fallback: Duratio
     w
 }
 
-fn start(path: &Path, busy_timeout: Duration, fallback: Duration, signal: &Arc<Signal>) -> Result<Running> {
+fn start(
+    path: &Path,
+    busy_timeout: Duration,
+    fallback: Duration,
+    signal: &Arc<Signal>,
+) -> Result<Running> {
     let conn = open_reader(path, busy_timeout)?;
     let stop = Arc::new(Stop::new()?);
     let notifier = Notifier::new(path, &stop);
@@ -354,7 +364,9 @@ mod linux {
     }
 
     fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> i32 {
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX).max(1);
+        let ms = i32::try_from(timeout.as_millis())
+            .unwrap_or(i32::MAX)
+            .max(1);
         // SAFETY: `fds` is a valid, correctly sized slice of pollfd.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
     }
@@ -425,7 +437,11 @@ mod linux {
             loop {
                 // SAFETY: reads into our own buffer of the stated length.
                 let n = unsafe {
-                    libc::read(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len())
+                    libc::read(
+                        self.fd.as_raw_fd(),
+                        self.buf.as_mut_ptr().cast(),
+                        self.buf.len(),
+                    )
                 };
                 let Ok(n) = usize::try_from(n) else {
                     return relevant; // EAGAIN: drained
@@ -438,14 +454,12 @@ mod linux {
                 while at + header <= n {
                     // SAFETY: the kernel wrote a whole event header at `at`;
                     // read_unaligned copes with the byte buffer's alignment.
-                    let ev: libc::inotify_event = unsafe {
-                        std::ptr::read_unaligned(self.buf.as_ptr().add(at).cast())
-                    };
+                    let ev: libc::inotify_event =
+                        unsafe { std::ptr::read_unaligned(self.buf.as_ptr().add(at).cast()) };
                     let len = ev.len as usize;
                     let name = &self.buf[at + header..(at + header + len).min(n)];
                     let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
-                    if ev.mask & libc::IN_Q_OVERFLOW != 0 || self.names.iter().any(|x| x == name)
-                    {
+                    if ev.mask & libc::IN_Q_OVERFLOW != 0 || self.names.iter().any(|x| x == name) {
                         relevant = true;
                     }
                     at += header + len;
@@ -465,7 +479,9 @@ mod tests {
         let seen = s.generation();
         assert!(!s.wait_past(seen, Instant::now() + Duration::from_millis(5)));
         let s2 = Arc::clone(&s);
-        let t = std::thread::spawn(move || s2.wait_past(seen, Instant::now() + Duration::from_secs(30)));
+        let t = std::thread::spawn(move || {
+            s2.wait_past(seen, Instant::now() + Duration::from_secs(30))
+        });
         s.bump();
         assert!(t.join().unwrap());
         assert!(s.wait_past(seen, Instant::now()));

@@ -24,7 +24,10 @@ fn opens_in_wal_with_honkers_schema_and_leaves_user_version_alone() {
             .unwrap();
     }
     let db = Database::open(&path).unwrap();
-    assert_eq!(scalar(&db, "PRAGMA journal_mode"), Value::Text("wal".into()));
+    assert_eq!(
+        scalar(&db, "PRAGMA journal_mode"),
+        Value::Text("wal".into())
+    );
     assert_eq!(scalar(&db, "PRAGMA user_version"), Value::Integer(7));
     assert_eq!(
         scalar(&db, "SELECT max(version) FROM _honker_schema"),
@@ -194,7 +197,8 @@ fn reads_go_through_read_only_readers() {
     // Reads do not wait for an open write transaction.
     let tx = t.db.transaction().unwrap();
     tx.execute("CREATE TABLE y (a)", []).unwrap();
-    let n = t.db.query("SELECT count(*) FROM sqlite_master WHERE name = 'y'", []);
+    let n =
+        t.db.query("SELECT count(*) FROM sqlite_master WHERE name = 'y'", []);
     assert_eq!(n.unwrap().rows[0][0], Value::Integer(0));
     tx.commit().unwrap();
 }
@@ -202,9 +206,11 @@ fn reads_go_through_read_only_readers() {
 #[test]
 fn query_returns_columns_and_typed_values() {
     let t = test_db();
-    let rows = t
-        .db
-        .query("SELECT 1 AS a, 'x' AS b, NULL AS c, 2.5 AS d, x'00' AS e", [])
+    let rows =
+        t.db.query(
+            "SELECT 1 AS a, 'x' AS b, NULL AS c, 2.5 AS d, x'00' AS e",
+            [],
+        )
         .unwrap();
     assert_eq!(rows.columns, ["a", "b", "c", "d", "e"]);
     assert_eq!(
@@ -264,7 +270,11 @@ fn maintain_prunes_past_retention_only() {
     assert_eq!((r.dead, r.cancelled, r.results), (0, 0, 0));
     t.clock.advance(Duration::from_secs(86_400 + 1));
     let r = t.db.maintain().unwrap();
-    assert_eq!((r.dead, r.cancelled, r.results), (0, 0, 1), "results: 1 day");
+    assert_eq!(
+        (r.dead, r.cancelled, r.results),
+        (0, 0, 1),
+        "results: 1 day"
+    );
     t.clock.advance(Duration::from_secs(6 * 86_400));
     let r = t.db.maintain().unwrap();
     assert_eq!((r.dead, r.cancelled), (1, 1), "dead and cancelled: 7 days");

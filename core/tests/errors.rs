@@ -5,9 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::test_db;
-use honker::{
-    ClaimOptions, EnqueueOptions, Error, ErrorKind, Payload, QueueOptions, RetryOptions,
-};
+use honker::{ClaimOptions, EnqueueOptions, Error, ErrorKind, Payload, QueueOptions, RetryOptions};
 use serde_json::json;
 
 fn assert_invalid<T: std::fmt::Debug>(r: Result<T, Error>) {

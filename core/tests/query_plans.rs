@@ -27,7 +27,10 @@ fn fill(conn: &Connection) {
         ))
         .unwrap();
     };
-    insert("running", &format!("'w', hex(randomblob(16)), {now} + 60000 + i, 1"));
+    insert(
+        "running",
+        &format!("'w', hex(randomblob(16)), {now} + 60000 + i, 1"),
+    );
     insert("scheduled", &format!("{now} + 10000000 + i"));
     conn.execute_batch(&format!(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {N})

@@ -46,9 +46,8 @@ fn seed_reference_run() {
         error: None,
     };
     let mut expected = 2;
-    let q = t
-        .db
-        .queue_with(
+    let q =
+        t.db.queue_with(
             "jobs",
             QueueOptions {
                 max_attempts: 3,
@@ -71,9 +70,8 @@ fn seed_reference_run() {
 #[test]
 fn lapsed_lease_is_reclaimed_then_dead_lettered() {
     let t = test_db();
-    let q = t
-        .db
-        .queue_with(
+    let q =
+        t.db.queue_with(
             "q",
             QueueOptions {
                 lease: Duration::from_secs(30),
@@ -118,16 +116,27 @@ fn stale_token_changes_nothing() {
     };
     let before = t.snapshot();
     let r = RetryOptions::default();
-    assert_eq!(q.ack(&forged, None).unwrap_err().kind(), ErrorKind::LeaseLost);
-    assert_eq!(q.retry(&forged, &r).unwrap_err().kind(), ErrorKind::LeaseLost);
-    assert_eq!(q.fail(&forged, "x").unwrap_err().kind(), ErrorKind::LeaseLost);
+    assert_eq!(
+        q.ack(&forged, None).unwrap_err().kind(),
+        ErrorKind::LeaseLost
+    );
+    assert_eq!(
+        q.retry(&forged, &r).unwrap_err().kind(),
+        ErrorKind::LeaseLost
+    );
+    assert_eq!(
+        q.fail(&forged, "x").unwrap_err().kind(),
+        ErrorKind::LeaseLost
+    );
     assert_eq!(q.release(&forged).unwrap_err().kind(), ErrorKind::LeaseLost);
     assert_eq!(
         q.heartbeat(&forged, None).unwrap_err().kind(),
         ErrorKind::LeaseLost
     );
     assert_eq!(
-        q.snooze(&forged, Duration::from_secs(1)).unwrap_err().kind(),
+        q.snooze(&forged, Duration::from_secs(1))
+            .unwrap_err()
+            .kind(),
         ErrorKind::LeaseLost
     );
     assert_eq!(t.snapshot(), before);
@@ -137,7 +146,10 @@ fn stale_token_changes_nothing() {
         job_id: 999,
         token: job.lease.token.clone(),
     };
-    assert_eq!(q.ack(&unknown, None).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        q.ack(&unknown, None).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
     let other = t.db.queue("other").unwrap();
     assert_eq!(
         other.ack(&job.lease, None).unwrap_err().kind(),
@@ -179,7 +191,11 @@ fn retry_uses_the_producers_backoff_and_dead_letters_with_last_error() {
     let j = q.claim("w", 1).unwrap().pop().unwrap();
     assert_eq!(j.attempts, 2);
     j.retry(&err("boom 2")).unwrap();
-    assert_eq!(q.get_job(id).unwrap().run_at, t.clock_now() + 15_000, "capped");
+    assert_eq!(
+        q.get_job(id).unwrap().run_at,
+        t.clock_now() + 15_000,
+        "capped"
+    );
     t.clock.advance(Duration::from_secs(15));
 
     let j = q.claim("w", 1).unwrap().pop().unwrap();
@@ -194,9 +210,8 @@ fn retry_uses_the_producers_backoff_and_dead_letters_with_last_error() {
 #[test]
 fn jittered_backoff_stays_within_bounds() {
     let t = test_db();
-    let q = t
-        .db
-        .queue_with(
+    let q =
+        t.db.queue_with(
             "q",
             QueueOptions {
                 max_attempts: 50,
@@ -222,9 +237,8 @@ fn jittered_backoff_stays_within_bounds() {
 #[test]
 fn fail_release_snooze_and_heartbeat() {
     let t = test_db();
-    let q = t
-        .db
-        .queue_with(
+    let q =
+        t.db.queue_with(
             "q",
             QueueOptions {
                 lease: Duration::from_secs(10),
@@ -243,7 +257,10 @@ fn fail_release_snooze_and_heartbeat() {
     // snooze: later, attempt not consumed.
     let j = q.claim("w", 1).unwrap().pop().unwrap();
     assert_eq!(j.attempts, 1);
-    assert_eq!(j.snooze(Duration::from_secs(5)).unwrap(), JobState::Scheduled);
+    assert_eq!(
+        j.snooze(Duration::from_secs(5)).unwrap(),
+        JobState::Scheduled
+    );
     assert!(q.claim("w", 1).unwrap().is_empty());
     t.clock.advance(Duration::from_secs(5));
     let j = q.claim("w", 1).unwrap().pop().unwrap();
@@ -439,9 +456,16 @@ fn cancel_leaves_a_record_and_fences_the_worker() {
     assert!(q.cancel(running.id, None).unwrap());
     assert_eq!(running.ack().unwrap_err().kind(), ErrorKind::LeaseLost);
 
-    assert_eq!(q.cancel(12345, None).unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(
-        t.db.queue("other").unwrap().cancel(waiting, None).unwrap_err().kind(),
+        q.cancel(12345, None).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        t.db.queue("other")
+            .unwrap()
+            .cancel(waiting, None)
+            .unwrap_err()
+            .kind(),
         ErrorKind::NotFound
     );
 }
@@ -521,7 +545,7 @@ fn dead_letters_page_requeue_and_purge() {
     // Purge by age, then requeue the rest.
     t.clock.advance(Duration::from_secs(100));
     assert_eq!(q.purge_dead(Some(Duration::from_secs(200))).unwrap(), 0);
-    assert_eq!(q.purge_dead(Some(Duration::from_secs(50))).unwrap(), 0 + 4);
+    assert_eq!(q.purge_dead(Some(Duration::from_secs(50))).unwrap(), 4);
     assert_eq!(q.requeue_all_dead().unwrap(), 0);
     assert_eq!(q.stats().unwrap().dead, 0);
 }
@@ -586,11 +610,13 @@ fn wait_result_wakes_on_ack_from_another_thread_and_times_out() {
     let q = t.db.queue("q").unwrap();
     let id = q.enqueue(json!(1), &opts()).unwrap().id;
     let q2 = q.clone();
-    let waiter =
-        std::thread::spawn(move || q2.wait_result(id, Duration::from_secs(30)).unwrap());
+    let waiter = std::thread::spawn(move || q2.wait_result(id, Duration::from_secs(30)).unwrap());
     let j = q.claim("w", 1).unwrap().pop().unwrap();
     j.ack_with_result(json!("done")).unwrap();
-    assert_eq!(waiter.join().unwrap().unwrap().as_json().unwrap(), json!("done"));
+    assert_eq!(
+        waiter.join().unwrap().unwrap().as_json().unwrap(),
+        json!("done")
+    );
 
     let other = q.enqueue(json!(2), &opts()).unwrap().id;
     let err = q.wait_result(other, Duration::from_millis(20)).unwrap_err();
@@ -660,7 +686,10 @@ fn ack_many_acks_held_leases_and_skips_stale_ones() {
         job_id: 777,
         token: "x".into(),
     }];
-    assert_eq!(q.ack_many(&unknown).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        q.ack_many(&unknown).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
     assert_eq!(q.ack_many(&[]).unwrap(), 0);
     let too_many = vec![leases[0].clone(); honker::limits::MAX_BATCH + 1];
     assert_eq!(

@@ -24,18 +24,32 @@ fn rolled_back_enqueue_never_exists() {
     let q = t.db.queue("emails").unwrap();
 
     let tx = t.db.transaction().unwrap();
-    tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')", [])
-        .unwrap();
-    q.enqueue_tx(&tx, json!({"to": "a@example.com"}), &EnqueueOptions::default())
-        .unwrap();
+    tx.execute(
+        "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
+        [],
+    )
+    .unwrap();
+    q.enqueue_tx(
+        &tx,
+        json!({"to": "a@example.com"}),
+        &EnqueueOptions::default(),
+    )
+    .unwrap();
     tx.rollback().unwrap();
 
     {
         let tx = t.db.transaction().unwrap();
-        tx.execute("INSERT INTO orders (user_id, status) VALUES (2, 'paid')", [])
-            .unwrap();
-        q.enqueue_tx(&tx, json!({"to": "b@example.com"}), &EnqueueOptions::default())
-            .unwrap();
+        tx.execute(
+            "INSERT INTO orders (user_id, status) VALUES (2, 'paid')",
+            [],
+        )
+        .unwrap();
+        q.enqueue_tx(
+            &tx,
+            json!({"to": "b@example.com"}),
+            &EnqueueOptions::default(),
+        )
+        .unwrap();
         // dropped without commit: rolls back
     }
 
@@ -55,8 +69,11 @@ fn job_becomes_visible_exactly_when_the_row_does() {
     let other_q = other.queue("emails").unwrap();
 
     let tx = t.db.transaction().unwrap();
-    tx.execute("INSERT INTO orders (user_id, status) VALUES (7, 'paid')", [])
-        .unwrap();
+    tx.execute(
+        "INSERT INTO orders (user_id, status) VALUES (7, 'paid')",
+        [],
+    )
+    .unwrap();
     let id = q
         .enqueue_tx(&tx, json!({"order": 7}), &EnqueueOptions::default())
         .unwrap()
@@ -123,8 +140,11 @@ fn a_failed_verb_leaves_the_callers_transaction_intact() {
     };
 
     let tx = t.db.transaction().unwrap();
-    tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')", [])
-        .unwrap();
+    tx.execute(
+        "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
+        [],
+    )
+    .unwrap();
     let err = q.ack_tx(&tx, &stale, None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LeaseLost);
     let err = q
@@ -164,9 +184,7 @@ fn same_thread_write_without_tx_fails_fast_instead_of_deadlocking() {
     let q = t.db.queue("emails").unwrap();
     let tx = t.db.transaction().unwrap();
     let started = std::time::Instant::now();
-    let err = q
-        .enqueue(json!(1), &EnqueueOptions::default())
-        .unwrap_err();
+    let err = q.enqueue(json!(1), &EnqueueOptions::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(started.elapsed() < Duration::from_secs(1));
     assert_eq!(

@@ -18,8 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use types::{
-    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats,
-    RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryOptions,
 };
 
 use crate::clock::duration_ms;
@@ -77,7 +76,11 @@ impl Queue {
     /// Adds a job. See [`EnqueueOptions`] for scheduling, priority, retries,
     /// deduplication and expiry. The payload must be valid JSON (or bytes)
     /// no larger than `Options::max_payload_bytes`.
-    pub fn enqueue(&self, payload: impl Into<Payload>, options: &EnqueueOptions) -> Result<Enqueued> {
+    pub fn enqueue(
+        &self,
+        payload: impl Into<Payload>,
+        options: &EnqueueOptions,
+    ) -> Result<Enqueued> {
         self.enqueue_many_in(None, [payload], options)
             .map(|mut v| v.remove(0))
     }
@@ -215,7 +218,12 @@ impl Queue {
     /// claimable, and returns as soon as it has claimed some, or empty at the
     /// deadline. Only a read-only check runs on each wake-up; the write lock
     /// is taken only when this queue has work.
-    pub fn claim_with(&self, worker_id: &str, n: usize, options: &ClaimOptions) -> Result<Vec<Job>> {
+    pub fn claim_with(
+        &self,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+    ) -> Result<Vec<Job>> {
         validate::key("worker id", worker_id)?;
         let n = validate::batch_usize(n)?;
         let lease_ms = validate::lease(options.lease.unwrap_or(self.options.lease))?;
@@ -317,13 +325,26 @@ impl Queue {
         self.ack_in(Some(tx), lease, result)
     }
 
-    fn ack_in(&self, tx: Option<&Transaction>, lease: &Lease, result: Option<Payload>) -> Result<()> {
+    fn ack_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        result: Option<Payload>,
+    ) -> Result<()> {
         if let Some(r) = &result {
             r.validate(self.db.options().max_payload_bytes)?;
         }
         let keep = !self.db.options().retention.completed.is_zero();
         self.write(tx, |conn, now| {
-            ops::ack(conn, &self.name, lease.job_id, &lease.token, result.as_ref(), keep, now)
+            ops::ack(
+                conn,
+                &self.name,
+                lease.job_id,
+                &lease.token,
+                result.as_ref(),
+                keep,
+                now,
+            )
         })
     }
 
@@ -367,15 +388,33 @@ impl Queue {
     }
 
     /// [`retry`](Self::retry) inside `tx`.
-    pub fn retry_tx(&self, tx: &Transaction, lease: &Lease, options: &RetryOptions) -> Result<JobState> {
+    pub fn retry_tx(
+        &self,
+        tx: &Transaction,
+        lease: &Lease,
+        options: &RetryOptions,
+    ) -> Result<JobState> {
         self.retry_in(Some(tx), lease, options)
     }
 
-    fn retry_in(&self, tx: Option<&Transaction>, lease: &Lease, o: &RetryOptions) -> Result<JobState> {
+    fn retry_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        o: &RetryOptions,
+    ) -> Result<JobState> {
         let delay = o.delay.map(|d| validate::delay("delay", d)).transpose()?;
         let error = o.error.as_deref().map(validate::clip_error);
         self.write(tx, |conn, now| {
-            ops::retry(conn, &self.name, lease.job_id, &lease.token, delay, error, now)
+            ops::retry(
+                conn,
+                &self.name,
+                lease.job_id,
+                &lease.token,
+                delay,
+                error,
+                now,
+            )
         })
     }
 
@@ -436,11 +475,21 @@ impl Queue {
     }
 
     /// [`heartbeat`](Self::heartbeat) inside `tx`.
-    pub fn heartbeat_tx(&self, tx: &Transaction, lease: &Lease, extend: Option<Duration>) -> Result<i64> {
+    pub fn heartbeat_tx(
+        &self,
+        tx: &Transaction,
+        lease: &Lease,
+        extend: Option<Duration>,
+    ) -> Result<i64> {
         self.heartbeat_in(Some(tx), lease, extend)
     }
 
-    fn heartbeat_in(&self, tx: Option<&Transaction>, lease: &Lease, extend: Option<Duration>) -> Result<i64> {
+    fn heartbeat_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        extend: Option<Duration>,
+    ) -> Result<i64> {
         let ms = validate::lease(extend.unwrap_or(self.options.lease))?;
         self.write(tx, |conn, now| {
             ops::heartbeat(conn, &self.name, lease.job_id, &lease.token, ms, now)
@@ -465,7 +514,9 @@ impl Queue {
     fn cancel_in(&self, tx: Option<&Transaction>, id: i64, reason: Option<&str>) -> Result<bool> {
         validate::job_id(id)?;
         let reason = reason.map(validate::clip_error);
-        self.write(tx, |conn, now| ops::cancel(conn, &self.name, id, reason, now))
+        self.write(tx, |conn, now| {
+            ops::cancel(conn, &self.name, id, reason, now)
+        })
     }
 
     /// Finds job `id` in any state until retention removes it; `NOT_FOUND`
@@ -541,13 +592,17 @@ impl Queue {
 
     /// Requeues every dead letter of the queue; returns how many.
     pub fn requeue_all_dead(&self) -> Result<usize> {
-        self.write(None, |conn, now| ops::requeue_dead(conn, &self.name, None, now))
+        self.write(None, |conn, now| {
+            ops::requeue_dead(conn, &self.name, None, now)
+        })
     }
 
     /// Deletes dead letters that died more than `older_than` ago (all of
     /// them when `None`); returns how many.
     pub fn purge_dead(&self, older_than: Option<Duration>) -> Result<usize> {
-        let age = older_than.map(|d| validate::delay("older_than", d)).transpose()?;
+        let age = older_than
+            .map(|d| validate::delay("older_than", d))
+            .transpose()?;
         self.write(None, |conn, now| {
             let before = age.map_or(i64::MAX, |a| now.saturating_sub(a));
             ops::purge_dead(conn, &self.name, before)

@@ -40,32 +40,34 @@ pub(crate) fn enqueue(
     payloads: &[Payload],
     now: i64,
 ) -> Result<Vec<(i64, bool)>> {
-    let state = if job.run_at > now { "scheduled" } else { "ready" };
+    let state = if job.run_at > now {
+        "scheduled"
+    } else {
+        "ready"
+    };
     let mut insert = conn.prepare_cached(sql::ENQUEUE)?;
     let mut out = Vec::with_capacity(payloads.len());
     for payload in payloads {
-        let id: Option<i64> = insert
-            .query_row(
-                params![
-                    queue,
-                    state,
-                    payload,
-                    job.priority,
-                    job.run_at,
-                    job.max_attempts,
-                    job.backoff_base_ms,
-                    job.backoff_max_ms,
-                    job.backoff_jitter,
-                    job.dedupe_key,
-                    job.expires_at,
-                    now
-                ],
-                |r| r.get(0),
-            )
-            .optional()?;
-        out.push(match id {
-            Some(id) => (id, false),
-            None => (dedupe_holder(conn, queue, job.dedupe_key)?, true),
+        let inserted = insert.execute(params![
+            queue,
+            state,
+            payload,
+            job.priority,
+            job.run_at,
+            job.max_attempts,
+            job.backoff_base_ms,
+            job.backoff_max_ms,
+            job.backoff_jitter,
+            job.dedupe_key,
+            job.expires_at,
+            now
+        ])?;
+        // No RETURNING: it costs an ephemeral table per statement, while the
+        // connection already knows the new rowid.
+        out.push(if inserted == 1 {
+            (conn.last_insert_rowid(), false)
+        } else {
+            (dedupe_holder(conn, queue, job.dedupe_key)?, true)
         });
     }
     Ok(out)
@@ -143,9 +145,16 @@ fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
         return Ok(());
     }
     for id in ids(conn, sql::DUE_EXPIRED, queue, now)? {
-        archive(conn, id, JobState::Expired, Some("expired before it started"), now)?;
+        archive(
+            conn,
+            id,
+            JobState::Expired,
+            Some("expired before it started"),
+            now,
+        )?;
     }
-    conn.prepare_cached(sql::PROMOTE)?.execute(params![queue, now])?;
+    conn.prepare_cached(sql::PROMOTE)?
+        .execute(params![queue, now])?;
     for id in ids(conn, sql::LAPSED_EXHAUSTED, queue, now)? {
         archive(
             conn,
@@ -155,7 +164,8 @@ fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
             now,
         )?;
     }
-    conn.prepare_cached(sql::RECLAIM)?.execute(params![queue, now])?;
+    conn.prepare_cached(sql::RECLAIM)?
+        .execute(params![queue, now])?;
     Ok(())
 }
 
@@ -168,7 +178,13 @@ fn ids(conn: &Connection, sql: &str, queue: &str, now: i64) -> Result<Vec<i64>> 
 }
 
 /// Moves a live job to the finished records with `state`.
-pub(crate) fn archive(conn: &Connection, id: i64, state: JobState, error: Option<&str>, now: i64) -> Result<()> {
+pub(crate) fn archive(
+    conn: &Connection,
+    id: i64,
+    state: JobState,
+    error: Option<&str>,
+    now: i64,
+) -> Result<()> {
     conn.prepare_cached(sql::ARCHIVE)?
         .execute(params![id, state.as_str(), error, now])?;
     conn.prepare_cached(sql::DELETE_JOB)?.execute(params![id])?;
@@ -300,8 +316,13 @@ pub(crate) fn give_back(
         JobState::Ready
     };
     let refund = i64::from(how == GiveBack::Uncounted);
-    conn.prepare_cached(sql::RESCHEDULE)?
-        .execute(params![id, state.as_str(), run_at, refund, error])?;
+    conn.prepare_cached(sql::RESCHEDULE)?.execute(params![
+        id,
+        state.as_str(),
+        run_at,
+        refund,
+        error
+    ])?;
     Ok(state)
 }
 
@@ -318,15 +339,35 @@ pub(crate) fn retry(
 ) -> Result<JobState> {
     let job = leased(conn, queue, id, token)?;
     if job.attempts >= job.max_attempts {
-        archive(conn, id, JobState::Dead, error.or(Some("attempts exhausted")), now)?;
+        archive(
+            conn,
+            id,
+            JobState::Dead,
+            error.or(Some("attempts exhausted")),
+            now,
+        )?;
         return Ok(JobState::Dead);
     }
     let delay = delay_ms.unwrap_or_else(|| backoff_delay_ms(&job, fastrand::f64()));
-    give_back(conn, id, now.saturating_add(delay), GiveBack::Retry, error, now)
+    give_back(
+        conn,
+        id,
+        now.saturating_add(delay),
+        GiveBack::Retry,
+        error,
+        now,
+    )
 }
 
 /// Dead-letters a leased job now.
-pub(crate) fn fail(conn: &Connection, queue: &str, id: i64, token: &str, error: &str, now: i64) -> Result<()> {
+pub(crate) fn fail(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    token: &str,
+    error: &str,
+    now: i64,
+) -> Result<()> {
     leased(conn, queue, id, token)?;
     archive(conn, id, JobState::Dead, Some(error), now)
 }
@@ -350,7 +391,14 @@ pub(crate) fn release(
 }
 
 /// Extends a lease to `now + extend_ms`; returns the new expiry.
-pub(crate) fn heartbeat(conn: &Connection, queue: &str, id: i64, token: &str, extend_ms: i64, now: i64) -> Result<i64> {
+pub(crate) fn heartbeat(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    token: &str,
+    extend_ms: i64,
+    now: i64,
+) -> Result<i64> {
     let until = now.saturating_add(extend_ms);
     let n = conn
         .prepare_cached(sql::HEARTBEAT)?
@@ -363,17 +411,31 @@ pub(crate) fn heartbeat(conn: &Connection, queue: &str, id: i64, token: &str, ex
 
 /// Cancels a live job (whatever its state). `Ok(false)` if it had already
 /// finished; `NOT_FOUND` if it never existed in this queue.
-pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64, reason: Option<&str>, now: i64) -> Result<bool> {
+pub(crate) fn cancel(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    reason: Option<&str>,
+    now: i64,
+) -> Result<bool> {
     let live: Option<String> = conn
         .prepare_cached(sql::LIVE_QUEUE)?
         .query_row([id], |r| r.get(0))
         .optional()?;
     match live {
         Some(q) if q == queue => {
-            archive(conn, id, JobState::Cancelled, Some(reason.unwrap_or("cancelled")), now)?;
+            archive(
+                conn,
+                id,
+                JobState::Cancelled,
+                Some(reason.unwrap_or("cancelled")),
+                now,
+            )?;
             Ok(true)
         }
-        Some(_) => Err(Error::not_found(format!("job {id} is not in queue {queue:?}"))),
+        Some(_) => Err(Error::not_found(format!(
+            "job {id} is not in queue {queue:?}"
+        ))),
         None => match lease_error(conn, queue, id) {
             // Existed here once: already finished (acked, dead, cancelled, pruned).
             e if e.kind() == crate::ErrorKind::LeaseLost => Ok(false),
@@ -383,7 +445,12 @@ pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64, reason: Option<&st
 }
 
 /// Finds a job in any state.
-pub(crate) fn get_job(conn: &Connection, queue: &str, id: i64, now: i64) -> Result<Option<JobInfo>> {
+pub(crate) fn get_job(
+    conn: &Connection,
+    queue: &str,
+    id: i64,
+    now: i64,
+) -> Result<Option<JobInfo>> {
     for q in [sql::GET_LIVE, sql::GET_FINISHED] {
         let info = conn
             .prepare_cached(q)?
@@ -405,15 +472,28 @@ pub(crate) fn get_result(conn: &Connection, queue: &str, id: i64) -> Result<Opti
 }
 
 /// A page of dead letters with ids above `after`.
-pub(crate) fn list_dead(conn: &Connection, queue: &str, after: i64, limit: usize, now: i64) -> Result<Vec<JobInfo>> {
+pub(crate) fn list_dead(
+    conn: &Connection,
+    queue: &str,
+    after: i64,
+    limit: usize,
+    now: i64,
+) -> Result<Vec<JobInfo>> {
     let mut stmt = conn.prepare_cached(sql::LIST_DEAD)?;
-    let rows = stmt.query_map(params![queue, after, limit as i64], |r| JobInfo::from_row(r, now))?;
+    let rows = stmt.query_map(params![queue, after, limit as i64], |r| {
+        JobInfo::from_row(r, now)
+    })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// Requeues one dead letter (`id`) or all of them (`None`); returns how many
 /// went back. Dead letters whose dedupe key a live job now holds stay dead.
-pub(crate) fn requeue_dead(conn: &Connection, queue: &str, id: Option<i64>, now: i64) -> Result<usize> {
+pub(crate) fn requeue_dead(
+    conn: &Connection,
+    queue: &str,
+    id: Option<i64>,
+    now: i64,
+) -> Result<usize> {
     conn.prepare_cached(sql::REQUEUE_DEAD)?
         .execute(params![queue, now, id])?;
     Ok(conn
@@ -459,10 +539,11 @@ pub(crate) fn stats(conn: &Connection, queue: &str, now: i64) -> Result<QueueSta
         .query_row(params![queue, now], |r| {
             let ready = count(r, 0)?;
             let due = count(r, 1)?;
-            let oldest: Option<i64> = match (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b).filter(|&t| t <= now),
-            };
+            let oldest: Option<i64> =
+                match (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b).filter(|&t| t <= now),
+                };
             Ok(QueueStats {
                 ready: ready + due,
                 scheduled: count(r, 2)?,

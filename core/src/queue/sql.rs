@@ -5,17 +5,15 @@
 /// ?1 queue, ?2 state ('ready'|'scheduled'), ?3 payload, ?4 priority,
 /// ?5 run_at, ?6 max_attempts, ?7 backoff_base_ms, ?8 backoff_max_ms,
 /// ?9 backoff_jitter, ?10 dedupe_key, ?11 expires_at, ?12 created_at.
-/// Returns the new id, or no row when a live job holds the dedupe key.
+/// Inserts nothing when a live job holds the dedupe key.
 pub const ENQUEUE: &str = "
 INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
     backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-RETURNING id";
+ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// ?1 queue, ?2 dedupe_key.
-pub const FIND_BY_DEDUPE: &str =
-    "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
+pub const FIND_BY_DEDUPE: &str = "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
 
 /// ?1 queue, ?2 now. Whether any of [`DUE_EXPIRED`], [`PROMOTE`],
 /// [`LAPSED_EXHAUSTED`] or [`RECLAIM`] has work (claim skips them if not).
@@ -111,8 +109,7 @@ INSERT OR REPLACE INTO _honker_results (job_id, queue, value, created_at)
 VALUES (?1, ?2, ?3, ?4)";
 
 /// ?1 job id, ?2 queue.
-pub const GET_RESULT: &str =
-    "SELECT value FROM _honker_results WHERE job_id = ?1 AND queue = ?2";
+pub const GET_RESULT: &str = "SELECT value FROM _honker_results WHERE job_id = ?1 AND queue = ?2";
 
 /// ?1 id. Which queue holds the live job, if any.
 pub const LIVE_QUEUE: &str = "SELECT queue FROM _honker_jobs WHERE id = ?1";
