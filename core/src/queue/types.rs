@@ -187,19 +187,20 @@ impl JobState {
         }
     }
 
+    /// Every state, live ones first.
+    pub const ALL: [JobState; 7] = [
+        JobState::Ready,
+        JobState::Scheduled,
+        JobState::Running,
+        JobState::Dead,
+        JobState::Cancelled,
+        JobState::Expired,
+        JobState::Completed,
+    ];
+
     /// The state named `s`.
     pub fn parse(s: &str) -> Option<JobState> {
-        [
-            JobState::Ready,
-            JobState::Scheduled,
-            JobState::Running,
-            JobState::Dead,
-            JobState::Cancelled,
-            JobState::Expired,
-            JobState::Completed,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == s)
+        JobState::ALL.into_iter().find(|st| st.as_str() == s)
     }
 
     /// Whether the job is done for good (no further run without a requeue).
@@ -303,4 +304,32 @@ pub struct QueueStats {
     pub completed: u64,
     /// How long the oldest due job has waited (ms), if any is due.
     pub oldest_ready_age_ms: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobState;
+
+    /// `docs/state-machines.md` draws every state the code has.
+    #[test]
+    fn the_state_machine_doc_names_every_state() {
+        let doc = include_str!("../../../docs/state-machines.md");
+        for s in JobState::ALL {
+            assert!(doc.contains(s.as_str()), "state {} missing", s.as_str());
+            assert_eq!(JobState::parse(s.as_str()), Some(s));
+        }
+        for verb in [
+            "claim",
+            "ack",
+            "retry",
+            "fail",
+            "release",
+            "snooze",
+            "cancel",
+            "requeue_dead",
+            "heartbeat",
+        ] {
+            assert!(doc.contains(verb), "verb {verb} missing");
+        }
+    }
 }
