@@ -169,6 +169,33 @@ impl Database {
         Ok(Transaction::new(Arc::clone(&self.inner), guard))
     }
 
+    /// Runs `f` inside a [`transaction`](Self::transaction): commits when it
+    /// returns `Ok`, rolls back when it returns `Err` or panics, so a
+    /// forgotten commit cannot leave the writer held.
+    ///
+    /// ```
+    /// # fn main() -> honker::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = honker::Database::open(dir.path().join("app.db"))?;
+    /// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)", [])?;
+    /// let emails = db.queue("emails")?;
+    /// let job = db.with_transaction(|tx| {
+    ///     tx.execute("INSERT INTO orders (status) VALUES ('paid')", [])?;
+    ///     emails.enqueue_tx(tx, serde_json::json!({"order": 1}), &Default::default())
+    /// })?;
+    /// assert!(!job.existing);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_transaction<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(&Transaction) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let tx = self.transaction()?;
+        let value = f(&tx)?; // an error drops `tx`, which rolls back
+        tx.commit()?;
+        Ok(value)
+    }
+
     /// Runs one statement of your own in its own write transaction; returns
     /// the number of rows changed.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {

@@ -241,3 +241,50 @@ fn claim_inside_a_transaction() {
     tx.rollback().unwrap();
     assert_eq!(q.claim("w", 1).unwrap()[0].attempts, 1, "claim rolled back");
 }
+
+#[test]
+fn with_transaction_commits_on_ok_and_rolls_back_on_err() {
+    let t = test_db();
+    orders_table(&t);
+    let q = t.db.queue("emails").unwrap();
+    let err =
+        t.db.with_transaction(|tx| {
+            tx.execute(
+                "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
+                [],
+            )?;
+            q.enqueue_tx(tx, json!(1), &EnqueueOptions::default())?;
+            tx.execute("INSERT INTO orders (nope) VALUES (1)", [])
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Sqlite);
+    assert_eq!(t.count("orders"), 0);
+    assert_eq!(t.count("_honker_jobs"), 0);
+
+    let id =
+        t.db.with_transaction(|tx| {
+            tx.execute(
+                "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
+                [],
+            )?;
+            q.enqueue_tx(tx, json!(1), &EnqueueOptions::default())
+        })
+        .unwrap()
+        .id;
+    assert_eq!(t.count("orders"), 1);
+    assert_eq!(q.claim("w", 1).unwrap()[0].id, id);
+
+    // A panic inside rolls back too, and leaves the writer usable.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = t.db.with_transaction(|tx| -> honker::Result<()> {
+            tx.execute(
+                "INSERT INTO orders (user_id, status) VALUES (2, 'paid')",
+                [],
+            )?;
+            panic!("handler bug");
+        });
+    }));
+    assert!(result.is_err());
+    assert_eq!(t.count("orders"), 1);
+    q.enqueue(json!(2), &EnqueueOptions::default()).unwrap();
+}

@@ -218,6 +218,23 @@ impl Queue {
     /// claimable, and returns as soon as it has claimed some, or empty at the
     /// deadline. Only a read-only check runs on each wake-up; the write lock
     /// is taken only when this queue has work.
+    ///
+    /// ```no_run
+    /// # fn main() -> honker::Result<()> {
+    /// use honker::{ClaimOptions, Database};
+    /// use std::time::Duration;
+    ///
+    /// let db = Database::open("app.db")?;
+    /// let emails = db.queue("emails")?;
+    /// let wait = ClaimOptions { wait: Duration::from_secs(30), ..Default::default() };
+    /// loop {
+    ///     for job in emails.claim_with("mailer-1", 16, &wait)? {
+    ///         // ... send it; then
+    ///         job.ack()?;
+    ///     }
+    /// }
+    /// # }
+    /// ```
     pub fn claim_with(
         &self,
         worker_id: &str,

@@ -13,6 +13,26 @@ use super::Queue;
 /// Options for [`Queue::enqueue`]. Every field defaults to "not set", which
 /// means: run now, priority 0, the queue's `max_attempts` and backoff, no
 /// dedupe key, never expires.
+///
+/// ```
+/// # fn main() -> honker::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = honker::Database::open(dir.path().join("app.db"))?;
+/// use honker::EnqueueOptions;
+/// use std::time::Duration;
+///
+/// let q = db.queue("invoices")?;
+/// let once = EnqueueOptions {
+///     dedupe_key: Some("invoice-2026-11".into()),
+///     delay: Some(Duration::from_secs(3600)),
+///     priority: 10,
+///     ..Default::default()
+/// };
+/// let first = q.enqueue(serde_json::json!({"month": "2026-11"}), &once)?;
+/// let again = q.enqueue(serde_json::json!({"month": "2026-11"}), &once)?;
+/// assert_eq!((again.id, again.existing), (first.id, true));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EnqueueOptions {
     /// Run no earlier than this long from now. Exclusive with `run_at`.
