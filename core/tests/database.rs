@@ -6,13 +6,9 @@ mod common;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::test_db;
+use common::{scalar, test_db};
 use honker::{Database, Durability, EnqueueOptions, ErrorKind, Options, Value};
 use serde_json::json;
-
-fn scalar(db: &Database, sql: &str) -> Value {
-    db.query(sql, []).unwrap().rows.remove(0).remove(0)
-}
 
 #[test]
 fn opens_in_wal_with_honkers_schema_and_leaves_user_version_alone() {

@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{assert_integrity, scalar};
 use honker::{
     ClaimOptions, Clock, Database, EnqueueOptions, ManualClock, Options, SystemClock, Value,
 };
@@ -144,8 +145,20 @@ fn hold(db: &Database) {
     std::process::exit(3);
 }
 
-fn scalar(db: &Database, sql: &str) -> Value {
-    db.query(sql, []).unwrap().rows.remove(0).remove(0)
+/// A thread blocked in a claim that waits up to 30 s for one job.
+fn spawn_waiter(q: &honker::Queue) -> std::thread::JoinHandle<Vec<honker::Job>> {
+    let q = q.clone();
+    std::thread::spawn(move || {
+        q.claim_with(
+            "w",
+            1,
+            &ClaimOptions {
+                wait: Duration::from_secs(30),
+                ..ClaimOptions::default()
+            },
+        )
+        .unwrap()
+    })
 }
 
 #[test]
@@ -188,10 +201,7 @@ fn four_processes_drain_20000_jobs_each_exactly_once() {
         scalar(&db, "SELECT count(*) FROM _honker_jobs"),
         Value::Integer(0)
     );
-    assert_eq!(
-        scalar(&db, "PRAGMA integrity_check"),
-        Value::Text("ok".into())
-    );
+    assert_integrity(&db);
 }
 
 #[test]
@@ -235,10 +245,7 @@ fn a_worker_killed_mid_lease_loses_nothing() {
     for j in &back {
         j.ack().unwrap();
     }
-    assert_eq!(
-        scalar(&later, "PRAGMA integrity_check"),
-        Value::Text("ok".into())
-    );
+    assert_integrity(&later);
 }
 
 #[test]
@@ -250,20 +257,7 @@ fn a_waiting_claim_wakes_on_another_process_commit() {
     let mut child = spawn_child("enqueue-on-input", &path, &[]);
     assert_eq!(read_tagged(&mut child), "ready");
 
-    let waiter = {
-        let q = q.clone();
-        std::thread::spawn(move || {
-            q.claim_with(
-                "w",
-                1,
-                &ClaimOptions {
-                    wait: Duration::from_secs(30),
-                    ..ClaimOptions::default()
-                },
-            )
-            .unwrap()
-        })
-    };
+    let waiter = spawn_waiter(&q);
     let started = Instant::now();
     child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     assert_eq!(read_tagged(&mut child), "enqueued");
@@ -279,20 +273,7 @@ fn a_waiting_claim_wakes_on_a_local_commit_without_polling_the_writer() {
     let waiting_db = t.reopen();
     let q = waiting_db.queue("mine").unwrap();
     let before = waiting_db.write_transaction_count();
-    let waiter = {
-        let q = q.clone();
-        std::thread::spawn(move || {
-            q.claim_with(
-                "w",
-                1,
-                &ClaimOptions {
-                    wait: Duration::from_secs(30),
-                    ..ClaimOptions::default()
-                },
-            )
-            .unwrap()
-        })
-    };
+    let waiter = spawn_waiter(&q);
     // Busy unrelated queue: many commits, none of which concern "mine".
     let other = t.db.queue("theirs").unwrap();
     for i in 0..50 {
@@ -323,20 +304,7 @@ fn a_waiting_claim_wakes_when_a_scheduled_job_falls_due() {
         },
     )
     .unwrap();
-    let waiter = {
-        let q = q.clone();
-        std::thread::spawn(move || {
-            q.claim_with(
-                "w",
-                1,
-                &ClaimOptions {
-                    wait: Duration::from_secs(30),
-                    ..ClaimOptions::default()
-                },
-            )
-            .unwrap()
-        })
-    };
+    let waiter = spawn_waiter(&q);
     // No commit happens; only time moves.
     t.clock.advance(Duration::from_millis(40));
     assert_eq!(waiter.join().unwrap().len(), 1);

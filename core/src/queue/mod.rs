@@ -455,25 +455,25 @@ impl Queue {
     /// Gives a leased job back at once without consuming an attempt (for a
     /// graceful shutdown).
     pub fn release(&self, lease: &Lease) -> Result<()> {
-        self.release_tx_opt(None, lease, None).map(drop)
+        self.release_in(None, lease, None).map(drop)
     }
 
     /// [`release`](Self::release) inside `tx`.
     pub fn release_tx(&self, tx: &Transaction, lease: &Lease) -> Result<()> {
-        self.release_tx_opt(Some(tx), lease, None).map(drop)
+        self.release_in(Some(tx), lease, None).map(drop)
     }
 
     /// Puts a leased job off for `delay` without consuming an attempt.
     pub fn snooze(&self, lease: &Lease, delay: Duration) -> Result<JobState> {
-        self.release_tx_opt(None, lease, Some(delay))
+        self.release_in(None, lease, Some(delay))
     }
 
     /// [`snooze`](Self::snooze) inside `tx`.
     pub fn snooze_tx(&self, tx: &Transaction, lease: &Lease, delay: Duration) -> Result<JobState> {
-        self.release_tx_opt(Some(tx), lease, Some(delay))
+        self.release_in(Some(tx), lease, Some(delay))
     }
 
-    fn release_tx_opt(
+    fn release_in(
         &self,
         tx: Option<&Transaction>,
         lease: &Lease,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use honker::{Database, ManualClock, Options};
+use honker::{Database, ManualClock, Options, Value};
 use tempfile::TempDir;
 
 pub struct TestDb {
@@ -47,13 +47,9 @@ impl TestDb {
 
     /// Row count of one of honker's tables (or any table).
     pub fn count(&self, sql_from_where: &str) -> i64 {
-        let rows = self
-            .db
-            .query(&format!("SELECT count(*) FROM {sql_from_where}"), [])
-            .expect("count");
-        match rows.rows[0][0] {
-            honker::Value::Integer(n) => n,
-            ref v => panic!("count returned {v:?}"),
+        match scalar(&self.db, &format!("SELECT count(*) FROM {sql_from_where}")) {
+            Value::Integer(n) => n,
+            v => panic!("count returned {v:?}"),
         }
     }
 
@@ -74,4 +70,17 @@ impl TestDb {
 
 pub fn json(v: serde_json::Value) -> honker::Payload {
     honker::Payload::from(v)
+}
+
+/// The first column of the first row of a read-only query.
+pub fn scalar(db: &Database, sql: &str) -> Value {
+    db.query(sql, []).expect("query").rows.remove(0).remove(0)
+}
+
+/// `PRAGMA integrity_check` says ok.
+pub fn assert_integrity(db: &Database) {
+    assert_eq!(
+        scalar(db, "PRAGMA integrity_check"),
+        Value::Text("ok".into())
+    );
 }
