@@ -72,10 +72,24 @@ fn child_process_entry() {
         return;
     };
     let path = std::env::var("HONKER_TEST_DB").unwrap();
+    if let Ok(at) = std::env::var("HONKER_TEST_START_AT_MS") {
+        // Line up with the sibling processes so the opens really race.
+        let at: i64 = at.parse().unwrap();
+        while SystemClock.now_ms() < at {
+            std::hint::spin_loop();
+        }
+    }
     let db = Database::open(&path).unwrap();
     match role.as_str() {
         "drain" => drain(&db),
         "hold" => hold(&db),
+        "open-and-enqueue" => {
+            db.queue("work")
+                .unwrap()
+                .enqueue(json!(std::process::id()), &EnqueueOptions::default())
+                .unwrap();
+            report("done");
+        }
         "enqueue-on-input" => {
             let q = db.queue("wake").unwrap();
             report("ready");
@@ -201,6 +215,33 @@ fn four_processes_drain_20000_jobs_each_exactly_once() {
         scalar(&db, "SELECT count(*) FROM _honker_jobs"),
         Value::Integer(0)
     );
+    assert_integrity(&db);
+}
+
+#[test]
+fn processes_racing_to_open_a_new_file_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    let start_at = SystemClock.now_ms() + 300;
+    let children: Vec<Child> = (0..4)
+        .map(|_| {
+            spawn_child(
+                "open-and-enqueue",
+                &path,
+                &[("HONKER_TEST_START_AT_MS", start_at.to_string())],
+            )
+        })
+        .collect();
+    for mut c in children {
+        assert_eq!(read_tagged(&mut c), "done");
+        assert!(c.wait().unwrap().success());
+    }
+    let db = Database::open(&path).unwrap();
+    assert_eq!(
+        scalar(&db, "SELECT count(*) FROM _honker_schema"),
+        Value::Integer(honker::schema::MIGRATIONS.len() as i64)
+    );
+    assert_eq!(db.queue("work").unwrap().stats().unwrap().ready, 4);
     assert_integrity(&db);
 }
 
