@@ -45,15 +45,15 @@ pub fn run(dir: &Path, rounds: usize) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
     let mut sent: HashMap<i64, i64> = HashMap::new();
+    // Latency is measured from just before the enqueue call, so it includes
+    // the producer's own commit: an upper bound.
     let mut lat = Vec::with_capacity(rounds);
     for i in 0..rounds {
         // Let the consumer settle into its wait.
         std::thread::sleep(Duration::from_millis(3));
-        let id = q
-            .enqueue(json!({ "i": i }), &EnqueueOptions::default())
-            .unwrap()
-            .id;
-        sent.insert(id, now_us());
+        sent.insert(i as i64, now_us());
+        q.enqueue(json!({ "i": i }), &EnqueueOptions::default())
+            .unwrap();
         let line = lines.next().unwrap().unwrap();
         let mut parts = line.split_whitespace();
         let got: i64 = parts.next().unwrap().parse().unwrap();
@@ -66,9 +66,10 @@ pub fn run(dir: &Path, rounds: usize) {
     assert!(child.wait().unwrap().success());
     lat.sort_unstable();
     let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0;
-    let (p50, p99) = (pct(0.50), pct(0.99));
+    let (p50, p90, p99, max) = (pct(0.50), pct(0.90), pct(0.99), pct(1.0));
     println!(
-        "{:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{})",
+        "{:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{}; \
+         p90 {p90:.3} ms, max {max:.3} ms)",
         "W6 wake latency, commit -> claim (2 procs)",
         if p50 <= 0.3 && p99 <= 1.0 {
             ""
@@ -102,10 +103,11 @@ pub fn consumer(path: &Path, _args: &[String]) {
             continue;
         };
         job.ack().unwrap();
-        if job.payload.as_json().unwrap() == json!("idle") {
+        let payload = job.payload.as_json().unwrap();
+        if payload == json!("idle") {
             break;
         }
-        println!("{} {at}", job.id);
+        println!("{} {at}", payload["i"]);
     }
     // Idle: wait with nothing coming.
     let idle = ClaimOptions {

@@ -248,6 +248,13 @@ impl Database {
         self.inner.write_transactions.load(Ordering::Relaxed)
     }
 
+    /// How often a waiter re-checks on its own, without any wake-up: a safety
+    /// net (the watcher already re-reads the file every `watch_fallback`), so
+    /// ten times that.
+    pub(crate) fn recheck_interval(&self) -> std::time::Duration {
+        self.inner.options.watch_fallback * 10
+    }
+
     /// The file's change signal, with its watcher thread running: for code
     /// about to wait for commits from other processes.
     pub(crate) fn wait_signal(&self) -> Result<Arc<Signal>> {

@@ -177,9 +177,23 @@ fn data_version(conn: &Connection) -> Option<i64> {
 }
 
 /// How long to keep re-checking after the WAL was written but no commit is
-/// visible yet (a commit writes its frames first, then publishes them in the
-/// shared-memory index; with `synchronous=FULL` an fsync sits in between).
+/// visible yet. A commit writes its frames first, then publishes them in the
+/// shared-memory index (with `synchronous=FULL` an fsync sits in between), and
+/// that last step makes no file event; but a write seen here may also belong
+/// to a commit already counted, or to a checkpoint, and never show a change.
 const SETTLE: Duration = Duration::from_millis(50);
+
+/// Reads `data_version`; on a change (or an unreadable version: a spurious
+/// wake is cheap, a missed one is not) bumps the signal and returns true.
+fn check(conn: &Connection, last: &mut Option<i64>, signal: &Signal) -> bool {
+    let now = data_version(conn);
+    if now != *last || now.is_none() {
+        *last = now;
+        signal.bump();
+        return true;
+    }
+    false
+}
 
 fn run(conn: Connection, mut notifier: Notifier, signal: &Signal, stop: &Stop, fallback: Duration) {
     let mut last = data_version(&conn);
@@ -188,30 +202,26 @@ fn run(conn: Connection, mut notifier: Notifier, signal: &Signal, stop: &Stop, f
         if stop.requested() {
             return;
         }
-        let now = data_version(&conn);
-        // An unreadable version (e.g. a transient I/O error) counts as a
-        // change: a spurious wake is cheap, a missed one is not.
-        if now != last || now.is_none() {
-            last = now;
-            signal.bump();
+        if check(&conn, &mut last, signal) || wake != Wake::FileWritten {
             continue;
         }
-        if wake == Wake::FileWritten {
-            let started = Instant::now();
-            let mut spins = 0u32;
-            while started.elapsed() < SETTLE && !stop.requested() {
-                if spins < 32 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_micros(50u64 << (spins - 32).min(4)));
-                }
-                spins += 1;
-                let now = data_version(&conn);
-                if now != last {
-                    last = now;
-                    signal.bump();
-                    break;
-                }
+        // Written but not visible yet: look again soon. The pauses are waits
+        // on the notifier, so a further write (the next commit) cuts them
+        // short instead of waiting out a sleep.
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        for round in 0u32.. {
+            if round < 16 {
+                std::thread::yield_now();
+            } else {
+                notifier.wait(stop, pause);
+                pause = (pause * 2).min(Duration::from_millis(1));
+            }
+            if stop.requested() {
+                return;
+            }
+            if check(&conn, &mut last, signal) || started.elapsed() >= SETTLE {
+                break;
             }
         }
     }

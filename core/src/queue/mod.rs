@@ -249,7 +249,7 @@ impl Queue {
             return self.claim_now(None, worker_id, n, lease_ms);
         }
         let deadline = Instant::now() + options.wait;
-        let fallback = self.db.options().watch_fallback;
+        let recheck = self.db.recheck_interval();
         let signal = self.db.wait_signal()?;
         loop {
             let seen = signal.generation();
@@ -272,7 +272,7 @@ impl Queue {
             if start >= deadline {
                 return Ok(Vec::new());
             }
-            let mut wake = deadline.min(start + fallback);
+            let mut wake = deadline.min(start + recheck);
             if let Some(t) = next_at {
                 let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
                 wake = wake.min(start + Duration::from_millis(ms));
@@ -562,7 +562,7 @@ impl Queue {
         validate::delay("timeout", timeout)?;
         let deadline = Instant::now() + timeout;
         let signal = self.db.wait_signal()?;
-        let fallback = self.db.options().watch_fallback;
+        let recheck = self.db.recheck_interval();
         loop {
             let seen = signal.generation();
             {
@@ -583,7 +583,7 @@ impl Queue {
                     format!("job {id} produced no result within {timeout:?}"),
                 ));
             }
-            signal.wait_past(seen, deadline.min(now + fallback));
+            signal.wait_past(seen, deadline.min(now + recheck));
         }
     }
 
