@@ -34,7 +34,12 @@ const ACK: &str = "DELETE FROM _honker_jobs WHERE id = ?1 AND lease_token = ?2";
 
 impl Raw {
     pub fn open(path: &Path, durability: Durability) -> Raw {
-        let conn = Connection::open(path).expect("open raw");
+        // The same open flags as honker's connections (no SQLite mutex: one
+        // thread uses the connection), so the baseline is the real floor.
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).expect("open raw");
         let sync = match durability {
             Durability::Normal => "NORMAL",
             Durability::Full => "FULL",
