@@ -73,6 +73,9 @@ pub struct Options {
     /// How often the change watcher re-checks the file when the operating
     /// system sends no change notification (the timed fallback; on Linux,
     /// inotify normally wakes it first). Defaults to 100 ms; 1 ms to 10 s.
+    /// The watcher is shared by every open of the file in this process, so
+    /// the first open's value applies. Waiters also re-check on their own
+    /// every ten times this.
     pub watch_fallback: Duration,
     /// How often writes also run the cheap part of maintenance (pruning past
     /// retention). Defaults to 5 minutes. Zero disables automatic maintenance.
