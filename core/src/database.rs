@@ -113,6 +113,13 @@ impl Database {
         schema::check_not_too_new(&writer)?;
         enable_wal(&writer, options.busy_timeout)?;
         schema::migrate(&writer, options.clock.now_ms())?;
+        crate::sql::register(
+            &writer,
+            &crate::sql::SqlConfig {
+                clock: Arc::clone(&options.clock),
+                max_payload_bytes: options.max_payload_bytes,
+            },
+        )?;
         let path = std::fs::canonicalize(path)
             .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
         let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback);

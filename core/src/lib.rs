@@ -40,6 +40,7 @@ mod payload;
 mod pool;
 pub mod queue;
 pub mod schema;
+pub mod sql;
 mod transaction;
 pub mod validate;
 mod watcher;

@@ -102,6 +102,26 @@ pub fn migrate(conn: &Connection, now_ms: i64) -> Result<usize> {
     }
 }
 
+/// [`migrate`] for a connection that may already be inside a transaction
+/// (the SQL function `honker_bootstrap()`): uses a savepoint instead of
+/// `BEGIN IMMEDIATE`, and so commits with the caller's transaction.
+pub fn migrate_nested(conn: &Connection, now_ms: i64) -> Result<usize> {
+    if check_not_too_new(conn)? == LATEST {
+        return Ok(0);
+    }
+    conn.execute_batch("SAVEPOINT honker_migrate")?;
+    match apply_pending(conn, now_ms) {
+        Ok(n) => {
+            conn.execute_batch("RELEASE honker_migrate")?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO honker_migrate; RELEASE honker_migrate");
+            Err(e)
+        }
+    }
+}
+
 fn apply_pending(conn: &Connection, now_ms: i64) -> Result<usize> {
     conn.execute_batch(CREATE_VERSION_TABLE)?;
     // Re-read under the write lock: another process may have migrated while

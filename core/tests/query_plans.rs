@@ -110,6 +110,8 @@ fn check_all(conn: &Connection) {
         ("DELETE_JOB", sql::DELETE_JOB),
         ("GET_LIVE", sql::GET_LIVE),
         ("ARCHIVE", sql::ARCHIVE),
+        ("LEASE_BY_TOKEN", sql::LEASE_BY_TOKEN),
+        ("LEASE_BY_WORKER", sql::LEASE_BY_WORKER),
     ] {
         assert_plan(conn, name, q, &[pk]);
     }

@@ -10,7 +10,7 @@
 //! validated before anything is written, and a verb that fails changes
 //! nothing.
 
-mod ops;
+pub(crate) mod ops;
 pub mod sql;
 mod types;
 

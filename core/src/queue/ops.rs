@@ -203,7 +203,8 @@ pub(crate) fn lease_error(conn: &Connection, queue: &str, id: i64) -> Error {
     }
 }
 
-fn job_queue(conn: &Connection, id: i64) -> Result<Option<String>> {
+/// The queue holding job `id` (live or finished), if it still exists.
+pub(crate) fn job_queue(conn: &Connection, id: i64) -> Result<Option<String>> {
     let live = conn
         .prepare_cached(sql::LIVE_QUEUE)?
         .query_row([id], |r| r.get(0))
@@ -217,12 +218,54 @@ fn job_queue(conn: &Connection, id: i64) -> Result<Option<String>> {
         .optional()?)
 }
 
+/// Whether job `id` was ever handed out (ids are never reused).
+pub(crate) fn existed(conn: &Connection, id: i64) -> Result<bool> {
+    Ok(id > 0 && id <= max_id(conn)?)
+}
+
 fn max_id(conn: &Connection) -> Result<i64> {
     Ok(conn
         .prepare_cached(sql::MAX_ID)?
         .query_row([], |r| r.get(0))
         .optional()?
         .unwrap_or(0))
+}
+
+/// The queue of a job leased under `token`, for callers that know the token
+/// but not the queue (the SQL functions).
+pub(crate) fn lease_by_token(conn: &Connection, id: i64, token: &str) -> Result<(String, String)> {
+    let queue: Option<String> = conn
+        .prepare_cached(sql::LEASE_BY_TOKEN)?
+        .query_row(params![id, token], |r| r.get(0))
+        .optional()?;
+    match queue {
+        Some(q) => Ok((q, token.to_owned())),
+        None => Err(orphan_error(conn, id)),
+    }
+}
+
+/// The queue and token of a live (unexpired) lease on `id` held by
+/// `worker_id`: the SQL functions' token-less ownership rule.
+pub(crate) fn lease_by_worker(
+    conn: &Connection,
+    id: i64,
+    worker_id: &str,
+    now: i64,
+) -> Result<(String, String)> {
+    let lease: Option<(String, String)> = conn
+        .prepare_cached(sql::LEASE_BY_WORKER)?
+        .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    lease.ok_or_else(|| orphan_error(conn, id))
+}
+
+/// `LEASE_LOST` for a job that exists or existed, `NOT_FOUND` otherwise.
+fn orphan_error(conn: &Connection, id: i64) -> Error {
+    match job_queue(conn, id) {
+        Ok(Some(q)) => lease_error(conn, &q, id),
+        Ok(None) => lease_error(conn, "", id),
+        Err(e) => e,
+    }
 }
 
 /// Acks a leased job: deletes it (or archives it as completed when

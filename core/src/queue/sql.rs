@@ -69,6 +69,15 @@ pub const ACK: &str = "
 DELETE FROM _honker_jobs
 WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
 
+/// ?1 id, ?2 token. The queue of a job leased under that token.
+pub const LEASE_BY_TOKEN: &str = "
+SELECT queue FROM _honker_jobs WHERE id = ?1 AND lease_token = ?2 AND state = 'running'";
+
+/// ?1 id, ?2 worker_id, ?3 now. Queue and token of the worker's live lease.
+pub const LEASE_BY_WORKER: &str = "
+SELECT queue, lease_token FROM _honker_jobs
+WHERE id = ?1 AND worker_id = ?2 AND state = 'running' AND lease_expires_at > ?3";
+
 /// ?1 id, ?2 queue, ?3 token. The leased job's retry state.
 pub const LEASED: &str = "
 SELECT attempts, max_attempts, run_at, backoff_base_ms, backoff_max_ms, backoff_jitter
