@@ -114,6 +114,30 @@ fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> 
     Ok(())
 }
 
+/// Runs `f` inside the savepoint `honker_nested` on `conn`: released when
+/// `f` succeeds, rolled back (and released) when it fails, so a failure
+/// changes nothing whether or not `conn` was already inside a transaction.
+pub(crate) fn in_savepoint<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    conn.prepare_cached("SAVEPOINT honker_nested")?
+        .execute([])?;
+    finish_savepoint(conn, f())
+}
+
+/// The second half of [`in_savepoint`], for callers that open the savepoint
+/// themselves.
+pub(crate) fn finish_savepoint<T>(conn: &Connection, result: Result<T>) -> Result<T> {
+    match result {
+        Ok(v) => {
+            conn.prepare_cached("RELEASE honker_nested")?.execute([])?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO honker_nested; RELEASE honker_nested");
+            Err(e)
+        }
+    }
+}
+
 /// Short exponential sleeps with jitter, for lock polling.
 #[derive(Debug)]
 pub(crate) struct Backoff {

@@ -22,7 +22,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, Params};
 
 use crate::clock::duration_ms;
-use crate::connection::{enable_wal, open_writer};
+use crate::connection::{enable_wal, in_savepoint, open_writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintenance::{self, MaintenanceReport};
 use crate::options::{Options, QueueOptions};
@@ -346,17 +346,7 @@ impl Inner {
     ) -> Result<R> {
         if let Some(tx) = tx {
             let conn = tx.connection_for(self)?;
-            conn.prepare_cached("SAVEPOINT honker_verb")?.execute([])?;
-            return match f(conn, self.now()) {
-                Ok(r) => {
-                    conn.prepare_cached("RELEASE honker_verb")?.execute([])?;
-                    Ok(r)
-                }
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK TO honker_verb; RELEASE honker_verb");
-                    Err(e)
-                }
-            };
+            return in_savepoint(conn, || f(conn, self.now()));
         }
         let guard = self.lock_writer()?;
         let conn = guard.as_ref().ok_or_else(Error::closed)?;

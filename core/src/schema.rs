@@ -109,17 +109,7 @@ pub fn migrate_nested(conn: &Connection, now_ms: i64) -> Result<usize> {
     if check_not_too_new(conn)? == LATEST {
         return Ok(0);
     }
-    conn.execute_batch("SAVEPOINT honker_migrate")?;
-    match apply_pending(conn, now_ms) {
-        Ok(n) => {
-            conn.execute_batch("RELEASE honker_migrate")?;
-            Ok(n)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO honker_migrate; RELEASE honker_migrate");
-            Err(e)
-        }
-    }
+    crate::connection::in_savepoint(conn, || apply_pending(conn, now_ms))
 }
 
 fn apply_pending(conn: &Connection, now_ms: i64) -> Result<usize> {

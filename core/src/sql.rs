@@ -105,20 +105,10 @@ fn call(name: &str, ctx: &Context<'_>, config: &SqlConfig) -> Result<rusqlite::t
 /// enclosing statement is already atomic, and the error this function raises
 /// rolls it back whole.
 fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    match conn.execute_batch("SAVEPOINT honker_sql") {
-        Ok(()) => {}
-        Err(e) if crate::error::is_busy(&e) => return f(conn),
-        Err(e) => return Err(e.into()),
-    }
-    match f(conn) {
-        Ok(v) => {
-            conn.execute_batch("RELEASE honker_sql")?;
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO honker_sql; RELEASE honker_sql");
-            Err(e)
-        }
+    match conn.execute_batch("SAVEPOINT honker_nested") {
+        Ok(()) => crate::connection::finish_savepoint(conn, f(conn)),
+        Err(e) if crate::error::is_busy(&e) => f(conn),
+        Err(e) => Err(e.into()),
     }
 }
 
