@@ -44,39 +44,48 @@ pub fn run(dir: &Path, rounds: usize) {
         .expect("spawn consumer");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
-    let mut sent: HashMap<i64, i64> = HashMap::new();
-    // Latency is measured from just before the enqueue call, so it includes
-    // the producer's own commit: an upper bound.
-    let mut lat = Vec::with_capacity(rounds);
+    // The commit happens somewhere inside the enqueue call, so the latency is
+    // bracketed: from just after the call returned (a lower bound; the
+    // producer may be descheduled right after its commit) and from just
+    // before it started (an upper bound that includes the commit itself).
+    let mut sent: HashMap<i64, (i64, i64)> = HashMap::new();
+    let (mut lower, mut upper) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for i in 0..rounds {
         // Let the consumer settle into its wait.
         std::thread::sleep(Duration::from_millis(3));
-        sent.insert(i as i64, now_us());
+        let before = now_us();
         q.enqueue(json!({ "i": i }), &EnqueueOptions::default())
             .unwrap();
+        sent.insert(i as i64, (before, now_us()));
         let line = lines.next().unwrap().unwrap();
         let mut parts = line.split_whitespace();
         let got: i64 = parts.next().unwrap().parse().unwrap();
         let at: i64 = parts.next().unwrap().parse().unwrap();
-        lat.push(at - sent[&got]);
+        let (before, after) = sent[&got];
+        upper.push(at - before);
+        lower.push(at - after);
     }
     q.enqueue(json!("idle"), &EnqueueOptions::default())
         .unwrap();
     let idle = lines.next().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
-    lat.sort_unstable();
-    let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0;
-    let (p50, p90, p99, max) = (pct(0.50), pct(0.90), pct(0.99), pct(1.0));
-    println!(
-        "{:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{}; \
-         p90 {p90:.3} ms, max {max:.3} ms)",
-        "W6 wake latency, commit -> claim (2 procs)",
-        if p50 <= 0.3 && p99 <= 1.0 {
-            ""
-        } else {
-            ", MISSED"
-        }
-    );
+    for (label, mut lat) in [
+        ("W6 wake latency, from commit's return", lower),
+        ("W6 wake latency, from enqueue's start", upper),
+    ] {
+        lat.sort_unstable();
+        let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0;
+        let (p50, p90, p99, max) = (pct(0.50), pct(0.90), pct(0.99), pct(1.0));
+        println!(
+            "{label:<44} p50 {p50:.3} ms, p99 {p99:.3} ms  (targets p50 <= 0.3 ms, p99 <= 1 ms{}; \
+             p90 {p90:.3} ms, max {max:.3} ms)",
+            if p50 <= 0.3 && p99 <= 1.0 {
+                ""
+            } else {
+                ", MISSED"
+            }
+        );
+    }
     let mut parts = idle.split_whitespace().skip(1);
     let cpu: f64 = parts.next().unwrap().parse().unwrap();
     let wall: f64 = parts.next().unwrap().parse().unwrap();
