@@ -21,6 +21,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc (broken links are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
+
 step "cargo test (unit, integration, multi-process, doc-tests)"
 cargo test --workspace --locked
 

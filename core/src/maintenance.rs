@@ -17,7 +17,7 @@ pub(crate) const BATCH: usize = 1000;
 /// Batches per table when maintenance runs automatically after a commit.
 pub(crate) const AUTO_BATCH: usize = 1;
 
-/// What [`run`] removed.
+/// What [`Database::maintain`](crate::Database::maintain) removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MaintenanceReport {
     /// Dead letters removed.

@@ -8,7 +8,7 @@
 //!   version is re-read after the lock is taken, so several processes (of any
 //!   language or version) opening a new file at once apply each migration once;
 //! - a file whose version is newer than [`LATEST`] is refused before anything
-//!   is written ([`ErrorKind::SchemaTooNew`](crate::ErrorKind::SchemaTooNew));
+//!   is written ([`ErrorKind::SchemaTooNew`]);
 //! - schema SQL stays within what SQLite 3.40 understands (the extension loads
 //!   into Debian 12's SQLite).
 
