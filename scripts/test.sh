@@ -25,7 +25,9 @@ step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
 
 step "cargo test (unit, integration, multi-process, doc-tests)"
-cargo test --workspace --locked
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
 
 step "example: the outbox demo"
 cargo run --locked -q -p honker --example outbox_demo
@@ -35,3 +37,5 @@ cargo build --locked -q --release -p honker-bench
 
 echo
 echo "test.sh: all checks passed"
+# One closing line for the whole run (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
