@@ -17,6 +17,7 @@
 //! commits on its own.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
@@ -25,9 +26,9 @@ use serde_json::{json, Value as Json};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{check_attempts, Backoff, QueueOptions};
+use crate::options::QueueOptions;
 use crate::payload::Payload;
-use crate::queue::{ops, JobInfo};
+use crate::queue::{ops, EnqueueOptions, JobInfo};
 use crate::validate;
 
 /// What the functions need from their host.
@@ -126,53 +127,27 @@ fn dispatch(
             let queue = a.name(0)?;
             let payload = a.payload(1)?;
             payload.validate(config.max_payload_bytes)?;
-            let run_at = a
-                .opt_seconds(2, "run_at")?
-                .map(|s| (s * 1000.0).round() as i64);
-            let delay = a.opt_seconds(3, "delay_s")?;
-            if run_at.is_some() && delay.is_some() {
-                return Err(Error::invalid("give either run_at or delay_s, not both"));
-            }
             let priority = a.opt_int(4, "priority")?.unwrap_or(0);
-            let priority = i32::try_from(priority)
-                .map_err(|_| Error::invalid(format!("priority {priority} is out of range")))?;
-            let defaults = QueueOptions::default();
-            let max_attempts = match a.opt_int(5, "max_attempts")? {
-                Some(n) => {
-                    let n = u32::try_from(n).unwrap_or(0);
-                    check_attempts(n)?;
-                    n
-                }
-                None => defaults.max_attempts,
-            };
-            let expires = a.opt_seconds(6, "expires_s")?;
             let dedupe = if a.ctx.len() > 7 {
                 a.opt_text(7, "dedupe_key")?
             } else {
                 None
             };
-            if let Some(k) = dedupe {
-                validate::key("dedupe key", k)?;
-            }
-            let run_at = run_at
-                .map(|t| validate::timestamp_ms("run_at", t))
-                .transpose()?
-                .unwrap_or_else(|| now + delay.map_or(0, secs_ms));
-            let expires_at = expires.map(|e| now + secs_ms(e));
-            if expires_at.is_some_and(|e| e <= run_at) {
-                return Err(Error::invalid("expires_s must end after the job is due"));
-            }
-            let b = Backoff::default();
-            let job = ops::NewJob {
-                priority,
-                run_at,
-                max_attempts,
-                backoff_base_ms: crate::clock::duration_ms(b.base),
-                backoff_max_ms: crate::clock::duration_ms(b.max),
-                backoff_jitter: b.jitter,
-                dedupe_key: dedupe,
-                expires_at,
+            let options = EnqueueOptions {
+                run_at: a.opt_seconds(2, "run_at")?.map(secs_ms),
+                delay: a.opt_seconds(3, "delay_s")?.map(Duration::from_secs_f64),
+                priority: i32::try_from(priority)
+                    .map_err(|_| Error::invalid(format!("priority {priority} is out of range")))?,
+                // Out-of-range values become 0, which the check refuses.
+                max_attempts: a
+                    .opt_int(5, "max_attempts")?
+                    .map(|n| u32::try_from(n).unwrap_or(0)),
+                expires: a.opt_seconds(6, "expires_s")?.map(Duration::from_secs_f64),
+                dedupe_key: dedupe.map(str::to_owned),
+                backoff: None,
             };
+            options.check()?;
+            let job = options.resolve(&QueueOptions::default(), now)?;
             let (id, _) = ops::enqueue(conn, queue, &job, std::slice::from_ref(&payload), now)?[0];
             V::Integer(id)
         }

@@ -21,10 +21,9 @@ pub use types::{
     ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryOptions,
 };
 
-use crate::clock::duration_ms;
 use crate::database::Database;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{check_attempts, QueueOptions};
+use crate::options::QueueOptions;
 use crate::payload::Payload;
 use crate::transaction::Transaction;
 use crate::validate;
@@ -138,31 +137,9 @@ impl Queue {
         self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
     }
 
-    /// The checks that do not depend on the time.
     fn check_enqueue(&self, payload: &Payload, o: &EnqueueOptions) -> Result<()> {
         payload.validate(self.db.options().max_payload_bytes)?;
-        if o.delay.is_some() && o.run_at.is_some() {
-            return Err(Error::invalid("give either delay or run_at, not both"));
-        }
-        if let Some(d) = o.delay {
-            validate::delay("delay", d)?;
-        }
-        if let Some(t) = o.run_at {
-            validate::timestamp_ms("run_at", t)?;
-        }
-        if let Some(e) = o.expires {
-            validate::delay("expires", e)?;
-        }
-        if let Some(n) = o.max_attempts {
-            check_attempts(n)?;
-        }
-        if let Some(k) = &o.dedupe_key {
-            validate::key("dedupe key", k)?;
-        }
-        if let Some(b) = &o.backoff {
-            b.validate()?;
-        }
-        Ok(())
+        o.check()
     }
 
     fn insert(
@@ -172,30 +149,7 @@ impl Queue {
         o: &EnqueueOptions,
         now: i64,
     ) -> Result<Vec<Enqueued>> {
-        let run_at = match (o.run_at, o.delay) {
-            (Some(t), _) => t,
-            (None, Some(d)) => now.saturating_add(duration_ms(d)),
-            (None, None) => now,
-        };
-        let expires_at = o.expires.map(|e| now.saturating_add(duration_ms(e)));
-        if let Some(e) = expires_at {
-            if e <= run_at {
-                return Err(Error::invalid(
-                    "expires must end after the job is due (it would never run)",
-                ));
-            }
-        }
-        let backoff = o.backoff.unwrap_or(self.options.backoff);
-        let job = ops::NewJob {
-            priority: o.priority,
-            run_at,
-            max_attempts: o.max_attempts.unwrap_or(self.options.max_attempts),
-            backoff_base_ms: duration_ms(backoff.base),
-            backoff_max_ms: duration_ms(backoff.max),
-            backoff_jitter: backoff.jitter,
-            dedupe_key: o.dedupe_key.as_deref(),
-            expires_at,
-        };
+        let job = o.resolve(&self.options, now)?;
         Ok(ops::enqueue(conn, &self.name, &job, payloads, now)?
             .into_iter()
             .map(|(id, existing)| Enqueued { id, existing })

@@ -3,11 +3,14 @@
 
 use std::time::Duration;
 
-use crate::error::Result;
-use crate::options::Backoff;
+use crate::clock::duration_ms;
+use crate::error::{Error, Result};
+use crate::options::{check_attempts, Backoff, QueueOptions};
 use crate::payload::Payload;
 use crate::transaction::Transaction;
+use crate::validate;
 
+use super::ops::NewJob;
 use super::Queue;
 
 /// Options for [`Queue::enqueue`]. Every field defaults to "not set", which
@@ -54,6 +57,61 @@ pub struct EnqueueOptions {
     pub expires: Option<Duration>,
     /// Overrides the queue's retry backoff for this job.
     pub backoff: Option<Backoff>,
+}
+
+impl EnqueueOptions {
+    /// The checks that do not depend on the time (every surface runs them
+    /// before writing).
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.delay.is_some() && self.run_at.is_some() {
+            return Err(Error::invalid("give either delay or run_at, not both"));
+        }
+        if let Some(d) = self.delay {
+            validate::delay("delay", d)?;
+        }
+        if let Some(t) = self.run_at {
+            validate::timestamp_ms("run_at", t)?;
+        }
+        if let Some(e) = self.expires {
+            validate::delay("expires", e)?;
+        }
+        if let Some(n) = self.max_attempts {
+            check_attempts(n)?;
+        }
+        if let Some(k) = &self.dedupe_key {
+            validate::key("dedupe key", k)?;
+        }
+        if let Some(b) = &self.backoff {
+            b.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The row to insert at `now`, with `defaults` filling what is not set.
+    pub(crate) fn resolve(&self, defaults: &QueueOptions, now: i64) -> Result<NewJob<'_>> {
+        let run_at = match (self.run_at, self.delay) {
+            (Some(t), _) => t,
+            (None, Some(d)) => now.saturating_add(duration_ms(d)),
+            (None, None) => now,
+        };
+        let expires_at = self.expires.map(|e| now.saturating_add(duration_ms(e)));
+        if expires_at.is_some_and(|e| e <= run_at) {
+            return Err(Error::invalid(
+                "expires must end after the job is due (it would never run)",
+            ));
+        }
+        let backoff = self.backoff.unwrap_or(defaults.backoff);
+        Ok(NewJob {
+            priority: self.priority,
+            run_at,
+            max_attempts: self.max_attempts.unwrap_or(defaults.max_attempts),
+            backoff_base_ms: duration_ms(backoff.base),
+            backoff_max_ms: duration_ms(backoff.max),
+            backoff_jitter: backoff.jitter,
+            dedupe_key: self.dedupe_key.as_deref(),
+            expires_at,
+        })
+    }
 }
 
 /// What [`Queue::enqueue`] did.
