@@ -261,9 +261,10 @@ pub(crate) fn lease_by_worker(
 
 /// `LEASE_LOST` for a job that exists or existed, `NOT_FOUND` otherwise.
 fn orphan_error(conn: &Connection, id: i64) -> Error {
-    match job_queue(conn, id) {
-        Ok(Some(q)) => lease_error(conn, &q, id),
-        Ok(None) => lease_error(conn, "", id),
+    let known = || -> Result<bool> { Ok(job_queue(conn, id)?.is_some() || existed(conn, id)?) };
+    match known() {
+        Ok(true) => Error::lease_lost(id),
+        Ok(false) => Error::not_found(format!("no job {id}")),
         Err(e) => e,
     }
 }
