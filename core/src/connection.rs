@@ -8,9 +8,12 @@
 //!   even by mistake.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
+
+use crate::raw::{Conn, StmtCache};
 
 use crate::error::{is_busy, Error, Result};
 use crate::options::{Durability, Options};
@@ -44,17 +47,68 @@ const READER_PRAGMAS: &str = "PRAGMA query_only = ON;";
 
 /// Opens the writer connection. Does not switch the file to WAL: that is a
 /// write, done by [`enable_wal`] after the schema version has been checked.
-pub(crate) fn open_writer(path: &Path, options: &Options) -> Result<Connection> {
+pub(crate) fn open_writer(path: &Path, options: &Options) -> Result<HConn> {
     let conn = open_raw(path, options.busy_timeout)?;
     conn.execute_batch(&writer_pragmas(options.durability))?;
-    Ok(conn)
+    Ok(HConn::new(conn))
 }
 
 /// Opens a read-only connection on an existing honker file.
-pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<HConn> {
     let conn = open_raw(path, busy_timeout)?;
     conn.execute_batch(READER_PRAGMAS)?;
-    Ok(conn)
+    Ok(HConn::new(conn))
+}
+
+/// One of honker's own connections: rusqlite for the application's SQL, and
+/// the statement cache the protocol code (`raw`) uses on the same handle.
+#[derive(Debug)]
+pub(crate) struct HConn {
+    cache: Arc<StmtCache>,
+    /// `None` only after [`HConn::close`].
+    conn: Option<Connection>,
+}
+
+impl HConn {
+    fn new(conn: Connection) -> HConn {
+        HConn {
+            cache: Arc::new(StmtCache::default()),
+            conn: Some(conn),
+        }
+    }
+
+    /// The connection, for SQL the application wrote.
+    pub(crate) fn sql(&self) -> &Connection {
+        self.conn.as_ref().expect("connection present until closed")
+    }
+
+    /// The connection as the protocol code sees it.
+    pub(crate) fn raw(&self) -> Conn<'_> {
+        // SAFETY: the handle is open while `self` lives, and the cache holds
+        // statements of this connection only.
+        unsafe { Conn::new(self.sql().handle(), Some(&self.cache)) }
+    }
+
+    /// The statement cache, shared with the SQL functions on this connection.
+    pub(crate) fn cache(&self) -> &Arc<StmtCache> {
+        &self.cache
+    }
+
+    /// Finalizes cached statements, then closes the connection.
+    pub(crate) fn close(mut self) -> Result<()> {
+        self.cache.clear();
+        match self.conn.take() {
+            Some(conn) => conn.close().map_err(|(_, e)| Error::from(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for HConn {
+    fn drop(&mut self) {
+        // Before the connection (dropped after this body) is closed.
+        self.cache.clear();
+    }
 }
 
 fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
@@ -114,31 +168,6 @@ fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> 
     Ok(())
 }
 
-/// Runs `f` inside the savepoint `honker_nested` on `conn`: released when
-/// `f` succeeds, rolled back (and released) when it fails, so a failure
-/// changes nothing whether or not `conn` was already inside a transaction.
-pub(crate) fn in_savepoint<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    conn.prepare_cached("SAVEPOINT honker_nested")?
-        .execute([])?;
-    finish_savepoint(conn, f())
-}
-
-/// The second half of [`in_savepoint`], for callers that open the savepoint
-/// themselves.
-pub(crate) fn finish_savepoint<T>(conn: &Connection, result: Result<T>) -> Result<T> {
-    match result {
-        Ok(v) => {
-            conn.prepare_cached("RELEASE honker_nested")?.execute([])?;
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO honker_nested; RELEASE honker_nested");
-            Err(e)
-        }
-    }
-}
-
-/// Short exponential sleeps with jitter, for lock polling.
 #[derive(Debug)]
 pub(crate) struct Backoff {
     next_us: u64,

@@ -21,8 +21,10 @@ use parking_lot::{Mutex, RawMutex};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Params};
 
+use crate::connection::HConn;
+
 use crate::clock::duration_ms;
-use crate::connection::{enable_wal, in_savepoint, open_writer};
+use crate::connection::{enable_wal, open_writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintenance::{self, MaintenanceReport};
 use crate::options::{Options, QueueOptions};
@@ -32,7 +34,7 @@ use crate::schema;
 use crate::transaction::Transaction;
 use crate::watcher::{watcher_for, Signal, Watcher};
 
-pub(crate) type WriterGuard = ArcMutexGuard<RawMutex, Option<Connection>>;
+pub(crate) type WriterGuard = ArcMutexGuard<RawMutex, Option<HConn>>;
 
 /// An open honker database file. Cheap to clone; clones share connections.
 /// `Send + Sync`: share it between threads freely.
@@ -65,7 +67,7 @@ pub struct Database {
 pub(crate) struct Inner {
     path: PathBuf,
     pub(crate) options: Options,
-    writer: Arc<Mutex<Option<Connection>>>,
+    writer: Arc<Mutex<Option<HConn>>>,
     readers: Pool,
     watcher: Arc<Watcher>,
     closed: AtomicBool,
@@ -110,16 +112,22 @@ impl Database {
             )));
         }
         let writer = open_writer(path, &options)?;
-        schema::check_not_too_new(&writer)?;
-        enable_wal(&writer, options.busy_timeout)?;
-        schema::migrate(&writer, options.clock.now_ms())?;
-        crate::sql::register(
-            &writer,
-            &crate::sql::SqlConfig {
-                clock: Arc::clone(&options.clock),
-                max_payload_bytes: options.max_payload_bytes,
-            },
-        )?;
+        schema::check_not_too_new(writer.raw())?;
+        enable_wal(writer.sql(), options.busy_timeout)?;
+        schema::migrate(writer.raw(), options.clock.now_ms())?;
+        let config = crate::sql::SqlConfig {
+            clock: Arc::clone(&options.clock),
+            max_payload_bytes: options.max_payload_bytes,
+        };
+        // SAFETY: the handle is open; the functions share the writer's cache,
+        // which the writer clears before it closes.
+        unsafe {
+            crate::sql::register_handle(
+                writer.sql().handle(),
+                config,
+                Some(Arc::clone(writer.cache())),
+            )?;
+        }
         let path = std::fs::canonicalize(path)
             .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
         let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback);
@@ -207,7 +215,7 @@ impl Database {
     /// the number of rows changed.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
         self.inner.write(None, |conn, _| {
-            Ok(conn.prepare_cached(sql)?.execute(params)?)
+            Ok(conn.sql().prepare_cached(sql)?.execute(params)?)
         })
     }
 
@@ -215,7 +223,7 @@ impl Database {
     /// writer, so it does not wait for write transactions).
     pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
         let reader = self.inner.reader()?;
-        query_rows(&reader, sql, params)
+        query_rows(reader.sql(), sql, params)
     }
 
     /// Prunes everything past its retention ([`crate::Retention`]): finished
@@ -243,7 +251,7 @@ impl Database {
                 )
             })?;
         if let Some(conn) = guard.take() {
-            conn.close().map_err(|(_, e)| Error::from(e))?;
+            conn.close()?;
         }
         Ok(())
     }
@@ -325,8 +333,8 @@ impl Inner {
         Ok(guard)
     }
 
-    fn begin_immediate(&self, conn: &Connection) -> Result<()> {
-        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    fn begin_immediate(&self, conn: &HConn) -> Result<()> {
+        conn.raw().prepare_cached("BEGIN IMMEDIATE")?.execute(&[])?;
         self.write_transactions.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -342,11 +350,11 @@ impl Inner {
     pub(crate) fn write<R>(
         &self,
         tx: Option<&Transaction>,
-        f: impl FnOnce(&Connection, i64) -> Result<R>,
+        f: impl FnOnce(&HConn, i64) -> Result<R>,
     ) -> Result<R> {
         if let Some(tx) = tx {
             let conn = tx.connection_for(self)?;
-            return in_savepoint(conn, || f(conn, self.now()));
+            return conn.raw().in_savepoint(|| f(conn, self.now()));
         }
         let guard = self.lock_writer()?;
         let conn = guard.as_ref().ok_or_else(Error::closed)?;
@@ -355,11 +363,11 @@ impl Inner {
         // timestamps matches the order of commits.
         let now = self.now();
         let result = f(conn, now).and_then(|r| {
-            conn.prepare_cached("COMMIT")?.execute([])?;
+            conn.raw().prepare_cached("COMMIT")?.execute(&[])?;
             Ok(r)
         });
-        if result.is_err() && !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
+        if result.is_err() && !conn.raw().is_autocommit() {
+            let _ = conn.raw().execute_batch("ROLLBACK");
         }
         drop(guard);
         if result.is_ok() {

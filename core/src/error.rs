@@ -93,7 +93,9 @@ impl fmt::Display for ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     message: String,
-    source: Option<rusqlite::Error>,
+    /// The SQLite (extended) result code, for errors that came from SQLite.
+    sqlite_code: Option<i32>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// `Result<T, honker::Error>`.
@@ -105,8 +107,24 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            sqlite_code: None,
             source: None,
         }
+    }
+
+    pub(crate) fn with_sqlite_code(kind: ErrorKind, message: String, code: i32) -> Error {
+        Error {
+            kind,
+            message,
+            sqlite_code: Some(code),
+            source: None,
+        }
+    }
+
+    /// The SQLite extended result code, when the error came from SQLite
+    /// (for example 2067, `SQLITE_CONSTRAINT_UNIQUE`).
+    pub fn sqlite_code(&self) -> Option<i32> {
+        self.sqlite_code
     }
 
     /// The stable category.
@@ -157,12 +175,13 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source
-            .as_ref()
+            .as_deref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
 /// Whether a SQLite error means "another connection holds the lock".
+#[cfg(feature = "rusqlite")]
 pub(crate) fn is_busy(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
@@ -170,6 +189,7 @@ pub(crate) fn is_busy(err: &rusqlite::Error) -> bool {
     )
 }
 
+#[cfg(feature = "rusqlite")]
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Error {
         let kind = if is_busy(&err) {
@@ -186,7 +206,8 @@ impl From<rusqlite::Error> for Error {
         Error {
             kind,
             message: err.to_string(),
-            source: Some(err),
+            sqlite_code: err.sqlite_error().map(|e| e.extended_code),
+            source: Some(Box::new(err)),
         }
     }
 }

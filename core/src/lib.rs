@@ -30,35 +30,59 @@
 //! Start with [`Database::open`], then [`Database::queue`]. Errors carry a
 //! stable [`ErrorKind`] code.
 
+//! ## Features
+//!
+//! - `rusqlite` (default): the [`Database`] API, on connections that honker
+//!   opens itself (rusqlite with a bundled SQLite). Without it, the crate is
+//!   only the protocol and the SQL functions over the raw SQLite API: what
+//!   the loadable extension (`extension/`) builds on.
+
+// In the protocol-only build (the extension) parts of the protocol serve
+// only the Database API.
+#![cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
+
 mod clock;
+#[cfg(feature = "rusqlite")]
 mod connection;
+#[cfg(feature = "rusqlite")]
 mod database;
 mod error;
+#[cfg(feature = "rusqlite")]
 mod maintenance;
 mod options;
 mod payload;
+#[cfg(feature = "rusqlite")]
 mod pool;
 pub mod queue;
+mod raw;
 pub mod schema;
 pub mod sql;
+#[cfg(feature = "rusqlite")]
 mod transaction;
 pub mod validate;
+#[cfg(feature = "rusqlite")]
 mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+#[cfg(feature = "rusqlite")]
 pub use database::{Database, Rows};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "rusqlite")]
 pub use maintenance::MaintenanceReport;
 pub use options::{limits, Backoff, Durability, Options, QueueOptions, Retention};
 pub use payload::Payload;
 pub use queue::{
-    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, Queue, QueueStats,
-    RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, QueueStats, RetryOptions,
 };
+#[cfg(feature = "rusqlite")]
+pub use queue::{Job, Queue};
+#[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
 
 /// The rusqlite version honker is built on, for parameters and values.
+#[cfg(feature = "rusqlite")]
 pub use rusqlite;
+#[cfg(feature = "rusqlite")]
 pub use rusqlite::types::Value;
 
 /// The README's Rust examples, compiled and run as doc-tests.

@@ -5,7 +5,7 @@
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
 //! transaction, so maintenance never holds the write lock for long.
 
-use rusqlite::params;
+use crate::raw::{params, Conn};
 
 use crate::clock::duration_ms;
 use crate::database::Inner;
@@ -45,11 +45,11 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     ] {
         let keep = duration_ms(keep);
         let n = batches(db, max_batches, |conn, now| {
-            Ok(conn.prepare_cached(PRUNE_FINISHED)?.execute(params![
+            conn.prepare_cached(PRUNE_FINISHED)?.execute(params![
                 state,
                 now.saturating_sub(keep),
                 BATCH as i64
-            ])?)
+            ])
         })?;
         match state {
             "dead" => report.dead += n,
@@ -59,9 +59,8 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     }
     let keep = duration_ms(r.results);
     report.results = batches(db, max_batches, |conn, now| {
-        Ok(conn
-            .prepare_cached(PRUNE_RESULTS)?
-            .execute(params![now.saturating_sub(keep), BATCH as i64])?)
+        conn.prepare_cached(PRUNE_RESULTS)?
+            .execute(params![now.saturating_sub(keep), BATCH as i64])
     })?;
     Ok(report)
 }
@@ -69,11 +68,11 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
 fn batches(
     db: &Inner,
     max_batches: usize,
-    step: impl Fn(&rusqlite::Connection, i64) -> Result<usize>,
+    step: impl Fn(Conn<'_>, i64) -> Result<usize>,
 ) -> Result<usize> {
     let mut total = 0;
     for _ in 0..max_batches {
-        let n = db.write(None, &step)?;
+        let n = db.write(None, |w, now| step(w.raw(), now))?;
         total += n;
         if n < BATCH {
             break;

@@ -4,7 +4,9 @@
 //! Stored as SQLite TEXT (JSON) or BLOB (bytes), so any SQLite driver reads it
 //! back with the right type.
 
+#[cfg(feature = "rusqlite")]
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+#[cfg(feature = "rusqlite")]
 use rusqlite::ToSql;
 use serde::de::IgnoredAny;
 use serde::{de::DeserializeOwned, Serialize};
@@ -137,6 +139,7 @@ impl From<&[u8]> for Payload {
     }
 }
 
+#[cfg(feature = "rusqlite")]
 impl ToSql for Payload {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(match self {
@@ -146,6 +149,7 @@ impl ToSql for Payload {
     }
 }
 
+#[cfg(feature = "rusqlite")]
 impl FromSql for Payload {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Payload> {
         match value {

@@ -6,15 +6,13 @@ use std::ops::Deref;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-use rusqlite::Connection;
-
-use crate::connection::open_reader;
+use crate::connection::{open_reader, HConn};
 use crate::error::{Error, ErrorKind, Result};
+use parking_lot::{Condvar, Mutex};
 
 #[derive(Debug)]
 struct State {
-    idle: Vec<Connection>,
+    idle: Vec<HConn>,
     open: usize,
     closed: bool,
 }
@@ -97,12 +95,12 @@ impl Pool {
 #[derive(Debug)]
 pub(crate) struct Reader<'p> {
     pool: &'p Pool,
-    conn: Option<Connection>,
+    conn: Option<HConn>,
 }
 
 impl Deref for Reader<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
+    type Target = HConn;
+    fn deref(&self) -> &HConn {
         self.conn.as_ref().expect("reader present until drop")
     }
 }
@@ -112,7 +110,7 @@ impl Drop for Reader<'_> {
         let Some(conn) = self.conn.take() else { return };
         let mut st = self.pool.state.lock();
         // A reader left inside a transaction (a panic mid-read) is discarded.
-        if st.closed || !conn.is_autocommit() {
+        if st.closed || !conn.raw().is_autocommit() {
             st.open -= 1;
         } else {
             st.idle.push(conn);

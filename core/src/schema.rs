@@ -12,7 +12,7 @@
 //! - schema SQL stays within what SQLite 3.40 understands (the extension loads
 //!   into Debian 12's SQLite).
 
-use rusqlite::Connection;
+use crate::raw::{params, Conn};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -53,12 +53,15 @@ const RECORD_VERSION: &str =
 
 /// The honker schema version of the file `conn` is open on (0 when honker has
 /// never touched it). A read; takes no write lock.
-pub fn current_version(conn: &Connection) -> Result<i64> {
-    let exists: i64 = conn.query_row(VERSION_TABLE_EXISTS, [], |r| r.get(0))?;
+pub(crate) fn current_version(conn: Conn<'_>) -> Result<i64> {
+    let exists: i64 = conn
+        .prepare_cached(VERSION_TABLE_EXISTS)?
+        .query_one(params![], |r| r.get(0))?;
     if exists == 0 {
         return Ok(0);
     }
-    Ok(conn.query_row(CURRENT_VERSION, [], |r| r.get(0))?)
+    conn.prepare_cached(CURRENT_VERSION)?
+        .query_one(params![], |r| r.get(0))
 }
 
 fn too_new(found: i64) -> Error {
@@ -72,7 +75,7 @@ fn too_new(found: i64) -> Error {
 }
 
 /// Fails with `SCHEMA_TOO_NEW` if the file's schema is newer than this build.
-pub fn check_not_too_new(conn: &Connection) -> Result<i64> {
+pub(crate) fn check_not_too_new(conn: Conn<'_>) -> Result<i64> {
     let v = current_version(conn)?;
     if v > LATEST {
         return Err(too_new(v));
@@ -83,7 +86,7 @@ pub fn check_not_too_new(conn: &Connection) -> Result<i64> {
 /// Brings the schema up to [`LATEST`]. Cheap (one read) when it already is.
 /// `now_ms` is recorded as the migration time. Returns the number of
 /// migrations applied by this call.
-pub fn migrate(conn: &Connection, now_ms: i64) -> Result<usize> {
+pub(crate) fn migrate(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
     if check_not_too_new(conn)? == LATEST {
         return Ok(0);
     }
@@ -105,14 +108,14 @@ pub fn migrate(conn: &Connection, now_ms: i64) -> Result<usize> {
 /// [`migrate`] for a connection that may already be inside a transaction
 /// (the SQL function `honker_bootstrap()`): uses a savepoint instead of
 /// `BEGIN IMMEDIATE`, and so commits with the caller's transaction.
-pub fn migrate_nested(conn: &Connection, now_ms: i64) -> Result<usize> {
+pub(crate) fn migrate_nested(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
     if check_not_too_new(conn)? == LATEST {
         return Ok(0);
     }
-    crate::connection::in_savepoint(conn, || apply_pending(conn, now_ms))
+    conn.in_savepoint(|| apply_pending(conn, now_ms))
 }
 
-fn apply_pending(conn: &Connection, now_ms: i64) -> Result<usize> {
+fn apply_pending(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
     conn.execute_batch(CREATE_VERSION_TABLE)?;
     // Re-read under the write lock: another process may have migrated while
     // this one waited for it.
@@ -120,15 +123,23 @@ fn apply_pending(conn: &Connection, now_ms: i64) -> Result<usize> {
     let mut applied = 0;
     for m in MIGRATIONS.iter().filter(|m| m.version > from) {
         conn.execute_batch(m.sql)?;
-        conn.execute(RECORD_VERSION, rusqlite::params![m.version, m.name, now_ms])?;
+        conn.prepare_cached(RECORD_VERSION)?
+            .execute(params![m.version, m.name, now_ms])?;
         applied += 1;
     }
     Ok(applied)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rusqlite"))]
 mod tests {
     use super::*;
+    use crate::raw::params;
+
+    fn with_memory_db(f: impl FnOnce(Conn<'_>)) {
+        let owner = rusqlite::Connection::open_in_memory().unwrap();
+        // SAFETY: `owner` is open and outlives the borrowed handle.
+        f(unsafe { Conn::new(owner.handle(), None) });
+    }
 
     #[test]
     fn migrations_are_numbered_without_gaps() {
@@ -139,24 +150,30 @@ mod tests {
 
     #[test]
     fn migrate_is_idempotent_and_leaves_user_version_alone() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch("PRAGMA user_version = 42").unwrap();
-        assert_eq!(migrate(&conn, 1).unwrap(), MIGRATIONS.len());
-        assert_eq!(migrate(&conn, 2).unwrap(), 0);
-        assert_eq!(current_version(&conn).unwrap(), LATEST);
-        let uv: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(uv, 42);
+        with_memory_db(|conn| {
+            conn.execute_batch("PRAGMA user_version = 42").unwrap();
+            assert_eq!(migrate(conn, 1).unwrap(), MIGRATIONS.len());
+            assert_eq!(migrate(conn, 2).unwrap(), 0);
+            assert_eq!(current_version(conn).unwrap(), LATEST);
+            let uv: i64 = conn
+                .prepare_cached("PRAGMA user_version")
+                .unwrap()
+                .query_one(params![], |r| r.get(0))
+                .unwrap();
+            assert_eq!(uv, 42);
+        });
     }
 
     #[test]
     fn newer_schema_is_refused() {
-        let conn = Connection::open_in_memory().unwrap();
-        migrate(&conn, 1).unwrap();
-        conn.execute(RECORD_VERSION, rusqlite::params![LATEST + 1, "future", 3])
-            .unwrap();
-        let err = migrate(&conn, 4).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::SchemaTooNew);
+        with_memory_db(|conn| {
+            migrate(conn, 1).unwrap();
+            conn.prepare_cached(RECORD_VERSION)
+                .unwrap()
+                .execute(params![LATEST + 1, "future", 3])
+                .unwrap();
+            let err = migrate(conn, 4).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::SchemaTooNew);
+        });
     }
 }

@@ -16,12 +16,12 @@
 //! runs on: inside the caller's transaction it commits with it; outside one it
 //! commits on its own.
 
+use std::ffi::{c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::functions::{Context, FunctionFlags};
-use rusqlite::types::ValueRef;
-use rusqlite::Connection;
+use libsqlite3_sys as ffi;
 use serde_json::{json, Value as Json};
 
 use crate::clock::{Clock, SystemClock};
@@ -29,6 +29,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::QueueOptions;
 use crate::payload::Payload;
 use crate::queue::{ops, EnqueueOptions, JobInfo};
+use crate::raw::{Conn, StmtCache, ValueRef};
 use crate::validate;
 
 /// What the functions need from their host.
@@ -68,59 +69,187 @@ pub const FUNCTIONS: &[(&str, i32)] = &[
     ("honker_purge_dead", -1),
 ];
 
-/// Registers every honker SQL function on `conn`.
-pub fn register(conn: &Connection, config: &SqlConfig) -> Result<()> {
-    let pure = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_INNOCUOUS;
-    let writes = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
-    conn.create_scalar_function(
-        "honker_version",
-        0,
-        pure | FunctionFlags::SQLITE_DETERMINISTIC,
-        |_| Ok(env!("CARGO_PKG_VERSION")),
-    )?;
-    for &(name, n_arg) in FUNCTIONS.iter().filter(|(n, _)| *n != "honker_version") {
-        let config = config.clone();
-        conn.create_scalar_function(name, n_arg, writes, move |ctx| {
-            call(name, ctx, &config).map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))
-        })?;
+/// Registers every honker SQL function on a rusqlite connection.
+#[cfg(feature = "rusqlite")]
+pub fn register(conn: &rusqlite::Connection, config: &SqlConfig) -> Result<()> {
+    // SAFETY: the handle is open; without a cache the functions keep no
+    // statements between calls, so the connection can close at any time.
+    unsafe { register_handle(conn.handle(), config.clone(), None) }
+}
+
+/// Registers every honker SQL function on the raw connection `db` (what the
+/// loadable extension does with the host's connection).
+///
+/// # Safety
+/// `db` must be an open connection. With a `cache`, the cache must be cleared
+/// before the connection is closed.
+pub(crate) unsafe fn register_handle(
+    db: *mut ffi::sqlite3,
+    config: SqlConfig,
+    cache: Option<Arc<StmtCache>>,
+) -> Result<()> {
+    for &(name, n_arg) in FUNCTIONS {
+        let flags = if name == "honker_version" {
+            ffi::SQLITE_UTF8 | ffi::SQLITE_INNOCUOUS | ffi::SQLITE_DETERMINISTIC
+        } else {
+            ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY
+        };
+        let state = Box::new(FnState {
+            name,
+            config: config.clone(),
+            cache: cache.clone(),
+        });
+        let c_name = CString::new(name).map_err(|_| Error::internal("function name"))?;
+        // SAFETY: `db` is open (contract). Ownership of `state` passes to
+        // SQLite, which calls `destroy` when the function is replaced, the
+        // connection closes, or registration fails.
+        let rc = unsafe {
+            ffi::sqlite3_create_function_v2(
+                db,
+                c_name.as_ptr(),
+                n_arg,
+                flags,
+                Box::into_raw(state).cast::<c_void>(),
+                Some(x_func),
+                None,
+                None,
+                Some(destroy),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(crate::raw::sqlite_error(
+                rc,
+                format!("could not register {name}"),
+            ));
+        }
     }
     Ok(())
 }
 
-fn call(name: &str, ctx: &Context<'_>, config: &SqlConfig) -> Result<rusqlite::types::Value> {
-    // SAFETY: the connection reference does not outlive this call and is
-    // used only on this thread, inside the function's own invocation.
-    let conn = unsafe { ctx.get_connection() }?;
-    let now = config.clock.now_ms();
-    let args = Args { ctx, name };
+/// Registers the functions for the loadable extension. The host connection's
+/// lifetime is the host's business, so no statements are cached.
+///
+/// # Safety
+/// `db` must be an open connection of the SQLite library whose API the
+/// calling crate reaches through libsqlite3-sys.
+#[doc(hidden)]
+pub unsafe fn register_extension(db: *mut ffi::sqlite3) -> Result<()> {
+    // SAFETY: per the contract; no cache.
+    unsafe { register_handle(db, SqlConfig::default(), None) }
+}
+
+/// One registered function: its name and what it needs.
+struct FnState {
+    name: &'static str,
+    config: SqlConfig,
+    cache: Option<Arc<StmtCache>>,
+}
+
+unsafe extern "C" fn destroy(p: *mut c_void) {
+    // SAFETY: `p` came from `Box::into_raw` in `register_handle`; SQLite
+    // calls this once.
+    drop(unsafe { Box::from_raw(p.cast::<FnState>()) });
+}
+
+/// The value a function returns.
+enum Out {
+    Int(i64),
+    Text(String),
+}
+
+unsafe extern "C" fn x_func(
+    ctx: *mut ffi::sqlite3_context,
+    argc: c_int,
+    argv: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: SQLite passes the user data registered with the function, live
+    // until `destroy`, and `argc` protected values valid for this call.
+    let (state, db, args) = unsafe {
+        let state = &*ffi::sqlite3_user_data(ctx).cast::<FnState>();
+        let n = usize::try_from(argc).unwrap_or(0);
+        let args: Vec<ValueRef<'_>> = (0..n).map(|i| ValueRef::value(*argv.add(i))).collect();
+        (state, ffi::sqlite3_context_db_handle(ctx), args)
+    };
+    // A panic must not unwind into SQLite: it becomes an INTERNAL error.
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the host's connection is open and used by this thread for
+        // the whole call; the cache (if any) belongs to it.
+        let conn = unsafe { Conn::new(db, state.cache.as_deref()) };
+        call(state, conn, &args)
+    }))
+    .unwrap_or_else(|_| Err(Error::internal(format!("{} panicked", state.name))));
+    // SAFETY: `ctx` is valid for this call; results are copied (TRANSIENT).
+    unsafe {
+        match result {
+            Ok(Out::Int(n)) => ffi::sqlite3_result_int64(ctx, n),
+            Ok(Out::Text(t)) => match c_int::try_from(t.len()) {
+                Ok(n) => {
+                    ffi::sqlite3_result_text(ctx, t.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT())
+                }
+                Err(_) => ffi::sqlite3_result_error_toobig(ctx),
+            },
+            Err(e) => {
+                let msg = e.to_string();
+                let n = c_int::try_from(msg.len()).unwrap_or(c_int::MAX);
+                ffi::sqlite3_result_error(ctx, msg.as_ptr().cast(), n);
+                // Keep SQLite's code where there is one (BUSY lets drivers
+                // retry); the message set above stays.
+                if let Some(code) = e.sqlite_code() {
+                    ffi::sqlite3_result_error_code(ctx, code);
+                } else if e.kind() == ErrorKind::Busy {
+                    ffi::sqlite3_result_error_code(ctx, ffi::SQLITE_BUSY);
+                }
+            }
+        }
+    }
+}
+
+fn call(state: &FnState, conn: Conn<'_>, args: &[ValueRef<'_>]) -> Result<Out> {
+    let name = state.name;
+    if name == "honker_version" {
+        return Ok(Out::Text(env!("CARGO_PKG_VERSION").into()));
+    }
+    let now = state.config.clock.now_ms();
+    let a = Args { args, name };
     if name == "honker_bootstrap" {
-        crate::schema::migrate_nested(&conn, now)?;
-        return Ok(crate::schema::LATEST.into());
+        atomically(conn, || crate::schema::migrate_nested(conn, now))?;
+        return Ok(Out::Int(crate::schema::LATEST));
     }
-    in_savepoint(&conn, |conn| dispatch(name, &args, conn, now, config))
+    atomically(conn, || dispatch(name, &a, conn, now, &state.config))
 }
 
-/// Runs `f` in a savepoint, so a failure part-way changes nothing. Inside a
-/// write statement (a trigger) SQLite allows no savepoint (it reports BUSY,
-/// the only reason SAVEPOINT can fail so, as it takes no lock); there the
-/// enclosing statement is already atomic, and the error this function raises
-/// rolls it back whole.
-fn in_savepoint<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    match conn.execute_batch("SAVEPOINT honker_nested") {
-        Ok(()) => crate::connection::finish_savepoint(conn, f(conn)),
-        Err(e) if crate::error::is_busy(&e) => f(conn),
-        Err(e) => Err(e.into()),
+/// Runs `f` so that a failure part-way changes nothing:
+/// - inside a write statement (a trigger, `INSERT ... SELECT honker_...`),
+///   directly: the statement is already atomic, SQLite allows no savepoint
+///   there, and the error this function raises rolls the statement back;
+/// - inside the caller's transaction, in a savepoint, so it commits with it;
+/// - otherwise in a `BEGIN IMMEDIATE` transaction of its own, which waits for
+///   the write lock under the connection's busy timeout instead of failing
+///   on a stale read snapshot.
+fn atomically<T>(conn: Conn<'_>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if conn.write_statement_running() {
+        return f();
+    }
+    if !conn.is_autocommit() {
+        return conn.in_savepoint(f);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    match f() {
+        Ok(v) => match conn.execute_batch("COMMIT") {
+            Ok(()) => Ok(v),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        },
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
     }
 }
 
-fn dispatch(
-    name: &str,
-    a: &Args<'_>,
-    conn: &Connection,
-    now: i64,
-    config: &SqlConfig,
-) -> Result<rusqlite::types::Value> {
-    use rusqlite::types::Value as V;
+fn dispatch(name: &str, a: &Args<'_>, conn: Conn<'_>, now: i64, config: &SqlConfig) -> Result<Out> {
     Ok(match name {
         "honker_enqueue" => {
             a.count(7, 8)?;
@@ -128,7 +257,7 @@ fn dispatch(
             let payload = a.payload(1)?;
             payload.validate(config.max_payload_bytes)?;
             let priority = a.opt_int(4, "priority")?.unwrap_or(0);
-            let dedupe = if a.ctx.len() > 7 {
+            let dedupe = if a.len() > 7 {
                 a.opt_text(7, "dedupe_key")?
             } else {
                 None
@@ -149,7 +278,7 @@ fn dispatch(
             options.check()?;
             let job = options.resolve(&QueueOptions::default(), now)?;
             let (id, _) = ops::enqueue(conn, queue, &job, std::slice::from_ref(&payload), now)?[0];
-            V::Integer(id)
+            Out::Int(id)
         }
         "honker_claim_batch" => {
             let queue = a.name(0)?;
@@ -173,13 +302,13 @@ fn dispatch(
                     })
                 })
                 .collect();
-            V::Text(Json::Array(out).to_string())
+            Out::Text(Json::Array(out).to_string())
         }
         "honker_ack" => {
             a.count(2, 3)?;
             let (queue, token) = a.lease(conn, 0, 1, 2, now)?;
             ops::ack(conn, &queue, a.int(0, "job_id")?, &token, None, false, now)?;
-            V::Integer(1)
+            Out::Int(1)
         }
         "honker_ack_batch" => {
             let list: Json = serde_json::from_str(a.text(0, "job ids")?).map_err(|_| {
@@ -208,7 +337,7 @@ fn dispatch(
                     Err(e) => return Err(e),
                 }
             }
-            V::Integer(acked)
+            Out::Int(acked)
         }
         "honker_retry" => {
             a.count(4, 5)?;
@@ -216,14 +345,14 @@ fn dispatch(
             let delay = a.opt_seconds(2, "delay_s")?.map(secs_ms);
             let error = a.opt_text(3, "error")?.map(validate::clip_error);
             let state = ops::retry(conn, &queue, a.int(0, "job_id")?, &token, delay, error, now)?;
-            V::Text(state.as_str().into())
+            Out::Text(state.as_str().into())
         }
         "honker_fail" => {
             a.count(3, 4)?;
             let (queue, token) = a.lease(conn, 0, 1, 3, now)?;
             let error = validate::clip_error(a.opt_text(2, "error")?.unwrap_or("failed"));
             ops::fail(conn, &queue, a.int(0, "job_id")?, &token, error, now)?;
-            V::Integer(1)
+            Out::Int(1)
         }
         "honker_heartbeat" => {
             a.count(3, 4)?;
@@ -232,7 +361,7 @@ fn dispatch(
                 .opt_seconds(2, "extend_s")?
                 .unwrap_or(QueueOptions::default().lease.as_secs_f64());
             let ms = validate::lease(std::time::Duration::from_secs_f64(extend))?;
-            V::Integer(ops::heartbeat(
+            Out::Int(ops::heartbeat(
                 conn,
                 &queue,
                 a.int(0, "job_id")?,
@@ -245,18 +374,18 @@ fn dispatch(
             a.count(2, 3)?;
             let (queue, token) = a.lease(conn, 0, 1, 2, now)?;
             let state = ops::release(conn, &queue, a.int(0, "job_id")?, &token, None, now)?;
-            V::Text(state.as_str().into())
+            Out::Text(state.as_str().into())
         }
         "honker_cancel" => {
             a.count(1, 2)?;
             let id = validate::job_id(a.int(0, "job_id")?)?;
-            let reason = if a.ctx.len() > 1 {
+            let reason = if a.len() > 1 {
                 a.opt_text(1, "reason")?
             } else {
                 None
             };
             match ops::job_queue(conn, id)? {
-                Some(queue) => V::Integer(i64::from(ops::cancel(
+                Some(queue) => Out::Int(i64::from(ops::cancel(
                     conn,
                     &queue,
                     id,
@@ -264,7 +393,7 @@ fn dispatch(
                     now,
                 )?)),
                 // Acked (or pruned): already finished.
-                None if ops::existed(conn, id)? => V::Integer(0),
+                None if ops::existed(conn, id)? => Out::Int(0),
                 None => return Err(Error::not_found(format!("no job {id}"))),
             }
         }
@@ -275,13 +404,13 @@ fn dispatch(
                 None => None,
             };
             match info {
-                Some(info) => V::Text(job_json(&info).to_string()),
+                Some(info) => Out::Text(job_json(&info).to_string()),
                 None => return Err(Error::not_found(format!("no job {id}"))),
             }
         }
         "honker_queue_stats" => {
             let s = ops::stats(conn, a.name(0)?, now)?;
-            V::Text(
+            Out::Text(
                 json!({
                     "ready": s.ready, "scheduled": s.scheduled, "running": s.running,
                     "lapsed": s.lapsed, "dead": s.dead, "cancelled": s.cancelled,
@@ -293,23 +422,23 @@ fn dispatch(
         }
         "honker_requeue_dead" => {
             a.count(1, 2)?;
-            let id = if a.ctx.len() > 1 {
+            let id = if a.len() > 1 {
                 a.opt_int(1, "job_id")?
             } else {
                 None
             };
             let id = id.map(validate::job_id).transpose()?;
-            V::Integer(ops::requeue_dead(conn, a.name(0)?, id, now)? as i64)
+            Out::Int(ops::requeue_dead(conn, a.name(0)?, id, now)? as i64)
         }
         "honker_purge_dead" => {
             a.count(1, 2)?;
-            let age = if a.ctx.len() > 1 {
+            let age = if a.len() > 1 {
                 a.opt_seconds(1, "older_than_s")?
             } else {
                 None
             };
             let before = age.map_or(i64::MAX, |s| now - secs_ms(s));
-            V::Integer(ops::purge_dead(conn, a.name(0)?, before)? as i64)
+            Out::Int(ops::purge_dead(conn, a.name(0)?, before)? as i64)
         }
         other => return Err(Error::internal(format!("unknown function {other}"))),
     })
@@ -340,13 +469,17 @@ fn job_json(j: &JobInfo) -> Json {
 
 /// Argument access with coded errors naming the function and argument.
 struct Args<'a> {
-    ctx: &'a Context<'a>,
+    args: &'a [ValueRef<'a>],
     name: &'a str,
 }
 
 impl Args<'_> {
+    fn len(&self) -> usize {
+        self.args.len()
+    }
+
     fn count(&self, min: usize, max: usize) -> Result<()> {
-        let n = self.ctx.len();
+        let n = self.len();
         if n < min || n > max {
             return Err(Error::invalid(format!(
                 "{} takes {min} to {max} arguments, got {n}",
@@ -357,7 +490,7 @@ impl Args<'_> {
     }
 
     fn raw(&self, i: usize) -> ValueRef<'_> {
-        self.ctx.get_raw(i)
+        self.args.get(i).copied().unwrap_or(ValueRef::Null)
     }
 
     fn text(&self, i: usize, what: &str) -> Result<&str> {
@@ -438,7 +571,7 @@ impl Args<'_> {
     /// worker holds a live lease".
     fn lease(
         &self,
-        conn: &Connection,
+        conn: Conn<'_>,
         id_at: usize,
         worker_at: usize,
         token_at: usize,
@@ -446,7 +579,7 @@ impl Args<'_> {
     ) -> Result<(String, String)> {
         let id = validate::job_id(self.int(id_at, "job_id")?)?;
         let worker = self.text(worker_at, "worker_id")?;
-        let token = if self.ctx.len() > token_at {
+        let token = if self.len() > token_at {
             self.opt_text(token_at, "token")?
         } else {
             None

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, Params};
 
+use crate::connection::HConn;
+
 use crate::database::{query_rows, Inner, Rows, WriterGuard};
 use crate::error::{Error, Result};
 
@@ -40,7 +42,7 @@ impl Transaction {
         }
     }
 
-    fn conn(&self) -> Result<&Connection> {
+    fn conn(&self) -> Result<&HConn> {
         self.guard
             .as_ref()
             .and_then(|g| g.as_ref())
@@ -48,7 +50,7 @@ impl Transaction {
     }
 
     /// The connection, checked to belong to `db`.
-    pub(crate) fn connection_for(&self, db: &Inner) -> Result<&Connection> {
+    pub(crate) fn connection_for(&self, db: &Inner) -> Result<&HConn> {
         if !std::ptr::eq(Arc::as_ptr(&self.db), db) {
             return Err(Error::invalid(
                 "this transaction belongs to another Database (or another open of the file); \
@@ -61,19 +63,19 @@ impl Transaction {
     /// Runs one statement of your own (`INSERT`, `UPDATE`, DDL, ...) inside
     /// the transaction; returns the number of rows changed.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
-        Ok(self.conn()?.prepare_cached(sql)?.execute(params)?)
+        Ok(self.conn()?.sql().prepare_cached(sql)?.execute(params)?)
     }
 
     /// Runs a query inside the transaction (it sees the transaction's own
     /// uncommitted writes).
     pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
-        query_rows(self.conn()?, sql, params)
+        query_rows(self.conn()?.sql(), sql, params)
     }
 
     /// The underlying rusqlite connection, for what `execute`/`query` do not
     /// cover. Do not run `COMMIT`/`ROLLBACK`/`BEGIN` on it.
     pub fn connection(&self) -> Result<&Connection> {
-        self.conn()
+        self.conn().map(HConn::sql)
     }
 
     /// Commits. On failure the transaction is rolled back and nothing of it
@@ -95,17 +97,17 @@ impl Transaction {
         let Some(conn) = guard.as_ref() else {
             return Err(Error::closed());
         };
+        let raw = conn.raw();
         let result = if commit {
-            conn.prepare_cached("COMMIT")
-                .and_then(|mut s| s.execute([]))
+            raw.prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute(&[]))
                 .map(drop)
-                .map_err(Error::from)
         } else {
             Ok(())
         };
-        if !conn.is_autocommit() {
+        if !raw.is_autocommit() {
             // Not committed (rollback asked, or COMMIT failed): undo it all.
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = raw.execute_batch("ROLLBACK");
         }
         drop(guard);
         if commit && result.is_ok() {

@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use rusqlite::Connection;
 
+use crate::connection::HConn;
+
 use crate::connection::open_reader;
 use crate::error::{Error, Result};
 
@@ -195,14 +197,15 @@ fn check(conn: &Connection, last: &mut Option<i64>, signal: &Signal) -> bool {
     false
 }
 
-fn run(conn: Connection, mut notifier: Notifier, signal: &Signal, stop: &Stop, fallback: Duration) {
-    let mut last = data_version(&conn);
+fn run(conn: HConn, mut notifier: Notifier, signal: &Signal, stop: &Stop, fallback: Duration) {
+    let conn = conn.sql();
+    let mut last = data_version(conn);
     loop {
         let wake = notifier.wait(stop, fallback);
         if stop.requested() {
             return;
         }
-        if check(&conn, &mut last, signal) || wake != Wake::FileWritten {
+        if check(conn, &mut last, signal) || wake != Wake::FileWritten {
             continue;
         }
         // Written but not visible yet: look again soon. The pauses are waits
@@ -220,7 +223,7 @@ fn run(conn: Connection, mut notifier: Notifier, signal: &Signal, stop: &Stop, f
             if stop.requested() {
                 return;
             }
-            if check(&conn, &mut last, signal) || started.elapsed() >= SETTLE {
+            if check(conn, &mut last, signal) || started.elapsed() >= SETTLE {
                 break;
             }
         }

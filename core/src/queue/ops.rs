@@ -10,7 +10,7 @@
 //! - a job is always in exactly one of `_honker_jobs` (live) and
 //!   `_honker_finished` (terminal), moved between them in one transaction.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::raw::{params, Conn, Row};
 
 use super::sql;
 use super::types::{JobInfo, JobState, QueueStats};
@@ -34,7 +34,7 @@ pub(crate) struct NewJob<'a> {
 /// `(id, existing)` per payload, where `existing` means a live job already
 /// held the dedupe key and its id is returned instead.
 pub(crate) fn enqueue(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     job: &NewJob<'_>,
     payloads: &[Payload],
@@ -73,10 +73,9 @@ pub(crate) fn enqueue(
     Ok(out)
 }
 
-fn dedupe_holder(conn: &Connection, queue: &str, key: Option<&str>) -> Result<i64> {
+fn dedupe_holder(conn: Conn<'_>, queue: &str, key: Option<&str>) -> Result<i64> {
     conn.prepare_cached(sql::FIND_BY_DEDUPE)?
-        .query_row(params![queue, key], |r| r.get(0))
-        .optional()?
+        .query_row(params![queue, key], |r| r.get(0))?
         .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))
 }
 
@@ -97,7 +96,7 @@ pub(crate) struct Claimed {
 /// Expires, promotes and reclaims what is due in `queue`, then leases up to
 /// `n` ready jobs to `worker_id` until `now + lease_ms`, in priority order.
 pub(crate) fn claim(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     worker_id: &str,
     n: usize,
@@ -122,7 +121,7 @@ pub(crate) fn claim(
             })
         },
     )?;
-    let mut jobs = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut jobs = rows;
     // RETURNING gives no order guarantee: restore the claim order.
     jobs.sort_by(|a, b| {
         b.priority
@@ -136,11 +135,11 @@ pub(crate) fn claim(
 /// The state changes that time alone makes due: expiry, promotion of
 /// scheduled jobs, and reclaiming lapsed leases (dead-lettering those on their
 /// last attempt).
-fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     // One read of three index ranges; the usual answer is "nothing to do".
     let due: bool = conn
         .prepare_cached(sql::HOUSEKEEPING_DUE)?
-        .query_row(params![queue, now], |r| r.get(0))?;
+        .query_one(params![queue, now], |r| r.get(0))?;
     if !due {
         return Ok(());
     }
@@ -169,17 +168,14 @@ fn housekeep(conn: &Connection, queue: &str, now: i64) -> Result<()> {
     Ok(())
 }
 
-fn ids(conn: &Connection, sql: &str, queue: &str, now: i64) -> Result<Vec<i64>> {
+fn ids(conn: Conn<'_>, sql: &'static str, queue: &str, now: i64) -> Result<Vec<i64>> {
     let mut stmt = conn.prepare_cached(sql)?;
-    let ids = stmt
-        .query_map(params![queue, now], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(ids)
+    stmt.query_map(params![queue, now], |r| r.get(0))
 }
 
 /// Moves a live job to the finished records with `state`.
 pub(crate) fn archive(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: i64,
     state: JobState,
     error: Option<&str>,
@@ -193,7 +189,7 @@ pub(crate) fn archive(
 
 /// The error for a token that matched nothing: `LEASE_LOST` if the job is (or
 /// was) in this queue, `NOT_FOUND` if it never existed here.
-pub(crate) fn lease_error(conn: &Connection, queue: &str, id: i64) -> Error {
+pub(crate) fn lease_error(conn: Conn<'_>, queue: &str, id: i64) -> Error {
     match job_queue(conn, id) {
         Ok(Some(q)) if q == queue => Error::lease_lost(id),
         Ok(Some(_)) => Error::not_found(format!("job {id} is not in queue {queue:?}")),
@@ -204,40 +200,35 @@ pub(crate) fn lease_error(conn: &Connection, queue: &str, id: i64) -> Error {
 }
 
 /// The queue holding job `id` (live or finished), if it still exists.
-pub(crate) fn job_queue(conn: &Connection, id: i64) -> Result<Option<String>> {
+pub(crate) fn job_queue(conn: Conn<'_>, id: i64) -> Result<Option<String>> {
     let live = conn
         .prepare_cached(sql::LIVE_QUEUE)?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+        .query_row(params![id], |r| r.get(0))?;
     if live.is_some() {
         return Ok(live);
     }
-    Ok(conn
-        .prepare_cached(sql::FINISHED_QUEUE)?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+    conn.prepare_cached(sql::FINISHED_QUEUE)?
+        .query_row(params![id], |r| r.get(0))
 }
 
 /// Whether job `id` was ever handed out (ids are never reused).
-pub(crate) fn existed(conn: &Connection, id: i64) -> Result<bool> {
+pub(crate) fn existed(conn: Conn<'_>, id: i64) -> Result<bool> {
     Ok(id > 0 && id <= max_id(conn)?)
 }
 
-fn max_id(conn: &Connection) -> Result<i64> {
+fn max_id(conn: Conn<'_>) -> Result<i64> {
     Ok(conn
         .prepare_cached(sql::MAX_ID)?
-        .query_row([], |r| r.get(0))
-        .optional()?
+        .query_row(params![], |r| r.get(0))?
         .unwrap_or(0))
 }
 
 /// The queue of a job leased under `token`, for callers that know the token
 /// but not the queue (the SQL functions).
-pub(crate) fn lease_by_token(conn: &Connection, id: i64, token: &str) -> Result<(String, String)> {
+pub(crate) fn lease_by_token(conn: Conn<'_>, id: i64, token: &str) -> Result<(String, String)> {
     let queue: Option<String> = conn
         .prepare_cached(sql::LEASE_BY_TOKEN)?
-        .query_row(params![id, token], |r| r.get(0))
-        .optional()?;
+        .query_row(params![id, token], |r| r.get(0))?;
     match queue {
         Some(q) => Ok((q, token.to_owned())),
         None => Err(orphan_error(conn, id)),
@@ -247,20 +238,19 @@ pub(crate) fn lease_by_token(conn: &Connection, id: i64, token: &str) -> Result<
 /// The queue and token of a live (unexpired) lease on `id` held by
 /// `worker_id`: the SQL functions' token-less ownership rule.
 pub(crate) fn lease_by_worker(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: i64,
     worker_id: &str,
     now: i64,
 ) -> Result<(String, String)> {
     let lease: Option<(String, String)> = conn
         .prepare_cached(sql::LEASE_BY_WORKER)?
-        .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+        .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))?;
     lease.ok_or_else(|| orphan_error(conn, id))
 }
 
 /// `LEASE_LOST` for a job that exists or existed, `NOT_FOUND` otherwise.
-fn orphan_error(conn: &Connection, id: i64) -> Error {
+fn orphan_error(conn: Conn<'_>, id: i64) -> Error {
     let known = || -> Result<bool> { Ok(job_queue(conn, id)?.is_some() || existed(conn, id)?) };
     match known() {
         Ok(true) => Error::lease_lost(id),
@@ -272,7 +262,7 @@ fn orphan_error(conn: &Connection, id: i64) -> Error {
 /// Acks a leased job: deletes it (or archives it as completed when
 /// `keep_completed`), saving `result` in the same transaction.
 pub(crate) fn ack(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     token: &str,
@@ -310,7 +300,7 @@ pub(crate) struct Leased {
 }
 
 /// Checks the lease and reads the job's retry fields.
-pub(crate) fn leased(conn: &Connection, queue: &str, id: i64, token: &str) -> Result<Leased> {
+pub(crate) fn leased(conn: Conn<'_>, queue: &str, id: i64, token: &str) -> Result<Leased> {
     conn.prepare_cached(sql::LEASED)?
         .query_row(params![id, queue, token], |r| {
             Ok(Leased {
@@ -321,8 +311,7 @@ pub(crate) fn leased(conn: &Connection, queue: &str, id: i64, token: &str) -> Re
                 backoff_max_ms: r.get(4)?,
                 backoff_jitter: r.get(5)?,
             })
-        })
-        .optional()?
+        })?
         .ok_or_else(|| lease_error(conn, queue, id))
 }
 
@@ -347,7 +336,7 @@ pub(crate) enum GiveBack {
 /// Puts a leased job back: ready at `run_at` (or scheduled if that is in the
 /// future). Returns the state it ended in.
 pub(crate) fn give_back(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: i64,
     run_at: i64,
     how: GiveBack,
@@ -373,7 +362,7 @@ pub(crate) fn give_back(
 /// Retries a leased job after `delay_ms` (or the job's backoff when `None`);
 /// dead-letters it when its attempts are used up. Returns the new state.
 pub(crate) fn retry(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     token: &str,
@@ -405,7 +394,7 @@ pub(crate) fn retry(
 
 /// Dead-letters a leased job now.
 pub(crate) fn fail(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     token: &str,
@@ -419,7 +408,7 @@ pub(crate) fn fail(
 /// Gives a leased job back without consuming an attempt: at its old place in
 /// line (`delay_ms` = `None`, release) or after a delay (snooze).
 pub(crate) fn release(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     token: &str,
@@ -436,7 +425,7 @@ pub(crate) fn release(
 
 /// Extends a lease to `now + extend_ms`; returns the new expiry.
 pub(crate) fn heartbeat(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     token: &str,
@@ -456,7 +445,7 @@ pub(crate) fn heartbeat(
 /// Cancels a live job (whatever its state). `Ok(false)` if it had already
 /// finished; `NOT_FOUND` if it never existed in this queue.
 pub(crate) fn cancel(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: i64,
     reason: Option<&str>,
@@ -464,8 +453,7 @@ pub(crate) fn cancel(
 ) -> Result<bool> {
     let live: Option<String> = conn
         .prepare_cached(sql::LIVE_QUEUE)?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+        .query_row(params![id], |r| r.get(0))?;
     match live {
         Some(q) if q == queue => {
             archive(
@@ -489,17 +477,11 @@ pub(crate) fn cancel(
 }
 
 /// Finds a job in any state.
-pub(crate) fn get_job(
-    conn: &Connection,
-    queue: &str,
-    id: i64,
-    now: i64,
-) -> Result<Option<JobInfo>> {
+pub(crate) fn get_job(conn: Conn<'_>, queue: &str, id: i64, now: i64) -> Result<Option<JobInfo>> {
     for q in [sql::GET_LIVE, sql::GET_FINISHED] {
         let info = conn
             .prepare_cached(q)?
-            .query_row(params![id, queue], |r| JobInfo::from_row(r, now))
-            .optional()?;
+            .query_row(params![id, queue], |r| JobInfo::from_row(r, now))?;
         if info.is_some() {
             return Ok(info);
         }
@@ -508,16 +490,14 @@ pub(crate) fn get_job(
 }
 
 /// The saved result of a job, if any.
-pub(crate) fn get_result(conn: &Connection, queue: &str, id: i64) -> Result<Option<Payload>> {
-    Ok(conn
-        .prepare_cached(sql::GET_RESULT)?
+pub(crate) fn get_result(conn: Conn<'_>, queue: &str, id: i64) -> Result<Option<Payload>> {
+    conn.prepare_cached(sql::GET_RESULT)?
         .query_row(params![id, queue], |r| r.get(0))
-        .optional()?)
 }
 
 /// A page of dead letters with ids above `after`.
 pub(crate) fn list_dead(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     after: i64,
     limit: usize,
@@ -527,29 +507,27 @@ pub(crate) fn list_dead(
     let rows = stmt.query_map(params![queue, after, limit as i64], |r| {
         JobInfo::from_row(r, now)
     })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    Ok(rows)
 }
 
 /// Requeues one dead letter (`id`) or all of them (`None`); returns how many
 /// went back. Dead letters whose dedupe key a live job now holds stay dead.
 pub(crate) fn requeue_dead(
-    conn: &Connection,
+    conn: Conn<'_>,
     queue: &str,
     id: Option<i64>,
     now: i64,
 ) -> Result<usize> {
     conn.prepare_cached(sql::REQUEUE_DEAD)?
         .execute(params![queue, now, id])?;
-    Ok(conn
-        .prepare_cached(sql::DELETE_REQUEUED)?
-        .execute(params![queue, id])?)
+    conn.prepare_cached(sql::DELETE_REQUEUED)?
+        .execute(params![queue, id])
 }
 
 /// Deletes dead letters that died before `before` (ms).
-pub(crate) fn purge_dead(conn: &Connection, queue: &str, before: i64) -> Result<usize> {
-    Ok(conn
-        .prepare_cached(sql::PURGE_DEAD)?
-        .execute(params![queue, before])?)
+pub(crate) fn purge_dead(conn: Conn<'_>, queue: &str, before: i64) -> Result<usize> {
+    conn.prepare_cached(sql::PURGE_DEAD)?
+        .execute(params![queue, before])
 }
 
 /// What a waiting claimer needs: whether work is claimable now, else the
@@ -561,10 +539,10 @@ pub(crate) enum Probe {
 }
 
 /// Read-only check of `queue` (runs on a reader).
-pub(crate) fn probe(conn: &Connection, queue: &str, now: i64) -> Result<Probe> {
+pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
         .prepare_cached(sql::PROBE)?
-        .query_row(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_one(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     let next = match (due, lapse) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -577,17 +555,16 @@ pub(crate) fn probe(conn: &Connection, queue: &str, now: i64) -> Result<Probe> {
 }
 
 /// Counts per state for `queue`.
-pub(crate) fn stats(conn: &Connection, queue: &str, now: i64) -> Result<QueueStats> {
+pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
     let mut s = conn
         .prepare_cached(sql::LIVE_STATS)?
-        .query_row(params![queue, now], |r| {
+        .query_one(params![queue, now], |r| {
             let ready = count(r, 0)?;
             let due = count(r, 1)?;
-            let oldest: Option<i64> =
-                match (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b).filter(|&t| t <= now),
-                };
+            let oldest: Option<i64> = match (r.get::<Option<i64>>(5)?, r.get::<Option<i64>>(6)?) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b).filter(|&t| t <= now),
+            };
             Ok(QueueStats {
                 ready: ready + due,
                 scheduled: count(r, 2)?,
@@ -597,11 +574,11 @@ pub(crate) fn stats(conn: &Connection, queue: &str, now: i64) -> Result<QueueSta
                 ..QueueStats::default()
             })
         })?;
-    let mut stmt = conn.prepare_cached(sql::FINISHED_STATS)?;
-    let mut rows = stmt.query([queue])?;
-    while let Some(row) = rows.next()? {
-        let n = count(row, 1)?;
-        match JobState::parse(&row.get::<_, String>(0)?) {
+    let finished = conn
+        .prepare_cached(sql::FINISHED_STATS)?
+        .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;
+    for (state, n) in finished {
+        match JobState::parse(&state) {
             Some(JobState::Dead) => s.dead = n,
             Some(JobState::Cancelled) => s.cancelled = n,
             Some(JobState::Expired) => s.expired = n,
@@ -612,8 +589,8 @@ pub(crate) fn stats(conn: &Connection, queue: &str, now: i64) -> Result<QueueSta
     Ok(s)
 }
 
-fn count(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u64> {
-    Ok(u64::try_from(r.get::<_, i64>(i)?).unwrap_or(0))
+fn count(r: &Row<'_>, i: usize) -> Result<u64> {
+    Ok(u64::try_from(r.get::<i64>(i)?).unwrap_or(0))
 }
 
 #[cfg(test)]

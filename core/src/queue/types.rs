@@ -7,10 +7,12 @@ use crate::clock::duration_ms;
 use crate::error::{Error, Result};
 use crate::options::{check_attempts, Backoff, QueueOptions};
 use crate::payload::Payload;
+#[cfg(feature = "rusqlite")]
 use crate::transaction::Transaction;
 use crate::validate;
 
 use super::ops::NewJob;
+#[cfg(feature = "rusqlite")]
 use super::Queue;
 
 /// Options for [`Queue::enqueue`]. Every field defaults to "not set", which
@@ -159,6 +161,7 @@ pub struct Lease {
 ///
 /// Its methods act on the job through the queue it came from, presenting its
 /// lease token.
+#[cfg(feature = "rusqlite")]
 #[derive(Clone, Debug)]
 pub struct Job {
     /// Unique, never reused.
@@ -184,6 +187,7 @@ pub struct Job {
     pub(crate) queue: Queue,
 }
 
+#[cfg(feature = "rusqlite")]
 impl Job {
     /// The queue the job came from.
     pub fn queue(&self) -> &Queue {
@@ -327,19 +331,13 @@ pub struct JobInfo {
 }
 
 impl JobInfo {
-    pub(crate) fn from_row(r: &rusqlite::Row<'_>, now: i64) -> rusqlite::Result<JobInfo> {
+    pub(crate) fn from_row(r: &crate::raw::Row<'_>, now: i64) -> Result<JobInfo> {
         let stored: String = r.get(2)?;
         let run_at: i64 = r.get(5)?;
         let state = match JobState::parse(&stored) {
             Some(JobState::Scheduled) if run_at <= now => JobState::Ready,
             Some(s) => s,
-            None => {
-                return Err(rusqlite::Error::InvalidColumnType(
-                    2,
-                    "state".into(),
-                    rusqlite::types::Type::Text,
-                ))
-            }
+            None => return Err(Error::internal(format!("unknown job state {stored:?}"))),
         };
         Ok(JobInfo {
             id: r.get(0)?,

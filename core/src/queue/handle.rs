@@ -1,0 +1,582 @@
+//! The [`Queue`] handle: each verb validates, then runs `ops` in a write
+//! transaction (its own or the caller's).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::ops;
+use super::types::{
+    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryOptions,
+};
+
+use crate::database::Database;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::QueueOptions;
+use crate::payload::Payload;
+use crate::transaction::Transaction;
+use crate::validate;
+
+/// A handle on one named queue. Cheap to clone, `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    db: Database,
+    name: Arc<str>,
+    options: QueueOptions,
+}
+
+impl Queue {
+    pub(crate) fn new(db: Database, name: &str, options: QueueOptions) -> Result<Queue> {
+        validate::name("queue", name)?;
+        options.validate()?;
+        Ok(Queue {
+            db,
+            name: name.into(),
+            options,
+        })
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The per-queue defaults.
+    pub fn options(&self) -> &QueueOptions {
+        &self.options
+    }
+
+    /// The database the queue lives in.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn write<R>(
+        &self,
+        tx: Option<&Transaction>,
+        f: impl FnOnce(crate::raw::Conn<'_>, i64) -> Result<R>,
+    ) -> Result<R> {
+        self.db.inner.write(tx, |conn, now| f(conn.raw(), now))
+    }
+
+    // ----- enqueue -------------------------------------------------------
+
+    /// Adds a job. See [`EnqueueOptions`] for scheduling, priority, retries,
+    /// deduplication and expiry. The payload must be valid JSON (or bytes)
+    /// no larger than `Options::max_payload_bytes`.
+    pub fn enqueue(
+        &self,
+        payload: impl Into<Payload>,
+        options: &EnqueueOptions,
+    ) -> Result<Enqueued> {
+        self.enqueue_many_in(None, [payload], options)
+            .map(|mut v| v.remove(0))
+    }
+
+    /// [`enqueue`](Self::enqueue) inside `tx`: the job exists exactly when
+    /// the transaction commits.
+    pub fn enqueue_tx(
+        &self,
+        tx: &Transaction,
+        payload: impl Into<Payload>,
+        options: &EnqueueOptions,
+    ) -> Result<Enqueued> {
+        self.enqueue_many_in(Some(tx), [payload], options)
+            .map(|mut v| v.remove(0))
+    }
+
+    /// Adds several jobs with the same options in one transaction; all or
+    /// none are added. Returns one [`Enqueued`] per payload, in order.
+    pub fn enqueue_many<P: Into<Payload>>(
+        &self,
+        payloads: impl IntoIterator<Item = P>,
+        options: &EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        self.enqueue_many_in(None, payloads, options)
+    }
+
+    /// [`enqueue_many`](Self::enqueue_many) inside `tx`.
+    pub fn enqueue_many_tx<P: Into<Payload>>(
+        &self,
+        tx: &Transaction,
+        payloads: impl IntoIterator<Item = P>,
+        options: &EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        self.enqueue_many_in(Some(tx), payloads, options)
+    }
+
+    fn enqueue_many_in<P: Into<Payload>>(
+        &self,
+        tx: Option<&Transaction>,
+        payloads: impl IntoIterator<Item = P>,
+        options: &EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
+        if options.dedupe_key.is_some() && payloads.len() > 1 {
+            return Err(Error::invalid(
+                "enqueue_many: one dedupe key cannot cover several jobs; enqueue them one by one",
+            ));
+        }
+        for p in &payloads {
+            self.check_enqueue(p, options)?;
+        }
+        if payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
+    }
+
+    fn check_enqueue(&self, payload: &Payload, o: &EnqueueOptions) -> Result<()> {
+        payload.validate(self.db.options().max_payload_bytes)?;
+        o.check()
+    }
+
+    fn insert(
+        &self,
+        conn: crate::raw::Conn<'_>,
+        payloads: &[Payload],
+        o: &EnqueueOptions,
+        now: i64,
+    ) -> Result<Vec<Enqueued>> {
+        let job = o.resolve(&self.options, now)?;
+        Ok(ops::enqueue(conn, &self.name, &job, payloads, now)?
+            .into_iter()
+            .map(|(id, existing)| Enqueued { id, existing })
+            .collect())
+    }
+
+    // ----- claim ---------------------------------------------------------
+
+    /// Leases up to `n` due jobs (highest priority, then oldest) to
+    /// `worker_id` for the queue's lease length. Returns at once, possibly
+    /// with no jobs. One write transaction, which also promotes due scheduled
+    /// jobs, reclaims lapsed leases and expires stale jobs.
+    pub fn claim(&self, worker_id: &str, n: usize) -> Result<Vec<Job>> {
+        self.claim_with(worker_id, n, &ClaimOptions::default())
+    }
+
+    /// [`claim`](Self::claim) with a lease length and/or a wait: with
+    /// `wait > 0`, if nothing is claimable the call sleeps until a commit from
+    /// any process (or the next scheduled job, or a lapsing lease) makes work
+    /// claimable, and returns as soon as it has claimed some, or empty at the
+    /// deadline. Only a read-only check runs on each wake-up; the write lock
+    /// is taken only when this queue has work.
+    ///
+    /// ```no_run
+    /// # fn main() -> honker::Result<()> {
+    /// use honker::{ClaimOptions, Database};
+    /// use std::time::Duration;
+    ///
+    /// let db = Database::open("app.db")?;
+    /// let emails = db.queue("emails")?;
+    /// let wait = ClaimOptions { wait: Duration::from_secs(30), ..Default::default() };
+    /// loop {
+    ///     for job in emails.claim_with("mailer-1", 16, &wait)? {
+    ///         // ... send it; then
+    ///         job.ack()?;
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn claim_with(
+        &self,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+    ) -> Result<Vec<Job>> {
+        validate::key("worker id", worker_id)?;
+        let n = validate::batch_usize(n)?;
+        let lease_ms = validate::lease(options.lease.unwrap_or(self.options.lease))?;
+        validate::delay("wait", options.wait)?;
+        if options.wait.is_zero() {
+            return self.claim_now(None, worker_id, n, lease_ms);
+        }
+        let deadline = Instant::now() + options.wait;
+        let recheck = self.db.recheck_interval();
+        let signal = self.db.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            let now = self.db.inner.now();
+            let probe = {
+                let reader = self.db.inner.reader()?;
+                ops::probe(reader.raw(), &self.name, now)?
+            };
+            let next_at = match probe {
+                ops::Probe::Claimable => {
+                    let jobs = self.claim_now(None, worker_id, n, lease_ms)?;
+                    if !jobs.is_empty() {
+                        return Ok(jobs);
+                    }
+                    None
+                }
+                ops::Probe::NextAt(t) => t,
+            };
+            let start = Instant::now();
+            if start >= deadline {
+                return Ok(Vec::new());
+            }
+            let mut wake = deadline.min(start + recheck);
+            if let Some(t) = next_at {
+                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
+                wake = wake.min(start + Duration::from_millis(ms));
+            }
+            signal.wait_past(seen, wake);
+        }
+    }
+
+    /// [`claim`](Self::claim) inside `tx` (no waiting).
+    pub fn claim_tx(
+        &self,
+        tx: &Transaction,
+        worker_id: &str,
+        n: usize,
+        lease: Option<Duration>,
+    ) -> Result<Vec<Job>> {
+        validate::key("worker id", worker_id)?;
+        let n = validate::batch_usize(n)?;
+        let lease_ms = validate::lease(lease.unwrap_or(self.options.lease))?;
+        self.claim_now(Some(tx), worker_id, n, lease_ms)
+    }
+
+    fn claim_now(
+        &self,
+        tx: Option<&Transaction>,
+        worker_id: &str,
+        n: usize,
+        lease_ms: i64,
+    ) -> Result<Vec<Job>> {
+        let claimed = self.write(tx, |conn, now| {
+            ops::claim(conn, &self.name, worker_id, n, lease_ms, now)
+        })?;
+        Ok(claimed
+            .into_iter()
+            .map(|c| Job {
+                id: c.id,
+                payload: c.payload,
+                attempts: c.attempts,
+                max_attempts: c.max_attempts,
+                priority: c.priority,
+                run_at: c.run_at,
+                created_at: c.created_at,
+                lease_expires_at: c.lease_expires_at,
+                worker_id: worker_id.to_owned(),
+                lease: Lease {
+                    job_id: c.id,
+                    token: c.lease_token,
+                },
+                queue: self.clone(),
+            })
+            .collect())
+    }
+
+    // ----- verbs on a leased job -----------------------------------------
+
+    /// Completes a leased job: removes it (or archives it, see
+    /// `Retention::completed`) and saves `result`, atomically. A stale lease
+    /// gets `LEASE_LOST` and changes nothing. A lease that lapsed but was not
+    /// yet reclaimed by another worker is still honoured.
+    pub fn ack(&self, lease: &Lease, result: Option<Payload>) -> Result<()> {
+        self.ack_in(None, lease, result)
+    }
+
+    /// [`ack`](Self::ack) inside `tx`: the job's local effects and its
+    /// completion commit together.
+    pub fn ack_tx(&self, tx: &Transaction, lease: &Lease, result: Option<Payload>) -> Result<()> {
+        self.ack_in(Some(tx), lease, result)
+    }
+
+    fn ack_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        result: Option<Payload>,
+    ) -> Result<()> {
+        if let Some(r) = &result {
+            r.validate(self.db.options().max_payload_bytes)?;
+        }
+        let keep = !self.db.options().retention.completed.is_zero();
+        self.write(tx, |conn, now| {
+            ops::ack(
+                conn,
+                &self.name,
+                lease.job_id,
+                &lease.token,
+                result.as_ref(),
+                keep,
+                now,
+            )
+        })
+    }
+
+    /// Acks several leased jobs in one transaction; returns how many were
+    /// acked. Leases that are no longer held are skipped (not an error), so a
+    /// batch is never blocked by one job that another worker reclaimed.
+    pub fn ack_many(&self, leases: &[Lease]) -> Result<usize> {
+        self.ack_many_in(None, leases)
+    }
+
+    /// [`ack_many`](Self::ack_many) inside `tx`.
+    pub fn ack_many_tx(&self, tx: &Transaction, leases: &[Lease]) -> Result<usize> {
+        self.ack_many_in(Some(tx), leases)
+    }
+
+    fn ack_many_in(&self, tx: Option<&Transaction>, leases: &[Lease]) -> Result<usize> {
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        validate::batch_usize(leases.len())?;
+        let keep = !self.db.options().retention.completed.is_zero();
+        self.write(tx, |conn, now| {
+            let mut acked = 0;
+            for l in leases {
+                match ops::ack(conn, &self.name, l.job_id, &l.token, None, keep, now) {
+                    Ok(()) => acked += 1,
+                    Err(e) if e.kind() == ErrorKind::LeaseLost => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(acked)
+        })
+    }
+
+    /// Gives a failed attempt back: the job runs again after `options.delay`
+    /// or its backoff (exponential with jitter, as chosen at enqueue). If this
+    /// was its last attempt it becomes a dead letter with `options.error`.
+    /// Returns the state it is now in.
+    pub fn retry(&self, lease: &Lease, options: &RetryOptions) -> Result<JobState> {
+        self.retry_in(None, lease, options)
+    }
+
+    /// [`retry`](Self::retry) inside `tx`.
+    pub fn retry_tx(
+        &self,
+        tx: &Transaction,
+        lease: &Lease,
+        options: &RetryOptions,
+    ) -> Result<JobState> {
+        self.retry_in(Some(tx), lease, options)
+    }
+
+    fn retry_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        o: &RetryOptions,
+    ) -> Result<JobState> {
+        let delay = o.delay.map(|d| validate::delay("delay", d)).transpose()?;
+        let error = o.error.as_deref().map(validate::clip_error);
+        self.write(tx, |conn, now| {
+            ops::retry(
+                conn,
+                &self.name,
+                lease.job_id,
+                &lease.token,
+                delay,
+                error,
+                now,
+            )
+        })
+    }
+
+    /// Dead-letters a leased job now with `error` (no more attempts).
+    pub fn fail(&self, lease: &Lease, error: &str) -> Result<()> {
+        self.fail_in(None, lease, error)
+    }
+
+    /// [`fail`](Self::fail) inside `tx`.
+    pub fn fail_tx(&self, tx: &Transaction, lease: &Lease, error: &str) -> Result<()> {
+        self.fail_in(Some(tx), lease, error)
+    }
+
+    fn fail_in(&self, tx: Option<&Transaction>, lease: &Lease, error: &str) -> Result<()> {
+        let error = validate::clip_error(error);
+        self.write(tx, |conn, now| {
+            ops::fail(conn, &self.name, lease.job_id, &lease.token, error, now)
+        })
+    }
+
+    /// Gives a leased job back at once without consuming an attempt (for a
+    /// graceful shutdown).
+    pub fn release(&self, lease: &Lease) -> Result<()> {
+        self.release_in(None, lease, None).map(drop)
+    }
+
+    /// [`release`](Self::release) inside `tx`.
+    pub fn release_tx(&self, tx: &Transaction, lease: &Lease) -> Result<()> {
+        self.release_in(Some(tx), lease, None).map(drop)
+    }
+
+    /// Puts a leased job off for `delay` without consuming an attempt.
+    pub fn snooze(&self, lease: &Lease, delay: Duration) -> Result<JobState> {
+        self.release_in(None, lease, Some(delay))
+    }
+
+    /// [`snooze`](Self::snooze) inside `tx`.
+    pub fn snooze_tx(&self, tx: &Transaction, lease: &Lease, delay: Duration) -> Result<JobState> {
+        self.release_in(Some(tx), lease, Some(delay))
+    }
+
+    fn release_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        delay: Option<Duration>,
+    ) -> Result<JobState> {
+        let delay = delay.map(|d| validate::delay("delay", d)).transpose()?;
+        self.write(tx, |conn, now| {
+            ops::release(conn, &self.name, lease.job_id, &lease.token, delay, now)
+        })
+    }
+
+    /// Extends a lease to `extend` (default: the queue's lease) from now.
+    /// Returns the new expiry (ms).
+    pub fn heartbeat(&self, lease: &Lease, extend: Option<Duration>) -> Result<i64> {
+        self.heartbeat_in(None, lease, extend)
+    }
+
+    /// [`heartbeat`](Self::heartbeat) inside `tx`.
+    pub fn heartbeat_tx(
+        &self,
+        tx: &Transaction,
+        lease: &Lease,
+        extend: Option<Duration>,
+    ) -> Result<i64> {
+        self.heartbeat_in(Some(tx), lease, extend)
+    }
+
+    fn heartbeat_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        extend: Option<Duration>,
+    ) -> Result<i64> {
+        let ms = validate::lease(extend.unwrap_or(self.options.lease))?;
+        self.write(tx, |conn, now| {
+            ops::heartbeat(conn, &self.name, lease.job_id, &lease.token, ms, now)
+        })
+    }
+
+    // ----- by id ---------------------------------------------------------
+
+    /// Cancels job `id` in any live state, leaving a finished record with
+    /// `reason`. A worker holding it gets `LEASE_LOST` on its next call.
+    /// Returns `false` if the job had already finished; `NOT_FOUND` if it
+    /// never existed in this queue.
+    pub fn cancel(&self, id: i64, reason: Option<&str>) -> Result<bool> {
+        self.cancel_in(None, id, reason)
+    }
+
+    /// [`cancel`](Self::cancel) inside `tx`.
+    pub fn cancel_tx(&self, tx: &Transaction, id: i64, reason: Option<&str>) -> Result<bool> {
+        self.cancel_in(Some(tx), id, reason)
+    }
+
+    fn cancel_in(&self, tx: Option<&Transaction>, id: i64, reason: Option<&str>) -> Result<bool> {
+        validate::job_id(id)?;
+        let reason = reason.map(validate::clip_error);
+        self.write(tx, |conn, now| {
+            ops::cancel(conn, &self.name, id, reason, now)
+        })
+    }
+
+    /// Finds job `id` in any state until retention removes it; `NOT_FOUND`
+    /// otherwise (an acked job is gone unless `Retention::completed` keeps
+    /// it).
+    pub fn get_job(&self, id: i64) -> Result<JobInfo> {
+        validate::job_id(id)?;
+        let reader = self.db.inner.reader()?;
+        ops::get_job(reader.raw(), &self.name, id, self.db.inner.now())?
+            .ok_or_else(|| Error::not_found(format!("no job {id} in queue {:?}", &*self.name)))
+    }
+
+    /// The result saved when job `id` was acked, if any.
+    pub fn get_result(&self, id: i64) -> Result<Option<Payload>> {
+        validate::job_id(id)?;
+        let reader = self.db.inner.reader()?;
+        ops::get_result(reader.raw(), &self.name, id)
+    }
+
+    /// Waits up to `timeout` for job `id`'s result. Returns `Some(result)` as
+    /// soon as it is saved (by any process), `None` if the job finished
+    /// without one (or does not exist), and `TIMEOUT` if it is still live at
+    /// the deadline.
+    pub fn wait_result(&self, id: i64, timeout: Duration) -> Result<Option<Payload>> {
+        validate::job_id(id)?;
+        validate::delay("timeout", timeout)?;
+        let deadline = Instant::now() + timeout;
+        let signal = self.db.wait_signal()?;
+        let recheck = self.db.recheck_interval();
+        loop {
+            let seen = signal.generation();
+            {
+                let reader = self.db.inner.reader()?;
+                if let Some(r) = ops::get_result(reader.raw(), &self.name, id)? {
+                    return Ok(Some(r));
+                }
+                let live = ops::get_job(reader.raw(), &self.name, id, self.db.inner.now())?
+                    .is_some_and(|j| !j.state.is_finished());
+                if !live {
+                    return Ok(None);
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("job {id} produced no result within {timeout:?}"),
+                ));
+            }
+            signal.wait_past(seen, deadline.min(now + recheck));
+        }
+    }
+
+    // ----- dead letters and stats ----------------------------------------
+
+    /// A page of at most `limit` dead letters with ids above `after_id` (0
+    /// for the first page), oldest first.
+    pub fn dead_letters(&self, after_id: i64, limit: usize) -> Result<Vec<JobInfo>> {
+        let limit = validate::batch_usize(limit)?;
+        let reader = self.db.inner.reader()?;
+        ops::list_dead(
+            reader.raw(),
+            &self.name,
+            after_id,
+            limit,
+            self.db.inner.now(),
+        )
+    }
+
+    /// Puts dead letter `id` back as a ready job with attempts reset. `false`
+    /// if it is not a dead letter of this queue, or if its dedupe key is now
+    /// held by a live job.
+    pub fn requeue_dead(&self, id: i64) -> Result<bool> {
+        validate::job_id(id)?;
+        self.write(None, |conn, now| {
+            Ok(ops::requeue_dead(conn, &self.name, Some(id), now)? == 1)
+        })
+    }
+
+    /// Requeues every dead letter of the queue; returns how many.
+    pub fn requeue_all_dead(&self) -> Result<usize> {
+        self.write(None, |conn, now| {
+            ops::requeue_dead(conn, &self.name, None, now)
+        })
+    }
+
+    /// Deletes dead letters that died more than `older_than` ago (all of
+    /// them when `None`); returns how many.
+    pub fn purge_dead(&self, older_than: Option<Duration>) -> Result<usize> {
+        let age = older_than
+            .map(|d| validate::delay("older_than", d))
+            .transpose()?;
+        self.write(None, |conn, now| {
+            let before = age.map_or(i64::MAX, |a| now.saturating_sub(a));
+            ops::purge_dead(conn, &self.name, before)
+        })
+    }
+
+    /// Counts per state, and the age of the oldest due job. A read.
+    pub fn stats(&self) -> Result<QueueStats> {
+        let reader = self.db.inner.reader()?;
+        ops::stats(reader.raw(), &self.name, self.db.inner.now())
+    }
+}

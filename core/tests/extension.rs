@@ -1,0 +1,494 @@
+//! The loadable extension (`extension/`, `libhonker_ext`) in the SQLite that
+//! users' systems ship: Debian 12's `sqlite3` shell and `/usr/bin/python3`'s
+//! stdlib `sqlite3` (both 3.40.1 here), each in its own process, on a file
+//! that this process opens with the Rust API.
+//!
+//! `HONKER_EXT` names the built extension (scripts/test.sh builds it and sets
+//! it); without it the test builds the extension itself. `HONKER_PYTHON` and
+//! `HONKER_SQLITE3` override the interpreter and the shell.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use honker::{Database, EnqueueOptions, ErrorKind, Value};
+use serde_json::{json, Value as Json};
+
+fn extension() -> &'static Path {
+    static EXT: OnceLock<PathBuf> = OnceLock::new();
+    EXT.get_or_init(|| {
+        if let Some(p) = std::env::var_os("HONKER_EXT") {
+            return PathBuf::from(p);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "--locked", "--manifest-path"])
+            .arg(root.join("extension/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .expect("run cargo to build the extension");
+        assert!(status.success(), "building the extension failed");
+        target.join("release/libhonker_ext")
+    })
+}
+
+fn python() -> String {
+    std::env::var("HONKER_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
+}
+
+/// Runs `steps` through stdlib `sqlite3` in a child process (see
+/// `extension/tests/sqlrun.py`); one result per step.
+fn sql(path: &Path, steps: Json) -> Vec<Json> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension/tests/sqlrun.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(path)
+        .arg(extension())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn python");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sqlrun.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("sqlrun.py prints JSON")
+}
+
+/// The single value a step returned, or panics with the step's error.
+fn one(result: &Json) -> &Json {
+    match result.get("rows") {
+        Some(rows) => &rows[0][0],
+        None => panic!("step failed: {result}"),
+    }
+}
+
+fn error(result: &Json) -> &str {
+    result["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error, got {result}"))
+}
+
+struct File {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn file() -> File {
+    let dir = tempfile::tempdir().unwrap();
+    File {
+        path: dir.path().join("app.db"),
+        _dir: dir,
+    }
+}
+
+fn count(db: &Database, from: &str) -> i64 {
+    match &db
+        .query(&format!("SELECT count(*) FROM {from}"), [])
+        .unwrap()
+        .rows[0][0]
+    {
+        Value::Integer(n) => *n,
+        v => panic!("count: {v:?}"),
+    }
+}
+
+#[test]
+fn the_seed_sql_runs_as_written_in_the_sqlite3_shell() {
+    let f = file();
+    let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
+    let run = |script: String| -> String {
+        let mut child = Command::new(&shell)
+            .arg(&f.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the sqlite3 shell (Debian package sqlite3)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.is_empty(), "shell: {stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // `.load ./libhonker_ext`, as the seed writes it: from the directory
+    // that holds the library.
+    let ext = extension();
+    let load = format!(
+        ".cd {}\n.load ./{}\n",
+        ext.parent().unwrap().display(),
+        ext.file_name().unwrap().to_string_lossy()
+    );
+    let out = run(format!(
+        "{load}\
+         SELECT honker_bootstrap();\n\
+         CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT);\n\
+         BEGIN;\n\
+         INSERT INTO orders (user_id, status) VALUES (42, 'paid');\n\
+         SELECT honker_enqueue('emails', '{{\"to\":\"alice@example.com\"}}', NULL, NULL, 0, 3, NULL);\n\
+         COMMIT;\n\
+         SELECT honker_claim_batch('emails', 'mailer-1', 32, 300);\n"
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], honker::schema::LATEST.to_string());
+    let id: i64 = lines[1].parse().expect("honker_enqueue returns the id");
+    let jobs: Json = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!(jobs.as_array().unwrap().len(), 1);
+    assert_eq!(jobs[0]["id"], id);
+    assert_eq!(jobs[0]["payload"]["to"], "alice@example.com");
+    assert_eq!(jobs[0]["worker_id"], "mailer-1");
+    assert_eq!(jobs[0]["lease_token"].as_str().unwrap().len(), 32);
+
+    let out = run(format!(
+        "{load}SELECT honker_ack_batch('[{id}]', 'mailer-1');\n"
+    ));
+    assert_eq!(out.trim(), "1");
+
+    // The Rust API sees the same file: the order, and no job left.
+    let db = Database::open(&f.path).unwrap();
+    assert_eq!(count(&db, "orders"), 1);
+    let stats = db.queue("emails").unwrap().stats().unwrap();
+    assert_eq!((stats.ready, stats.running, stats.dead), (0, 0, 0));
+    common::assert_integrity(&db);
+}
+
+#[test]
+fn stdlib_sqlite3_outbox_rolls_back_and_commits_with_the_business_row() {
+    let f = file();
+    let enqueue = "SELECT honker_enqueue('emails', ?, NULL, NULL, 0, 3, NULL)";
+    let r = sql(
+        &f.path,
+        json!([
+            "SELECT honker_bootstrap()",
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT)",
+            "BEGIN",
+            "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
+            [enqueue, ["{\"order\": 1}"]],
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO orders (user_id, status) VALUES (2, 'paid')",
+            [enqueue, ["{\"order\": 2}"]],
+            "COMMIT",
+        ]),
+    );
+    for (i, step) in r.iter().enumerate() {
+        assert!(step.get("rows").is_some(), "step {i}: {step}");
+    }
+
+    let db = Database::open(&f.path).unwrap();
+    assert_eq!(count(&db, "orders"), 1);
+    let jobs = db.queue("emails").unwrap().claim("rust-1", 10).unwrap();
+    assert_eq!(jobs.len(), 1, "the rolled-back job must not exist");
+    assert_eq!(jobs[0].payload.as_json().unwrap()["order"], 2);
+    jobs[0].ack().unwrap();
+    common::assert_integrity(&db);
+}
+
+#[test]
+fn a_job_enqueued_through_rust_is_claimed_and_acked_through_sql() {
+    let f = file();
+    let db = Database::open(&f.path).unwrap();
+    let q = db.queue("emails").unwrap();
+    let a = q
+        .enqueue(json!({"n": 1}), &EnqueueOptions::default())
+        .unwrap()
+        .id;
+    let b = q
+        .enqueue(json!({"n": 2}), &EnqueueOptions::default())
+        .unwrap()
+        .id;
+
+    let r = sql(
+        &f.path,
+        json!(["SELECT honker_claim_batch('emails', 'sql-1', 10, 60)"]),
+    );
+    let jobs: Json = serde_json::from_str(one(&r[0]).as_str().unwrap()).unwrap();
+    assert_eq!(jobs.as_array().unwrap().len(), 2);
+    assert_eq!(jobs[0]["id"], a);
+    assert_eq!(jobs[1]["id"], b);
+    let token_b = jobs[1]["lease_token"].as_str().unwrap();
+
+    let r = sql(
+        &f.path,
+        json!([
+            // A stale token is fenced: LEASE_LOST, nothing changes.
+            ["SELECT honker_ack(?, 'sql-1', ?)", [b, "0".repeat(32)]],
+            // Another worker does not hold the lease.
+            ["SELECT honker_ack(?, 'sql-2')", [a]],
+            // The holder acks by id; the other job with its token.
+            [
+                "SELECT honker_ack_batch(?, 'sql-1')",
+                [json!([a, [b, token_b]]).to_string()]
+            ],
+        ]),
+    );
+    assert!(error(&r[0]).starts_with("LEASE_LOST: "), "{}", r[0]);
+    assert!(error(&r[1]).starts_with("LEASE_LOST: "), "{}", r[1]);
+    assert_eq!(one(&r[2]), 2);
+
+    let s = q.stats().unwrap();
+    assert_eq!((s.ready, s.running), (0, 0));
+    assert_eq!(q.get_job(a).unwrap_err().kind(), ErrorKind::NotFound);
+    common::assert_integrity(&db);
+}
+
+#[test]
+fn a_hostile_file_cannot_make_a_connection_call_the_writers() {
+    let f = file();
+    {
+        let db = Database::open(&f.path).unwrap();
+        db.execute(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)",
+            [],
+        )
+        .unwrap();
+        // Stored in the file, as an attacker who controls the file would.
+        db.execute(
+            "CREATE VIEW evil AS \
+             SELECT honker_enqueue('x', '{}', NULL, NULL, 0, 3, NULL) AS id",
+            [],
+        )
+        .unwrap();
+        db.execute(
+            "CREATE TRIGGER evil_trigger AFTER INSERT ON orders BEGIN \
+             SELECT honker_enqueue('x', '{}', NULL, NULL, 0, 3, NULL); END",
+            [],
+        )
+        .unwrap();
+        db.close().unwrap();
+    }
+    let r = sql(
+        &f.path,
+        json!([
+            "SELECT * FROM evil",
+            "INSERT INTO orders (status) VALUES ('paid')",
+            // The connection's own TEMP trigger is the user's code: allowed.
+            "CREATE TEMP TRIGGER mine AFTER UPDATE ON orders BEGIN \
+             SELECT honker_enqueue('mine', json_object('order', new.id), NULL, NULL, 0, 3, NULL); END",
+            "DROP TRIGGER evil_trigger",
+            "INSERT INTO orders (status) VALUES ('paid')",
+            "UPDATE orders SET status = 'shipped'",
+        ]),
+    );
+    assert!(
+        error(&r[0]).contains("unsafe use of honker_enqueue"),
+        "{}",
+        r[0]
+    );
+    assert!(
+        error(&r[1]).contains("unsafe use of honker_enqueue"),
+        "{}",
+        r[1]
+    );
+    for step in &r[2..] {
+        assert!(step.get("rows").is_some(), "{step}");
+    }
+    let db = Database::open(&f.path).unwrap();
+    assert_eq!(db.queue("x").unwrap().stats().unwrap().ready, 0);
+    assert_eq!(db.queue("mine").unwrap().stats().unwrap().ready, 1);
+    assert_eq!(count(&db, "orders"), 1);
+}
+
+#[test]
+fn bad_arguments_give_coded_errors_and_change_nothing() {
+    let f = file();
+    let db = Database::open(&f.path).unwrap();
+    let q = db.queue("emails").unwrap();
+    let id = q.enqueue(json!({}), &EnqueueOptions::default()).unwrap().id;
+    let before = snapshot(&db);
+    let big = format!("\"{}\"", "x".repeat(2 << 20));
+    let r = sql(
+        &f.path,
+        json!([
+            "SELECT honker_enqueue(NULL, '{}', NULL, NULL, 0, 3, NULL)",
+            "SELECT honker_enqueue('emails', '{not json', NULL, NULL, 0, 3, NULL)",
+            "SELECT honker_enqueue('emails', '{}', NULL, -1, 0, 3, NULL)",
+            "SELECT honker_enqueue('emails', '{}', NULL, NULL, 'high', 3, NULL)",
+            "SELECT honker_enqueue('emails', '{}', NULL, NULL, 0, 0, NULL)",
+            [
+                "SELECT honker_enqueue('emails', ?, NULL, NULL, 0, 3, NULL)",
+                [big]
+            ],
+            "SELECT honker_enqueue('emails', '{}')",
+            "SELECT honker_claim_batch('emails', 'w', -1, 60)",
+            "SELECT honker_claim_batch('emails', NULL, 1, 60)",
+            "SELECT honker_claim_batch('emails', 'w', 1, -5)",
+            "SELECT honker_ack(999, 'w')",
+            ["SELECT honker_ack(?, 'w')", [id]],
+            "SELECT honker_ack_batch('not json', 'w')",
+            "SELECT honker_retry(999, 'w', 1, 'boom')",
+            "SELECT honker_get_job(999)",
+            "SELECT honker_cancel(-3)",
+            "SELECT honker_queue_stats('')",
+        ]),
+    );
+    let codes: Vec<&str> = r
+        .iter()
+        .map(|step| error(step).split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+            "NOT_FOUND",
+            "LEASE_LOST",
+            "INVALID_ARGUMENT",
+            "NOT_FOUND",
+            "NOT_FOUND",
+            "INVALID_ARGUMENT",
+            "INVALID_ARGUMENT",
+        ]
+    );
+    for kind in &codes {
+        assert!(ErrorKind::from_code(kind).is_some());
+    }
+    assert_eq!(snapshot(&db), before, "a failed call changed something");
+}
+
+fn snapshot(db: &Database) -> String {
+    ["_honker_jobs", "_honker_finished", "_honker_results"]
+        .iter()
+        .map(|t| {
+            format!(
+                "{t}: {:?}\n",
+                db.query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
+                    .unwrap()
+                    .rows
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sql_workers_in_autocommit_mode_share_a_queue_without_busy_errors() {
+    // Each call outside a transaction runs in BEGIN IMMEDIATE under the
+    // host's busy timeout, so concurrent SQL workers queue for the lock
+    // instead of failing on a stale snapshot. (Called from inside a query
+    // that reads tables, a write can still meet a stale snapshot: BUSY.)
+    let f = file();
+    let db = Database::open(&f.path).unwrap();
+    let q = db.queue("work").unwrap();
+    let payloads: Vec<honker::Payload> = (0..600).map(|i| json!({ "i": i }).into()).collect();
+    q.enqueue_many(payloads, &EnqueueOptions::default())
+        .unwrap();
+    let worker = |name: &str| -> Vec<Json> {
+        let steps: Vec<Json> = (0..80)
+            .flat_map(|_| {
+                [
+                    json!(["SELECT honker_claim_batch('work', ?, 8, 60)", [name]]),
+                    json!(["SELECT honker_ack_batch(?, ?)", ["$ids", name]]),
+                ]
+            })
+            .collect();
+        sql(&f.path, Json::Array(steps))
+    };
+    let results: Vec<Vec<Json>> = std::thread::scope(|s| {
+        let a = s.spawn(|| worker("sql-a"));
+        let b = s.spawn(|| worker("sql-b"));
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    let mut acked = 0;
+    for r in results.iter().flatten() {
+        if let Some(n) = one(r).as_i64() {
+            acked += n;
+        }
+    }
+    assert_eq!(acked, 600, "every job acked exactly once, no step failed");
+    assert_eq!(q.stats().unwrap().ready, 0);
+    common::assert_integrity(&db);
+}
+
+/// A host program linked with another SQLite (`old` or `bundled`), built
+/// once by scripts/sqlite-host.sh and cached outside the repository; runs
+/// `load-extension DB EXT SQL` and returns what it printed.
+fn other_host(which: &str, db: &Path, sql: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/sqlite-host.sh");
+    let built = Command::new("bash")
+        .arg(script)
+        .arg(which)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "sqlite-host.sh {which}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let host = String::from_utf8(built.stdout).unwrap();
+    let out = Command::new(host.trim())
+        .arg(db)
+        .arg(extension())
+        .arg(sql)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the host crashed: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_host_older_than_3_40_1_gets_a_clear_message_and_no_crash() {
+    let f = file();
+    let text = other_host("old", &f.path, "SELECT honker_bootstrap()");
+    assert!(text.starts_with("sqlite 3.38.2\n"), "{text}");
+    assert!(
+        text.contains("honker_ext needs SQLite 3.40.1 or newer; this host's SQLite is 3.38.2"),
+        "{text}"
+    );
+    // The load failed, so the SQL never ran: nothing was written.
+    assert!(!text.contains("exec rc"), "{text}");
+    let db = Database::open(&f.path).unwrap();
+    assert_eq!(count(&db, "_honker_jobs"), 0);
+}
+
+#[test]
+fn the_extension_loads_into_the_sqlite_the_bindings_bundle() {
+    let f = file();
+    let text = other_host(
+        "bundled",
+        &f.path,
+        "SELECT honker_bootstrap(); \
+         SELECT honker_enqueue('emails', '{\"to\":\"alice@example.com\"}', NULL, NULL, 0, 3, NULL); \
+         SELECT honker_claim_batch('emails', 'mailer-1', 32, 300); \
+         SELECT honker_ack_batch('[1]', 'mailer-1');",
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0] > "sqlite 3.40.1", "{text}");
+    assert_eq!(lines[1], "load rc=0: ok", "{text}");
+    assert_eq!(lines[3], "1", "{text}");
+    let jobs: Json = serde_json::from_str(lines[4]).unwrap();
+    assert_eq!(jobs[0]["payload"]["to"], "alice@example.com");
+    assert_eq!(lines[5], "1", "{text}");
+    assert_eq!(lines[6], "exec rc=0: ok", "{text}");
+    let db = Database::open(&f.path).unwrap();
+    assert_eq!(count(&db, "_honker_jobs"), 0);
+    common::assert_integrity(&db);
+}

@@ -1,0 +1,49 @@
+# Sourced by scripts/test.sh and scripts/demo.sh: makes sure the system
+# packages and cached tools the project needs are present, installing what is
+# missing (Debian 12). Idempotent and quiet when everything is there.
+#
+# Provides:
+#   HONKER_CACHE    where tools are cached, outside the repository
+#   honker_apt PKG  installs Debian packages that are missing
+#   honker_tools    a venv with the Python linters, on PATH
+
+HONKER_CACHE="${HONKER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/honker}"
+mkdir -p "$HONKER_CACHE"
+export HONKER_CACHE
+
+honker_apt() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "deps: installing Debian packages: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The Python linters, in a venv of their own (pinned, cached).
+honker_tools() {
+    local venv="$HONKER_CACHE/venv-tools"
+    local want="ruff==0.14.7"
+    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check "$want"
+        echo "$want" > "$venv/.installed"
+    fi
+    export PATH="$venv/bin:$PATH"
+}
+
+# Rust toolchain and a C compiler (bundled SQLite).
+if ! command -v cargo >/dev/null; then
+    echo "deps: cargo not found; install Rust 1.89+ with rustup (https://rustup.rs)" >&2
+    exit 1
+fi
+# - build-essential: the bundled SQLite; libclang-dev + libsqlite3-dev: the
+#   loadable extension's bindings to the system's sqlite3ext.h;
+# - sqlite3 + python3: the extension's tests run in Debian's own SQLite
+#   (the shell, and /usr/bin/python3's stdlib sqlite3).
+honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv
