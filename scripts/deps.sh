@@ -47,3 +47,18 @@ fi
 # - sqlite3 + python3: the extension's tests run in Debian's own SQLite
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
 honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv
+
+# The Python test environment: a venv of Debian's /usr/bin/python3 (its
+# sqlite3 module can load extensions), with maturin and pytest (pinned).
+honker_python_venv() {
+    local venv="$HONKER_CACHE/venv-python"
+    local want="maturin==1.16.0 pytest==8.4.2"
+    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check $want
+        echo "$want" > "$venv/.installed"
+    fi
+    HONKER_VENV="$venv"
+    export HONKER_VENV
+}

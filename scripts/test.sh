@@ -20,14 +20,6 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path extension/Cargo.toml -- --check
 
-step "cargo clippy -D warnings"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
-
-step "python lint (ruff)"
-ruff check extension/tests
-ruff format --check extension/tests
-
 step "loadable extension (its own workspace; core without rusqlite)"
 ext_log="$(mktemp)"
 cargo build --release --locked --manifest-path extension/Cargo.toml --target-dir target 2>&1 | tee "$ext_log"
@@ -39,6 +31,14 @@ fi
 rm -f "$ext_log"
 export HONKER_EXT="$PWD/target/release/libhonker_ext"
 
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
+
+step "python lint (ruff)"
+ruff check bindings-python extension/tests
+ruff format --check bindings-python extension/tests
+
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
 
@@ -46,6 +46,16 @@ step "cargo test (unit, integration, multi-process, doc-tests)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
+
+step "python binding: pip install ./bindings-python, then pytest"
+honker_python_venv
+# The build backend (maturin) comes from the venv, so no isolated build env
+# has to be downloaded; build.rs copies the extension built above.
+PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
+    --no-build-isolation --force-reinstall --no-deps ./bindings-python
+py_log="$(mktemp)"
+trap 'rm -f "$log" "$py_log"' EXIT
+(cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 
 step "example: the outbox demo"
 cargo run --locked -q -p honker --example outbox_demo
@@ -56,4 +66,15 @@ cargo build --locked -q --release -p honker-bench
 echo
 echo "test.sh: all checks passed"
 # One closing line for the whole run (cargo prints one per test binary).
-awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+# cargo prints "test result: ok. N passed; M failed"; pytest "N passed, M failed in".
+{
+    grep -h '^test result:' "$log" | awk '{ print $4, $6 }'
+    tail -n 1 "$py_log" | awk '{
+        p = 0; f = 0
+        for (i = 2; i <= NF; i++) {
+            if ($i ~ /^passed/) p = $(i - 1)
+            if ($i ~ /^failed/) f = $(i - 1)
+        }
+        print p, f
+    }'
+} | awk '{ p += $1; f += $2 } END { printf "tests: %d passed, %d failed\n", p, f }'

@@ -10,7 +10,12 @@
 //! - a honker verb run inside a caller's [`Transaction`] is wrapped in a
 //!   savepoint: if it fails, it changes nothing, and the caller's own work in
 //!   that transaction is untouched;
-//! - after each commit, waiters in this process are woken directly.
+//! - after each commit, waiters in this process are woken directly;
+//! - a `Database` belongs to the process that opened it: after `fork()`, the
+//!   child's copy refuses every call (`CLOSED`) and, when dropped, abandons
+//!   its copies of the connections without closing them, which would touch
+//!   the parent's file state (SQLite forbids carrying a connection across
+//!   `fork()`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -71,10 +76,23 @@ pub(crate) struct Inner {
     readers: Pool,
     watcher: Arc<Watcher>,
     closed: AtomicBool,
+    /// The process that opened it.
+    pid: u32,
     /// Token of the thread that holds an open [`Transaction`], or 0.
     tx_owner: AtomicU64,
     last_maintain: AtomicI64,
     write_transactions: AtomicU64,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            // A forked copy: closing would checkpoint or unlock the parent's
+            // file through descriptors the two processes share. Leak them.
+            std::mem::forget(self.writer.lock().take());
+            self.readers.abandon();
+        }
+    }
 }
 
 /// Rows returned by [`Database::query`] and [`Transaction::query`].
@@ -139,6 +157,7 @@ impl Database {
                 writer: Arc::new(Mutex::new(Some(writer))),
                 watcher,
                 closed: AtomicBool::new(false),
+                pid: std::process::id(),
                 tx_owner: AtomicU64::new(0),
                 last_maintain: AtomicI64::new(now),
                 write_transactions: AtomicU64::new(0),
@@ -237,8 +256,15 @@ impl Database {
     /// Closes the writer and every reader. Later calls on this database or
     /// any handle made from it fail with `CLOSED`. Waits (up to
     /// `busy_timeout`) for an open transaction to finish.
+    ///
+    /// In a process forked from the one that opened it, `close` only marks
+    /// it closed: the connections belong to the parent.
     pub fn close(&self) -> Result<()> {
         self.inner.closed.store(true, Ordering::SeqCst);
+        if self.inner.pid != std::process::id() {
+            self.inner.readers.abandon();
+            return Ok(());
+        }
         self.inner.readers.close();
         let mut guard = self
             .inner
@@ -297,6 +323,13 @@ impl Inner {
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::closed());
+        }
+        if self.pid != std::process::id() {
+            return Err(Error::new(
+                ErrorKind::Closed,
+                "this database was opened by another process (this one was forked from it); \
+                 open the file again in this process",
+            ));
         }
         Ok(())
     }

@@ -81,6 +81,16 @@ impl Pool {
     }
 
     /// Closes idle readers now and the others as they come back.
+    /// Forgets every idle connection without closing it (a forked copy of
+    /// the pool: see `Database`'s invariants).
+    pub(crate) fn abandon(&self) {
+        let mut st = self.state.lock();
+        st.closed = true;
+        for conn in st.idle.drain(..) {
+            std::mem::forget(conn);
+        }
+    }
+
     pub(crate) fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;

@@ -90,6 +90,8 @@ pub(crate) struct Watcher {
     busy_timeout: Duration,
     fallback: Duration,
     thread: Mutex<Option<Running>>,
+    /// The process that created it: a forked copy has no watching thread.
+    pid: u32,
 }
 
 #[derive(Debug)]
@@ -120,6 +122,11 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            // fork() copied the handle but not the thread: nothing to join.
+            std::mem::forget(self.thread.get_mut().take());
+            return;
+        }
         if let Some(r) = self.thread.get_mut().take() {
             r.stop.request();
             let _ = r.thread.join();
@@ -150,6 +157,7 @@ pub(crate) fn watcher_for(path: &Path, busy_timeout: Duration, fallback: Duratio
         busy_timeout,
         fallback,
         thread: Mutex::new(None),
+        pid: std::process::id(),
     });
     map.insert(key, Arc::downgrade(&w));
     w

@@ -1,0 +1,65 @@
+"""honker: durable job queues inside your application's own SQLite file.
+
+The point is the transactional outbox: enqueue a job in the same SQLite
+transaction as the row that caused it, so both commit or neither does::
+
+    import honker
+
+    db = honker.open("app.db")
+    emails = db.queue("emails")
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO orders (user_id, status) VALUES (?, ?)", [42, "paid"])
+        emails.enqueue({"to": "alice@example.com"}, tx=tx)
+
+    for job in emails.claim("mailer-1"):      # or: async for
+        send(job.payload)
+        job.ack()
+
+Semantics are at-least-once: make handlers idempotent.
+"""
+
+from ._native import ManualClock, __version__
+from .database import Database, Transaction, open
+from .errors import (
+    Busy,
+    Closed,
+    HonkerError,
+    InternalError,
+    InvalidArgument,
+    LeaseLost,
+    NotFound,
+    RateLimited,
+    SchemaTooNew,
+    SqliteError,
+    Timeout,
+)
+from .extension import extension_path, load_extension
+from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
+
+__all__ = [
+    "Busy",
+    "Claimer",
+    "Closed",
+    "Database",
+    "Enqueued",
+    "HonkerError",
+    "InternalError",
+    "InvalidArgument",
+    "Job",
+    "JobInfo",
+    "KeepAlive",
+    "LeaseLost",
+    "ManualClock",
+    "NotFound",
+    "Queue",
+    "QueueStats",
+    "RateLimited",
+    "SchemaTooNew",
+    "SqliteError",
+    "Timeout",
+    "Transaction",
+    "__version__",
+    "extension_path",
+    "load_extension",
+    "open",
+]

@@ -1,0 +1,51 @@
+"""The SQLite loadable extension, shipped in this package, for connections
+of the stdlib ``sqlite3`` module (or any driver): the same ``honker_*`` SQL
+functions honker's own connection has (docs/sql.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from .errors import InvalidArgument
+
+
+def extension_path() -> str:
+    """The path of ``libhonker_ext`` inside the installed package."""
+    suffix = "dylib" if sys.platform == "darwin" else "so"
+    path = Path(__file__).with_name(f"libhonker_ext.{suffix}")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: reinstall honker")
+    return str(path)
+
+
+def load_extension(conn: sqlite3.Connection) -> None:
+    """Loads the extension into ``conn`` (then ``SELECT honker_bootstrap()``
+    creates honker's tables). Refuses a connection on a file that a
+    ``honker.open`` Database of this process also has open: two SQLite
+    libraries in one process on one file can corrupt it."""
+    from .database import _open
+
+    files = {os.path.realpath(row[2]) for row in conn.execute("PRAGMA database_list") if row[2]}
+    for db in list(_open):
+        if os.path.realpath(db.path) in files:
+            raise InvalidArgument(
+                "INVALID_ARGUMENT",
+                f"{db.path} is open through honker.open in this process; use that "
+                "Database's execute/query/transaction instead of a second SQLite library",
+            )
+    if not hasattr(conn, "enable_load_extension"):
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            "this Python's sqlite3 module cannot load extensions (built without "
+            "--enable-loadable-sqlite-extensions); use one that can, such as Debian's "
+            "/usr/bin/python3",
+        )
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(extension_path())
+    finally:
+        conn.enable_load_extension(False)

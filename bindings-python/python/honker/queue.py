@@ -1,0 +1,540 @@
+"""Queues and jobs: enqueue (inside your transaction for the outbox), claim
+with leases, and everything a worker does with a claimed job.
+
+Semantics are at-least-once: a worker that dies between its side effect and
+its ack sees the job again once the lease lapses. Make handlers idempotent
+(a dedupe key, the job id as an idempotency key, or ack with ``tx=`` inside
+the transaction that records the effect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import datetime as _dt
+import json
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import _threads
+from ._time import Seconds, When, epoch, from_ms, seconds
+from .errors import HonkerError
+
+if TYPE_CHECKING:
+    from . import _native
+    from .database import Transaction
+
+
+def _encode(payload: Any) -> str | bytes:
+    """Bytes stay bytes; everything else must be JSON-serializable."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return bytes(payload)
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def _decode(raw: str | bytes | None) -> Any:
+    if isinstance(raw, str):
+        return json.loads(raw)
+    return raw
+
+
+def _tx(tx: Transaction | None) -> Any:
+    return None if tx is None else tx._native
+
+
+class Enqueued(NamedTuple):
+    """What ``enqueue`` returns: the job id, and whether a live job already
+    held the dedupe key (then ``id`` is that job's)."""
+
+    id: int
+    existing: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class JobInfo:
+    """A job in any state, as ``get_job`` and ``dead_letters`` return it."""
+
+    id: int
+    queue: str
+    state: str
+    payload: Any
+    priority: int
+    run_at: _dt.datetime
+    attempts: int
+    max_attempts: int
+    dedupe_key: str | None
+    expires_at: _dt.datetime | None
+    created_at: _dt.datetime
+    worker_id: str | None
+    last_error: str | None
+    lease_expires_at: _dt.datetime | None
+    finished_at: _dt.datetime | None
+
+    @classmethod
+    def _from(cls, d: dict[str, Any]) -> JobInfo:
+        return cls(
+            id=d["id"],
+            queue=d["queue"],
+            state=d["state"],
+            payload=_decode(d["payload"]),
+            priority=d["priority"],
+            run_at=from_ms(d["run_at_ms"]),  # type: ignore[arg-type]
+            attempts=d["attempts"],
+            max_attempts=d["max_attempts"],
+            dedupe_key=d["dedupe_key"],
+            expires_at=from_ms(d["expires_at_ms"]),
+            created_at=from_ms(d["created_at_ms"]),  # type: ignore[arg-type]
+            worker_id=d["worker_id"],
+            last_error=d["last_error"],
+            lease_expires_at=from_ms(d["lease_expires_at_ms"]),
+            finished_at=from_ms(d["finished_at_ms"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueStats:
+    """Counts per state for one queue."""
+
+    ready: int
+    scheduled: int
+    running: int
+    lapsed: int
+    dead: int
+    cancelled: int
+    expired: int
+    completed: int
+    oldest_ready_age: float | None
+    """Seconds the oldest due job has waited, if any is due."""
+
+
+class Job:
+    """A claimed job, leased to this worker until ``lease_expires_at``.
+
+    Every method presents the lease token; once the lease is lost (lapsed and
+    reclaimed, or the job finished) they raise :class:`honker.LeaseLost` and
+    change nothing. The plain methods block the calling thread for one short
+    transaction; the ``*_async`` forms run on honker's threads.
+    """
+
+    __slots__ = (
+        "_lease_s",
+        "_payload",
+        "_queue",
+        "_raw",
+        "attempts",
+        "created_at",
+        "id",
+        "lease_expires_at",
+        "max_attempts",
+        "priority",
+        "run_at",
+        "token",
+        "worker_id",
+    )
+
+    def __init__(self, queue: Queue, worker_id: str, row: tuple, lease_s: float) -> None:
+        (self.id, self._raw, self.attempts, self.max_attempts, self.priority, run_at, created,
+         expires, self.token) = row  # fmt: skip
+        self._queue = queue
+        self._payload: Any = _UNSET
+        self.worker_id = worker_id
+        self.run_at = from_ms(run_at)
+        self.created_at = from_ms(created)
+        self.lease_expires_at = from_ms(expires)
+        self._lease_s = lease_s
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id}, queue={self._queue.name!r}, attempts={self.attempts})"
+
+    @property
+    def payload(self) -> Any:
+        """The enqueued payload: decoded JSON, or ``bytes``."""
+        if self._payload is _UNSET:
+            self._payload = _decode(self._raw)
+        return self._payload
+
+    @property
+    def queue(self) -> Queue:
+        return self._queue
+
+    def ack(self, tx: Transaction | None = None, result: Any = None) -> None:
+        """Completes the job; with ``tx``, in your transaction (commit it to
+        make the completion and your writes durable together); with
+        ``result``, saved for ``get_result``/``wait_result``."""
+        self._queue._native.ack(
+            self.id,
+            self.token,
+            result=None if result is None else _encode(result),
+            tx=_tx(tx),
+        )
+
+    def retry(
+        self,
+        delay: Seconds | None = None,
+        error: str | None = None,
+        tx: Transaction | None = None,
+    ) -> str:
+        """Gives the job back for another attempt after ``delay`` (default: the
+        job's exponential backoff); dead-letters it when its attempts are used
+        up. Returns the new state: ``"ready"``, ``"scheduled"`` or ``"dead"``."""
+        return self._queue._native.retry(
+            self.id, self.token, delay=seconds("delay", delay), error=error, tx=_tx(tx)
+        )
+
+    def fail(self, error: str, tx: Transaction | None = None) -> None:
+        """Dead-letters the job now, with ``error``."""
+        self._queue._native.fail(self.id, self.token, error, tx=_tx(tx))
+
+    def release(self, tx: Transaction | None = None) -> None:
+        """Gives the job back at once, without using up an attempt."""
+        self._queue._native.release(self.id, self.token, tx=_tx(tx))
+
+    def snooze(self, delay: Seconds, tx: Transaction | None = None) -> str:
+        """Gives the job back to run after ``delay``, without using up an attempt."""
+        d = seconds("delay", delay)
+        assert d is not None
+        return self._queue._native.snooze(self.id, self.token, d, tx=_tx(tx))
+
+    def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
+        """Extends the lease by ``extend`` (default: the claim's lease) from
+        now; returns the new expiry."""
+        ext = seconds("extend", extend)
+        ms = self._queue._native.heartbeat(
+            self.id, self.token, extend=self._lease_s if ext is None else ext
+        )
+        self.lease_expires_at = from_ms(ms)
+        return self.lease_expires_at  # type: ignore[return-value]
+
+    async def ack_async(self, tx: Transaction | None = None, result: Any = None) -> None:
+        await _threads.run(self.ack, tx, result)
+
+    async def retry_async(self, delay: Seconds | None = None, error: str | None = None) -> str:
+        return await _threads.run(self.retry, delay, error)
+
+    async def fail_async(self, error: str) -> None:
+        await _threads.run(self.fail, error)
+
+    async def release_async(self) -> None:
+        await _threads.run(self.release)
+
+    async def snooze_async(self, delay: Seconds) -> str:
+        return await _threads.run(self.snooze, delay)
+
+    async def heartbeat_async(self, extend: Seconds | None = None) -> _dt.datetime:
+        return await _threads.run(self.heartbeat, extend)
+
+    def keep_alive(self, every: Seconds | None = None) -> KeepAlive:
+        """Heartbeats the lease every ``every`` (default: a third of the
+        lease) while a block runs: ``with job.keep_alive(): ...`` or
+        ``async with job.keep_alive(): ...``. ``.lost`` tells whether the
+        lease was lost meanwhile."""
+        e = seconds("every", every)
+        return KeepAlive(self, self._lease_s / 3 if e is None else e)
+
+
+_UNSET = object()
+
+
+class KeepAlive:
+    """See :meth:`Job.keep_alive`."""
+
+    def __init__(self, job: Job, every: float) -> None:
+        if every <= 0:
+            raise ValueError("keep_alive interval must be positive")
+        self._job = job
+        self._every = every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.lost = False
+        self.beats = 0
+
+    def _beat(self) -> bool:
+        try:
+            self._job.heartbeat()
+            self.beats += 1
+            return True
+        except HonkerError as e:
+            if e.code in ("LEASE_LOST", "NOT_FOUND"):
+                self.lost = True
+                return False
+            return True  # BUSY and friends: try again next time
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            if not self._beat():
+                return
+
+    def __enter__(self) -> KeepAlive:
+        self._thread = threading.Thread(target=self._run, name="honker-keepalive", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    async def _arun(self) -> None:
+        while True:
+            await asyncio.sleep(self._every)
+            if not await _threads.run(self._beat):
+                return
+
+    async def __aenter__(self) -> KeepAlive:
+        self._task = asyncio.ensure_future(self._arun())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+
+class Claimer:
+    """``for job in queue.claim(...)`` (threads) and
+    ``async for job in queue.claim(...)`` (asyncio): an endless stream of
+    claimed jobs that sleeps until work arrives from any process.
+
+    Waiting happens on honker's threads, never on the event loop; cancelling
+    the task that iterates stops it cleanly. Jobs claimed in the background
+    after a cancellation are released at once; a job already handed to the
+    loop body stays leased to it until acked, released or lapsed. ``close()``
+    (or leaving ``with``/``async with``) releases jobs claimed but not yet
+    handed out (``batch`` > 1).
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        worker_id: str,
+        batch: int,
+        lease: float | None,
+        wait: float,
+    ) -> None:
+        self._queue = queue
+        self._worker_id = worker_id
+        self._batch = batch
+        self._lease = lease
+        self._wait = wait
+        self._buffer: collections.deque[Job] = collections.deque()
+        self._closed = False
+
+    def _claim(self) -> list[Job]:
+        return self._queue.claim_batch(
+            self._worker_id, self._batch, lease=self._lease, wait=self._wait
+        )
+
+    def __iter__(self) -> Iterator[Job]:
+        return self
+
+    def __next__(self) -> Job:
+        while not self._buffer:
+            if self._closed:
+                raise StopIteration
+            self._buffer.extend(self._claim())
+        return self._buffer.popleft()
+
+    def __aiter__(self) -> AsyncIterator[Job]:
+        return self
+
+    async def __anext__(self) -> Job:
+        while not self._buffer:
+            if self._closed:
+                raise StopAsyncIteration
+            fut: Future[list[Job]] = _threads.submit(self._claim)
+            try:
+                jobs = await asyncio.wrap_future(fut)
+            except asyncio.CancelledError:
+                fut.add_done_callback(_release_orphans)
+                raise
+            self._buffer.extend(jobs)
+        return self._buffer.popleft()
+
+    def close(self) -> None:
+        """Stops the stream and releases jobs claimed but not handed out."""
+        self._closed = True
+        while self._buffer:
+            job = self._buffer.popleft()
+            try:
+                job.release()
+            except HonkerError:
+                pass  # lapsed meanwhile: someone else's now
+
+    async def aclose(self) -> None:
+        await _threads.run(self.close)
+
+    def __enter__(self) -> Claimer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Claimer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _release_orphans(fut: Future[list[Job]]) -> None:
+    """A claim that finished after its awaiting task was cancelled: nobody
+    will ever see these jobs, so give them back now instead of at lease lapse."""
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    for job in fut.result():
+        try:
+            job.release()
+        except HonkerError:
+            pass
+
+
+class Queue:
+    """A handle on one named queue (``db.queue(name)``). Cheap; thread-safe."""
+
+    def __init__(self, native: _native.Queue) -> None:
+        self._native = native
+        self._lease = native.lease
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r})"
+
+    def enqueue(
+        self,
+        payload: Any,
+        *,
+        delay: Seconds | None = None,
+        run_at: When | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        dedupe_key: str | None = None,
+        expires: Seconds | None = None,
+        tx: Transaction | None = None,
+    ) -> Enqueued:
+        """Adds a job. ``payload`` is anything ``json.dumps`` takes, or
+        ``bytes``. With ``tx``, the job commits or rolls back with your
+        transaction (the outbox)."""
+        return self.enqueue_many(
+            [payload],
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            max_attempts=max_attempts,
+            dedupe_key=dedupe_key,
+            expires=expires,
+            tx=tx,
+        )[0]
+
+    def enqueue_many(
+        self,
+        payloads: Iterable[Any],
+        *,
+        delay: Seconds | None = None,
+        run_at: When | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        dedupe_key: str | None = None,
+        expires: Seconds | None = None,
+        tx: Transaction | None = None,
+    ) -> list[Enqueued]:
+        """Adds one job per payload, all in one transaction."""
+        out = self._native.enqueue_many(
+            [_encode(p) for p in payloads],
+            delay=seconds("delay", delay),
+            run_at=epoch("run_at", run_at),
+            priority=priority,
+            max_attempts=max_attempts,
+            dedupe_key=dedupe_key,
+            expires=seconds("expires", expires),
+            tx=_tx(tx),
+        )
+        return [Enqueued(i, e) for i, e in out]
+
+    def claim_batch(
+        self,
+        worker_id: str,
+        n: int = 1,
+        *,
+        lease: Seconds | None = None,
+        wait: Seconds = 0,
+        tx: Transaction | None = None,
+    ) -> list[Job]:
+        """Leases up to ``n`` due jobs to ``worker_id`` (highest priority,
+        then oldest first). With ``wait``, sleeps up to that long for work."""
+        lease_s = seconds("lease", lease)
+        rows = self._native.claim(
+            worker_id, n, lease=lease_s, wait=seconds("wait", wait) or 0.0, tx=_tx(tx)
+        )
+        ls = self._lease if lease_s is None else lease_s
+        return [Job(self, worker_id, row, ls) for row in rows]
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        batch: int = 1,
+        lease: Seconds | None = None,
+        wait: Seconds = 1.0,
+    ) -> Claimer:
+        """An endless iterator of jobs for ``worker_id``, sync or async (see
+        :class:`Claimer`). ``wait`` bounds each sleep between checks, which
+        only matters for how soon a cancelled iterator's thread is free."""
+        w = seconds("wait", wait)
+        return Claimer(self, worker_id, batch, seconds("lease", lease), w or 0.0)
+
+    def ack_many(self, jobs: Iterable[Job], tx: Transaction | None = None) -> int:
+        """Acks several jobs in one transaction; returns how many were still held."""
+        return self._native.ack_many([(j.id, j.token) for j in jobs], tx=_tx(tx))
+
+    def cancel(self, job_id: int, reason: str | None = None, tx: Transaction | None = None) -> bool:
+        """Cancels a live job, whatever its state; False if it had already
+        finished. A worker holding it gets ``LeaseLost`` from then on."""
+        return self._native.cancel(job_id, reason=reason, tx=_tx(tx))
+
+    def get_job(self, job_id: int) -> JobInfo:
+        """The job in any state; ``NotFound`` if it never existed or was pruned."""
+        return JobInfo._from(self._native.get_job(job_id))
+
+    def get_result(self, job_id: int) -> Any:
+        """The result saved by ``ack(result=...)``, or None."""
+        return _decode(self._native.get_result(job_id))
+
+    def wait_result(self, job_id: int, timeout: Seconds) -> Any:
+        """Waits for the job's result (``Timeout`` when none comes in time;
+        None if the job finished without one)."""
+        t = seconds("timeout", timeout)
+        assert t is not None
+        return _decode(self._native.wait_result(job_id, t))
+
+    async def wait_result_async(self, job_id: int, timeout: Seconds) -> Any:
+        return await _threads.run(self.wait_result, job_id, timeout)
+
+    def stats(self) -> QueueStats:
+        d = self._native.stats()
+        age = d.pop("oldest_ready_age_ms")
+        return QueueStats(**d, oldest_ready_age=None if age is None else age / 1000)
+
+    def dead_letters(self, after_id: int = 0, limit: int = 100) -> list[JobInfo]:
+        """Dead letters with ids above ``after_id``, oldest first (paged)."""
+        return [JobInfo._from(d) for d in self._native.dead_letters(after_id=after_id, limit=limit)]
+
+    def requeue_dead(self, job_id: int) -> bool:
+        """Puts one dead letter back to ready with its attempts reset."""
+        return self._native.requeue_dead(job_id)
+
+    def requeue_all_dead(self) -> int:
+        return self._native.requeue_all_dead()
+
+    def purge_dead(self, older_than: Seconds | None = None) -> int:
+        """Deletes dead letters (those that died at least ``older_than`` ago)."""
+        return self._native.purge_dead(older_than=seconds("older_than", older_than))

@@ -1,0 +1,354 @@
+//! `Database` and `Transaction` for Python: open options, the application's
+//! own SQL (`execute`/`query`) and the outbox transaction.
+//!
+//! Invariants: arguments are converted while holding the GIL, then every
+//! SQLite call runs with the GIL released; a `Transaction` is shared by
+//! reference between threads and used under its own mutex, taken only after
+//! the GIL is released (so a thread waiting for it never holds the GIL).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use honker::rusqlite::types::Value;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::clock::ManualClock;
+use crate::errors::{invalid, Py as _};
+use crate::queue::Queue;
+
+/// Evaluates `$body` with `$p` bound to `$params` as rusqlite parameters
+/// (positional or named: two types, hence a macro).
+macro_rules! with_params {
+    ($params:expr, |$p:ident| $body:expr) => {
+        match $params {
+            Params::Positional(values) => {
+                let $p = honker::rusqlite::params_from_iter(values.iter());
+                $body
+            }
+            Params::Named(named) => {
+                let pairs: Vec<(&str, &dyn honker::rusqlite::ToSql)> = named
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v as &dyn honker::rusqlite::ToSql))
+                    .collect();
+                let $p = pairs.as_slice();
+                $body
+            }
+        }
+    };
+}
+
+/// An open honker file (see `honker.open`).
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Database {
+    pub(crate) db: honker::Database,
+}
+
+/// Seconds from Python as a `Duration`, checked like every binding does.
+pub(crate) fn secs(what: &str, s: f64) -> PyResult<Duration> {
+    honker::validate::seconds(what, s).py()
+}
+
+#[pymethods]
+impl Database {
+    #[new]
+    #[pyo3(signature = (path, *, durability = "normal", busy_timeout = 10.0, readers = 4,
+                        max_payload_bytes = 1048576, watch_fallback = 0.1,
+                        auto_maintain_every = 300.0, clock = None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        durability: &str,
+        busy_timeout: f64,
+        readers: usize,
+        max_payload_bytes: usize,
+        watch_fallback: f64,
+        auto_maintain_every: f64,
+        clock: Option<PyRef<'_, ManualClock>>,
+    ) -> PyResult<Database> {
+        let options = honker::Options {
+            durability: match durability {
+                "normal" => honker::Durability::Normal,
+                "full" => honker::Durability::Full,
+                other => {
+                    return Err(invalid(format!(
+                        "durability must be \"normal\" or \"full\", got {other:?}"
+                    )))
+                }
+            },
+            busy_timeout: secs("busy_timeout", busy_timeout)?,
+            readers,
+            max_payload_bytes,
+            watch_fallback: secs("watch_fallback", watch_fallback)?,
+            auto_maintain_every: secs("auto_maintain_every", auto_maintain_every)?,
+            ..honker::Options::default()
+        };
+        let options = match clock {
+            Some(c) => honker::Options {
+                clock: std::sync::Arc::new(c.clock.clone()),
+                ..options
+            },
+            None => options,
+        };
+        let db = py
+            .allow_threads(|| honker::Database::open_with(&path, options))
+            .py()?;
+        Ok(Database { db })
+    }
+
+    /// The canonical path of the file.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.db.path().to_path_buf()
+    }
+
+    #[pyo3(signature = (name, *, lease = None, max_attempts = None, backoff_base = None,
+                        backoff_max = None, backoff_jitter = None))]
+    fn queue(
+        &self,
+        name: &str,
+        lease: Option<f64>,
+        max_attempts: Option<u32>,
+        backoff_base: Option<f64>,
+        backoff_max: Option<f64>,
+        backoff_jitter: Option<f64>,
+    ) -> PyResult<Queue> {
+        let mut options = honker::QueueOptions::default();
+        if let Some(s) = lease {
+            options.lease = secs("lease", s)?;
+        }
+        if let Some(n) = max_attempts {
+            options.max_attempts = n;
+        }
+        if let Some(s) = backoff_base {
+            options.backoff.base = secs("backoff_base", s)?;
+        }
+        if let Some(s) = backoff_max {
+            options.backoff.max = secs("backoff_max", s)?;
+        }
+        if let Some(j) = backoff_jitter {
+            options.backoff.jitter = j;
+        }
+        let queue = self.db.queue_with(name, options).py()?;
+        Ok(Queue { queue })
+    }
+
+    fn transaction(&self, py: Python<'_>) -> PyResult<Transaction> {
+        let tx = py.allow_threads(|| self.db.transaction()).py()?;
+        Ok(Transaction {
+            tx: Mutex::new(Some(tx)),
+        })
+    }
+
+    #[pyo3(signature = (sql, params = None))]
+    fn execute(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let params = Params::from_py(params)?;
+        py.allow_threads(|| with_params!(&params, |p| self.db.execute(sql, p)))
+            .py()
+    }
+
+    /// `(columns, rows)`: column names and one tuple per row.
+    #[pyo3(signature = (sql, params = None))]
+    fn query(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<String>, Py<PyList>)> {
+        let params = Params::from_py(params)?;
+        let rows = py
+            .allow_threads(|| with_params!(&params, |p| self.db.query(sql, p)))
+            .py()?;
+        rows_to_py(py, rows)
+    }
+
+    /// Prunes past retention; returns what was removed, by kind.
+    fn maintain(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let r = py.allow_threads(|| self.db.maintain()).py()?;
+        let d = PyDict::new(py);
+        d.set_item("dead", r.dead)?;
+        d.set_item("cancelled", r.cancelled)?;
+        d.set_item("completed", r.completed)?;
+        d.set_item("results", r.results)?;
+        Ok(d.unbind())
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.db.close()).py()
+    }
+}
+
+/// An open write transaction (see `Database.transaction`).
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Transaction {
+    tx: Mutex<Option<honker::Transaction>>,
+}
+
+impl Transaction {
+    /// Runs `f` on the open transaction. Call with the GIL released.
+    pub(crate) fn with<R>(
+        &self,
+        f: impl FnOnce(&honker::Transaction) -> honker::Result<R>,
+    ) -> honker::Result<R> {
+        let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(tx) => f(tx),
+            None => Err(honker::Error::new(
+                honker::ErrorKind::InvalidArgument,
+                "the transaction has already finished (committed or rolled back)",
+            )),
+        }
+    }
+
+    fn take(&self) -> Option<honker::Transaction> {
+        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+#[pymethods]
+impl Transaction {
+    #[pyo3(signature = (sql, params = None))]
+    fn execute(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let params = Params::from_py(params)?;
+        py.allow_threads(|| self.with(|tx| with_params!(&params, |p| tx.execute(sql, p))))
+            .py()
+    }
+
+    #[pyo3(signature = (sql, params = None))]
+    fn query(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<String>, Py<PyList>)> {
+        let params = Params::from_py(params)?;
+        let rows = py
+            .allow_threads(|| self.with(|tx| with_params!(&params, |p| tx.query(sql, p))))
+            .py()?;
+        rows_to_py(py, rows)
+    }
+
+    /// Commits. Committing a finished transaction is an error.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| match self.take() {
+            Some(tx) => tx.commit(),
+            None => Err(honker::Error::new(
+                honker::ErrorKind::InvalidArgument,
+                "the transaction has already finished (committed or rolled back)",
+            )),
+        })
+        .py()
+    }
+
+    /// Rolls back; a no-op on a finished transaction.
+    fn rollback(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| match self.take() {
+            Some(tx) => tx.rollback(),
+            None => Ok(()),
+        })
+        .py()
+    }
+
+    #[getter]
+    fn is_open(&self) -> bool {
+        self.tx.lock().map(|g| g.is_some()).unwrap_or(false)
+    }
+}
+
+/// Statement parameters converted from Python: positional or named.
+enum Params {
+    Positional(Vec<Value>),
+    Named(Vec<(String, Value)>),
+}
+
+impl Params {
+    fn from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Params> {
+        let Some(obj) = obj.filter(|o| !o.is_none()) else {
+            return Ok(Params::Positional(Vec::new()));
+        };
+        if let Ok(d) = obj.downcast::<PyDict>() {
+            let mut named = Vec::with_capacity(d.len());
+            for (k, v) in d.iter() {
+                let k: String = k.extract()?;
+                let k = if k.starts_with([':', '@', '$']) {
+                    k
+                } else {
+                    format!(":{k}")
+                };
+                named.push((k, value_from_py(&v)?));
+            }
+            return Ok(Params::Named(named));
+        }
+        if obj.is_instance_of::<pyo3::types::PyString>() || obj.is_instance_of::<PyBytes>() {
+            return Err(invalid(
+                "params must be a sequence or a dict, not a str or bytes",
+            ));
+        }
+        let mut values = Vec::new();
+        for v in obj.try_iter()? {
+            values.push(value_from_py(&v?)?);
+        }
+        Ok(Params::Positional(values))
+    }
+}
+
+fn value_from_py(v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.downcast::<pyo3::types::PyBool>() {
+        return Ok(Value::Integer(i64::from(b.is_true())));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(Value::Integer(i));
+    }
+    if let Ok(f) = v.downcast::<pyo3::types::PyFloat>() {
+        return Ok(Value::Real(f.value()));
+    }
+    if let Ok(s) = v.downcast::<pyo3::types::PyString>() {
+        return Ok(Value::Text(s.to_cow()?.into_owned()));
+    }
+    if let Ok(b) = v.downcast::<PyBytes>() {
+        return Ok(Value::Blob(b.as_bytes().to_vec()));
+    }
+    Err(invalid(format!(
+        "cannot bind a {} as an SQL parameter (use None, int, float, str or bytes)",
+        v.get_type().name()?
+    )))
+}
+
+pub(crate) fn value_to_py(py: Python<'_>, v: Value) -> PyResult<PyObject> {
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Integer(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Value::Real(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Value::Text(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Value::Blob(b) => PyBytes::new(py, &b).into_any().unbind(),
+    })
+}
+
+fn rows_to_py(py: Python<'_>, rows: honker::Rows) -> PyResult<(Vec<String>, Py<PyList>)> {
+    let list = PyList::empty(py);
+    for row in rows.rows {
+        let values = row
+            .into_iter()
+            .map(|v| value_to_py(py, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        list.append(PyTuple::new(py, values)?)?;
+    }
+    Ok((rows.columns, list.unbind()))
+}

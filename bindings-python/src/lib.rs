@@ -1,0 +1,31 @@
+//! `honker._native`: the Python binding's native module. It converts types,
+//! maps errors (errors.rs) and releases the GIL around every SQLite call and
+//! every wait; all behaviour lives in the `honker` crate, and the idioms
+//! (context managers, iterators, `datetime`) in the pure-Python package.
+//!
+//! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
+//! transaction), `queue.rs` ↔ `core/src/queue/`.
+
+mod clock;
+mod database;
+mod errors;
+mod queue;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "ERROR_CODES",
+        honker::ErrorKind::ALL
+            .iter()
+            .map(|k| k.code())
+            .collect::<Vec<_>>(),
+    )?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<database::Database>()?;
+    m.add_class::<database::Transaction>()?;
+    m.add_class::<queue::Queue>()?;
+    Ok(())
+}

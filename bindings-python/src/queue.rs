@@ -1,0 +1,410 @@
+//! `Queue` for Python: every verb of core's `Queue`, with times in seconds,
+//! payloads as JSON text (`str`) or `bytes`, and an optional `tx`.
+//!
+//! Claimed jobs cross as tuples
+//! `(id, payload, attempts, max_attempts, priority, run_at_ms, created_at_ms,
+//! lease_expires_at_ms, token)`; the Python package wraps them in `Job`.
+
+use std::time::Duration;
+
+use honker::{ClaimOptions, EnqueueOptions, JobInfo, Lease, Payload, RetryOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::database::{secs, Transaction};
+use crate::errors::{invalid, Py as _};
+
+/// A handle on one queue (see `Database.queue`).
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Queue {
+    pub(crate) queue: honker::Queue,
+}
+
+type ClaimedTuple = (i64, PyObject, u32, u32, i32, i64, i64, i64, String);
+
+fn payload_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Payload> {
+    if let Ok(s) = obj.downcast::<pyo3::types::PyString>() {
+        return Ok(Payload::Json(s.to_cow()?.into_owned()));
+    }
+    if let Ok(b) = obj.downcast::<PyBytes>() {
+        return Ok(Payload::Bytes(b.as_bytes().to_vec()));
+    }
+    Err(invalid("a payload crosses as JSON text (str) or bytes"))
+}
+
+fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<PyObject> {
+    Ok(match p {
+        Payload::Json(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Payload::Bytes(b) => PyBytes::new(py, &b).into_any().unbind(),
+    })
+}
+
+fn lease(job_id: i64, token: String) -> Lease {
+    Lease { job_id, token }
+}
+
+/// Runs `f` inside `tx` when one is given, else on its own.
+fn in_tx<R>(
+    tx: Option<&Transaction>,
+    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
+) -> honker::Result<R> {
+    match tx {
+        Some(t) => t.with(|tx| f(Some(tx))),
+        None => f(None),
+    }
+}
+
+fn info_to_py(py: Python<'_>, j: JobInfo) -> PyResult<Py<PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", j.id)?;
+    d.set_item("queue", j.queue)?;
+    d.set_item("state", j.state.as_str())?;
+    d.set_item("payload", payload_to_py(py, j.payload)?)?;
+    d.set_item("priority", j.priority)?;
+    d.set_item("run_at_ms", j.run_at)?;
+    d.set_item("attempts", j.attempts)?;
+    d.set_item("max_attempts", j.max_attempts)?;
+    d.set_item("dedupe_key", j.dedupe_key)?;
+    d.set_item("expires_at_ms", j.expires_at)?;
+    d.set_item("created_at_ms", j.created_at)?;
+    d.set_item("worker_id", j.worker_id)?;
+    d.set_item("last_error", j.last_error)?;
+    d.set_item("lease_expires_at_ms", j.lease_expires_at)?;
+    d.set_item("finished_at_ms", j.finished_at)?;
+    Ok(d.unbind())
+}
+
+#[pymethods]
+impl Queue {
+    #[getter]
+    fn name(&self) -> &str {
+        self.queue.name()
+    }
+
+    /// The queue's default lease, in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        self.queue.options().lease.as_secs_f64()
+    }
+
+    /// Enqueues each payload with the same options; returns `(id, existing)`
+    /// per payload, all in one transaction (the caller's `tx` if given).
+    #[pyo3(signature = (payloads, *, delay = None, run_at = None, priority = 0,
+                        max_attempts = None, dedupe_key = None, expires = None, tx = None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn enqueue_many(
+        &self,
+        py: Python<'_>,
+        payloads: Vec<Bound<'_, PyAny>>,
+        delay: Option<f64>,
+        run_at: Option<f64>,
+        priority: i32,
+        max_attempts: Option<u32>,
+        dedupe_key: Option<String>,
+        expires: Option<f64>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<Vec<(i64, bool)>> {
+        let payloads = payloads
+            .iter()
+            .map(payload_from_py)
+            .collect::<PyResult<Vec<_>>>()?;
+        let options = EnqueueOptions {
+            delay: delay.map(|s| secs("delay", s)).transpose()?,
+            run_at: run_at
+                .map(|s| secs("run_at", s).map(|d| d.as_millis() as i64))
+                .transpose()?,
+            priority,
+            max_attempts,
+            dedupe_key,
+            expires: expires.map(|s| secs("expires", s)).transpose()?,
+            backoff: None,
+        };
+        let tx = tx.as_deref();
+        let out = py
+            .allow_threads(|| {
+                in_tx(tx, |tx| match tx {
+                    Some(tx) => self.queue.enqueue_many_tx(tx, payloads, &options),
+                    None => self.queue.enqueue_many(payloads, &options),
+                })
+            })
+            .py()?;
+        Ok(out.into_iter().map(|e| (e.id, e.existing)).collect())
+    }
+
+    /// Claims up to `n` jobs, waiting up to `wait` seconds for work.
+    #[pyo3(signature = (worker_id, n, *, lease = None, wait = 0.0, tx = None))]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        lease: Option<f64>,
+        wait: f64,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<Vec<ClaimedTuple>> {
+        let n = honker::validate::batch(n).py()?;
+        let options = ClaimOptions {
+            lease: lease.map(|s| secs("lease", s)).transpose()?,
+            wait: secs("wait", wait)?,
+        };
+        let tx = tx.as_deref();
+        let jobs = py
+            .allow_threads(|| {
+                in_tx(tx, |tx| match tx {
+                    Some(tx) => self.queue.claim_tx(tx, worker_id, n, options.lease),
+                    None => self.queue.claim_with(worker_id, n, &options),
+                })
+            })
+            .py()?;
+        jobs.into_iter()
+            .map(|j| {
+                Ok((
+                    j.id,
+                    payload_to_py(py, j.payload)?,
+                    j.attempts,
+                    j.max_attempts,
+                    j.priority,
+                    j.run_at,
+                    j.created_at,
+                    j.lease_expires_at,
+                    j.lease.token,
+                ))
+            })
+            .collect()
+    }
+
+    #[pyo3(signature = (job_id, token, *, result = None, tx = None))]
+    fn ack(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        result: Option<&Bound<'_, PyAny>>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<()> {
+        let result = result.map(payload_from_py).transpose()?;
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.ack_tx(tx, &l, result),
+                None => self.queue.ack(&l, result),
+            })
+        })
+        .py()
+    }
+
+    /// Acks `[(id, token), ...]` in one transaction; returns how many were
+    /// still held.
+    #[pyo3(signature = (leases, *, tx = None))]
+    fn ack_many(
+        &self,
+        py: Python<'_>,
+        leases: Vec<(i64, String)>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<usize> {
+        let leases: Vec<Lease> = leases.into_iter().map(|(i, t)| lease(i, t)).collect();
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.ack_many_tx(tx, &leases),
+                None => self.queue.ack_many(&leases),
+            })
+        })
+        .py()
+    }
+
+    /// Returns the new state: "ready", "scheduled" or "dead".
+    #[pyo3(signature = (job_id, token, *, delay = None, error = None, tx = None))]
+    fn retry(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        delay: Option<f64>,
+        error: Option<String>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<&'static str> {
+        let options = RetryOptions {
+            delay: delay.map(|s| secs("delay", s)).transpose()?,
+            error,
+        };
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        let state = py
+            .allow_threads(|| {
+                in_tx(tx, |tx| match tx {
+                    Some(tx) => self.queue.retry_tx(tx, &l, &options),
+                    None => self.queue.retry(&l, &options),
+                })
+            })
+            .py()?;
+        Ok(state.as_str())
+    }
+
+    #[pyo3(signature = (job_id, token, error, *, tx = None))]
+    fn fail(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        error: &str,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<()> {
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.fail_tx(tx, &l, error),
+                None => self.queue.fail(&l, error),
+            })
+        })
+        .py()
+    }
+
+    #[pyo3(signature = (job_id, token, *, tx = None))]
+    fn release(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<()> {
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.release_tx(tx, &l),
+                None => self.queue.release(&l),
+            })
+        })
+        .py()
+    }
+
+    #[pyo3(signature = (job_id, token, delay, *, tx = None))]
+    fn snooze(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        delay: f64,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<&'static str> {
+        let delay = secs("delay", delay)?;
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        let state = py
+            .allow_threads(|| {
+                in_tx(tx, |tx| match tx {
+                    Some(tx) => self.queue.snooze_tx(tx, &l, delay),
+                    None => self.queue.snooze(&l, delay),
+                })
+            })
+            .py()?;
+        Ok(state.as_str())
+    }
+
+    /// Extends the lease by `extend` seconds (default: the queue's lease);
+    /// returns the new expiry in ms.
+    #[pyo3(signature = (job_id, token, *, extend = None, tx = None))]
+    fn heartbeat(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        token: String,
+        extend: Option<f64>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let extend = extend.map(|s| secs("extend", s)).transpose()?;
+        let l = lease(job_id, token);
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.heartbeat_tx(tx, &l, extend),
+                None => self.queue.heartbeat(&l, extend),
+            })
+        })
+        .py()
+    }
+
+    #[pyo3(signature = (job_id, *, reason = None, tx = None))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        reason: Option<String>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<bool> {
+        let tx = tx.as_deref();
+        py.allow_threads(|| {
+            in_tx(tx, |tx| match tx {
+                Some(tx) => self.queue.cancel_tx(tx, job_id, reason.as_deref()),
+                None => self.queue.cancel(job_id, reason.as_deref()),
+            })
+        })
+        .py()
+    }
+
+    fn get_job(&self, py: Python<'_>, job_id: i64) -> PyResult<Py<PyDict>> {
+        let info = py.allow_threads(|| self.queue.get_job(job_id)).py()?;
+        info_to_py(py, info)
+    }
+
+    fn get_result(&self, py: Python<'_>, job_id: i64) -> PyResult<Option<PyObject>> {
+        let r = py.allow_threads(|| self.queue.get_result(job_id)).py()?;
+        r.map(|p| payload_to_py(py, p)).transpose()
+    }
+
+    /// Waits up to `timeout` seconds for the job's result; None if the job
+    /// finished without one.
+    fn wait_result(&self, py: Python<'_>, job_id: i64, timeout: f64) -> PyResult<Option<PyObject>> {
+        let timeout: Duration = secs("timeout", timeout)?;
+        let r = py
+            .allow_threads(|| self.queue.wait_result(job_id, timeout))
+            .py()?;
+        r.map(|p| payload_to_py(py, p)).transpose()
+    }
+
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let s = py.allow_threads(|| self.queue.stats()).py()?;
+        let d = PyDict::new(py);
+        d.set_item("ready", s.ready)?;
+        d.set_item("scheduled", s.scheduled)?;
+        d.set_item("running", s.running)?;
+        d.set_item("lapsed", s.lapsed)?;
+        d.set_item("dead", s.dead)?;
+        d.set_item("cancelled", s.cancelled)?;
+        d.set_item("expired", s.expired)?;
+        d.set_item("completed", s.completed)?;
+        d.set_item("oldest_ready_age_ms", s.oldest_ready_age_ms)?;
+        Ok(d.unbind())
+    }
+
+    #[pyo3(signature = (*, after_id = 0, limit = 100))]
+    fn dead_letters(
+        &self,
+        py: Python<'_>,
+        after_id: i64,
+        limit: usize,
+    ) -> PyResult<Vec<Py<PyDict>>> {
+        let jobs = py
+            .allow_threads(|| self.queue.dead_letters(after_id, limit))
+            .py()?;
+        jobs.into_iter().map(|j| info_to_py(py, j)).collect()
+    }
+
+    fn requeue_dead(&self, py: Python<'_>, job_id: i64) -> PyResult<bool> {
+        py.allow_threads(|| self.queue.requeue_dead(job_id)).py()
+    }
+
+    fn requeue_all_dead(&self, py: Python<'_>) -> PyResult<usize> {
+        py.allow_threads(|| self.queue.requeue_all_dead()).py()
+    }
+
+    #[pyo3(signature = (*, older_than = None))]
+    fn purge_dead(&self, py: Python<'_>, older_than: Option<f64>) -> PyResult<usize> {
+        let older = older_than.map(|s| secs("older_than", s)).transpose()?;
+        py.allow_threads(|| self.queue.purge_dead(older)).py()
+    }
+}

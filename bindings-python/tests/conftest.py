@@ -1,0 +1,45 @@
+"""Shared fixtures: a fresh file per test, on a clock the test moves."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import honker
+import pytest
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "app.db"
+
+
+@pytest.fixture
+def clock() -> honker.ManualClock:
+    return honker.ManualClock(now=1_700_000_000)
+
+
+@pytest.fixture
+def db(path: Path, clock: honker.ManualClock):
+    database = honker.open(path, clock=clock)
+    database.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT)")
+    yield database
+    database.close()
+
+
+def snapshot(db: honker.Database) -> list:
+    """Everything honker stores, to prove a failed call changed nothing."""
+    return [
+        db.query(f"SELECT * FROM {t} ORDER BY 1")
+        for t in ("_honker_jobs", "_honker_finished", "_honker_results")
+    ]
+
+
+def integrity_ok(path: Path) -> bool:
+    # A separate process would be safer in general; a read-only check after
+    # every honker handle in this test is closed is what callers do.
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()

@@ -1,0 +1,163 @@
+"""asyncio: claims wait off the event loop, cancellation is clean, and the
+loop keeps its rhythm while a claim waits or another process holds the write
+lock. Mirrors the async parts of core/tests/queue.rs."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import honker
+
+
+class Ticker:
+    """Ticks every 5 ms on the loop; `worst` is the longest gap seen."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.ticks = 0
+
+    async def run(self) -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.monotonic()
+            self.worst = max(self.worst, now - last)
+            self.ticks += 1
+            last = now
+
+
+def test_the_loop_keeps_ticking_while_a_claim_waits(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main():
+        ticker = Ticker()
+        tick_task = asyncio.ensure_future(ticker.run())
+        claimer = q.claim("w", wait=5)
+
+        async def first():
+            async for job in claimer:
+                return job
+
+        waiting = asyncio.ensure_future(first())
+        await asyncio.sleep(0.3)  # the claim waits all this time
+        assert not waiting.done()
+        await asyncio.get_running_loop().run_in_executor(None, q.enqueue, {"n": 1})
+        job = await asyncio.wait_for(waiting, 5)
+        await job.ack_async()
+        tick_task.cancel()
+        return ticker
+
+    ticker = asyncio.run(main())
+    assert ticker.ticks > 30
+    assert ticker.worst < 0.1, f"the loop stalled for {ticker.worst:.3f} s"
+    db.close()
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("COMMIT")
+"""
+
+
+def test_the_loop_keeps_ticking_while_another_process_holds_the_write_lock(path):
+    db = honker.open(path)
+    q = db.queue("q")
+    q.enqueue({"n": 1})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path), "0.5"], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "locked"
+
+    async def main():
+        ticker = Ticker()
+        tick_task = asyncio.ensure_future(ticker.run())
+        started = time.monotonic()
+        claimer = q.claim("w")
+        job = await claimer.__anext__()  # waits for the lock, off the loop
+        waited = time.monotonic() - started
+        await job.ack_async()
+        tick_task.cancel()
+        return ticker, waited
+
+    ticker, waited = asyncio.run(main())
+    holder.wait()
+    assert waited > 0.2, "the claim should have waited for the other process"
+    assert ticker.worst < 0.1, f"the loop stalled for {ticker.worst:.3f} s"
+    db.close()
+
+
+def test_cancelling_a_waiting_claim_loses_no_job(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main():
+        async def consume():
+            async for _ in q.claim("w", wait=2):
+                raise AssertionError("nothing was enqueued yet")
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        # The cancelled claim's thread is still waiting: this job wakes it,
+        # and the job it claims for nobody must come back at once.
+        e = q.enqueue({"n": 1})
+        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 5
+        while True:
+            jobs = q.claim_batch("w2")
+            if jobs:
+                return e, jobs[0]
+            assert time.monotonic() < deadline, "the orphaned claim kept the job"
+            await asyncio.sleep(0.01)
+
+    e, job = asyncio.run(main())
+    assert job.id == e.id
+    assert job.attempts == 1  # the orphan's claim did not count
+    job.ack()
+    db.close()
+
+
+def test_async_job_methods_and_results(db):
+    q = db.queue("q")
+
+    async def main():
+        e = q.enqueue({"n": 1})
+        waiter = asyncio.ensure_future(q.wait_result_async(e.id, timeout=5))
+        async with q.claim("w") as jobs:
+            async for job in jobs:
+                async with job.keep_alive(every=0.01):
+                    await asyncio.sleep(0.05)
+                await job.heartbeat_async()
+                await job.ack_async(result={"ok": True})
+                break
+        return await waiter
+
+    assert asyncio.run(main()) == {"ok": True}
+
+
+def test_batched_claims_release_what_was_not_handed_out(db):
+    q = db.queue("q")
+    q.enqueue_many(range(5))
+
+    async def main():
+        async with q.claim("w", batch=5) as jobs:
+            async for job in jobs:
+                await job.ack_async()
+                break
+
+    asyncio.run(main())
+    s = q.stats()
+    assert (s.ready, s.running) == (4, 0)

@@ -1,0 +1,86 @@
+"""Errors through Python: one class per stable code, bad input refused before
+anything is written. Mirrors core/tests/errors.rs."""
+
+from __future__ import annotations
+
+import honker
+import pytest
+from conftest import snapshot
+from honker import _native, errors
+
+
+def test_every_core_error_code_has_its_own_class():
+    classes = {errors.class_for_code(code) for code in _native.ERROR_CODES}
+    assert honker.HonkerError not in classes
+    assert len(classes) == len(_native.ERROR_CODES)
+    for code in _native.ERROR_CODES:
+        cls = errors.class_for_code(code)
+        e = cls(code, "m")
+        assert isinstance(e, honker.HonkerError)
+        assert (e.code, str(e)) == (code, f"{code}: m")
+
+
+def test_invalid_argument_is_a_value_error_and_timeout_a_timeout_error():
+    assert issubclass(honker.InvalidArgument, ValueError)
+    assert issubclass(honker.Timeout, TimeoutError)
+    assert issubclass(honker.NotFound, LookupError)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda q: q.enqueue("x", delay=-1),
+        lambda q: q.enqueue("x", max_attempts=0),
+        lambda q: q.enqueue("x", delay=1, run_at=1_700_000_100),
+        lambda q: q.enqueue("x", dedupe_key=""),
+        lambda q: q.enqueue("x" * (2 << 20)),
+        lambda q: q.claim_batch("w", 0),
+        lambda q: q.claim_batch("w", -1),
+        lambda q: q.claim_batch("", 1),
+        lambda q: q.claim_batch("w", 1, lease=float("nan")),
+    ],
+)
+def test_bad_arguments_raise_invalid_argument_and_change_nothing(db, call):
+    q = db.queue("q")
+    q.enqueue("seed")
+    before = snapshot(db)
+    with pytest.raises(honker.InvalidArgument) as info:
+        call(q)
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert snapshot(db) == before
+
+
+def test_bad_queue_options_and_open_options():
+    with pytest.raises(honker.InvalidArgument):
+        honker.open(":memory:")
+    with pytest.raises(honker.InvalidArgument):
+        honker.open("x.db", durability="sometimes")
+
+
+def test_unknown_ids_are_not_found(db):
+    q = db.queue("q")
+    with pytest.raises(honker.NotFound):
+        q.get_job(424242)
+    with pytest.raises(honker.NotFound):
+        q.cancel(424242)
+
+
+def test_sql_errors_are_coded(db):
+    with pytest.raises(honker.SqliteError) as info:
+        db.execute("INSERT INTO no_such_table VALUES (1)")
+    assert info.value.code == "SQLITE"
+
+
+def test_a_closed_database_raises_closed(path):
+    db = honker.open(path)
+    q = db.queue("q")
+    db.close()
+    with pytest.raises(honker.Closed):
+        q.enqueue("x")
+
+
+def test_wait_result_times_out(db):
+    q = db.queue("q")
+    e = q.enqueue("x")
+    with pytest.raises(honker.Timeout):
+        q.wait_result(e.id, timeout=0.01)

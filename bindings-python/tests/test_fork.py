@@ -1,0 +1,64 @@
+"""fork(): a child never reuses its parent's connections. The parent's
+Database refuses every call in the child (CLOSED), dropping it there closes
+nothing, and the child works by opening the file again."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+
+import honker
+import pytest
+from conftest import integrity_ok
+
+PARENT_DB = None
+
+
+def child(path: str, results) -> None:
+    db = PARENT_DB
+    assert db is not None
+    try:
+        db.queue("q").enqueue("from the child")
+        results.put("reused")
+    except honker.Closed as e:
+        results.put(e.code)
+    # Dropping the parent's copy must not close the parent's connections.
+    del db
+    globals()["PARENT_DB"] = None
+    gc.collect()
+    own = honker.open(path)
+    [job] = own.queue("q").claim_batch("child")
+    job.ack()
+    results.put(job.payload)
+    own.close()
+
+
+def test_a_forked_child_cannot_use_the_parents_database(path):
+    global PARENT_DB
+    db = honker.open(path)
+    PARENT_DB = db
+    q = db.queue("q")
+    q.enqueue("for the child")
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    p = ctx.Process(target=child, args=(str(path), results))
+    p.start()
+    p.join(30)
+    assert p.exitcode == 0
+    assert results.get(timeout=5) == "CLOSED"
+    assert results.get(timeout=5) == "for the child"
+    # The parent's connections still work after the child dropped its copy.
+    q.enqueue("after")
+    [job] = q.claim_batch("parent")
+    assert job.payload == "after"
+    job.ack()
+    PARENT_DB = None
+    db.close()
+    assert integrity_ok(path)
+
+
+def test_closed_message_says_what_to_do(path):
+    db = honker.open(path)
+    db.close()
+    with pytest.raises(honker.Closed):
+        db.query("SELECT 1")

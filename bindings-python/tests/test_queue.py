@@ -1,0 +1,211 @@
+"""The queue through Python: the seed's reference behaviours (lease lapse →
+reclaim → dead letter), scheduling, dedupe, priorities, results, dead
+letters. Mirrors core/tests/queue.rs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import honker
+import pytest
+
+
+def test_enqueue_claim_ack(db):
+    q = db.queue("emails")
+    e = q.enqueue({"to": "alice@example.com"})
+    assert e.existing is False
+    [job] = q.claim_batch("mailer-1", 32)
+    assert job.id == e.id
+    assert job.payload == {"to": "alice@example.com"}
+    assert job.attempts == 1
+    assert job.worker_id == "mailer-1"
+    assert isinstance(job.lease_expires_at, dt.datetime)
+    job.ack()
+    assert q.stats().ready == 0
+    with pytest.raises(honker.NotFound):
+        q.get_job(job.id)
+
+
+def test_lapsed_lease_is_reclaimed_then_dead_lettered_with_the_last_error(db, clock):
+    q = db.queue("emails", lease=30, max_attempts=2)
+    q.enqueue({"n": 1})
+    [first] = q.claim_batch("w1")
+    clock.advance(31)  # the worker died: its lease lapses
+    [again] = q.claim_batch("w2")
+    assert (again.id, again.attempts) == (first.id, 2)
+    with pytest.raises(honker.LeaseLost):
+        first.ack()  # the stale token changes nothing
+    assert again.retry(error="smtp down") == "dead"
+    [dead] = q.dead_letters()
+    assert (dead.id, dead.state, dead.last_error) == (first.id, "dead", "smtp down")
+    assert q.requeue_dead(dead.id) is True
+    [back] = q.claim_batch("w3")
+    assert back.attempts == 1
+    back.ack()
+
+
+def test_retry_backs_off_and_then_runs(db, clock):
+    q = db.queue("q", backoff_base=10, backoff_jitter=0)
+    q.enqueue("x")
+    [job] = q.claim_batch("w")
+    assert job.retry(error="flaky") == "scheduled"
+    assert q.claim_batch("w") == []
+    clock.advance(10)
+    [again] = q.claim_batch("w")
+    assert again.attempts == 2
+    assert q.get_job(again.id).last_error == "flaky"
+
+
+def test_delay_and_run_at_accept_seconds_timedelta_and_datetime(db, clock):
+    q = db.queue("q")
+    now = dt.datetime.fromtimestamp(clock.now(), tz=dt.timezone.utc)
+    q.enqueue("a", delay=5)
+    q.enqueue("b", delay=dt.timedelta(seconds=10))
+    q.enqueue("c", run_at=now + dt.timedelta(seconds=15))
+    q.enqueue("d", run_at=clock.now() + 20)
+    order = []
+    for _ in range(4):
+        clock.advance(5)
+        order += [j.payload for j in q.claim_batch("w", 10)]
+    assert order == ["a", "b", "c", "d"]
+    with pytest.raises(TypeError):
+        q.enqueue("e", delay="soon")
+
+
+def test_priority_then_age(db):
+    q = db.queue("q")
+    q.enqueue("low")
+    q.enqueue("high", priority=10)
+    q.enqueue("low2")
+    assert [j.payload for j in q.claim_batch("w", 3)] == ["high", "low", "low2"]
+
+
+def test_dedupe_key_returns_the_live_job(db):
+    q = db.queue("q")
+    a = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
+    b = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
+    assert b == honker.Enqueued(a.id, True)
+    [job] = q.claim_batch("w")
+    job.ack()
+    c = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
+    assert c.existing is False and c.id != a.id
+
+
+def test_expired_jobs_never_run(db, clock):
+    q = db.queue("q")
+    q.enqueue("late", delay=10, expires=15)
+    clock.advance(20)
+    assert q.claim_batch("w") == []
+    assert q.stats().expired == 1
+
+
+def test_release_and_snooze_give_the_attempt_back(db, clock):
+    q = db.queue("q")
+    q.enqueue("x")
+    [job] = q.claim_batch("w")
+    job.release()
+    [job] = q.claim_batch("w")
+    assert job.attempts == 1
+    assert job.snooze(30) == "scheduled"
+    clock.advance(30)
+    [job] = q.claim_batch("w")
+    assert job.attempts == 1
+
+
+def test_heartbeat_extends_the_lease(db, clock):
+    q = db.queue("q", lease=10)
+    q.enqueue("x")
+    [job] = q.claim_batch("w")
+    clock.advance(8)
+    before = job.lease_expires_at
+    assert job.heartbeat() > before
+    clock.advance(8)
+    assert q.claim_batch("other") == []  # still held
+    job.ack()
+
+
+def test_cancel_fences_the_holder(db):
+    q = db.queue("q")
+    e = q.enqueue("x")
+    [job] = q.claim_batch("w")
+    assert q.cancel(e.id, reason="no longer needed") is True
+    with pytest.raises(honker.LeaseLost):
+        job.ack()
+    info = q.get_job(e.id)
+    assert (info.state, info.last_error) == ("cancelled", "no longer needed")
+    assert q.cancel(e.id) is False
+
+
+def test_results_are_saved_with_the_ack(db):
+    q = db.queue("q")
+    e = q.enqueue("x")
+    [job] = q.claim_batch("w")
+    job.ack(result={"sent": True})
+    assert q.get_result(e.id) == {"sent": True}
+    assert q.wait_result(e.id, timeout=1) == {"sent": True}
+
+
+def test_bytes_payloads_round_trip(db):
+    q = db.queue("q")
+    q.enqueue(b"\x00\xffraw")
+    [job] = q.claim_batch("w")
+    assert job.payload == b"\x00\xffraw"
+
+
+def test_enqueue_many_is_atomic(db):
+    q = db.queue("q")
+    ids = q.enqueue_many([{"i": i} for i in range(5)])
+    assert len({e.id for e in ids}) == 5
+    with pytest.raises(TypeError):
+        q.enqueue_many([{"i": 1}, object()])  # not JSON: nothing is written
+    assert q.stats().ready == 5
+
+
+def test_purge_and_requeue_all_dead(db):
+    q = db.queue("q", max_attempts=1)
+    q.enqueue_many(["a", "b", "c"])
+    for job in q.claim_batch("w", 3):
+        job.fail("bad")
+    assert q.stats().dead == 3
+    assert q.requeue_all_dead() == 3
+    for job in q.claim_batch("w", 3):
+        job.fail("bad again")
+    assert q.purge_dead() == 3
+    assert q.stats().dead == 0
+
+
+def test_claim_iterator_for_threaded_workers(db):
+    q = db.queue("q")
+    q.enqueue_many(range(3))
+    seen = []
+    with q.claim("w", wait=0.01) as jobs:
+        for job in jobs:
+            seen.append(job.payload)
+            job.ack()
+            if len(seen) == 3:
+                break
+    assert seen == [0, 1, 2]
+
+
+def test_keep_alive_heartbeats_while_work_runs(db, clock):
+    q = db.queue("q", lease=30)
+    q.enqueue("x")
+    [job] = q.claim_batch("w")
+    first_deadline = job.lease_expires_at
+    with job.keep_alive(every=0.01) as keeper:
+        for beats in (1, 2, 3):
+            clock.advance(20)  # without heartbeats the lease would lapse at 30 s
+            until(lambda b=beats: keeper.beats >= b)
+    assert job.lease_expires_at == first_deadline + dt.timedelta(seconds=60)
+    assert q.claim_batch("other") == []  # 60 s in, still held
+    assert keeper.lost is False
+    job.ack()
+
+
+def until(condition, timeout=5.0):
+    """Waits for a condition another thread makes true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.002)
