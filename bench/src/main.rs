@@ -143,6 +143,14 @@ fn report_rate(name: &str, ops: usize, honker: Duration, raw: Duration, target: 
         r,
         if ratio >= target { "" } else { ", MISSED" }
     );
+    // For other benchmarks that compare against these figures in the same
+    // run (bench/python): one machine-readable line per workload.
+    if std::env::var_os("HONKER_BENCH_JSON").is_some() {
+        println!(
+            "@json {}",
+            json!({"workload": name.split(' ').next(), "name": name, "honker": h, "raw": r})
+        );
+    }
 }
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {

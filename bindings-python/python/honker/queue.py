@@ -120,34 +120,46 @@ class Job:
     """
 
     __slots__ = (
+        "_created_ms",
+        "_expires_ms",
         "_lease_s",
         "_payload",
         "_queue",
         "_raw",
+        "_run_at_ms",
         "attempts",
-        "created_at",
         "id",
-        "lease_expires_at",
         "max_attempts",
         "priority",
-        "run_at",
         "token",
         "worker_id",
     )
 
     def __init__(self, queue: Queue, worker_id: str, row: tuple, lease_s: float) -> None:
-        (self.id, self._raw, self.attempts, self.max_attempts, self.priority, run_at, created,
-         expires, self.token) = row  # fmt: skip
+        (self.id, self._raw, self.attempts, self.max_attempts, self.priority, self._run_at_ms,
+         self._created_ms, self._expires_ms, self.token) = row  # fmt: skip
         self._queue = queue
         self._payload: Any = _UNSET
         self.worker_id = worker_id
-        self.run_at = from_ms(run_at)
-        self.created_at = from_ms(created)
-        self.lease_expires_at = from_ms(expires)
         self._lease_s = lease_s
 
     def __repr__(self) -> str:
         return f"Job(id={self.id}, queue={self._queue.name!r}, attempts={self.attempts})"
+
+    # Times are converted on first use: a batch of jobs costs no datetimes.
+    @property
+    def run_at(self) -> _dt.datetime:
+        """When the job became due."""
+        return from_ms(self._run_at_ms)  # type: ignore[return-value]
+
+    @property
+    def created_at(self) -> _dt.datetime:
+        return from_ms(self._created_ms)  # type: ignore[return-value]
+
+    @property
+    def lease_expires_at(self) -> _dt.datetime:
+        """When the lease lapses unless extended (``heartbeat``)."""
+        return from_ms(self._expires_ms)  # type: ignore[return-value]
 
     @property
     def payload(self) -> Any:
@@ -202,11 +214,10 @@ class Job:
         """Extends the lease by ``extend`` (default: the claim's lease) from
         now; returns the new expiry."""
         ext = seconds("extend", extend)
-        ms = self._queue._native.heartbeat(
+        self._expires_ms = self._queue._native.heartbeat(
             self.id, self.token, extend=self._lease_s if ext is None else ext
         )
-        self.lease_expires_at = from_ms(ms)
-        return self.lease_expires_at  # type: ignore[return-value]
+        return self.lease_expires_at
 
     async def ack_async(self, tx: Transaction | None = None, result: Any = None) -> None:
         await _threads.run(self.ack, tx, result)
