@@ -36,8 +36,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests
-ruff format --check bindings-python extension/tests
+ruff check bindings-python extension/tests bench/python
+ruff format --check bindings-python extension/tests bench/python
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -60,8 +60,9 @@ trap 'rm -f "$log" "$py_log"' EXIT
 step "example: the outbox demo"
 cargo run --locked -q -p honker --example outbox_demo
 
-step "benchmarks build"
+step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
 cargo build --locked -q --release -p honker-bench
+"$HONKER_VENV/bin/python" bench/python/run.py --smoke
 
 echo
 echo "test.sh: all checks passed"

@@ -146,6 +146,8 @@ def main() -> None:
     args = ap.parse_args()
     scale_name = "smoke" if args.smoke else "quick" if args.quick else "full"
     scale = SCALES[scale_name]
+    if args.smoke:
+        os.environ["HONKER_BENCH_IDLE_S"] = "0.2"
     ours = sys.executable
     libs = [("honker", ours), ("stdlib", ours)]
     if args.honker024:

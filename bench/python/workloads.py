@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -232,7 +233,7 @@ def main() -> None:
         out["ops"] = done
     elif workload in ("W6", "W6-sync"):
         # Idle first: CPU used by a consumer waiting with nothing to do.
-        idle_s = 3.0
+        idle_s = float(os.environ.get("HONKER_BENCH_IDLE_S", "3"))
         cpu0, wall0 = time.process_time(), time.monotonic()
 
         async def idle() -> None:
