@@ -180,7 +180,10 @@ fn stdlib_sqlite3_outbox_rolls_back_and_commits_with_the_business_row() {
     let r = sql(
         &f.path,
         json!([
+            // Loading the extension created nothing; bootstrap does.
+            "SELECT count(*) FROM sqlite_master",
             "SELECT honker_bootstrap()",
+            "SELECT count(*) > 0 FROM sqlite_master WHERE name = '_honker_jobs'",
             "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT)",
             "BEGIN",
             "INSERT INTO orders (user_id, status) VALUES (1, 'paid')",
@@ -195,6 +198,8 @@ fn stdlib_sqlite3_outbox_rolls_back_and_commits_with_the_business_row() {
     for (i, step) in r.iter().enumerate() {
         assert!(step.get("rows").is_some(), "step {i}: {step}");
     }
+    assert_eq!(one(&r[0]), 0, "loading the extension must perform no DDL");
+    assert_eq!(one(&r[2]), 1);
 
     let db = Database::open(&f.path).unwrap();
     assert_eq!(count(&db, "orders"), 1);
