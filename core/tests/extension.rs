@@ -43,26 +43,30 @@ fn python() -> String {
     std::env::var("HONKER_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
 }
 
-/// Runs `steps` through stdlib `sqlite3` in a child process (see
-/// `extension/tests/sqlrun.py`); one result per step.
-fn sql(path: &Path, steps: Json) -> Vec<Json> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension/tests/sqlrun.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(path)
-        .arg(extension())
+/// Runs `cmd` with `input` on its stdin; returns what it printed.
+fn pipe(mut cmd: Command, input: &str) -> std::process::Output {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn python");
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     child
         .stdin
         .take()
         .unwrap()
-        .write_all(steps.to_string().as_bytes())
+        .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs `steps` through stdlib `sqlite3` in a child process (see
+/// `extension/tests/sqlrun.py`); one result per step.
+fn sql(path: &Path, steps: Json) -> Vec<Json> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../extension/tests/sqlrun.py");
+    let mut cmd = Command::new(python());
+    cmd.arg(script).arg(path).arg(extension());
+    let out = pipe(cmd, &steps.to_string());
     assert!(
         out.status.success(),
         "sqlrun.py failed: {}",
@@ -114,20 +118,9 @@ fn the_seed_sql_runs_as_written_in_the_sqlite3_shell() {
     let f = file();
     let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
     let run = |script: String| -> String {
-        let mut child = Command::new(&shell)
-            .arg(&f.path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the sqlite3 shell (Debian package sqlite3)");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut cmd = Command::new(&shell); // Debian's package sqlite3
+        cmd.arg(&f.path);
+        let out = pipe(cmd, &script);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success() && stderr.is_empty(), "shell: {stderr}");
         String::from_utf8(out.stdout).unwrap()
