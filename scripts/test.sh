@@ -6,6 +6,7 @@
 # exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
 
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -57,6 +58,28 @@ py_log="$(mktemp)"
 trap 'rm -f "$log" "$py_log"' EXIT
 (cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 
+step "node binding: npm install (builds the addon), declarations, tsc, node --test"
+(cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
+# native.d.ts is generated from the Rust code by napi-rs: regenerate it (the
+# touch makes cargo re-emit the type definitions) and fail if it changed.
+cp bindings-node/native.d.ts "$py_log.native.d.ts"
+touch bindings-node/src/lib.rs
+(cd bindings-node && npx napi build --release --dts native.d.ts --js false --cargo-name honker_node >/dev/null)
+if ! diff -u "$py_log.native.d.ts" bindings-node/native.d.ts; then
+    echo "test.sh: bindings-node/native.d.ts is stale; the regenerated one is in place: commit it" >&2
+    exit 1
+fi
+(cd bindings-node && npx tsc -p .)
+node_log="$(mktemp)"
+trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log"' EXIT
+(cd bindings-node && node --test test/) 2>&1 | tee "$node_log"
+# What a user does: npm install <path> into a project builds and links it.
+consumer="$(mktemp -d)"
+(cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "$root/bindings-node" \
+    && node -e "require('honker').open('app.db').then((db) => db.close())" \
+    && node --input-type=module -e "import { open } from 'honker'; await (await open('app2.db')).close()")
+rm -rf "$consumer"
+
 step "example: the outbox demo"
 cargo run --locked -q -p honker --example outbox_demo
 
@@ -70,6 +93,7 @@ echo "test.sh: all checks passed"
 # cargo prints "test result: ok. N passed; M failed"; pytest "N passed, M failed in".
 {
     grep -h '^test result:' "$log" | awk '{ print $4, $6 }'
+    awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$node_log"
     tail -n 1 "$py_log" | awk '{
         p = 0; f = 0
         for (i = 2; i <= NF; i++) {

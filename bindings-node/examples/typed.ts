@@ -1,0 +1,84 @@
+// Uses the whole public API with types; `tsc --noEmit` (scripts/test.sh)
+// checks it against index.d.ts. Not run: it only has to type-check.
+import honker, {
+  open,
+  ManualClock,
+  HonkerError,
+  LeaseLost,
+  InvalidArgument,
+  type ErrorCode,
+  type Job,
+  type JobInfo,
+  type QueueStats,
+  type Enqueued,
+} from 'honker';
+
+export async function everything(path: string): Promise<void> {
+  const clock = new ManualClock(Date.now());
+  clock.advance(1000);
+  const now: number = clock.now();
+  const db = await open(path, { durability: 'full', busyTimeout: 5000, readers: 2, clock });
+  const emails = db.queue('emails', { lease: 30_000, maxAttempts: 5, backoffBase: 1000, backoffMax: 60_000, backoffJitter: 0.2 });
+  const name: string = emails.name;
+
+  const order = await db.transaction(async (tx) => {
+    await tx.execute('INSERT INTO orders (user_id, status) VALUES (?, ?)', [42, 'paid']);
+    const rows = await tx.query('SELECT id FROM orders WHERE user_id = ?', [42]);
+    const e: Enqueued = await emails.enqueue({ to: 'alice@example.com' }, { tx, priority: 1, dedupeKey: 'o-42' });
+    await emails.enqueueMany([{ a: 1 }, Buffer.from('raw')], { tx, delay: 100, expires: 60_000 });
+    return { rows, e };
+  });
+  await emails.enqueue('later', { runAt: new Date(now + 5000), maxAttempts: 2 });
+
+  const batch: Job[] = await emails.claimBatch('mailer-1', 10, { lease: 10_000, wait: 50 });
+  for (const job of batch) {
+    const payload: unknown = job.payload;
+    const when: Date = job.leaseExpiresAt;
+    void [payload, when, job.attempts, job.maxAttempts, job.priority, job.workerId, job.token, job.runAt, job.createdAt, job.queue];
+    await job.keepAlive(async () => 1, { every: 1000 });
+    await job.heartbeat({ extend: 5000 });
+    const state: 'ready' | 'scheduled' | 'dead' = await job.retry({ delay: 10, error: 'later' });
+    void state;
+  }
+  const ac = new AbortController();
+  for await (const job of emails.claim('mailer-2', { signal: ac.signal, batch: 4, lease: 5000, wait: 1000 })) {
+    await db.transaction(async (tx) => {
+      await tx.execute('UPDATE orders SET status = ? WHERE id = ?', ['sent', 1]);
+      await job.ack({ tx, result: { sent: true } });
+    });
+    ac.abort();
+  }
+  const [j] = await emails.claimBatch('w');
+  if (j) {
+    await j.snooze(1000);
+    await j.release();
+    await j.fail('bad');
+  }
+  await emails.ackMany(batch);
+  const cancelled: boolean = await emails.cancel(order.e.id, { reason: 'dup' });
+  const info: JobInfo = await emails.getJob(order.e.id);
+  const stats: QueueStats = await emails.stats();
+  const dead: JobInfo[] = await emails.deadLetters({ afterId: 0, limit: 10 });
+  const requeued: boolean = await emails.requeueDead(info.id);
+  const all: number = await emails.requeueAllDead();
+  const purged: number = await emails.purgeDead({ olderThan: 1000 });
+  const result = await emails.getResult(info.id);
+  const waited = await emails.waitResult(info.id, { timeout: 10 });
+  const changed: number = await db.execute('DELETE FROM orders');
+  const rows = await db.query('SELECT * FROM orders');
+  const report = await db.maintain();
+  void [name, order, cancelled, stats, dead, requeued, all, purged, result, waited, changed, rows, report, db.path];
+  try {
+    await j?.ack();
+  } catch (e) {
+    if (e instanceof LeaseLost || e instanceof InvalidArgument) {
+      const code: ErrorCode = e.code;
+      void code;
+    } else if (e instanceof HonkerError) {
+      void e.detail;
+    }
+  }
+  const codes: ErrorCode[] = honker.ERROR_CODES;
+  void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST];
+  await db.close();
+}

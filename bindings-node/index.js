@@ -1,0 +1,523 @@
+'use strict';
+// honker for Node: durable job queues inside your application's own SQLite
+// file. The job is written in the same transaction as the row that caused it
+// (the transactional outbox), so both commit or neither does.
+//
+// This file holds the idioms (options objects, `for await`, Dates, error
+// classes); behaviour lives in the Rust core behind ./honker.node. Every
+// call that touches SQLite returns a Promise and runs off the event loop.
+// Durations are milliseconds; times are Dates (or ms since the epoch).
+// Semantics are at-least-once: make handlers idempotent.
+
+const { AsyncLocalStorage } = require('node:async_hooks');
+const path = require('node:path');
+const native = require(path.join(__dirname, 'honker.node'));
+
+// ----- errors (the one place native failures become exceptions) ---------
+
+class HonkerError extends Error {
+  constructor(code, message) {
+    super(`${code}: ${message}`);
+    this.name = new.target.name;
+    /** The stable error code, shared by every language and the SQL functions. */
+    this.code = code;
+    this.detail = message;
+  }
+}
+class Busy extends HonkerError {}
+class LeaseLost extends HonkerError {}
+class NotFound extends HonkerError {}
+class InvalidArgument extends HonkerError {}
+class SchemaTooNew extends HonkerError {}
+class Closed extends HonkerError {}
+class Timeout extends HonkerError {}
+class RateLimited extends HonkerError {}
+class SqliteError extends HonkerError {}
+class InternalError extends HonkerError {}
+
+const ERROR_CLASSES = {
+  BUSY: Busy,
+  LEASE_LOST: LeaseLost,
+  NOT_FOUND: NotFound,
+  INVALID_ARGUMENT: InvalidArgument,
+  SCHEMA_TOO_NEW: SchemaTooNew,
+  CLOSED: Closed,
+  TIMEOUT: Timeout,
+  RATE_LIMITED: RateLimited,
+  SQLITE: SqliteError,
+  INTERNAL: InternalError,
+};
+
+function makeError(code, message) {
+  const Cls = ERROR_CLASSES[code] || HonkerError;
+  return new Cls(code, message);
+}
+
+/** A native result, or the failure it reports thrown as a HonkerError. */
+function unwrap(r) {
+  if (r !== null && typeof r === 'object' && r.honkerError === true) {
+    throw makeError(r.code, r.message);
+  }
+  return r;
+}
+
+async function call(promise) {
+  return unwrap(await promise);
+}
+
+function invalid(message) {
+  return new InvalidArgument('INVALID_ARGUMENT', message);
+}
+
+// ----- conversions ---------------------------------------------------------
+
+function encode(payload) {
+  if (Buffer.isBuffer(payload)) return payload;
+  if (payload instanceof Uint8Array) return Buffer.from(payload);
+  const text = JSON.stringify(payload);
+  if (text === undefined) throw invalid('a payload must be JSON-serializable or a Buffer');
+  return text;
+}
+
+function decode(raw) {
+  return typeof raw === 'string' ? JSON.parse(raw) : raw;
+}
+
+function date(ms) {
+  return ms === null || ms === undefined ? null : new Date(ms);
+}
+
+function epochMs(name, value) {
+  if (value === undefined || value === null) return undefined;
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'number') return value;
+  throw invalid(`${name} must be a Date or ms since the Unix epoch`);
+}
+
+function optMs(name, value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds`);
+  return value;
+}
+
+function rowsToObjects(r) {
+  return r.rows.map((row) => {
+    const o = {};
+    r.columns.forEach((c, i) => {
+      o[c] = row[i];
+    });
+    return o;
+  });
+}
+
+function txId(db, tx) {
+  if (tx === undefined || tx === null) {
+    const open = db._txScope.getStore();
+    if (open && open._open) {
+      throw invalid(
+        'this call runs inside db.transaction() without { tx }: pass the transaction ' +
+          '(it would otherwise wait for the writer the transaction holds)',
+      );
+    }
+    return undefined;
+  }
+  if (!(tx instanceof Transaction)) throw invalid('tx must be the Transaction of db.transaction()');
+  if (tx._db !== db) throw invalid('this transaction belongs to another Database');
+  return tx._native.id;
+}
+
+function info(d) {
+  return {
+    id: d.id,
+    queue: d.queue,
+    state: d.state,
+    payload: decode(d.payload),
+    priority: d.priority,
+    runAt: date(d.runAt),
+    attempts: d.attempts,
+    maxAttempts: d.maxAttempts,
+    dedupeKey: d.dedupeKey ?? null,
+    expiresAt: date(d.expiresAt),
+    createdAt: date(d.createdAt),
+    workerId: d.workerId ?? null,
+    lastError: d.lastError ?? null,
+    leaseExpiresAt: date(d.leaseExpiresAt),
+    finishedAt: date(d.finishedAt),
+  };
+}
+
+// ----- database ------------------------------------------------------------
+
+/**
+ * Opens (creating if needed) the honker file at `path`: WAL mode, honker's
+ * tables migrated, your own tables left alone.
+ */
+async function open(file, options = {}) {
+  const { clock, ...rest } = options;
+  if (clock !== undefined) {
+    if (!(clock instanceof native.ManualClock)) throw invalid('clock must be a ManualClock');
+    return new Database(unwrap(native.openWithClock(String(file), rest, clock)));
+  }
+  return new Database(await call(native.open(String(file), rest)));
+}
+
+class Database {
+  constructor(n) {
+    this._native = n;
+    this._txScope = new AsyncLocalStorage();
+  }
+
+  /** The canonical path of the file. */
+  get path() {
+    return this._native.path;
+  }
+
+  /** A handle on the queue `name` (creating it writes nothing). */
+  queue(name, options = {}) {
+    return new Queue(this, unwrap(this._native.queue(String(name), options)));
+  }
+
+  /**
+   * Runs `fn(tx)` in a write transaction: commits when it returns (or its
+   * promise resolves), rolls back when it throws. Pass `{ tx }` to honker
+   * calls inside it so they commit with your own `tx.execute(...)` writes.
+   */
+  async transaction(fn) {
+    if (typeof fn !== 'function') throw invalid('transaction() takes a callback: db.transaction(async (tx) => ...)');
+    const tx = new Transaction(this, await call(this._native.begin()));
+    let result;
+    try {
+      result = await this._txScope.run(tx, () => fn(tx));
+    } catch (e) {
+      tx._open = false;
+      await call(tx._native.rollback());
+      throw e;
+    }
+    tx._open = false;
+    await call(tx._native.commit());
+    return result;
+  }
+
+  /** Runs one statement in its own transaction; resolves to rows changed. */
+  async execute(sql, params = []) {
+    return call(this._native.execute(String(sql), params));
+  }
+
+  /** A read-only query on a reader connection: one object per row. */
+  async query(sql, params = []) {
+    return rowsToObjects(await call(this._native.query(String(sql), params)));
+  }
+
+  /** Prunes finished jobs and results past retention. */
+  async maintain() {
+    return call(this._native.maintain());
+  }
+
+  /** Closes the connections; later calls throw Closed. */
+  async close() {
+    return call(this._native.close());
+  }
+}
+
+class Transaction {
+  constructor(db, n) {
+    this._db = db;
+    this._native = n;
+    this._open = true;
+  }
+
+  async execute(sql, params = []) {
+    return call(this._native.execute(String(sql), params));
+  }
+
+  /** Sees the transaction's own uncommitted writes. */
+  async query(sql, params = []) {
+    return rowsToObjects(await call(this._native.query(String(sql), params)));
+  }
+}
+
+// ----- queues and jobs -----------------------------------------------------
+
+class Queue {
+  constructor(db, n) {
+    this._db = db;
+    this._native = n;
+    this._lease = n.lease;
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  /**
+   * Adds a job; with `{ tx }` it commits or rolls back with your transaction.
+   * Options: delay (ms), runAt (Date), priority, maxAttempts, dedupeKey,
+   * expires (ms).
+   */
+  async enqueue(payload, options = {}) {
+    const [one] = await this.enqueueMany([payload], options);
+    return one;
+  }
+
+  /** Adds one job per payload, all in one transaction. */
+  async enqueueMany(payloads, options = {}) {
+    const { delay, runAt, priority, maxAttempts, dedupeKey, expires, tx } = options;
+    return call(
+      this._native.enqueueMany(Array.from(payloads, encode), {
+        delay: optMs('delay', delay),
+        runAt: epochMs('runAt', runAt),
+        priority,
+        maxAttempts,
+        dedupeKey,
+        expires: optMs('expires', expires),
+        tx: txId(this._db, tx),
+      }),
+    );
+  }
+
+  /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */
+  async claimBatch(workerId, n = 1, options = {}) {
+    const { lease, wait, tx } = options;
+    const rows = await call(
+      this._native.claim(String(workerId), n, {
+        lease: optMs('lease', lease),
+        wait: optMs('wait', wait),
+        tx: txId(this._db, tx),
+      }),
+    );
+    const leaseMs = lease ?? this._lease;
+    return rows.map((r) => new Job(this, String(workerId), r, leaseMs));
+  }
+
+  /**
+   * `for await (const job of queue.claim('mailer-1', { signal }))`: an
+   * endless stream of jobs that sleeps (off the event loop) until work
+   * arrives from any process, and ends when `signal` aborts or the loop
+   * breaks. Jobs claimed in the background after that are released at once;
+   * a job already handed to the loop body stays leased to it.
+   */
+  claim(workerId, options = {}) {
+    const { signal, batch = 1, lease, wait = 1000 } = options;
+    const queue = this;
+    const buffer = [];
+    let done = false;
+
+    const releaseAll = (jobs) => Promise.all(jobs.map((j) => j.release().catch(() => {})));
+
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      async next() {
+        while (buffer.length === 0) {
+          if (done || (signal && signal.aborted)) {
+            done = true;
+            return { done: true, value: undefined };
+          }
+          const claiming = queue.claimBatch(workerId, batch, { lease, wait });
+          let jobs;
+          if (signal) {
+            let onAbort;
+            const aborted = new Promise((resolve) => {
+              onAbort = () => resolve(null);
+              signal.addEventListener('abort', onAbort, { once: true });
+            });
+            try {
+              jobs = await Promise.race([claiming, aborted]);
+            } finally {
+              signal.removeEventListener('abort', onAbort);
+            }
+            if (jobs === null) {
+              claiming.then(releaseAll, () => {});
+              done = true;
+              return { done: true, value: undefined };
+            }
+          } else {
+            jobs = await claiming;
+          }
+          buffer.push(...jobs);
+        }
+        return { done: false, value: buffer.shift() };
+      },
+      async return() {
+        done = true;
+        await releaseAll(buffer.splice(0));
+        return { done: true, value: undefined };
+      },
+    };
+  }
+
+  /** Acks several jobs in one transaction; resolves to how many were held. */
+  async ackMany(jobs, options = {}) {
+    const leases = Array.from(jobs, (j) => ({ id: j.id, token: j.token }));
+    return call(this._native.ackMany(leases, txId(this._db, options.tx)));
+  }
+
+  /** Cancels a live job; false if it had already finished. */
+  async cancel(id, options = {}) {
+    return call(this._native.cancel(id, options.reason, txId(this._db, options.tx)));
+  }
+
+  /** The job in any state; NotFound if it never existed or was pruned. */
+  async getJob(id) {
+    return info(await call(this._native.getJob(id)));
+  }
+
+  /** The result saved by `job.ack({ result })`, or null. */
+  async getResult(id) {
+    return decode(await call(this._native.getResult(id))) ?? null;
+  }
+
+  /** Waits (off the event loop) for the job's result; Timeout if none comes. */
+  async waitResult(id, options = {}) {
+    const timeout = optMs('timeout', options.timeout ?? 30_000);
+    return decode(await call(this._native.waitResult(id, timeout))) ?? null;
+  }
+
+  async stats() {
+    return call(this._native.stats());
+  }
+
+  /** Dead letters with ids above `afterId`, oldest first (paged). */
+  async deadLetters(options = {}) {
+    const rows = await call(this._native.deadLetters(options.afterId, options.limit));
+    return rows.map(info);
+  }
+
+  async requeueDead(id) {
+    return call(this._native.requeueDead(id));
+  }
+
+  async requeueAllDead() {
+    return call(this._native.requeueAllDead());
+  }
+
+  /** Deletes dead letters (those that died at least `olderThan` ms ago). */
+  async purgeDead(options = {}) {
+    return call(this._native.purgeDead(optMs('olderThan', options.olderThan)));
+  }
+}
+
+class Job {
+  constructor(queue, workerId, raw, leaseMs) {
+    this._queue = queue;
+    this._raw = raw;
+    this._leaseMs = leaseMs;
+    this.id = raw.id;
+    this.attempts = raw.attempts;
+    this.maxAttempts = raw.maxAttempts;
+    this.priority = raw.priority;
+    this.workerId = workerId;
+    this.token = raw.token;
+    this._expires = raw.leaseExpiresAt;
+  }
+
+  /** The enqueued payload: parsed JSON, or a Buffer. */
+  get payload() {
+    if (!('_payload' in this)) this._payload = decode(this._raw.payload);
+    return this._payload;
+  }
+
+  get queue() {
+    return this._queue;
+  }
+
+  get runAt() {
+    return new Date(this._raw.runAt);
+  }
+
+  get createdAt() {
+    return new Date(this._raw.createdAt);
+  }
+
+  /** When the lease lapses unless extended. */
+  get leaseExpiresAt() {
+    return new Date(this._expires);
+  }
+
+  _q() {
+    return this._queue._native;
+  }
+
+  _tx(options) {
+    return txId(this._queue._db, options && options.tx);
+  }
+
+  /** Completes the job (in `tx` if given), saving `result` if given. */
+  async ack(options = {}) {
+    const result = options.result === undefined ? undefined : encode(options.result);
+    return call(this._q().ack(this.id, this.token, result, this._tx(options)));
+  }
+
+  /** Another attempt after `delay` ms (default: the job's backoff); dead when used up. */
+  async retry(options = {}) {
+    return call(
+      this._q().retry(this.id, this.token, optMs('delay', options.delay), options.error, this._tx(options)),
+    );
+  }
+
+  /** Dead-letters the job now. */
+  async fail(error, options = {}) {
+    return call(this._q().fail(this.id, this.token, String(error), this._tx(options)));
+  }
+
+  /** Gives the job back now without using up an attempt. */
+  async release(options = {}) {
+    return call(this._q().release(this.id, this.token, this._tx(options)));
+  }
+
+  /** Gives the job back to run after `delay` ms, without using up an attempt. */
+  async snooze(delay, options = {}) {
+    return call(this._q().snooze(this.id, this.token, optMs('delay', delay), this._tx(options)));
+  }
+
+  /** Extends the lease by `extend` ms (default: the claim's lease); resolves to the new expiry. */
+  async heartbeat(options = {}) {
+    const extend = optMs('extend', options.extend) ?? this._leaseMs;
+    this._expires = await call(this._q().heartbeat(this.id, this.token, extend, this._tx(options)));
+    return this.leaseExpiresAt;
+  }
+
+  /**
+   * Runs `fn()` while renewing the lease every `every` ms (default: a third
+   * of the lease); resolves to what `fn` resolves to.
+   */
+  async keepAlive(fn, options = {}) {
+    const every = optMs('every', options.every) ?? this._leaseMs / 3;
+    let beating = Promise.resolve();
+    const timer = setInterval(() => {
+      beating = beating.then(
+        () => this.heartbeat().catch(() => {}), // a lost lease shows at ack
+      );
+    }, every);
+    try {
+      return await fn();
+    } finally {
+      clearInterval(timer);
+      await beating;
+    }
+  }
+}
+
+module.exports = {
+  open,
+  Database,
+  Transaction,
+  Queue,
+  Job,
+  ManualClock: native.ManualClock,
+  HonkerError,
+  Busy,
+  LeaseLost,
+  NotFound,
+  InvalidArgument,
+  SchemaTooNew,
+  Closed,
+  Timeout,
+  RateLimited,
+  SqliteError,
+  InternalError,
+  ERROR_CODES: native.errorCodes(),
+  ERROR_CLASSES,
+  version: native.version(),
+};

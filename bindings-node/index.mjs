@@ -1,0 +1,26 @@
+// ESM entry point: the same objects as the CommonJS one (index.js).
+import honker from './index.js';
+
+export const {
+  open,
+  Database,
+  Transaction,
+  Queue,
+  Job,
+  ManualClock,
+  HonkerError,
+  Busy,
+  LeaseLost,
+  NotFound,
+  InvalidArgument,
+  SchemaTooNew,
+  Closed,
+  Timeout,
+  RateLimited,
+  SqliteError,
+  InternalError,
+  ERROR_CODES,
+  ERROR_CLASSES,
+  version,
+} = honker;
+export default honker;

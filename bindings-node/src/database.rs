@@ -1,0 +1,416 @@
+//! `Database` and `Transaction` for Node: open options, the application's
+//! own SQL (`execute`/`query`) and the outbox transaction.
+//!
+//! A transaction lives in its database's registry under a numeric id; the
+//! JS layer passes that id as `tx` to queue calls. (Async napi methods cannot
+//! borrow another JS object across an await; an id can cross any thread.)
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use honker::rusqlite::types::Value;
+use napi::bindgen_prelude::{Buffer, Either4};
+use napi_derive::napi;
+
+use crate::errors::{blocking, invalid, ms, out, Out};
+use crate::queue::Queue;
+
+/// An SQL parameter from JS: `null`/`undefined`, a boolean, a number, a
+/// string or a Buffer.
+pub type SqlIn = Option<Either4<bool, f64, String, Buffer>>;
+/// A value from SQL: `null`, an integer, a float, a string or a Buffer.
+pub type SqlOut = Option<Either4<i64, f64, String, Buffer>>;
+
+#[napi(object)]
+pub struct OpenOptions {
+    /// "normal" (default) or "full".
+    pub durability: Option<String>,
+    /// How long a write waits for another process's lock (ms). 10,000.
+    pub busy_timeout: Option<f64>,
+    /// Reader connections. 4.
+    pub readers: Option<u32>,
+    /// Largest payload, in bytes. 1 MiB.
+    pub max_payload_bytes: Option<u32>,
+    /// The watcher's timed re-check (ms). 100.
+    pub watch_fallback: Option<f64>,
+    /// How often writes also prune past retention (ms; 0 disables). 300,000.
+    pub auto_maintain_every: Option<f64>,
+}
+
+#[napi(object)]
+pub struct QueueOptions {
+    /// Lease length (ms). 60,000.
+    pub lease: Option<f64>,
+    /// Attempts before a job is dead-lettered. 3.
+    pub max_attempts: Option<u32>,
+    /// Retry backoff: first delay (ms). 1,000.
+    pub backoff_base: Option<f64>,
+    /// Retry backoff: largest delay (ms). 3,600,000.
+    pub backoff_max: Option<f64>,
+    /// Retry backoff: jitter, 0 to 1. 0.5.
+    pub backoff_jitter: Option<f64>,
+}
+
+#[napi(object)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<SqlOut>>,
+}
+
+#[napi(object)]
+pub struct MaintenanceReport {
+    pub dead: u32,
+    pub cancelled: u32,
+    pub completed: u32,
+    pub results: u32,
+}
+
+/// Open transactions of one database, by id.
+#[derive(Default)]
+pub(crate) struct Txs {
+    next: AtomicU32,
+    open: Mutex<HashMap<u32, Arc<Mutex<Option<honker::Transaction>>>>>,
+}
+
+impl Txs {
+    fn insert(&self, tx: honker::Transaction) -> u32 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock().insert(id, Arc::new(Mutex::new(Some(tx))));
+        id
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Mutex<Option<honker::Transaction>>>>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take(&self, id: u32) -> Option<honker::Transaction> {
+        let slot = self.lock().remove(&id)?;
+        let tx = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        tx
+    }
+}
+
+/// Runs `f` inside transaction `id` when one is given, else on its own.
+/// Call on a blocking thread.
+pub(crate) fn with_tx<R>(
+    txs: &Txs,
+    id: Option<u32>,
+    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
+) -> honker::Result<R> {
+    let Some(id) = id else { return f(None) };
+    let slot = txs.lock().get(&id).cloned();
+    let finished = || invalid("the transaction has already finished (committed or rolled back)");
+    let slot = slot.ok_or_else(finished)?;
+    let guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+    match guard.as_ref() {
+        Some(tx) => f(Some(tx)),
+        None => Err(finished()),
+    }
+}
+
+fn params(values: Option<Vec<SqlIn>>) -> Vec<Value> {
+    values
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| match v {
+            None => Value::Null,
+            Some(Either4::A(b)) => Value::Integer(i64::from(b)),
+            Some(Either4::B(n)) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+                Value::Integer(n as i64)
+            }
+            Some(Either4::B(n)) => Value::Real(n),
+            Some(Either4::C(s)) => Value::Text(s),
+            Some(Either4::D(b)) => Value::Blob(b.to_vec()),
+        })
+        .collect()
+}
+
+fn rows_out(rows: honker::Rows) -> Rows {
+    Rows {
+        columns: rows.columns,
+        rows: rows
+            .rows
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|v| match v {
+                        Value::Null => None,
+                        Value::Integer(i) => Some(Either4::A(i)),
+                        Value::Real(f) => Some(Either4::B(f)),
+                        Value::Text(s) => Some(Either4::C(s)),
+                        Value::Blob(b) => Some(Either4::D(b.into())),
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
+fn open_options(o: Option<OpenOptions>) -> honker::Result<honker::Options> {
+    let mut options = honker::Options::default();
+    let Some(o) = o else { return Ok(options) };
+    if let Some(d) = o.durability {
+        options.durability = match d.as_str() {
+            "normal" => honker::Durability::Normal,
+            "full" => honker::Durability::Full,
+            other => {
+                return Err(invalid(format!(
+                    "durability must be \"normal\" or \"full\", got {other:?}"
+                )))
+            }
+        };
+    }
+    if let Some(v) = o.busy_timeout {
+        options.busy_timeout = ms("busyTimeout", v)?;
+    }
+    if let Some(v) = o.readers {
+        options.readers = v as usize;
+    }
+    if let Some(v) = o.max_payload_bytes {
+        options.max_payload_bytes = v as usize;
+    }
+    if let Some(v) = o.watch_fallback {
+        options.watch_fallback = ms("watchFallback", v)?;
+    }
+    if let Some(v) = o.auto_maintain_every {
+        options.auto_maintain_every = ms("autoMaintainEvery", v)?;
+    }
+    Ok(options)
+}
+
+/// Opens (creating if needed) the honker file at `path`.
+#[napi]
+pub async fn open(path: String, options: Option<OpenOptions>) -> napi::Result<Out<Database>> {
+    let opened = blocking(move || {
+        let options = open_options(options)?;
+        honker::Database::open_with(&path, options)
+    })
+    .await?;
+    Ok(match opened {
+        napi::Either::A(db) => napi::Either::A(Database {
+            db,
+            txs: Arc::new(Txs::default()),
+        }),
+        napi::Either::B(f) => napi::Either::B(f),
+    })
+}
+
+/// An open honker file.
+#[napi]
+pub struct Database {
+    db: honker::Database,
+    txs: Arc<Txs>,
+}
+
+#[napi]
+impl Database {
+    /// The canonical path of the file.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.db.path().to_string_lossy().into_owned()
+    }
+
+    /// A handle on a queue (writes nothing, so it is synchronous).
+    #[napi]
+    pub fn queue(&self, name: String, options: Option<QueueOptions>) -> Out<Queue> {
+        out((|| {
+            let mut qo = honker::QueueOptions::default();
+            if let Some(o) = options {
+                if let Some(v) = o.lease {
+                    qo.lease = ms("lease", v)?;
+                }
+                if let Some(v) = o.max_attempts {
+                    qo.max_attempts = v;
+                }
+                if let Some(v) = o.backoff_base {
+                    qo.backoff.base = ms("backoffBase", v)?;
+                }
+                if let Some(v) = o.backoff_max {
+                    qo.backoff.max = ms("backoffMax", v)?;
+                }
+                if let Some(v) = o.backoff_jitter {
+                    qo.backoff.jitter = v;
+                }
+            }
+            let q = self.db.queue_with(&name, qo)?;
+            Ok(Queue::new(q, Arc::clone(&self.txs)))
+        })())
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`); resolves to its id.
+    #[napi]
+    pub async fn begin(&self) -> napi::Result<Out<Transaction>> {
+        let (db, txs) = (self.db.clone(), Arc::clone(&self.txs));
+        let r = blocking(move || db.transaction()).await?;
+        Ok(match r {
+            napi::Either::A(tx) => napi::Either::A(Transaction {
+                id: txs.insert(tx),
+                txs,
+            }),
+            napi::Either::B(f) => napi::Either::B(f),
+        })
+    }
+
+    /// Runs one statement in its own transaction; resolves to rows changed.
+    #[napi]
+    pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
+        let db = self.db.clone();
+        let values = self::params(params);
+        blocking(move || {
+            db.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                .map(|n| n as i64)
+        })
+        .await
+    }
+
+    /// Runs a read-only query on a reader connection.
+    #[napi]
+    pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
+        let db = self.db.clone();
+        let values = self::params(params);
+        blocking(move || {
+            db.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                .map(rows_out)
+        })
+        .await
+    }
+
+    /// Prunes past retention.
+    #[napi]
+    pub async fn maintain(&self) -> napi::Result<Out<MaintenanceReport>> {
+        let db = self.db.clone();
+        blocking(move || {
+            db.maintain().map(|r| MaintenanceReport {
+                dead: r.dead as u32,
+                cancelled: r.cancelled as u32,
+                completed: r.completed as u32,
+                results: r.results as u32,
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn close(&self) -> napi::Result<Out<()>> {
+        let db = self.db.clone();
+        blocking(move || db.close()).await
+    }
+}
+
+/// An open write transaction, known to queue calls by `id`.
+#[napi]
+pub struct Transaction {
+    id: u32,
+    txs: Arc<Txs>,
+}
+
+#[napi]
+impl Transaction {
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    #[napi]
+    pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        let values = self::params(params);
+        blocking(move || {
+            with_tx(&txs, Some(id), |tx| {
+                let tx = tx.expect("with an id");
+                tx.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                    .map(|n| n as i64)
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        let values = self::params(params);
+        blocking(move || {
+            with_tx(&txs, Some(id), |tx| {
+                let tx = tx.expect("with an id");
+                tx.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                    .map(rows_out)
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn commit(&self) -> napi::Result<Out<()>> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        blocking(move || match txs.take(id) {
+            Some(tx) => tx.commit(),
+            None => Err(invalid(
+                "the transaction has already finished (committed or rolled back)",
+            )),
+        })
+        .await
+    }
+
+    /// Rolls back; a no-op on a finished transaction.
+    #[napi]
+    pub async fn rollback(&self) -> napi::Result<Out<()>> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        blocking(move || match txs.take(id) {
+            Some(tx) => tx.rollback(),
+            None => Ok(()),
+        })
+        .await
+    }
+}
+
+/// A clock that only moves when told to (tests: `new ManualClock(ms)`).
+#[napi]
+pub struct ManualClock {
+    clock: honker::ManualClock,
+}
+
+#[napi]
+impl ManualClock {
+    /// Starts at `nowMs` (ms since the Unix epoch; default: the real time).
+    #[napi(constructor)]
+    pub fn new(now_ms: Option<f64>) -> ManualClock {
+        let clock = match now_ms {
+            Some(ms) => honker::ManualClock::new(ms as i64),
+            None => honker::ManualClock::starting_now(),
+        };
+        ManualClock { clock }
+    }
+
+    /// Moves time forward by `ms`.
+    #[napi]
+    pub fn advance(&self, ms: f64) -> Out<()> {
+        out(self::ms("ms", ms).map(|d| self.clock.advance(d)))
+    }
+
+    /// The clock's time (ms since the Unix epoch).
+    #[napi]
+    pub fn now(&self) -> f64 {
+        use honker::Clock as _;
+        self.clock.now_ms() as f64
+    }
+}
+
+/// `open` on a `ManualClock`, for tests. Synchronous: it may block the event
+/// loop while the file is migrated.
+#[napi]
+pub fn open_with_clock(
+    path: String,
+    options: Option<OpenOptions>,
+    clock: &ManualClock,
+) -> Out<Database> {
+    out(open_options(options).and_then(|mut o| {
+        o.clock = Arc::new(clock.clock.clone());
+        honker::Database::open_with(&path, o).map(|db| Database {
+            db,
+            txs: Arc::new(Txs::default()),
+        })
+    }))
+}

@@ -1,0 +1,480 @@
+//! `Queue` for Node: every verb of core's `Queue`, async, with durations in
+//! milliseconds, payloads as JSON text or Buffers, and an optional `tx`
+//! (a transaction id, see database.rs).
+
+use std::sync::Arc;
+
+use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, JobInfo as CoreInfo, Lease, Payload};
+use napi::bindgen_prelude::{Buffer, Either};
+use napi_derive::napi;
+
+use crate::database::{with_tx, Txs};
+use crate::errors::{blocking, invalid, ms, opt_ms, Out};
+
+/// A payload: JSON text or bytes.
+pub type PayloadIo = Either<String, Buffer>;
+
+fn payload_in(p: PayloadIo) -> Payload {
+    match p {
+        Either::A(s) => Payload::Json(s),
+        Either::B(b) => Payload::Bytes(b.to_vec()),
+    }
+}
+
+fn payload_out(p: Payload) -> PayloadIo {
+    match p {
+        Payload::Json(s) => Either::A(s),
+        Payload::Bytes(b) => Either::B(b.into()),
+    }
+}
+
+#[napi(object)]
+pub struct EnqueueOptions {
+    /// Run no earlier than this many ms from now.
+    pub delay: Option<f64>,
+    /// Run no earlier than this time (ms since the Unix epoch).
+    pub run_at: Option<f64>,
+    pub priority: Option<i32>,
+    pub max_attempts: Option<u32>,
+    pub dedupe_key: Option<String>,
+    /// Expire if not started this many ms after enqueue.
+    pub expires: Option<f64>,
+    pub tx: Option<u32>,
+}
+
+#[napi(object)]
+pub struct Enqueued {
+    pub id: i64,
+    pub existing: bool,
+}
+
+#[napi(object)]
+pub struct ClaimArgs {
+    /// Lease length (ms); the queue's by default.
+    pub lease: Option<f64>,
+    /// How long to wait for work (ms). 0.
+    pub wait: Option<f64>,
+    pub tx: Option<u32>,
+}
+
+#[napi(object)]
+pub struct Claimed {
+    pub id: i64,
+    pub payload: PayloadIo,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub priority: i32,
+    pub run_at: i64,
+    pub created_at: i64,
+    pub lease_expires_at: i64,
+    pub token: String,
+}
+
+#[napi(object)]
+pub struct LeaseArg {
+    pub id: i64,
+    pub token: String,
+}
+
+#[napi(object)]
+pub struct JobInfo {
+    pub id: i64,
+    pub queue: String,
+    pub state: String,
+    pub payload: PayloadIo,
+    pub priority: i32,
+    pub run_at: i64,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub dedupe_key: Option<String>,
+    pub expires_at: Option<i64>,
+    pub created_at: i64,
+    pub worker_id: Option<String>,
+    pub last_error: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+fn info_out(j: CoreInfo) -> JobInfo {
+    JobInfo {
+        id: j.id,
+        queue: j.queue,
+        state: j.state.as_str().to_owned(),
+        payload: payload_out(j.payload),
+        priority: j.priority,
+        run_at: j.run_at,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        dedupe_key: j.dedupe_key,
+        expires_at: j.expires_at,
+        created_at: j.created_at,
+        worker_id: j.worker_id,
+        last_error: j.last_error,
+        lease_expires_at: j.lease_expires_at,
+        finished_at: j.finished_at,
+    }
+}
+
+#[napi(object)]
+pub struct QueueStats {
+    pub ready: u32,
+    pub scheduled: u32,
+    pub running: u32,
+    pub lapsed: u32,
+    pub dead: u32,
+    pub cancelled: u32,
+    pub expired: u32,
+    pub completed: u32,
+    pub oldest_ready_age_ms: Option<i64>,
+}
+
+/// A handle on one queue.
+#[napi]
+pub struct Queue {
+    q: honker::Queue,
+    txs: Arc<Txs>,
+}
+
+impl Queue {
+    pub(crate) fn new(q: honker::Queue, txs: Arc<Txs>) -> Queue {
+        Queue { q, txs }
+    }
+
+    fn parts(&self) -> (honker::Queue, Arc<Txs>) {
+        (self.q.clone(), Arc::clone(&self.txs))
+    }
+}
+
+fn lease(id: i64, token: String) -> Lease {
+    Lease { job_id: id, token }
+}
+
+#[napi]
+impl Queue {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.q.name().to_owned()
+    }
+
+    /// The queue's default lease (ms).
+    #[napi(getter)]
+    pub fn lease(&self) -> f64 {
+        self.q.options().lease.as_secs_f64() * 1000.0
+    }
+
+    #[napi]
+    pub async fn enqueue_many(
+        &self,
+        payloads: Vec<PayloadIo>,
+        options: Option<EnqueueOptions>,
+    ) -> napi::Result<Out<Vec<Enqueued>>> {
+        let (q, txs) = self.parts();
+        let payloads: Vec<Payload> = payloads.into_iter().map(payload_in).collect();
+        blocking(move || {
+            let o = options.unwrap_or(EnqueueOptions {
+                delay: None,
+                run_at: None,
+                priority: None,
+                max_attempts: None,
+                dedupe_key: None,
+                expires: None,
+                tx: None,
+            });
+            let run_at = match o.run_at {
+                Some(t) if t.is_finite() => Some(t.round() as i64),
+                Some(t) => return Err(invalid(format!("runAt must be a time, got {t}"))),
+                None => None,
+            };
+            let options = CoreEnqueue {
+                delay: opt_ms("delay", o.delay)?,
+                run_at,
+                priority: o.priority.unwrap_or(0),
+                max_attempts: o.max_attempts,
+                dedupe_key: o.dedupe_key,
+                expires: opt_ms("expires", o.expires)?,
+                backoff: None,
+            };
+            let done = with_tx(&txs, o.tx, |tx| match tx {
+                Some(tx) => q.enqueue_many_tx(tx, payloads, &options),
+                None => q.enqueue_many(payloads, &options),
+            })?;
+            Ok(done
+                .into_iter()
+                .map(|e| Enqueued {
+                    id: e.id,
+                    existing: e.existing,
+                })
+                .collect())
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn claim(
+        &self,
+        worker_id: String,
+        n: i64,
+        options: Option<ClaimArgs>,
+    ) -> napi::Result<Out<Vec<Claimed>>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let n = honker::validate::batch(n)?;
+            let (lease, wait, tx) = match options {
+                Some(o) => (opt_ms("lease", o.lease)?, o.wait, o.tx),
+                None => (None, None, None),
+            };
+            let wait = ms("wait", wait.unwrap_or(0.0))?;
+            let jobs = with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.claim_tx(tx, &worker_id, n, lease),
+                None => q.claim_with(&worker_id, n, &ClaimOptions { lease, wait }),
+            })?;
+            Ok(jobs
+                .into_iter()
+                .map(|j| Claimed {
+                    id: j.id,
+                    payload: payload_out(j.payload),
+                    attempts: j.attempts,
+                    max_attempts: j.max_attempts,
+                    priority: j.priority,
+                    run_at: j.run_at,
+                    created_at: j.created_at,
+                    lease_expires_at: j.lease_expires_at,
+                    token: j.lease.token,
+                })
+                .collect())
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn ack(
+        &self,
+        id: i64,
+        token: String,
+        result: Option<PayloadIo>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<()>> {
+        let (q, txs) = self.parts();
+        let result = result.map(payload_in);
+        blocking(move || {
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.ack_tx(tx, &l, result),
+                None => q.ack(&l, result),
+            })
+        })
+        .await
+    }
+
+    /// Acks several jobs in one transaction; resolves to how many were held.
+    #[napi]
+    pub async fn ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> napi::Result<Out<u32>> {
+        let (q, txs) = self.parts();
+        let leases: Vec<Lease> = leases.into_iter().map(|l| lease(l.id, l.token)).collect();
+        blocking(move || {
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.ack_many_tx(tx, &leases),
+                None => q.ack_many(&leases),
+            })
+            .map(|n| n as u32)
+        })
+        .await
+    }
+
+    /// Resolves to the new state: "ready", "scheduled" or "dead".
+    #[napi]
+    pub async fn retry(
+        &self,
+        id: i64,
+        token: String,
+        delay: Option<f64>,
+        error: Option<String>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<String>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let options = honker::RetryOptions {
+                delay: opt_ms("delay", delay)?,
+                error,
+            };
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.retry_tx(tx, &l, &options),
+                None => q.retry(&l, &options),
+            })
+            .map(|s| s.as_str().to_owned())
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn fail(
+        &self,
+        id: i64,
+        token: String,
+        error: String,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<()>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.fail_tx(tx, &l, &error),
+                None => q.fail(&l, &error),
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn release(&self, id: i64, token: String, tx: Option<u32>) -> napi::Result<Out<()>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.release_tx(tx, &l),
+                None => q.release(&l),
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn snooze(
+        &self,
+        id: i64,
+        token: String,
+        delay: f64,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<String>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let d = ms("delay", delay)?;
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.snooze_tx(tx, &l, d),
+                None => q.snooze(&l, d),
+            })
+            .map(|s| s.as_str().to_owned())
+        })
+        .await
+    }
+
+    /// Extends the lease by `extend` ms (the queue's lease by default);
+    /// resolves to the new expiry (ms since the epoch).
+    #[napi]
+    pub async fn heartbeat(
+        &self,
+        id: i64,
+        token: String,
+        extend: Option<f64>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<i64>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            let extend = opt_ms("extend", extend)?;
+            let l = lease(id, token);
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.heartbeat_tx(tx, &l, extend),
+                None => q.heartbeat(&l, extend),
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn cancel(
+        &self,
+        id: i64,
+        reason: Option<String>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<bool>> {
+        let (q, txs) = self.parts();
+        blocking(move || {
+            with_tx(&txs, tx, |tx| match tx {
+                Some(tx) => q.cancel_tx(tx, id, reason.as_deref()),
+                None => q.cancel(id, reason.as_deref()),
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn get_job(&self, id: i64) -> napi::Result<Out<JobInfo>> {
+        let q = self.q.clone();
+        blocking(move || q.get_job(id).map(info_out)).await
+    }
+
+    #[napi]
+    pub async fn get_result(&self, id: i64) -> napi::Result<Out<Option<PayloadIo>>> {
+        let q = self.q.clone();
+        blocking(move || q.get_result(id).map(|r| r.map(payload_out))).await
+    }
+
+    /// Waits up to `timeout` ms for the job's result.
+    #[napi]
+    pub async fn wait_result(&self, id: i64, timeout: f64) -> napi::Result<Out<Option<PayloadIo>>> {
+        let q = self.q.clone();
+        blocking(move || {
+            let t = ms("timeout", timeout)?;
+            q.wait_result(id, t).map(|r| r.map(payload_out))
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn stats(&self) -> napi::Result<Out<QueueStats>> {
+        let q = self.q.clone();
+        blocking(move || {
+            q.stats().map(|s| QueueStats {
+                ready: s.ready as u32,
+                scheduled: s.scheduled as u32,
+                running: s.running as u32,
+                lapsed: s.lapsed as u32,
+                dead: s.dead as u32,
+                cancelled: s.cancelled as u32,
+                expired: s.expired as u32,
+                completed: s.completed as u32,
+                oldest_ready_age_ms: s.oldest_ready_age_ms,
+            })
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn dead_letters(
+        &self,
+        after_id: Option<i64>,
+        limit: Option<u32>,
+    ) -> napi::Result<Out<Vec<JobInfo>>> {
+        let q = self.q.clone();
+        blocking(move || {
+            q.dead_letters(after_id.unwrap_or(0), limit.unwrap_or(100) as usize)
+                .map(|v| v.into_iter().map(info_out).collect())
+        })
+        .await
+    }
+
+    #[napi]
+    pub async fn requeue_dead(&self, id: i64) -> napi::Result<Out<bool>> {
+        let q = self.q.clone();
+        blocking(move || q.requeue_dead(id)).await
+    }
+
+    #[napi]
+    pub async fn requeue_all_dead(&self) -> napi::Result<Out<u32>> {
+        let q = self.q.clone();
+        blocking(move || q.requeue_all_dead().map(|n| n as u32)).await
+    }
+
+    /// Deletes dead letters (those that died at least `olderThan` ms ago).
+    #[napi]
+    pub async fn purge_dead(&self, older_than: Option<f64>) -> napi::Result<Out<u32>> {
+        let q = self.q.clone();
+        blocking(move || {
+            let older = opt_ms("olderThan", older_than)?;
+            q.purge_dead(older).map(|n| n as u32)
+        })
+        .await
+    }
+}

@@ -1,0 +1,64 @@
+// Errors through Node: `err.code` from the stable codes, one class each, bad
+// input refused before anything is written. Mirrors test_errors.py.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import honker from '../index.js';
+import { snapshot, tempPath, testDb } from './helpers.mjs';
+
+test('every core error code has its own class', () => {
+  assert.deepEqual(Object.keys(honker.ERROR_CLASSES).sort(), [...honker.ERROR_CODES].sort());
+  const classes = new Set(Object.values(honker.ERROR_CLASSES));
+  assert.equal(classes.size, honker.ERROR_CODES.length);
+  for (const [code, cls] of Object.entries(honker.ERROR_CLASSES)) {
+    const e = new cls(code, 'm');
+    assert.ok(e instanceof honker.HonkerError && e instanceof Error);
+    assert.equal(e.code, code);
+    assert.equal(e.message, `${code}: m`);
+  }
+});
+
+const bad = {
+  'negative delay': (q) => q.enqueue('x', { delay: -1 }),
+  'zero max attempts': (q) => q.enqueue('x', { maxAttempts: 0 }),
+  'delay and runAt': (q) => q.enqueue('x', { delay: 1, runAt: new Date() }),
+  'empty dedupe key': (q) => q.enqueue('x', { dedupeKey: '' }),
+  'too large': (q) => q.enqueue('x'.repeat(2 << 20)),
+  'undefined payload': (q) => q.enqueue(undefined),
+  'zero batch': (q) => q.claimBatch('w', 0),
+  'negative batch': (q) => q.claimBatch('w', -1),
+  'empty worker': (q) => q.claimBatch('', 1),
+  'NaN lease': (q) => q.claimBatch('w', 1, { lease: NaN }),
+  'string delay': (q) => q.enqueue('x', { delay: 'soon' }),
+};
+
+for (const [name, call] of Object.entries(bad)) {
+  test(`bad argument (${name}) is INVALID_ARGUMENT and changes nothing`, async () => {
+    const { db } = await testDb();
+    const q = db.queue('q');
+    await q.enqueue('seed');
+    const before = await snapshot(db);
+    await assert.rejects(call(q), (e) => e instanceof honker.InvalidArgument && e.code === 'INVALID_ARGUMENT');
+    assert.equal(await snapshot(db), before);
+  });
+}
+
+test('open refuses :memory: and unknown durability', async () => {
+  await assert.rejects(honker.open(':memory:'), honker.InvalidArgument);
+  await assert.rejects(honker.open(tempPath(), { durability: 'sometimes' }), honker.InvalidArgument);
+});
+
+test('unknown ids are NOT_FOUND; SQL errors SQLITE; closed CLOSED', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  await assert.rejects(q.getJob(424242), (e) => e.code === 'NOT_FOUND');
+  await assert.rejects(db.execute('INSERT INTO nope VALUES (1)'), (e) => e.code === 'SQLITE');
+  await db.close();
+  await assert.rejects(q.stats(), honker.Closed);
+});
+
+test('waitResult times out', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const e = await q.enqueue('x');
+  await assert.rejects(q.waitResult(e.id, { timeout: 10 }), honker.Timeout);
+});

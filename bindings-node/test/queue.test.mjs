@@ -1,0 +1,162 @@
+// The queue through Node: the seed's reference behaviours (lease lapse →
+// reclaim → dead letter), scheduling, dedupe, priorities, results, dead
+// letters. Mirrors bindings-python/tests/test_queue.py.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import honker from '../index.js';
+import { testDb } from './helpers.mjs';
+
+test('enqueue, claim, ack', async () => {
+  const { db } = await testDb();
+  const q = db.queue('emails');
+  const e = await q.enqueue({ to: 'alice@example.com' });
+  assert.equal(e.existing, false);
+  const [job] = await q.claimBatch('mailer-1', 32);
+  assert.equal(job.id, e.id);
+  assert.deepEqual(job.payload, { to: 'alice@example.com' });
+  assert.equal(job.attempts, 1);
+  assert.ok(job.leaseExpiresAt instanceof Date);
+  await job.ack();
+  assert.equal((await q.stats()).ready, 0);
+  await assert.rejects(q.getJob(job.id), honker.NotFound);
+});
+
+test('a lapsed lease is reclaimed, then dead-lettered with the last error', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('emails', { lease: 30_000, maxAttempts: 2 });
+  await q.enqueue({ n: 1 });
+  const [first] = await q.claimBatch('w1');
+  clock.advance(31_000); // the worker died: its lease lapses
+  const [again] = await q.claimBatch('w2');
+  assert.deepEqual([again.id, again.attempts], [first.id, 2]);
+  await assert.rejects(first.ack(), honker.LeaseLost); // stale token changes nothing
+  assert.equal(await again.retry({ error: 'smtp down' }), 'dead');
+  const [dead] = await q.deadLetters();
+  assert.deepEqual([dead.id, dead.state, dead.lastError], [first.id, 'dead', 'smtp down']);
+  assert.equal(await q.requeueDead(dead.id), true);
+  const [back] = await q.claimBatch('w3');
+  assert.equal(back.attempts, 1);
+  await back.ack();
+});
+
+test('retry backs off, then runs', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('q', { backoffBase: 10_000, backoffJitter: 0 });
+  await q.enqueue('x');
+  const [job] = await q.claimBatch('w');
+  assert.equal(await job.retry({ error: 'flaky' }), 'scheduled');
+  assert.deepEqual(await q.claimBatch('w'), []);
+  clock.advance(10_000);
+  const [again] = await q.claimBatch('w');
+  assert.equal(again.attempts, 2);
+  assert.equal((await q.getJob(again.id)).lastError, 'flaky');
+});
+
+test('delay and runAt (ms, Date) order the work', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('q');
+  await q.enqueue('a', { delay: 5_000 });
+  await q.enqueue('b', { runAt: new Date(clock.now() + 10_000) });
+  await q.enqueue('c', { runAt: clock.now() + 15_000 });
+  const order = [];
+  for (let i = 0; i < 3; i++) {
+    clock.advance(5_000);
+    for (const j of await q.claimBatch('w', 10)) order.push(j.payload);
+  }
+  assert.deepEqual(order, ['a', 'b', 'c']);
+});
+
+test('priority, then age', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  await q.enqueue('low');
+  await q.enqueue('high', { priority: 10 });
+  await q.enqueue('low2');
+  assert.deepEqual((await q.claimBatch('w', 3)).map((j) => j.payload), ['high', 'low', 'low2']);
+});
+
+test('a dedupe key returns the live job', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const a = await q.enqueue({ m: 11 }, { dedupeKey: 'report-11' });
+  const b = await q.enqueue({ m: 11 }, { dedupeKey: 'report-11' });
+  assert.deepEqual(b, { id: a.id, existing: true });
+});
+
+test('release and snooze give the attempt back; heartbeat extends', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('q', { lease: 10_000 });
+  await q.enqueue('x');
+  let [job] = await q.claimBatch('w');
+  await job.release();
+  [job] = await q.claimBatch('w');
+  assert.equal(job.attempts, 1);
+  clock.advance(8_000);
+  const before = job.leaseExpiresAt.getTime();
+  assert.ok((await job.heartbeat()).getTime() > before);
+  clock.advance(8_000);
+  assert.deepEqual(await q.claimBatch('other'), []); // still held
+  assert.equal(await job.snooze(30_000), 'scheduled');
+  clock.advance(30_000);
+  [job] = await q.claimBatch('w');
+  assert.equal(job.attempts, 1);
+});
+
+test('cancel fences the holder', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const e = await q.enqueue('x');
+  const [job] = await q.claimBatch('w');
+  assert.equal(await q.cancel(e.id, { reason: 'no longer needed' }), true);
+  await assert.rejects(job.ack(), honker.LeaseLost);
+  const info = await q.getJob(e.id);
+  assert.deepEqual([info.state, info.lastError], ['cancelled', 'no longer needed']);
+});
+
+test('results are saved with the ack; bytes round-trip', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const e = await q.enqueue(Buffer.from([0, 255, 7]));
+  const [job] = await q.claimBatch('w');
+  assert.deepEqual(job.payload, Buffer.from([0, 255, 7]));
+  await job.ack({ result: { sent: true } });
+  assert.deepEqual(await q.getResult(e.id), { sent: true });
+  assert.deepEqual(await q.waitResult(e.id, { timeout: 1000 }), { sent: true });
+});
+
+test('enqueueMany is atomic; ackMany; dead letters purge and requeue', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q', { maxAttempts: 1 });
+  const ids = await q.enqueueMany(['a', 'b', 'c']);
+  assert.equal(new Set(ids.map((e) => e.id)).size, 3);
+  await assert.rejects(q.enqueueMany(['d', undefined]), honker.InvalidArgument);
+  assert.equal((await q.stats()).ready, 3);
+  const jobs = await q.claimBatch('w', 3);
+  for (const j of jobs) await j.fail('bad');
+  assert.equal(await q.requeueAllDead(), 3);
+  assert.equal(await q.ackMany(await q.claimBatch('w', 3)), 3);
+  await q.enqueue('e');
+  await (await q.claimBatch('w'))[0].fail('bad');
+  assert.equal(await q.purgeDead(), 1);
+});
+
+test('keepAlive renews the lease while work runs', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('q', { lease: 30_000 });
+  await q.enqueue('x');
+  const [job] = await q.claimBatch('w');
+  const first = job.leaseExpiresAt.getTime();
+  await job.keepAlive(
+    async () => {
+      for (let i = 0; i < 3; i++) {
+        clock.advance(20_000);
+        const seen = job.leaseExpiresAt.getTime();
+        while (job.leaseExpiresAt.getTime() === seen) await new Promise((r) => setTimeout(r, 2));
+      }
+    },
+    { every: 5 },
+  );
+  assert.equal(job.leaseExpiresAt.getTime(), first + 60_000);
+  assert.deepEqual(await q.claimBatch('other'), []);
+  await job.ack();
+});
