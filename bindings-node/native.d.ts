@@ -130,12 +130,15 @@ export declare class Database {
   get path(): string
   /** A handle on a queue (writes nothing, so it is synchronous). */
   queue(name: string, options?: QueueOptions | undefined | null): Out
-  /** Starts a write transaction (`BEGIN IMMEDIATE`); resolves to its id. */
+  /** Starts a write transaction (`BEGIN IMMEDIATE`). */
   begin(): Promise<Out>
+  tryBegin(): Out
   /** Runs one statement in its own transaction; resolves to rows changed. */
   execute(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out>
+  tryExecute(sql: string, params?: Array<SqlIn> | undefined | null): Out
   /** Runs a read-only query on a reader connection. */
   query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out>
+  tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out
   /** Prunes past retention. */
   maintain(): Promise<Out>
   close(): Promise<Out>
@@ -144,10 +147,18 @@ export declare class Database {
 export declare class Transaction {
   get id(): number
   execute(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out>
+  tryExecute(sql: string, params?: Array<SqlIn> | undefined | null): Out
   query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out>
+  tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out
   commit(): Promise<Out>
+  /**
+   * Commit waits for no lock (the transaction holds the writer), so it
+   * runs here directly; a BUSY from it is a real error, not a retry.
+   */
+  tryCommit(): Out
   /** Rolls back; a no-op on a finished transaction. */
   rollback(): Promise<Out>
+  tryRollback(): Out
 }
 /** A clock that only moves when told to (tests: `new ManualClock(ms)`). */
 export declare class ManualClock {
@@ -164,29 +175,48 @@ export declare class Queue {
   /** The queue's default lease (ms). */
   get lease(): number
   enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Promise<Out>
+  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Out
+  /** Claims up to `n` jobs, waiting up to `wait` ms for work. */
   claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out>
+  /** `claim` without waiting (its `wait` must be 0). */
+  tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out
   ack(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Promise<Out>
+  tryAck(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Out
   /** Acks several jobs in one transaction; resolves to how many were held. */
   ackMany(leases: Array<LeaseArg>, tx?: number | undefined | null): Promise<Out>
+  tryAckMany(leases: Array<LeaseArg>, tx?: number | undefined | null): Out
   /** Resolves to the new state: "ready", "scheduled" or "dead". */
   retry(id: number, token: string, delay?: number | undefined | null, error?: string | undefined | null, tx?: number | undefined | null): Promise<Out>
+  tryRetry(id: number, token: string, delay?: number | undefined | null, error?: string | undefined | null, tx?: number | undefined | null): Out
   fail(id: number, token: string, error: string, tx?: number | undefined | null): Promise<Out>
+  tryFail(id: number, token: string, error: string, tx?: number | undefined | null): Out
   release(id: number, token: string, tx?: number | undefined | null): Promise<Out>
+  tryRelease(id: number, token: string, tx?: number | undefined | null): Out
   snooze(id: number, token: string, delay: number, tx?: number | undefined | null): Promise<Out>
+  trySnooze(id: number, token: string, delay: number, tx?: number | undefined | null): Out
   /**
    * Extends the lease by `extend` ms (the queue's lease by default);
    * resolves to the new expiry (ms since the epoch).
    */
   heartbeat(id: number, token: string, extend?: number | undefined | null, tx?: number | undefined | null): Promise<Out>
+  tryHeartbeat(id: number, token: string, extend?: number | undefined | null, tx?: number | undefined | null): Out
   cancel(id: number, reason?: string | undefined | null, tx?: number | undefined | null): Promise<Out>
+  tryCancel(id: number, reason?: string | undefined | null, tx?: number | undefined | null): Out
   getJob(id: number): Promise<Out>
+  tryGetJob(id: number): Out
   getResult(id: number): Promise<Out>
-  /** Waits up to `timeout` ms for the job's result. */
+  tryGetResult(id: number): Out
+  /** Waits up to `timeout` ms for the job's result (always async). */
   waitResult(id: number, timeout: number): Promise<Out>
   stats(): Promise<Out>
+  tryStats(): Out
   deadLetters(afterId?: number | undefined | null, limit?: number | undefined | null): Promise<Out>
+  tryDeadLetters(afterId?: number | undefined | null, limit?: number | undefined | null): Out
   requeueDead(id: number): Promise<Out>
+  tryRequeueDead(id: number): Out
   requeueAllDead(): Promise<Out>
+  tryRequeueAllDead(): Out
   /** Deletes dead letters (those that died at least `olderThan` ms ago). */
   purgeDead(olderThan?: number | undefined | null): Promise<Out>
+  tryPurgeDead(olderThan?: number | undefined | null): Out
 }

@@ -86,6 +86,7 @@ cargo run --locked -q -p honker --example outbox_demo
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
 cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/python/run.py --smoke
+(cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 
 echo
 echo "test.sh: all checks passed"

@@ -13,7 +13,7 @@ use honker::rusqlite::types::Value;
 use napi::bindgen_prelude::{Buffer, Either4};
 use napi_derive::napi;
 
-use crate::errors::{blocking, invalid, ms, out, Out};
+use crate::errors::{blocking, invalid, ms, now, out, Out};
 use crate::queue::Queue;
 
 /// An SQL parameter from JS: `null`/`undefined`, a boolean, a number, a
@@ -104,7 +104,22 @@ pub(crate) fn with_tx<R>(
     let slot = txs.lock().get(&id).cloned();
     let finished = || invalid("the transaction has already finished (committed or rolled back)");
     let slot = slot.ok_or_else(finished)?;
-    let guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+    // Without waiting (the JS thread's fast path), a transaction still busy
+    // with an earlier async call is BUSY: the caller retries asynchronously.
+    let guard = if honker::waiting_forbidden() {
+        match slot.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err(honker::Error::new(
+                    honker::ErrorKind::Busy,
+                    "the transaction is busy with another call",
+                ))
+            }
+        }
+    } else {
+        slot.lock().unwrap_or_else(|p| p.into_inner())
+    };
     match guard.as_ref() {
         Some(tx) => f(Some(tx)),
         None => Err(finished()),
@@ -205,6 +220,39 @@ pub struct Database {
     txs: Arc<Txs>,
 }
 
+/// A blocking core call with its arguments, ready to run on any thread.
+type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
+
+impl Database {
+    fn opened(&self, r: Out<honker::Transaction>) -> Out<Transaction> {
+        match r {
+            napi::Either::A(tx) => napi::Either::A(Transaction {
+                id: self.txs.insert(tx),
+                txs: Arc::clone(&self.txs),
+            }),
+            napi::Either::B(f) => napi::Either::B(f),
+        }
+    }
+
+    fn execute_op(&self, sql: String, params: Option<Vec<SqlIn>>) -> Op<i64> {
+        let db = self.db.clone();
+        let values = self::params(params);
+        Box::new(move || {
+            db.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                .map(|n| n as i64)
+        })
+    }
+
+    fn query_op(&self, sql: String, params: Option<Vec<SqlIn>>) -> Op<Rows> {
+        let db = self.db.clone();
+        let values = self::params(params);
+        Box::new(move || {
+            db.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                .map(rows_out)
+        })
+    }
+}
+
 #[napi]
 impl Database {
     /// The canonical path of the file.
@@ -240,42 +288,40 @@ impl Database {
         })())
     }
 
-    /// Starts a write transaction (`BEGIN IMMEDIATE`); resolves to its id.
+    /// Starts a write transaction (`BEGIN IMMEDIATE`).
     #[napi]
     pub async fn begin(&self) -> napi::Result<Out<Transaction>> {
-        let (db, txs) = (self.db.clone(), Arc::clone(&self.txs));
+        let db = self.db.clone();
         let r = blocking(move || db.transaction()).await?;
-        Ok(match r {
-            napi::Either::A(tx) => napi::Either::A(Transaction {
-                id: txs.insert(tx),
-                txs,
-            }),
-            napi::Either::B(f) => napi::Either::B(f),
-        })
+        Ok(self.opened(r))
+    }
+
+    #[napi]
+    pub fn try_begin(&self) -> Out<Transaction> {
+        let db = self.db.clone();
+        self.opened(now(move || db.transaction()))
     }
 
     /// Runs one statement in its own transaction; resolves to rows changed.
     #[napi]
     pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
-        let db = self.db.clone();
-        let values = self::params(params);
-        blocking(move || {
-            db.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
-                .map(|n| n as i64)
-        })
-        .await
+        blocking(self.execute_op(sql, params)).await
+    }
+
+    #[napi]
+    pub fn try_execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<i64> {
+        now(self.execute_op(sql, params))
     }
 
     /// Runs a read-only query on a reader connection.
     #[napi]
     pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
-        let db = self.db.clone();
-        let values = self::params(params);
-        blocking(move || {
-            db.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
-                .map(rows_out)
-        })
-        .await
+        blocking(self.query_op(sql, params)).await
+    }
+
+    #[napi]
+    pub fn try_query(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<Rows> {
+        now(self.query_op(sql, params))
     }
 
     /// Prunes past retention.
@@ -307,6 +353,44 @@ pub struct Transaction {
     txs: Arc<Txs>,
 }
 
+impl Transaction {
+    fn execute_op(&self, sql: String, params: Option<Vec<SqlIn>>) -> Op<i64> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        let values = self::params(params);
+        Box::new(move || {
+            with_tx(&txs, Some(id), |tx| {
+                let tx = tx.expect("with an id");
+                tx.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                    .map(|n| n as i64)
+            })
+        })
+    }
+
+    fn query_op(&self, sql: String, params: Option<Vec<SqlIn>>) -> Op<Rows> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        let values = self::params(params);
+        Box::new(move || {
+            with_tx(&txs, Some(id), |tx| {
+                let tx = tx.expect("with an id");
+                tx.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
+                    .map(rows_out)
+            })
+        })
+    }
+
+    fn finish_op(&self, commit: bool) -> Op<()> {
+        let (txs, id) = (Arc::clone(&self.txs), self.id);
+        Box::new(move || match (txs.take(id), commit) {
+            (Some(tx), true) => tx.commit(),
+            (Some(tx), false) => tx.rollback(),
+            (None, true) => Err(invalid(
+                "the transaction has already finished (committed or rolled back)",
+            )),
+            (None, false) => Ok(()),
+        })
+    }
+}
+
 #[napi]
 impl Transaction {
     #[napi(getter)]
@@ -316,53 +400,45 @@ impl Transaction {
 
     #[napi]
     pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
-        let (txs, id) = (Arc::clone(&self.txs), self.id);
-        let values = self::params(params);
-        blocking(move || {
-            with_tx(&txs, Some(id), |tx| {
-                let tx = tx.expect("with an id");
-                tx.execute(&sql, honker::rusqlite::params_from_iter(values.iter()))
-                    .map(|n| n as i64)
-            })
-        })
-        .await
+        blocking(self.execute_op(sql, params)).await
+    }
+
+    #[napi]
+    pub fn try_execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<i64> {
+        now(self.execute_op(sql, params))
     }
 
     #[napi]
     pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
-        let (txs, id) = (Arc::clone(&self.txs), self.id);
-        let values = self::params(params);
-        blocking(move || {
-            with_tx(&txs, Some(id), |tx| {
-                let tx = tx.expect("with an id");
-                tx.query(&sql, honker::rusqlite::params_from_iter(values.iter()))
-                    .map(rows_out)
-            })
-        })
-        .await
+        blocking(self.query_op(sql, params)).await
+    }
+
+    #[napi]
+    pub fn try_query(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<Rows> {
+        now(self.query_op(sql, params))
     }
 
     #[napi]
     pub async fn commit(&self) -> napi::Result<Out<()>> {
-        let (txs, id) = (Arc::clone(&self.txs), self.id);
-        blocking(move || match txs.take(id) {
-            Some(tx) => tx.commit(),
-            None => Err(invalid(
-                "the transaction has already finished (committed or rolled back)",
-            )),
-        })
-        .await
+        blocking(self.finish_op(true)).await
+    }
+
+    /// Commit waits for no lock (the transaction holds the writer), so it
+    /// runs here directly; a BUSY from it is a real error, not a retry.
+    #[napi]
+    pub fn try_commit(&self) -> Out<()> {
+        out(self.finish_op(true)())
     }
 
     /// Rolls back; a no-op on a finished transaction.
     #[napi]
     pub async fn rollback(&self) -> napi::Result<Out<()>> {
-        let (txs, id) = (Arc::clone(&self.txs), self.id);
-        blocking(move || match txs.take(id) {
-            Some(tx) => tx.rollback(),
-            None => Ok(()),
-        })
-        .await
+        blocking(self.finish_op(false)).await
+    }
+
+    #[napi]
+    pub fn try_rollback(&self) -> Out<()> {
+        out(self.finish_op(false)())
     }
 }
 

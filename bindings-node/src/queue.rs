@@ -1,6 +1,11 @@
-//! `Queue` for Node: every verb of core's `Queue`, async, with durations in
+//! `Queue` for Node: every verb of core's `Queue`, with durations in
 //! milliseconds, payloads as JSON text or Buffers, and an optional `tx`
 //! (a transaction id, see database.rs).
+//!
+//! Each verb is built once as an operation (`*_op`: arguments converted, a
+//! closure over the core call) and exported twice: `verb` runs it on tokio's
+//! blocking pool and returns a Promise; `tryVerb` runs it on the JS thread
+//! without waiting and reports `WOULD_WAIT` where it would (errors.rs).
 
 use std::sync::Arc;
 
@@ -9,7 +14,7 @@ use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
-use crate::errors::{blocking, invalid, ms, opt_ms, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, Out};
 
 /// A payload: JSON text or bytes.
 pub type PayloadIo = Either<String, Buffer>;
@@ -149,28 +154,18 @@ fn lease(id: i64, token: String) -> Lease {
     Lease { job_id: id, token }
 }
 
-#[napi]
+/// A blocking core call with its arguments, ready to run on any thread.
+type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
+
 impl Queue {
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.q.name().to_owned()
-    }
-
-    /// The queue's default lease (ms).
-    #[napi(getter)]
-    pub fn lease(&self) -> f64 {
-        self.q.options().lease.as_secs_f64() * 1000.0
-    }
-
-    #[napi]
-    pub async fn enqueue_many(
+    fn enqueue_op(
         &self,
         payloads: Vec<PayloadIo>,
         options: Option<EnqueueOptions>,
-    ) -> napi::Result<Out<Vec<Enqueued>>> {
+    ) -> Op<Vec<Enqueued>> {
         let (q, txs) = self.parts();
         let payloads: Vec<Payload> = payloads.into_iter().map(payload_in).collect();
-        blocking(move || {
+        Box::new(move || {
             let o = options.unwrap_or(EnqueueOptions {
                 delay: None,
                 run_at: None,
@@ -206,18 +201,11 @@ impl Queue {
                 })
                 .collect())
         })
-        .await
     }
 
-    #[napi]
-    pub async fn claim(
-        &self,
-        worker_id: String,
-        n: i64,
-        options: Option<ClaimArgs>,
-    ) -> napi::Result<Out<Vec<Claimed>>> {
+    fn claim_op(&self, worker_id: String, n: i64, options: Option<ClaimArgs>) -> Op<Vec<Claimed>> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let n = honker::validate::batch(n)?;
             let (lease, wait, tx) = match options {
                 Some(o) => (opt_ms("lease", o.lease)?, o.wait, o.tx),
@@ -243,56 +231,42 @@ impl Queue {
                 })
                 .collect())
         })
-        .await
     }
 
-    #[napi]
-    pub async fn ack(
-        &self,
-        id: i64,
-        token: String,
-        result: Option<PayloadIo>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<()>> {
+    fn ack_op(&self, id: i64, token: String, result: Option<PayloadIo>, tx: Option<u32>) -> Op<()> {
         let (q, txs) = self.parts();
         let result = result.map(payload_in);
-        blocking(move || {
+        Box::new(move || {
             let l = lease(id, token);
             with_tx(&txs, tx, |tx| match tx {
                 Some(tx) => q.ack_tx(tx, &l, result),
                 None => q.ack(&l, result),
             })
         })
-        .await
     }
 
-    /// Acks several jobs in one transaction; resolves to how many were held.
-    #[napi]
-    pub async fn ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> napi::Result<Out<u32>> {
+    fn ack_many_op(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> Op<u32> {
         let (q, txs) = self.parts();
         let leases: Vec<Lease> = leases.into_iter().map(|l| lease(l.id, l.token)).collect();
-        blocking(move || {
+        Box::new(move || {
             with_tx(&txs, tx, |tx| match tx {
                 Some(tx) => q.ack_many_tx(tx, &leases),
                 None => q.ack_many(&leases),
             })
             .map(|n| n as u32)
         })
-        .await
     }
 
-    /// Resolves to the new state: "ready", "scheduled" or "dead".
-    #[napi]
-    pub async fn retry(
+    fn retry_op(
         &self,
         id: i64,
         token: String,
         delay: Option<f64>,
         error: Option<String>,
         tx: Option<u32>,
-    ) -> napi::Result<Out<String>> {
+    ) -> Op<String> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let options = honker::RetryOptions {
                 delay: opt_ms("delay", delay)?,
                 error,
@@ -304,51 +278,33 @@ impl Queue {
             })
             .map(|s| s.as_str().to_owned())
         })
-        .await
     }
 
-    #[napi]
-    pub async fn fail(
-        &self,
-        id: i64,
-        token: String,
-        error: String,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<()>> {
+    fn fail_op(&self, id: i64, token: String, error: String, tx: Option<u32>) -> Op<()> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let l = lease(id, token);
             with_tx(&txs, tx, |tx| match tx {
                 Some(tx) => q.fail_tx(tx, &l, &error),
                 None => q.fail(&l, &error),
             })
         })
-        .await
     }
 
-    #[napi]
-    pub async fn release(&self, id: i64, token: String, tx: Option<u32>) -> napi::Result<Out<()>> {
+    fn release_op(&self, id: i64, token: String, tx: Option<u32>) -> Op<()> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let l = lease(id, token);
             with_tx(&txs, tx, |tx| match tx {
                 Some(tx) => q.release_tx(tx, &l),
                 None => q.release(&l),
             })
         })
-        .await
     }
 
-    #[napi]
-    pub async fn snooze(
-        &self,
-        id: i64,
-        token: String,
-        delay: f64,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<String>> {
+    fn snooze_op(&self, id: i64, token: String, delay: f64, tx: Option<u32>) -> Op<String> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let d = ms("delay", delay)?;
             let l = lease(id, token);
             with_tx(&txs, tx, |tx| match tx {
@@ -357,21 +313,17 @@ impl Queue {
             })
             .map(|s| s.as_str().to_owned())
         })
-        .await
     }
 
-    /// Extends the lease by `extend` ms (the queue's lease by default);
-    /// resolves to the new expiry (ms since the epoch).
-    #[napi]
-    pub async fn heartbeat(
+    fn heartbeat_op(
         &self,
         id: i64,
         token: String,
         extend: Option<f64>,
         tx: Option<u32>,
-    ) -> napi::Result<Out<i64>> {
+    ) -> Op<i64> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             let extend = opt_ms("extend", extend)?;
             let l = lease(id, token);
             with_tx(&txs, tx, |tx| match tx {
@@ -379,53 +331,31 @@ impl Queue {
                 None => q.heartbeat(&l, extend),
             })
         })
-        .await
     }
 
-    #[napi]
-    pub async fn cancel(
-        &self,
-        id: i64,
-        reason: Option<String>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<bool>> {
+    fn cancel_op(&self, id: i64, reason: Option<String>, tx: Option<u32>) -> Op<bool> {
         let (q, txs) = self.parts();
-        blocking(move || {
+        Box::new(move || {
             with_tx(&txs, tx, |tx| match tx {
                 Some(tx) => q.cancel_tx(tx, id, reason.as_deref()),
                 None => q.cancel(id, reason.as_deref()),
             })
         })
-        .await
     }
 
-    #[napi]
-    pub async fn get_job(&self, id: i64) -> napi::Result<Out<JobInfo>> {
+    fn get_job_op(&self, id: i64) -> Op<JobInfo> {
         let q = self.q.clone();
-        blocking(move || q.get_job(id).map(info_out)).await
+        Box::new(move || q.get_job(id).map(info_out))
     }
 
-    #[napi]
-    pub async fn get_result(&self, id: i64) -> napi::Result<Out<Option<PayloadIo>>> {
+    fn get_result_op(&self, id: i64) -> Op<Option<PayloadIo>> {
         let q = self.q.clone();
-        blocking(move || q.get_result(id).map(|r| r.map(payload_out))).await
+        Box::new(move || q.get_result(id).map(|r| r.map(payload_out)))
     }
 
-    /// Waits up to `timeout` ms for the job's result.
-    #[napi]
-    pub async fn wait_result(&self, id: i64, timeout: f64) -> napi::Result<Out<Option<PayloadIo>>> {
+    fn stats_op(&self) -> Op<QueueStats> {
         let q = self.q.clone();
-        blocking(move || {
-            let t = ms("timeout", timeout)?;
-            q.wait_result(id, t).map(|r| r.map(payload_out))
-        })
-        .await
-    }
-
-    #[napi]
-    pub async fn stats(&self) -> napi::Result<Out<QueueStats>> {
-        let q = self.q.clone();
-        blocking(move || {
+        Box::new(move || {
             q.stats().map(|s| QueueStats {
                 ready: s.ready as u32,
                 scheduled: s.scheduled as u32,
@@ -438,7 +368,266 @@ impl Queue {
                 oldest_ready_age_ms: s.oldest_ready_age_ms,
             })
         })
+    }
+
+    fn dead_letters_op(&self, after_id: Option<i64>, limit: Option<u32>) -> Op<Vec<JobInfo>> {
+        let q = self.q.clone();
+        Box::new(move || {
+            q.dead_letters(after_id.unwrap_or(0), limit.unwrap_or(100) as usize)
+                .map(|v| v.into_iter().map(info_out).collect())
+        })
+    }
+
+    fn requeue_dead_op(&self, id: i64) -> Op<bool> {
+        let q = self.q.clone();
+        Box::new(move || q.requeue_dead(id))
+    }
+
+    fn requeue_all_dead_op(&self) -> Op<u32> {
+        let q = self.q.clone();
+        Box::new(move || q.requeue_all_dead().map(|n| n as u32))
+    }
+
+    fn purge_dead_op(&self, older_than: Option<f64>) -> Op<u32> {
+        let q = self.q.clone();
+        Box::new(move || {
+            let older = opt_ms("olderThan", older_than)?;
+            q.purge_dead(older).map(|n| n as u32)
+        })
+    }
+}
+
+#[napi]
+impl Queue {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.q.name().to_owned()
+    }
+
+    /// The queue's default lease (ms).
+    #[napi(getter)]
+    pub fn lease(&self) -> f64 {
+        self.q.options().lease.as_secs_f64() * 1000.0
+    }
+
+    #[napi]
+    pub async fn enqueue_many(
+        &self,
+        payloads: Vec<PayloadIo>,
+        options: Option<EnqueueOptions>,
+    ) -> napi::Result<Out<Vec<Enqueued>>> {
+        blocking(self.enqueue_op(payloads, options)).await
+    }
+
+    #[napi]
+    pub fn try_enqueue_many(
+        &self,
+        payloads: Vec<PayloadIo>,
+        options: Option<EnqueueOptions>,
+    ) -> Out<Vec<Enqueued>> {
+        now(self.enqueue_op(payloads, options))
+    }
+
+    /// Claims up to `n` jobs, waiting up to `wait` ms for work.
+    #[napi]
+    pub async fn claim(
+        &self,
+        worker_id: String,
+        n: i64,
+        options: Option<ClaimArgs>,
+    ) -> napi::Result<Out<Vec<Claimed>>> {
+        blocking(self.claim_op(worker_id, n, options)).await
+    }
+
+    /// `claim` without waiting (its `wait` must be 0).
+    #[napi]
+    pub fn try_claim(
+        &self,
+        worker_id: String,
+        n: i64,
+        options: Option<ClaimArgs>,
+    ) -> Out<Vec<Claimed>> {
+        now(self.claim_op(worker_id, n, options))
+    }
+
+    #[napi]
+    pub async fn ack(
+        &self,
+        id: i64,
+        token: String,
+        result: Option<PayloadIo>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<()>> {
+        blocking(self.ack_op(id, token, result, tx)).await
+    }
+
+    #[napi]
+    pub fn try_ack(
+        &self,
+        id: i64,
+        token: String,
+        result: Option<PayloadIo>,
+        tx: Option<u32>,
+    ) -> Out<()> {
+        now(self.ack_op(id, token, result, tx))
+    }
+
+    /// Acks several jobs in one transaction; resolves to how many were held.
+    #[napi]
+    pub async fn ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> napi::Result<Out<u32>> {
+        blocking(self.ack_many_op(leases, tx)).await
+    }
+
+    #[napi]
+    pub fn try_ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> Out<u32> {
+        now(self.ack_many_op(leases, tx))
+    }
+
+    /// Resolves to the new state: "ready", "scheduled" or "dead".
+    #[napi]
+    pub async fn retry(
+        &self,
+        id: i64,
+        token: String,
+        delay: Option<f64>,
+        error: Option<String>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<String>> {
+        blocking(self.retry_op(id, token, delay, error, tx)).await
+    }
+
+    #[napi]
+    pub fn try_retry(
+        &self,
+        id: i64,
+        token: String,
+        delay: Option<f64>,
+        error: Option<String>,
+        tx: Option<u32>,
+    ) -> Out<String> {
+        now(self.retry_op(id, token, delay, error, tx))
+    }
+
+    #[napi]
+    pub async fn fail(
+        &self,
+        id: i64,
+        token: String,
+        error: String,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<()>> {
+        blocking(self.fail_op(id, token, error, tx)).await
+    }
+
+    #[napi]
+    pub fn try_fail(&self, id: i64, token: String, error: String, tx: Option<u32>) -> Out<()> {
+        now(self.fail_op(id, token, error, tx))
+    }
+
+    #[napi]
+    pub async fn release(&self, id: i64, token: String, tx: Option<u32>) -> napi::Result<Out<()>> {
+        blocking(self.release_op(id, token, tx)).await
+    }
+
+    #[napi]
+    pub fn try_release(&self, id: i64, token: String, tx: Option<u32>) -> Out<()> {
+        now(self.release_op(id, token, tx))
+    }
+
+    #[napi]
+    pub async fn snooze(
+        &self,
+        id: i64,
+        token: String,
+        delay: f64,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<String>> {
+        blocking(self.snooze_op(id, token, delay, tx)).await
+    }
+
+    #[napi]
+    pub fn try_snooze(&self, id: i64, token: String, delay: f64, tx: Option<u32>) -> Out<String> {
+        now(self.snooze_op(id, token, delay, tx))
+    }
+
+    /// Extends the lease by `extend` ms (the queue's lease by default);
+    /// resolves to the new expiry (ms since the epoch).
+    #[napi]
+    pub async fn heartbeat(
+        &self,
+        id: i64,
+        token: String,
+        extend: Option<f64>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<i64>> {
+        blocking(self.heartbeat_op(id, token, extend, tx)).await
+    }
+
+    #[napi]
+    pub fn try_heartbeat(
+        &self,
+        id: i64,
+        token: String,
+        extend: Option<f64>,
+        tx: Option<u32>,
+    ) -> Out<i64> {
+        now(self.heartbeat_op(id, token, extend, tx))
+    }
+
+    #[napi]
+    pub async fn cancel(
+        &self,
+        id: i64,
+        reason: Option<String>,
+        tx: Option<u32>,
+    ) -> napi::Result<Out<bool>> {
+        blocking(self.cancel_op(id, reason, tx)).await
+    }
+
+    #[napi]
+    pub fn try_cancel(&self, id: i64, reason: Option<String>, tx: Option<u32>) -> Out<bool> {
+        now(self.cancel_op(id, reason, tx))
+    }
+
+    #[napi]
+    pub async fn get_job(&self, id: i64) -> napi::Result<Out<JobInfo>> {
+        blocking(self.get_job_op(id)).await
+    }
+
+    #[napi]
+    pub fn try_get_job(&self, id: i64) -> Out<JobInfo> {
+        now(self.get_job_op(id))
+    }
+
+    #[napi]
+    pub async fn get_result(&self, id: i64) -> napi::Result<Out<Option<PayloadIo>>> {
+        blocking(self.get_result_op(id)).await
+    }
+
+    #[napi]
+    pub fn try_get_result(&self, id: i64) -> Out<Option<PayloadIo>> {
+        now(self.get_result_op(id))
+    }
+
+    /// Waits up to `timeout` ms for the job's result (always async).
+    #[napi]
+    pub async fn wait_result(&self, id: i64, timeout: f64) -> napi::Result<Out<Option<PayloadIo>>> {
+        let q = self.q.clone();
+        blocking(move || {
+            let t = ms("timeout", timeout)?;
+            q.wait_result(id, t).map(|r| r.map(payload_out))
+        })
         .await
+    }
+
+    #[napi]
+    pub async fn stats(&self) -> napi::Result<Out<QueueStats>> {
+        blocking(self.stats_op()).await
+    }
+
+    #[napi]
+    pub fn try_stats(&self) -> Out<QueueStats> {
+        now(self.stats_op())
     }
 
     #[napi]
@@ -447,34 +636,42 @@ impl Queue {
         after_id: Option<i64>,
         limit: Option<u32>,
     ) -> napi::Result<Out<Vec<JobInfo>>> {
-        let q = self.q.clone();
-        blocking(move || {
-            q.dead_letters(after_id.unwrap_or(0), limit.unwrap_or(100) as usize)
-                .map(|v| v.into_iter().map(info_out).collect())
-        })
-        .await
+        blocking(self.dead_letters_op(after_id, limit)).await
+    }
+
+    #[napi]
+    pub fn try_dead_letters(&self, after_id: Option<i64>, limit: Option<u32>) -> Out<Vec<JobInfo>> {
+        now(self.dead_letters_op(after_id, limit))
     }
 
     #[napi]
     pub async fn requeue_dead(&self, id: i64) -> napi::Result<Out<bool>> {
-        let q = self.q.clone();
-        blocking(move || q.requeue_dead(id)).await
+        blocking(self.requeue_dead_op(id)).await
+    }
+
+    #[napi]
+    pub fn try_requeue_dead(&self, id: i64) -> Out<bool> {
+        now(self.requeue_dead_op(id))
     }
 
     #[napi]
     pub async fn requeue_all_dead(&self) -> napi::Result<Out<u32>> {
-        let q = self.q.clone();
-        blocking(move || q.requeue_all_dead().map(|n| n as u32)).await
+        blocking(self.requeue_all_dead_op()).await
+    }
+
+    #[napi]
+    pub fn try_requeue_all_dead(&self) -> Out<u32> {
+        now(self.requeue_all_dead_op())
     }
 
     /// Deletes dead letters (those that died at least `olderThan` ms ago).
     #[napi]
     pub async fn purge_dead(&self, older_than: Option<f64>) -> napi::Result<Out<u32>> {
-        let q = self.q.clone();
-        blocking(move || {
-            let older = opt_ms("olderThan", older_than)?;
-            q.purge_dead(older).map(|n| n as u32)
-        })
-        .await
+        blocking(self.purge_dead_op(older_than)).await
+    }
+
+    #[napi]
+    pub fn try_purge_dead(&self, older_than: Option<f64>) -> Out<u32> {
+        now(self.purge_dead_op(older_than))
     }
 }

@@ -155,6 +155,9 @@ fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> 
     let mut started = Instant::now();
     let mut backoff = Backoff::new();
     conn.busy_handler(Some(move |count: i32| {
+        if waiting_forbidden() {
+            return false;
+        }
         if count == 0 {
             started = Instant::now();
             backoff = Backoff::new();
@@ -166,6 +169,35 @@ fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> 
         true
     }))?;
     Ok(())
+}
+
+thread_local! {
+    static NO_WAIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on this thread without waiting for any lock: where a call would
+/// wait (for this process's writer, another process's write lock, or a free
+/// reader) it fails at once with `BUSY` instead, having changed nothing.
+///
+/// For bindings whose callers must never block (Node's event loop): they try
+/// a short call this way on the caller's thread and, on `BUSY`, run it again
+/// on a thread that may wait. Calls that wait by design (a claim with
+/// `ClaimOptions::wait`, `wait_result`) must not be made this way.
+pub fn without_waiting<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            NO_WAIT.with(|w| w.set(self.0));
+        }
+    }
+    let _reset = Reset(NO_WAIT.with(|w| w.replace(true)));
+    f()
+}
+
+/// Whether this thread is inside [`without_waiting`] (for bindings that keep
+/// locks of their own and must not wait on them there either).
+pub fn waiting_forbidden() -> bool {
+    NO_WAIT.with(std::cell::Cell::get)
 }
 
 #[derive(Debug)]

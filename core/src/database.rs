@@ -351,15 +351,17 @@ impl Inner {
                  the call (the `_tx` variant / `tx=`), or commit it first",
             ));
         }
-        let guard = self
-            .writer
-            .try_lock_arc_for(self.options.busy_timeout)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Busy,
-                    "another thread of this process held the writer for the whole busy timeout",
-                )
-            })?;
+        let wait = if crate::connection::waiting_forbidden() {
+            std::time::Duration::ZERO
+        } else {
+            self.options.busy_timeout
+        };
+        let guard = self.writer.try_lock_arc_for(wait).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Busy,
+                "another thread of this process held the writer for the whole busy timeout",
+            )
+        })?;
         if guard.is_none() {
             return Err(Error::closed());
         }

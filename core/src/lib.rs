@@ -65,6 +65,8 @@ mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 #[cfg(feature = "rusqlite")]
+pub use connection::{waiting_forbidden, without_waiting};
+#[cfg(feature = "rusqlite")]
 pub use database::{Database, Rows};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "rusqlite")]

@@ -71,7 +71,9 @@ impl Pool {
                     }
                 };
             }
-            if self.cv.wait_until(&mut st, deadline).timed_out() {
+            if crate::connection::waiting_forbidden()
+                || self.cv.wait_until(&mut st, deadline).timed_out()
+            {
                 return Err(Error::new(
                     ErrorKind::Busy,
                     format!("all {} reader connections stayed in use", self.max),

@@ -291,3 +291,43 @@ fn writes_run_maintenance_automatically_when_due() {
     q.enqueue(json!(2), &EnqueueOptions::default()).unwrap();
     assert_eq!(t.count("_honker_finished"), 0, "pruned after a write");
 }
+
+#[test]
+fn without_waiting_fails_at_once_where_a_call_would_wait_and_changes_nothing() {
+    use std::time::{Duration, Instant};
+    let t = common::test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue(serde_json::json!(1), &Default::default())
+        .unwrap();
+    let before = t.snapshot();
+
+    // Another open of the file (another connection, as another process
+    // would have) holds the SQLite write lock.
+    let other = t.reopen();
+    let held = other.transaction().unwrap();
+    let started = Instant::now();
+    let err = honker::without_waiting(|| q.enqueue(serde_json::json!(2), &Default::default()))
+        .unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::Busy);
+    assert!(started.elapsed() < Duration::from_millis(500));
+    held.rollback().unwrap();
+
+    // A thread of this process holds the writer.
+    let tx = t.db.transaction().unwrap();
+    let q2 = q.clone();
+    let started = Instant::now();
+    let err = std::thread::spawn(move || honker::without_waiting(|| q2.claim("w", 1)).unwrap_err())
+        .join()
+        .unwrap();
+    assert_eq!(err.kind(), honker::ErrorKind::Busy);
+    assert!(started.elapsed() < Duration::from_millis(500));
+    drop(tx);
+    assert_eq!(t.snapshot(), before);
+
+    // Uncontended, it just runs; calls that wait by design are refused.
+    let jobs = honker::without_waiting(|| q.claim("w", 1)).unwrap();
+    assert_eq!(jobs.len(), 1);
+    let err =
+        honker::without_waiting(|| q.wait_result(jobs[0].id, Duration::from_secs(1))).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
+}

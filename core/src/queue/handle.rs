@@ -190,6 +190,7 @@ impl Queue {
         if options.wait.is_zero() {
             return self.claim_now(None, worker_id, n, lease_ms);
         }
+        refuse_waiting("a claim with a wait")?;
         let deadline = Instant::now() + options.wait;
         let recheck = self.db.recheck_interval();
         let signal = self.db.wait_signal()?;
@@ -502,6 +503,7 @@ impl Queue {
     pub fn wait_result(&self, id: i64, timeout: Duration) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
+        refuse_waiting("wait_result")?;
         let deadline = Instant::now() + timeout;
         let signal = self.db.wait_signal()?;
         let recheck = self.db.recheck_interval();
@@ -579,4 +581,14 @@ impl Queue {
         let reader = self.db.inner.reader()?;
         ops::stats(reader.raw(), &self.name, self.db.inner.now())
     }
+}
+
+/// Calls that wait by design cannot run inside `without_waiting`.
+fn refuse_waiting(what: &str) -> Result<()> {
+    if crate::connection::waiting_forbidden() {
+        return Err(Error::invalid(format!(
+            "{what} waits by design: it cannot run inside without_waiting"
+        )));
+    }
+    Ok(())
 }

@@ -1,0 +1,28 @@
+// The README's Node quickstart runs as written (docs are executed).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+test('the README Node quickstart runs', () => {
+  const readme = fs.readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const [, code] = readme.match(/```js\n([\s\S]*?)```/);
+  // The snippet's worker stops itself after the first email.
+  const prelude =
+    "const sendConfirmation = async (to, template) => { console.log('sent', to, template); stop.abort(); };\n";
+  // Inside the package, so `import ... from 'honker'` resolves to it.
+  const file = path.join(here, `.readme-${process.pid}.mjs`);
+  fs.writeFileSync(file, prelude + code);
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  try {
+    const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' });
+    assert.equal(out.trim(), 'sent alice@example.com order-confirmed');
+  } finally {
+    fs.rmSync(file);
+  }
+});
