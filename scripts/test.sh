@@ -80,6 +80,12 @@ consumer="$(mktemp -d)"
     && node --input-type=module -e "import { open } from 'honker'; await (await open('app2.db')).close()")
 rm -rf "$consumer"
 
+step "swift binding: generated sources current; swift build + swift test in the Debian 13 chroot"
+swift_log="$(mktemp)"
+trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log"' EXIT
+bash scripts/swift-test.sh 2>&1 | tee "$swift_log"
+grep -q "Test Suite 'All tests' passed" "$swift_log"
+
 step "example: the outbox demo"
 cargo run --locked -q -p honker --example outbox_demo
 
@@ -95,6 +101,8 @@ echo "test.sh: all checks passed"
 {
     grep -h '^test result:' "$log" | awk '{ print $4, $6 }'
     awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$node_log"
+    # XCTest: "Executed N tests, with M failures" (the last one is the total).
+    grep "Executed .* tests, with" "$swift_log" | tail -n 1 | awk '{ print $2 - $5, $5 }'
     tail -n 1 "$py_log" | awk '{
         p = 0; f = 0
         for (i = 2; i <= NF; i++) {

@@ -1,0 +1,485 @@
+// Honker for Swift: durable job queues inside your app's own SQLite file.
+// The job is written in the same transaction as the row that caused it (the
+// transactional outbox), so both commit or neither does — and an outbox that
+// survives the app being killed syncs later.
+//
+// This file holds the idioms (Encodable payloads, async/await, AsyncSequence,
+// Date/TimeInterval); behaviour lives in the Rust core behind HonkerNative.
+// Every `async` method runs its native call on a background thread, never on
+// the caller's. Semantics are at-least-once: make handlers idempotent.
+
+import Foundation
+import HonkerNative
+
+/// Every honker error, one case per stable code (`.LeaseLost(message:)` is
+/// `LEASE_LOST`); `error.code` gives the code string.
+public typealias HonkerError = HonkerNative.HonkerError
+public typealias SqlValue = HonkerNative.SqlValue
+public typealias QueueStats = HonkerNative.QueueStats
+public typealias Enqueued = HonkerNative.Enqueued
+/// A clock that only moves when told to (tests): `Database(path:clock:)`.
+public typealias ManualClock = HonkerNative.ManualClock
+
+extension HonkerError {
+    /// The stable code shared by every language and the SQL functions.
+    public var code: String { errorCode(error: self) }
+}
+
+// SQL parameters from Swift literals: `tx.execute(sql, [42, "paid", nil])`.
+extension SqlValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral {
+    public init(integerLiteral value: Int64) { self = .integer(value: value) }
+    public init(floatLiteral value: Double) { self = .real(value: value) }
+    public init(stringLiteral value: String) { self = .text(value: value) }
+    public init(booleanLiteral value: Bool) { self = .integer(value: value ? 1 : 0) }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+/// Every stable error code.
+public let honkerErrorCodes: [String] = errorCodes()
+
+/// The library version.
+public let honkerVersion: String = version()
+
+// ----- helpers ---------------------------------------------------------------
+
+/// Runs a blocking native call on a background thread and awaits it.
+func offThread<T>(_ body: @escaping () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global(qos: .utility).async {
+            continuation.resume(with: Result { try body() })
+        }
+    }
+}
+
+func millis(_ seconds: TimeInterval) -> UInt64 {
+    UInt64(max(0, (seconds * 1000).rounded()))
+}
+
+func date(_ ms: Int64) -> Date {
+    Date(timeIntervalSince1970: TimeInterval(ms) / 1000)
+}
+
+let encoder: JSONEncoder = {
+    let e = JSONEncoder()
+    e.outputFormatting = [.sortedKeys]
+    return e
+}()
+
+func encode<P: Encodable>(_ payload: P) throws -> Payload {
+    if let data = payload as? Data {
+        return .bytes(data: data)
+    }
+    let data = try encoder.encode(payload)
+    return .json(text: String(decoding: data, as: UTF8.self))
+}
+
+func decode<T: Decodable>(_ payload: Payload, as type: T.Type) throws -> T {
+    switch payload {
+    case .json(let text):
+        return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    case .bytes(let data):
+        if let d = data as? T { return d }
+        return try JSONDecoder().decode(T.self, from: data)
+    }
+}
+
+// ----- database ----------------------------------------------------------------
+
+/// An open honker file. Thread-safe; share it.
+public final class Database: @unchecked Sendable {
+    public let native: HonkerNative.Database
+
+    /// Opens (creating if needed) the file at `path`: WAL mode, honker's
+    /// tables migrated, your own tables left alone. `durabilityFull` fsyncs
+    /// every commit (default: survives a crash of the app, not of the OS).
+    public init(path: String, durabilityFull: Bool = false, busyTimeout: TimeInterval = 10,
+                clock: ManualClock? = nil) throws {
+        let options = OpenOptions(durabilityFull: durabilityFull, busyTimeoutMs: millis(busyTimeout),
+                                  readers: 4, maxPayloadBytes: 1 << 20)
+        if let clock {
+            native = try HonkerNative.Database.openWithClock(path: path, options: options, clock: clock)
+        } else {
+            native = try HonkerNative.Database.open(path: path, options: options)
+        }
+    }
+
+    public var path: String { native.path() }
+
+    /// A handle on the queue `name` (creating it writes nothing).
+    public func queue(_ name: String, lease: TimeInterval? = nil, maxAttempts: UInt32? = nil) throws -> Queue {
+        Queue(try native.queue(name: name, leaseMs: lease.map(millis), maxAttempts: maxAttempts))
+    }
+
+    /// Runs `body` in a write transaction: commits when it returns, rolls
+    /// back when it throws. Pass `tx:` to honker calls inside it so they
+    /// commit with your own `tx.execute(...)` writes.
+    @discardableResult
+    public func transaction<T>(_ body: (Transaction) throws -> T) throws -> T {
+        let tx = Transaction(try native.begin())
+        do {
+            let value = try body(tx)
+            try tx.native.commit()
+            return value
+        } catch {
+            try? tx.native.rollback()
+            throw error
+        }
+    }
+
+    /// Runs one statement of your own in its own transaction.
+    @discardableResult
+    public func execute(_ sql: String, _ params: [SqlValue] = []) throws -> UInt64 {
+        try native.execute(sql: sql, params: params)
+    }
+
+    /// A read-only query: one dictionary per row.
+    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [[String: SqlValue]] {
+        rowsToDictionaries(try native.query(sql: sql, params: params))
+    }
+
+    public func close() throws {
+        try native.close()
+    }
+}
+
+func rowsToDictionaries(_ rows: Rows) -> [[String: SqlValue]] {
+    rows.rows.map { row in
+        Dictionary(uniqueKeysWithValues: zip(rows.columns, row))
+    }
+}
+
+/// An open write transaction (see `Database.transaction`).
+public final class Transaction: @unchecked Sendable {
+    public let native: HonkerNative.Transaction
+
+    init(_ native: HonkerNative.Transaction) {
+        self.native = native
+    }
+
+    @discardableResult
+    public func execute(_ sql: String, _ params: [SqlValue] = []) throws -> UInt64 {
+        try native.execute(sql: sql, params: params)
+    }
+
+    /// Sees the transaction's own uncommitted writes.
+    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [[String: SqlValue]] {
+        rowsToDictionaries(try native.query(sql: sql, params: params))
+    }
+}
+
+// ----- queues and jobs ---------------------------------------------------------
+
+/// A job in any state (`Queue.job(_:)`, `deadLetters`).
+public struct JobRecord: Sendable {
+    public let id: Int64
+    public let queue: String
+    public let state: String
+    public let attempts: UInt32
+    public let maxAttempts: UInt32
+    public let lastError: String?
+    public let workerId: String?
+    public let runAt: Date
+    public let createdAt: Date
+    public let finishedAt: Date?
+    let payload: Payload
+
+    init(_ i: JobInfo) {
+        id = i.id
+        queue = i.queue
+        state = i.state
+        attempts = i.attempts
+        maxAttempts = i.maxAttempts
+        lastError = i.lastError
+        workerId = i.workerId
+        runAt = date(i.runAtMs)
+        createdAt = date(i.createdAtMs)
+        finishedAt = i.finishedAtMs.map(date)
+        payload = i.payload
+    }
+
+    public func payload<T: Decodable>(as type: T.Type) throws -> T {
+        try decode(payload, as: type)
+    }
+}
+
+/// A handle on one queue. Thread-safe.
+public final class Queue: @unchecked Sendable {
+    public let native: HonkerNative.Queue
+
+    init(_ native: HonkerNative.Queue) {
+        self.native = native
+    }
+
+    public var name: String { native.name() }
+
+    /// Adds a job (`Data` is stored as bytes, anything else as JSON). With
+    /// `tx`, it commits or rolls back with your transaction (the outbox).
+    @discardableResult
+    public func enqueue<P: Encodable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil,
+                                      priority: Int32 = 0, maxAttempts: UInt32? = nil,
+                                      dedupeKey: String? = nil, expires: TimeInterval? = nil,
+                                      tx: Transaction? = nil) throws -> Enqueued {
+        try enqueueMany([payload], delay: delay, runAt: runAt, priority: priority,
+                        maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, tx: tx)[0]
+    }
+
+    /// Adds one job per payload, all in one transaction.
+    @discardableResult
+    public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil,
+                                          priority: Int32 = 0, maxAttempts: UInt32? = nil,
+                                          dedupeKey: String? = nil, expires: TimeInterval? = nil,
+                                          tx: Transaction? = nil) throws -> [Enqueued] {
+        let options = EnqueueOptions(
+            delayMs: delay.map(millis),
+            runAtMs: runAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
+            priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey,
+            expiresMs: expires.map(millis))
+        return try native.enqueueMany(payloads: try payloads.map(encode), options: options, tx: tx?.native)
+    }
+
+    /// Leases up to `n` due jobs to `workerId`, waiting up to `wait` for work.
+    public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
+                           wait: TimeInterval = 0) async throws -> [Job] {
+        let native = self.native
+        let leaseMs = lease.map(millis) ?? native.leaseMs()
+        let jobs = try await offThread {
+            try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: millis(wait), tx: nil)
+        }
+        return jobs.map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
+    }
+
+    /// `claimBatch` inside your transaction (no waiting).
+    public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
+                           tx: Transaction) throws -> [Job] {
+        let leaseMs = lease.map(millis) ?? native.leaseMs()
+        return try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: tx.native)
+            .map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
+    }
+
+    /// `for try await job in queue.claim(workerId: "mailer-1")`: an endless
+    /// stream of jobs that waits (off the caller's thread) until work arrives
+    /// from any process, and ends when its task is cancelled.
+    public func claim(workerId: String, batch: UInt32 = 1, lease: TimeInterval? = nil,
+                      wait: TimeInterval = 1) -> ClaimSequence {
+        ClaimSequence(queue: self, workerId: workerId, batch: batch, lease: lease, wait: wait)
+    }
+
+    /// Acks several jobs in one transaction; returns how many were still held.
+    @discardableResult
+    public func ackMany(_ jobs: [Job]) async throws -> UInt64 {
+        let native = self.native
+        let leases = jobs.map { LeaseRecord(id: $0.id, token: $0.token) }
+        return try await offThread { try native.ackMany(leases: leases, tx: nil) }
+    }
+
+    /// Cancels a live job; false if it had already finished.
+    @discardableResult
+    public func cancel(_ id: Int64, reason: String? = nil) async throws -> Bool {
+        let native = self.native
+        return try await offThread { try native.cancel(id: id, reason: reason, tx: nil) }
+    }
+
+    public func job(_ id: Int64) async throws -> JobRecord {
+        let native = self.native
+        return JobRecord(try await offThread { try native.getJob(id: id) })
+    }
+
+    /// The result saved by `job.ack(result:)`, or nil.
+    public func result<T: Decodable>(_ id: Int64, as type: T.Type) async throws -> T? {
+        let native = self.native
+        guard let p = try await offThread({ try native.getResult(id: id) }) else { return nil }
+        return try decode(p, as: type)
+    }
+
+    /// Waits (off the caller's thread) up to `timeout` for the job's result.
+    public func waitResult<T: Decodable>(_ id: Int64, as type: T.Type, timeout: TimeInterval) async throws -> T? {
+        let native = self.native
+        guard let p = try await offThread({ try native.waitResult(id: id, timeoutMs: millis(timeout)) }) else {
+            return nil
+        }
+        return try decode(p, as: type)
+    }
+
+    public func stats() async throws -> QueueStats {
+        let native = self.native
+        return try await offThread { try native.stats() }
+    }
+
+    /// Dead letters with ids above `afterId`, oldest first (paged).
+    public func deadLetters(afterId: Int64 = 0, limit: UInt32 = 100) async throws -> [JobRecord] {
+        let native = self.native
+        return try await offThread { try native.deadLetters(afterId: afterId, limit: limit) }.map(JobRecord.init)
+    }
+
+    @discardableResult
+    public func requeueDead(_ id: Int64) async throws -> Bool {
+        let native = self.native
+        return try await offThread { try native.requeueDead(id: id) }
+    }
+
+    @discardableResult
+    public func requeueAllDead() async throws -> UInt64 {
+        let native = self.native
+        return try await offThread { try native.requeueAllDead() }
+    }
+
+    @discardableResult
+    public func purgeDead(olderThan: TimeInterval? = nil) async throws -> UInt64 {
+        let native = self.native
+        return try await offThread { try native.purgeDead(olderThanMs: olderThan.map(millis)) }
+    }
+}
+
+/// A claimed job, leased to this worker until `leaseExpiresAt`. A lost lease
+/// makes every method throw `.LeaseLost` and change nothing.
+public final class Job: @unchecked Sendable {
+    public let id: Int64
+    public let attempts: UInt32
+    public let maxAttempts: UInt32
+    public let priority: Int32
+    public let workerId: String
+    public let token: String
+    public let runAt: Date
+    public let createdAt: Date
+    public let queue: Queue
+    let rawPayload: Payload
+    let leaseMs: UInt64
+    private let lock = NSLock()
+    private var expiresMs: Int64
+
+    init(queue: Queue, workerId: String, claimed c: ClaimedJob, leaseMs: UInt64) {
+        self.queue = queue
+        self.workerId = workerId
+        self.leaseMs = leaseMs
+        id = c.id
+        attempts = c.attempts
+        maxAttempts = c.maxAttempts
+        priority = c.priority
+        token = c.token
+        runAt = date(c.runAtMs)
+        createdAt = date(c.createdAtMs)
+        rawPayload = c.payload
+        expiresMs = c.leaseExpiresAtMs
+    }
+
+    /// When the lease lapses unless extended.
+    public var leaseExpiresAt: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return date(expiresMs)
+    }
+
+    /// The payload decoded as `T` (`Data` for byte payloads).
+    public func payload<T: Decodable>(as type: T.Type) throws -> T {
+        try decode(rawPayload, as: type)
+    }
+
+    /// Completes the job, saving `result` if given.
+    public func ack<R: Encodable>(result: R) async throws {
+        let (native, id, token) = (queue.native, id, token)
+        let payload = try encode(result)
+        try await offThread { try native.ack(id: id, token: token, result: payload, tx: nil) }
+    }
+
+    public func ack() async throws {
+        let (native, id, token) = (queue.native, id, token)
+        try await offThread { try native.ack(id: id, token: token, result: nil, tx: nil) }
+    }
+
+    /// Completes the job inside your transaction, with your writes.
+    public func ack(tx: Transaction) throws {
+        try queue.native.ack(id: id, token: token, result: nil, tx: tx.native)
+    }
+
+    /// Another attempt after `delay` (default: the job's backoff); dead when
+    /// its attempts are used up. Returns the new state.
+    @discardableResult
+    public func retry(delay: TimeInterval? = nil, error: String? = nil) async throws -> String {
+        let (native, id, token) = (queue.native, id, token)
+        return try await offThread {
+            try native.retry(id: id, token: token, delayMs: delay.map(millis), error: error, tx: nil)
+        }
+    }
+
+    /// Dead-letters the job now.
+    public func fail(_ error: String) async throws {
+        let (native, id, token) = (queue.native, id, token)
+        try await offThread { try native.fail(id: id, token: token, error: error, tx: nil) }
+    }
+
+    /// Gives the job back now, without using up an attempt.
+    public func release() async throws {
+        let (native, id, token) = (queue.native, id, token)
+        try await offThread { try native.release(id: id, token: token, tx: nil) }
+    }
+
+    /// Gives the job back to run after `delay`, without using up an attempt.
+    @discardableResult
+    public func snooze(_ delay: TimeInterval) async throws -> String {
+        let (native, id, token) = (queue.native, id, token)
+        return try await offThread { try native.snooze(id: id, token: token, delayMs: millis(delay), tx: nil) }
+    }
+
+    /// Extends the lease by `extend` (default: the claim's lease) from now.
+    @discardableResult
+    public func heartbeat(extend: TimeInterval? = nil) async throws -> Date {
+        let (native, id, token) = (queue.native, id, token)
+        let ms = extend.map(millis) ?? leaseMs
+        let until = try await offThread { try native.heartbeat(id: id, token: token, extendMs: ms) }
+        lock.lock()
+        expiresMs = until
+        lock.unlock()
+        return date(until)
+    }
+
+    /// Runs `body` while renewing the lease every `every` (default: a third
+    /// of the lease), so long work keeps its job.
+    public func keepAlive<T>(every: TimeInterval? = nil, _ body: () async throws -> T) async throws -> T {
+        let interval = every ?? TimeInterval(leaseMs) / 3000
+        let beats = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                if Task.isCancelled { break }
+                _ = try? await self.heartbeat()
+            }
+        }
+        defer { beats.cancel() }
+        return try await body()
+    }
+}
+
+/// See `Queue.claim(workerId:)`.
+public struct ClaimSequence: AsyncSequence {
+    public typealias Element = Job
+    let queue: Queue
+    let workerId: String
+    let batch: UInt32
+    let lease: TimeInterval?
+    let wait: TimeInterval
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(sequence: self)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let sequence: ClaimSequence
+        var buffer: [Job] = []
+
+        public mutating func next() async throws -> Job? {
+            while buffer.isEmpty {
+                if Task.isCancelled { return nil }
+                let s = sequence
+                let jobs = try await s.queue.claimBatch(workerId: s.workerId, n: s.batch,
+                                                        lease: s.lease, wait: s.wait)
+                if Task.isCancelled {
+                    // Claimed for nobody: give them back now, not at lease lapse.
+                    for job in jobs { try? await job.release() }
+                    return nil
+                }
+                buffer = jobs
+            }
+            return buffer.removeFirst()
+        }
+    }
+}

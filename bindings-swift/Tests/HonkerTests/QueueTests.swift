@@ -1,0 +1,137 @@
+// The queue through Swift: the seed's reference behaviours (lease lapse ->
+// reclaim -> dead letter), scheduling, dedupe, results, dead letters.
+// Mirrors bindings-python/tests/test_queue.py.
+import Foundation
+import Honker
+import XCTest
+
+final class QueueTests: XCTestCase {
+    func testEnqueueClaimAck() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("emails")
+        let e = try q.enqueue(Email(to: "alice@example.com", template: "order-confirmed"))
+        XCTAssertFalse(e.existing)
+        let jobs = try await q.claimBatch(workerId: "mailer-1", n: 32)
+        XCTAssertEqual(jobs.map { $0.id }, [e.id])
+        XCTAssertEqual(try jobs[0].payload(as: Email.self).to, "alice@example.com")
+        XCTAssertEqual(jobs[0].attempts, 1)
+        try await jobs[0].ack()
+        let stats = try await q.stats()
+        XCTAssertEqual(stats.ready, 0)
+    }
+
+    func testLapsedLeaseIsReclaimedThenDeadLetteredWithTheLastError() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("emails", lease: 30, maxAttempts: 2)
+        try q.enqueue(["n": 1])
+        let first = try await q.claimBatch(workerId: "w1")[0]
+        try t.clock.advance(ms: 31_000) // the worker died: its lease lapses
+        let again = try await q.claimBatch(workerId: "w2")[0]
+        XCTAssertEqual(again.id, first.id)
+        XCTAssertEqual(again.attempts, 2)
+        do {
+            try await first.ack()
+            XCTFail("a stale token must not ack")
+        } catch HonkerError.LeaseLost {}
+        let state = try await again.retry(error: "smtp down")
+        XCTAssertEqual(state, "dead")
+        let dead = try await q.deadLetters()
+        XCTAssertEqual(dead.map { $0.id }, [first.id])
+        XCTAssertEqual(dead[0].lastError, "smtp down")
+        let requeued = try await q.requeueDead(first.id)
+        XCTAssertTrue(requeued)
+        let back = try await q.claimBatch(workerId: "w3")[0]
+        XCTAssertEqual(back.attempts, 1)
+    }
+
+    func testDelayAndPriority() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        try q.enqueue("later", delay: 5)
+        try q.enqueue("low")
+        try q.enqueue("high", priority: 10)
+        var got = try await q.claimBatch(workerId: "w", n: 10).map { try $0.payload(as: String.self) }
+        XCTAssertEqual(got, ["high", "low"])
+        try t.clock.advance(ms: 5_000)
+        got = try await q.claimBatch(workerId: "w", n: 10).map { try $0.payload(as: String.self) }
+        XCTAssertEqual(got, ["later"])
+    }
+
+    func testDedupeReturnsTheLiveJob() throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        let a = try q.enqueue(["m": 11], dedupeKey: "report-11")
+        let b = try q.enqueue(["m": 11], dedupeKey: "report-11")
+        XCTAssertEqual(b.id, a.id)
+        XCTAssertTrue(b.existing)
+    }
+
+    func testReleaseSnoozeHeartbeatAndCancel() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q", lease: 10)
+        let e = try q.enqueue("x")
+        var job = try await q.claimBatch(workerId: "w")[0]
+        try await job.release()
+        job = try await q.claimBatch(workerId: "w")[0]
+        XCTAssertEqual(job.attempts, 1)
+        try t.clock.advance(ms: 8_000)
+        let before = job.leaseExpiresAt
+        let after = try await job.heartbeat()
+        XCTAssertGreaterThan(after, before)
+        try t.clock.advance(ms: 8_000)
+        let none = try await q.claimBatch(workerId: "other")
+        XCTAssertTrue(none.isEmpty) // still held
+        let cancelled = try await q.cancel(e.id, reason: "no longer needed")
+        XCTAssertTrue(cancelled)
+        do {
+            try await job.ack()
+            XCTFail("cancel fences the holder")
+        } catch HonkerError.LeaseLost {}
+        let record = try await q.job(e.id)
+        XCTAssertEqual(record.state, "cancelled")
+    }
+
+    func testResultsAndBytes() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        let e = try q.enqueue(Data([0, 255, 7]))
+        let job = try await q.claimBatch(workerId: "w")[0]
+        XCTAssertEqual(try job.payload(as: Data.self), Data([0, 255, 7]))
+        try await job.ack(result: ["sent": true])
+        let result = try await q.waitResult(e.id, as: [String: Bool].self, timeout: 1)
+        XCTAssertEqual(result, ["sent": true])
+    }
+
+    func testDeadLettersPurgeAndRequeueAll() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q", maxAttempts: 1)
+        try q.enqueueMany(["a", "b", "c"])
+        for job in try await q.claimBatch(workerId: "w", n: 3) { try await job.fail("bad") }
+        let requeued = try await q.requeueAllDead()
+        XCTAssertEqual(requeued, 3)
+        let acked = try await q.ackMany(try await q.claimBatch(workerId: "w", n: 3))
+        XCTAssertEqual(acked, 3)
+        try q.enqueue("d")
+        try await q.claimBatch(workerId: "w")[0].fail("bad")
+        let purged = try await q.purgeDead()
+        XCTAssertEqual(purged, 1)
+    }
+
+    func testKeepAliveRenewsTheLease() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q", lease: 30)
+        try q.enqueue("x")
+        let job = try await q.claimBatch(workerId: "w")[0]
+        let first = job.leaseExpiresAt
+        try await job.keepAlive(every: 0.01) {
+            for _ in 0..<3 {
+                try t.clock.advance(ms: 20_000)
+                let seen = job.leaseExpiresAt
+                while job.leaseExpiresAt == seen { try await Task.sleep(nanoseconds: 2_000_000) }
+            }
+        }
+        XCTAssertEqual(job.leaseExpiresAt.timeIntervalSince(first), 60, accuracy: 0.001)
+        let none = try await q.claimBatch(workerId: "other")
+        XCTAssertTrue(none.isEmpty)
+    }
+}
