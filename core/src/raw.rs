@@ -30,6 +30,14 @@ use parking_lot::Mutex;
 use crate::error::{Error, ErrorKind, Result};
 use crate::payload::Payload;
 
+/// Compile-time guard (DESIGN §12): the `rusqlite` build links a real SQLite.
+/// If libsqlite3-sys's `loadable_extension` feature were unified into it, every
+/// call would go through an extension function table that no host installed,
+/// and the first SQLite call would panic at run time. `sqlite3_initialize` is
+/// not part of the extension API, so such a build fails here instead.
+#[cfg(feature = "rusqlite")]
+const _LINKED_SQLITE: unsafe extern "C" fn() -> c_int = ffi::sqlite3_initialize;
+
 /// `[&dyn ToSql]` for a statement's parameters, in order.
 macro_rules! params {
     ($($p:expr),* $(,)?) => {
