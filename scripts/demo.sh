@@ -1,19 +1,43 @@
 #!/usr/bin/env bash
-# Sets up what the demo needs (builds the Rust workspace) and runs it: a shop
-# process writes orders and their confirmation emails in one transaction each,
-# a worker process claims and "sends" the emails from the same SQLite file.
+# The README's first command: sets up what it needs (system packages, the
+# Python binding in a cached venv, the Node addon, the SQLite extension) and
+# runs the outbox demo on one SQLite file shared by three processes:
+#   a Python web shop writes orders and their confirmation emails in one
+#   transaction each (one payment fails: that order and its email never exist),
+#   a Node mailer claims and "sends" the emails as they commit,
+#   and plain SQL in the sqlite3 shell (with the honker extension) inspects it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
+say() { printf '\n== %s\n' "$*"; }
 
-if ! command -v cargo >/dev/null; then
-    echo "demo.sh: cargo not found; install Rust 1.89+ with rustup (https://rustup.rs)" >&2
-    exit 1
-fi
-if ! command -v cc >/dev/null; then
-    echo "demo.sh: a C compiler is needed to build SQLite: apt-get install -y build-essential" >&2
-    exit 1
-fi
-
+say "setting up (first run builds everything; later runs take seconds)"
+. scripts/deps.sh
+honker_python_venv
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
-cargo build --locked -q -p honker --example outbox_demo
-exec cargo run --locked -q -p honker --example outbox_demo "$@"
+cargo build --release --locked -q --manifest-path extension/Cargo.toml --target-dir target
+export HONKER_EXT="$root/target/release/libhonker_ext"
+PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
+    --no-build-isolation ./bindings-python
+(cd demo && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+
+dir="$(mktemp -d)"
+db="$dir/shop.db"
+trap 'rm -rf "$dir"' EXIT
+
+say "running: Python shop + Node mailer on $db"
+node demo/mailer.mjs "$db" &
+mailer=$!
+sleep 0.5
+"$HONKER_VENV/bin/python" demo/shop.py "$db"
+# Let the mailer drain the queue, then stop it (it stops cleanly on SIGTERM).
+for _ in $(seq 1 100); do
+    left="$(sqlite3 "$db" "SELECT count(*) FROM _honker_jobs WHERE queue = 'emails'")"
+    [ "$left" = 0 ] && break
+    sleep 0.1
+done
+kill -TERM "$mailer"
+wait "$mailer"
+
+say "inspecting with plain SQL (sqlite3 shell + the honker extension)"
+{ echo ".load $HONKER_EXT"; cat demo/inspect.sql; } | sqlite3 "$db"

@@ -37,8 +37,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python
-ruff format --check bindings-python extension/tests bench/python
+ruff check bindings-python extension/tests bench/python demo
+ruff format --check bindings-python extension/tests bench/python demo
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -86,7 +86,14 @@ trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log"' EXI
 bash scripts/swift-test.sh 2>&1 | tee "$swift_log"
 grep -q "Test Suite 'All tests' passed" "$swift_log"
 
-step "example: the outbox demo"
+step "examples: the README's demo (Python shop, Node mailer, SQL inspector) and the Rust one"
+demo_log="$(mktemp)"
+bash scripts/demo.sh 2>&1 | tee "$demo_log"
+grep -q "sent order-confirmed to carol@example.com" "$demo_log"
+grep -q "orders for mallory (rolled back): 0" "$demo_log"
+grep -q "email jobs ever created:          3" "$demo_log"
+grep -q '"ready":0,"running":0' "$demo_log"
+rm -f "$demo_log"
 cargo run --locked -q -p honker --example outbox_demo
 
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
