@@ -35,13 +35,18 @@ def main(path: str) -> None:
                 )
                 order_id = tx.query("SELECT last_insert_rowid()")[0][0]
                 job = emails.enqueue(
-                    {"to": email, "order": order_id, "template": "order-confirmed"}, tx=tx
+                    {"to": email, "order": order_id, "template": "order-confirmed"},
+                    tx=tx,
                 )
                 if cents == 0:
                     raise PaymentDeclined(email)
-            print(f"[shop]      order {order_id} for {email}: committed with email job {job.id}")
+            print(
+                f"[shop]      order {order_id} for {email}: committed with email job {job.id}"
+            )
         except PaymentDeclined:
-            print(f"[shop]      order for {email}: payment declined -> rolled back, no email exists")
+            print(
+                f"[shop]      order for {email}: payment declined -> rolled back, no email exists"
+            )
         time.sleep(0.2)
     db.close()
 
