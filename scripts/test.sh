@@ -37,8 +37,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python demo
-ruff format --check bindings-python extension/tests bench/python demo
+ruff check bindings-python extension/tests bench/python demo tests-interop
+ruff format --check bindings-python extension/tests bench/python demo tests-interop
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -82,9 +82,14 @@ rm -rf "$consumer"
 
 step "swift binding: generated sources current; swift build + swift test in the Debian 13 chroot"
 swift_log="$(mktemp)"
-trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log"' EXIT
+trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log" "${interop_log:-}"' EXIT
 bash scripts/swift-test.sh 2>&1 | tee "$swift_log"
 grep -q "Test Suite 'All tests' passed" "$swift_log"
+
+step "tests-interop: every scenario, roles across surfaces, one file"
+cargo build --locked -q -p honker-interop-driver
+interop_log="$(mktemp)"
+"$HONKER_VENV/bin/python" tests-interop/run.py 2>&1 | tee "$interop_log"
 
 step "examples: the README's demo (Python shop, Node mailer, SQL inspector) and the Rust one"
 demo_log="$(mktemp)"
@@ -108,6 +113,7 @@ echo "test.sh: all checks passed"
 {
     grep -h '^test result:' "$log" | awk '{ print $4, $6 }'
     awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$node_log"
+    grep -h '^interop:' "$interop_log" | awk '{ print $2, $4 }'
     # XCTest: "Executed N tests, with M failures" (the last one is the total).
     grep "Executed .* tests, with" "$swift_log" | tail -n 1 | awk '{ print $2 - $5, $5 }'
     tail -n 1 "$py_log" | awk '{

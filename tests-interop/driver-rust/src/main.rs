@@ -1,0 +1,298 @@
+//! The Rust surface of tests-interop: reads one JSON step per line on stdin,
+//! runs it with the `honker` crate, and answers one JSON line on stdout:
+//! `{"ok": result}` or `{"error": CODE, "message": ...}`. The step vocabulary
+//! is documented in tests-interop/README.md; every driver implements it.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use honker::{
+    ClaimOptions, Database, EnqueueOptions, ErrorKind, Lease, Payload, QueueOptions, RetryOptions,
+    Transaction, Value,
+};
+use serde_json::{json, Value as Json};
+
+struct Driver {
+    db: Option<Database>,
+    tx: Option<Transaction>,
+    queue_options: HashMap<String, QueueOptions>,
+}
+
+type Out = Result<Json, honker::Error>;
+
+fn unsupported(what: &str) -> honker::Error {
+    honker::Error::new(ErrorKind::InvalidArgument, format!("UNSUPPORTED {what}"))
+}
+
+fn s<'a>(step: &'a Json, key: &str) -> &'a str {
+    step[key].as_str().unwrap_or_default()
+}
+
+fn ms(step: &Json, key: &str) -> Option<Duration> {
+    step[key].as_u64().map(Duration::from_millis)
+}
+
+fn lease(step: &Json) -> Lease {
+    Lease {
+        job_id: step["id"].as_i64().unwrap_or(0),
+        token: s(step, "token").to_owned(),
+    }
+}
+
+fn sql_params(step: &Json) -> Vec<Value> {
+    step["params"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| match v {
+                    Json::Null => Value::Null,
+                    Json::Bool(b) => Value::Integer(i64::from(*b)),
+                    Json::Number(n) => n
+                        .as_i64()
+                        .map(Value::Integer)
+                        .unwrap_or_else(|| Value::Real(n.as_f64().unwrap_or(0.0))),
+                    Json::String(t) => Value::Text(t.clone()),
+                    other => Value::Text(other.to_string()),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn value_json(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Integer(i) => json!(i),
+        Value::Real(f) => json!(f),
+        Value::Text(t) => json!(t),
+        Value::Blob(b) => json!(b),
+    }
+}
+
+impl Driver {
+    fn db(&self) -> Result<&Database, honker::Error> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| honker::Error::new(ErrorKind::InvalidArgument, "open first"))
+    }
+
+    fn queue(&self, step: &Json) -> Result<honker::Queue, honker::Error> {
+        let name = s(step, "queue");
+        let mut o = self.queue_options.get(name).cloned().unwrap_or_default();
+        if let Some(b) = ms(step, "backoff_base_ms") {
+            o.backoff.base = b;
+        }
+        if let Some(j) = step["backoff_jitter"].as_f64() {
+            o.backoff.jitter = j;
+        }
+        if let Some(l) = ms(step, "queue_lease_ms") {
+            o.lease = l;
+        }
+        self.db()?.queue_with(name, o)
+    }
+
+    fn tx(&self, step: &Json) -> Option<&Transaction> {
+        if step["in_tx"].as_bool() == Some(true) {
+            self.tx.as_ref()
+        } else {
+            None
+        }
+    }
+
+    fn run(&mut self, step: &Json) -> Out {
+        match s(step, "op") {
+            "open" => {
+                self.tx = None;
+                self.db = Some(Database::open(s(step, "path"))?);
+                Ok(Json::Null)
+            }
+            "close" => {
+                self.tx = None;
+                if let Some(db) = self.db.take() {
+                    db.close()?;
+                }
+                Ok(Json::Null)
+            }
+            "begin" => {
+                self.tx = Some(self.db()?.transaction()?);
+                Ok(Json::Null)
+            }
+            "commit" => {
+                self.tx.take().map(Transaction::commit).transpose()?;
+                Ok(Json::Null)
+            }
+            "rollback" => {
+                self.tx.take().map(Transaction::rollback).transpose()?;
+                Ok(Json::Null)
+            }
+            "exec" => {
+                let params = sql_params(step);
+                let p = honker::rusqlite::params_from_iter(params.iter());
+                let rows = match &self.tx {
+                    Some(tx) => tx.query(s(step, "sql"), p)?,
+                    None => {
+                        self.db()?.execute(s(step, "sql"), p)?;
+                        return Ok(Json::Null);
+                    }
+                };
+                Ok(json!(rows
+                    .rows
+                    .iter()
+                    .map(|r| r.iter().map(value_json).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()))
+            }
+            "enqueue" => {
+                let q = self.queue(step)?;
+                let options = EnqueueOptions {
+                    delay: ms(step, "delay_ms"),
+                    priority: step["priority"].as_i64().unwrap_or(0) as i32,
+                    max_attempts: step["max_attempts"].as_u64().map(|n| n as u32),
+                    dedupe_key: step["dedupe_key"].as_str().map(str::to_owned),
+                    ..EnqueueOptions::default()
+                };
+                let payload = Payload::from(&step["payload"]);
+                let e = match self.tx(step) {
+                    Some(tx) => q.enqueue_tx(tx, payload, &options)?,
+                    None => q.enqueue(payload, &options)?,
+                };
+                Ok(json!({"id": e.id, "existing": e.existing}))
+            }
+            "claim" => {
+                let q = self.queue(step)?;
+                let n = honker::validate::batch(step["n"].as_i64().unwrap_or(1))?;
+                let jobs = q.claim_with(
+                    s(step, "worker"),
+                    n,
+                    &ClaimOptions {
+                        lease: ms(step, "lease_ms"),
+                        wait: ms(step, "wait_ms").unwrap_or_default(),
+                    },
+                )?;
+                Ok(Json::Array(
+                    jobs.iter()
+                        .map(|j| {
+                            json!({"id": j.id, "token": j.lease.token, "attempts": j.attempts,
+                                   "payload": j.payload.as_json().unwrap_or(Json::Null)})
+                        })
+                        .collect(),
+                ))
+            }
+            "ack" => {
+                let q = self.queue(step)?;
+                match self.tx(step) {
+                    Some(tx) => q.ack_tx(tx, &lease(step), None)?,
+                    None => q.ack(&lease(step), None)?,
+                }
+                Ok(Json::Null)
+            }
+            "retry" => {
+                let q = self.queue(step)?;
+                let o = RetryOptions {
+                    delay: ms(step, "delay_ms"),
+                    error: step["error"].as_str().map(str::to_owned),
+                };
+                Ok(json!(q.retry(&lease(step), &o)?.as_str()))
+            }
+            "fail" => {
+                self.queue(step)?.fail(&lease(step), s(step, "error"))?;
+                Ok(Json::Null)
+            }
+            "release" => {
+                self.queue(step)?.release(&lease(step))?;
+                Ok(Json::Null)
+            }
+            "heartbeat" => Ok(json!(self
+                .queue(step)?
+                .heartbeat(&lease(step), ms(step, "extend_ms"))?)),
+            "requeue_dead" => Ok(json!(self
+                .queue(step)?
+                .requeue_dead(step["id"].as_i64().unwrap_or(0))?)),
+            "get_job" => {
+                let j = self
+                    .queue(step)?
+                    .get_job(step["id"].as_i64().unwrap_or(0))?;
+                Ok(json!({"state": j.state.as_str(), "attempts": j.attempts,
+                          "last_error": j.last_error, "run_at_ms": j.run_at,
+                          "now_ms": honker::Clock::now_ms(&honker::SystemClock)}))
+            }
+            "stats" => {
+                let st = self.queue(step)?.stats()?;
+                Ok(json!({"ready": st.ready, "scheduled": st.scheduled,
+                          "running": st.running, "dead": st.dead}))
+            }
+            "drain" => self.drain(step),
+            other => Err(unsupported(other)),
+        }
+    }
+
+    /// Claims and acks until the queue stays empty; each ack commits with a
+    /// row keyed by the job id, so a second processing would fail loudly.
+    fn drain(&self, step: &Json) -> Out {
+        let q = self.queue(step)?;
+        let db = self.db()?;
+        let (mut done, mut idle, mut errors) = (0u64, 0, Vec::new());
+        while idle < 3 {
+            let jobs = match q.claim_with(
+                s(step, "worker"),
+                16,
+                &ClaimOptions {
+                    lease: None,
+                    wait: Duration::from_millis(300),
+                },
+            ) {
+                Ok(j) => j,
+                Err(e) => {
+                    errors.push(e.code().to_owned());
+                    continue;
+                }
+            };
+            if jobs.is_empty() {
+                idle += 1;
+                continue;
+            }
+            idle = 0;
+            for job in jobs {
+                let r = db.with_transaction(|tx| {
+                    tx.execute(
+                        &format!(
+                            "INSERT INTO {} (job_id, surface) VALUES (?1, 'rust')",
+                            s(step, "table")
+                        ),
+                        [job.id],
+                    )?;
+                    job.ack_tx(tx, None)
+                });
+                match r {
+                    Ok(()) => done += 1,
+                    Err(e) => errors.push(e.code().to_owned()),
+                }
+            }
+        }
+        Ok(json!({"done": done, "errors": errors}))
+    }
+}
+
+fn main() {
+    let mut d = Driver {
+        db: None,
+        tx: None,
+        queue_options: HashMap::new(),
+    };
+    let stdout = std::io::stdout();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let step: Json = match serde_json::from_str(&line) {
+            Ok(s) => s,
+            Err(e) => json!({"op": format!("bad json: {e}")}),
+        };
+        let reply = match d.run(&step) {
+            Ok(v) => json!({"ok": v}),
+            Err(e) if e.message().starts_with("UNSUPPORTED") => json!({"unsupported": e.message()}),
+            Err(e) => json!({"error": e.code(), "message": e.message()}),
+        };
+        let mut out = stdout.lock();
+        let _ = writeln!(out, "{reply}");
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,167 @@
+// The Node surface of tests-interop: one JSON step per line on stdin, one
+// JSON answer per line on stdout ({"ok": ...} or {"error": CODE, ...}). The
+// step vocabulary is in tests-interop/README.md; every driver implements it.
+import { createInterface } from 'node:readline';
+import honker from '../../bindings-node/index.js';
+
+let db = null;
+let tx = null; // { tx, done(commit) } while a transaction is open
+const UNSUPPORTED = Symbol('unsupported');
+
+function queue(s) {
+  const options = {};
+  if (s.backoff_base_ms !== undefined) options.backoffBase = s.backoff_base_ms;
+  if (s.backoff_jitter !== undefined) options.backoffJitter = s.backoff_jitter;
+  return db.queue(s.queue, options);
+}
+
+const txFor = (s) => (s.in_tx ? tx.tx : undefined);
+
+// A transaction that spans several steps: db.transaction() holds it open
+// until commit or rollback resolves the promise it awaits.
+function begin() {
+  return new Promise((ready) => {
+    const finished = db
+      .transaction(
+        (t) =>
+          new Promise((resolve, reject) => {
+            ready({ tx: t, commit: resolve, rollback: () => reject(new Error('rollback')) });
+          }),
+      )
+      .catch((e) => {
+        if (e.message !== 'rollback') throw e;
+      });
+    tx = { finished };
+  }).then((t) => {
+    tx = { ...t, finished: tx.finished };
+  });
+}
+
+async function run(s) {
+  switch (s.op) {
+    case 'open':
+      tx = null;
+      db = await honker.open(s.path);
+      return null;
+    case 'close':
+      if (db) await db.close();
+      db = null;
+      return null;
+    case 'begin':
+      await begin();
+      return null;
+    case 'commit':
+    case 'rollback':
+      if (tx) {
+        if (s.op === 'commit') tx.commit();
+        else tx.rollback();
+        await tx.finished;
+      }
+      tx = null;
+      return null;
+    case 'exec':
+      if (tx) return (await tx.tx.query(s.sql, s.params ?? [])).map((r) => Object.values(r));
+      await db.execute(s.sql, s.params ?? []);
+      return null;
+  }
+  const q = queue(s);
+  const native = q._native; // acting on a lease another surface handed over
+  const call = async (p) => {
+    const r = await p;
+    if (r && r.honkerError) throw Object.assign(new Error(r.message), { code: r.code });
+    return r;
+  };
+  switch (s.op) {
+    case 'enqueue': {
+      const e = await q.enqueue(s.payload, {
+        delay: s.delay_ms,
+        priority: s.priority,
+        maxAttempts: s.max_attempts,
+        dedupeKey: s.dedupe_key,
+        tx: txFor(s),
+      });
+      return { id: e.id, existing: e.existing };
+    }
+    case 'claim': {
+      const jobs = await q.claimBatch(s.worker, s.n ?? 1, { lease: s.lease_ms, wait: s.wait_ms });
+      return jobs.map((j) => ({ id: j.id, token: j.token, attempts: j.attempts, payload: j.payload }));
+    }
+    case 'ack':
+      await call(native.ack(s.id, s.token, undefined, s.in_tx ? tx.tx._native.id : undefined));
+      return null;
+    case 'retry':
+      return call(native.retry(s.id, s.token, s.delay_ms, s.error, undefined));
+    case 'fail':
+      await call(native.fail(s.id, s.token, s.error, undefined));
+      return null;
+    case 'release':
+      await call(native.release(s.id, s.token, undefined));
+      return null;
+    case 'heartbeat':
+      return call(native.heartbeat(s.id, s.token, s.extend_ms, undefined));
+    case 'requeue_dead':
+      return q.requeueDead(s.id);
+    case 'get_job': {
+      const j = await q.getJob(s.id);
+      return {
+        state: j.state,
+        attempts: j.attempts,
+        last_error: j.lastError,
+        run_at_ms: j.runAt.getTime(),
+        now_ms: Date.now(),
+      };
+    }
+    case 'stats': {
+      const st = await q.stats();
+      return { ready: st.ready, scheduled: st.scheduled, running: st.running, dead: st.dead };
+    }
+    case 'drain':
+      return drain(q, s);
+  }
+  return UNSUPPORTED;
+}
+
+async function drain(q, s) {
+  let done = 0;
+  let idle = 0;
+  const errors = [];
+  while (idle < 3) {
+    let jobs;
+    try {
+      jobs = await q.claimBatch(s.worker, 16, { wait: 300 });
+    } catch (e) {
+      errors.push(e.code);
+      continue;
+    }
+    if (jobs.length === 0) {
+      idle += 1;
+      continue;
+    }
+    idle = 0;
+    for (const job of jobs) {
+      try {
+        await db.transaction(async (t) => {
+          await t.execute(`INSERT INTO ${s.table} (job_id, surface) VALUES (?, 'node')`, [job.id]);
+          await job.ack({ tx: t });
+        });
+        done += 1;
+      } catch (e) {
+        errors.push(e.code ?? String(e));
+      }
+    }
+  }
+  return { done, errors };
+}
+
+const rl = createInterface({ input: process.stdin });
+for await (const line of rl) {
+  const step = JSON.parse(line);
+  let reply;
+  try {
+    const result = await run(step);
+    reply = result === UNSUPPORTED ? { unsupported: step.op } : { ok: result ?? null };
+  } catch (e) {
+    reply = { error: e.code ?? 'INTERNAL', message: e.message };
+  }
+  process.stdout.write(`${JSON.stringify(reply)}\n`);
+}

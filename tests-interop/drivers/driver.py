@@ -1,0 +1,178 @@
+"""The Python surface of tests-interop: one JSON step per line on stdin, one
+JSON answer per line on stdout ({"ok": ...} or {"error": CODE, ...}). The
+step vocabulary is in tests-interop/README.md; every driver implements it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import honker
+
+
+class Driver:
+    def __init__(self) -> None:
+        self.db: honker.Database | None = None
+        self.tx: honker.Transaction | None = None
+
+    def queue(self, s: dict) -> honker.Queue:
+        assert self.db is not None
+        return self.db.queue(
+            s["queue"],
+            backoff_base=s["backoff_base_ms"] / 1000
+            if "backoff_base_ms" in s
+            else None,
+            backoff_jitter=s.get("backoff_jitter"),
+        )
+
+    def tx_for(self, s: dict):
+        return self.tx if s.get("in_tx") else None
+
+    def lease_job(self, s: dict) -> tuple:
+        return s["id"], s["token"]
+
+    def run(self, s: dict):
+        op = s["op"]
+        if op == "open":
+            self.tx = None
+            self.db = honker.open(s["path"])
+            return None
+        if op == "close":
+            if self.db is not None:
+                self.db.close()
+            self.db = self.tx = None
+            return None
+        if op == "begin":
+            assert self.db is not None
+            self.tx = self.db.transaction()
+            return None
+        if op in ("commit", "rollback"):
+            if self.tx is not None:
+                getattr(self.tx, op)()
+            self.tx = None
+            return None
+        if op == "exec":
+            assert self.db is not None
+            if self.tx is not None:
+                return [list(r) for r in self.tx.query(s["sql"], s.get("params", []))]
+            self.db.execute(s["sql"], s.get("params", []))
+            return None
+        q = self.queue(s)
+        if op == "enqueue":
+            e = q.enqueue(
+                s["payload"],
+                delay=s["delay_ms"] / 1000 if "delay_ms" in s else None,
+                priority=s.get("priority", 0),
+                max_attempts=s.get("max_attempts"),
+                dedupe_key=s.get("dedupe_key"),
+                tx=self.tx_for(s),
+            )
+            return {"id": e.id, "existing": e.existing}
+        if op == "claim":
+            jobs = q.claim_batch(
+                s["worker"],
+                s.get("n", 1),
+                lease=s["lease_ms"] / 1000 if "lease_ms" in s else None,
+                wait=s.get("wait_ms", 0) / 1000,
+            )
+            return [
+                {
+                    "id": j.id,
+                    "token": j.token,
+                    "attempts": j.attempts,
+                    "payload": j.payload,
+                }
+                for j in jobs
+            ]
+        native = q._native  # acting on a lease another surface handed over
+        if op == "ack":
+            native.ack(
+                s["id"],
+                s["token"],
+                tx=None if self.tx_for(s) is None else self.tx._native,
+            )
+            return None
+        if op == "retry":
+            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
+            return native.retry(s["id"], s["token"], delay=delay, error=s.get("error"))
+        if op == "fail":
+            native.fail(s["id"], s["token"], s["error"])
+            return None
+        if op == "release":
+            native.release(s["id"], s["token"])
+            return None
+        if op == "heartbeat":
+            ext = s["extend_ms"] / 1000 if "extend_ms" in s else None
+            return native.heartbeat(s["id"], s["token"], extend=ext)
+        if op == "requeue_dead":
+            return q.requeue_dead(s["id"])
+        if op == "get_job":
+            j = q.get_job(s["id"])
+            return {
+                "state": j.state,
+                "attempts": j.attempts,
+                "last_error": j.last_error,
+                "run_at_ms": round(j.run_at.timestamp() * 1000),
+                "now_ms": round(time.time() * 1000),
+            }
+        if op == "stats":
+            st = q.stats()
+            return {
+                "ready": st.ready,
+                "scheduled": st.scheduled,
+                "running": st.running,
+                "dead": st.dead,
+            }
+        if op == "drain":
+            return self.drain(q, s)
+        return UNSUPPORTED
+
+    def drain(self, q: honker.Queue, s: dict) -> dict:
+        assert self.db is not None
+        done, idle, errors = 0, 0, []
+        while idle < 3:
+            try:
+                jobs = q.claim_batch(s["worker"], 16, wait=0.3)
+            except honker.HonkerError as e:
+                errors.append(e.code)
+                continue
+            if not jobs:
+                idle += 1
+                continue
+            idle = 0
+            for job in jobs:
+                try:
+                    with self.db.transaction() as tx:
+                        tx.execute(
+                            f"INSERT INTO {s['table']} (job_id, surface) VALUES (?, 'python')",
+                            [job.id],
+                        )
+                        job.ack(tx=tx)
+                    done += 1
+                except honker.HonkerError as e:
+                    errors.append(e.code)
+        return {"done": done, "errors": errors}
+
+
+UNSUPPORTED = object()
+
+
+def main() -> None:
+    d = Driver()
+    for line in sys.stdin:
+        step = json.loads(line)
+        try:
+            result = d.run(step)
+            reply = (
+                {"unsupported": step["op"]} if result is UNSUPPORTED else {"ok": result}
+            )
+        except honker.HonkerError as e:
+            reply = {"error": e.code, "message": e.message}
+        except TypeError as e:
+            reply = {"error": "INVALID_ARGUMENT", "message": str(e)}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The SQL surface of tests-interop: the honker_* functions through the
+stdlib sqlite3 module of Debian's /usr/bin/python3 with libhonker_ext loaded
+(HONKER_EXT). One JSON step per line on stdin, one JSON answer per line on
+stdout. The SQL surface reports errors as text starting with the stable code
+(docs/sql.md); that prefix is its structured error, and it is all this reads.
+Operations SQL cannot express (per-job backoff at enqueue) answer
+{"unsupported": ...} and the runner skips that combination."""
+
+import json
+import os
+import sqlite3
+import sys
+import time
+
+EXT = os.environ["HONKER_EXT"]
+
+
+class Driver:
+    def __init__(self):
+        self.conn = None
+
+    def one(self, sql, params=()):
+        return self.conn.execute(sql, params).fetchone()[0]
+
+    def run(self, s):
+        op = s["op"]
+        if op == "open":
+            self.conn = sqlite3.connect(s["path"], isolation_level=None, timeout=10)
+            self.conn.enable_load_extension(True)
+            self.conn.load_extension(EXT)
+            self.conn.enable_load_extension(False)
+            self.one("SELECT honker_bootstrap()")
+            return None
+        if op == "close":
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = None
+            return None
+        if op == "begin":
+            self.conn.execute("BEGIN IMMEDIATE")
+            return None
+        if op in ("commit", "rollback"):
+            if self.conn.in_transaction:
+                self.conn.execute(op.upper())
+            return None
+        if op == "exec":
+            rows = self.conn.execute(s["sql"], s.get("params", [])).fetchall()
+            return [list(r) for r in rows] if self.conn.in_transaction else None
+        if "backoff_base_ms" in s or "backoff_jitter" in s:
+            return UNSUPPORTED
+        q, worker = s.get("queue"), s.get("worker", "sql-worker")
+        if op == "enqueue":
+            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
+            args = [q, json.dumps(s["payload"]), None, delay, s.get("priority", 0),
+                    s.get("max_attempts", 3), None]  # fmt: skip
+            if "dedupe_key" in s:
+                before = self.one("SELECT coalesce(max(id), 0) FROM _honker_jobs")
+                job_id = self.one(
+                    "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?, ?)",
+                    [*args, s["dedupe_key"]],
+                )
+                return {"id": job_id, "existing": job_id <= before}
+            return {
+                "id": self.one("SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?)", args),
+                "existing": False,
+            }
+        if op == "claim":
+            lease = s["lease_ms"] / 1000 if "lease_ms" in s else None
+            deadline = time.monotonic() + s.get("wait_ms", 0) / 1000
+            while True:
+                jobs = json.loads(
+                    self.one(
+                        "SELECT honker_claim_batch(?, ?, ?, ?)",
+                        [q, worker, s.get("n", 1), lease],
+                    )
+                )
+                if jobs or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.01)  # SQL has no wake-ups: a client polls
+            return [
+                {
+                    "id": j["id"],
+                    "token": j["lease_token"],
+                    "attempts": j["attempts"],
+                    "payload": j["payload"],
+                }
+                for j in jobs
+            ]
+        if op == "ack":
+            return self.none(
+                "SELECT honker_ack(?, ?, ?)", [s["id"], worker, s["token"]]
+            )
+        if op == "retry":
+            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
+            return self.one(
+                "SELECT honker_retry(?, ?, ?, ?, ?)",
+                [s["id"], worker, delay, s.get("error"), s["token"]],
+            )
+        if op == "fail":
+            return self.none(
+                "SELECT honker_fail(?, ?, ?, ?)",
+                [s["id"], worker, s["error"], s["token"]],
+            )
+        if op == "release":
+            return self.none(
+                "SELECT honker_release(?, ?, ?)", [s["id"], worker, s["token"]]
+            )
+        if op == "heartbeat":
+            ext = s["extend_ms"] / 1000 if "extend_ms" in s else None
+            return self.one(
+                "SELECT honker_heartbeat(?, ?, ?, ?)",
+                [s["id"], worker, ext, s["token"]],
+            )
+        if op == "requeue_dead":
+            return self.one("SELECT honker_requeue_dead(?, ?)", [q, s["id"]]) == 1
+        if op == "get_job":
+            j = json.loads(self.one("SELECT honker_get_job(?)", [s["id"]]))
+            return {"state": j["state"], "attempts": j["attempts"], "last_error": j["last_error"],
+                    "run_at_ms": j["run_at"], "now_ms": round(time.time() * 1000)}  # fmt: skip
+        if op == "stats":
+            st = json.loads(self.one("SELECT honker_queue_stats(?)", [q]))
+            return {k: st[k] for k in ("ready", "scheduled", "running", "dead")}
+        return UNSUPPORTED
+
+    def none(self, sql, params):
+        self.one(sql, params)
+        return None
+
+
+UNSUPPORTED = object()
+
+
+def main():
+    d = Driver()
+    for line in sys.stdin:
+        step = json.loads(line)
+        try:
+            result = d.run(step)
+            reply = (
+                {"unsupported": step["op"]} if result is UNSUPPORTED else {"ok": result}
+            )
+        except sqlite3.Error as e:
+            code, _, message = str(e).partition(": ")
+            reply = {"error": code, "message": message}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""tests-interop runner: plays every scenario (scenarios/*.json) with its roles
+given to different surfaces — Rust, Python, Node, and SQL through the stdlib
+sqlite3 module with the extension — each a separate process on one file.
+
+    python tests-interop/run.py [--only NAME]
+
+Needs: HONKER_VENV (a venv with the Python binding), HONKER_EXT (the built
+extension), the Rust driver built (target/debug/honker-interop-driver) and
+the Node addon built (bindings-node/honker.node). scripts/test.sh provides
+all of them. Prints one line per play and a closing "interop: N passed,
+M failed" line; exits non-zero on any failure.
+
+Matrix: a two-role scenario runs for every ordered pair of surfaces (the
+same surface twice included, as two processes); a three-role scenario runs
+its `always` assignments (Python enqueues, Node claims, Rust acks) plus the
+cyclic rotations that put every surface in every role; a one-role scenario
+runs on every surface. A play a surface cannot express (SQL cannot set a
+per-job backoff) is reported as skipped, not passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SURFACES = ["python", "node", "rust", "sql"]
+
+
+def command(surface: str) -> list[str]:
+    venv = os.environ["HONKER_VENV"]
+    return {
+        "python": [f"{venv}/bin/python", str(HERE / "drivers/driver.py")],
+        "node": ["node", str(HERE / "drivers/driver.mjs")],
+        "rust": [str(ROOT / "target/debug/honker-interop-driver")],
+        "sql": ["/usr/bin/python3", str(HERE / "drivers/sql_driver.py")],
+    }[surface]
+
+
+class Driver:
+    """One driver process: a JSON step per line in, a JSON answer per line out."""
+
+    def __init__(self, surface: str) -> None:
+        self.surface = surface
+        self.proc = subprocess.Popen(
+            command(surface),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def send(self, step: dict) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(step) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise Failure(f"{self.surface} driver died (exit {self.proc.poll()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def lookup(vars_: dict, ref: str):
+    name, *path = ref[1:].split(".")
+    value = vars_[name]
+    for p in path:
+        value = value[int(p)] if isinstance(value, list) else value[p]
+    return value
+
+
+def resolve(value, vars_: dict):
+    if isinstance(value, str) and value.startswith("$"):
+        return lookup(vars_, value)
+    if isinstance(value, dict):
+        return {k: resolve(v, vars_) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, vars_) for v in value]
+    return value
+
+
+def at(value, path: str):
+    for p in path.split("."):
+        value = value[int(p)] if isinstance(value, list) else value[p]
+    return value
+
+
+def check(expect: dict, reply: dict, where: str) -> None:
+    if "error" in expect:
+        if reply.get("error") != expect["error"]:
+            raise Failure(f"{where}: expected error {expect['error']}, got {reply}")
+        return
+    if "ok" not in reply:
+        raise Failure(f"{where}: expected success, got {reply}")
+    got = reply["ok"]
+    if "len" in expect and len(got) != expect["len"]:
+        raise Failure(f"{where}: expected {expect['len']} items, got {got}")
+    if "equals" in expect and got != expect["equals"]:
+        raise Failure(f"{where}: expected {expect['equals']!r}, got {got!r}")
+    if "equals_path" in expect:
+        path, want = expect["equals_path"]
+        if not got or at(got, path) != want:
+            raise Failure(f"{where}: expected {path} = {want!r}, got {got!r}")
+    if "match" in expect:
+        for k, v in expect["match"].items():
+            if got.get(k) != v:
+                raise Failure(f"{where}: expected {k} = {v!r}, got {got!r}")
+    if "run_at_from_now_ms" in expect:
+        lo, hi = expect["run_at_from_now_ms"]
+        delta = got["run_at_ms"] - got["now_ms"]
+        if not lo <= delta <= hi:
+            raise Failure(
+                f"{where}: run_at is {delta} ms from now, expected {lo}..{hi}"
+            )
+
+
+class Pool:
+    """Driver processes by (surface, role), reused across plays."""
+
+    def __init__(self) -> None:
+        self.drivers: dict[tuple[str, str], Driver] = {}
+
+    def get(self, surface: str, role: str) -> Driver:
+        key = (surface, role)
+        if key not in self.drivers or self.drivers[key].proc.poll() is not None:
+            self.drivers[key] = Driver(surface)
+        return self.drivers[key]
+
+    def close(self) -> None:
+        for d in self.drivers.values():
+            d.close()
+
+
+def play(pool: Pool, scenario: dict, assignment: dict[str, str], path: str) -> None:
+    drivers = {role: pool.get(surface, role) for role, surface in assignment.items()}
+    for role, d in drivers.items():
+        check({}, d.send({"op": "open", "path": path}), f"open ({role})")
+    vars_: dict = {}
+    try:
+        for i, step in enumerate(scenario["steps"]):
+            role = step["role"]
+            args = {
+                k: v for k, v in step.items() if k not in ("role", "expect", "save")
+            }
+            reply = drivers[role].send(resolve(args, vars_))
+            if "unsupported" in reply:
+                raise Skip(
+                    f"{assignment[role]} cannot {step['op']} with {sorted(args)}"
+                )
+            check(
+                resolve(step.get("expect", {}), vars_),
+                reply,
+                f"step {i} ({role} {step['op']})",
+            )
+            if "save" in step:
+                vars_[step["save"]] = reply["ok"]
+    finally:
+        for d in drivers.values():
+            d.send({"op": "rollback"})
+            d.send({"op": "close"})
+
+
+def assignments(scenario: dict) -> list[dict[str, str]]:
+    roles = scenario["roles"]
+    if len(roles) == 1:
+        return [{roles[0]: s} for s in SURFACES]
+    if len(roles) == 2:
+        return [
+            dict(zip(roles, pair)) for pair in itertools.product(SURFACES, repeat=2)
+        ]
+    out = list(scenario.get("always", []))
+    for shift in range(len(SURFACES)):
+        rotated = SURFACES[shift:] + SURFACES[:shift]
+        out.append(dict(zip(roles, rotated)))
+    return out
+
+
+def integrity_ok(path: str) -> bool:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+def fill(path: str, n: int, queue: str) -> None:
+    rust = Driver("rust")
+    try:
+        check({}, rust.send({"op": "open", "path": path}), "open")
+        for start in range(0, n, 500):
+            rust.send({"op": "begin"})
+            for i in range(start, min(n, start + 500)):
+                check(
+                    {},
+                    rust.send(
+                        {
+                            "op": "enqueue",
+                            "queue": queue,
+                            "payload": {"i": i},
+                            "in_tx": True,
+                        }
+                    ),
+                    "fill",
+                )
+            rust.send({"op": "commit"})
+        rust.send({"op": "close"})
+    finally:
+        rust.close()
+
+
+def run_drain(scenario: dict, tmp: str) -> None:
+    path = f"{tmp}/drain.db"
+    n = scenario["jobs"]
+    fill(path, n, "work")
+    setup = Driver("rust")
+    check({}, setup.send({"op": "open", "path": path}), "open")
+    check(
+        {},
+        setup.send(
+            {
+                "op": "exec",
+                "sql": "CREATE TABLE done (job_id INTEGER PRIMARY KEY, surface TEXT)",
+            }
+        ),
+        "table",
+    )
+    setup.send({"op": "close"})
+    setup.close()
+    workers = [Driver(s) for s, k in scenario["workers"].items() for _ in range(k)]
+    try:
+        for i, w in enumerate(workers):
+            check({}, w.send({"op": "open", "path": path}), "open")
+            assert w.proc.stdin is not None
+            w.proc.stdin.write(
+                json.dumps(
+                    {
+                        "op": "drain",
+                        "queue": "work",
+                        "worker": f"{w.surface}-{i}",
+                        "table": "done",
+                    }
+                )
+                + "\n"
+            )
+            w.proc.stdin.flush()
+        results = []
+        for w in workers:
+            assert w.proc.stdout is not None
+            reply = json.loads(w.proc.stdout.readline())
+            check({}, reply, f"drain ({w.surface})")
+            results.append((w.surface, reply["ok"]))
+        errors = [e for _, r in results for e in r["errors"]]
+        if errors:
+            raise Failure(
+                f"errors surfaced while draining: {errors[:5]} ({len(errors)} in all)"
+            )
+        total = sum(r["done"] for _, r in results)
+        conn = sqlite3.connect(path)
+        rows, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT job_id) FROM done"
+        ).fetchone()
+        by_surface = dict(
+            conn.execute(
+                "SELECT surface, count(*) FROM done GROUP BY surface"
+            ).fetchall()
+        )
+        left = conn.execute("SELECT count(*) FROM _honker_jobs").fetchone()[0]
+        conn.close()
+        if (total, rows, distinct, left) != (n, n, n, 0):
+            raise Failure(
+                f"processed {total}, rows {rows}, distinct {distinct}, left {left}; expected {n}"
+            )
+        if set(by_surface) != set(scenario["workers"]):
+            raise Failure(f"not every surface took part: {by_surface}")
+        if not integrity_ok(path):
+            raise Failure("integrity_check failed")
+        print(f"        per surface: {by_surface}")
+    finally:
+        for w in workers:
+            w.close()
+
+
+def run_crash(scenario: dict, tmp: str) -> None:
+    path = f"{tmp}/crash.db"
+    n, lease = scenario["jobs"], scenario["lease_ms"]
+    fill(path, n, "work")
+    victim = Driver(scenario["victim"])
+    check({}, victim.send({"op": "open", "path": path}), "open")
+    claimed = victim.send(
+        {"op": "claim", "queue": "work", "worker": "victim", "n": n, "lease_ms": lease}
+    )
+    check({"len": n}, claimed, "victim claim")
+    os.kill(victim.proc.pid, signal.SIGKILL)  # holding every lease
+    victim.proc.wait()
+    rescuer = Driver(scenario["rescuer"])
+    try:
+        check({}, rescuer.send({"op": "open", "path": path}), "open")
+        early = rescuer.send(
+            {"op": "claim", "queue": "work", "worker": "rescuer", "n": n}
+        )
+        check({"len": 0}, early, "claim before the lease lapses")
+        got: list = []
+        deadline = time.monotonic() + lease / 1000 + 10
+        while len(got) < n and time.monotonic() < deadline:
+            r = rescuer.send(
+                {
+                    "op": "claim",
+                    "queue": "work",
+                    "worker": "rescuer",
+                    "n": n,
+                    "wait_ms": 1000,
+                }
+            )
+            check({}, r, "rescuer claim")
+            got += r["ok"]
+        if sorted(j["id"] for j in got) != sorted(j["id"] for j in claimed["ok"]):
+            raise Failure(f"the rescuer got {len(got)} of the {n} jobs")
+        if any(j["attempts"] != 2 for j in got):
+            raise Failure(f"reclaimed jobs should be on attempt 2: {got}")
+        for j in got:
+            check(
+                {},
+                rescuer.send(
+                    {"op": "ack", "queue": "work", "id": j["id"], "token": j["token"]}
+                ),
+                "ack",
+            )
+        rescuer.send({"op": "close"})
+        if not integrity_ok(path):
+            raise Failure("integrity_check failed")
+    finally:
+        rescuer.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    scenarios = [
+        json.loads(p.read_text()) for p in sorted((HERE / "scenarios").glob("*.json"))
+    ]
+    if args.only:
+        scenarios = [s for s in scenarios if s["name"] == args.only]
+    passed = failed = skipped = 0
+    pool = Pool()
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenario in scenarios:
+            kind = scenario.get("kind", "steps")
+            plays = [None] if kind != "steps" else assignments(scenario)
+            for n, assignment in enumerate(plays):
+                label = scenario["name"] + (
+                    ""
+                    if assignment is None
+                    else " ["
+                    + " ".join(f"{r}={s}" for r, s in assignment.items())
+                    + "]"
+                )
+                started = time.monotonic()
+                try:
+                    if kind == "drain":
+                        run_drain(scenario, tmp)
+                    elif kind == "crash":
+                        run_crash(scenario, tmp)
+                    else:
+                        play(
+                            pool,
+                            scenario,
+                            assignment,
+                            f"{tmp}/{scenario['name']}-{n}.db",
+                        )
+                    passed += 1
+                    print(
+                        f"PASS    {label} ({time.monotonic() - started:.2f} s)",
+                        flush=True,
+                    )
+                except Skip as e:
+                    skipped += 1
+                    print(f"SKIP    {label}: {e}", flush=True)
+                except Failure as e:
+                    failed += 1
+                    print(f"FAIL    {label}: {e}", flush=True)
+    pool.close()
+    print(
+        f"interop: {passed} passed, {failed} failed ({skipped} skipped: a surface cannot express the step)"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
