@@ -32,6 +32,12 @@ let package = Package(
             ]
         ),
         .target(name: "Honker", dependencies: ["HonkerNative"], path: "Sources/Honker"),
+        // The Swift surface of tests-interop (JSON steps on stdin).
+        .executableTarget(
+            name: "HonkerInteropDriver",
+            dependencies: ["Honker", "HonkerNative"],
+            path: "Sources/HonkerInteropDriver"
+        ),
         .testTarget(name: "HonkerTests", dependencies: ["Honker"], path: "Tests/HonkerTests"),
     ]
 )

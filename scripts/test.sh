@@ -85,6 +85,9 @@ swift_log="$(mktemp)"
 trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log" "${interop_log:-}"' EXIT
 bash scripts/swift-test.sh 2>&1 | tee "$swift_log"
 grep -q "Test Suite 'All tests' passed" "$swift_log"
+# The interop runner plays the Swift surface in the same chroot.
+HONKER_SWIFT_ROOT="$(bash scripts/swift-chroot.sh)"
+export HONKER_SWIFT_ROOT
 
 step "tests-interop: every scenario, roles across surfaces, one file"
 cargo build --locked -q -p honker-interop-driver

@@ -35,6 +35,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SURFACES = ["python", "node", "rust", "sql"]
+# The Swift surface runs in the Debian 13 chroot (scripts/swift-test.sh
+# builds its driver there); HONKER_SWIFT_ROOT names the chroot.
+SWIFT_ROOT = os.environ.get("HONKER_SWIFT_ROOT")
+if SWIFT_ROOT:
+    SURFACES.append("swift")
 
 
 def command(surface: str) -> list[str]:
@@ -44,7 +49,24 @@ def command(surface: str) -> list[str]:
         "node": ["node", str(HERE / "drivers/driver.mjs")],
         "rust": [str(ROOT / "target/debug/honker-interop-driver")],
         "sql": ["/usr/bin/python3", str(HERE / "drivers/sql_driver.py")],
+        "swift": [
+            *([] if os.getuid() == 0 else ["sudo"]),
+            "chroot",
+            str(SWIFT_ROOT),
+            "/usr/bin/env",
+            "-i",
+            "HOME=/root",
+            "PATH=/usr/bin:/bin",
+            "/work/honker-swift/.build/debug/HonkerInteropDriver",
+        ],
     }[surface]
+
+
+def inside(surface: str, path: str) -> str:
+    """A host path as the surface sees it (the chroot's files are under its root)."""
+    if surface == "swift" and SWIFT_ROOT and path.startswith(SWIFT_ROOT):
+        return path[len(SWIFT_ROOT) :]
+    return path
 
 
 class Driver:
@@ -62,6 +84,8 @@ class Driver:
 
     def send(self, step: dict) -> dict:
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        if "path" in step:
+            step = {**step, "path": inside(self.surface, step["path"])}
         self.proc.stdin.write(json.dumps(step) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -358,6 +382,21 @@ def run_crash(scenario: dict, tmp: str) -> None:
         rescuer.close()
 
 
+def swift_proc(mount: bool) -> bool:
+    """The chroot's /proc (Swift's runtime needs it); mounts it if missing."""
+    if not SWIFT_ROOT:
+        return False
+    sudo = [] if os.getuid() == 0 else ["sudo"]
+    proc = f"{SWIFT_ROOT}/proc"
+    if mount:
+        if subprocess.run(["mountpoint", "-q", proc]).returncode == 0:
+            return False
+        subprocess.run([*sudo, "mount", "-t", "proc", "proc", proc], check=True)
+        return True
+    subprocess.run([*sudo, "umount", proc], check=False)
+    return False
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
@@ -369,7 +408,10 @@ def main() -> int:
         scenarios = [s for s in scenarios if s["name"] == args.only]
     passed = failed = skipped = 0
     pool = Pool()
-    with tempfile.TemporaryDirectory() as tmp:
+    mounted = swift_proc(mount=True)
+    # With Swift, the files live inside the chroot so that every surface sees them.
+    tmp_parent = f"{SWIFT_ROOT}/tmp" if SWIFT_ROOT else None
+    with tempfile.TemporaryDirectory(dir=tmp_parent) as tmp:
         for scenario in scenarios:
             kind = scenario.get("kind", "steps")
             plays = [None] if kind != "steps" else assignments(scenario)
@@ -406,6 +448,8 @@ def main() -> int:
                     failed += 1
                     print(f"FAIL    {label}: {e}", flush=True)
     pool.close()
+    if mounted:
+        swift_proc(mount=False)
     print(
         f"interop: {passed} passed, {failed} failed ({skipped} skipped: a surface cannot express the step)"
     )

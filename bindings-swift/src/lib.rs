@@ -207,6 +207,22 @@ pub struct OpenOptions {
     pub max_payload_bytes: u64,
 }
 
+/// Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
+/// doubling to 1 h with jitter 0.5).
+#[derive(Debug, uniffi::Record)]
+pub struct QueueOptions {
+    #[uniffi(default = None)]
+    pub lease_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub max_attempts: Option<u32>,
+    #[uniffi(default = None)]
+    pub backoff_base_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub backoff_max_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub backoff_jitter: Option<f64>,
+}
+
 /// An open honker file.
 #[derive(Debug, uniffi::Object)]
 pub struct Database {
@@ -282,19 +298,23 @@ impl Database {
         self.db.path().to_string_lossy().into_owned()
     }
 
-    /// A queue handle; `lease_ms`/`max_attempts` override the defaults.
-    pub fn queue(
-        &self,
-        name: String,
-        lease_ms: Option<u64>,
-        max_attempts: Option<u32>,
-    ) -> R<Arc<Queue>> {
+    /// A queue handle; each `Some` overrides that default.
+    pub fn queue(&self, name: String, options: QueueOptions) -> R<Arc<Queue>> {
         let mut o = honker::QueueOptions::default();
-        if let Some(l) = opt_ms("lease", lease_ms)? {
+        if let Some(l) = opt_ms("lease", options.lease_ms)? {
             o.lease = l;
         }
-        if let Some(n) = max_attempts {
+        if let Some(n) = options.max_attempts {
             o.max_attempts = n;
+        }
+        if let Some(b) = opt_ms("backoff_base", options.backoff_base_ms)? {
+            o.backoff.base = b;
+        }
+        if let Some(b) = opt_ms("backoff_max", options.backoff_max_ms)? {
+            o.backoff.max = b;
+        }
+        if let Some(j) = options.backoff_jitter {
+            o.backoff.jitter = j;
         }
         Ok(Arc::new(Queue {
             q: self.db.queue_with(&name, o)?,

@@ -106,9 +106,16 @@ public final class Database: @unchecked Sendable {
 
     public var path: String { native.path() }
 
-    /// A handle on the queue `name` (creating it writes nothing).
-    public func queue(_ name: String, lease: TimeInterval? = nil, maxAttempts: UInt32? = nil) throws -> Queue {
-        Queue(try native.queue(name: name, leaseMs: lease.map(millis), maxAttempts: maxAttempts))
+    /// A handle on the queue `name` (creating it writes nothing), with this
+    /// handle's defaults: `lease` (60 s), `maxAttempts` (3), and the retry
+    /// backoff (1 s doubling to 1 h, jitter 0.5), which each job keeps.
+    public func queue(_ name: String, lease: TimeInterval? = nil, maxAttempts: UInt32? = nil,
+                      backoffBase: TimeInterval? = nil, backoffMax: TimeInterval? = nil,
+                      backoffJitter: Double? = nil) throws -> Queue {
+        Queue(try native.queue(name: name, options: QueueOptions(
+            leaseMs: lease.map(millis), maxAttempts: maxAttempts,
+            backoffBaseMs: backoffBase.map(millis), backoffMaxMs: backoffMax.map(millis),
+            backoffJitter: backoffJitter)))
     }
 
     /// Runs `body` in a write transaction: commits when it returns, rolls
@@ -125,6 +132,13 @@ public final class Database: @unchecked Sendable {
             try? tx.native.rollback()
             throw error
         }
+    }
+
+    /// Starts a transaction that you finish yourself with `commit()` or
+    /// `rollback()`, for work that cannot sit in one closure. Prefer
+    /// `transaction { }`: a forgotten commit keeps the writer held.
+    public func begin() throws -> Transaction {
+        Transaction(try native.begin())
     }
 
     /// Runs one statement of your own in its own transaction.
@@ -165,6 +179,15 @@ public final class Transaction: @unchecked Sendable {
     /// Sees the transaction's own uncommitted writes.
     public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [[String: SqlValue]] {
         rowsToDictionaries(try native.query(sql: sql, params: params))
+    }
+
+    public func commit() throws {
+        try native.commit()
+    }
+
+    /// Rolls back; a no-op on a finished transaction.
+    public func rollback() throws {
+        try native.rollback()
     }
 }
 

@@ -652,9 +652,9 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     func query(sql: String, params: [SqlValue]) throws  -> Rows
     
     /**
-     * A queue handle; `lease_ms`/`max_attempts` override the defaults.
+     * A queue handle; each `Some` overrides that default.
      */
-    func queue(name: String, leaseMs: UInt64?, maxAttempts: UInt32?) throws  -> Queue
+    func queue(name: String, options: QueueOptions) throws  -> Queue
     
 }
 /**
@@ -792,16 +792,15 @@ open func query(sql: String, params: [SqlValue])throws  -> Rows  {
 }
     
     /**
-     * A queue handle; `lease_ms`/`max_attempts` override the defaults.
+     * A queue handle; each `Some` overrides that default.
      */
-open func queue(name: String, leaseMs: UInt64?, maxAttempts: UInt32?)throws  -> Queue  {
+open func queue(name: String, options: QueueOptions)throws  -> Queue  {
     return try  FfiConverterTypeQueue_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_database_queue(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(name),
-        FfiConverterOptionUInt64.lower(leaseMs),
-        FfiConverterOptionUInt32.lower(maxAttempts),uniffiCallStatus
+        FfiConverterTypeQueueOptions_lower(options),uniffiCallStatus
     )
 })
 }
@@ -2012,6 +2011,76 @@ public func FfiConverterTypeOpenOptions_lower(_ value: OpenOptions) -> RustBuffe
 }
 
 
+/**
+ * Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
+ * doubling to 1 h with jitter 0.5).
+ */
+public struct QueueOptions: Equatable, Hashable {
+    public var leaseMs: UInt64?
+    public var maxAttempts: UInt32?
+    public var backoffBaseMs: UInt64?
+    public var backoffMaxMs: UInt64?
+    public var backoffJitter: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(leaseMs: UInt64? = nil, maxAttempts: UInt32? = nil, backoffBaseMs: UInt64? = nil, backoffMaxMs: UInt64? = nil, backoffJitter: Double? = nil) {
+        self.leaseMs = leaseMs
+        self.maxAttempts = maxAttempts
+        self.backoffBaseMs = backoffBaseMs
+        self.backoffMaxMs = backoffMaxMs
+        self.backoffJitter = backoffJitter
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension QueueOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeQueueOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueueOptions {
+        return
+            try QueueOptions(
+                leaseMs: FfiConverterOptionUInt64.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                backoffBaseMs: FfiConverterOptionUInt64.read(from: &buf), 
+                backoffMaxMs: FfiConverterOptionUInt64.read(from: &buf), 
+                backoffJitter: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: QueueOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt64.write(value.leaseMs, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionUInt64.write(value.backoffBaseMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.backoffMaxMs, into: &buf)
+        FfiConverterOptionDouble.write(value.backoffJitter, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueOptions_lift(_ buf: RustBuffer) throws -> QueueOptions {
+    return try FfiConverterTypeQueueOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueOptions_lower(_ value: QueueOptions) -> RustBuffer {
+    return FfiConverterTypeQueueOptions.lower(value)
+}
+
+
 public struct QueueStats: Equatable, Hashable {
     public var ready: UInt64
     public var scheduled: UInt64
@@ -2567,6 +2636,30 @@ fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
+    typealias SwiftType = Double?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterDouble.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
     typealias SwiftType = String?
 
@@ -2906,7 +2999,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_query() != 13016) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_queue() != 26432) {
+    if (uniffi_honker_swift_checksum_method_database_queue() != 31237) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_manualclock_advance() != 5782) {

@@ -290,7 +290,7 @@ RustBuffer uniffi_honker_swift_fn_method_database_query(uint64_t ptr, RustBuffer
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_QUEUE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_QUEUE
-uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer name, RustBuffer lease_ms, RustBuffer max_attempts, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer name, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_MANUALCLOCK

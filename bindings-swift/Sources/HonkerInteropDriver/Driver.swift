@@ -1,0 +1,182 @@
+// The Swift surface of tests-interop: one JSON step per line on stdin, one
+// JSON answer per line on stdout ({"ok": ...}, {"error": CODE, ...} or
+// {"unsupported": op}). The step vocabulary is in tests-interop/README.md;
+// every driver implements it. It runs inside the Debian 13 chroot.
+
+import Foundation
+import Honker
+import HonkerNative
+
+struct Unsupported: Error {}
+
+final class Driver {
+    var db: Honker.Database?
+    var tx: Honker.Transaction?
+
+    func queue(_ s: [String: Any]) throws -> Honker.Queue {
+        try db!.queue(s["queue"] as! String,
+                      backoffBase: (s["backoff_base_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                      backoffJitter: (s["backoff_jitter"] as? NSNumber)?.doubleValue)
+    }
+
+    func txFor(_ s: [String: Any]) -> HonkerNative.Transaction? {
+        (s["in_tx"] as? Bool) == true ? tx?.native : nil
+    }
+
+    func params(_ s: [String: Any]) -> [SqlValue] {
+        ((s["params"] as? [Any]) ?? []).map { v in
+            switch v {
+            case let n as NSNumber:
+                let d = n.doubleValue
+                return d == d.rounded() && abs(d) < 9e15 ? .integer(value: Int64(d)) : .real(value: d)
+            case let t as String: return .text(value: t)
+            default: return .null
+            }
+        }
+    }
+
+    func json(_ p: Payload) -> Any {
+        switch p {
+        case .json(let text):
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? NSNull()
+        case .bytes(let data):
+            return data.base64EncodedString()
+        }
+    }
+
+    func run(_ s: [String: Any]) async throws -> Any {
+        let op = s["op"] as! String
+        switch op {
+        case "open":
+            tx = nil
+            db = try Honker.Database(path: s["path"] as! String)
+            return NSNull()
+        case "close":
+            tx = nil
+            try db?.close()
+            db = nil
+            return NSNull()
+        case "begin":
+            tx = try db!.begin()
+            return NSNull()
+        case "commit":
+            try tx?.native.commit()
+            tx = nil
+            return NSNull()
+        case "rollback":
+            try tx?.native.rollback()
+            tx = nil
+            return NSNull()
+        case "exec":
+            let sql = s["sql"] as! String
+            if let tx {
+                return try tx.native.query(sql: sql, params: params(s)).rows.map { $0.map(describe) }
+            }
+            try db!.execute(sql, params(s))
+            return NSNull()
+        default:
+            break
+        }
+        let q = try queue(s)
+        let n = q.native
+        let id = (s["id"] as? NSNumber)?.int64Value ?? 0
+        let token = s["token"] as? String ?? ""
+        switch op {
+        case "enqueue":
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: s["payload"]!, options: [.fragmentsAllowed]), as: UTF8.self)
+            let options = EnqueueOptions(
+                delayMs: (s["delay_ms"] as? NSNumber)?.uint64Value, runAtMs: nil,
+                priority: Int32((s["priority"] as? NSNumber)?.intValue ?? 0),
+                maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
+                dedupeKey: s["dedupe_key"] as? String, expiresMs: nil)
+            let e = try n.enqueueMany(payloads: [.json(text: text)], options: options, tx: txFor(s))[0]
+            return ["id": e.id, "existing": e.existing]
+        case "claim":
+            let count = (s["n"] as? NSNumber)?.int64Value ?? 1
+            if count < 0 || count > Int64(UInt32.max) {
+                throw HonkerError.InvalidArgument(message: "batch size out of range: \(count)")
+            }
+            let jobs = try await q.claimBatch(
+                workerId: s["worker"] as! String, n: UInt32(count),
+                lease: (s["lease_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                wait: ((s["wait_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000)
+            return jobs.map { j -> [String: Any] in
+                ["id": j.id, "token": j.token, "attempts": j.attempts,
+                 "payload": (try? j.payload(as: AnyJSON.self).value) ?? NSNull()]
+            }
+        case "ack":
+            try n.ack(id: id, token: token, result: nil, tx: txFor(s))
+            return NSNull()
+        case "retry":
+            return try n.retry(id: id, token: token, delayMs: (s["delay_ms"] as? NSNumber)?.uint64Value,
+                               error: s["error"] as? String, tx: nil)
+        case "fail":
+            try n.fail(id: id, token: token, error: s["error"] as! String, tx: nil)
+            return NSNull()
+        case "release":
+            try n.release(id: id, token: token, tx: nil)
+            return NSNull()
+        case "heartbeat":
+            return try n.heartbeat(id: id, token: token, extendMs: (s["extend_ms"] as? NSNumber)?.uint64Value)
+        case "requeue_dead":
+            return try await q.requeueDead(id)
+        case "get_job":
+            let j = try n.getJob(id: id)
+            return ["state": j.state, "attempts": j.attempts, "last_error": j.lastError.map { $0 as Any } ?? NSNull(),
+                    "run_at_ms": j.runAtMs, "now_ms": Int64(Date().timeIntervalSince1970 * 1000)]
+        case "stats":
+            let st = try await q.stats()
+            return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead]
+        default:
+            throw Unsupported()
+        }
+    }
+}
+
+func describe(_ v: SqlValue) -> Any {
+    switch v {
+    case .null: return NSNull()
+    case .integer(let i): return i
+    case .real(let d): return d
+    case .text(let t): return t
+    case .blob(let b): return b.base64EncodedString()
+    }
+}
+
+/// Any JSON value, decoded (payloads are whatever another surface enqueued).
+struct AnyJSON: Decodable {
+    let value: Any
+    init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { value = NSNull() }
+        else if let b = try? c.decode(Bool.self) { value = b }
+        else if let i = try? c.decode(Int64.self) { value = i }
+        else if let d = try? c.decode(Double.self) { value = d }
+        else if let s = try? c.decode(String.self) { value = s }
+        else if let a = try? c.decode([AnyJSON].self) { value = a.map(\.value) }
+        else { value = try c.decode([String: AnyJSON].self).mapValues(\.value) }
+    }
+}
+
+@main
+struct Main {
+    static func main() async {
+        let d = Driver()
+        while let line = readLine() {
+            let step = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            var reply: [String: Any]
+            do {
+                reply = ["ok": try await d.run(step)]
+            } catch let e as HonkerError {
+                reply = ["error": e.code, "message": "\(e)"]
+            } catch is Unsupported {
+                reply = ["unsupported": step["op"] as! String]
+            } catch {
+                reply = ["error": "INTERNAL", "message": "\(error)"]
+            }
+            let data = try! JSONSerialization.data(withJSONObject: reply, options: [.fragmentsAllowed])
+            print(String(decoding: data, as: UTF8.self))
+            fflush(stdout)
+        }
+    }
+}
