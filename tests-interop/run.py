@@ -221,7 +221,9 @@ def assignments(scenario: dict) -> list[dict[str, str]]:
     out = list(scenario.get("always", []))
     for shift in range(len(SURFACES)):
         rotated = SURFACES[shift:] + SURFACES[:shift]
-        out.append(dict(zip(roles, rotated)))
+        play = dict(zip(roles, rotated))
+        if play not in out:
+            out.append(play)
     return out
 
 
