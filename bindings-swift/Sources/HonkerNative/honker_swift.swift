@@ -2975,121 +2975,121 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_honker_swift_checksum_func_error_code() != 46314) {
+    if (uniffi_honker_swift_checksum_func_error_code() != 59016) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_func_error_codes() != 25629) {
+    if (uniffi_honker_swift_checksum_func_error_codes() != 39385) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_func_version() != 37779) {
+    if (uniffi_honker_swift_checksum_func_version() != 24167) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_begin() != 27931) {
+    if (uniffi_honker_swift_checksum_method_database_begin() != 54968) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_close() != 42265) {
+    if (uniffi_honker_swift_checksum_method_database_close() != 38537) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_execute() != 9955) {
+    if (uniffi_honker_swift_checksum_method_database_execute() != 22860) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_path() != 61387) {
+    if (uniffi_honker_swift_checksum_method_database_path() != 28693) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_query() != 13016) {
+    if (uniffi_honker_swift_checksum_method_database_query() != 25783) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_queue() != 31237) {
+    if (uniffi_honker_swift_checksum_method_database_queue() != 59446) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_manualclock_advance() != 5782) {
+    if (uniffi_honker_swift_checksum_method_manualclock_advance() != 12026) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_manualclock_now_ms() != 22417) {
+    if (uniffi_honker_swift_checksum_method_manualclock_now_ms() != 36441) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_ack() != 10009) {
+    if (uniffi_honker_swift_checksum_method_transaction_commit() != 23484) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_ack_many() != 19782) {
+    if (uniffi_honker_swift_checksum_method_transaction_execute() != 37147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_cancel() != 17811) {
+    if (uniffi_honker_swift_checksum_method_transaction_is_open() != 31404) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_claim() != 44065) {
+    if (uniffi_honker_swift_checksum_method_transaction_query() != 58273) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 19467) {
+    if (uniffi_honker_swift_checksum_method_transaction_rollback() != 45143) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 54116) {
+    if (uniffi_honker_swift_checksum_method_queue_ack() != 30058) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_fail() != 48857) {
+    if (uniffi_honker_swift_checksum_method_queue_ack_many() != 23723) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_get_job() != 12982) {
+    if (uniffi_honker_swift_checksum_method_queue_cancel() != 58773) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_get_result() != 7492) {
+    if (uniffi_honker_swift_checksum_method_queue_claim() != 44983) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_heartbeat() != 62412) {
+    if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 25077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_lease_ms() != 64756) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 44322) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_name() != 9855) {
+    if (uniffi_honker_swift_checksum_method_queue_fail() != 16087) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_purge_dead() != 64638) {
+    if (uniffi_honker_swift_checksum_method_queue_get_job() != 65332) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_release() != 43797) {
+    if (uniffi_honker_swift_checksum_method_queue_get_result() != 40724) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_requeue_all_dead() != 46871) {
+    if (uniffi_honker_swift_checksum_method_queue_heartbeat() != 41133) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_requeue_dead() != 33151) {
+    if (uniffi_honker_swift_checksum_method_queue_lease_ms() != 51808) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_retry() != 23487) {
+    if (uniffi_honker_swift_checksum_method_queue_name() != 7101) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_snooze() != 60869) {
+    if (uniffi_honker_swift_checksum_method_queue_purge_dead() != 33181) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_stats() != 31918) {
+    if (uniffi_honker_swift_checksum_method_queue_release() != 4738) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_wait_result() != 65098) {
+    if (uniffi_honker_swift_checksum_method_queue_requeue_all_dead() != 60611) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_transaction_commit() != 57255) {
+    if (uniffi_honker_swift_checksum_method_queue_requeue_dead() != 19387) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_transaction_execute() != 24545) {
+    if (uniffi_honker_swift_checksum_method_queue_retry() != 4358) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_transaction_is_open() != 49506) {
+    if (uniffi_honker_swift_checksum_method_queue_snooze() != 46017) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_transaction_query() != 29735) {
+    if (uniffi_honker_swift_checksum_method_queue_stats() != 50236) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_transaction_rollback() != 1771) {
+    if (uniffi_honker_swift_checksum_method_queue_wait_result() != 63179) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_constructor_database_open() != 4457) {
+    if (uniffi_honker_swift_checksum_constructor_database_open() != 17231) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_constructor_database_open_with_clock() != 5311) {
+    if (uniffi_honker_swift_checksum_constructor_database_open_with_clock() != 14976) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 30518) {
+    if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 59782) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -318,6 +318,41 @@ void uniffi_honker_swift_fn_method_manualclock_advance(uint64_t ptr, uint64_t ms
 int64_t uniffi_honker_swift_fn_method_manualclock_now_ms(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_TRANSACTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_TRANSACTION
+uint64_t uniffi_honker_swift_fn_clone_transaction(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_TRANSACTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_TRANSACTION
+void uniffi_honker_swift_fn_free_transaction(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_COMMIT
+void uniffi_honker_swift_fn_method_transaction_commit(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_EXECUTE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_EXECUTE
+uint64_t uniffi_honker_swift_fn_method_transaction_execute(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_IS_OPEN
+int8_t uniffi_honker_swift_fn_method_transaction_is_open(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_QUERY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_QUERY
+RustBuffer uniffi_honker_swift_fn_method_transaction_query(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_ROLLBACK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_ROLLBACK
+void uniffi_honker_swift_fn_method_transaction_rollback(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_QUEUE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_QUEUE
 uint64_t uniffi_honker_swift_fn_clone_queue(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -426,41 +461,6 @@ RustBuffer uniffi_honker_swift_fn_method_queue_stats(uint64_t ptr, RustCallStatu
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT
 RustBuffer uniffi_honker_swift_fn_method_queue_wait_result(uint64_t ptr, int64_t id, uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_TRANSACTION
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_TRANSACTION
-uint64_t uniffi_honker_swift_fn_clone_transaction(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_TRANSACTION
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_TRANSACTION
-void uniffi_honker_swift_fn_free_transaction(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_COMMIT
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_COMMIT
-void uniffi_honker_swift_fn_method_transaction_commit(uint64_t ptr, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_EXECUTE
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_EXECUTE
-uint64_t uniffi_honker_swift_fn_method_transaction_execute(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_IS_OPEN
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_IS_OPEN
-int8_t uniffi_honker_swift_fn_method_transaction_is_open(uint64_t ptr, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_QUERY
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_QUERY
-RustBuffer uniffi_honker_swift_fn_method_transaction_query(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_ROLLBACK
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_TRANSACTION_ROLLBACK
-void uniffi_honker_swift_fn_method_transaction_rollback(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODE
@@ -806,6 +806,36 @@ uint16_t uniffi_honker_swift_checksum_method_manualclock_now_ms(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_COMMIT
+uint16_t uniffi_honker_swift_checksum_method_transaction_commit(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_EXECUTE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_EXECUTE
+uint16_t uniffi_honker_swift_checksum_method_transaction_execute(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_IS_OPEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_IS_OPEN
+uint16_t uniffi_honker_swift_checksum_method_transaction_is_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_QUERY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_QUERY
+uint16_t uniffi_honker_swift_checksum_method_transaction_query(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_ROLLBACK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_ROLLBACK
+uint16_t uniffi_honker_swift_checksum_method_transaction_rollback(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ACK
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ACK
 uint16_t uniffi_honker_swift_checksum_method_queue_ack(void
@@ -923,36 +953,6 @@ uint16_t uniffi_honker_swift_checksum_method_queue_stats(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT
 uint16_t uniffi_honker_swift_checksum_method_queue_wait_result(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_COMMIT
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_COMMIT
-uint16_t uniffi_honker_swift_checksum_method_transaction_commit(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_EXECUTE
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_EXECUTE
-uint16_t uniffi_honker_swift_checksum_method_transaction_execute(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_IS_OPEN
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_IS_OPEN
-uint16_t uniffi_honker_swift_checksum_method_transaction_is_open(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_QUERY
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_QUERY
-uint16_t uniffi_honker_swift_checksum_method_transaction_query(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_ROLLBACK
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_TRANSACTION_ROLLBACK
-uint16_t uniffi_honker_swift_checksum_method_transaction_rollback(void
     
 );
 #endif

@@ -1,0 +1,313 @@
+//! `Database`, `Transaction` and `ManualClock` for Swift, and the values
+//! they exchange (payloads, SQL values, rows). Mirrors `core/src/database.rs`.
+
+use std::sync::{Arc, Mutex};
+
+use crate::errors::{ms, opt_ms, HonkerError, R};
+use crate::queue::Queue;
+
+/// A job payload or result: JSON text, or bytes.
+#[derive(Debug, Clone, uniffi::Enum)]
+pub enum Payload {
+    Json { text: String },
+    Bytes { data: Vec<u8> },
+}
+
+impl From<Payload> for honker::Payload {
+    fn from(p: Payload) -> honker::Payload {
+        match p {
+            Payload::Json { text } => honker::Payload::Json(text),
+            Payload::Bytes { data } => honker::Payload::Bytes(data),
+        }
+    }
+}
+
+impl From<honker::Payload> for Payload {
+    fn from(p: honker::Payload) -> Payload {
+        match p {
+            honker::Payload::Json(text) => Payload::Json { text },
+            honker::Payload::Bytes(data) => Payload::Bytes { data },
+        }
+    }
+}
+
+/// An SQL parameter or column value.
+#[derive(Debug, Clone, uniffi::Enum)]
+pub enum SqlValue {
+    Null,
+    Integer { value: i64 },
+    Real { value: f64 },
+    Text { value: String },
+    Blob { value: Vec<u8> },
+}
+
+type Value = honker::rusqlite::types::Value;
+
+impl From<SqlValue> for Value {
+    fn from(v: SqlValue) -> Value {
+        match v {
+            SqlValue::Null => Value::Null,
+            SqlValue::Integer { value } => Value::Integer(value),
+            SqlValue::Real { value } => Value::Real(value),
+            SqlValue::Text { value } => Value::Text(value),
+            SqlValue::Blob { value } => Value::Blob(value),
+        }
+    }
+}
+
+impl From<Value> for SqlValue {
+    fn from(v: Value) -> SqlValue {
+        match v {
+            Value::Null => SqlValue::Null,
+            Value::Integer(value) => SqlValue::Integer { value },
+            Value::Real(value) => SqlValue::Real { value },
+            Value::Text(value) => SqlValue::Text { value },
+            Value::Blob(value) => SqlValue::Blob { value },
+        }
+    }
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<SqlValue>>,
+}
+
+pub(crate) fn rows(r: honker::Rows) -> Rows {
+    Rows {
+        columns: r.columns,
+        rows: r
+            .rows
+            .into_iter()
+            .map(|row| row.into_iter().map(SqlValue::from).collect())
+            .collect(),
+    }
+}
+
+pub(crate) fn params(p: Vec<SqlValue>) -> Vec<Value> {
+    p.into_iter().map(Value::from).collect()
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct OpenOptions {
+    /// Fsync every commit (`synchronous=FULL`); default NORMAL.
+    #[uniffi(default = false)]
+    pub durability_full: bool,
+    /// How long a write waits for another process's lock (ms).
+    #[uniffi(default = 10000)]
+    pub busy_timeout_ms: u64,
+    #[uniffi(default = 4)]
+    pub readers: u32,
+    #[uniffi(default = 1048576)]
+    pub max_payload_bytes: u64,
+}
+
+/// Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
+/// doubling to 1 h with jitter 0.5).
+#[derive(Debug, uniffi::Record)]
+pub struct QueueOptions {
+    #[uniffi(default = None)]
+    pub lease_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub max_attempts: Option<u32>,
+    #[uniffi(default = None)]
+    pub backoff_base_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub backoff_max_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub backoff_jitter: Option<f64>,
+}
+
+/// An open honker file.
+#[derive(Debug, uniffi::Object)]
+pub struct Database {
+    db: honker::Database,
+}
+
+/// A clock that only moves when told to (for tests).
+#[derive(Debug, uniffi::Object)]
+pub struct ManualClock {
+    clock: honker::ManualClock,
+}
+
+#[uniffi::export]
+impl ManualClock {
+    /// Starts at `now_ms` (ms since the Unix epoch).
+    #[uniffi::constructor]
+    pub fn new(now_ms: i64) -> Arc<ManualClock> {
+        Arc::new(ManualClock {
+            clock: honker::ManualClock::new(now_ms),
+        })
+    }
+
+    pub fn advance(&self, ms: u64) -> R<()> {
+        self.clock.advance(self::ms("ms", ms)?);
+        Ok(())
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        use honker::Clock as _;
+        self.clock.now_ms()
+    }
+}
+
+fn options(o: OpenOptions) -> R<honker::Options> {
+    Ok(honker::Options {
+        durability: if o.durability_full {
+            honker::Durability::Full
+        } else {
+            honker::Durability::Normal
+        },
+        busy_timeout: ms("busy_timeout", o.busy_timeout_ms)?,
+        readers: o.readers as usize,
+        max_payload_bytes: usize::try_from(o.max_payload_bytes).unwrap_or(usize::MAX),
+        ..honker::Options::default()
+    })
+}
+
+#[uniffi::export]
+impl Database {
+    /// Opens (creating if needed) the honker file at `path`.
+    #[uniffi::constructor]
+    pub fn open(path: String, options: OpenOptions) -> R<Arc<Database>> {
+        Ok(Arc::new(Database {
+            db: honker::Database::open_with(path, self::options(options)?)?,
+        }))
+    }
+
+    /// `open` on a `ManualClock` (tests).
+    #[uniffi::constructor]
+    pub fn open_with_clock(
+        path: String,
+        options: OpenOptions,
+        clock: Arc<ManualClock>,
+    ) -> R<Arc<Database>> {
+        let mut o = self::options(options)?;
+        o.clock = Arc::new(clock.clock.clone());
+        Ok(Arc::new(Database {
+            db: honker::Database::open_with(path, o)?,
+        }))
+    }
+
+    pub fn path(&self) -> String {
+        self.db.path().to_string_lossy().into_owned()
+    }
+
+    /// A queue handle; each `Some` overrides that default.
+    pub fn queue(&self, name: String, options: QueueOptions) -> R<Arc<Queue>> {
+        let mut o = honker::QueueOptions::default();
+        if let Some(l) = opt_ms("lease", options.lease_ms)? {
+            o.lease = l;
+        }
+        if let Some(n) = options.max_attempts {
+            o.max_attempts = n;
+        }
+        if let Some(b) = opt_ms("backoff_base", options.backoff_base_ms)? {
+            o.backoff.base = b;
+        }
+        if let Some(b) = opt_ms("backoff_max", options.backoff_max_ms)? {
+            o.backoff.max = b;
+        }
+        if let Some(j) = options.backoff_jitter {
+            o.backoff.jitter = j;
+        }
+        Ok(Arc::new(Queue::new(self.db.queue_with(&name, o)?)))
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`).
+    pub fn begin(&self) -> R<Arc<Transaction>> {
+        Ok(Arc::new(Transaction {
+            tx: Mutex::new(Some(self.db.transaction()?)),
+        }))
+    }
+
+    pub fn execute(&self, sql: String, params: Vec<SqlValue>) -> R<u64> {
+        let values = self::params(params);
+        Ok(self
+            .db
+            .execute(&sql, honker::rusqlite::params_from_iter(values.iter()))? as u64)
+    }
+
+    pub fn query(&self, sql: String, params: Vec<SqlValue>) -> R<Rows> {
+        let values = self::params(params);
+        Ok(rows(self.db.query(
+            &sql,
+            honker::rusqlite::params_from_iter(values.iter()),
+        )?))
+    }
+
+    pub fn close(&self) -> R<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+/// An open write transaction.
+#[derive(Debug, uniffi::Object)]
+pub struct Transaction {
+    tx: Mutex<Option<honker::Transaction>>,
+}
+
+impl Transaction {
+    fn with<T>(&self, f: impl FnOnce(&honker::Transaction) -> honker::Result<T>) -> R<T> {
+        let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(tx) => Ok(f(tx)?),
+            None => Err(finished()),
+        }
+    }
+
+    fn take(&self) -> Option<honker::Transaction> {
+        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+fn finished() -> HonkerError {
+    HonkerError::InvalidArgument {
+        message: "the transaction has already finished (committed or rolled back)".into(),
+    }
+}
+
+/// Runs `f` inside `tx` when one is given, else on its own.
+pub(crate) fn in_tx<T>(
+    tx: &Option<Arc<Transaction>>,
+    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<T>,
+) -> R<T> {
+    match tx {
+        Some(t) => t.with(|tx| f(Some(tx))),
+        None => Ok(f(None)?),
+    }
+}
+
+#[uniffi::export]
+impl Transaction {
+    pub fn execute(&self, sql: String, params: Vec<SqlValue>) -> R<u64> {
+        let values = self::params(params);
+        self.with(|tx| tx.execute(&sql, honker::rusqlite::params_from_iter(values.iter())))
+            .map(|n| n as u64)
+    }
+
+    pub fn query(&self, sql: String, params: Vec<SqlValue>) -> R<Rows> {
+        let values = self::params(params);
+        self.with(|tx| tx.query(&sql, honker::rusqlite::params_from_iter(values.iter())))
+            .map(rows)
+    }
+
+    pub fn commit(&self) -> R<()> {
+        match self.take() {
+            Some(tx) => Ok(tx.commit()?),
+            None => Err(finished()),
+        }
+    }
+
+    /// Rolls back; a no-op on a finished transaction.
+    pub fn rollback(&self) -> R<()> {
+        match self.take() {
+            Some(tx) => Ok(tx.rollback()?),
+            None => Ok(()),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.tx.lock().map(|g| g.is_some()).unwrap_or(false)
+    }
+}

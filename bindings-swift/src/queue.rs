@@ -1,0 +1,337 @@
+//! `Queue` for Swift: every verb of core's `Queue`, with durations in
+//! milliseconds and an optional transaction. Mirrors `core/src/queue/`.
+
+use std::sync::Arc;
+
+use crate::database::{in_tx, Payload, Transaction};
+use crate::errors::{ms, opt_ms, R};
+
+#[derive(Debug, uniffi::Record)]
+pub struct EnqueueOptions {
+    #[uniffi(default = None)]
+    pub delay_ms: Option<u64>,
+    #[uniffi(default = None)]
+    pub run_at_ms: Option<i64>,
+    #[uniffi(default = 0)]
+    pub priority: i32,
+    #[uniffi(default = None)]
+    pub max_attempts: Option<u32>,
+    #[uniffi(default = None)]
+    pub dedupe_key: Option<String>,
+    #[uniffi(default = None)]
+    pub expires_ms: Option<u64>,
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct Enqueued {
+    pub id: i64,
+    pub existing: bool,
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub payload: Payload,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub priority: i32,
+    pub run_at_ms: i64,
+    pub created_at_ms: i64,
+    pub lease_expires_at_ms: i64,
+    pub token: String,
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct LeaseRecord {
+    pub id: i64,
+    pub token: String,
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct JobInfo {
+    pub id: i64,
+    pub queue: String,
+    pub state: String,
+    pub payload: Payload,
+    pub priority: i32,
+    pub run_at_ms: i64,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub dedupe_key: Option<String>,
+    pub expires_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub worker_id: Option<String>,
+    pub last_error: Option<String>,
+    pub lease_expires_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+}
+
+fn info(j: honker::JobInfo) -> JobInfo {
+    JobInfo {
+        id: j.id,
+        queue: j.queue,
+        state: j.state.as_str().to_owned(),
+        payload: j.payload.into(),
+        priority: j.priority,
+        run_at_ms: j.run_at,
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        dedupe_key: j.dedupe_key,
+        expires_at_ms: j.expires_at,
+        created_at_ms: j.created_at,
+        worker_id: j.worker_id,
+        last_error: j.last_error,
+        lease_expires_at_ms: j.lease_expires_at,
+        finished_at_ms: j.finished_at,
+    }
+}
+
+#[derive(Debug, uniffi::Record)]
+pub struct QueueStats {
+    pub ready: u64,
+    pub scheduled: u64,
+    pub running: u64,
+    pub lapsed: u64,
+    pub dead: u64,
+    pub cancelled: u64,
+    pub expired: u64,
+    pub completed: u64,
+    pub oldest_ready_age_ms: Option<i64>,
+}
+
+/// A handle on one queue.
+#[derive(Debug, uniffi::Object)]
+pub struct Queue {
+    q: honker::Queue,
+}
+
+impl Queue {
+    pub(crate) fn new(q: honker::Queue) -> Queue {
+        Queue { q }
+    }
+}
+
+fn lease(id: i64, token: String) -> honker::Lease {
+    honker::Lease { job_id: id, token }
+}
+
+#[uniffi::export]
+impl Queue {
+    pub fn name(&self) -> String {
+        self.q.name().to_owned()
+    }
+
+    /// The default lease (ms).
+    pub fn lease_ms(&self) -> u64 {
+        self.q.options().lease.as_millis() as u64
+    }
+
+    pub fn enqueue_many(
+        &self,
+        payloads: Vec<Payload>,
+        options: EnqueueOptions,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<Vec<Enqueued>> {
+        let o = honker::EnqueueOptions {
+            delay: opt_ms("delay", options.delay_ms)?,
+            run_at: options.run_at_ms,
+            priority: options.priority,
+            max_attempts: options.max_attempts,
+            dedupe_key: options.dedupe_key,
+            expires: opt_ms("expires", options.expires_ms)?,
+            backoff: None,
+        };
+        let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
+        let done = in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.enqueue_many_tx(tx, payloads, &o),
+            None => self.q.enqueue_many(payloads, &o),
+        })?;
+        Ok(done
+            .into_iter()
+            .map(|e| Enqueued {
+                id: e.id,
+                existing: e.existing,
+            })
+            .collect())
+    }
+
+    /// Claims up to `n` jobs, waiting up to `wait_ms` for work.
+    pub fn claim(
+        &self,
+        worker_id: String,
+        n: u32,
+        lease_ms: Option<u64>,
+        wait_ms: u64,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<Vec<ClaimedJob>> {
+        let n = honker::validate::batch(i64::from(n))?;
+        let lease = opt_ms("lease", lease_ms)?;
+        let wait = ms("wait", wait_ms)?;
+        let jobs = in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.claim_tx(tx, &worker_id, n, lease),
+            None => self
+                .q
+                .claim_with(&worker_id, n, &honker::ClaimOptions { lease, wait }),
+        })?;
+        Ok(jobs
+            .into_iter()
+            .map(|j| ClaimedJob {
+                id: j.id,
+                payload: j.payload.into(),
+                attempts: j.attempts,
+                max_attempts: j.max_attempts,
+                priority: j.priority,
+                run_at_ms: j.run_at,
+                created_at_ms: j.created_at,
+                lease_expires_at_ms: j.lease_expires_at,
+                token: j.lease.token,
+            })
+            .collect())
+    }
+
+    pub fn ack(
+        &self,
+        id: i64,
+        token: String,
+        result: Option<Payload>,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<()> {
+        let l = lease(id, token);
+        let result = result.map(Into::into);
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.ack_tx(tx, &l, result),
+            None => self.q.ack(&l, result),
+        })
+    }
+
+    pub fn ack_many(&self, leases: Vec<LeaseRecord>, tx: Option<Arc<Transaction>>) -> R<u64> {
+        let leases: Vec<honker::Lease> = leases.into_iter().map(|l| lease(l.id, l.token)).collect();
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.ack_many_tx(tx, &leases),
+            None => self.q.ack_many(&leases),
+        })
+        .map(|n| n as u64)
+    }
+
+    /// The new state: "ready", "scheduled" or "dead".
+    pub fn retry(
+        &self,
+        id: i64,
+        token: String,
+        delay_ms: Option<u64>,
+        error: Option<String>,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<String> {
+        let o = honker::RetryOptions {
+            delay: opt_ms("delay", delay_ms)?,
+            error,
+        };
+        let l = lease(id, token);
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.retry_tx(tx, &l, &o),
+            None => self.q.retry(&l, &o),
+        })
+        .map(|s| s.as_str().to_owned())
+    }
+
+    pub fn fail(
+        &self,
+        id: i64,
+        token: String,
+        error: String,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<()> {
+        let l = lease(id, token);
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.fail_tx(tx, &l, &error),
+            None => self.q.fail(&l, &error),
+        })
+    }
+
+    pub fn release(&self, id: i64, token: String, tx: Option<Arc<Transaction>>) -> R<()> {
+        let l = lease(id, token);
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.release_tx(tx, &l),
+            None => self.q.release(&l),
+        })
+    }
+
+    pub fn snooze(
+        &self,
+        id: i64,
+        token: String,
+        delay_ms: u64,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<String> {
+        let d = ms("delay", delay_ms)?;
+        let l = lease(id, token);
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.snooze_tx(tx, &l, d),
+            None => self.q.snooze(&l, d),
+        })
+        .map(|s| s.as_str().to_owned())
+    }
+
+    /// The new lease expiry (ms since the epoch).
+    pub fn heartbeat(&self, id: i64, token: String, extend_ms: Option<u64>) -> R<i64> {
+        let extend = opt_ms("extend", extend_ms)?;
+        Ok(self.q.heartbeat(&lease(id, token), extend)?)
+    }
+
+    pub fn cancel(&self, id: i64, reason: Option<String>, tx: Option<Arc<Transaction>>) -> R<bool> {
+        in_tx(&tx, |tx| match tx {
+            Some(tx) => self.q.cancel_tx(tx, id, reason.as_deref()),
+            None => self.q.cancel(id, reason.as_deref()),
+        })
+    }
+
+    pub fn get_job(&self, id: i64) -> R<JobInfo> {
+        Ok(info(self.q.get_job(id)?))
+    }
+
+    pub fn get_result(&self, id: i64) -> R<Option<Payload>> {
+        Ok(self.q.get_result(id)?.map(Into::into))
+    }
+
+    pub fn wait_result(&self, id: i64, timeout_ms: u64) -> R<Option<Payload>> {
+        let t = ms("timeout", timeout_ms)?;
+        Ok(self.q.wait_result(id, t)?.map(Into::into))
+    }
+
+    pub fn stats(&self) -> R<QueueStats> {
+        let s = self.q.stats()?;
+        Ok(QueueStats {
+            ready: s.ready,
+            scheduled: s.scheduled,
+            running: s.running,
+            lapsed: s.lapsed,
+            dead: s.dead,
+            cancelled: s.cancelled,
+            expired: s.expired,
+            completed: s.completed,
+            oldest_ready_age_ms: s.oldest_ready_age_ms,
+        })
+    }
+
+    pub fn dead_letters(&self, after_id: i64, limit: u32) -> R<Vec<JobInfo>> {
+        Ok(self
+            .q
+            .dead_letters(after_id, limit as usize)?
+            .into_iter()
+            .map(info)
+            .collect())
+    }
+
+    pub fn requeue_dead(&self, id: i64) -> R<bool> {
+        Ok(self.q.requeue_dead(id)?)
+    }
+
+    pub fn requeue_all_dead(&self) -> R<u64> {
+        Ok(self.q.requeue_all_dead()? as u64)
+    }
+
+    pub fn purge_dead(&self, older_than_ms: Option<u64>) -> R<u64> {
+        let older = opt_ms("older_than", older_than_ms)?;
+        Ok(self.q.purge_dead(older)? as u64)
+    }
+}
