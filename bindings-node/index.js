@@ -11,7 +11,7 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const path = require('node:path');
-const native = require(path.join(__dirname, 'honker.node'));
+const addon = require(path.join(__dirname, 'honker.node'));
 
 // ----- errors (the one place native failures become exceptions) ---------
 
@@ -61,8 +61,35 @@ function unwrap(r) {
   return r;
 }
 
-async function call(promise) {
-  return unwrap(await promise);
+// napi's statuses for arguments it cannot convert (a string where a number
+// belongs): they become InvalidArgument too, so bad input always gets a
+// honker error.
+const NAPI_ARGUMENT_STATUSES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'BigintExpected',
+  'DateExpected',
+  'ArrayBufferExpected',
+]);
+
+/** Runs a native call, mapping napi's argument errors to InvalidArgument. */
+function guarded(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    if (e && NAPI_ARGUMENT_STATUSES.has(e.code)) throw invalid(e.message);
+    throw e;
+  }
+}
+
+async function call(start) {
+  return unwrap(await guarded(start));
 }
 
 // Short, bounded honker calls first run right here, without waiting for any
@@ -77,12 +104,12 @@ const FAST_MAX = 256;
 
 async function fast(enabled, now, later) {
   if (enabled) {
-    const r = now();
+    const r = guarded(now);
     if (!(r !== null && typeof r === 'object' && r.honkerError === true && r.code === WOULD_WAIT)) {
       return unwrap(r);
     }
   }
-  return call(later());
+  return call(later);
 }
 
 function invalid(message) {
@@ -176,10 +203,10 @@ async function open(file, options = {}) {
   const { clock, ...rest } = options;
   const fastPath = rest.durability !== 'full';
   if (clock !== undefined) {
-    if (!(clock instanceof native.ManualClock)) throw invalid('clock must be a ManualClock');
-    return new Database(unwrap(native.openWithClock(String(file), rest, clock)), fastPath);
+    if (!(clock instanceof addon.ManualClock)) throw invalid('clock must be a ManualClock');
+    return new Database(unwrap(guarded(() => addon.openWithClock(String(file), rest, clock))), fastPath);
   }
-  return new Database(await call(native.open(String(file), rest)), fastPath);
+  return new Database(await call(() => addon.open(String(file), rest)), fastPath);
 }
 
 class Database {
@@ -196,7 +223,7 @@ class Database {
 
   /** A handle on the queue `name` (creating it writes nothing). */
   queue(name, options = {}) {
-    return new Queue(this, unwrap(this._native.queue(String(name), options)));
+    return new Queue(this, unwrap(guarded(() => this._native.queue(String(name), options))));
   }
 
   /**
@@ -223,22 +250,22 @@ class Database {
 
   /** Runs one statement in its own transaction; resolves to rows changed. */
   async execute(sql, params = []) {
-    return call(this._native.execute(String(sql), params));
+    return call(() => this._native.execute(String(sql), params));
   }
 
   /** A read-only query on a reader connection: one object per row. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(this._native.query(String(sql), params)));
+    return rowsToObjects(await call(() => this._native.query(String(sql), params)));
   }
 
   /** Prunes finished jobs and results past retention. */
   async maintain() {
-    return call(this._native.maintain());
+    return call(() => this._native.maintain());
   }
 
   /** Closes the connections; later calls throw Closed. */
   async close() {
-    return call(this._native.close());
+    return call(() => this._native.close());
   }
 }
 
@@ -250,12 +277,12 @@ class Transaction {
   }
 
   async execute(sql, params = []) {
-    return call(this._native.execute(String(sql), params));
+    return call(() => this._native.execute(String(sql), params));
   }
 
   /** Sees the transaction's own uncommitted writes. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(this._native.query(String(sql), params)));
+    return rowsToObjects(await call(() => this._native.query(String(sql), params)));
   }
 }
 
@@ -409,16 +436,16 @@ class Queue {
   /** Waits (off the event loop) for the job's result; Timeout if none comes. */
   async waitResult(id, options = {}) {
     const timeout = optMs('timeout', options.timeout ?? 30_000);
-    return decode(await call(this._native.waitResult(id, timeout))) ?? null;
+    return decode(await call(() => this._native.waitResult(id, timeout))) ?? null;
   }
 
   async stats() {
-    return call(this._native.stats());
+    return call(() => this._native.stats());
   }
 
   /** Dead letters with ids above `afterId`, oldest first (paged). */
   async deadLetters(options = {}) {
-    const rows = await call(this._native.deadLetters(options.afterId, options.limit));
+    const rows = await call(() => this._native.deadLetters(options.afterId, options.limit));
     return rows.map(info);
   }
 
@@ -428,12 +455,12 @@ class Queue {
   }
 
   async requeueAllDead() {
-    return call(this._native.requeueAllDead());
+    return call(() => this._native.requeueAllDead());
   }
 
   /** Deletes dead letters (those that died at least `olderThan` ms ago). */
   async purgeDead(options = {}) {
-    return call(this._native.purgeDead(optMs('olderThan', options.olderThan)));
+    return call(() => this._native.purgeDead(optMs('olderThan', options.olderThan)));
   }
 }
 
@@ -564,7 +591,7 @@ module.exports = {
   Transaction,
   Queue,
   Job,
-  ManualClock: native.ManualClock,
+  ManualClock: addon.ManualClock,
   HonkerError,
   Busy,
   LeaseLost,
@@ -576,7 +603,7 @@ module.exports = {
   RateLimited,
   SqliteError,
   InternalError,
-  ERROR_CODES: native.errorCodes(),
+  ERROR_CODES: addon.errorCodes(),
   ERROR_CLASSES,
-  version: native.version(),
+  version: addon.version(),
 };

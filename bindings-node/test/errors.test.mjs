@@ -62,3 +62,12 @@ test('waitResult times out', async () => {
   const e = await q.enqueue('x');
   await assert.rejects(q.waitResult(e.id, { timeout: 10 }), honker.Timeout);
 });
+
+test('arguments of the wrong type are INVALID_ARGUMENT too', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  await assert.rejects(q.getJob('not a number'), honker.InvalidArgument);
+  await assert.rejects(q.claimBatch('w', 'many'), honker.InvalidArgument);
+  await assert.rejects(db.execute('SELECT ?', [{ an: 'object' }]), honker.InvalidArgument);
+  assert.throws(() => db.queue(42, { lease: 'long' }), honker.InvalidArgument);
+});
