@@ -47,6 +47,9 @@ fi
 # - sqlite3 + python3: the extension's tests run in Debian's own SQLite
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
 honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv
+# Node (the Node binding and the demo's mailer): the machine's own if it has
+# one (Node 20 here), else Debian's.
+command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 
 # The Python test environment: a venv of Debian's /usr/bin/python3 (its
 # sqlite3 module can load extensions), with maturin and pytest (pinned).
