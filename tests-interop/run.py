@@ -24,6 +24,7 @@ import argparse
 import itertools
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -35,6 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SURFACES = ["python", "node", "rust", "sql"]
+STEP_TIMEOUT = 60.0  # seconds; a step normally takes milliseconds
 # The Swift surface runs in the Debian 13 chroot (scripts/swift-test.sh
 # builds its driver there); HONKER_SWIFT_ROOT names the chroot.
 SWIFT_ROOT = os.environ.get("HONKER_SWIFT_ROOT")
@@ -88,6 +90,17 @@ class Driver:
             step = {**step, "path": inside(self.surface, step["path"])}
         self.proc.stdin.write(json.dumps(step) + "\n")
         self.proc.stdin.flush()
+        return self.receive(step.get("op", "?"))
+
+    def receive(self, what: str, timeout: float = STEP_TIMEOUT) -> dict:
+        """The next answer; a driver that hangs fails the play instead of CI."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.proc.kill()
+            raise Failure(
+                f"{self.surface} driver gave no answer to {what} in {timeout:.0f} s"
+            )
         line = self.proc.stdout.readline()
         if not line:
             raise Failure(f"{self.surface} driver died (exit {self.proc.poll()})")
@@ -297,8 +310,7 @@ def run_drain(scenario: dict, tmp: str) -> None:
             w.proc.stdin.flush()
         results = []
         for w in workers:
-            assert w.proc.stdout is not None
-            reply = json.loads(w.proc.stdout.readline())
+            reply = w.receive("drain", timeout=600)
             check({}, reply, f"drain ({w.surface})")
             results.append((w.surface, reply["ok"]))
         errors = [e for _, r in results for e in r["errors"]]
