@@ -102,7 +102,7 @@ pub(crate) fn with_tx<R>(
 ) -> honker::Result<R> {
     let Some(id) = id else { return f(None) };
     let slot = txs.lock().get(&id).cloned();
-    let finished = || invalid("the transaction has already finished (committed or rolled back)");
+    let finished = honker::Error::transaction_finished;
     let slot = slot.ok_or_else(finished)?;
     // Without waiting (the JS thread's fast path), a transaction still busy
     // with an earlier async call is BUSY: the caller retries asynchronously.
@@ -383,9 +383,7 @@ impl Transaction {
         Box::new(move || match (txs.take(id), commit) {
             (Some(tx), true) => tx.commit(),
             (Some(tx), false) => tx.rollback(),
-            (None, true) => Err(invalid(
-                "the transaction has already finished (committed or rolled back)",
-            )),
+            (None, true) => Err(honker::Error::transaction_finished()),
             (None, false) => Ok(()),
         })
     }

@@ -202,7 +202,7 @@ impl Transaction {
         let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         match guard.as_ref() {
             Some(tx) => f(tx),
-            None => Err(finished()),
+            None => Err(honker::Error::transaction_finished()),
         }
     }
 
@@ -243,7 +243,7 @@ impl Transaction {
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
         py.allow_threads(|| match self.take() {
             Some(tx) => tx.commit(),
-            None => Err(finished()),
+            None => Err(honker::Error::transaction_finished()),
         })
         .py()
     }
@@ -261,13 +261,6 @@ impl Transaction {
     fn is_open(&self) -> bool {
         self.tx.lock().map(|g| g.is_some()).unwrap_or(false)
     }
-}
-
-fn finished() -> honker::Error {
-    honker::Error::new(
-        honker::ErrorKind::InvalidArgument,
-        "the transaction has already finished (committed or rolled back)",
-    )
 }
 
 /// Statement parameters converted from Python: positional or named.

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::errors::{ms, opt_ms, HonkerError, R};
+use crate::errors::{ms, opt_ms, R};
 use crate::queue::Queue;
 
 /// A job payload or result: JSON text, or bytes.
@@ -252,18 +252,12 @@ impl Transaction {
         let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         match guard.as_ref() {
             Some(tx) => Ok(f(tx)?),
-            None => Err(finished()),
+            None => Err(honker::Error::transaction_finished().into()),
         }
     }
 
     fn take(&self) -> Option<honker::Transaction> {
         self.tx.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-fn finished() -> HonkerError {
-    HonkerError::InvalidArgument {
-        message: "the transaction has already finished (committed or rolled back)".into(),
     }
 }
 
@@ -295,7 +289,7 @@ impl Transaction {
     pub fn commit(&self) -> R<()> {
         match self.take() {
             Some(tx) => Ok(tx.commit()?),
-            None => Err(finished()),
+            None => Err(honker::Error::transaction_finished().into()),
         }
     }
 

@@ -157,6 +157,13 @@ impl Error {
         )
     }
 
+    /// `INVALID_ARGUMENT` for a call on a transaction that was already
+    /// committed or rolled back (bindings keep transactions of their own and
+    /// report it the same way).
+    pub fn transaction_finished() -> Error {
+        Error::invalid("the transaction has already finished (committed or rolled back)")
+    }
+
     pub(crate) fn closed() -> Error {
         Error::new(ErrorKind::Closed, "the database has been closed")
     }

@@ -46,7 +46,7 @@ impl Transaction {
         self.guard
             .as_ref()
             .and_then(|g| g.as_ref())
-            .ok_or_else(|| Error::invalid("the transaction has already finished"))
+            .ok_or_else(Error::transaction_finished)
     }
 
     /// The connection, checked to belong to `db`.
