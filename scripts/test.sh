@@ -13,6 +13,10 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Logs the closing summary reads, and scratch projects: one place, one trap.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
 step "dependencies"
 . scripts/deps.sh
 honker_tools
@@ -22,14 +26,13 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path extension/Cargo.toml -- --check
 
 step "loadable extension (its own workspace; core without rusqlite)"
-ext_log="$(mktemp)"
+ext_log="$work/extension.log"
 cargo build --release --locked --manifest-path extension/Cargo.toml --target-dir target 2>&1 | tee "$ext_log"
 # Warnings in core's protocol-only build show here and nowhere else.
 if grep -q '^warning' "$ext_log"; then
     echo "test.sh: the extension build has warnings" >&2
     exit 1
 fi
-rm -f "$ext_log"
 export HONKER_EXT="$PWD/target/release/libhonker_ext"
 
 step "cargo clippy -D warnings"
@@ -44,8 +47,7 @@ step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
 
 step "cargo test (unit, integration, multi-process, doc-tests)"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+log="$work/cargo-test.log"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
 step "python binding: pip install ./bindings-python, then pytest"
@@ -54,35 +56,32 @@ honker_python_venv
 # has to be downloaded; build.rs copies the extension built above.
 PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
     --no-build-isolation --force-reinstall --no-deps ./bindings-python
-py_log="$(mktemp)"
-trap 'rm -f "$log" "$py_log"' EXIT
+py_log="$work/pytest.log"
 (cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 
 step "node binding: npm install (builds the addon), declarations, tsc, node --test"
 (cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
 # native.d.ts is generated from the Rust code by napi-rs: regenerate it (the
 # touch makes cargo re-emit the type definitions) and fail if it changed.
-cp bindings-node/native.d.ts "$py_log.native.d.ts"
+cp bindings-node/native.d.ts "$work/native.d.ts"
 touch bindings-node/src/lib.rs
 (cd bindings-node && npx napi build --release --dts native.d.ts --js false --cargo-name honker_node >/dev/null)
-if ! diff -u "$py_log.native.d.ts" bindings-node/native.d.ts; then
+if ! diff -u "$work/native.d.ts" bindings-node/native.d.ts; then
     echo "test.sh: bindings-node/native.d.ts is stale; the regenerated one is in place: commit it" >&2
     exit 1
 fi
 (cd bindings-node && npx tsc -p .)
-node_log="$(mktemp)"
-trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log"' EXIT
+node_log="$work/node-test.log"
 (cd bindings-node && node --test test/) 2>&1 | tee "$node_log"
 # What a user does: npm install <path> into a project builds and links it.
-consumer="$(mktemp -d)"
+consumer="$work/consumer"
+mkdir -p "$consumer"
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "$root/bindings-node" \
     && node -e "require('honker').open('app.db').then((db) => db.close())" \
     && node --input-type=module -e "import { open } from 'honker'; await (await open('app2.db')).close()")
-rm -rf "$consumer"
 
 step "swift binding: generated sources current; swift build + swift test in the Debian 13 chroot"
-swift_log="$(mktemp)"
-trap 'rm -f "$log" "$py_log" "$py_log.native.d.ts" "$node_log" "$swift_log" "${interop_log:-}"' EXIT
+swift_log="$work/swift-test.log"
 bash scripts/swift-test.sh 2>&1 | tee "$swift_log"
 grep -q "Test Suite 'All tests' passed" "$swift_log"
 # The interop runner plays the Swift surface in the same chroot.
@@ -91,17 +90,16 @@ export HONKER_SWIFT_ROOT
 
 step "tests-interop: every scenario, roles across surfaces, one file"
 cargo build --locked -q -p honker-interop-driver
-interop_log="$(mktemp)"
+interop_log="$work/interop.log"
 "$HONKER_VENV/bin/python" tests-interop/run.py 2>&1 | tee "$interop_log"
 
 step "examples: the README's demo (Python shop, Node mailer, SQL inspector) and the Rust one"
-demo_log="$(mktemp)"
+demo_log="$work/demo.log"
 bash scripts/demo.sh 2>&1 | tee "$demo_log"
 grep -q "sent order-confirmed to carol@example.com" "$demo_log"
 grep -q "orders for mallory (rolled back): 0" "$demo_log"
 grep -q "email jobs ever created:          3" "$demo_log"
 grep -q '"ready":0,"running":0' "$demo_log"
-rm -f "$demo_log"
 cargo run --locked -q -p honker --example outbox_demo
 
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
