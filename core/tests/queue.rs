@@ -604,6 +604,27 @@ fn results_are_saved_with_the_ack() {
     assert_eq!(bq.get_job(j.id).unwrap().state, JobState::Running);
 }
 
+/// An ack removes the job and saves its result in one commit; a waiter that
+/// reads between them in the wrong order would see "gone, no result".
+#[test]
+fn wait_result_never_misses_a_result_saved_with_the_ack() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    for i in 0..300 {
+        let id = q.enqueue(json!(i), &opts()).unwrap().id;
+        let q2 = q.clone();
+        let waiter = std::thread::spawn(move || q2.wait_result(id, Duration::from_secs(30)));
+        let j = q.claim("w", 1).unwrap().pop().unwrap();
+        j.ack_with_result(json!(i)).unwrap();
+        let got = waiter.join().unwrap().unwrap();
+        assert_eq!(
+            got.map(|r| r.as_json().unwrap()),
+            Some(json!(i)),
+            "round {i}"
+        );
+    }
+}
+
 #[test]
 fn wait_result_wakes_on_ack_from_another_thread_and_times_out() {
     let t = test_db();

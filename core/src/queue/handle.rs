@@ -510,14 +510,15 @@ impl Queue {
         loop {
             let seen = signal.generation();
             {
+                // Liveness first, then the result: an ack removes the job and
+                // saves its result in one commit, so once a read finds the job
+                // gone, a later read finds the result if there is one. (The
+                // other order can read "no result yet" and then "gone".)
                 let reader = self.db.inner.reader()?;
-                if let Some(r) = ops::get_result(reader.raw(), &self.name, id)? {
-                    return Ok(Some(r));
-                }
                 let live = ops::get_job(reader.raw(), &self.name, id, self.db.inner.now())?
                     .is_some_and(|j| !j.state.is_finished());
                 if !live {
-                    return Ok(None);
+                    return ops::get_result(reader.raw(), &self.name, id);
                 }
             }
             let now = Instant::now();
