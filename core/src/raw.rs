@@ -38,6 +38,34 @@ use crate::payload::Payload;
 #[cfg(feature = "rusqlite")]
 const _LINKED_SQLITE: unsafe extern "C" fn() -> c_int = ffi::sqlite3_initialize;
 
+/// A fresh lease token: 16 bytes from SQLite's PRNG (ChaCha20, seeded from
+/// the OS) as 32 lowercase hex digits, the same as SQL's
+/// `lower(hex(randomblob(16)))`.
+///
+/// A forked child inherits its parent's PRNG state and would draw the same
+/// tokens, so the first token drawn in a new process reseeds it from the OS.
+pub(crate) fn random_token() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SEEDED_IN: AtomicU32 = AtomicU32::new(0);
+    let pid = std::process::id();
+    let mut bytes = [0u8; 16];
+    // SAFETY: `sqlite3_randomness` writes exactly `n` bytes to the buffer (or
+    // reseeds when given none); it is thread-safe.
+    unsafe {
+        if SEEDED_IN.swap(pid, Ordering::Relaxed) != pid {
+            ffi::sqlite3_randomness(0, ptr::null_mut());
+        }
+        ffi::sqlite3_randomness(16, bytes.as_mut_ptr().cast());
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut token = String::with_capacity(32);
+    for b in bytes {
+        token.push(HEX[usize::from(b >> 4)] as char);
+        token.push(HEX[usize::from(b & 15)] as char);
+    }
+    token
+}
+
 /// `[&dyn ToSql]` for a statement's parameters, in order.
 macro_rules! params {
     ($($p:expr),* $(,)?) => {

@@ -82,7 +82,8 @@ fn check_all(conn: &Connection) {
     let scheduled = "INDEX _honker_jobs_scheduled (queue=? AND run_at<?)";
     let running = "INDEX _honker_jobs_running (queue=? AND lease_expires_at<?)";
     let pk = "USING INTEGER PRIMARY KEY (rowid=?)";
-    assert_plan(conn, "CLAIM", sql::CLAIM, &[ready, pk]);
+    assert_plan(conn, "PICK", sql::PICK, &[ready]);
+    assert_plan(conn, "LEASE", sql::LEASE, &[pk]);
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
     assert_plan(

@@ -104,10 +104,12 @@ pub(crate) fn claim(
     now: i64,
 ) -> Result<Vec<Claimed>> {
     housekeep(conn, queue, now)?;
-    let mut stmt = conn.prepare_cached(sql::CLAIM)?;
-    let rows = stmt.query_map(
-        params![queue, n as i64, worker_id, now.saturating_add(lease_ms)],
-        |r| {
+    let lease_expires_at = now.saturating_add(lease_ms);
+    // Every row is read before the first update: the pick's statement is
+    // finished (reset) by then.
+    let mut jobs = conn
+        .prepare_cached(sql::PICK)?
+        .query_map(params![queue, n as i64], |r| {
             Ok(Claimed {
                 id: r.get(0)?,
                 payload: r.get(1)?,
@@ -116,19 +118,27 @@ pub(crate) fn claim(
                 priority: r.get(4)?,
                 run_at: r.get(5)?,
                 created_at: r.get(6)?,
-                lease_token: r.get(7)?,
-                lease_expires_at: r.get(8)?,
+                lease_token: String::new(),
+                lease_expires_at,
             })
-        },
-    )?;
-    let mut jobs = rows;
-    // RETURNING gives no order guarantee: restore the claim order.
-    jobs.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.run_at.cmp(&b.run_at))
-            .then(a.id.cmp(&b.id))
-    });
+        })?;
+    let mut lease = conn.prepare_cached(sql::LEASE)?;
+    for job in &mut jobs {
+        job.lease_token = crate::raw::random_token();
+        job.attempts += 1;
+        let changed = lease.execute(params![
+            job.id,
+            worker_id,
+            job.lease_token,
+            lease_expires_at
+        ])?;
+        if changed != 1 {
+            return Err(Error::internal(format!(
+                "job {} was picked as ready but could not be leased",
+                job.id
+            )));
+        }
+    }
     Ok(jobs)
 }
 

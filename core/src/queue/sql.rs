@@ -49,20 +49,28 @@ SET state = 'ready', last_error = 'lease expired (worker ' || coalesce(worker_id
     worker_id = NULL, lease_token = NULL, lease_expires_at = NULL
 WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 
-/// ?1 queue, ?2 n, ?3 worker_id, ?4 lease_expires_at. The claim itself: one
-/// statement that picks and leases up to n ready jobs (priority, then oldest)
-/// with a fresh random token each.
-pub const CLAIM: &str = "
+/// ?1 queue, ?2 n. The claim's first half: up to n ready jobs in claim order
+/// (priority, then oldest), read through the ready index. [`LEASE`] follows
+/// for each, in the same write transaction.
+///
+/// Claim is a pick and per-row updates rather than one
+/// `UPDATE ... WHERE id IN (SELECT ...) RETURNING`: that form opens ephemeral
+/// tables for the IN list and for RETURNING on every call, which cost more
+/// than the rest of the claim together (bench/python/w3_schema.py).
+pub const PICK: &str = "
+SELECT id, payload, attempts, max_attempts, priority, run_at, created_at
+FROM _honker_jobs
+WHERE queue = ?1 AND state = 'ready'
+ORDER BY priority DESC, run_at, id
+LIMIT ?2";
+
+/// ?1 id, ?2 worker_id, ?3 lease token, ?4 lease_expires_at. Leases one job
+/// picked by [`PICK`].
+pub const LEASE: &str = "
 UPDATE _honker_jobs
-SET state = 'running', attempts = attempts + 1, worker_id = ?3,
-    lease_token = lower(hex(randomblob(16))), lease_expires_at = ?4
-WHERE id IN (
-    SELECT id FROM _honker_jobs
-    WHERE queue = ?1 AND state = 'ready'
-    ORDER BY priority DESC, run_at, id
-    LIMIT ?2)
-RETURNING id, payload, attempts, max_attempts, priority, run_at, created_at,
-          lease_token, lease_expires_at";
+SET state = 'running', attempts = attempts + 1, worker_id = ?2,
+    lease_token = ?3, lease_expires_at = ?4
+WHERE id = ?1 AND state = 'ready'";
 
 /// ?1 id, ?2 queue, ?3 token. Deletes an acked job.
 pub const ACK: &str = "
