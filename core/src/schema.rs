@@ -28,11 +28,18 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "queue",
-    sql: include_str!("migrations/0001_queue.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "queue",
+        sql: include_str!("migrations/0001_queue.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "state checks",
+        sql: include_str!("migrations/0002_state_checks.sql"),
+    },
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -203,6 +203,62 @@ fn stdlib_sqlite3_outbox_rolls_back_and_commits_with_the_business_row() {
     common::assert_integrity(&db);
 }
 
+/// `honker_bootstrap()` migrates an older file from inside a function call,
+/// in the host's transaction: rolled back, the file is untouched; committed,
+/// the rows survive the table rebuild of migration 2.
+#[test]
+fn bootstrap_migrates_a_schema_1_file_inside_the_hosts_transaction() {
+    let f = file();
+    {
+        let conn = honker::rusqlite::Connection::open(&f.path).unwrap();
+        let m1 = &honker::schema::MIGRATIONS[0];
+        conn.execute_batch(&format!(
+            "CREATE TABLE _honker_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                 applied_at INTEGER NOT NULL);
+             {}
+             INSERT INTO _honker_schema VALUES (1, '{}', 0);
+             INSERT INTO _honker_jobs (queue, state, payload, run_at, max_attempts,
+                 backoff_base_ms, backoff_max_ms, backoff_jitter, created_at)
+             VALUES ('emails', 'ready', '{{\"n\": 1}}', 1, 3, 1000, 60000, 0.5, 1);",
+            m1.sql, m1.name
+        ))
+        .unwrap();
+    }
+    let version = "SELECT max(version) FROM _honker_schema";
+    let r = sql(
+        &f.path,
+        json!([
+            "BEGIN",
+            "SELECT honker_bootstrap()",
+            "ROLLBACK",
+            version,
+            "BEGIN",
+            "SELECT honker_bootstrap()",
+            "COMMIT",
+            version,
+            "SELECT count(*) FROM temp.sqlite_master",
+        ]),
+    );
+    for (i, step) in r.iter().enumerate() {
+        assert!(step.get("rows").is_some(), "step {i}: {step}");
+    }
+    let latest = honker::schema::LATEST;
+    assert_eq!(one(&r[1]), latest);
+    assert_eq!(one(&r[3]), 1, "a rolled-back bootstrap leaves schema 1");
+    assert_eq!(one(&r[7]), latest);
+    assert_eq!(one(&r[8]), 0, "the migration's TEMP copies are gone");
+
+    let db = Database::open(&f.path).unwrap();
+    let jobs = db.queue("emails").unwrap().claim("rust-1", 10).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        (jobs[0].id, jobs[0].payload.as_json().unwrap()),
+        (1, json!({"n": 1}))
+    );
+    jobs[0].ack().unwrap();
+    common::assert_integrity(&db);
+}
+
 #[test]
 fn a_job_enqueued_through_rust_is_claimed_and_acked_through_sql() {
     let f = file();
