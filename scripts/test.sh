@@ -105,6 +105,7 @@ cargo run --locked -q -p honker --example outbox_demo
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
 cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/python/run.py --smoke
+"$HONKER_VENV/bin/python" bench/python/w3_schema.py --smoke >/dev/null
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 
 echo
