@@ -62,3 +62,34 @@ def test_closed_message_says_what_to_do(path):
     db.close()
     with pytest.raises(honker.Closed):
         db.query("SELECT 1")
+
+
+def token_after_fork(path: str, results) -> None:
+    db = honker.open(path)
+    q = db.queue("q")
+    q.enqueue("x")
+    [job] = q.claim_batch("child")
+    results.put(job.token)
+    db.close()
+
+
+def test_a_forked_child_draws_its_own_lease_tokens(tmp_path):
+    # Parent and child start from the same copy of SQLite's PRNG; the child
+    # must not draw the parent's next tokens (SQLite reseeds on a new pid).
+    db = honker.open(tmp_path / "warm.db")
+    db.queue("q").enqueue("warm")
+    db.queue("q").claim_batch("parent")  # the parent's PRNG is seeded now
+    db.close()
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    p = ctx.Process(target=token_after_fork, args=(str(tmp_path / "child.db"), results))
+    p.start()
+    p.join(30)
+    assert p.exitcode == 0
+    child_token = results.get(timeout=5)
+    mine = honker.open(tmp_path / "parent.db")
+    mine.queue("q").enqueue("x")
+    [job] = mine.queue("q").claim_batch("parent")
+    mine.close()
+    assert len(child_token) == len(job.token) == 32
+    assert child_token != job.token

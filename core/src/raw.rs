@@ -40,23 +40,14 @@ const _LINKED_SQLITE: unsafe extern "C" fn() -> c_int = ffi::sqlite3_initialize;
 
 /// A fresh lease token: 16 bytes from SQLite's PRNG (ChaCha20, seeded from
 /// the OS) as 32 lowercase hex digits, the same as SQL's
-/// `lower(hex(randomblob(16)))`.
-///
-/// A forked child inherits its parent's PRNG state and would draw the same
-/// tokens, so the first token drawn in a new process reseeds it from the OS.
+/// `lower(hex(randomblob(16)))`. A forked child does not repeat its parent's
+/// tokens: SQLite's unix VFS reseeds the PRNG when a process with a new pid
+/// opens a file, and a child must open its own connection before it claims.
 pub(crate) fn random_token() -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static SEEDED_IN: AtomicU32 = AtomicU32::new(0);
-    let pid = std::process::id();
     let mut bytes = [0u8; 16];
-    // SAFETY: `sqlite3_randomness` writes exactly `n` bytes to the buffer (or
-    // reseeds when given none); it is thread-safe.
-    unsafe {
-        if SEEDED_IN.swap(pid, Ordering::Relaxed) != pid {
-            ffi::sqlite3_randomness(0, ptr::null_mut());
-        }
-        ffi::sqlite3_randomness(16, bytes.as_mut_ptr().cast());
-    }
+    // SAFETY: `sqlite3_randomness` writes exactly 16 bytes to the buffer; it
+    // is thread-safe.
+    unsafe { ffi::sqlite3_randomness(16, bytes.as_mut_ptr().cast()) };
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut token = String::with_capacity(32);
     for b in bytes {
