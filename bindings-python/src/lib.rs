@@ -9,6 +9,7 @@
 mod clock;
 mod database;
 mod errors;
+mod json;
 mod queue;
 
 use pyo3::prelude::*;

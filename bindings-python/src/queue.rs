@@ -8,11 +8,13 @@
 use std::time::Duration;
 
 use honker::{ClaimOptions, EnqueueOptions, JobInfo, Lease, Payload, RetryOptions};
+
+use crate::json::payload_from_py;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::database::{secs, Transaction};
-use crate::errors::{invalid, Py as _};
+use crate::errors::Py as _;
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
@@ -22,16 +24,6 @@ pub struct Queue {
 }
 
 type ClaimedTuple = (i64, PyObject, u32, u32, i32, i64, i64, i64, String);
-
-fn payload_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Payload> {
-    if let Ok(s) = obj.downcast::<pyo3::types::PyString>() {
-        return Ok(Payload::Json(s.to_cow()?.into_owned()));
-    }
-    if let Ok(b) = obj.downcast::<PyBytes>() {
-        return Ok(Payload::Bytes(b.as_bytes().to_vec()));
-    }
-    Err(invalid("a payload crosses as JSON text (str) or bytes"))
-}
 
 fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<PyObject> {
     Ok(match p {

@@ -7,6 +7,8 @@ __version__: str
 ERROR_CODES: list[str]
 
 _Payload = str | bytes
+# Payloads going in are Python values: bytes-like, or anything json.dumps
+# takes (src/json.rs encodes them).
 _Params = Any
 _Claimed = tuple[int, _Payload, int, int, int, int, int, int, str]
 
@@ -61,7 +63,7 @@ class Queue:
     def lease(self) -> float: ...
     def enqueue_many(
         self,
-        payloads: list[_Payload],
+        payloads: list[Any],
         *,
         delay: float | None = None,
         run_at: float | None = None,
@@ -85,7 +87,7 @@ class Queue:
         job_id: int,
         token: str,
         *,
-        result: _Payload | None = None,
+        result: Any | None = None,
         tx: Transaction | None = None,
     ) -> None: ...
     def ack_many(self, leases: list[tuple[int, str]], *, tx: Transaction | None = None) -> int: ...

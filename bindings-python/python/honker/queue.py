@@ -28,13 +28,6 @@ if TYPE_CHECKING:
     from .database import Transaction
 
 
-def _encode(payload: Any) -> str | bytes:
-    """Bytes stay bytes; everything else must be JSON-serializable."""
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        return bytes(payload)
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-
-
 def _decode(raw: str | bytes | None) -> Any:
     if isinstance(raw, str):
         return json.loads(raw)
@@ -179,7 +172,7 @@ class Job:
         self._queue._native.ack(
             self.id,
             self.token,
-            result=None if result is None else _encode(result),
+            result=result,
             tx=_tx(tx),
         )
 
@@ -460,7 +453,7 @@ class Queue:
     ) -> list[Enqueued]:
         """Adds one job per payload, all in one transaction."""
         out = self._native.enqueue_many(
-            [_encode(p) for p in payloads],
+            payloads if isinstance(payloads, list) else list(payloads),
             delay=seconds("delay", delay),
             run_at=epoch("run_at", run_at),
             priority=priority,
