@@ -125,7 +125,11 @@ impl Queue {
     }
 
     /// Claims up to `n` jobs, waiting up to `wait` seconds for work.
-    #[pyo3(signature = (worker_id, n, *, lease = None, wait = 0.0, tx = None))]
+    /// `on_claimable` (no arguments; errors ignored) is called, with the GIL,
+    /// each time a wait finds work, just before the claim (asyncio wakes its
+    /// loop with it; see `Queue::claim_with_hook`).
+    #[pyo3(signature = (worker_id, n, *, lease = None, wait = 0.0, tx = None, on_claimable = None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn claim(
         &self,
         py: Python<'_>,
@@ -134,6 +138,7 @@ impl Queue {
         lease: Option<f64>,
         wait: f64,
         tx: Option<PyRef<'_, Transaction>>,
+        on_claimable: Option<PyObject>,
     ) -> PyResult<Vec<ClaimedTuple>> {
         let n = honker::validate::batch(n).py()?;
         let options = ClaimOptions {
@@ -145,7 +150,16 @@ impl Queue {
             .allow_threads(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.claim_tx(tx, worker_id, n, options.lease),
-                    None => self.queue.claim_with(worker_id, n, &options),
+                    None => match &on_claimable {
+                        None => self.queue.claim_with(worker_id, n, &options),
+                        Some(hook) => {
+                            self.queue.claim_with_hook(worker_id, n, &options, &mut || {
+                                Python::with_gil(|py| {
+                                    let _ = hook.call0(py);
+                                })
+                            })
+                        }
+                    },
                 })
             })
             .py()?;

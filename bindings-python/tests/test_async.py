@@ -130,6 +130,34 @@ def test_cancelling_a_waiting_claim_loses_no_job(path):
     db.close()
 
 
+def test_a_claim_that_outlives_its_event_loop_gives_its_jobs_back(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main():
+        async def consume():
+            async for _ in q.claim("w", wait=2):
+                raise AssertionError("nothing was enqueued yet")
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.1)
+        task.cancel()
+
+    asyncio.run(main())  # the loop is closed; the claim's thread still waits
+    e = q.enqueue({"n": 1})
+    time.sleep(0.3)  # the orphaned claim wakes and takes the job first
+    deadline = time.monotonic() + 5
+    while True:
+        jobs = q.claim_batch("w2")
+        if jobs:
+            break
+        assert time.monotonic() < deadline, "the orphaned claim kept the job"
+        time.sleep(0.01)
+    assert (jobs[0].id, jobs[0].attempts) == (e.id, 1)
+    jobs[0].ack()
+    db.close()
+
+
 def test_async_job_methods_and_results(db):
     q = db.queue("q")
 

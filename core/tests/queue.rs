@@ -718,3 +718,39 @@ fn ack_many_acks_held_leases_and_skips_stale_ones() {
         ErrorKind::InvalidArgument
     );
 }
+
+/// The hook runs when a wait finds work, before the claim commits: the job is
+/// still ready when it runs, and a wait that finds nothing never calls it.
+#[test]
+fn claim_with_hook_runs_between_finding_work_and_claiming_it() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let wait = |ms| ClaimOptions {
+        wait: Duration::from_millis(ms),
+        ..ClaimOptions::default()
+    };
+    let mut calls = 0;
+    let none = q
+        .claim_with_hook("w", 1, &wait(50), &mut || calls += 1)
+        .unwrap();
+    assert!(none.is_empty());
+    assert_eq!(calls, 0);
+
+    let producer = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            q.enqueue(json!("late"), &opts()).unwrap().id
+        })
+    };
+    let mut ready_at_hook = Vec::new();
+    let jobs = q
+        .claim_with_hook("w", 1, &wait(5_000), &mut || {
+            ready_at_hook.push(q.stats().unwrap().ready);
+        })
+        .unwrap();
+    let id = producer.join().unwrap();
+    assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), vec![id]);
+    assert_eq!(ready_at_hook, vec![1]);
+    jobs[0].ack().unwrap();
+}

@@ -1,7 +1,7 @@
 # Type stubs for the native module (bindings-python/src/*.rs). Checked
 # against the module by tests/test_stubs.py: keep them in step.
 from os import PathLike
-from typing import Any
+from typing import Any, Callable
 
 __version__: str
 ERROR_CODES: list[str]
@@ -81,6 +81,7 @@ class Queue:
         lease: float | None = None,
         wait: float = 0.0,
         tx: Transaction | None = None,
+        on_claimable: Callable[[], object] | None = None,
     ) -> list[_Claimed]: ...
     def ack(
         self,

@@ -15,8 +15,7 @@ import dataclasses
 import datetime as _dt
 import json
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator
-from concurrent.futures import Future
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _threads
@@ -330,10 +329,28 @@ class Claimer:
         self._buffer: collections.deque[Job] = collections.deque()
         self._closed = False
 
-    def _claim(self) -> list[Job]:
-        return self._queue.claim_batch(
-            self._worker_id, self._batch, lease=self._lease, wait=self._wait
+    def _claim(self, on_claimable: Callable[[], object] | None = None) -> list[Job]:
+        return self._queue._claim(
+            self._worker_id, self._batch, self._lease, self._wait, None, on_claimable
         )
+
+    def _claim_for(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[list[Job]]) -> None:
+        """Runs on honker's threads: claims (waiting for work), then hands
+        the jobs to ``fut`` on the loop. When the wait ends with work, the
+        loop thread is woken at once, so it is awake by the time the claim
+        has committed (an idle thread takes tens of microseconds to wake)."""
+        try:
+            jobs = self._claim(on_claimable=lambda: loop.call_soon_threadsafe(_noop))
+        except BaseException as e:  # handed to the awaiting task
+            try:
+                loop.call_soon_threadsafe(_fail, fut, e)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting
+            return
+        try:
+            loop.call_soon_threadsafe(_deliver, fut, jobs)
+        except RuntimeError:
+            _release_all(jobs)  # the loop is closed: nobody will see them
 
     def __iter__(self) -> Iterator[Job]:
         return self
@@ -352,13 +369,12 @@ class Claimer:
         while not self._buffer:
             if self._closed:
                 raise StopAsyncIteration
-            fut: Future[list[Job]] = _threads.submit(self._claim)
-            try:
-                jobs = await asyncio.wrap_future(fut)
-            except asyncio.CancelledError:
-                fut.add_done_callback(_release_orphans)
-                raise
-            self._buffer.extend(jobs)
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[list[Job]] = loop.create_future()
+            _threads.submit(self._claim_for, loop, fut)
+            # Cancelled here, the claim still finishes on its thread, and
+            # _deliver gives its jobs back.
+            self._buffer.extend(await fut)
         return self._buffer.popleft()
 
     def close(self) -> None:
@@ -387,16 +403,32 @@ class Claimer:
         await self.aclose()
 
 
-def _release_orphans(fut: Future[list[Job]]) -> None:
-    """A claim that finished after its awaiting task was cancelled: nobody
-    will ever see these jobs, so give them back now instead of at lease lapse."""
-    if fut.cancelled() or fut.exception() is not None:
-        return
-    for job in fut.result():
+def _noop() -> None:
+    pass
+
+
+def _deliver(fut: asyncio.Future[list[Job]], jobs: list[Job]) -> None:
+    """On the loop: the claim's jobs to the awaiting task. If the task was
+    cancelled meanwhile, nobody will ever see them: give them back now (on
+    honker's threads) instead of at lease lapse."""
+    if fut.cancelled():
+        if jobs:
+            _threads.submit(_release_all, jobs)
+    else:
+        fut.set_result(jobs)
+
+
+def _fail(fut: asyncio.Future[list[Job]], error: BaseException) -> None:
+    if not fut.cancelled():
+        fut.set_exception(error)
+
+
+def _release_all(jobs: list[Job]) -> None:
+    for job in jobs:
         try:
             job.release()
         except HonkerError:
-            pass
+            pass  # lapsed meanwhile: someone else's now
 
 
 class Queue:
@@ -475,9 +507,24 @@ class Queue:
     ) -> list[Job]:
         """Leases up to ``n`` due jobs to ``worker_id`` (highest priority,
         then oldest first). With ``wait``, sleeps up to that long for work."""
-        lease_s = seconds("lease", lease)
+        return self._claim(worker_id, n, seconds("lease", lease), seconds("wait", wait), tx)
+
+    def _claim(
+        self,
+        worker_id: str,
+        n: int,
+        lease_s: float | None,
+        wait_s: float | None,
+        tx: Transaction | None,
+        on_claimable: Callable[[], object] | None = None,
+    ) -> list[Job]:
         rows = self._native.claim(
-            worker_id, n, lease=lease_s, wait=seconds("wait", wait) or 0.0, tx=_tx(tx)
+            worker_id,
+            n,
+            lease=lease_s,
+            wait=wait_s or 0.0,
+            tx=_tx(tx),
+            on_claimable=on_claimable,
         )
         ls = self._lease if lease_s is None else lease_s
         return [Job(self, worker_id, row, ls) for row in rows]

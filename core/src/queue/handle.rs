@@ -183,6 +183,22 @@ impl Queue {
         n: usize,
         options: &ClaimOptions,
     ) -> Result<Vec<Job>> {
+        self.claim_with_hook(worker_id, n, options, &mut || {})
+    }
+
+    /// [`claim_with`](Self::claim_with), calling `on_claimable` each time
+    /// the read-only check finds work, just before the write transaction that
+    /// claims it. A binding that hands jobs to another thread (Python's
+    /// asyncio loop) wakes that thread there, so its wake-up overlaps the
+    /// claim instead of following it. A claim can still find nothing (another
+    /// worker was first) and wait again.
+    pub fn claim_with_hook(
+        &self,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+        on_claimable: &mut dyn FnMut(),
+    ) -> Result<Vec<Job>> {
         validate::key("worker id", worker_id)?;
         let n = validate::batch_usize(n)?;
         let lease_ms = validate::lease(options.lease.unwrap_or(self.options.lease))?;
@@ -203,6 +219,7 @@ impl Queue {
             };
             let next_at = match probe {
                 ops::Probe::Claimable => {
+                    on_claimable();
                     let jobs = self.claim_now(None, worker_id, n, lease_ms)?;
                     if !jobs.is_empty() {
                         return Ok(jobs);
