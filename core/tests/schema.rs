@@ -213,3 +213,32 @@ fn an_empty_schema_1_file_migrates_without_a_high_water_mark() {
         1
     );
 }
+
+#[test]
+fn several_openers_racing_on_a_schema_1_file_migrate_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("race.db");
+    let before = {
+        let conn = file_at(&path, 1);
+        fill(&conn);
+        contents(&conn)
+    };
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let (path, barrier) = (path.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                Database::open(&path).map(drop)
+            })
+        })
+        .collect();
+    for o in openers {
+        o.join().unwrap().unwrap();
+    }
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(contents(&conn), before);
+    let versions = dump(&conn, "SELECT version FROM _honker_schema ORDER BY version");
+    let expected: Vec<_> = MIGRATIONS.iter().map(|m| vec![m.version.into()]).collect();
+    assert_eq!(versions, expected, "each migration recorded once");
+}
