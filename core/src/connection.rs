@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::raw::{Conn, StmtCache};
@@ -118,6 +119,11 @@ fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)?;
+    // The query planner stability guarantee: plans never depend on bound
+    // values. Without it, SQLite checks parameters against the partial
+    // indexes' WHERE clauses and then re-prepares the statement every time
+    // such a parameter is bound again (every claim re-prepared its PICK).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     install_busy_handler(&mut conn, busy_timeout)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)

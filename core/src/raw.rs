@@ -91,6 +91,25 @@ impl StmtCache {
     }
 }
 
+#[cfg(all(test, feature = "rusqlite"))]
+impl StmtCache {
+    /// How many times the idle statements were re-prepared, all together.
+    pub(crate) fn reprepares(&self) -> i64 {
+        let idle = self.idle.lock();
+        idle.values()
+            .flatten()
+            // SAFETY: idle statements are live and owned by the cache.
+            .map(|s| unsafe {
+                i64::from(ffi::sqlite3_stmt_status(
+                    s.0,
+                    ffi::SQLITE_STMTSTATUS_REPREPARE,
+                    0,
+                ))
+            })
+            .sum()
+    }
+}
+
 impl Drop for StmtCache {
     fn drop(&mut self) {
         self.clear();
