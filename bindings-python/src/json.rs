@@ -110,30 +110,31 @@ fn write(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<boo
         }
         out.push('}');
     } else if let Ok(l) = obj.downcast::<PyList>() {
-        out.push('[');
-        for (i, v) in l.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            if !write(&v, out, depth + 1)? {
-                return Ok(false);
-            }
-        }
-        out.push(']');
+        return write_array(l.iter(), out, depth);
     } else if let Ok(t) = obj.downcast::<PyTuple>() {
-        out.push('[');
-        for (i, v) in t.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            if !write(&v, out, depth + 1)? {
-                return Ok(false);
-            }
-        }
-        out.push(']');
+        return write_array(t.iter(), out, depth);
     } else {
         return Ok(false);
     }
+    Ok(true)
+}
+
+/// A list or tuple as a JSON array; see [`write`].
+fn write_array<'py>(
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    out: &mut String,
+    depth: usize,
+) -> PyResult<bool> {
+    out.push('[');
+    for (i, v) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if !write(&v, out, depth + 1)? {
+            return Ok(false);
+        }
+    }
+    out.push(']');
     Ok(true)
 }
 

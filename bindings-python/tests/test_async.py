@@ -95,18 +95,36 @@ def test_the_loop_keeps_ticking_while_another_process_holds_the_write_lock(path)
     db.close()
 
 
+async def cancel_a_waiting_claim(q: honker.Queue) -> asyncio.Task:
+    """Starts ``async for`` on an empty queue and cancels it while its
+    claim waits on honker's thread (which goes on waiting)."""
+
+    async def consume():
+        async for _ in q.claim("w", wait=2):
+            raise AssertionError("nothing was enqueued yet")
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.1)
+    task.cancel()
+    return task
+
+
+async def claim_once_released(q: honker.Queue) -> honker.Job:
+    deadline = time.monotonic() + 5
+    while True:
+        jobs = q.claim_batch("w2")
+        if jobs:
+            return jobs[0]
+        assert time.monotonic() < deadline, "the orphaned claim kept the job"
+        await asyncio.sleep(0.01)
+
+
 def test_cancelling_a_waiting_claim_loses_no_job(path):
     db = honker.open(path)
     q = db.queue("q")
 
     async def main():
-        async def consume():
-            async for _ in q.claim("w", wait=2):
-                raise AssertionError("nothing was enqueued yet")
-
-        task = asyncio.ensure_future(consume())
-        await asyncio.sleep(0.1)
-        task.cancel()
+        task = await cancel_a_waiting_claim(q)
         try:
             await task
         except asyncio.CancelledError:
@@ -115,13 +133,7 @@ def test_cancelling_a_waiting_claim_loses_no_job(path):
         # and the job it claims for nobody must come back at once.
         e = q.enqueue({"n": 1})
         await asyncio.sleep(0.3)
-        deadline = time.monotonic() + 5
-        while True:
-            jobs = q.claim_batch("w2")
-            if jobs:
-                return e, jobs[0]
-            assert time.monotonic() < deadline, "the orphaned claim kept the job"
-            await asyncio.sleep(0.01)
+        return e, await claim_once_released(q)
 
     e, job = asyncio.run(main())
     assert job.id == e.id
@@ -133,28 +145,12 @@ def test_cancelling_a_waiting_claim_loses_no_job(path):
 def test_a_claim_that_outlives_its_event_loop_gives_its_jobs_back(path):
     db = honker.open(path)
     q = db.queue("q")
-
-    async def main():
-        async def consume():
-            async for _ in q.claim("w", wait=2):
-                raise AssertionError("nothing was enqueued yet")
-
-        task = asyncio.ensure_future(consume())
-        await asyncio.sleep(0.1)
-        task.cancel()
-
-    asyncio.run(main())  # the loop is closed; the claim's thread still waits
+    asyncio.run(cancel_a_waiting_claim(q))  # the loop closes; the claim still waits
     e = q.enqueue({"n": 1})
     time.sleep(0.3)  # the orphaned claim wakes and takes the job first
-    deadline = time.monotonic() + 5
-    while True:
-        jobs = q.claim_batch("w2")
-        if jobs:
-            break
-        assert time.monotonic() < deadline, "the orphaned claim kept the job"
-        time.sleep(0.01)
-    assert (jobs[0].id, jobs[0].attempts) == (e.id, 1)
-    jobs[0].ack()
+    job = asyncio.run(claim_once_released(q))
+    assert (job.id, job.attempts) == (e.id, 1)
+    job.ack()
     db.close()
 
 

@@ -117,15 +117,18 @@ fn honker_schema(conn: &Connection) -> Vec<Vec<honker::rusqlite::types::Value>> 
     )
 }
 
+/// A filled schema-1 file at `path`; returns its contents.
+fn filled_schema_1_file(path: &Path) -> Vec<Vec<Vec<honker::rusqlite::types::Value>>> {
+    let conn = file_at(path, 1);
+    fill(&conn);
+    contents(&conn)
+}
+
 #[test]
 fn a_schema_1_file_migrates_with_every_row_and_the_id_high_water_mark() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.db");
-    let before = {
-        let conn = file_at(&old, 1);
-        fill(&conn);
-        contents(&conn)
-    };
+    let before = filled_schema_1_file(&old);
     assert_eq!(before[0].len(), 5, "live jobs before");
     assert_eq!(before[3], vec![vec![9i64.into()]], "high-water mark before");
 
@@ -218,11 +221,7 @@ fn an_empty_schema_1_file_migrates_without_a_high_water_mark() {
 fn several_openers_racing_on_a_schema_1_file_migrate_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("race.db");
-    let before = {
-        let conn = file_at(&path, 1);
-        fill(&conn);
-        contents(&conn)
-    };
+    let before = filled_schema_1_file(&path);
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
     let openers: Vec<_> = (0..4)
         .map(|_| {
