@@ -229,7 +229,14 @@ def main() -> None:
                     return
                 done += got
 
+        if workload == "drain":
+            # W5: start together once every drainer is open, so the figure
+            # is the drain and not four interpreters starting up.
+            print("ready", flush=True)
+            sys.stdin.readline()
+            out["start"] = time.monotonic()
         out["seconds"] = timed(run)
+        out["end"] = time.monotonic()
         out["ops"] = done
     elif workload in ("W6", "W6-sync"):
         # Idle first: CPU used by a consumer waiting with nothing to do.
