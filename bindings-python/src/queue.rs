@@ -8,13 +8,12 @@
 use std::time::Duration;
 
 use honker::{ClaimOptions, EnqueueOptions, JobInfo, Lease, Payload, RetryOptions};
-
-use crate::json::payload_from_py;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::database::{secs, Transaction};
 use crate::errors::Py as _;
+use crate::json::payload_from_py;
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
@@ -150,16 +149,13 @@ impl Queue {
             .allow_threads(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.claim_tx(tx, worker_id, n, options.lease),
-                    None => match &on_claimable {
-                        None => self.queue.claim_with(worker_id, n, &options),
-                        Some(hook) => {
-                            self.queue.claim_with_hook(worker_id, n, &options, &mut || {
-                                Python::with_gil(|py| {
-                                    let _ = hook.call0(py);
-                                })
+                    None => self.queue.claim_with_hook(worker_id, n, &options, &mut || {
+                        if let Some(hook) = &on_claimable {
+                            Python::with_gil(|py| {
+                                let _ = hook.call0(py);
                             })
                         }
-                    },
+                    }),
                 })
             })
             .py()?;
