@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use honker::{Database, EnqueueOptions, ErrorKind, Value};
+use common::{count, snapshot};
+use honker::{Database, EnqueueOptions, ErrorKind};
 use serde_json::{json, Value as Json};
 
 fn extension() -> &'static Path {
@@ -99,17 +100,6 @@ fn file() -> File {
     File {
         path: dir.path().join("app.db"),
         _dir: dir,
-    }
-}
-
-fn count(db: &Database, from: &str) -> i64 {
-    match &db
-        .query(&format!("SELECT count(*) FROM {from}"), [])
-        .unwrap()
-        .rows[0][0]
-    {
-        Value::Integer(n) => *n,
-        v => panic!("count: {v:?}"),
     }
 }
 
@@ -427,20 +417,6 @@ fn bad_arguments_give_coded_errors_and_change_nothing() {
         assert!(ErrorKind::from_code(kind).is_some());
     }
     assert_eq!(snapshot(&db), before, "a failed call changed something");
-}
-
-fn snapshot(db: &Database) -> String {
-    ["_honker_jobs", "_honker_finished", "_honker_results"]
-        .iter()
-        .map(|t| {
-            format!(
-                "{t}: {:?}\n",
-                db.query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
-                    .unwrap()
-                    .rows
-            )
-        })
-        .collect()
 }
 
 #[test]

@@ -47,25 +47,34 @@ impl TestDb {
 
     /// Row count of one of honker's tables (or any table).
     pub fn count(&self, sql_from_where: &str) -> i64 {
-        match scalar(&self.db, &format!("SELECT count(*) FROM {sql_from_where}")) {
-            Value::Integer(n) => n,
-            v => panic!("count returned {v:?}"),
-        }
+        count(&self.db, sql_from_where)
     }
 
-    /// A digest of every honker table's contents, to prove that a failed call
-    /// changed nothing.
+    /// See [`snapshot`].
     pub fn snapshot(&self) -> String {
-        let mut out = String::new();
-        for t in ["_honker_jobs", "_honker_finished", "_honker_results"] {
-            let rows = self
-                .db
-                .query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
-                .expect("snapshot");
-            out.push_str(&format!("{t}: {:?}\n", rows.rows));
-        }
-        out
+        snapshot(&self.db)
     }
+}
+
+/// `SELECT count(*) FROM {sql_from_where}`.
+pub fn count(db: &Database, sql_from_where: &str) -> i64 {
+    match scalar(db, &format!("SELECT count(*) FROM {sql_from_where}")) {
+        Value::Integer(n) => n,
+        v => panic!("count returned {v:?}"),
+    }
+}
+
+/// A digest of every honker table's contents, to prove that a failed call
+/// changed nothing.
+pub fn snapshot(db: &Database) -> String {
+    let mut out = String::new();
+    for t in ["_honker_jobs", "_honker_finished", "_honker_results"] {
+        let rows = db
+            .query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
+            .expect("snapshot");
+        out.push_str(&format!("{t}: {:?}\n", rows.rows));
+    }
+    out
 }
 
 pub fn json(v: serde_json::Value) -> honker::Payload {
