@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::checkpoint::Checkpointer;
 use crate::raw::{Conn, StmtCache};
 
 use crate::error::{is_busy, Error, Result};
@@ -31,6 +32,8 @@ use crate::options::{Durability, Options};
 ///   tables declare none.
 /// - `journal_size_limit`: after a checkpoint the WAL file is truncated back to
 ///   64 MiB instead of keeping the size of its largest burst.
+/// - no `wal_autocheckpoint`: the writer's WAL hook replaces it and runs
+///   checkpoints on a background thread ([`crate::checkpoint`]).
 fn writer_pragmas(durability: Durability) -> String {
     let sync = match durability {
         Durability::Normal => "NORMAL",
@@ -41,6 +44,15 @@ fn writer_pragmas(durability: Durability) -> String {
          PRAGMA foreign_keys = ON;
          PRAGMA journal_size_limit = 67108864;"
     )
+}
+
+/// Opens the connection that runs background checkpoints
+/// ([`crate::checkpoint`]): the writer's `synchronous`, which decides the
+/// checkpoint's fsyncs.
+pub(crate) fn open_checkpointer(path: &Path, options: &Options) -> Result<HConn> {
+    let conn = open_raw(path, options.busy_timeout)?;
+    conn.execute_batch(&writer_pragmas(options.durability))?;
+    Ok(HConn::new(conn))
 }
 
 /// Pragmas for read-only connections (readers, watcher).
@@ -68,6 +80,9 @@ pub(crate) struct HConn {
     cache: Arc<StmtCache>,
     /// `None` only after [`HConn::close`].
     conn: Option<Connection>,
+    /// The writer's checkpointer: the context of its WAL hook, so it lives
+    /// as long as the connection (dropped after `conn`).
+    checkpointer: Option<Arc<Checkpointer>>,
 }
 
 impl HConn {
@@ -75,7 +90,14 @@ impl HConn {
         HConn {
             cache: Arc::new(StmtCache::default()),
             conn: Some(conn),
+            checkpointer: None,
         }
+    }
+
+    /// Hands this (writer) connection's checkpoints to `checkpointer`.
+    pub(crate) fn install_checkpointer(&mut self, checkpointer: Arc<Checkpointer>) {
+        checkpointer.install(self.sql());
+        self.checkpointer = Some(checkpointer);
     }
 
     /// The connection, for SQL the application wrote.

@@ -28,6 +28,7 @@ use rusqlite::{Connection, Params};
 
 use crate::connection::HConn;
 
+use crate::checkpoint::Checkpointer;
 use crate::clock::duration_ms;
 use crate::connection::{enable_wal, open_writer};
 use crate::error::{Error, ErrorKind, Result};
@@ -75,6 +76,7 @@ pub(crate) struct Inner {
     writer: Arc<Mutex<Option<HConn>>>,
     readers: Pool,
     watcher: Arc<Watcher>,
+    pub(crate) checkpointer: Arc<Checkpointer>,
     closed: AtomicBool,
     /// The process that opened it.
     pid: u32,
@@ -91,6 +93,8 @@ impl Drop for Inner {
             // file through descriptors the two processes share. Leak them.
             std::mem::forget(self.writer.lock().take());
             self.readers.abandon();
+        } else {
+            self.checkpointer.stop();
         }
     }
 }
@@ -129,7 +133,7 @@ impl Database {
                  (no :memory: or URI filenames: other processes must be able to open it)"
             )));
         }
-        let writer = open_writer(path, &options)?;
+        let mut writer = open_writer(path, &options)?;
         schema::check_not_too_new(writer.raw())?;
         enable_wal(writer.sql(), options.busy_timeout)?;
         schema::migrate(writer.raw(), options.clock.now_ms())?;
@@ -149,6 +153,8 @@ impl Database {
         let path = std::fs::canonicalize(path)
             .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
         let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback);
+        let checkpointer = Checkpointer::new(path.clone(), options.clone());
+        writer.install_checkpointer(Arc::clone(&checkpointer));
         let now = options.clock.now_ms();
         Ok(Database {
             inner: Arc::new(Inner {
@@ -156,6 +162,7 @@ impl Database {
                 path,
                 writer: Arc::new(Mutex::new(Some(writer))),
                 watcher,
+                checkpointer,
                 closed: AtomicBool::new(false),
                 pid: std::process::id(),
                 tx_owner: AtomicU64::new(0),
@@ -266,6 +273,7 @@ impl Database {
             return Ok(());
         }
         self.inner.readers.close();
+        self.inner.checkpointer.stop();
         let mut guard = self
             .inner
             .writer

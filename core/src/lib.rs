@@ -41,6 +41,8 @@
 // only the Database API.
 #![cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
 
+#[cfg(feature = "rusqlite")]
+mod checkpoint;
 mod clock;
 #[cfg(feature = "rusqlite")]
 mod connection;
