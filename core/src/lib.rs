@@ -63,6 +63,8 @@ pub mod sql;
 mod transaction;
 pub mod validate;
 #[cfg(feature = "rusqlite")]
+mod walvfs;
+#[cfg(feature = "rusqlite")]
 mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};

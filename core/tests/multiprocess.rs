@@ -95,6 +95,7 @@ fn child_process_entry() {
     match role.as_str() {
         "drain" => drain(&db),
         "hold" => hold(&db),
+        "produce" => produce(&db),
         "open-and-enqueue" => {
             db.queue("work")
                 .unwrap()
@@ -169,6 +170,23 @@ fn hold(db: &Database) {
     let mut line = String::new();
     let _ = std::io::stdin().read_line(&mut line);
     std::process::exit(3);
+}
+
+/// Enqueues batches of 1 to 40 jobs (some of several pages) until killed,
+/// reporting the last id of each batch once its commit has returned.
+fn produce(db: &Database) {
+    let q = db.queue("work").unwrap();
+    for round in 0u64.. {
+        let n = 1 + (round * 7 % 40) as usize;
+        let size = (round * 997 % 9_000) as usize;
+        let ids = q
+            .enqueue_many(
+                (0..n).map(|i| json!({"round": round, "i": i, "pad": "p".repeat(size)})),
+                &EnqueueOptions::default(),
+            )
+            .unwrap();
+        report(&ids.last().unwrap().id.to_string());
+    }
 }
 
 /// A thread blocked in a claim that waits up to 30 s for one job.
@@ -312,6 +330,43 @@ fn a_worker_killed_mid_lease_loses_nothing() {
         j.ack().unwrap();
     }
     assert_integrity(&later);
+}
+
+/// A process killed while it commits as fast as it can: every commit that
+/// returned is in the file (the WAL's frames reach it before the commit
+/// returns), and the file is whole.
+#[test]
+fn a_producer_killed_mid_commit_loses_no_committed_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("produce.db");
+    drop(Database::open(&path).unwrap());
+    let mut child = spawn_child("produce", &path, &[]);
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut last = 0_i64;
+    let mut line = String::new();
+    for _ in 0..400 {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the producer died"
+        );
+        if let Some(at) = line.find("@@ ") {
+            last = line[at + 3..].trim().parse().unwrap();
+        }
+    }
+    child.kill().unwrap(); // SIGKILL, most likely mid-commit
+    assert!(!child.wait().unwrap().success());
+    let db = Database::open(&path).unwrap();
+    let committed = scalar(
+        &db,
+        &format!("SELECT count(*) FROM _honker_jobs WHERE id <= {last}"),
+    );
+    assert_eq!(
+        committed,
+        Value::Integer(last),
+        "a job committed before the kill is missing"
+    );
+    assert_integrity(&db);
 }
 
 #[test]
