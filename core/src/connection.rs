@@ -2,8 +2,8 @@
 //! commented place, and a busy handler that waits fairly.
 //!
 //! Invariants:
-//! - every connection to a honker file (writer, readers, the watcher's) is
-//!   opened here, so they all share the same settings;
+//! - every connection to a honker file (writer, readers, the watcher's, the
+//!   checkpointer's) is opened here, so they all share the same settings;
 //! - readers and the watcher's connection are `query_only`: they cannot write
 //!   even by mistake.
 

@@ -1,6 +1,6 @@
 //! [`Database`]: an open honker file. Owns the one writer connection, the
-//! reader pool and a reference to the file's shared watcher, and runs every
-//! write through [`Inner::write`].
+//! reader pool, the checkpointer (`crate::checkpoint`) and a reference to the
+//! file's shared watcher, and runs every write through [`Inner::write`].
 //!
 //! Invariants:
 //! - one writer connection per `Database`; every write transaction is
@@ -11,6 +11,8 @@
 //!   savepoint: if it fails, it changes nothing, and the caller's own work in
 //!   that transaction is untouched;
 //! - after each commit, waiters in this process are woken directly;
+//! - `close` (or the last drop) joins the checkpoint thread before the writer
+//!   closes;
 //! - a `Database` belongs to the process that opened it: after `fork()`, the
 //!   child's copy refuses every call (`CLOSED`) and, when dropped, abandons
 //!   its copies of the connections without closing them, which would touch
