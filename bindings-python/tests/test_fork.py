@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+from pathlib import Path
 
 import honker
 import pytest
@@ -93,3 +94,53 @@ def test_a_forked_child_draws_its_own_lease_tokens(tmp_path):
     mine.close()
     assert len(child_token) == len(job.token) == 32
     assert child_token != job.token
+
+
+def thread_names() -> set[str]:
+    tasks = Path("/proc/self/task")
+    if not tasks.exists():  # not Linux: nothing to look at
+        return {"honker-ckpt"}
+    return {(t / "comm").read_text().strip() for t in tasks.iterdir()}
+
+
+def write_pages(q, commits: int) -> None:
+    """About 50 WAL frames per commit: past 1,000 frames the database's
+    checkpoint thread runs."""
+    for _ in range(commits):
+        q.enqueue_many(["p" * 3500] * 50)
+
+
+def child_with_checkpoints(path: str, results) -> None:
+    # The parent's copy (its checkpoint thread does not exist here) is
+    # dropped without touching it; the child's own database starts its own.
+    globals()["PARENT_DB"] = None
+    gc.collect()
+    own = honker.open(path)
+    q = own.queue("child")
+    write_pages(q, 30)
+    own.close()
+    results.put("done")
+
+
+def test_fork_while_the_checkpoint_thread_runs(path):
+    global PARENT_DB
+    db = honker.open(path)
+    PARENT_DB = db
+    write_pages(db.queue("parent"), 30)
+    assert "honker-ckpt" in thread_names()  # running in the parent
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    p = ctx.Process(target=child_with_checkpoints, args=(str(path), results))
+    p.start()
+    write_pages(db.queue("parent"), 30)  # meanwhile, in the parent
+    p.join(60)
+    assert p.exitcode == 0
+    assert results.get(timeout=5) == "done"
+    write_pages(db.queue("parent"), 5)
+    assert db.queue("parent").stats().ready == 65 * 50
+    PARENT_DB = None
+    db.close()
+    assert integrity_ok(path)
+    check = honker.open(path)
+    assert check.queue("child").stats().ready == 30 * 50
+    check.close()

@@ -176,7 +176,7 @@ impl Checkpointer {
     fn start(self: &Arc<Self>, st: &mut State) -> bool {
         let me = Arc::clone(self);
         match std::thread::Builder::new()
-            .name("honker-checkpoint".into())
+            .name("honker-ckpt".into())
             .spawn(move || me.run())
         {
             Ok(t) => {
