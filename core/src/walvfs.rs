@@ -271,13 +271,10 @@ unsafe extern "C" fn x_read(
     offset: i64,
 ) -> c_int {
     unsafe {
-        let (real, run) = parts(file);
-        let rc = flush(real, run);
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        run.last_read = Some(offset);
-        methods(real).xRead.expect("xRead")(real, buf, amt, offset)
+        parts(file).1.last_read = Some(offset);
+        flushed(file, |real, m| {
+            m.xRead.expect("xRead")(real, buf, amt, offset)
+        })
     }
 }
 
