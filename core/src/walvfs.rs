@@ -56,8 +56,7 @@ const MAX_WRITE: usize = 124 * 1024;
 /// The VFS name to open writer connections with, registering it on first
 /// use; `None` where there is no `unix` VFS to build on.
 pub(crate) fn name() -> Option<&'static CStr> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    REGISTERED.get_or_init(register).then_some(NAME)
+    BASE.get_or_init(register).as_ref().map(|_| NAME)
 }
 
 struct Vfs(*mut ffi::sqlite3_vfs);
@@ -65,25 +64,28 @@ struct Vfs(*mut ffi::sqlite3_vfs);
 unsafe impl Send for Vfs {}
 unsafe impl Sync for Vfs {}
 
-/// The `unix` VFS this one delegates to.
-static BASE: OnceLock<Vfs> = OnceLock::new();
+/// The `unix` VFS this one delegates to, once this one is registered.
+static BASE: OnceLock<Option<Vfs>> = OnceLock::new();
 
 fn base() -> *mut ffi::sqlite3_vfs {
-    BASE.get().expect("registered before use").0
+    match BASE.get() {
+        Some(Some(unix)) => unix.0,
+        _ => unreachable!("files are opened through this VFS only once it is registered"),
+    }
 }
 
-fn register() -> bool {
+/// Registers this VFS; returns the `unix` VFS it builds on.
+fn register() -> Option<Vfs> {
     // SAFETY: plain SQLite calls; the VFS object is leaked, so it outlives
     // every connection, as SQLite requires.
     unsafe {
         if ffi::sqlite3_initialize() != ffi::SQLITE_OK {
-            return false;
+            return None;
         }
         let unix = ffi::sqlite3_vfs_find(c"unix".as_ptr());
         if unix.is_null() || !ffi::sqlite3_vfs_find(NAME.as_ptr()).is_null() {
-            return false;
+            return None;
         }
-        let _ = BASE.set(Vfs(unix));
         // Every method but xOpen is the unix VFS's own; those never use the
         // VFS argument (xOpen, which reads its app data, is called with the
         // unix VFS itself below).
@@ -93,22 +95,28 @@ fn register() -> bool {
         vfs.szOsFile = (*unix).szOsFile + HEADER as c_int;
         vfs.xOpen = Some(open);
         let vfs = Box::into_raw(Box::new(vfs));
-        ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK
+        (ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK).then_some(Vfs(unix))
     }
 }
 
-/// A WAL file: our header, then the unix VFS's file object.
+/// A WAL file: our header, then (at [`HEADER`]) the unix VFS's file object.
 #[repr(C)]
 struct WalFile {
     /// `pMethods` points to [`WAL_METHODS`]; must come first.
     base: ffi::sqlite3_file,
-    /// The unix file object, right after this header.
-    real: *mut ffi::sqlite3_file,
     run: *mut Run,
 }
 
 /// Bytes before the unix file object, keeping its alignment.
 const HEADER: usize = std::mem::size_of::<WalFile>().next_multiple_of(16);
+
+/// The unix file object inside `file` (a `WalFile`'s memory).
+///
+/// # Safety
+/// `file` points to memory of this VFS's `szOsFile` bytes.
+unsafe fn real(file: *mut ffi::sqlite3_file) -> *mut ffi::sqlite3_file {
+    unsafe { file.cast::<u8>().add(HEADER).cast() }
+}
 
 #[derive(Default)]
 struct Run {
@@ -161,7 +169,7 @@ unsafe extern "C" fn open(
             return x_open(unix, name, file, flags, out_flags);
         }
         let wal = file.cast::<WalFile>();
-        let real = file.cast::<u8>().add(HEADER).cast::<ffi::sqlite3_file>();
+        let real = real(file);
         (*real).pMethods = ptr::null();
         let rc = x_open(unix, name, real, flags, out_flags);
         if rc != ffi::SQLITE_OK || (*real).pMethods.is_null() {
@@ -177,7 +185,6 @@ unsafe extern "C" fn open(
                 rc
             };
         }
-        (*wal).real = real;
         (*wal).run = Box::into_raw(Box::default());
         (*wal).base.pMethods = &WAL_METHODS;
         ffi::SQLITE_OK
@@ -191,7 +198,7 @@ unsafe extern "C" fn open(
 /// thread at a time (SQLite's contract for file objects).
 unsafe fn parts<'a>(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'a mut Run) {
     let wal = file.cast::<WalFile>();
-    unsafe { ((*wal).real, &mut *(*wal).run) }
+    unsafe { (real(file), &mut *(*wal).run) }
 }
 
 /// The unix file's method table.
@@ -359,14 +366,14 @@ unsafe extern "C" fn x_file_control(
 
 unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
-        let (real, _) = parts(file);
+        let real = real(file);
         methods(real).xSectorSize.expect("xSectorSize")(real)
     }
 }
 
 unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
-        let (real, _) = parts(file);
+        let real = real(file);
         methods(real)
             .xDeviceCharacteristics
             .expect("xDeviceCharacteristics")(real)
@@ -404,7 +411,7 @@ unsafe extern "C" fn x_shm_lock(
 
 unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
     unsafe {
-        let (real, _) = parts(file);
+        let real = real(file);
         if let Some(f) = methods(real).xShmBarrier {
             f(real);
         }
@@ -439,7 +446,7 @@ unsafe extern "C" fn x_fetch(
 
 unsafe extern "C" fn x_unfetch(file: *mut ffi::sqlite3_file, offset: i64, p: *mut c_void) -> c_int {
     unsafe {
-        let (real, _) = parts(file);
+        let real = real(file);
         match methods(real).xUnfetch {
             Some(f) => f(real, offset, p),
             None => ffi::SQLITE_OK,
@@ -489,6 +496,13 @@ mod tests {
         Connection::open(path).unwrap()
     }
 
+    fn assert_integrity(c: &Connection) {
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
+    }
+
     #[test]
     fn a_commit_reaches_the_file_in_one_write() {
         let dir = tempfile::tempdir().unwrap();
@@ -526,10 +540,7 @@ mod tests {
                 .unwrap();
             assert_eq!(got, v);
         }
-        let ok: String = other
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok");
+        assert_integrity(&other);
     }
 
     /// A transaction bigger than the page cache spills frames before its
@@ -581,9 +592,6 @@ mod tests {
         assert!(status.success());
         let recovered = plain(&copy.join("a.db"));
         assert_eq!(sum(&recovered), live);
-        let ok: String = recovered
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok");
+        assert_integrity(&recovered);
     }
 }
