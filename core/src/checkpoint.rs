@@ -254,12 +254,8 @@ unsafe extern "C" fn wal_hook(
         return ffi::SQLITE_OK;
     }
     // SAFETY: `ctx` is the `Checkpointer` installed with the hook, alive
-    // while the connection is (see `install`). Increment the count so the
-    // `Arc` borrowed here is not dropped.
-    let me = unsafe {
-        Arc::increment_strong_count(ctx as *const Checkpointer);
-        Arc::from_raw(ctx as *const Checkpointer)
-    };
+    // while the connection is (see `install`). Borrowed: never dropped here.
+    let me = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(ctx as *const Checkpointer) });
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         me.after_commit(db, schema, frames);
     }));
