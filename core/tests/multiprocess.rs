@@ -43,8 +43,12 @@ fn spawn_child(role: &str, path: &std::path::Path, extra: &[(&str, String)]) -> 
 /// Reads the child's stdout until a line containing `@@ `; returns what
 /// follows it.
 fn read_tagged(child: &mut Child) -> String {
-    let out = child.stdout.as_mut().unwrap();
-    let mut reader = BufReader::new(out);
+    next_tagged(&mut BufReader::new(child.stdout.as_mut().unwrap()))
+}
+
+/// The next tagged line's text from a child's stdout (for a reader kept
+/// across calls: a `BufReader` may read ahead past one line).
+fn next_tagged(reader: &mut impl BufRead) -> String {
     let mut line = String::new();
     loop {
         line.clear();
@@ -343,16 +347,8 @@ fn a_producer_killed_mid_commit_loses_no_committed_job() {
     let mut child = spawn_child("produce", &path, &[]);
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut last = 0_i64;
-    let mut line = String::new();
     for _ in 0..400 {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "the producer died"
-        );
-        if let Some(at) = line.find("@@ ") {
-            last = line[at + 3..].trim().parse().unwrap();
-        }
+        last = next_tagged(&mut reader).parse().unwrap();
     }
     child.kill().unwrap(); // SIGKILL, most likely mid-commit
     assert!(!child.wait().unwrap().success());
