@@ -9,7 +9,11 @@
 # Usage of the program: load-extension DB EXT [SQL]: loads EXT into a
 # connection on DB, prints the SQLite version and the loader's result, then
 # runs SQL (printing each result row) when the load worked.
+#
+# stdout: the result. Everything else goes to stderr; fd 3 keeps the real
+# stdout for the one line of result (scripts/check-scripts.sh enforces it).
 set -euo pipefail
+exec 3>&1 1>&2
 cd "$(dirname "$0")/.."
 cache="${HONKER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/honker}"
 tmp="$(mktemp -d)"
@@ -73,4 +77,4 @@ C
     cc -O1 -w -o "$tmp/load-extension" -I "$src" "$tmp/load.c" "$src/sqlite3.c" -ldl -lpthread -lm
     mv "$tmp/load-extension" "$out/load-extension"
 fi
-echo "$out/load-extension"
+echo "$out/load-extension" >&3

@@ -11,15 +11,43 @@ root="$PWD"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall time, and the total, are printed at the end (also when a
+# step fails): later changes budget CI time against them (DESIGN §10).
+run_start=$SECONDS
+step_name=""
+step_start=$SECONDS
+timings=()
+end_step() {
+    [ -n "$step_name" ] && timings+=("$(printf '%5ds  %s' $((SECONDS - step_start)) "$step_name")")
+    step_name=""
+}
+step() {
+    end_step
+    step_name="$*"
+    step_start=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
+reported=0
+report_timings() {
+    [ "$reported" = 1 ] && return 0
+    reported=1
+    end_step
+    echo
+    echo "test.sh: step timings"
+    printf '  %s\n' "${timings[@]}"
+    printf '  %5ds  total\n' $((SECONDS - run_start))
+}
 
 # Logs the closing summary reads, and scratch projects: one place, one trap.
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'status=$?; report_timings; rm -rf "$work"; exit $status' EXIT
 
 step "dependencies"
 . scripts/deps.sh
 honker_tools
+
+step "scripts: a script whose stdout is its result prints nothing else"
+bash scripts/check-scripts.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -108,6 +136,7 @@ cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/python/w3_schema.py --smoke >/dev/null
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 
+report_timings
 echo
 echo "test.sh: all checks passed"
 # One closing line for the whole run (cargo prints one per test binary).

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# check-scripts.sh: the rule for scripts whose stdout is their result (a path
+# that a caller reads with $(...)): everything else they run goes to stderr.
+# A first run on a fresh machine installs packages; apt-get's progress on
+# stdout once became part of a "path" and broke CI there only.
+#
+# 1. Every script that some caller captures with $(bash scripts/X.sh) (or
+#    runs from a Rust test and reads as a path) says "# stdout: the result"
+#    and starts with `exec 3>&1 1>&2`, printing its result to fd 3 only.
+# 2. swift-chroot.sh, run on its install path with stand-ins for apt-get,
+#    debootstrap and chroot that all print to stdout, prints exactly its path.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+
+captured=$(grep -rhoE '\$\(bash scripts/[a-z0-9-]+\.sh' scripts bench demo tests-interop .ci 2>/dev/null \
+    | sed -E 's/.*scripts\///' | sort -u)
+captured+=$'\n'$(grep -rhoE 'join\("\.\./scripts/[a-z0-9-]+\.sh' core/tests | sed -E 's/.*scripts\///' | sort -u)
+for name in $(echo "$captured" | sort -u); do
+    file="scripts/$name"
+    [ -f "$file" ] || continue
+    if ! grep -q '^# stdout: the result' "$file"; then
+        echo "check-scripts: $file is read as a result but lacks '# stdout: the result'" >&2
+        fail=1
+    fi
+    # The redirect must come before any command (only comments, blank lines and `set` before it).
+    first=$(grep -vE '^\s*(#|$)|^set ' "$file" | awk 'NR == 1')
+    if [ "$first" != 'exec 3>&1 1>&2' ]; then
+        echo "check-scripts: $file must start with 'exec 3>&1 1>&2' (found: $first)" >&2
+        fail=1
+    fi
+done
+
+# Behaviour: the install path with noisy stand-ins, in a scratch cache.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin" "$tmp/cache"
+cat >"$tmp/bin/apt-get" <<'SH'
+#!/bin/sh
+echo "Selecting previously unselected package arch-test."
+echo "apt-get noise on stderr" >&2
+# Installing debootstrap makes it appear on PATH.
+case "$*" in *debootstrap*) printf '#!/bin/sh\necho "I: Retrieving InRelease"\nmkdir -p "$3"\n' >"$(dirname "$0")/debootstrap"; chmod +x "$(dirname "$0")/debootstrap" ;; esac
+SH
+cat >"$tmp/bin/chroot" <<'SH'
+#!/bin/sh
+echo "Setting up swiftlang ..."
+SH
+cat >"$tmp/bin/id" <<'SH'
+#!/bin/sh
+echo 0
+SH
+chmod +x "$tmp/bin/"*
+out=$(HONKER_CACHE="$tmp/cache" PATH="$tmp/bin:/usr/bin:/bin" bash scripts/swift-chroot.sh 2>/dev/null)
+if [ "$out" != "$tmp/cache/trixie-swift" ]; then
+    echo "check-scripts: swift-chroot.sh printed more than its path on a first run:" >&2
+    printf '%s\n' "$out" | awk 'NR <= 5' >&2
+    fail=1
+fi
+[ "$fail" = 0 ] && echo "check-scripts: scripts whose stdout is a result print only their result"
+exit "$fail"
