@@ -175,10 +175,14 @@ impl Checkpointer {
 
     fn start(self: &Arc<Self>, st: &mut State) -> bool {
         let me = Arc::clone(self);
+        // Counted from before the spawn, so a fork() racing it is refused too.
+        let live = crate::fork::Live::new();
         match std::thread::Builder::new()
             .name("honker-ckpt".into())
-            .spawn(move || me.run())
-        {
+            .spawn(move || {
+                let _live = live;
+                me.run()
+            }) {
             Ok(t) => {
                 st.thread = Some(t);
                 true

@@ -7,7 +7,6 @@
 //! - readers and the watcher's connection are `query_only`: they cannot write
 //!   even by mistake.
 
-use std::ffi::CStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +50,7 @@ fn writer_pragmas(durability: Durability) -> String {
 /// ([`crate::checkpoint`]): the writer's `synchronous`, which decides the
 /// checkpoint's fsyncs.
 pub(crate) fn open_checkpointer(path: &Path, options: &Options) -> Result<HConn> {
-    let conn = open_raw(path, options.busy_timeout, None)?;
+    let conn = open_raw(path, options.busy_timeout)?;
     conn.execute_batch(&writer_pragmas(options.durability))?;
     Ok(HConn::new(conn))
 }
@@ -62,17 +61,18 @@ const READER_PRAGMAS: &str = "PRAGMA query_only = ON;";
 /// Opens the writer connection. Does not switch the file to WAL: that is a
 /// write, done by [`enable_wal`] after the schema version has been checked.
 ///
-/// The writer uses the [`crate::walvfs`] VFS, which writes each commit's WAL
-/// frames in one system call.
+/// Every connection uses the process's default VFS, so an application's
+/// encrypting or custom VFS covers honker's writes too (ADR 10 says why the
+/// writer no longer has a VFS of its own).
 pub(crate) fn open_writer(path: &Path, options: &Options) -> Result<HConn> {
-    let conn = open_raw(path, options.busy_timeout, crate::walvfs::name())?;
+    let conn = open_raw(path, options.busy_timeout)?;
     conn.execute_batch(&writer_pragmas(options.durability))?;
     Ok(HConn::new(conn))
 }
 
 /// Opens a read-only connection on an existing honker file.
 pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<HConn> {
-    let conn = open_raw(path, busy_timeout, None)?;
+    let conn = open_raw(path, busy_timeout)?;
     conn.execute_batch(READER_PRAGMAS)?;
     Ok(HConn::new(conn))
 }
@@ -138,16 +138,13 @@ impl Drop for HConn {
     }
 }
 
-fn open_raw(path: &Path, busy_timeout: Duration, vfs: Option<&CStr>) -> Result<Connection> {
+fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
     // NO_MUTEX: every connection is used by one thread at a time (behind a
     // mutex or checked out of the pool), so SQLite's own mutex is redundant.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = match vfs {
-        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs)?,
-        None => Connection::open_with_flags(path, flags)?,
-    };
+    let mut conn = Connection::open_with_flags(path, flags)?;
     // The query planner stability guarantee: plans never depend on bound
     // values. Without it, SQLite checks parameters against the partial
     // indexes' WHERE clauses and then re-prepares the statement every time

@@ -17,7 +17,7 @@
 //!   child's copy refuses every call (`CLOSED`) and, when dropped, abandons
 //!   its copies of the connections without closing them, which would touch
 //!   the parent's file state (SQLite forbids carrying a connection across
-//!   `fork()`).
+//!   `fork()`); and the child opens no file at all (`crate::fork`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -34,6 +34,7 @@ use crate::checkpoint::Checkpointer;
 use crate::clock::duration_ms;
 use crate::connection::{enable_wal, open_writer};
 use crate::error::{Error, ErrorKind, Result};
+use crate::fork::{self, Live};
 use crate::maintenance::{self, MaintenanceReport};
 use crate::options::{Options, QueueOptions};
 use crate::pool::{Pool, Reader};
@@ -77,7 +78,12 @@ pub(crate) struct Inner {
     pub(crate) options: Options,
     writer: Arc<Mutex<Option<HConn>>>,
     readers: Pool,
-    watcher: Arc<Watcher>,
+    /// The file's watcher, given back by `close` (its thread stops with the
+    /// last open of the file in this process).
+    watcher: Mutex<Option<Arc<Watcher>>>,
+    signal: Arc<Signal>,
+    /// Counts this database as open for `crate::fork` until `close`.
+    live: Mutex<Option<Live>>,
     pub(crate) checkpointer: Arc<Checkpointer>,
     closed: AtomicBool,
     /// The process that opened it.
@@ -93,7 +99,10 @@ impl Drop for Inner {
         if self.pid != std::process::id() {
             // A forked copy: closing would checkpoint or unlock the parent's
             // file through descriptors the two processes share. Leak them.
-            std::mem::forget(self.writer.lock().take());
+            // (`try_lock`: a forgotten transaction's guard may hold it.)
+            if let Some(mut w) = self.writer.try_lock() {
+                std::mem::forget(w.take());
+            }
             self.readers.abandon();
         } else {
             self.checkpointer.stop();
@@ -125,7 +134,11 @@ impl Database {
     /// Fails with `INVALID_ARGUMENT` for bad options or a path that is not a
     /// file on disk (`:memory:`, empty), and `SCHEMA_TOO_NEW`, before writing
     /// anything, if a newer honker has already upgraded the file.
+    ///
+    /// Fails with `UNSAFE`, before any call into SQLite, in a process forked
+    /// from one that had honker open (see [`crate::forked_while_open`]).
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        fork::check_open_allowed()?;
         options.validate()?;
         let path = path.as_ref();
         let text = path.as_os_str().to_string_lossy();
@@ -135,6 +148,7 @@ impl Database {
                  (no :memory: or URI filenames: other processes must be able to open it)"
             )));
         }
+        let live = Live::new();
         let mut writer = open_writer(path, &options)?;
         schema::check_not_too_new(writer.raw())?;
         enable_wal(writer.sql(), options.busy_timeout)?;
@@ -163,7 +177,9 @@ impl Database {
                 readers: Pool::new(path.clone(), options.readers, options.busy_timeout),
                 path,
                 writer: Arc::new(Mutex::new(Some(writer))),
-                watcher,
+                signal: Arc::clone(watcher.signal()),
+                watcher: Mutex::new(Some(watcher)),
+                live: Mutex::new(Some(live)),
                 checkpointer,
                 closed: AtomicBool::new(false),
                 pid: std::process::id(),
@@ -289,6 +305,9 @@ impl Database {
         if let Some(conn) = guard.take() {
             conn.close()?;
         }
+        drop(guard);
+        self.inner.watcher.lock().take();
+        self.inner.live.lock().take();
         Ok(())
     }
 
@@ -309,8 +328,14 @@ impl Database {
     /// The file's change signal, with its watcher thread running: for code
     /// about to wait for commits from other processes.
     pub(crate) fn wait_signal(&self) -> Result<Arc<Signal>> {
-        self.inner.watcher.ensure_running()?;
-        Ok(Arc::clone(self.inner.watcher.signal()))
+        self.inner.check_open()?;
+        self.inner
+            .watcher
+            .lock()
+            .as_ref()
+            .ok_or_else(Error::closed)?
+            .ensure_running()?;
+        Ok(Arc::clone(&self.inner.signal))
     }
 }
 
@@ -335,11 +360,7 @@ impl Inner {
             return Err(Error::closed());
         }
         if self.pid != std::process::id() {
-            return Err(Error::new(
-                ErrorKind::Closed,
-                "this database was opened by another process (this one was forked from it); \
-                 open the file again in this process",
-            ));
+            return Err(Error::forked_handle());
         }
         Ok(())
     }
@@ -350,7 +371,12 @@ impl Inner {
     }
 
     pub(crate) fn signal(&self) -> &Signal {
-        self.watcher.signal()
+        &self.signal
+    }
+
+    /// Whether this process is a fork of the one that opened the database.
+    pub(crate) fn in_forked_child(&self) -> bool {
+        self.pid != std::process::id()
     }
 
     pub(crate) fn lock_writer(&self) -> Result<WriterGuard> {
@@ -398,8 +424,7 @@ impl Inner {
         f: impl FnOnce(&HConn, i64) -> Result<R>,
     ) -> Result<R> {
         if let Some(tx) = tx {
-            let conn = tx.connection_for(self)?;
-            return conn.raw().in_savepoint(|| f(conn, self.now()));
+            return tx.run_for(self, |conn| conn.raw().in_savepoint(|| f(conn, self.now())));
         }
         let guard = self.lock_writer()?;
         let conn = guard.as_ref().ok_or_else(Error::closed)?;

@@ -40,12 +40,21 @@ pub enum ErrorKind {
     Sqlite,
     /// A broken invariant inside honker. Please report it.
     Internal,
+    /// The call is refused because it cannot be done safely here: this
+    /// process was forked from one that had honker open, or another SQLite
+    /// library has the same file open. The message names the safe route.
+    Unsafe,
+    /// SQLite itself ended the transaction (`INSERT OR ROLLBACK`,
+    /// `RAISE(ROLLBACK)`, a full disk or I/O error without a statement
+    /// journal, an interrupt): nothing of it was committed, and every later
+    /// call on it fails with this code until it is rolled back or dropped.
+    RolledBack,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (used by bindings to check that their
     /// mapping is total).
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::Busy,
         ErrorKind::LeaseLost,
         ErrorKind::NotFound,
@@ -56,6 +65,8 @@ impl ErrorKind {
         ErrorKind::RateLimited,
         ErrorKind::Sqlite,
         ErrorKind::Internal,
+        ErrorKind::Unsafe,
+        ErrorKind::RolledBack,
     ];
 
     /// The stable, upper-case code for this kind, e.g. `"LEASE_LOST"`.
@@ -71,6 +82,8 @@ impl ErrorKind {
             ErrorKind::RateLimited => "RATE_LIMITED",
             ErrorKind::Sqlite => "SQLITE",
             ErrorKind::Internal => "INTERNAL",
+            ErrorKind::Unsafe => "UNSAFE",
+            ErrorKind::RolledBack => "ROLLED_BACK",
         }
     }
 
@@ -166,6 +179,34 @@ impl Error {
 
     pub(crate) fn closed() -> Error {
         Error::new(ErrorKind::Closed, "the database has been closed")
+    }
+
+    /// `CLOSED` for a handle used in a process forked from the one that
+    /// opened it.
+    pub(crate) fn forked_handle() -> Error {
+        Error::new(
+            ErrorKind::Closed,
+            "this handle belongs to the process this one was forked from; a forked child \
+             cannot use honker (start workers with the spawn or forkserver method, or fork \
+             before opening)",
+        )
+    }
+
+    /// `ROLLED_BACK`: SQLite ended the transaction after `cause`.
+    pub(crate) fn rolled_back(cause: &str) -> Error {
+        Error::new(
+            ErrorKind::RolledBack,
+            format!(
+                "SQLite rolled this transaction back after {cause}; nothing of it was \
+                 committed (roll it back or drop it, then start a new one)"
+            ),
+        )
+    }
+
+    /// The same error, its message prefixed with the job it is about.
+    pub(crate) fn for_job(mut self, id: i64) -> Error {
+        self.message = format!("job {id}: {}", self.message);
+        self
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> Error {

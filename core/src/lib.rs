@@ -50,6 +50,8 @@ mod connection;
 mod database;
 mod error;
 #[cfg(feature = "rusqlite")]
+mod fork;
+#[cfg(feature = "rusqlite")]
 mod maintenance;
 mod options;
 mod payload;
@@ -63,8 +65,6 @@ pub mod sql;
 mod transaction;
 pub mod validate;
 #[cfg(feature = "rusqlite")]
-mod walvfs;
-#[cfg(feature = "rusqlite")]
 mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -73,6 +73,8 @@ pub use connection::{waiting_forbidden, without_waiting};
 #[cfg(feature = "rusqlite")]
 pub use database::{Database, Rows};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "rusqlite")]
+pub use fork::forked_while_open;
 #[cfg(feature = "rusqlite")]
 pub use maintenance::MaintenanceReport;
 pub use options::{limits, Backoff, Durability, Options, QueueOptions, Retention};

@@ -421,18 +421,54 @@ impl Row<'_> {
         }
     }
 
-    /// Column `i` converted to `T`.
+    /// Column `i` converted to `T`. A value of the wrong type (a row
+    /// damaged by hand or by another program) is `SQLITE` with
+    /// `SQLITE_CORRUPT`, naming the column.
     pub(crate) fn get<T: FromSql>(&self, i: usize) -> Result<T> {
+        self.decode(i).map_err(Damage::into_error)
+    }
+
+    /// Column `i` converted to `T`, or what is wrong with it.
+    pub(crate) fn decode<T: FromSql>(&self, i: usize) -> std::result::Result<T, Damage> {
         let idx = c_int::try_from(i).unwrap_or(c_int::MAX);
         // SAFETY: the statement is positioned on a row; the borrowed value is
         // converted before the next step.
         let value = unsafe { ValueRef::column(self.stmt, idx) };
-        T::from_sql(value).map_err(|what| {
-            Error::internal(format!(
-                "column {i}: expected {what}, found {}",
-                value.kind()
-            ))
+        T::from_sql(value).map_err(|expected| Damage {
+            // SAFETY: as above; the name is copied at once.
+            column: unsafe {
+                let name = ffi::sqlite3_column_name(self.stmt, idx);
+                if name.is_null() {
+                    format!("column {i}")
+                } else {
+                    CStr::from_ptr(name).to_string_lossy().into_owned()
+                }
+            },
+            found: value.kind(),
+            expected,
         })
+    }
+}
+
+/// A stored value of the wrong type for its column.
+#[derive(Debug)]
+pub(crate) struct Damage {
+    pub column: String,
+    /// SQLite's name of the type found (`TEXT`, `REAL`, ...).
+    pub found: &'static str,
+    pub expected: &'static str,
+}
+
+impl Damage {
+    pub(crate) fn into_error(self) -> Error {
+        Error::with_sqlite_code(
+            ErrorKind::Sqlite,
+            format!(
+                "damaged row: {} holds {}, expected {}",
+                self.column, self.found, self.expected
+            ),
+            ffi::SQLITE_CORRUPT,
+        )
     }
 }
 

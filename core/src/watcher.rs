@@ -173,9 +173,14 @@ fn start(
     let stop = Arc::new(Stop::new()?);
     let notifier = Notifier::new(path, &stop);
     let (sig, st) = (Arc::clone(signal), Arc::clone(&stop));
+    // Counted from before the spawn, so a fork() racing it is refused too.
+    let live = crate::fork::Live::new();
     let thread = std::thread::Builder::new()
         .name("honker-watcher".into())
-        .spawn(move || run(conn, notifier, &sig, &st, fallback))
+        .spawn(move || {
+            let _live = live;
+            run(conn, notifier, &sig, &st, fallback)
+        })
         .map_err(|e| Error::internal(format!("cannot start the watcher thread: {e}")))?;
     Ok(Running { stop, thread })
 }

@@ -288,3 +288,212 @@ fn with_transaction_commits_on_ok_and_rolls_back_on_err() {
     assert_eq!(t.count("orders"), 1);
     q.enqueue(json!(2), &EnqueueOptions::default()).unwrap();
 }
+
+// ----- SQLite ends the transaction: it is dead, nothing autocommits -------
+
+/// After SQLite rolled the transaction back on its own, every later call on
+/// it and `commit` fail with `ROLLED_BACK`, nothing runs in autocommit on its
+/// behalf (neither the application's rows nor honker's jobs), `rollback`
+/// succeeds, and the writer is free again.
+fn assert_dead_and_nothing_committed(
+    t: &common::TestDb,
+    q: &honker::Queue,
+    tx: honker::Transaction,
+    expect_orders: i64,
+) {
+    let later = tx.execute("INSERT INTO orders (id, status) VALUES (500, 'late')", []);
+    assert_eq!(later.unwrap_err().kind(), ErrorKind::RolledBack);
+    let job = q.enqueue_tx(&tx, json!({"late": true}), &EnqueueOptions::default());
+    assert_eq!(job.unwrap_err().kind(), ErrorKind::RolledBack);
+    let sql = tx.query(
+        "SELECT honker_enqueue('emails', '{\"sql\":1}', NULL, NULL, 0, 3, NULL)",
+        [],
+    );
+    assert_eq!(sql.unwrap_err().kind(), ErrorKind::RolledBack);
+    let claim = q.claim_tx(&tx, "w", 1, None);
+    assert_eq!(claim.unwrap_err().kind(), ErrorKind::RolledBack);
+    assert_eq!(tx.commit().unwrap_err().kind(), ErrorKind::RolledBack);
+    assert_eq!(t.count("orders"), expect_orders);
+    assert_eq!(t.count("_honker_jobs"), 0);
+    common::assert_integrity(&t.db);
+    // The writer is free: a new transaction works.
+    t.db.execute("INSERT INTO orders (id, status) VALUES (900, 'next')", [])
+        .unwrap();
+}
+
+fn seeded() -> (common::TestDb, honker::Queue) {
+    let t = test_db();
+    orders_table(&t);
+    t.db.execute("INSERT INTO orders (id, status) VALUES (1, 'before')", [])
+        .unwrap();
+    let q = t.db.queue("emails").unwrap();
+    (t, q)
+}
+
+#[test]
+fn insert_or_rollback_kills_the_transaction() {
+    let (t, q) = seeded();
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')", [])
+        .unwrap();
+    q.enqueue_tx(&tx, json!({"order": 2}), &EnqueueOptions::default())
+        .unwrap();
+    let e = tx
+        .execute(
+            "INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')",
+            [],
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::RolledBack, "{e}");
+    assert_dead_and_nothing_committed(&t, &q, tx, 1);
+}
+
+#[test]
+fn raise_rollback_in_a_temp_trigger_kills_the_transaction() {
+    let (t, q) = seeded();
+    t.db.execute(
+        "CREATE TEMP TRIGGER no_refunds BEFORE INSERT ON orders WHEN NEW.status = 'refund' \
+         BEGIN SELECT RAISE(ROLLBACK, 'no refunds'); END",
+        [],
+    )
+    .unwrap();
+    let tx = t.db.transaction().unwrap();
+    q.enqueue_tx(&tx, json!({"order": 3}), &EnqueueOptions::default())
+        .unwrap();
+    let e = tx
+        .execute("INSERT INTO orders (id, status) VALUES (3, 'refund')", [])
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::RolledBack, "{e}");
+    assert_dead_and_nothing_committed(&t, &q, tx, 1);
+}
+
+#[test]
+fn a_rollback_after_death_succeeds_and_a_drop_is_quiet() {
+    let (t, q) = seeded();
+    let tx = t.db.transaction().unwrap();
+    let _ = tx.execute(
+        "INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')",
+        [],
+    );
+    tx.rollback().unwrap();
+    let tx = t.db.transaction().unwrap();
+    let _ = tx.execute(
+        "INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')",
+        [],
+    );
+    drop(tx);
+    q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+    assert_eq!(t.count("_honker_jobs"), 1);
+}
+
+/// `SQLITE_FULL` without a statement journal (a single-row INSERT whose
+/// pages spill while the disk is full) rolls the whole transaction back.
+#[test]
+fn a_full_disk_without_a_statement_journal_kills_the_transaction() {
+    let Some(fs) = common::Tmpfs::mount("8m") else {
+        return;
+    };
+    let path = fs.path().join("full.db");
+    let db = honker::Database::open(&path).unwrap();
+    db.execute(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT, v BLOB)",
+        [],
+    )
+    .unwrap();
+    db.execute("INSERT INTO orders (id, status) VALUES (1, 'before')", [])
+        .unwrap();
+    db.execute("PRAGMA cache_size = 10", []).unwrap();
+    let q = db.queue("emails").unwrap();
+    let tx = db.transaction().unwrap();
+    q.enqueue_tx(&tx, json!({"order": 4}), &EnqueueOptions::default())
+        .unwrap();
+    let filler = common::fill(fs.path());
+    let e = tx
+        .execute(
+            "INSERT INTO orders (id, status, v) VALUES (4, 'big', randomblob(3000000))",
+            [],
+        )
+        .unwrap_err();
+    std::fs::remove_file(filler).unwrap();
+    assert_eq!(e.kind(), ErrorKind::RolledBack, "{e}");
+    let later = tx.execute("INSERT INTO orders (id, status) VALUES (5, 'late')", []);
+    assert_eq!(later.unwrap_err().kind(), ErrorKind::RolledBack);
+    assert_eq!(tx.commit().unwrap_err().kind(), ErrorKind::RolledBack);
+    assert_eq!(common::count(&db, "orders"), 1);
+    assert_eq!(common::count(&db, "_honker_jobs"), 0);
+    common::assert_integrity(&db);
+    db.close().unwrap();
+}
+
+/// An interrupt (`sqlite3_interrupt`, as a request timeout would send)
+/// during a write rolls the whole transaction back.
+#[test]
+fn an_interrupt_kills_the_transaction() {
+    let (t, q) = seeded();
+    t.db.execute("CREATE TABLE big (x INTEGER)", []).unwrap();
+    let tx = t.db.transaction().unwrap();
+    q.enqueue_tx(&tx, json!({"order": 6}), &EnqueueOptions::default())
+        .unwrap();
+    let handle = tx.connection().unwrap().get_interrupt_handle();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&done);
+    // Interrupts are only seen by running statements: keep sending until
+    // the statement has ended.
+    let interrupter = std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            handle.interrupt();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let e = tx
+        .execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
+             INSERT INTO big SELECT x FROM c",
+            [],
+        )
+        .unwrap_err();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    interrupter.join().unwrap();
+    assert_eq!(e.kind(), ErrorKind::RolledBack, "{e}");
+    assert_dead_and_nothing_committed(&t, &q, tx, 1);
+    assert_eq!(t.count("big"), 0);
+}
+
+#[test]
+fn transaction_control_through_execute_is_refused_and_changes_nothing() {
+    let (t, q) = seeded();
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')", [])
+        .unwrap();
+    q.enqueue_tx(&tx, json!({"order": 2}), &EnqueueOptions::default())
+        .unwrap();
+    for sql in [
+        "COMMIT",
+        "end",
+        "  -- a comment\n ROLLBACK",
+        "ROLLBACK TRANSACTION",
+        "BEGIN",
+        "RELEASE never_opened",
+        "RELEASE SAVEPOINT honker_nested",
+    ] {
+        let e = tx.execute(sql, []).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{sql}: {e}");
+        let e = tx.query(sql, []).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{sql}: {e}");
+    }
+    // The application's own savepoints work as SQLite's do.
+    tx.execute("SAVEPOINT mine", []).unwrap();
+    tx.execute("INSERT INTO orders (id, status) VALUES (3, 'undone')", [])
+        .unwrap();
+    tx.execute("ROLLBACK TO mine", []).unwrap();
+    tx.execute("RELEASE mine", []).unwrap();
+    assert_eq!(
+        tx.execute("RELEASE mine", []).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // Nothing was committed behind the transaction's back.
+    assert_eq!(t.count("orders"), 1);
+    tx.commit().unwrap();
+    assert_eq!(t.count("orders"), 2);
+    assert_eq!(t.count("_honker_jobs"), 1);
+}

@@ -10,7 +10,7 @@
 //! - a job is always in exactly one of `_honker_jobs` (live) and
 //!   `_honker_finished` (terminal), moved between them in one transaction.
 
-use crate::raw::{params, Conn, Row};
+use crate::raw::{params, Conn, Damage, Row};
 
 use super::sql;
 use super::types::{JobInfo, JobState, QueueStats};
@@ -105,41 +105,72 @@ pub(crate) fn claim(
 ) -> Result<Vec<Claimed>> {
     housekeep(conn, queue, now)?;
     let lease_expires_at = now.saturating_add(lease_ms);
-    // Every row is read before the first update: the pick's statement is
-    // finished (reset) by then.
-    let mut jobs = conn
-        .prepare_cached(sql::PICK)?
-        .query_map(params![queue, n as i64], |r| {
-            Ok(Claimed {
-                id: r.get(0)?,
-                payload: r.get(1)?,
-                attempts: r.get(2)?,
-                max_attempts: r.get(3)?,
-                priority: r.get(4)?,
-                run_at: r.get(5)?,
-                created_at: r.get(6)?,
-                lease_token: String::new(),
-                lease_expires_at,
-            })
-        })?;
-    let mut lease = conn.prepare_cached(sql::LEASE)?;
-    for job in &mut jobs {
-        job.lease_token = crate::raw::random_token();
-        job.attempts += 1;
-        let changed = lease.execute(params![
-            job.id,
-            worker_id,
-            job.lease_token,
-            lease_expires_at
-        ])?;
-        if changed != 1 {
-            return Err(Error::internal(format!(
-                "job {} was picked as ready but could not be leased",
-                job.id
-            )));
+    let mut jobs = Vec::with_capacity(n.min(1024));
+    loop {
+        // Every row is read before the first update: the pick's statement is
+        // finished (reset) by then.
+        let picked = conn.prepare_cached(sql::PICK)?.query_map(
+            params![queue, (n - jobs.len()) as i64],
+            |r| {
+                let id: i64 = r.get(0)?;
+                Ok(pick_row(r, lease_expires_at).map_err(|d| (id, d)))
+            },
+        )?;
+        let mut damaged = 0;
+        let mut lease = conn.prepare_cached(sql::LEASE)?;
+        for row in picked {
+            match row {
+                Ok(mut job) => {
+                    job.lease_token = crate::raw::random_token();
+                    job.attempts += 1;
+                    let changed = lease.execute(params![
+                        job.id,
+                        worker_id,
+                        job.lease_token,
+                        lease_expires_at
+                    ])?;
+                    if changed != 1 {
+                        return Err(Error::internal(format!(
+                            "job {} was picked as ready but could not be leased",
+                            job.id
+                        )));
+                    }
+                    jobs.push(job);
+                }
+                // A damaged row must not halt its queue, nor be skipped (it
+                // would be picked again and again): it goes to the dead
+                // letters in this transaction, and the claim picks again.
+                Err((id, damage)) => {
+                    damaged += 1;
+                    let why = format!("undecodable row: {} holds {}", damage.column, damage.found);
+                    archive(conn, id, JobState::Dead, Some(&why), now)?;
+                }
+            }
+        }
+        if damaged == 0 || jobs.len() >= n {
+            return Ok(jobs);
         }
     }
-    Ok(jobs)
+}
+
+/// A row of [`sql::PICK`] as a job, or what is damaged in it.
+fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, Damage> {
+    // Checked only: see PICK.
+    r.decode::<i64>(7)?;
+    r.decode::<i64>(8)?;
+    r.decode::<f64>(9)?;
+    r.decode::<Option<i64>>(10)?;
+    Ok(Claimed {
+        id: r.decode(0)?,
+        payload: r.decode(1)?,
+        attempts: r.decode(2)?,
+        max_attempts: r.decode(3)?,
+        priority: r.decode(4)?,
+        run_at: r.decode(5)?,
+        created_at: r.decode(6)?,
+        lease_token: String::new(),
+        lease_expires_at,
+    })
 }
 
 /// The state changes that time alone makes due: expiry, promotion of
@@ -552,7 +583,8 @@ pub(crate) enum Probe {
 pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
         .prepare_cached(sql::PROBE)?
-        .query_one(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_one(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(|e| name_damaged(conn, queue, e))?;
     let next = match (due, lapse) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -566,8 +598,39 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
 
 /// Counts per state for `queue`.
 pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
-    let mut s = conn
-        .prepare_cached(sql::LIVE_STATS)?
+    let mut s = live_stats(conn, queue, now).map_err(|e| name_damaged(conn, queue, e))?;
+    let finished = conn
+        .prepare_cached(sql::FINISHED_STATS)?
+        .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;
+    for (state, n) in finished {
+        match JobState::parse(&state) {
+            Some(JobState::Dead) => s.dead = n,
+            Some(JobState::Cancelled) => s.cancelled = n,
+            Some(JobState::Expired) => s.expired = n,
+            Some(JobState::Completed) => s.completed = n,
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+/// `err` (from reading `queue`'s live jobs) naming the damaged job when
+/// that is what it is.
+fn name_damaged(conn: Conn<'_>, queue: &str, err: Error) -> Error {
+    if err.sqlite_code() != Some(libsqlite3_sys::SQLITE_CORRUPT) {
+        return err;
+    }
+    match conn
+        .prepare_cached(sql::DAMAGED_LIVE)
+        .and_then(|mut s| s.query_row(params![queue], |r| r.get::<i64>(0)))
+    {
+        Ok(Some(id)) => err.for_job(id),
+        _ => err,
+    }
+}
+
+fn live_stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
+    conn.prepare_cached(sql::LIVE_STATS)?
         .query_one(params![queue, now], |r| {
             let ready = count(r, 0)?;
             let due = count(r, 1)?;
@@ -583,20 +646,7 @@ pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats>
                 oldest_ready_age_ms: oldest.map(|t| (now - t).max(0)),
                 ..QueueStats::default()
             })
-        })?;
-    let finished = conn
-        .prepare_cached(sql::FINISHED_STATS)?
-        .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;
-    for (state, n) in finished {
-        match JobState::parse(&state) {
-            Some(JobState::Dead) => s.dead = n,
-            Some(JobState::Cancelled) => s.cancelled = n,
-            Some(JobState::Expired) => s.expired = n,
-            Some(JobState::Completed) => s.completed = n,
-            _ => {}
-        }
-    }
-    Ok(s)
+        })
 }
 
 fn count(r: &Row<'_>, i: usize) -> Result<u64> {

@@ -57,8 +57,13 @@ WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 /// `UPDATE ... WHERE id IN (SELECT ...) RETURNING`: that form opens ephemeral
 /// tables for the IN list and for RETURNING on every call, which cost more
 /// than the rest of the claim together (bench/python/w3_schema.py).
+///
+/// The columns after `created_at` are read only to check their types: a row
+/// damaged by hand is dead-lettered by the claim that meets it, so that a
+/// later retry or listing does not trip on it instead.
 pub const PICK: &str = "
-SELECT id, payload, attempts, max_attempts, priority, run_at, created_at
+SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
+    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at
 FROM _honker_jobs
 WHERE queue = ?1 AND state = 'ready'
 ORDER BY priority DESC, run_at, id
@@ -199,6 +204,14 @@ SELECT
   EXISTS (SELECT 1 FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
   (SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled'),
   (SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')";
+
+/// ?1 queue. A live job whose times are not integers (a row damaged by
+/// hand), to name in the error when a read of those times fails.
+pub const DAMAGED_LIVE: &str = "
+SELECT id FROM _honker_jobs
+WHERE queue = ?1 AND (typeof(run_at) <> 'integer'
+    OR typeof(lease_expires_at) NOT IN ('integer', 'null'))
+LIMIT 1";
 
 /// ?1 queue, ?2 now. Live counts and the oldest due job.
 pub const LIVE_STATS: &str = "

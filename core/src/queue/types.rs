@@ -331,7 +331,14 @@ pub struct JobInfo {
 }
 
 impl JobInfo {
+    /// A row of `info_columns!`; a damaged one is `SQLITE_CORRUPT` naming
+    /// the job.
     pub(crate) fn from_row(r: &crate::raw::Row<'_>, now: i64) -> Result<JobInfo> {
+        let id: i64 = r.get(0)?; // INTEGER PRIMARY KEY: always an integer
+        Self::decode(r, now).map_err(|e| e.for_job(id))
+    }
+
+    fn decode(r: &crate::raw::Row<'_>, now: i64) -> Result<JobInfo> {
         let stored: String = r.get(2)?;
         let run_at: i64 = r.get(5)?;
         let state = match JobState::parse(&stored) {

@@ -93,3 +93,56 @@ pub fn assert_integrity(db: &Database) {
         Value::Text("ok".into())
     );
 }
+
+/// Mounts a tmpfs of `size` at a new directory; unmounts on drop.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// `None` when this process may not mount (not root): the caller skips,
+    /// except under CI, which runs as root and must not skip.
+    pub fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must run the tmpfs tests (as root)"
+            );
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Fills the file system under `dir` with one file until a write fails.
+pub fn fill(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let block = vec![7_u8; 64 * 1024];
+    while f.write_all(&block).is_ok() {}
+    let small = [7_u8; 512];
+    while f.write_all(&small).is_ok() {}
+    let _ = f.sync_all();
+    path
+}
