@@ -15,7 +15,9 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'RATE_LIMITED'
   | 'SQLITE'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'UNSAFE'
+  | 'ROLLED_BACK';
 
 export class HonkerError extends Error {
   readonly code: ErrorCode;
@@ -32,6 +34,10 @@ export class Timeout extends HonkerError {}
 export class RateLimited extends HonkerError {}
 export class SqliteError extends HonkerError {}
 export class InternalError extends HonkerError {}
+/** Refused as unsafe here (a process forked from one using honker). */
+export class Unsafe extends HonkerError {}
+/** SQLite itself ended the transaction; nothing of it was committed. */
+export class RolledBack extends HonkerError {}
 
 export const ERROR_CODES: ErrorCode[];
 /** The class each code is raised as. */
@@ -224,6 +230,8 @@ declare const honker: {
   Closed: typeof Closed;
   Timeout: typeof Timeout;
   RateLimited: typeof RateLimited;
+  Unsafe: typeof Unsafe;
+  RolledBack: typeof RolledBack;
   SqliteError: typeof SqliteError;
   InternalError: typeof InternalError;
   ERROR_CODES: ErrorCode[];

@@ -34,6 +34,8 @@ class Timeout extends HonkerError {}
 class RateLimited extends HonkerError {}
 class SqliteError extends HonkerError {}
 class InternalError extends HonkerError {}
+class Unsafe extends HonkerError {}
+class RolledBack extends HonkerError {}
 
 const ERROR_CLASSES = {
   BUSY: Busy,
@@ -46,6 +48,8 @@ const ERROR_CLASSES = {
   RATE_LIMITED: RateLimited,
   SQLITE: SqliteError,
   INTERNAL: InternalError,
+  UNSAFE: Unsafe,
+  ROLLED_BACK: RolledBack,
 };
 
 function makeError(code, message) {
@@ -601,6 +605,8 @@ module.exports = {
   Closed,
   Timeout,
   RateLimited,
+  Unsafe,
+  RolledBack,
   SqliteError,
   InternalError,
   ERROR_CODES: addon.errorCodes(),

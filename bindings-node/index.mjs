@@ -17,6 +17,8 @@ export const {
   Closed,
   Timeout,
   RateLimited,
+  Unsafe,
+  RolledBack,
   SqliteError,
   InternalError,
   ERROR_CODES,

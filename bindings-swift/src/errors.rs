@@ -16,6 +16,8 @@ pub enum HonkerError {
     RateLimited { message: String },
     Sqlite { message: String },
     Internal { message: String },
+    Unsafe { message: String },
+    RolledBack { message: String },
 }
 
 impl std::fmt::Display for HonkerError {
@@ -41,6 +43,8 @@ impl HonkerError {
             E::RateLimited { message } => ("RATE_LIMITED", message),
             E::Sqlite { message } => ("SQLITE", message),
             E::Internal { message } => ("INTERNAL", message),
+            E::Unsafe { message } => ("UNSAFE", message),
+            E::RolledBack { message } => ("ROLLED_BACK", message),
         }
     }
 }
@@ -59,6 +63,8 @@ impl From<honker::Error> for HonkerError {
             K::Timeout => HonkerError::Timeout { message },
             K::RateLimited => HonkerError::RateLimited { message },
             K::Sqlite => HonkerError::Sqlite { message },
+            K::Unsafe => HonkerError::Unsafe { message },
+            K::RolledBack => HonkerError::RolledBack { message },
             _ => HonkerError::Internal { message },
         }
     }

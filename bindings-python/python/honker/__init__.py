@@ -29,9 +29,11 @@ from .errors import (
     LeaseLost,
     NotFound,
     RateLimited,
+    RolledBack,
     SchemaTooNew,
     SqliteError,
     Timeout,
+    Unsafe,
 )
 from .extension import extension_path, load_extension
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
@@ -54,10 +56,12 @@ __all__ = [
     "Queue",
     "QueueStats",
     "RateLimited",
+    "RolledBack",
     "SchemaTooNew",
     "SqliteError",
     "Timeout",
     "Transaction",
+    "Unsafe",
     "__version__",
     "extension_path",
     "load_extension",

@@ -41,7 +41,8 @@ class SchemaTooNew(HonkerError):
 
 
 class Closed(HonkerError):
-    """The database was closed, or was opened by the process this one forked from."""
+    """The database was closed, or the handle belongs to the process this one
+    was forked from (a forked child cannot use it)."""
 
 
 class Timeout(HonkerError, TimeoutError):
@@ -60,6 +61,18 @@ class InternalError(HonkerError):
     """A bug in honker: please report it."""
 
 
+class Unsafe(HonkerError):
+    """Refused because it cannot be done safely here: this process was forked
+    from one using honker (use the spawn or forkserver start method, or fork
+    before opening). The message names the safe route."""
+
+
+class RolledBack(HonkerError):
+    """SQLite itself ended the transaction (``INSERT OR ROLLBACK``,
+    ``RAISE(ROLLBACK)``, a full disk, an interrupt): nothing of it was
+    committed, and every later call on it fails the same way."""
+
+
 _BY_CODE: dict[str, type[HonkerError]] = {
     "BUSY": Busy,
     "LEASE_LOST": LeaseLost,
@@ -71,6 +84,8 @@ _BY_CODE: dict[str, type[HonkerError]] = {
     "RATE_LIMITED": RateLimited,
     "SQLITE": SqliteError,
     "INTERNAL": InternalError,
+    "UNSAFE": Unsafe,
+    "ROLLED_BACK": RolledBack,
 }
 
 
@@ -88,8 +103,10 @@ __all__ = [
     "LeaseLost",
     "NotFound",
     "RateLimited",
+    "RolledBack",
     "SchemaTooNew",
     "SqliteError",
     "Timeout",
+    "Unsafe",
     "class_for_code",
 ]

@@ -2245,6 +2245,10 @@ enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     )
     case Internal(message: String
     )
+    case Unsafe(message: String
+    )
+    case RolledBack(message: String
+    )
 
     
 
@@ -2302,6 +2306,12 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
             message: try FfiConverterString.read(from: &buf)
             )
         case 10: return .Internal(
+            message: try FfiConverterString.read(from: &buf)
+            )
+        case 11: return .Unsafe(
+            message: try FfiConverterString.read(from: &buf)
+            )
+        case 12: return .RolledBack(
             message: try FfiConverterString.read(from: &buf)
             )
 
@@ -2363,6 +2373,16 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
         
         case let .Internal(message):
             writeInt(&buf, Int32(10))
+            FfiConverterString.write(message, into: &buf)
+            
+        
+        case let .Unsafe(message):
+            writeInt(&buf, Int32(11))
+            FfiConverterString.write(message, into: &buf)
+            
+        
+        case let .RolledBack(message):
+            writeInt(&buf, Int32(12))
             FfiConverterString.write(message, into: &buf)
             
         }

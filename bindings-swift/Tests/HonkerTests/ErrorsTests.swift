@@ -10,7 +10,7 @@ final class ErrorsTests: XCTestCase {
             .Busy(message: ""), .LeaseLost(message: ""), .NotFound(message: ""),
             .InvalidArgument(message: ""), .SchemaTooNew(message: ""), .Closed(message: ""),
             .Timeout(message: ""), .RateLimited(message: ""), .Sqlite(message: ""),
-            .Internal(message: ""),
+            .Internal(message: ""), .Unsafe(message: ""), .RolledBack(message: ""),
         ]
         XCTAssertEqual(cases.map(\.code).sorted(), honkerErrorCodes.sorted())
     }
