@@ -53,11 +53,12 @@ async function run(s) {
     case 'commit':
     case 'rollback':
       if (tx) {
-        if (s.op === 'commit') tx.commit();
-        else tx.rollback();
-        await tx.finished;
+        const ending = tx;
+        tx = null; // finished either way, also when the commit fails
+        if (s.op === 'commit') ending.commit();
+        else ending.rollback();
+        await ending.finished;
       }
-      tx = null;
       return null;
     case 'exec':
       if (tx) return (await tx.tx.query(s.sql, s.params ?? [])).map((r) => Object.values(r));

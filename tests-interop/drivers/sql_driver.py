@@ -15,9 +15,18 @@ import time
 EXT = os.environ["HONKER_EXT"]
 
 
+class Refused(Exception):
+    """An answer with a stable code that the driver decides itself."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class Driver:
     def __init__(self):
         self.conn = None
+        self.in_tx = self.dead = False
 
     def one(self, sql, params=()):
         return self.conn.execute(sql, params).fetchone()[0]
@@ -38,11 +47,32 @@ class Driver:
             return None
         if op == "begin":
             self.conn.execute("BEGIN IMMEDIATE")
+            self.in_tx, self.dead = True, False
             return None
         if op in ("commit", "rollback"):
+            dead, self.in_tx, self.dead = self.dead, False, False
+            if dead and op == "commit":
+                raise Refused("ROLLED_BACK", "SQLite rolled the transaction back")
             if self.conn.in_transaction:
                 self.conn.execute(op.upper())
             return None
+        # The host's connection owns the transaction: after an error in it,
+        # an application reads the autocommit state (docs/sql.md) and stops
+        # using a transaction that SQLite ended, as honker's bindings do.
+        if self.dead and (op == "exec" or s.get("in_tx")):
+            raise Refused("ROLLED_BACK", "SQLite rolled the transaction back")
+        try:
+            return self.step_in_tx(s)
+        except sqlite3.Error as e:
+            if self.in_tx and not self.conn.in_transaction:
+                self.dead = True
+                raise Refused(
+                    "ROLLED_BACK", f"SQLite rolled the transaction back after {e}"
+                ) from e
+            raise
+
+    def step_in_tx(self, s: dict):
+        op = s["op"]
         if op == "exec":
             rows = self.conn.execute(s["sql"], s.get("params", [])).fetchall()
             return [list(r) for r in rows] if self.conn.in_transaction else None
@@ -142,6 +172,8 @@ def main():
         except sqlite3.Error as e:
             code, _, message = str(e).partition(": ")
             reply = {"error": code, "message": message}
+        except Refused as e:
+            reply = {"error": e.code, "message": str(e)}
         print(json.dumps(reply), flush=True)
 
 
