@@ -99,3 +99,43 @@ test('parameters and rows', async () => {
   assert.equal(rows[1].b, 1);
   await db.close();
 });
+
+test('SQLite ending the transaction makes it dead: ROLLED_BACK, nothing autocommits', async () => {
+  const { db } = await testDb();
+  const emails = db.queue('emails');
+  await db.execute("INSERT INTO orders (id, status) VALUES (1, 'before')");
+  const seen = [];
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')");
+      await emails.enqueue({ order: 2 }, { tx });
+      for (const call of [
+        () => tx.execute("INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')"),
+        () => tx.execute("INSERT INTO orders (id, status) VALUES (3, 'late')"),
+        () => emails.enqueue({ order: 3 }, { tx }),
+      ]) {
+        await assert.rejects(call(), (e) => {
+          seen.push(e.code);
+          return e instanceof honker.RolledBack;
+        });
+      }
+      // The callback returns normally: the commit is what fails.
+    }),
+    (e) => e instanceof honker.RolledBack && e.code === 'ROLLED_BACK',
+  );
+  assert.deepEqual(seen, ['ROLLED_BACK', 'ROLLED_BACK', 'ROLLED_BACK']);
+  assert.deepEqual(await db.query('SELECT id FROM orders'), [{ id: 1 }]);
+  assert.equal((await emails.stats()).ready, 0);
+  await emails.enqueue('the writer is free');
+});
+
+test('transaction control through tx.execute is INVALID_ARGUMENT', async () => {
+  const { db } = await testDb();
+  await db.transaction(async (tx) => {
+    await tx.execute("INSERT INTO orders (id, status) VALUES (1, 'paid')");
+    for (const sql of ['COMMIT', 'ROLLBACK', 'BEGIN', 'END', 'RELEASE nope']) {
+      await assert.rejects(tx.execute(sql), (e) => e instanceof honker.InvalidArgument);
+    }
+  });
+  assert.deepEqual(await db.query('SELECT id FROM orders'), [{ id: 1 }]);
+});

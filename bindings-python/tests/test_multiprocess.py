@@ -35,7 +35,8 @@ def test_four_processes_drain_one_queue_each_job_exactly_once(path):
     db = honker.open(path)
     db.execute("CREATE TABLE done (job_id INTEGER PRIMARY KEY, pid INTEGER)")
     db.queue("work").enqueue_many([{"i": i} for i in range(JOBS)])
-    ctx = multiprocessing.get_context("fork")
+    # spawn: a process forked while honker is open cannot use honker (UNSAFE).
+    ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=drain, args=(str(path), f"w{i}")) for i in range(4)]
     for p in procs:
         p.start()

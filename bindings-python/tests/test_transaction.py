@@ -134,3 +134,82 @@ def test_named_and_positional_parameters(db):
     assert db.query("SELECT user_id, status FROM orders ORDER BY id") == [(1, "paid"), (2, None)]
     cols, rows = db.query_columns("SELECT user_id AS u FROM orders WHERE id = ?", [1])
     assert (cols, rows) == (["u"], [(1,)])
+
+
+def test_sqlite_ending_the_transaction_makes_it_dead(db):
+    db.execute("INSERT INTO orders (id, status) VALUES (1, 'before')")
+    q = db.queue("emails")
+    with pytest.raises(honker.RolledBack):
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')")
+            q.enqueue({"order": 2}, tx=tx)
+            with pytest.raises(honker.RolledBack) as e:
+                tx.execute("INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')")
+            assert e.value.code == "ROLLED_BACK"
+            # Nothing runs in autocommit on its behalf.
+            with pytest.raises(honker.RolledBack):
+                tx.execute("INSERT INTO orders (id, status) VALUES (3, 'late')")
+            with pytest.raises(honker.RolledBack):
+                q.enqueue({"order": 3}, tx=tx)
+        # Leaving the block commits, which fails the same way.
+    assert db.query("SELECT id FROM orders") == [(1,)]
+    assert q.stats().ready == 0
+    # rollback() of a dead transaction is fine, and the writer is free.
+    tx = db.transaction()
+    with pytest.raises(honker.RolledBack):
+        tx.execute("INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')")
+    tx.rollback()
+    q.enqueue("next")
+    assert q.stats().ready == 1
+
+
+def test_transaction_control_through_execute_is_refused(db):
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO orders (id, status) VALUES (1, 'paid')")
+        for sql in ("COMMIT", "ROLLBACK", "BEGIN", "END", "RELEASE nope"):
+            with pytest.raises(honker.InvalidArgument):
+                tx.execute(sql)
+        tx.execute("SAVEPOINT mine")
+        tx.execute("ROLLBACK TO mine")
+        tx.execute("RELEASE mine")
+    assert db.query("SELECT id FROM orders") == [(1,)]
+
+
+def test_a_spilled_rollback_then_another_processs_commits(path):
+    # Issue 13 §1 as reported: the first transaction after open spills a few
+    # MB and rolls back; a worker process commits; honker writes again. The
+    # file stays whole and every commit is there.
+    import subprocess
+    import sys
+
+    setup = honker.open(path)
+    setup.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v BLOB)")
+    setup.close()
+    db = honker.open(path)
+    q = db.queue("q")
+    with pytest.raises(RuntimeError):
+        with db.transaction() as tx:
+            for i in range(2500):
+                tx.execute("INSERT INTO rows (id, v) VALUES (?, randomblob(1000))", [i])
+            raise RuntimeError("payment declined")
+    worker = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import honker, sys; w = honker.open(sys.argv[1]); "
+            "w.queue('q').enqueue_many(list(range(30))); w.close()",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert worker.returncode == 0, worker.stderr
+    q.enqueue("after the rollback")
+    assert q.stats().ready == 31
+    assert db.query("PRAGMA integrity_check") == [("ok",)]
+    db.close()
+    check = honker.open(path)
+    assert check.queue("q").stats().ready == 31
+    assert check.query("SELECT count(*) FROM rows") == [(0,)]
+    check.close()

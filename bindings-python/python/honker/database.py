@@ -68,9 +68,12 @@ class Transaction:
 class Database:
     """An open honker file (``honker.open(path)``). Thread-safe; share it.
 
-    A child process made by ``fork()`` must open the file again: the
+    A process forked while honker was open cannot use honker: the
     parent's ``Database`` refuses every call there with
-    :class:`honker.Closed` (its connections belong to the parent).
+    :class:`honker.Closed`, and ``honker.open`` raises
+    :class:`honker.Unsafe`. Start worker processes with the ``spawn`` or
+    ``forkserver`` method, or fork before opening (README: "fork() and
+    worker processes").
     """
 
     def __init__(self, native: _native.Database) -> None:

@@ -264,6 +264,8 @@ class KeepAlive:
             if e.code in ("LEASE_LOST", "NOT_FOUND"):
                 self.lost = True
                 return False
+            if e.code == "CLOSED":
+                return False  # closed, or a forked child's copy: no beat can work
             return True  # BUSY and friends: try again next time
 
     def _run(self) -> None:
