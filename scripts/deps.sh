@@ -46,7 +46,9 @@ fi
 #   loadable extension's bindings to the system's sqlite3ext.h;
 # - sqlite3 + python3: the extension's tests run in Debian's own SQLite
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
-honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv
+# - strace: the crash-point and error-point suite (tests-faults) injects
+#   SIGKILL and write errors with it.
+honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace
 # Node (the Node binding and the demo's mailer): the machine's own if it has
 # one (Node 20 here), else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, unit and
 # integration tests (multi-process ones included), doc-tests (README too),
-# the loadable extension in Debian's own SQLite, the examples, and a build of
-# the benchmarks. Installs what it needs first (scripts/deps.sh). CI runs
+# the loadable extension in Debian's own SQLite, crash and error points
+# injected with strace (tests-faults), the examples, and a build of the
+# benchmarks. Installs what it needs first (scripts/deps.sh). CI runs
 # exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,8 +69,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python demo tests-interop
-ruff format --check bindings-python extension/tests bench/python demo tests-interop
+ruff check bindings-python extension/tests bench/python demo tests-interop tests-faults
+ruff format --check bindings-python extension/tests bench/python demo tests-interop tests-faults
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -86,6 +87,11 @@ PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-ve
     --no-build-isolation --force-reinstall --no-deps ./bindings-python
 py_log="$work/pytest.log"
 (cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
+
+step "crash and error points: SIGKILL and ENOSPC/EIO at pwrite64 calls, recovery from the files alone"
+# 200 kill points and 100 error points; HONKER_SLOW=1 runs every call both ways.
+faults_log="$work/faults.log"
+"$HONKER_VENV/bin/python" tests-faults/run.py 2>&1 | tee "$faults_log"
 
 step "node binding: npm install (builds the addon), declarations, tsc, node --test"
 (cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
@@ -145,6 +151,7 @@ echo "test.sh: all checks passed"
     grep -h '^test result:' "$log" | awk '{ print $4, $6 }'
     awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$node_log"
     grep -h '^interop:' "$interop_log" | awk '{ print $2, $4 }'
+    grep -h '^faults:' "$faults_log" | awk '{ print $2, $4 }'
     # XCTest: "Executed N tests, with M failures" (the last one is the total).
     grep "Executed .* tests, with" "$swift_log" | tail -n 1 | awk '{ print $2 - $5, $5 }'
     tail -n 1 "$py_log" | awk '{
