@@ -170,6 +170,8 @@ def check(r: dict, expect_finish: bool) -> list[str]:
                 jobs[m] = jobs.get(m, 0) + 1
                 if table == "_honker_jobs":
                     live.add(m)
+    except sqlite3.DatabaseError as e:
+        return problems + [f"the file does not open: {e}"]
     finally:
         conn.close()
     a_rows = {m for m, w in ledger.items() if w == "A"}

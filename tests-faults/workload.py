@@ -62,10 +62,6 @@ def main() -> None:
     log = Log(log_path)
     try:
         db = honker.open(path)
-        # A small page cache: transactions spill frames to the WAL before
-        # their commit, so writes happen inside statements, not only at
-        # COMMIT.
-        db.execute("PRAGMA cache_size = 20")
     except honker.InternalError:
         raise
     except honker.HonkerError as e:
@@ -77,10 +73,8 @@ def main() -> None:
         return
     q = db.queue("work")
 
-    for i in range(8):
-        unit(log, f"o{i}", lambda m=f"o{i}": outbox(db, q, m))
-
-    # (a) a spilled transaction that rolls back, then the other writer.
+    # (a) the first write transaction after open spills a few MB (default page
+    # cache) and rolls back; then the other writer commits.
     log("try big")
     try:
         with db.transaction() as tx:
@@ -98,7 +92,11 @@ def main() -> None:
         log(f"error big {e.code}")
     print("SYNC", flush=True)
     sys.stdin.readline()  # the other writer has committed
-    for i in range(8, 14):
+    # A small page cache from here on: transactions spill frames to the WAL
+    # before their commit, so writes happen inside statements, not only at
+    # COMMIT.
+    db.execute("PRAGMA cache_size = 20")
+    for i in range(14):
         unit(log, f"o{i}", lambda m=f"o{i}": outbox(db, q, m))
 
     # (b) statement-journal statements inside a spilling transaction; the
