@@ -209,3 +209,20 @@ def until(condition, timeout=5.0):
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.002)
+
+
+def test_a_damaged_row_is_dead_lettered_and_the_queue_goes_on(db):
+    # A row edited by hand (priority as text) used to halt every claim on its
+    # queue with INTERNAL. Mirrors core/tests/damaged_rows.rs.
+    q = db.queue("q")
+    ids = [q.enqueue(i).id for i in range(3)]
+    db.execute("UPDATE _honker_jobs SET priority = 'urgent' WHERE id = ?", [ids[1]])
+    jobs = q.claim_batch("w", 3)
+    assert [j.id for j in jobs] == [ids[0], ids[2]]
+    assert db.query("SELECT last_error FROM _honker_finished WHERE id = ?", [ids[1]]) == [
+        ("undecodable row: priority holds TEXT",)
+    ]
+    with pytest.raises(honker.SqliteError) as e:
+        q.get_job(ids[1])
+    assert f"job {ids[1]}" in e.value.message
+    assert q.stats().dead == 1
