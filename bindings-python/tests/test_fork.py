@@ -54,6 +54,15 @@ def wait_child(pid: int, timeout: float = 10.0) -> int | None:
     return None
 
 
+def open_outcome(path: str) -> str:
+    """What honker.open does in this process: "opened", or the error code."""
+    try:
+        honker.open(path)
+        return "opened"
+    except honker.Unsafe as e:
+        return e.code
+
+
 def child_uses_the_parents_handles(path: str, results) -> None:
     db = PARENT_DB
     assert db is not None
@@ -67,11 +76,7 @@ def child_uses_the_parents_handles(path: str, results) -> None:
     globals()["PARENT_DB"] = None
     gc.collect()
     # Opening the file again (the old advice) is refused: it lost commits.
-    try:
-        honker.open(path)
-        results.put("opened")
-    except honker.Unsafe as e:
-        results.put(e.code)
+    results.put(open_outcome(path))
 
 
 def test_a_forked_child_cannot_use_the_parents_database_nor_reopen(path):
@@ -211,11 +216,7 @@ def enqueue_from_child(path: str) -> None:
 
 
 def open_from_child(path: str, results) -> None:
-    try:
-        honker.open(path)
-        results.put("opened")
-    except honker.Unsafe as e:
-        results.put(e.code)
+    results.put(open_outcome(path))
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
@@ -302,11 +303,7 @@ def child_while_checkpointing(path: str, results) -> None:
     # dropped without touching it; opening is refused.
     globals()["PARENT_DB"] = None
     gc.collect()
-    try:
-        honker.open(path)
-        results.put("opened")
-    except honker.Unsafe as e:
-        results.put(e.code)
+    results.put(open_outcome(path))
 
 
 def test_fork_while_the_checkpoint_thread_runs(path):

@@ -321,6 +321,16 @@ fn assert_dead_and_nothing_committed(
         .unwrap();
 }
 
+/// A transaction holding order 2 and its job, not yet committed.
+fn paid_order(t: &common::TestDb, q: &honker::Queue) -> honker::Transaction {
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')", [])
+        .unwrap();
+    q.enqueue_tx(&tx, json!({"order": 2}), &EnqueueOptions::default())
+        .unwrap();
+    tx
+}
+
 fn seeded() -> (common::TestDb, honker::Queue) {
     let t = test_db();
     orders_table(&t);
@@ -333,11 +343,7 @@ fn seeded() -> (common::TestDb, honker::Queue) {
 #[test]
 fn insert_or_rollback_kills_the_transaction() {
     let (t, q) = seeded();
-    let tx = t.db.transaction().unwrap();
-    tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')", [])
-        .unwrap();
-    q.enqueue_tx(&tx, json!({"order": 2}), &EnqueueOptions::default())
-        .unwrap();
+    let tx = paid_order(&t, &q);
     let e = tx
         .execute(
             "INSERT OR ROLLBACK INTO orders (id, status) VALUES (1, 'dup')",
@@ -462,11 +468,7 @@ fn an_interrupt_kills_the_transaction() {
 #[test]
 fn transaction_control_through_execute_is_refused_and_changes_nothing() {
     let (t, q) = seeded();
-    let tx = t.db.transaction().unwrap();
-    tx.execute("INSERT INTO orders (id, status) VALUES (2, 'paid')", [])
-        .unwrap();
-    q.enqueue_tx(&tx, json!({"order": 2}), &EnqueueOptions::default())
-        .unwrap();
+    let tx = paid_order(&t, &q);
     for sql in [
         "COMMIT",
         "end",

@@ -31,14 +31,24 @@ fn plain_integrity(c: &Connection) {
     assert_eq!(ok, "ok");
 }
 
-/// Every commit is in the file before any other connection can see it.
-#[test]
-fn other_connections_read_every_commit_at_once() {
+/// A new honker file in a temp dir with table `t (id INTEGER PRIMARY KEY, v
+/// <v_type>)`.
+fn with_table(v_type: &str) -> (tempfile::TempDir, std::path::PathBuf, Database) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.db");
     let db = Database::open(&path).unwrap();
-    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)", [])
-        .unwrap();
+    db.execute(
+        &format!("CREATE TABLE t (id INTEGER PRIMARY KEY, v {v_type})"),
+        [],
+    )
+    .unwrap();
+    (dir, path, db)
+}
+
+/// Every commit is in the file before any other connection can see it.
+#[test]
+fn other_connections_read_every_commit_at_once() {
+    let (_dir, path, db) = with_table("TEXT");
     let other = plain(&path);
     for i in 0..300_i64 {
         let v = format!("{i}-{}", "y".repeat((i as usize * 37) % 3_000));
@@ -57,11 +67,7 @@ fn other_connections_read_every_commit_at_once() {
 /// the files taken right after the commit (a crash now) recovers all of it.
 #[test]
 fn a_spilled_and_rewritten_transaction_recovers_whole_after_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.db");
-    let db = Database::open(&path).unwrap();
-    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)", [])
-        .unwrap();
+    let (dir, path, db) = with_table("BLOB");
     db.execute("PRAGMA cache_size = 8", []).unwrap();
     let tx = db.transaction().unwrap();
     for i in 0..400_i64 {
@@ -107,15 +113,9 @@ fn a_spilled_and_rewritten_transaction_recovers_whole_after_a_crash() {
 #[test]
 fn a_spilled_rollback_never_overwrites_another_writers_commits() {
     for rows in [600_i64, 2_500, 6_000] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.db");
-        {
-            let setup = Database::open(&path).unwrap();
-            setup
-                .execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)", [])
-                .unwrap();
-            setup.close().unwrap();
-        }
+        let (_dir, path, setup) = with_table("BLOB");
+        setup.close().unwrap();
+        // The first write transaction after open, as reported.
         let db = Database::open(&path).unwrap();
         let q = db.queue("q").unwrap();
         let tx = db.transaction().unwrap();
