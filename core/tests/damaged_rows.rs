@@ -131,3 +131,80 @@ fn stats_over_a_damaged_live_row_name_it() {
     let e = q.stats().unwrap_err();
     assert_damaged(&e, id, "stats");
 }
+
+/// A scheduled job's `run_at` or a running job's `lease_expires_at` damaged:
+/// TEXT and BLOB sort after every number, so the job would never come due nor
+/// be reclaimed; the claim's housekeeping dead-letters it. A REAL is a number:
+/// it comes due (or lapses) and the pick then meets it. A waiting claim never
+/// fails on it meanwhile.
+#[test]
+fn damaged_times_of_scheduled_and_running_jobs_do_not_stop_the_queue() {
+    for (state, column) in [("scheduled", "run_at"), ("running", "lease_expires_at")] {
+        for (value, kind) in [
+            ("'soon'", "TEXT"),
+            ("x'00ff'", "BLOB"),
+            ("1699999999999.5", "REAL"),
+        ] {
+            let what = format!("{state} {column} = {value}");
+            let t = test_db();
+            let q = t.db.queue("q").unwrap();
+            let delayed = EnqueueOptions {
+                delay: Some(std::time::Duration::from_secs(60)),
+                ..EnqueueOptions::default()
+            };
+            let id = if state == "scheduled" {
+                q.enqueue(json!("damaged"), &delayed).unwrap().id
+            } else {
+                q.enqueue(json!("damaged"), &EnqueueOptions::default())
+                    .unwrap();
+                q.claim("w", 1).unwrap()[0].id
+            };
+            t.db.execute(
+                &format!("UPDATE _honker_jobs SET {column} = {value} WHERE id = ?1"),
+                [id],
+            )
+            .unwrap();
+            // A waiting claim on a queue holding only the damaged job returns
+            // (empty or not) instead of failing.
+            let waited = q.claim_with(
+                "w",
+                1,
+                &honker::ClaimOptions {
+                    wait: std::time::Duration::from_millis(50),
+                    ..Default::default()
+                },
+            );
+            assert!(waited.is_ok(), "{what}: {waited:?}");
+            let mut claimed_ids = Vec::new();
+            for job in waited.unwrap() {
+                claimed_ids.push(job.id);
+                job.ack().unwrap();
+            }
+            let healthy = q
+                .enqueue(json!("healthy"), &EnqueueOptions::default())
+                .unwrap()
+                .id;
+            let claimed: Vec<i64> = q.claim("w", 5).unwrap().iter().map(|j| j.id).collect();
+            assert!(claimed.contains(&healthy), "{what}: {claimed:?}");
+            claimed_ids.extend(claimed);
+            let last_error = scalar(
+                &t.db,
+                &format!(
+                    "SELECT coalesce(max(last_error), '') FROM _honker_finished WHERE id = {id}"
+                ),
+            );
+            if kind == "REAL" && state == "running" {
+                // A lease that lapsed half a millisecond ago: reclaimed (its
+                // lease columns reset) and claimed again like any job.
+                assert!(claimed_ids.contains(&id), "{what}: {claimed_ids:?}");
+            } else {
+                assert_eq!(
+                    last_error,
+                    Value::Text(format!("undecodable row: {column} holds {kind}")),
+                    "{what}"
+                );
+            }
+            assert_integrity(&t.db);
+        }
+    }
+}

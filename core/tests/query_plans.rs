@@ -94,6 +94,17 @@ fn check_all(conn: &Connection) {
             "INDEX _honker_jobs_expiry (queue=? AND expires_at<?)",
             scheduled,
             running,
+            "INDEX _honker_jobs_scheduled (queue=? AND run_at>?)",
+            "INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)",
+        ],
+    );
+    assert_plan(
+        conn,
+        "DAMAGED_TIMES",
+        sql::DAMAGED_TIMES,
+        &[
+            "INDEX _honker_jobs_scheduled (queue=? AND run_at>?)",
+            "INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)",
         ],
     );
     assert_plan(conn, "LAPSED_EXHAUSTED", sql::LAPSED_EXHAUSTED, &[running]);

@@ -184,6 +184,15 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     if !due {
         return Ok(());
     }
+    // A damaged time would keep its job from ever coming due (and from
+    // being reclaimed): dead letters, as the pick does with damaged rows.
+    let damaged: Vec<(i64, String, String)> = conn
+        .prepare_cached(sql::DAMAGED_TIMES)?
+        .query_map(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    for (id, column, kind) in damaged {
+        let why = format!("undecodable row: {column} holds {kind}");
+        archive(conn, id, JobState::Dead, Some(&why), now)?;
+    }
     for id in ids(conn, sql::DUE_EXPIRED, queue, now)? {
         archive(
             conn,

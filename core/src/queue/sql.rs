@@ -16,14 +16,31 @@ ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 pub const FIND_BY_DEDUPE: &str = "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
 
 /// ?1 queue, ?2 now. Whether any of [`DUE_EXPIRED`], [`PROMOTE`],
-/// [`LAPSED_EXHAUSTED`] or [`RECLAIM`] has work (claim skips them if not).
+/// [`LAPSED_EXHAUSTED`], [`RECLAIM`] or [`DAMAGED_TIMES`] has work (claim
+/// skips them if not).
 pub const HOUSEKEEPING_DUE: &str = "
 SELECT EXISTS (SELECT 1 FROM _honker_jobs
                WHERE queue = ?1 AND expires_at <= ?2 AND state IN ('ready', 'scheduled'))
     OR EXISTS (SELECT 1 FROM _honker_jobs
                WHERE queue = ?1 AND state = 'scheduled' AND run_at <= ?2)
     OR EXISTS (SELECT 1 FROM _honker_jobs
-               WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2)";
+               WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2)
+    OR EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'scheduled' AND run_at > 9223372036854775807)
+    OR EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'running'
+                 AND lease_expires_at > 9223372036854775807)";
+
+/// ?1 queue. Scheduled and running jobs whose time is TEXT or a BLOB (a row
+/// damaged by hand: those sort after every number, so they would never come
+/// due): (id, column, SQLite's type name). Ends of the scheduled and running
+/// indexes.
+pub const DAMAGED_TIMES: &str = "
+SELECT id, 'run_at', upper(typeof(run_at)) FROM _honker_jobs
+WHERE queue = ?1 AND state = 'scheduled' AND run_at > 9223372036854775807
+UNION ALL
+SELECT id, 'lease_expires_at', upper(typeof(lease_expires_at)) FROM _honker_jobs
+WHERE queue = ?1 AND state = 'running' AND lease_expires_at > 9223372036854775807";
 
 /// ?1 queue, ?2 now. Ready or scheduled jobs past their expiry.
 pub const DUE_EXPIRED: &str = "
@@ -199,11 +216,17 @@ DELETE FROM _honker_finished WHERE queue = ?1 AND state = 'dead' AND finished_at
 
 /// ?1 queue. What a waiting claimer needs to know, read-only: is a job
 /// ready, when is the next scheduled job due, when does the first lease lapse.
+///
+/// The times are cast to INTEGER: a damaged one (REAL, TEXT, BLOB) reads as
+/// a number, a TEXT or BLOB as 0 (due now), so that the claim that follows
+/// dead-letters it instead of the wait failing (see [`DAMAGED_TIMES`]).
 pub const PROBE: &str = "
 SELECT
   EXISTS (SELECT 1 FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
-  (SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled'),
-  (SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')";
+  CAST((SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled')
+       AS INTEGER),
+  CAST((SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')
+       AS INTEGER)";
 
 /// ?1 queue. A live job whose times are not integers (a row damaged by
 /// hand), to name in the error when a read of those times fails.
