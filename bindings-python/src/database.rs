@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::clock::ManualClock;
-use crate::errors::{invalid, Py as _};
+use crate::errors::{invalid, IntoPyResult as _};
 use crate::queue::Queue;
 
 /// Evaluates `$body` with `$p` bound to `$params` as rusqlite parameters
@@ -94,7 +94,7 @@ impl Database {
             None => options,
         };
         let db = py
-            .allow_threads(|| honker::Database::open_with(&path, options))
+            .detach(|| honker::Database::open_with(&path, options))
             .py()?;
         Ok(Database { db })
     }
@@ -137,7 +137,7 @@ impl Database {
     }
 
     fn transaction(&self, py: Python<'_>) -> PyResult<Transaction> {
-        let tx = py.allow_threads(|| self.db.transaction()).py()?;
+        let tx = py.detach(|| self.db.transaction()).py()?;
         Ok(Transaction {
             tx: Mutex::new(Some(tx)),
         })
@@ -151,7 +151,7 @@ impl Database {
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
         let params = Params::from_py(params)?;
-        py.allow_threads(|| with_params!(&params, |p| self.db.execute(sql, p)))
+        py.detach(|| with_params!(&params, |p| self.db.execute(sql, p)))
             .py()
     }
 
@@ -165,14 +165,14 @@ impl Database {
     ) -> PyResult<(Vec<String>, Py<PyList>)> {
         let params = Params::from_py(params)?;
         let rows = py
-            .allow_threads(|| with_params!(&params, |p| self.db.query(sql, p)))
+            .detach(|| with_params!(&params, |p| self.db.query(sql, p)))
             .py()?;
         rows_to_py(py, rows)
     }
 
     /// Prunes past retention; returns what was removed, by kind.
     fn maintain(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let r = py.allow_threads(|| self.db.maintain()).py()?;
+        let r = py.detach(|| self.db.maintain()).py()?;
         let d = PyDict::new(py);
         d.set_item("dead", r.dead)?;
         d.set_item("cancelled", r.cancelled)?;
@@ -182,7 +182,7 @@ impl Database {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.db.close()).py()
+        py.detach(|| self.db.close()).py()
     }
 }
 
@@ -221,7 +221,7 @@ impl Transaction {
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
         let params = Params::from_py(params)?;
-        py.allow_threads(|| self.with(|tx| with_params!(&params, |p| tx.execute(sql, p))))
+        py.detach(|| self.with(|tx| with_params!(&params, |p| tx.execute(sql, p))))
             .py()
     }
 
@@ -234,14 +234,14 @@ impl Transaction {
     ) -> PyResult<(Vec<String>, Py<PyList>)> {
         let params = Params::from_py(params)?;
         let rows = py
-            .allow_threads(|| self.with(|tx| with_params!(&params, |p| tx.query(sql, p))))
+            .detach(|| self.with(|tx| with_params!(&params, |p| tx.query(sql, p))))
             .py()?;
         rows_to_py(py, rows)
     }
 
     /// Commits. Committing a finished transaction is an error.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| match self.take() {
+        py.detach(|| match self.take() {
             Some(tx) => tx.commit(),
             None => Err(honker::Error::transaction_finished()),
         })
@@ -250,7 +250,7 @@ impl Transaction {
 
     /// Rolls back; a no-op on a finished transaction.
     fn rollback(&self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| match self.take() {
+        py.detach(|| match self.take() {
             Some(tx) => tx.rollback(),
             None => Ok(()),
         })
@@ -274,7 +274,7 @@ impl Params {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
             return Ok(Params::Positional(Vec::new()));
         };
-        if let Ok(d) = obj.downcast::<PyDict>() {
+        if let Ok(d) = obj.cast::<PyDict>() {
             let mut named = Vec::with_capacity(d.len());
             for (k, v) in d.iter() {
                 let k: String = k.extract()?;
@@ -304,19 +304,19 @@ fn value_from_py(v: &Bound<'_, PyAny>) -> PyResult<Value> {
     if v.is_none() {
         return Ok(Value::Null);
     }
-    if let Ok(b) = v.downcast::<pyo3::types::PyBool>() {
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
         return Ok(Value::Integer(i64::from(b.is_true())));
     }
     if let Ok(i) = v.extract::<i64>() {
         return Ok(Value::Integer(i));
     }
-    if let Ok(f) = v.downcast::<pyo3::types::PyFloat>() {
+    if let Ok(f) = v.cast::<pyo3::types::PyFloat>() {
         return Ok(Value::Real(f.value()));
     }
-    if let Ok(s) = v.downcast::<pyo3::types::PyString>() {
+    if let Ok(s) = v.cast::<pyo3::types::PyString>() {
         return Ok(Value::Text(s.to_cow()?.into_owned()));
     }
-    if let Ok(b) = v.downcast::<PyBytes>() {
+    if let Ok(b) = v.cast::<PyBytes>() {
         return Ok(Value::Blob(b.as_bytes().to_vec()));
     }
     Err(invalid(format!(
@@ -325,7 +325,7 @@ fn value_from_py(v: &Bound<'_, PyAny>) -> PyResult<Value> {
     )))
 }
 
-pub(crate) fn value_to_py(py: Python<'_>, v: Value) -> PyResult<PyObject> {
+pub(crate) fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::Null => py.None(),
         Value::Integer(i) => i.into_pyobject(py)?.into_any().unbind(),

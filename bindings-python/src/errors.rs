@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 
 /// The exception for `err`: `honker.errors.<Class>(code, message)`.
 pub(crate) fn to_py(err: honker::Error) -> PyErr {
-    Python::with_gil(|py| {
+    Python::attach(|py| {
         let class = py
             .import("honker.errors")
             .and_then(|m| m.getattr("class_for_code"))
@@ -19,11 +19,11 @@ pub(crate) fn to_py(err: honker::Error) -> PyErr {
 }
 
 /// `Result<T, honker::Error>` → `PyResult<T>`.
-pub(crate) trait Py<T> {
+pub(crate) trait IntoPyResult<T> {
     fn py(self) -> PyResult<T>;
 }
 
-impl<T> Py<T> for honker::Result<T> {
+impl<T> IntoPyResult<T> for honker::Result<T> {
     fn py(self) -> PyResult<T> {
         self.map_err(to_py)
     }

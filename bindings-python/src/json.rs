@@ -17,7 +17,7 @@ use std::fmt::Write;
 
 use honker::Payload;
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
 };
@@ -29,15 +29,15 @@ const MAX_DEPTH: usize = 64;
 
 /// `obj` as a payload.
 pub(crate) fn payload_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Payload> {
-    if let Ok(b) = obj.downcast::<PyBytes>() {
+    if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Payload::Bytes(b.as_bytes().to_vec()));
     }
-    if let Ok(b) = obj.downcast::<PyByteArray>() {
+    if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Payload::Bytes(b.to_vec()));
     }
     if obj.is_instance_of::<PyMemoryView>() {
         let b = obj.call_method0("tobytes")?;
-        return Ok(Payload::Bytes(b.downcast::<PyBytes>()?.as_bytes().to_vec()));
+        return Ok(Payload::Bytes(b.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
     let mut out = String::with_capacity(64);
     if write(obj, &mut out, 0)? {
@@ -49,9 +49,9 @@ pub(crate) fn payload_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Payload> {
 
 /// `json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode(obj)`.
 fn with_json_module(obj: &Bound<'_, PyAny>) -> PyResult<String> {
-    static ENCODE: GILOnceCell<PyObject> = GILOnceCell::new();
+    static ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = obj.py();
-    let encode = ENCODE.get_or_try_init(py, || -> PyResult<PyObject> {
+    let encode = ENCODE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
         let kwargs = PyDict::new(py);
         kwargs.set_item("separators", (",", ":"))?;
         kwargs.set_item("ensure_ascii", false)?;
@@ -70,20 +70,20 @@ fn write(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<boo
     if depth > MAX_DEPTH {
         return Ok(false);
     }
-    if let Ok(s) = obj.downcast::<PyString>() {
+    if let Ok(s) = obj.cast::<PyString>() {
         write_str(&s.to_cow()?, out);
     } else if obj.is_none() {
         out.push_str("null");
-    } else if let Ok(b) = obj.downcast::<PyBool>() {
+    } else if let Ok(b) = obj.cast::<PyBool>() {
         out.push_str(if b.is_true() { "true" } else { "false" });
-    } else if let Ok(i) = obj.downcast::<PyInt>() {
+    } else if let Ok(i) = obj.cast::<PyInt>() {
         match i.extract::<i64>() {
             Ok(v) => {
                 let _ = write!(out, "{v}");
             }
             Err(_) => return Ok(false),
         }
-    } else if let Ok(f) = obj.downcast::<PyFloat>() {
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
         let v = f.value();
         if !v.is_finite() {
             return Err(invalid(format!(
@@ -93,10 +93,10 @@ fn write(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<boo
         // Rust's shortest round-trip form, like Python's repr ("1e16"
         // where Python writes "1e+16": the same number).
         let _ = write!(out, "{v:?}");
-    } else if let Ok(d) = obj.downcast::<PyDict>() {
+    } else if let Ok(d) = obj.cast::<PyDict>() {
         out.push('{');
         for (i, (k, v)) in d.iter().enumerate() {
-            let Ok(k) = k.downcast::<PyString>() else {
+            let Ok(k) = k.cast::<PyString>() else {
                 return Ok(false);
             };
             if i > 0 {
@@ -109,9 +109,9 @@ fn write(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<boo
             }
         }
         out.push('}');
-    } else if let Ok(l) = obj.downcast::<PyList>() {
+    } else if let Ok(l) = obj.cast::<PyList>() {
         return write_array(l.iter(), out, depth);
-    } else if let Ok(t) = obj.downcast::<PyTuple>() {
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
         return write_array(t.iter(), out, depth);
     } else {
         return Ok(false);

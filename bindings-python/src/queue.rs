@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::database::{secs, Transaction};
-use crate::errors::Py as _;
+use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
 
 /// A handle on one queue (see `Database.queue`).
@@ -22,9 +22,9 @@ pub struct Queue {
     pub(crate) queue: honker::Queue,
 }
 
-type ClaimedTuple = (i64, PyObject, u32, u32, i32, i64, i64, i64, String);
+type ClaimedTuple = (i64, Py<PyAny>, u32, u32, i32, i64, i64, i64, String);
 
-fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<PyObject> {
+fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<Py<PyAny>> {
     Ok(match p {
         Payload::Json(s) => s.into_pyobject(py)?.into_any().unbind(),
         Payload::Bytes(b) => PyBytes::new(py, &b).into_any().unbind(),
@@ -113,7 +113,7 @@ impl Queue {
         };
         let tx = tx.as_deref();
         let out = py
-            .allow_threads(|| {
+            .detach(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.enqueue_many_tx(tx, payloads, &options),
                     None => self.queue.enqueue_many(payloads, &options),
@@ -137,7 +137,7 @@ impl Queue {
         lease: Option<f64>,
         wait: f64,
         tx: Option<PyRef<'_, Transaction>>,
-        on_claimable: Option<PyObject>,
+        on_claimable: Option<Py<PyAny>>,
     ) -> PyResult<Vec<ClaimedTuple>> {
         let n = honker::validate::batch(n).py()?;
         let options = ClaimOptions {
@@ -146,12 +146,12 @@ impl Queue {
         };
         let tx = tx.as_deref();
         let jobs = py
-            .allow_threads(|| {
+            .detach(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.claim_tx(tx, worker_id, n, options.lease),
                     None => self.queue.claim_with_hook(worker_id, n, &options, &mut || {
                         if let Some(hook) = &on_claimable {
-                            Python::with_gil(|py| {
+                            Python::attach(|py| {
                                 let _ = hook.call0(py);
                             })
                         }
@@ -188,7 +188,7 @@ impl Queue {
         let result = result.map(payload_from_py).transpose()?;
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.ack_tx(tx, &l, result),
                 None => self.queue.ack(&l, result),
@@ -208,7 +208,7 @@ impl Queue {
     ) -> PyResult<usize> {
         let leases: Vec<Lease> = leases.into_iter().map(|(i, t)| lease(i, t)).collect();
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.ack_many_tx(tx, &leases),
                 None => self.queue.ack_many(&leases),
@@ -235,7 +235,7 @@ impl Queue {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
         let state = py
-            .allow_threads(|| {
+            .detach(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.retry_tx(tx, &l, &options),
                     None => self.queue.retry(&l, &options),
@@ -256,7 +256,7 @@ impl Queue {
     ) -> PyResult<()> {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.fail_tx(tx, &l, error),
                 None => self.queue.fail(&l, error),
@@ -275,7 +275,7 @@ impl Queue {
     ) -> PyResult<()> {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.release_tx(tx, &l),
                 None => self.queue.release(&l),
@@ -297,7 +297,7 @@ impl Queue {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
         let state = py
-            .allow_threads(|| {
+            .detach(|| {
                 in_tx(tx, |tx| match tx {
                     Some(tx) => self.queue.snooze_tx(tx, &l, delay),
                     None => self.queue.snooze(&l, delay),
@@ -321,7 +321,7 @@ impl Queue {
         let extend = extend.map(|s| secs("extend", s)).transpose()?;
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.heartbeat_tx(tx, &l, extend),
                 None => self.queue.heartbeat(&l, extend),
@@ -339,7 +339,7 @@ impl Queue {
         tx: Option<PyRef<'_, Transaction>>,
     ) -> PyResult<bool> {
         let tx = tx.as_deref();
-        py.allow_threads(|| {
+        py.detach(|| {
             in_tx(tx, |tx| match tx {
                 Some(tx) => self.queue.cancel_tx(tx, job_id, reason.as_deref()),
                 None => self.queue.cancel(job_id, reason.as_deref()),
@@ -349,27 +349,30 @@ impl Queue {
     }
 
     fn get_job(&self, py: Python<'_>, job_id: i64) -> PyResult<Py<PyDict>> {
-        let info = py.allow_threads(|| self.queue.get_job(job_id)).py()?;
+        let info = py.detach(|| self.queue.get_job(job_id)).py()?;
         info_to_py(py, info)
     }
 
-    fn get_result(&self, py: Python<'_>, job_id: i64) -> PyResult<Option<PyObject>> {
-        let r = py.allow_threads(|| self.queue.get_result(job_id)).py()?;
+    fn get_result(&self, py: Python<'_>, job_id: i64) -> PyResult<Option<Py<PyAny>>> {
+        let r = py.detach(|| self.queue.get_result(job_id)).py()?;
         r.map(|p| payload_to_py(py, p)).transpose()
     }
 
     /// Waits up to `timeout` seconds for the job's result; None if the job
     /// finished without one.
-    fn wait_result(&self, py: Python<'_>, job_id: i64, timeout: f64) -> PyResult<Option<PyObject>> {
+    fn wait_result(
+        &self,
+        py: Python<'_>,
+        job_id: i64,
+        timeout: f64,
+    ) -> PyResult<Option<Py<PyAny>>> {
         let timeout: Duration = secs("timeout", timeout)?;
-        let r = py
-            .allow_threads(|| self.queue.wait_result(job_id, timeout))
-            .py()?;
+        let r = py.detach(|| self.queue.wait_result(job_id, timeout)).py()?;
         r.map(|p| payload_to_py(py, p)).transpose()
     }
 
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let s = py.allow_threads(|| self.queue.stats()).py()?;
+        let s = py.detach(|| self.queue.stats()).py()?;
         let d = PyDict::new(py);
         d.set_item("ready", s.ready)?;
         d.set_item("scheduled", s.scheduled)?;
@@ -391,22 +394,22 @@ impl Queue {
         limit: usize,
     ) -> PyResult<Vec<Py<PyDict>>> {
         let jobs = py
-            .allow_threads(|| self.queue.dead_letters(after_id, limit))
+            .detach(|| self.queue.dead_letters(after_id, limit))
             .py()?;
         jobs.into_iter().map(|j| info_to_py(py, j)).collect()
     }
 
     fn requeue_dead(&self, py: Python<'_>, job_id: i64) -> PyResult<bool> {
-        py.allow_threads(|| self.queue.requeue_dead(job_id)).py()
+        py.detach(|| self.queue.requeue_dead(job_id)).py()
     }
 
     fn requeue_all_dead(&self, py: Python<'_>) -> PyResult<usize> {
-        py.allow_threads(|| self.queue.requeue_all_dead()).py()
+        py.detach(|| self.queue.requeue_all_dead()).py()
     }
 
     #[pyo3(signature = (*, older_than = None))]
     fn purge_dead(&self, py: Python<'_>, older_than: Option<f64>) -> PyResult<usize> {
         let older = older_than.map(|s| secs("older_than", s)).transpose()?;
-        py.allow_threads(|| self.queue.purge_dead(older)).py()
+        py.detach(|| self.queue.purge_dead(older)).py()
     }
 }
