@@ -1,0 +1,141 @@
+"""honker with SQLAlchemy 2 on SQLite: the outbox on your ORM's own connection.
+
+::
+
+    engine = create_engine("sqlite:///app.db")
+    honker.sqlalchemy.setup(engine)
+
+    with Session(engine) as session, session.begin():
+        session.add(Order(user_id=42, status="paid"))
+        honker.sqlalchemy.enqueue(session, "emails", {"to": "alice@example.com"})
+    # the order and its email job committed together, or neither did
+
+One SQLite library serves the file: the stdlib ``sqlite3`` module's, with
+honker's extension loaded into each of the engine's connections. Do not also
+``honker.open`` the same file in this process (two SQLite libraries in one
+process can corrupt it); run honker's workers in another process (they may
+use ``honker.open``), or claim through the SQL functions on this engine.
+
+``setup(engine)`` hands transactions to SQLAlchemy: the ``sqlite3`` module's
+own transaction handling (a deferred ``BEGIN`` sent lazily before the first
+INSERT/UPDATE/DELETE, so a ``SELECT honker_enqueue(...)`` before it ran in
+autocommit and committed on its own) is turned off, and every transaction
+SQLAlchemy begins starts with ``BEGIN IMMEDIATE``. The cost: every session
+takes the file's write lock when it begins, read-only ones too, so sessions
+of all processes run one at a time (each waits up to the busy timeout,
+``connect_args={"timeout": ...}``). Where read-heavy sessions matter, give
+reads an engine of their own without ``setup`` (they then cannot enqueue:
+:func:`enqueue` refuses a connection that is not in a transaction).
+
+Semantics are at-least-once: see the README.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ._time import Seconds, When, epoch, seconds
+from .errors import InvalidArgument, class_for_code
+from .extension import load_extension
+
+__all__ = ["enqueue", "setup"]
+
+
+def setup(engine: Any) -> None:
+    """Prepares ``engine`` (a SQLAlchemy 2 ``Engine`` on ``sqlite+pysqlite``)
+    for the outbox: every new connection loads honker's extension and
+    bootstraps honker's tables, and every transaction begins with
+    ``BEGIN IMMEDIATE``. Call it once, before the engine's first connection."""
+    from sqlalchemy import event
+
+    if engine.dialect.name != "sqlite" or engine.dialect.driver != "pysqlite":
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            f"honker.sqlalchemy supports sqlite+pysqlite engines, not "
+            f"{engine.dialect.name}+{engine.dialect.driver}",
+        )
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # No implicit BEGIN from the sqlite3 module: SQLAlchemy's begin
+        # event below sends it, before any statement of the transaction.
+        dbapi_connection.isolation_level = None
+        load_extension(dbapi_connection)
+        dbapi_connection.execute("SELECT honker_bootstrap()")
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def enqueue(
+    session_or_connection: Any,
+    queue: str,
+    payload: Any,
+    *,
+    delay: Seconds | None = None,
+    run_at: When | None = None,
+    priority: int = 0,
+    max_attempts: int = 3,
+    dedupe_key: str | None = None,
+    expires: Seconds | None = None,
+) -> int:
+    """Enqueues a job on the ORM's own connection, inside its current
+    transaction: it commits or rolls back with your rows. Takes a ``Session``
+    or a ``Connection``; the options are :meth:`honker.Queue.enqueue`'s.
+    Returns the job id (with a dedupe key a live job holds: that job's id).
+
+    Refuses (``InvalidArgument``) a connection that is not inside a
+    transaction instead of committing the job on its own: call
+    :func:`setup` on the engine."""
+    conn = _connection(session_or_connection)
+    dbapi = conn.connection.dbapi_connection
+    if not dbapi.in_transaction:
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            "this connection is not inside a transaction, so the job would commit on its "
+            "own: call honker.sqlalchemy.setup(engine) before the engine's first connection",
+        )
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        value: Any = bytes(payload)
+    else:
+        value = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    delay_s = seconds("delay", delay)
+    run_at_s = epoch("run_at", run_at)
+    expires_s = seconds("expires", expires)
+    args = [queue, value, run_at_s, delay_s, priority, max_attempts, expires_s]
+    sql = "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?)"
+    if dedupe_key is not None:
+        sql = "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?, ?)"
+        args.append(dedupe_key)
+    try:
+        return conn.exec_driver_sql(sql, tuple(args)).scalar_one()
+    except Exception as e:
+        raise _honker_error(e) from e
+
+
+def _connection(session_or_connection: Any) -> Any:
+    """The SQLAlchemy ``Connection`` to run on, its transaction begun."""
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
+
+    if isinstance(session_or_connection, Session):
+        return session_or_connection.connection()  # begins the session's transaction
+    if isinstance(session_or_connection, Connection):
+        if not session_or_connection.in_transaction():
+            session_or_connection.begin()
+        return session_or_connection
+    raise TypeError("enqueue takes a SQLAlchemy Session or Connection")
+
+
+def _honker_error(e: Exception) -> Exception:
+    """A SQL error whose message starts with a honker code, as that code's
+    exception; anything else unchanged."""
+    orig = getattr(e, "orig", e)
+    code, sep, message = str(orig).partition(": ")
+    cls = class_for_code(code) if sep else None
+    if cls is None or cls.__name__ == "HonkerError":
+        return e
+    return cls(code, message)

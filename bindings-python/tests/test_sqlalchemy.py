@@ -1,0 +1,140 @@
+"""honker.sqlalchemy: the outbox on SQLAlchemy 2's own connection (the stdlib
+sqlite3 module with the extension loaded; no honker.open in this process).
+Enqueue before and after the first ORM write, rollback leaves no job, commit
+leaves exactly one, autocommit is refused, and a honker worker in another
+process handles the job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import honker
+import honker.sqlalchemy as hsa
+import pytest
+from sqlalchemy import Integer, String, create_engine, event, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    status: Mapped[str] = mapped_column(String)
+
+
+@pytest.fixture
+def engine(path):
+    e = create_engine(f"sqlite:///{path}")
+    hsa.setup(e)
+    Base.metadata.create_all(e)
+    yield e
+    e.dispose()
+
+
+def jobs(engine) -> list[str]:
+    with engine.connect() as c:
+        return [r[0] for r in c.execute(text("SELECT payload FROM _honker_jobs ORDER BY id"))]
+
+
+def orders(engine) -> int:
+    with engine.connect() as c:
+        return c.execute(text("SELECT count(*) FROM orders")).scalar_one()
+
+
+@pytest.mark.parametrize("enqueue_first", [True, False], ids=["before-write", "after-write"])
+def test_commit_leaves_exactly_one_job_and_rollback_none(engine, enqueue_first):
+    with Session(engine) as session, session.begin():
+        if enqueue_first:
+            hsa.enqueue(session, "emails", {"order": 1})
+            session.add(Order(id=1, status="paid"))
+        else:
+            session.add(Order(id=1, status="paid"))
+            session.flush()
+            hsa.enqueue(session, "emails", {"order": 1})
+    assert orders(engine) == 1
+    assert jobs(engine) == ['{"order":1}']
+
+    with pytest.raises(RuntimeError), Session(engine) as session, session.begin():
+        if enqueue_first:
+            hsa.enqueue(session, "emails", {"order": 2})
+            session.add(Order(id=2, status="declined"))
+        else:
+            session.add(Order(id=2, status="declined"))
+            session.flush()
+            hsa.enqueue(session, "emails", {"order": 2})
+        raise RuntimeError("payment declined")
+    assert orders(engine) == 1
+    assert jobs(engine) == ['{"order":1}']
+
+
+def test_core_connection_and_options(engine):
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO orders (id, status) VALUES (7, 'paid')"))
+        a = hsa.enqueue(conn, "emails", b"\x00raw", priority=5, dedupe_key="o7", delay=60)
+        b = hsa.enqueue(conn, "emails", {"again": True}, dedupe_key="o7")
+    assert a == b  # the dedupe key's live holder
+    with engine.connect() as c:
+        row = c.execute(
+            text("SELECT typeof(payload), priority, state FROM _honker_jobs WHERE id = :i"),
+            {"i": a},
+        ).one()
+    assert tuple(row) == ("blob", 5, "scheduled")
+
+
+def test_bad_input_is_a_honker_error_and_changes_nothing(engine):
+    with Session(engine) as session, session.begin():
+        session.add(Order(id=1, status="paid"))
+        session.flush()
+        with pytest.raises(honker.InvalidArgument):
+            hsa.enqueue(session, "emails", {"x": 1}, max_attempts=0)
+        with pytest.raises(honker.InvalidArgument):
+            hsa.enqueue(session, "", {"x": 1})
+    assert orders(engine) == 1
+    assert jobs(engine) == []
+
+
+def test_an_engine_without_setup_is_refused_instead_of_autocommitting(path):
+    e = create_engine(f"sqlite:///{path}")
+
+    @event.listens_for(e, "connect")
+    def _load(dbapi_connection, _record):
+        # The extension, but the sqlite3 module's own (deferred) transactions.
+        honker.load_extension(dbapi_connection)
+        dbapi_connection.execute("SELECT honker_bootstrap()")
+
+    Base.metadata.create_all(e)
+    with pytest.raises(honker.InvalidArgument), Session(e) as session, session.begin():
+        hsa.enqueue(session, "emails", {"order": 1})
+    with Session(e) as session, session.begin():
+        assert session.execute(text("SELECT count(*) FROM _honker_jobs")).scalar_one() == 0
+    e.dispose()
+
+
+def test_a_honker_worker_in_another_process_handles_the_job(engine, path):
+    with Session(engine) as session, session.begin():
+        session.add(Order(id=1, status="paid"))
+        hsa.enqueue(session, "emails", {"to": "alice@example.com"})
+    engine.dispose()
+    worker = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import honker, sys\n"
+            "db = honker.open(sys.argv[1])\n"
+            "[job] = db.queue('emails').claim_batch('mailer', 10)\n"
+            "print(job.payload['to'])\n"
+            "job.ack()\n"
+            "db.close()\n",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert worker.returncode == 0, worker.stderr
+    assert worker.stdout.strip() == "alice@example.com"
+    assert jobs(engine) == []
