@@ -39,6 +39,13 @@ export class Unsafe extends HonkerError {}
 /** SQLite itself ended the transaction; nothing of it was committed. */
 export class RolledBack extends HonkerError {}
 
+/**
+ * An error from another SQLite driver (better-sqlite3's `SqliteError`, ...)
+ * running honker's SQL functions, whose message starts with a honker code, as
+ * that code's honker error class (`.code`, original as `.cause`); any other
+ * value is returned unchanged.
+ */
+export function fromSqliteError<E>(err: E): HonkerError | E;
 export const ERROR_CODES: ErrorCode[];
 /** The class each code is raised as. */
 export const ERROR_CLASSES: Record<ErrorCode, typeof HonkerError>;
@@ -234,6 +241,7 @@ declare const honker: {
   RolledBack: typeof RolledBack;
   SqliteError: typeof SqliteError;
   InternalError: typeof InternalError;
+  fromSqliteError: typeof fromSqliteError;
   ERROR_CODES: ErrorCode[];
   ERROR_CLASSES: Record<ErrorCode, typeof HonkerError>;
   version: string;

@@ -57,6 +57,21 @@ function makeError(code, message) {
   return new Cls(code, message);
 }
 
+/**
+ * An error from another SQLite driver (better-sqlite3's `SqliteError`, ...)
+ * running honker's SQL functions, whose message starts with a honker code
+ * ("LEASE_LOST: ..."), as that code's honker error class with `.code`; any
+ * other value is returned unchanged.
+ */
+function fromSqliteError(err) {
+  if (err instanceof HonkerError || !(err instanceof Error)) return err;
+  const m = /^([A-Z_]+): ([\s\S]*)$/.exec(err.message);
+  if (!m || !(m[1] in ERROR_CLASSES)) return err;
+  const e = makeError(m[1], m[2]);
+  e.cause = err;
+  return e;
+}
+
 /** A native result, or the failure it reports thrown as a HonkerError. */
 function unwrap(r) {
   if (r !== null && typeof r === 'object' && r.honkerError === true) {
@@ -609,6 +624,7 @@ module.exports = {
   RolledBack,
   SqliteError,
   InternalError,
+  fromSqliteError,
   ERROR_CODES: addon.errorCodes(),
   ERROR_CLASSES,
   version: addon.version(),

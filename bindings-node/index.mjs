@@ -21,6 +21,7 @@ export const {
   RolledBack,
   SqliteError,
   InternalError,
+  fromSqliteError,
   ERROR_CODES,
   ERROR_CLASSES,
   version,

@@ -78,6 +78,11 @@ export async function everything(path: string): Promise<void> {
       void e.detail;
     }
   }
+  const fromDriver = honker.fromSqliteError(new Error('LEASE_LOST: job 1'));
+  if (fromDriver instanceof HonkerError) {
+    const code: ErrorCode = fromDriver.code;
+    void code;
+  }
   const codes: ErrorCode[] = honker.ERROR_CODES;
   void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST];
   await db.close();
