@@ -54,11 +54,11 @@ honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-v
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 
 # The Python test environment: a venv of Debian's /usr/bin/python3 (its
-# sqlite3 module can load extensions), with maturin, pytest and SQLAlchemy
-# (the honker.sqlalchemy tests), pinned.
+# sqlite3 module can load extensions), with maturin, pytest, SQLAlchemy and
+# Django (the honker.sqlalchemy and honker.django tests), pinned.
 honker_python_venv() {
     local venv="$HONKER_CACHE/venv-python"
-    local want="maturin==1.16.0 pytest==8.4.2 sqlalchemy==2.1.9"
+    local want="maturin==1.16.0 pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19"
     if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
         rm -rf "$venv"
         /usr/bin/python3 -m venv "$venv"

@@ -32,12 +32,12 @@ Semantics are at-least-once: see the README.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
-from ._time import Seconds, When, epoch, seconds
-from .errors import InvalidArgument, class_for_code
+from ._sql import enqueue_call, honker_error
+from ._time import Seconds, When
+from .errors import InvalidArgument
 from .extension import load_extension
 
 __all__ = ["enqueue", "setup"]
@@ -98,22 +98,23 @@ def enqueue(
             "this connection is not inside a transaction, so the job would commit on its "
             "own: call honker.sqlalchemy.setup(engine) before the engine's first connection",
         )
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        value: Any = bytes(payload)
-    else:
-        value = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    delay_s = seconds("delay", delay)
-    run_at_s = epoch("run_at", run_at)
-    expires_s = seconds("expires", expires)
-    args = [queue, value, run_at_s, delay_s, priority, max_attempts, expires_s]
-    sql = "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?)"
-    if dedupe_key is not None:
-        sql = "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?, ?)"
-        args.append(dedupe_key)
+    sql, args = enqueue_call(
+        queue,
+        payload,
+        delay=delay,
+        run_at=run_at,
+        priority=priority,
+        max_attempts=max_attempts,
+        dedupe_key=dedupe_key,
+        expires=expires,
+    )
     try:
         return conn.exec_driver_sql(sql, tuple(args)).scalar_one()
     except Exception as e:
-        raise _honker_error(e) from e
+        mapped = honker_error(e)
+        if mapped is e:
+            raise
+        raise mapped from e
 
 
 def _connection(session_or_connection: Any) -> Any:
@@ -128,14 +129,3 @@ def _connection(session_or_connection: Any) -> Any:
             session_or_connection.begin()
         return session_or_connection
     raise TypeError("enqueue takes a SQLAlchemy Session or Connection")
-
-
-def _honker_error(e: Exception) -> Exception:
-    """A SQL error whose message starts with a honker code, as that code's
-    exception; anything else unchanged."""
-    orig = getattr(e, "orig", e)
-    code, sep, message = str(orig).partition(": ")
-    cls = class_for_code(code) if sep else None
-    if cls is None or cls.__name__ == "HonkerError":
-        return e
-    return cls(code, message)

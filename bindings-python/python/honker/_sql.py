@@ -1,0 +1,57 @@
+"""What the ORM integrations (honker.sqlalchemy, honker.django) share: the
+``honker_enqueue`` call for ``Queue.enqueue``'s options, and honker's
+exception for a SQL error that carries a honker code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._time import Seconds, When, epoch, seconds
+from .errors import HonkerError, class_for_code
+
+
+def enqueue_call(
+    queue: str,
+    payload: Any,
+    *,
+    delay: Seconds | None,
+    run_at: When | None,
+    priority: int,
+    max_attempts: int,
+    dedupe_key: str | None,
+    expires: Seconds | None,
+    placeholder: str = "?",
+) -> tuple[str, list[Any]]:
+    """The ``SELECT honker_enqueue(...)`` statement and its parameters
+    (docs/sql.md), with the driver's placeholder. Bytes-like payloads are
+    stored as BLOBs, anything else as JSON text (as ``Queue.enqueue``)."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        value: Any = bytes(payload)
+    else:
+        value = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    args = [
+        queue,
+        value,
+        epoch("run_at", run_at),
+        seconds("delay", delay),
+        priority,
+        max_attempts,
+        seconds("expires", expires),
+    ]
+    if dedupe_key is not None:
+        args.append(dedupe_key)
+    return f"SELECT honker_enqueue({', '.join([placeholder] * len(args))})", args
+
+
+def honker_error(e: BaseException) -> BaseException:
+    """A driver error (or its ``__cause__``/``orig``) whose message starts
+    with a honker code, as that code's exception; anything else unchanged."""
+    for candidate in (getattr(e, "orig", None), e.__cause__, e):
+        if candidate is None:
+            continue
+        code, sep, message = str(candidate).partition(": ")
+        cls = class_for_code(code) if sep else HonkerError
+        if cls is not HonkerError:
+            return cls(code, message)
+    return e

@@ -1,0 +1,132 @@
+"""honker with Django (5.1 or later, for SQLite's ``transaction_mode``): the
+outbox on Django's own connection.
+
+::
+
+    # settings.py
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "app.db",
+        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 10},
+    }}
+
+    # apps.py, in your AppConfig.ready()
+    import honker.django
+    honker.django.setup()
+
+    # a view
+    with transaction.atomic():
+        order = Order.objects.create(user_id=42, status="paid")
+        honker.django.enqueue("emails", {"order": order.id})
+
+One SQLite library serves the file: the stdlib ``sqlite3`` module's (Django's
+backend), with honker's extension loaded into each of Django's connections.
+Do not also ``honker.open`` the same file in that process; run honker's
+workers in another process (``honker.open`` there is fine).
+
+``transaction_mode = "IMMEDIATE"`` makes every ``atomic`` block begin with
+``BEGIN IMMEDIATE``: the write lock is taken when the block starts, so a
+transaction never fails half-way with ``SQLITE_BUSY`` upgrading from read to
+write. Its cost: ``atomic`` blocks that only read take the lock too, and
+blocks of all processes run one at a time (each waits up to ``timeout``).
+Outside ``atomic`` (Django's autocommit), :func:`enqueue` refuses instead of
+committing the job on its own.
+
+Semantics are at-least-once: see the README.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._sql import enqueue_call, honker_error
+from ._time import Seconds, When
+from .errors import InvalidArgument
+from .extension import load_extension
+
+__all__ = ["enqueue", "setup"]
+
+
+def setup(using: str | None = None) -> None:
+    """Loads honker's extension into every SQLite connection Django opens for
+    the alias ``using`` (all SQLite aliases by default), creating honker's
+    tables, and into those already open. Checks that each such alias has
+    ``OPTIONS["transaction_mode"] = "IMMEDIATE"`` (Django 5.1+) and raises
+    ``ImproperlyConfigured`` otherwise. Call it once, from an
+    ``AppConfig.ready()``."""
+    from django.core.exceptions import ImproperlyConfigured
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    aliases = [using] if using else list(connections)
+    for alias in aliases:
+        wrapper = connections[alias]
+        if wrapper.vendor != "sqlite":
+            continue
+        mode = wrapper.settings_dict.get("OPTIONS", {}).get("transaction_mode")
+        if str(mode).upper() != "IMMEDIATE":
+            raise ImproperlyConfigured(
+                f"honker.django: DATABASES[{alias!r}]['OPTIONS']['transaction_mode'] must be "
+                "'IMMEDIATE' (Django 5.1+), so that atomic blocks take the write lock when "
+                "they begin"
+            )
+        if wrapper.connection is not None:
+            _prepare(wrapper.connection)
+
+    def _created(sender: Any, connection: Any, **_kwargs: Any) -> None:
+        if connection.vendor == "sqlite" and connection.alias in aliases:
+            _prepare(connection.connection)
+
+    connection_created.connect(_created, weak=False, dispatch_uid=f"honker-{using or '*'}")
+
+
+def _prepare(dbapi_connection: Any) -> None:
+    load_extension(dbapi_connection)
+    dbapi_connection.execute("SELECT honker_bootstrap()")
+
+
+def enqueue(
+    queue: str,
+    payload: Any,
+    *,
+    using: str = "default",
+    delay: Seconds | None = None,
+    run_at: When | None = None,
+    priority: int = 0,
+    max_attempts: int = 3,
+    dedupe_key: str | None = None,
+    expires: Seconds | None = None,
+) -> int:
+    """Enqueues a job on Django's connection ``using``, inside the current
+    ``transaction.atomic`` block: it commits or rolls back with your rows.
+    The options are :meth:`honker.Queue.enqueue`'s. Returns the job id (with
+    a dedupe key a live job holds: that job's id). Outside ``atomic`` it
+    refuses (``InvalidArgument``) instead of committing the job on its own."""
+    from django.db import connections
+
+    wrapper = connections[using]
+    if not wrapper.in_atomic_block:
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            "honker.django.enqueue runs inside transaction.atomic(), so that the job commits "
+            "with your rows; outside it, the job would commit on its own",
+        )
+    sql, args = enqueue_call(
+        queue,
+        payload,
+        delay=delay,
+        run_at=run_at,
+        priority=priority,
+        max_attempts=max_attempts,
+        dedupe_key=dedupe_key,
+        expires=expires,
+        placeholder="%s",
+    )
+    try:
+        with wrapper.cursor() as cursor:
+            cursor.execute(sql, args)
+            return cursor.fetchone()[0]
+    except Exception as e:
+        mapped = honker_error(e)
+        if mapped is e:
+            raise
+        raise mapped from e

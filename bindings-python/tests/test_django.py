@@ -1,0 +1,140 @@
+"""honker.django: the outbox on Django's own connection (the stdlib sqlite3
+module with the extension loaded; no honker.open in this process). Enqueue
+before and after the first ORM write, rollback leaves no job, commit leaves
+exactly one, autocommit is refused, a setting without IMMEDIATE is refused,
+and a honker worker in another process handles the job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import django
+import honker
+import honker.django as hdj
+import pytest
+from django.conf import settings
+
+DB = Path(tempfile.mkdtemp(prefix="honker-django-")) / "app.db"
+
+if not settings.configured:
+    settings.configure(
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": str(DB),
+                "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 10},
+            },
+            "deferred": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": str(DB.with_name("deferred.db")),
+            },
+        },
+        INSTALLED_APPS=[],
+        USE_TZ=True,
+    )
+    django.setup()
+
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+hdj.setup("default")
+with connection.cursor() as c:
+    c.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, status TEXT)")
+
+
+@pytest.fixture(autouse=True)
+def empty():
+    with connection.cursor() as c:
+        c.execute("DELETE FROM orders")
+        c.execute("DELETE FROM _honker_jobs")
+    yield
+
+
+def rows(sql: str) -> list[tuple]:
+    with connection.cursor() as c:
+        c.execute(sql)
+        return c.fetchall()
+
+
+def add_order(order_id: int) -> None:
+    with connection.cursor() as c:
+        c.execute("INSERT INTO orders (id, status) VALUES (%s, 'paid')", [order_id])
+
+
+@pytest.mark.parametrize("enqueue_first", [True, False], ids=["before-write", "after-write"])
+def test_commit_leaves_exactly_one_job_and_rollback_none(enqueue_first):
+    with transaction.atomic():
+        if enqueue_first:
+            hdj.enqueue("emails", {"order": 1})
+            add_order(1)
+        else:
+            add_order(1)
+            hdj.enqueue("emails", {"order": 1})
+    with pytest.raises(RuntimeError), transaction.atomic():
+        if enqueue_first:
+            hdj.enqueue("emails", {"order": 2})
+            add_order(2)
+        else:
+            add_order(2)
+            hdj.enqueue("emails", {"order": 2})
+        raise RuntimeError("payment declined")
+    assert rows("SELECT id FROM orders") == [(1,)]
+    assert rows("SELECT payload FROM _honker_jobs") == [('{"order":1}',)]
+
+
+def test_options_and_a_nested_atomic_block():
+    with transaction.atomic():
+        add_order(7)
+        a = hdj.enqueue("emails", b"\x00raw", priority=5, dedupe_key="o7", delay=60)
+        with pytest.raises(RuntimeError), transaction.atomic():  # a savepoint
+            hdj.enqueue("emails", {"inner": True})
+            raise RuntimeError("inner block rolls back")
+        assert hdj.enqueue("emails", {"again": True}, dedupe_key="o7") == a
+    assert rows("SELECT typeof(payload), priority, state FROM _honker_jobs") == [
+        ("blob", 5, "scheduled")
+    ]
+
+
+def test_autocommit_and_bad_input_are_refused_and_change_nothing():
+    with pytest.raises(honker.InvalidArgument):
+        hdj.enqueue("emails", {"order": 1})
+    with transaction.atomic():
+        add_order(1)
+        with pytest.raises(honker.InvalidArgument):
+            hdj.enqueue("emails", {"x": 1}, max_attempts=0)
+    assert rows("SELECT id FROM orders") == [(1,)]
+    assert rows("SELECT count(*) FROM _honker_jobs") == [(0,)]
+
+
+def test_a_database_without_immediate_transactions_is_refused():
+    with pytest.raises(ImproperlyConfigured):
+        hdj.setup("deferred")
+
+
+def test_a_honker_worker_in_another_process_handles_the_job():
+    with transaction.atomic():
+        add_order(1)
+        hdj.enqueue("emails", {"to": "alice@example.com"})
+    connection.close()
+    worker = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import honker, sys\n"
+            "db = honker.open(sys.argv[1])\n"
+            "[job] = db.queue('emails').claim_batch('mailer', 10)\n"
+            "print(job.payload['to'])\n"
+            "job.ack()\n"
+            "db.close()\n",
+            str(DB),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert worker.returncode == 0, worker.stderr
+    assert worker.stdout.strip() == "alice@example.com"
+    assert rows("SELECT count(*) FROM _honker_jobs") == [(0,)]
