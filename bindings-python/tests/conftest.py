@@ -43,3 +43,31 @@ def integrity_ok(path: Path) -> bool:
         return conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+
+
+def honker_worker(path: Path, queue: str) -> str:
+    """Runs a honker worker in another process: claims one job of ``queue``
+    on ``path`` with ``honker.open``, acks it and prints its payload's ``to``
+    field; returns what it printed."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import honker, sys\n"
+            "db = honker.open(sys.argv[1])\n"
+            "[job] = db.queue(sys.argv[2]).claim_batch('mailer', 10)\n"
+            "print(job.payload['to'])\n"
+            "job.ack()\n"
+            "db.close()\n",
+            str(path),
+            queue,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

@@ -6,8 +6,6 @@ and a honker worker in another process handles the job."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import django
 import honker
 import honker.django as hdj
 import pytest
+from conftest import honker_worker
 from django.conf import settings
 
 DB = Path(tempfile.mkdtemp(prefix="honker-django-")) / "app.db"
@@ -119,22 +118,5 @@ def test_a_honker_worker_in_another_process_handles_the_job():
         add_order(1)
         hdj.enqueue("emails", {"to": "alice@example.com"})
     connection.close()
-    worker = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import honker, sys\n"
-            "db = honker.open(sys.argv[1])\n"
-            "[job] = db.queue('emails').claim_batch('mailer', 10)\n"
-            "print(job.payload['to'])\n"
-            "job.ack()\n"
-            "db.close()\n",
-            str(DB),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert worker.returncode == 0, worker.stderr
-    assert worker.stdout.strip() == "alice@example.com"
+    assert honker_worker(DB, "emails") == "alice@example.com"
     assert rows("SELECT count(*) FROM _honker_jobs") == [(0,)]

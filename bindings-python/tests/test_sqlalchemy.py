@@ -6,12 +6,10 @@ process handles the job."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import honker
 import honker.sqlalchemy as hsa
 import pytest
+from conftest import honker_worker
 from sqlalchemy import Integer, String, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -119,22 +117,5 @@ def test_a_honker_worker_in_another_process_handles_the_job(engine, path):
         session.add(Order(id=1, status="paid"))
         hsa.enqueue(session, "emails", {"to": "alice@example.com"})
     engine.dispose()
-    worker = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import honker, sys\n"
-            "db = honker.open(sys.argv[1])\n"
-            "[job] = db.queue('emails').claim_batch('mailer', 10)\n"
-            "print(job.payload['to'])\n"
-            "job.ack()\n"
-            "db.close()\n",
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert worker.returncode == 0, worker.stderr
-    assert worker.stdout.strip() == "alice@example.com"
+    assert honker_worker(path, "emails") == "alice@example.com"
     assert jobs(engine) == []

@@ -24,6 +24,17 @@ fn plain(path: &Path) -> Connection {
     Connection::open(path).unwrap()
 }
 
+/// The file at `path` alone (after its last close), checked whole, holding
+/// `rows` rows in `t`.
+fn assert_recovered(path: &Path, rows: i64) {
+    let after = plain(path);
+    plain_integrity(&after);
+    let n: i64 = after
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, rows);
+}
+
 fn plain_integrity(c: &Connection) {
     let ok: String = c
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -144,12 +155,7 @@ fn a_spilled_rollback_never_overwrites_another_writers_commits() {
         drop(other);
         db.close().unwrap();
         // The files alone, after the close-time checkpoint.
-        let after = plain(&path);
-        plain_integrity(&after);
-        let n: i64 = after
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 30);
+        assert_recovered(&path, 30);
     }
 }
 
@@ -216,11 +222,6 @@ fn full_disk_mid_transaction(dir: &Path, update_bytes: i64) -> bool {
     assert_eq!(count(&db, "t"), expect_rows, "committed: {committed}");
     assert_integrity(&db);
     db.close().unwrap();
-    let after = plain(&path);
-    plain_integrity(&after);
-    let n: i64 = after
-        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(n, expect_rows);
+    assert_recovered(&path, expect_rows);
     update.is_err()
 }

@@ -5,6 +5,8 @@ exception for a SQL error that carries a honker code."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ._time import Seconds, When, epoch, seconds
@@ -42,6 +44,19 @@ def enqueue_call(
     if dedupe_key is not None:
         args.append(dedupe_key)
     return f"SELECT honker_enqueue({', '.join([placeholder] * len(args))})", args
+
+
+@contextmanager
+def honker_errors() -> Iterator[None]:
+    """Raises a driver error that carries a honker code as that code's
+    exception (the driver's error as its cause); others pass unchanged."""
+    try:
+        yield
+    except Exception as e:
+        mapped = honker_error(e)
+        if mapped is e:
+            raise
+        raise mapped from e
 
 
 def honker_error(e: BaseException) -> BaseException:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._sql import enqueue_call, honker_error
+from ._sql import enqueue_call, honker_errors
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
@@ -121,12 +121,6 @@ def enqueue(
         expires=expires,
         placeholder="%s",
     )
-    try:
-        with wrapper.cursor() as cursor:
-            cursor.execute(sql, args)
-            return cursor.fetchone()[0]
-    except Exception as e:
-        mapped = honker_error(e)
-        if mapped is e:
-            raise
-        raise mapped from e
+    with honker_errors(), wrapper.cursor() as cursor:
+        cursor.execute(sql, args)
+        return cursor.fetchone()[0]

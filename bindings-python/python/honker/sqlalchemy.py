@@ -35,7 +35,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ._sql import enqueue_call, honker_error
+from ._sql import enqueue_call, honker_errors
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
@@ -108,13 +108,8 @@ def enqueue(
         dedupe_key=dedupe_key,
         expires=expires,
     )
-    try:
+    with honker_errors():
         return conn.exec_driver_sql(sql, tuple(args)).scalar_one()
-    except Exception as e:
-        mapped = honker_error(e)
-        if mapped is e:
-            raise
-        raise mapped from e
 
 
 def _connection(session_or_connection: Any) -> Any:
