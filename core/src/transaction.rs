@@ -102,7 +102,7 @@ impl Transaction {
         result
     }
 
-    /// The connection, checked to belong to `db`.
+    /// `run(f)`, once the transaction is checked to belong to `db`.
     pub(crate) fn run_for<T>(&self, db: &Inner, f: impl FnOnce(&HConn) -> Result<T>) -> Result<T> {
         if !std::ptr::eq(Arc::as_ptr(&self.db), db) {
             return Err(Error::invalid(
