@@ -65,20 +65,18 @@ def add_order(order_id: int) -> None:
 
 @pytest.mark.parametrize("enqueue_first", [True, False], ids=["before-write", "after-write"])
 def test_commit_leaves_exactly_one_job_and_rollback_none(enqueue_first):
+    def order_with_job(order_id: int) -> None:
+        if enqueue_first:
+            hdj.enqueue("emails", {"order": order_id})
+            add_order(order_id)
+        else:
+            add_order(order_id)
+            hdj.enqueue("emails", {"order": order_id})
+
     with transaction.atomic():
-        if enqueue_first:
-            hdj.enqueue("emails", {"order": 1})
-            add_order(1)
-        else:
-            add_order(1)
-            hdj.enqueue("emails", {"order": 1})
+        order_with_job(1)
     with pytest.raises(RuntimeError), transaction.atomic():
-        if enqueue_first:
-            hdj.enqueue("emails", {"order": 2})
-            add_order(2)
-        else:
-            add_order(2)
-            hdj.enqueue("emails", {"order": 2})
+        order_with_job(2)
         raise RuntimeError("payment declined")
     assert rows("SELECT id FROM orders") == [(1,)]
     assert rows("SELECT payload FROM _honker_jobs") == [('{"order":1}',)]

@@ -45,25 +45,22 @@ def orders(engine) -> int:
 
 @pytest.mark.parametrize("enqueue_first", [True, False], ids=["before-write", "after-write"])
 def test_commit_leaves_exactly_one_job_and_rollback_none(engine, enqueue_first):
-    with Session(engine) as session, session.begin():
+    def order_with_job(session, order_id: int, status: str) -> None:
         if enqueue_first:
-            hsa.enqueue(session, "emails", {"order": 1})
-            session.add(Order(id=1, status="paid"))
+            hsa.enqueue(session, "emails", {"order": order_id})
+            session.add(Order(id=order_id, status=status))
         else:
-            session.add(Order(id=1, status="paid"))
+            session.add(Order(id=order_id, status=status))
             session.flush()
-            hsa.enqueue(session, "emails", {"order": 1})
+            hsa.enqueue(session, "emails", {"order": order_id})
+
+    with Session(engine) as session, session.begin():
+        order_with_job(session, 1, "paid")
     assert orders(engine) == 1
     assert jobs(engine) == ['{"order":1}']
 
     with pytest.raises(RuntimeError), Session(engine) as session, session.begin():
-        if enqueue_first:
-            hsa.enqueue(session, "emails", {"order": 2})
-            session.add(Order(id=2, status="declined"))
-        else:
-            session.add(Order(id=2, status="declined"))
-            session.flush()
-            hsa.enqueue(session, "emails", {"order": 2})
+        order_with_job(session, 2, "declined")
         raise RuntimeError("payment declined")
     assert orders(engine) == 1
     assert jobs(engine) == ['{"order":1}']
