@@ -139,6 +139,10 @@ impl Drop for HConn {
 }
 
 fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    // Before the first connection: honker's SQLite next to another SQLite
+    // library in the process (ADR 13).
+    #[cfg(target_os = "linux")]
+    crate::ofd::install();
     // NO_MUTEX: every connection is used by one thread at a time (behind a
     // mutex or checked out of the pool), so SQLite's own mutex is redundant.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE

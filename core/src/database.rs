@@ -150,6 +150,8 @@ impl Database {
         }
         let live = Live::new();
         let mut writer = open_writer(path, &options)?;
+        #[cfg(target_os = "linux")]
+        crate::ofd::check_exclusive(path)?;
         schema::check_not_too_new(writer.raw())?;
         enable_wal(writer.sql(), options.busy_timeout)?;
         schema::migrate(writer.raw(), options.clock.now_ms())?;

@@ -32,10 +32,12 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static FORKED_WHILE_LIVE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn in_child() {
-    // Async-signal-safe: two atomics.
+    // Async-signal-safe: atomics, and `close` of inherited descriptors.
     if LIVE.load(Ordering::SeqCst) > 0 {
         FORKED_WHILE_LIVE.store(true, Ordering::SeqCst);
     }
+    #[cfg(target_os = "linux")]
+    crate::ofd::close_inherited();
 }
 
 fn register() {
