@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import honker
-import pytest
 
 
 def stdlib(path) -> sqlite3.Connection:
@@ -51,14 +50,3 @@ def test_stdlib_outbox_commits_and_rolls_back_with_the_business_row(tmp_path):
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[{'order': 2}]"
-
-
-def test_load_extension_refuses_a_file_honker_has_open_in_this_process(path):
-    db = honker.open(path)
-    conn = sqlite3.connect(path)
-    try:
-        with pytest.raises(honker.InvalidArgument):
-            honker.load_extension(conn)
-    finally:
-        conn.close()
-        db.close()

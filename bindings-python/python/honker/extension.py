@@ -5,7 +5,6 @@ functions honker's own connection has (docs/sql.md).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -24,19 +23,9 @@ def extension_path() -> str:
 
 def load_extension(conn: sqlite3.Connection) -> None:
     """Loads the extension into ``conn`` (then ``SELECT honker_bootstrap()``
-    creates honker's tables). Refuses a connection on a file that a
-    ``honker.open`` Database of this process also has open: two SQLite
-    libraries in one process on one file can corrupt it."""
-    from .database import _open
-
-    files = {os.path.realpath(row[2]) for row in conn.execute("PRAGMA database_list") if row[2]}
-    for db in list(_open):
-        if os.path.realpath(db.path) in files:
-            raise InvalidArgument(
-                "INVALID_ARGUMENT",
-                f"{db.path} is open through honker.open in this process; use that "
-                "Database's execute/query/transaction instead of a second SQLite library",
-            )
+    creates honker's tables). The connection then runs honker on its own
+    SQLite library; a ``honker.open`` Database of this process may have the
+    same file open (ADR 13: the two libraries lock as two processes would)."""
     if not hasattr(conn, "enable_load_extension"):
         raise InvalidArgument(
             "INVALID_ARGUMENT",
