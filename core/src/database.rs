@@ -224,10 +224,30 @@ impl Database {
     /// transaction fails at once with `INVALID_ARGUMENT` instead of
     /// deadlocking.
     pub fn transaction(&self) -> Result<Transaction> {
+        self.begin(true)
+    }
+
+    /// A [`transaction`](Self::transaction) that belongs to an async task
+    /// rather than to the calling thread, for runtimes whose tasks share and
+    /// change threads (tokio, Node's event loop, asyncio's thread pool): it
+    /// may be held across `.await`, and no thread is refused a write because
+    /// of it. Writes of other tasks wait for it under the busy timeout; a
+    /// write of the *same* task that does not pass the transaction would wait
+    /// for itself, so the caller's runtime must catch that (the Node and
+    /// Python bindings do, with AsyncLocalStorage and `contextvars`).
+    pub fn transaction_detached(&self) -> Result<Transaction> {
+        self.begin(false)
+    }
+
+    fn begin(&self, owned_by_thread: bool) -> Result<Transaction> {
         let guard = self.inner.lock_writer()?;
         self.inner
             .begin_immediate(guard.as_ref().ok_or_else(Error::closed)?)?;
-        Ok(Transaction::new(Arc::clone(&self.inner), guard))
+        Ok(Transaction::new(
+            Arc::clone(&self.inner),
+            guard,
+            owned_by_thread,
+        ))
     }
 
     /// Runs `f` inside a [`transaction`](Self::transaction): commits when it

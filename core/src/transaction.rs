@@ -33,6 +33,9 @@ use crate::error::{Error, Result};
 /// A write transaction. See [`Database::transaction`](crate::Database::transaction).
 pub struct Transaction {
     db: Arc<Inner>,
+    /// Marked as the calling thread's ([`Database::transaction`]), not
+    /// [`detached`](crate::Database::transaction_detached).
+    owned_by_thread: bool,
     guard: Option<WriterGuard>,
     /// What made SQLite end the transaction, once it has.
     dead: Mutex<Option<String>>,
@@ -51,10 +54,13 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(db: Arc<Inner>, guard: WriterGuard) -> Transaction {
-        db.set_tx_owner(true);
+    pub(crate) fn new(db: Arc<Inner>, guard: WriterGuard, owned_by_thread: bool) -> Transaction {
+        if owned_by_thread {
+            db.set_tx_owner(true);
+        }
         Transaction {
             db,
+            owned_by_thread,
             guard: Some(guard),
             dead: Mutex::new(None),
             savepoints: Mutex::new(Vec::new()),
@@ -191,7 +197,9 @@ impl Transaction {
         let Some(guard) = self.guard.take() else {
             return Ok(());
         };
-        self.db.set_tx_owner(false);
+        if self.owned_by_thread {
+            self.db.set_tx_owner(false);
+        }
         if self.db.in_forked_child() {
             // The connection is the parent's: no ROLLBACK, no SQLite call at
             // all; unlocking this copy's mutex is all there is to do.
