@@ -131,6 +131,74 @@ async function fast(enabled, now, later) {
   return call(later);
 }
 
+// The order in which this process's writes reach the writer. SQLite has one
+// writer per file and a Database one writer connection; db.transaction()
+// holds it from BEGIN to COMMIT, across every await in its callback. Every
+// other write of this process (another request's transaction, the worker's
+// ack, a plain enqueue) waits here, first come first served, as a pending
+// Promise: no thread is parked per waiter, so the holder's own next call is
+// never stuck behind them, and the event loop never waits. A waiter that has
+// not had its turn within the busy timeout fails with Busy. Calls that pass
+// { tx } run inside the transaction and skip the queue; a claim that waits
+// for work skips it too (it takes the writer only for each attempt).
+class WriterQueue {
+  constructor(timeoutMs) {
+    this._held = false;
+    this._waiters = [];
+    this._timeoutMs = timeoutMs;
+  }
+
+  /** null when the writer is taken at once; else a Promise of the turn. */
+  acquire() {
+    if (!this._held && this._waiters.length === 0) {
+      this._held = true;
+      return null;
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = { resolve, timer: null };
+      waiter.timer = setTimeout(() => {
+        this._waiters.splice(this._waiters.indexOf(waiter), 1);
+        reject(
+          new Busy(
+            'BUSY',
+            `waited ${this._timeoutMs} ms (the busy timeout) for honker's writer, ` +
+              'held by a transaction of this process the whole time',
+          ),
+        );
+      }, this._timeoutMs);
+      this._waiters.push(waiter);
+    });
+  }
+
+  /** Hands the writer to the next waiter, or frees it. */
+  release() {
+    const next = this._waiters.shift();
+    if (next) {
+      clearTimeout(next.timer);
+      next.resolve();
+    } else {
+      this._held = false;
+    }
+  }
+
+  async run(fn) {
+    const turn = this.acquire();
+    if (turn) await turn;
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+}
+
+// A write: with a transaction it runs inside it at once (the transaction
+// holds the writer); otherwise it waits its turn (WriterQueue).
+function write(db, tx, enabled, now, later) {
+  if (tx !== undefined) return fast(enabled, now, later);
+  return db._writer.run(() => fast(enabled, now, later));
+}
+
 function invalid(message) {
   return new InvalidArgument('INVALID_ARGUMENT', message);
 }
@@ -233,6 +301,7 @@ class Database {
     this._native = n;
     this._fast = fastPath;
     this._txScope = new AsyncLocalStorage();
+    this._writer = new WriterQueue(n.busyTimeout);
   }
 
   /** The canonical path of the file. */
@@ -252,24 +321,32 @@ class Database {
    */
   async transaction(fn) {
     if (typeof fn !== 'function') throw invalid('transaction() takes a callback: db.transaction(async (tx) => ...)');
+    txId(this, undefined); // one inside another would wait for itself
     const n = this._native;
-    const tx = new Transaction(this, await fast(this._fast, () => n.tryBegin(), () => n.begin()));
-    let result;
+    const turn = this._writer.acquire();
+    if (turn) await turn;
     try {
-      result = await this._txScope.run(tx, () => fn(tx));
-    } catch (e) {
+      const tx = new Transaction(this, await fast(this._fast, () => n.tryBegin(), () => n.begin()));
+      let result;
+      try {
+        result = await this._txScope.run(tx, () => fn(tx));
+      } catch (e) {
+        tx._open = false;
+        await fast(this._fast, () => tx._native.tryRollback(), () => tx._native.rollback());
+        throw e;
+      }
       tx._open = false;
-      await fast(this._fast, () => tx._native.tryRollback(), () => tx._native.rollback());
-      throw e;
+      await fast(this._fast, () => tx._native.tryCommit(), () => tx._native.commit());
+      return result;
+    } finally {
+      this._writer.release();
     }
-    tx._open = false;
-    await fast(this._fast, () => tx._native.tryCommit(), () => tx._native.commit());
-    return result;
   }
 
   /** Runs one statement in its own transaction; resolves to rows changed. */
   async execute(sql, params = []) {
-    return call(() => this._native.execute(String(sql), params));
+    txId(this, undefined);
+    return this._writer.run(() => call(() => this._native.execute(String(sql), params)));
   }
 
   /** A read-only query on a reader connection: one object per row. */
@@ -279,7 +356,8 @@ class Database {
 
   /** Prunes finished jobs and results past retention. */
   async maintain() {
-    return call(() => this._native.maintain());
+    txId(this, undefined);
+    return this._writer.run(() => call(() => this._native.maintain()));
   }
 
   /** Closes the connections; later calls throw Closed. */
@@ -342,7 +420,9 @@ class Queue {
       tx: txId(this._db, tx),
     };
     const n = this._native;
-    return fast(
+    return write(
+      this._db,
+      opts.tx,
       this._db._fast && list.length <= FAST_MAX,
       () => n.tryEnqueueMany(list, opts),
       () => n.enqueueMany(list, opts),
@@ -354,11 +434,13 @@ class Queue {
     const { lease, wait, tx } = options;
     const args = { lease: optMs('lease', lease), wait: optMs('wait', wait), tx: txId(this._db, tx) };
     const q = this._native;
-    const rows = await fast(
-      this._db._fast && !args.wait && n <= FAST_MAX,
-      () => q.tryClaim(String(workerId), n, args),
-      () => q.claim(String(workerId), n, args),
-    );
+    const now = () => q.tryClaim(String(workerId), n, args);
+    const later = () => q.claim(String(workerId), n, args);
+    // A claim that waits for work takes the writer only for each attempt,
+    // so it does not hold the queue's turn while it sleeps.
+    const rows = args.wait
+      ? await call(later)
+      : await write(this._db, args.tx, this._db._fast && n <= FAST_MAX, now, later);
     const leaseMs = lease ?? this._lease;
     return rows.map((r) => new Job(this, String(workerId), r, leaseMs));
   }
@@ -426,7 +508,9 @@ class Queue {
     const leases = Array.from(jobs, (j) => ({ id: j.id, token: j.token }));
     const tx = txId(this._db, options.tx);
     const q = this._native;
-    return fast(
+    return write(
+      this._db,
+      tx,
       this._db._fast && leases.length <= FAST_MAX,
       () => q.tryAckMany(leases, tx),
       () => q.ackMany(leases, tx),
@@ -437,7 +521,13 @@ class Queue {
   async cancel(id, options = {}) {
     const tx = txId(this._db, options.tx);
     const q = this._native;
-    return fast(this._db._fast, () => q.tryCancel(id, options.reason, tx), () => q.cancel(id, options.reason, tx));
+    return write(
+      this._db,
+      tx,
+      this._db._fast,
+      () => q.tryCancel(id, options.reason, tx),
+      () => q.cancel(id, options.reason, tx),
+    );
   }
 
   /** The job in any state; NotFound if it never existed or was pruned. */
@@ -470,16 +560,17 @@ class Queue {
 
   async requeueDead(id) {
     const q = this._native;
-    return fast(this._db._fast, () => q.tryRequeueDead(id), () => q.requeueDead(id));
+    return write(this._db, undefined, this._db._fast, () => q.tryRequeueDead(id), () => q.requeueDead(id));
   }
 
   async requeueAllDead() {
-    return call(() => this._native.requeueAllDead());
+    return this._db._writer.run(() => call(() => this._native.requeueAllDead()));
   }
 
   /** Deletes dead letters (those that died at least `olderThan` ms ago). */
   async purgeDead(options = {}) {
-    return call(() => this._native.purgeDead(optMs('olderThan', options.olderThan)));
+    const olderThan = optMs('olderThan', options.olderThan);
+    return this._db._writer.run(() => call(() => this._native.purgeDead(olderThan)));
   }
 }
 
@@ -528,6 +619,10 @@ class Job {
     return this._queue._db._fast;
   }
 
+  _write(tx, now, later) {
+    return write(this._queue._db, tx, this._fast(), now, later);
+  }
+
   _tx(options) {
     return txId(this._queue._db, options && options.tx);
   }
@@ -536,8 +631,8 @@ class Job {
   async ack(options = {}) {
     const result = options.result === undefined ? undefined : encode(options.result);
     const [q, tx] = [this._q(), this._tx(options)];
-    return fast(
-      this._fast(),
+    return this._write(
+      tx,
       () => q.tryAck(this.id, this.token, result, tx),
       () => q.ack(this.id, this.token, result, tx),
     );
@@ -546,8 +641,8 @@ class Job {
   /** Another attempt after `delay` ms (default: the job's backoff); dead when used up. */
   async retry(options = {}) {
     const [q, tx, delay] = [this._q(), this._tx(options), optMs('delay', options.delay)];
-    return fast(
-      this._fast(),
+    return this._write(
+      tx,
       () => q.tryRetry(this.id, this.token, delay, options.error, tx),
       () => q.retry(this.id, this.token, delay, options.error, tx),
     );
@@ -556,27 +651,39 @@ class Job {
   /** Dead-letters the job now. */
   async fail(error, options = {}) {
     const [q, tx, e] = [this._q(), this._tx(options), String(error)];
-    return fast(this._fast(), () => q.tryFail(this.id, this.token, e, tx), () => q.fail(this.id, this.token, e, tx));
+    return this._write(
+      tx,
+      () => q.tryFail(this.id, this.token, e, tx),
+      () => q.fail(this.id, this.token, e, tx),
+    );
   }
 
   /** Gives the job back now without using up an attempt. */
   async release(options = {}) {
     const [q, tx] = [this._q(), this._tx(options)];
-    return fast(this._fast(), () => q.tryRelease(this.id, this.token, tx), () => q.release(this.id, this.token, tx));
+    return this._write(
+      tx,
+      () => q.tryRelease(this.id, this.token, tx),
+      () => q.release(this.id, this.token, tx),
+    );
   }
 
   /** Gives the job back to run after `delay` ms, without using up an attempt. */
   async snooze(delay, options = {}) {
     const [q, tx, d] = [this._q(), this._tx(options), optMs('delay', delay)];
-    return fast(this._fast(), () => q.trySnooze(this.id, this.token, d, tx), () => q.snooze(this.id, this.token, d, tx));
+    return this._write(
+      tx,
+      () => q.trySnooze(this.id, this.token, d, tx),
+      () => q.snooze(this.id, this.token, d, tx),
+    );
   }
 
   /** Extends the lease by `extend` ms (default: the claim's lease); resolves to the new expiry. */
   async heartbeat(options = {}) {
     const extend = optMs('extend', options.extend) ?? this._leaseMs;
     const [q, tx] = [this._q(), this._tx(options)];
-    this._expires = await fast(
-      this._fast(),
+    this._expires = await this._write(
+      tx,
       () => q.tryHeartbeat(this.id, this.token, extend, tx),
       () => q.heartbeat(this.id, this.token, extend, tx),
     );

@@ -5,6 +5,11 @@
 export declare class Database {
   /** The canonical path of the file. */
   get path(): string
+  /**
+   * The busy timeout in ms: how long a write waits for the writer (the
+   * JS layer's queue of this process's writers uses it too).
+   */
+  get busyTimeout(): number
   /** A handle on a queue (writes nothing, so it is synchronous). */
   queue(name: string, options?: QueueOptions | undefined | null): Out<Queue>
   /** Starts a write transaction (`BEGIN IMMEDIATE`). */

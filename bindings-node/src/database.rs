@@ -261,6 +261,13 @@ impl Database {
         self.db.path().to_string_lossy().into_owned()
     }
 
+    /// The busy timeout in ms: how long a write waits for the writer (the
+    /// JS layer's queue of this process's writers uses it too).
+    #[napi(getter)]
+    pub fn busy_timeout(&self) -> f64 {
+        self.db.options().busy_timeout.as_secs_f64() * 1000.0
+    }
+
     /// A handle on a queue (writes nothing, so it is synchronous).
     #[napi]
     pub fn queue(&self, name: String, options: Option<QueueOptions>) -> Out<Queue> {
@@ -292,14 +299,14 @@ impl Database {
     #[napi]
     pub async fn begin(&self) -> napi::Result<Out<Transaction>> {
         let db = self.db.clone();
-        let r = blocking(move || db.transaction()).await?;
+        let r = blocking(move || db.transaction_detached()).await?;
         Ok(self.opened(r))
     }
 
     #[napi]
     pub fn try_begin(&self) -> Out<Transaction> {
         let db = self.db.clone();
-        self.opened(now(move || db.transaction()))
+        self.opened(now(move || db.transaction_detached()))
     }
 
     /// Runs one statement in its own transaction; resolves to rows changed.

@@ -1,0 +1,169 @@
+// Transactions belong to their async context, not to the thread (issue 16
+// §1): while one request's db.transaction() awaits a slow API call, every
+// other request, the in-process worker's acks and plain writes wait their
+// turn off the event loop, in order, and none fails.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import honker from '../index.js';
+import { tempPath } from './helpers.mjs';
+
+// A 10 ms interval timer: the loop is blocked when it stops ticking.
+function ticker() {
+  const t = { gaps: [], ticks: 0 };
+  let last = performance.now();
+  t.timer = setInterval(() => {
+    const now = performance.now();
+    t.gaps.push(now - last);
+    t.ticks += 1;
+    last = now;
+  }, 10);
+  t.stop = () => {
+    clearInterval(t.timer);
+    const sorted = [...t.gaps].sort((a, b) => a - b);
+    return { worst: sorted.at(-1) ?? 0, p99: sorted[Math.floor(sorted.length * 0.99)] ?? 0, ticks: t.ticks };
+  };
+  return t;
+}
+
+function post(port, agent, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ port, agent, method: 'POST', path: '/orders' }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode, body: text }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+test('an HTTP server: 400 requests at 64 concurrent, each a transaction awaiting an API call, and an in-process worker', async () => {
+  const REQUESTS = 400;
+  const db = await honker.open(tempPath());
+  await db.execute('CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)');
+  const emails = db.queue('emails');
+
+  const server = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    try {
+      const { customer } = JSON.parse(body);
+      const id = await db.transaction(async (tx) => {
+        await tx.execute('INSERT INTO orders (customer) VALUES (?)', [customer]);
+        const [{ id }] = await tx.query('SELECT last_insert_rowid() AS id');
+        await sleep(5 + Math.random() * 15); // the payment API
+        await emails.enqueue({ order: id }, { tx });
+        return id;
+      });
+      res.writeHead(200).end(JSON.stringify({ id }));
+    } catch (e) {
+      res.writeHead(500).end(`${e.code}: ${e.message}`);
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address();
+
+  const handled = [];
+  const ac = new AbortController();
+  const worker = (async () => {
+    for await (const job of emails.claim('mailer', { signal: ac.signal, batch: 8 })) {
+      await job.ack();
+      handled.push(job.payload.order);
+      if (handled.length === REQUESTS) ac.abort();
+    }
+  })();
+
+  const t = ticker();
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const responses = await Promise.all(
+    Array.from({ length: REQUESTS }, (_, i) => post(port, agent, { customer: `c${i}` })),
+  );
+  await worker;
+  const lag = t.stop();
+  agent.destroy();
+  await new Promise((r) => server.close(r));
+
+  const failed = responses.filter((r) => r.status !== 200);
+  assert.deepEqual(failed, []);
+  const ids = responses.map((r) => JSON.parse(r.body).id).sort((a, b) => a - b);
+  assert.deepEqual(ids, Array.from({ length: REQUESTS }, (_, i) => i + 1));
+  assert.deepEqual([...handled].sort((a, b) => a - b), ids);
+  const [{ n }] = await db.query('SELECT count(*) AS n FROM orders');
+  assert.equal(n, REQUESTS);
+  assert.deepEqual(await emails.stats().then((s) => [s.ready, s.running]), [0, 0]);
+  assert.ok(lag.worst < 250, `the loop stalled for ${lag.worst.toFixed(1)} ms`);
+  console.log(`event-loop lag with 64 concurrent transactions: p99 ${lag.p99.toFixed(1)} ms, worst ${lag.worst.toFixed(1)} ms (10 ms ticker)`);
+  await db.close();
+});
+
+test('the loop keeps ticking while a transaction holds the writer for 2 s and 100 other contexts wait', async () => {
+  const db = await honker.open(tempPath());
+  const q = db.queue('q');
+  let release;
+  const holding = new Promise((r) => (release = r));
+  let began;
+  const began_ = new Promise((r) => (began = r));
+  const tx = db.transaction(async (tx) => {
+    await q.enqueue({ n: 'in the transaction' }, { tx });
+    began();
+    await holding; // awaits while holding the writer
+    // The holder's own calls still run while 100 others wait.
+    for (let i = 0; i < 20; i++) await tx.query('SELECT 1');
+  });
+  await began_;
+  const t = ticker();
+  const waiting = Array.from({ length: 100 }, (_, n) => q.enqueue({ n }));
+  await sleep(2000);
+  release();
+  await tx;
+  const done = await Promise.all(waiting);
+  const lag = t.stop();
+  assert.equal(done.length, 100);
+  // In arrival order: ids follow the order of the calls.
+  assert.deepEqual(
+    done.map((e) => e.id),
+    done.map((_, i) => done[0].id + i),
+  );
+  assert.ok(lag.ticks > 150, `ticks ${lag.ticks}`);
+  assert.ok(lag.worst < 250, `the loop stalled for ${lag.worst.toFixed(1)} ms`);
+  assert.equal((await q.stats()).ready, 101);
+  await db.close();
+});
+
+test('a write waits for another context only up to the busy timeout, then fails with Busy', async () => {
+  const db = await honker.open(tempPath(), { busyTimeout: 300 });
+  const q = db.queue('q');
+  let release;
+  const holding = new Promise((r) => (release = r));
+  let began;
+  const began_ = new Promise((r) => (began = r));
+  const tx = db.transaction(async () => {
+    began();
+    await holding;
+  });
+  await began_;
+  const started = performance.now();
+  await assert.rejects(q.enqueue({ n: 1 }), (e) => e instanceof honker.Busy && e.code === 'BUSY');
+  assert.ok(performance.now() - started >= 250);
+  release();
+  await tx;
+  await q.enqueue({ n: 2 }); // the writer is free again
+  assert.equal((await q.stats()).ready, 1);
+  await db.close();
+});
+
+test('inside a transaction, a write of the same context without { tx } fails at once', async () => {
+  const db = await honker.open(tempPath());
+  const q = db.queue('q');
+  await db.transaction(async (tx) => {
+    await assert.rejects(q.enqueue({ n: 1 }), /pass the transaction/);
+    await assert.rejects(db.execute('SELECT 1'), /pass the transaction/);
+    await assert.rejects(db.transaction(async () => {}), /pass the transaction/);
+    await q.enqueue({ n: 2 }, { tx });
+  });
+  assert.equal((await q.stats()).ready, 1);
+  await db.close();
+});
