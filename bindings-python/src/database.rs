@@ -137,7 +137,7 @@ impl Database {
     }
 
     fn transaction(&self, py: Python<'_>) -> PyResult<Transaction> {
-        let tx = py.detach(|| self.db.transaction()).py()?;
+        let tx = py.detach(|| self.db.transaction_detached()).py()?;
         Ok(Transaction {
             tx: Mutex::new(Some(tx)),
         })

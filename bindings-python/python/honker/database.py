@@ -1,10 +1,10 @@
 """Opening a honker file, running your own SQL through honker's connection,
-and the outbox transaction.
+and the outbox transaction (sync, and async for asyncio: see ``_writer``).
 
-One SQLite library per process: do your own reads and writes on a honker
-file through ``db.execute``/``db.query``/``tx.execute``, or use the stdlib
-``sqlite3`` module with the extension loaded (``honker.load_extension``) —
-not both on the same file in one process.
+Your own SQLite driver (the stdlib ``sqlite3`` module, an ORM) may have the
+same file open in this process (ADR 13); to enqueue inside *its*
+transactions, load the extension into it (``honker.load_extension``,
+``honker.sqlalchemy``, ``honker.django``).
 """
 
 from __future__ import annotations
@@ -12,30 +12,37 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any, Callable, TypeVar, Union
 
-from . import _native
+from . import _native, _threads
 from ._native import ManualClock
 from ._time import Seconds, seconds
+from ._writer import Writer, current_tx
+from .errors import InvalidArgument
 from .queue import Queue
 
 Params = Union[Sequence[Any], dict[str, Any], None]
-
-# Open databases of this process, by path (see extension.load_extension).
-_open: weakref.WeakSet[Database] = weakref.WeakSet()
+T = TypeVar("T")
 
 
 class Transaction:
     """A write transaction (``BEGIN IMMEDIATE``) on honker's connection.
 
     Use it as a context manager: it commits when the block ends and rolls
-    back when the block raises. Pass it as ``tx=`` to honker calls so their
-    effects commit with your own ``tx.execute(...)`` writes. While it is
-    open, other writes of this process wait for it.
+    back when the block raises (``with db.transaction() as tx``, or ``async
+    with db.transaction_async() as tx`` in asyncio code). Pass it as ``tx=``
+    to honker calls so their effects commit with your own
+    ``tx.execute(...)`` writes. While it is open, other writes of this
+    process wait for it, in order; a write of the same context (thread, or
+    asyncio task) that does not pass it fails at once with
+    :class:`honker.InvalidArgument` instead of waiting for itself.
     """
 
-    def __init__(self, native: _native.Transaction) -> None:
+    def __init__(self, native: _native.Transaction, db: Database) -> None:
         self._native = native
+        self._db = db
+        self._released = False
+        current_tx.set(weakref.ref(self))
 
     def execute(self, sql: str, params: Params = None) -> int:
         """Runs one statement; returns the number of rows changed."""
@@ -45,11 +52,43 @@ class Transaction:
         """Runs a query inside the transaction (sees its uncommitted writes)."""
         return self._native.query(sql, params)[1]
 
+    async def execute_async(self, sql: str, params: Params = None) -> int:
+        return await _threads.run(self.execute, sql, params)
+
+    async def query_async(self, sql: str, params: Params = None) -> list[tuple]:
+        return await _threads.run(self.query, sql, params)
+
     def commit(self) -> None:
-        self._native.commit()
+        try:
+            self._native.commit()
+        finally:
+            self._release()
 
     def rollback(self) -> None:
-        self._native.rollback()
+        try:
+            self._native.rollback()
+        finally:
+            self._release()
+
+    async def commit_async(self) -> None:
+        await _threads.run(self.commit)
+
+    async def rollback_async(self) -> None:
+        await _threads.run(self.rollback)
+
+    def _release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._db._writer.release()
+
+    def __del__(self) -> None:
+        # Dropped without commit or rollback: roll back, and let the next
+        # writer of the process have its turn.
+        if not getattr(self, "_released", True):
+            try:
+                self._native.rollback()
+            finally:
+                self._release()
 
     @property
     def is_open(self) -> bool:
@@ -60,9 +99,34 @@ class Transaction:
 
     def __exit__(self, exc_type: type | None, exc: object, tb: object) -> None:
         if exc_type is None and self._native.is_open:
-            self._native.commit()
+            self.commit()
         else:
-            self._native.rollback()
+            self.rollback()
+
+
+class _AsyncTransaction:
+    """``async with db.transaction_async() as tx``: waits for the writer off
+    the event loop (on no thread), commits when the block ends, rolls back
+    when it raises."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._tx: Transaction | None = None
+
+    async def __aenter__(self) -> Transaction:
+        db = self._db
+        db._check_context()
+        native = await db._writer.submit(db._native.transaction, holds=True)
+        self._tx = Transaction(native, db)
+        return self._tx
+
+    async def __aexit__(self, exc_type: type | None, exc: object, tb: object) -> None:
+        tx = self._tx
+        assert tx is not None
+        if exc_type is None and tx.is_open:
+            await tx.commit_async()
+        else:
+            await tx.rollback_async()
 
 
 class Database:
@@ -76,10 +140,33 @@ class Database:
     worker processes").
     """
 
-    def __init__(self, native: _native.Database) -> None:
+    def __init__(self, native: _native.Database, busy_timeout: float) -> None:
         self._native = native
         self.path: str = os.fspath(native.path)
-        _open.add(self)
+        self._writer = Writer(busy_timeout)
+
+    def _check_context(self) -> None:
+        ref = current_tx.get()
+        tx = ref() if ref is not None else None
+        if tx is not None and tx._db is self and tx.is_open:
+            raise InvalidArgument(
+                "INVALID_ARGUMENT",
+                "this context (thread or asyncio task) has an open honker transaction on "
+                "this database: pass it to the call (tx=...), or commit it first",
+            )
+
+    def _write(self, tx: Transaction | None, fn: Callable[[], T]) -> T:
+        """A write: inside ``tx`` at once, else at this caller's turn."""
+        if tx is not None:
+            return fn()
+        self._check_context()
+        return self._writer.run(fn)
+
+    async def _write_async(self, tx: Transaction | None, fn: Callable[[], T]) -> T:
+        if tx is not None:
+            return await _threads.run(fn)
+        self._check_context()
+        return await self._writer.submit(fn)
 
     def __repr__(self) -> str:
         return f"honker.Database({self.path!r})"
@@ -98,6 +185,7 @@ class Database:
         options are this handle's defaults: ``lease`` (60 s), ``max_attempts``
         (3) and the retry backoff (1 s doubling to 1 h, jitter 0.5)."""
         return Queue(
+            self,
             self._native.queue(
                 name,
                 lease=seconds("lease", lease),
@@ -105,16 +193,35 @@ class Database:
                 backoff_base=seconds("backoff_base", backoff_base),
                 backoff_max=seconds("backoff_max", backoff_max),
                 backoff_jitter=backoff_jitter,
-            )
+            ),
         )
 
     def transaction(self) -> Transaction:
-        """Starts a write transaction; see :class:`Transaction`."""
-        return Transaction(self._native.transaction())
+        """Starts a write transaction; see :class:`Transaction`. In asyncio
+        code, use :meth:`transaction_async`: this one waits for the writer on
+        the calling thread."""
+        self._check_context()
+        self._writer.hold(for_tx=True)
+        try:
+            native = self._native.transaction()
+        except BaseException:
+            self._writer.release()
+            raise
+        return Transaction(native, self)
+
+    def transaction_async(self) -> _AsyncTransaction:
+        """``async with db.transaction_async() as tx:`` — a write transaction
+        for asyncio code that may ``await`` inside it (a payment API call):
+        waiting for the writer happens off the event loop, on no thread, and
+        other tasks' writes wait for it in order."""
+        return _AsyncTransaction(self)
 
     def execute(self, sql: str, params: Params = None) -> int:
         """Runs one statement of your own in its own transaction."""
-        return self._native.execute(sql, params)
+        return self._write(None, lambda: self._native.execute(sql, params))
+
+    async def execute_async(self, sql: str, params: Params = None) -> int:
+        return await self._write_async(None, lambda: self._native.execute(sql, params))
 
     def query(self, sql: str, params: Params = None) -> list[tuple]:
         """Runs a read-only query on a reader connection."""
@@ -126,7 +233,7 @@ class Database:
 
     def maintain(self) -> dict[str, int]:
         """Prunes finished jobs and results past retention."""
-        return self._native.maintain()
+        return self._write(None, self._native.maintain)
 
     def close(self) -> None:
         """Closes the connections; later calls raise :class:`honker.Closed`."""
@@ -158,15 +265,18 @@ def open(
     ``busy_timeout`` is how long a write waits for another process's lock.
     ``clock`` replaces the system clock (tests: :class:`honker.ManualClock`).
     """
+    busy = seconds("busy_timeout", busy_timeout)
+    assert busy is not None
     return Database(
         _native.Database(
             os.fspath(path),
             durability=durability,
-            busy_timeout=seconds("busy_timeout", busy_timeout),
+            busy_timeout=busy,
             readers=readers,
             max_payload_bytes=max_payload_bytes,
             watch_fallback=seconds("watch_fallback", watch_fallback),
             auto_maintain_every=seconds("auto_maintain_every", auto_maintain_every),
             clock=clock,
-        )
+        ),
+        busy,
     )

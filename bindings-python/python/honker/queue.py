@@ -24,7 +24,7 @@ from .errors import HonkerError
 
 if TYPE_CHECKING:
     from . import _native
-    from .database import Transaction
+    from .database import Database, Transaction
 
 
 def _decode(raw: str | bytes | None) -> Any:
@@ -168,12 +168,11 @@ class Job:
         """Completes the job; with ``tx``, in your transaction (commit it to
         make the completion and your writes durable together); with
         ``result``, saved for ``get_result``/``wait_result``."""
-        self._queue._native.ack(
-            self.id,
-            self.token,
-            result=result,
-            tx=_tx(tx),
-        )
+        self._queue._db._write(tx, self._ack(tx, result))
+
+    def _ack(self, tx: Transaction | None, result: Any) -> Callable[[], None]:
+        native, t = self._queue._native, _tx(tx)
+        return lambda: native.ack(self.id, self.token, result=result, tx=t)
 
     def retry(
         self,
@@ -184,50 +183,73 @@ class Job:
         """Gives the job back for another attempt after ``delay`` (default: the
         job's exponential backoff); dead-letters it when its attempts are used
         up. Returns the new state: ``"ready"``, ``"scheduled"`` or ``"dead"``."""
-        return self._queue._native.retry(
-            self.id, self.token, delay=seconds("delay", delay), error=error, tx=_tx(tx)
-        )
+        return self._queue._db._write(tx, self._retry(delay, error, tx))
+
+    def _retry(
+        self, delay: Seconds | None, error: str | None, tx: Transaction | None
+    ) -> Callable[[], str]:
+        native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
+        return lambda: native.retry(self.id, self.token, delay=d, error=error, tx=t)
 
     def fail(self, error: str, tx: Transaction | None = None) -> None:
         """Dead-letters the job now, with ``error``."""
-        self._queue._native.fail(self.id, self.token, error, tx=_tx(tx))
+        self._queue._db._write(tx, self._fail(error, tx))
+
+    def _fail(self, error: str, tx: Transaction | None) -> Callable[[], None]:
+        native, t = self._queue._native, _tx(tx)
+        return lambda: native.fail(self.id, self.token, error, tx=t)
 
     def release(self, tx: Transaction | None = None) -> None:
         """Gives the job back at once, without using up an attempt."""
-        self._queue._native.release(self.id, self.token, tx=_tx(tx))
+        self._queue._db._write(tx, self._release(tx))
+
+    def _release(self, tx: Transaction | None) -> Callable[[], None]:
+        native, t = self._queue._native, _tx(tx)
+        return lambda: native.release(self.id, self.token, tx=t)
 
     def snooze(self, delay: Seconds, tx: Transaction | None = None) -> str:
         """Gives the job back to run after ``delay``, without using up an attempt."""
-        d = seconds("delay", delay)
+        return self._queue._db._write(tx, self._snooze(delay, tx))
+
+    def _snooze(self, delay: Seconds, tx: Transaction | None) -> Callable[[], str]:
+        native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
         assert d is not None
-        return self._queue._native.snooze(self.id, self.token, d, tx=_tx(tx))
+        return lambda: native.snooze(self.id, self.token, d, tx=t)
 
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
         """Extends the lease by ``extend`` (default: the claim's lease) from
         now; returns the new expiry."""
-        ext = seconds("extend", extend)
-        self._expires_ms = self._queue._native.heartbeat(
-            self.id, self.token, extend=self._lease_s if ext is None else ext
-        )
+        self._expires_ms = self._queue._db._write(None, self._heartbeat(extend))
         return self.lease_expires_at
 
+    def _heartbeat(self, extend: Seconds | None) -> Callable[[], int]:
+        native, ext = self._queue._native, seconds("extend", extend)
+        e = self._lease_s if ext is None else ext
+        return lambda: native.heartbeat(self.id, self.token, extend=e)
+
+    # The async forms wait for the writer on no thread (see _writer); with
+    # ``tx`` (of ``db.transaction_async()``) they run inside it.
+
     async def ack_async(self, tx: Transaction | None = None, result: Any = None) -> None:
-        await _threads.run(self.ack, tx, result)
+        await self._queue._db._write_async(tx, self._ack(tx, result))
 
-    async def retry_async(self, delay: Seconds | None = None, error: str | None = None) -> str:
-        return await _threads.run(self.retry, delay, error)
+    async def retry_async(
+        self, delay: Seconds | None = None, error: str | None = None, tx: Transaction | None = None
+    ) -> str:
+        return await self._queue._db._write_async(tx, self._retry(delay, error, tx))
 
-    async def fail_async(self, error: str) -> None:
-        await _threads.run(self.fail, error)
+    async def fail_async(self, error: str, tx: Transaction | None = None) -> None:
+        await self._queue._db._write_async(tx, self._fail(error, tx))
 
-    async def release_async(self) -> None:
-        await _threads.run(self.release)
+    async def release_async(self, tx: Transaction | None = None) -> None:
+        await self._queue._db._write_async(tx, self._release(tx))
 
-    async def snooze_async(self, delay: Seconds) -> str:
-        return await _threads.run(self.snooze, delay)
+    async def snooze_async(self, delay: Seconds, tx: Transaction | None = None) -> str:
+        return await self._queue._db._write_async(tx, self._snooze(delay, tx))
 
     async def heartbeat_async(self, extend: Seconds | None = None) -> _dt.datetime:
-        return await _threads.run(self.heartbeat, extend)
+        self._expires_ms = await self._queue._db._write_async(None, self._heartbeat(extend))
+        return self.lease_expires_at
 
     def keep_alive(self, every: Seconds | None = None) -> KeepAlive:
         """Heartbeats the lease every ``every`` (default: a third of the
@@ -261,12 +283,15 @@ class KeepAlive:
             self.beats += 1
             return True
         except HonkerError as e:
-            if e.code in ("LEASE_LOST", "NOT_FOUND"):
-                self.lost = True
-                return False
-            if e.code == "CLOSED":
-                return False  # closed, or a forked child's copy: no beat can work
-            return True  # BUSY and friends: try again next time
+            return self._keep_beating(e)
+
+    def _keep_beating(self, e: HonkerError) -> bool:
+        if e.code in ("LEASE_LOST", "NOT_FOUND"):
+            self.lost = True
+            return False
+        if e.code == "CLOSED":
+            return False  # closed, or a forked child's copy: no beat can work
+        return True  # BUSY and friends: try again next time
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):
@@ -286,8 +311,12 @@ class KeepAlive:
     async def _arun(self) -> None:
         while True:
             await asyncio.sleep(self._every)
-            if not await _threads.run(self._beat):
-                return
+            try:
+                await self._job.heartbeat_async()
+                self.beats += 1
+            except HonkerError as e:
+                if not self._keep_beating(e):
+                    return
 
     async def __aenter__(self) -> KeepAlive:
         self._task = asyncio.ensure_future(self._arun())
@@ -436,7 +465,8 @@ def _release_all(jobs: list[Job]) -> None:
 class Queue:
     """A handle on one named queue (``db.queue(name)``). Cheap; thread-safe."""
 
-    def __init__(self, native: _native.Queue) -> None:
+    def __init__(self, db: Database, native: _native.Queue) -> None:
+        self._db = db
         self._native = native
         self._lease = native.lease
 
@@ -486,17 +516,73 @@ class Queue:
         tx: Transaction | None = None,
     ) -> list[Enqueued]:
         """Adds one job per payload, all in one transaction."""
-        out = self._native.enqueue_many(
-            payloads if isinstance(payloads, list) else list(payloads),
-            delay=seconds("delay", delay),
-            run_at=epoch("run_at", run_at),
+        fn = self._enqueue(payloads, delay, run_at, priority, max_attempts, dedupe_key, expires, tx)
+        return [Enqueued(i, e) for i, e in self._db._write(tx, fn)]
+
+    async def enqueue_async(
+        self,
+        payload: Any,
+        *,
+        delay: Seconds | None = None,
+        run_at: When | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        dedupe_key: str | None = None,
+        expires: Seconds | None = None,
+        tx: Transaction | None = None,
+    ) -> Enqueued:
+        """:meth:`enqueue` for asyncio code: waits for the writer on no thread."""
+        fn = self._enqueue(
+            [payload], delay, run_at, priority, max_attempts, dedupe_key, expires, tx
+        )
+        [(i, e)] = await self._db._write_async(tx, fn)
+        return Enqueued(i, e)
+
+    async def enqueue_many_async(
+        self,
+        payloads: Iterable[Any],
+        *,
+        delay: Seconds | None = None,
+        run_at: When | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        dedupe_key: str | None = None,
+        expires: Seconds | None = None,
+        tx: Transaction | None = None,
+    ) -> list[Enqueued]:
+        fn = self._enqueue(payloads, delay, run_at, priority, max_attempts, dedupe_key, expires, tx)
+        return [Enqueued(i, e) for i, e in await self._db._write_async(tx, fn)]
+
+    def _enqueue(
+        self,
+        payloads: Iterable[Any],
+        delay: Seconds | None,
+        run_at: When | None,
+        priority: int,
+        max_attempts: int | None,
+        dedupe_key: str | None,
+        expires: Seconds | None,
+        tx: Transaction | None,
+    ) -> Callable[[], list[tuple[int, bool]]]:
+        # Arguments are checked here, before any wait for the writer.
+        items = payloads if isinstance(payloads, list) else list(payloads)
+        d, at, exp, t = (
+            seconds("delay", delay),
+            epoch("run_at", run_at),
+            seconds("expires", expires),
+            _tx(tx),
+        )
+        native = self._native
+        return lambda: native.enqueue_many(
+            items,
+            delay=d,
+            run_at=at,
             priority=priority,
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
-            expires=seconds("expires", expires),
-            tx=_tx(tx),
+            expires=exp,
+            tx=t,
         )
-        return [Enqueued(i, e) for i, e in out]
 
     def claim_batch(
         self,
@@ -520,14 +606,16 @@ class Queue:
         tx: Transaction | None,
         on_claimable: Callable[[], object] | None = None,
     ) -> list[Job]:
-        rows = self._native.claim(
-            worker_id,
-            n,
-            lease=lease_s,
-            wait=wait_s or 0.0,
-            tx=_tx(tx),
-            on_claimable=on_claimable,
-        )
+        native, t = self._native, _tx(tx)
+
+        def claim() -> list[tuple]:
+            return native.claim(
+                worker_id, n, lease=lease_s, wait=wait_s or 0.0, tx=t, on_claimable=on_claimable
+            )
+
+        # A claim that waits for work takes the writer only for each attempt,
+        # so it does not hold this process's turn while it sleeps.
+        rows = claim() if wait_s else self._db._write(tx, claim)
         ls = self._lease if lease_s is None else lease_s
         return [Job(self, worker_id, row, ls) for row in rows]
 
@@ -547,12 +635,14 @@ class Queue:
 
     def ack_many(self, jobs: Iterable[Job], tx: Transaction | None = None) -> int:
         """Acks several jobs in one transaction; returns how many were still held."""
-        return self._native.ack_many([(j.id, j.token) for j in jobs], tx=_tx(tx))
+        leases, t = [(j.id, j.token) for j in jobs], _tx(tx)
+        return self._db._write(tx, lambda: self._native.ack_many(leases, tx=t))
 
     def cancel(self, job_id: int, reason: str | None = None, tx: Transaction | None = None) -> bool:
         """Cancels a live job, whatever its state; False if it had already
         finished. A worker holding it gets ``LeaseLost`` from then on."""
-        return self._native.cancel(job_id, reason=reason, tx=_tx(tx))
+        t = _tx(tx)
+        return self._db._write(tx, lambda: self._native.cancel(job_id, reason=reason, tx=t))
 
     def get_job(self, job_id: int) -> JobInfo:
         """The job in any state; ``NotFound`` if it never existed or was pruned."""
@@ -583,11 +673,12 @@ class Queue:
 
     def requeue_dead(self, job_id: int) -> bool:
         """Puts one dead letter back to ready with its attempts reset."""
-        return self._native.requeue_dead(job_id)
+        return self._db._write(None, lambda: self._native.requeue_dead(job_id))
 
     def requeue_all_dead(self) -> int:
-        return self._native.requeue_all_dead()
+        return self._db._write(None, self._native.requeue_all_dead)
 
     def purge_dead(self, older_than: Seconds | None = None) -> int:
         """Deletes dead letters (those that died at least ``older_than`` ago)."""
-        return self._native.purge_dead(older_than=seconds("older_than", older_than))
+        o = seconds("older_than", older_than)
+        return self._db._write(None, lambda: self._native.purge_dead(older_than=o))

@@ -1,0 +1,317 @@
+"""Transactions belong to their context, not to the thread (issue 16 §1): while
+one task's ``async with db.transaction_async()`` awaits a slow API call, every
+other task, the in-process worker's acks and plain writes wait their turn off
+the event loop and on no thread, in order, and none fails."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+
+import honker
+import pytest
+
+
+class Ticker:
+    """A 10 ms timer on the loop: the loop is blocked when it stops ticking."""
+
+    def __init__(self) -> None:
+        self.gaps: list[float] = []
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            self.gaps.append(now - last)
+            last = now
+
+    async def stop(self) -> tuple[float, float, int]:
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        g = sorted(self.gaps)
+        return g[-1], g[int(len(g) * 0.99)], len(g)
+
+
+async def post(port: int, body: dict) -> tuple[int, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    writer.write(
+        b"POST /orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        + f"Content-Length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    head, _, text = raw.decode().partition("\r\n\r\n")
+    return int(head.split()[1]), text
+
+
+def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_worker(path):
+    requests = 400
+    db = honker.open(path)
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)")
+    emails = db.queue("emails")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.decode().lower().split("content-length:")[1].split("\r\n")[0])
+        body = json.loads(await reader.readexactly(length))
+        try:
+            async with db.transaction_async() as tx:
+                tx.execute("INSERT INTO orders (customer) VALUES (?)", [body["customer"]])
+                [(order,)] = tx.query("SELECT last_insert_rowid()")
+                await asyncio.sleep(random.uniform(0.005, 0.02))  # the payment API
+                await emails.enqueue_async({"order": order}, tx=tx)
+            status, text = 200, json.dumps({"id": order})
+        except honker.HonkerError as e:
+            status, text = 500, str(e)
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Length: {len(text)}\r\n\r\n{text}".encode())
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=256)
+        port = server.sockets[0].getsockname()[1]
+        handled: list[int] = []
+
+        async def worker() -> None:
+            async for job in emails.claim("mailer", batch=8):
+                await job.ack_async()
+                handled.append(job.payload["order"])
+                if len(handled) == requests:
+                    return
+
+        ticker = Ticker()
+        working = asyncio.ensure_future(worker())
+        gate = asyncio.Semaphore(64)
+
+        async def one(i: int) -> tuple[int, str]:
+            async with gate:
+                return await post(port, {"customer": f"c{i}"})
+
+        responses = await asyncio.gather(*(one(i) for i in range(requests)))
+        await asyncio.wait_for(working, 60)
+        worst, p99, ticks = await ticker.stop()
+        server.close()
+        await server.wait_closed()
+
+        assert [r for r in responses if r[0] != 200] == []
+        ids = sorted(json.loads(text)["id"] for _, text in responses)
+        assert ids == list(range(1, requests + 1))
+        assert sorted(handled) == ids
+        assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
+        print(f"event-loop lag, 64 concurrent transactions: p99 {p99 * 1000:.1f} ms, "
+              f"worst {worst * 1000:.1f} ms over {ticks} ticks")  # fmt: skip
+
+    asyncio.run(main())
+    assert db.query("SELECT count(*) FROM orders") == [(requests,)]
+    stats = emails.stats()
+    assert (stats.ready, stats.running) == (0, 0)
+    db.close()
+
+
+def test_the_loop_ticks_while_a_transaction_holds_the_writer_2_s_and_100_tasks_wait(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main() -> None:
+        began, release = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with db.transaction_async() as tx:
+                await q.enqueue_async("in the transaction", tx=tx)
+                began.set()
+                await release.wait()
+                # The holder's own calls run on honker's threads while 100
+                # others wait: waiters occupy none of them.
+                for _ in range(40):
+                    await tx.query_async("SELECT 1")
+
+        holding = asyncio.ensure_future(holder())
+        await began.wait()
+        ticker = Ticker()
+        waiting = [asyncio.ensure_future(q.enqueue_async(n)) for n in range(100)]
+        await asyncio.sleep(2)
+        assert not any(w.done() for w in waiting)
+        release.set()
+        await holding
+        done = await asyncio.gather(*waiting)
+        worst, _, ticks = await ticker.stop()
+        assert [e.id for e in done] == [done[0].id + i for i in range(100)]  # in order
+        assert ticks > 150
+        assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
+
+    asyncio.run(main())
+    assert q.stats().ready == 101
+    db.close()
+
+
+def test_waiting_ends_at_the_busy_timeout_with_busy_and_changes_nothing(path):
+    db = honker.open(path, busy_timeout=0.3)
+    q = db.queue("q")
+
+    async def main() -> None:
+        began, release = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with db.transaction_async():
+                began.set()
+                await release.wait()
+
+        holding = asyncio.ensure_future(holder())
+        await began.wait()
+        started = time.monotonic()
+        with pytest.raises(honker.Busy):
+            await q.enqueue_async("async waiter")
+        assert time.monotonic() - started >= 0.25
+        # A sync waiter on another thread too.
+        with pytest.raises(honker.Busy):
+            await asyncio.to_thread(q.enqueue, "sync waiter")
+        release.set()
+        await holding
+        await q.enqueue_async("after")
+
+    asyncio.run(main())
+    assert [j.payload for j in q.claim_batch("w", 10)] == ["after"]
+    db.close()
+
+
+def test_a_sync_call_on_the_loop_while_a_transaction_of_that_loop_holds_the_writer_fails_at_once(
+    path,
+):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main() -> None:
+        began, release = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with db.transaction_async():
+                began.set()
+                await release.wait()
+
+        holding = asyncio.ensure_future(holder())
+        await began.wait()
+        started = time.monotonic()
+        with pytest.raises(honker.InvalidArgument, match="use the async form"):
+            q.enqueue("sync, on the loop")  # would block the loop the holder needs
+        with pytest.raises(honker.InvalidArgument):
+            db.transaction()
+        assert time.monotonic() - started < 0.5
+        release.set()
+        await holding
+        q.enqueue("sync, writer free")  # fine when nothing holds it
+
+    asyncio.run(main())
+    assert q.stats().ready == 1
+    db.close()
+
+
+def test_a_write_of_the_same_context_without_tx_fails_at_once(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main() -> None:
+        async with db.transaction_async() as tx:
+            with pytest.raises(honker.InvalidArgument, match="tx="):
+                await q.enqueue_async("x")
+            with pytest.raises(honker.InvalidArgument, match="tx="):
+                async with db.transaction_async():
+                    pass
+            await q.enqueue_async("y", tx=tx)
+
+    asyncio.run(main())
+    with db.transaction() as tx:
+        with pytest.raises(honker.InvalidArgument, match="tx="):
+            q.enqueue("z")
+        q.enqueue("w", tx=tx)
+    assert sorted(j.payload for j in q.claim_batch("w", 10)) == ["w", "y"]
+    db.close()
+
+
+def test_sync_transactions_on_threads_and_async_ones_share_the_writer_in_order(path):
+    db = honker.open(path)
+    db.execute("CREATE TABLE log (who TEXT)")
+    errors: list[BaseException] = []
+
+    def thread_side(i: int) -> None:
+        try:
+            for _ in range(20):
+                with db.transaction() as tx:
+                    tx.execute("INSERT INTO log VALUES (?)", [f"t{i}"])
+                    time.sleep(0.001)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    async def main() -> None:
+        async def task_side(i: int) -> None:
+            for _ in range(20):
+                async with db.transaction_async() as tx:
+                    await tx.execute_async("INSERT INTO log VALUES (?)", [f"a{i}"])
+                    await asyncio.sleep(0.001)
+
+        await asyncio.gather(*(task_side(i) for i in range(4)))
+
+    threads = [threading.Thread(target=thread_side, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    asyncio.run(main())
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert db.query("SELECT count(*) FROM log") == [(160,)]
+    db.close()
+
+
+def test_a_cancelled_waiter_leaves_the_writer_to_the_others(path):
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main() -> None:
+        began, release = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with db.transaction_async():
+                began.set()
+                await release.wait()
+
+        async def second() -> None:
+            async with db.transaction_async() as tx:
+                await q.enqueue_async("never", tx=tx)
+
+        holding = asyncio.ensure_future(holder())
+        await began.wait()
+        waiting = asyncio.ensure_future(second())
+        later = asyncio.ensure_future(q.enqueue_async("later"))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        release.set()
+        await holding
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await later
+        await q.enqueue_async("last")
+
+    asyncio.run(main())
+    assert sorted(j.payload for j in q.claim_batch("w", 10)) == ["last", "later"]
+    db.close()
+
+
+def test_a_transaction_dropped_without_commit_rolls_back_and_frees_the_writer(path):
+    db = honker.open(path)
+    q = db.queue("q")
+    tx = db.transaction()
+    q.enqueue("dropped", tx=tx)
+    del tx
+    q.enqueue("kept")  # not stuck behind the dropped transaction
+    assert [j.payload for j in q.claim_batch("w", 10)] == ["kept"]
+    db.close()
