@@ -30,6 +30,19 @@
 //! Start with [`Database::open`], then [`Database::queue`]. Errors carry a
 //! stable [`ErrorKind`] code.
 
+//! ## Threads and async runtimes
+//!
+//! Every call blocks its thread (SQLite does). With tokio, run honker calls
+//! in `spawn_blocking`. [`Database::transaction`] belongs to the calling
+//! thread: another write on that thread that does not pass it fails at once
+//! with `INVALID_ARGUMENT` instead of waiting for itself. A transaction held
+//! by an async task across `.await` (a payment API call between two writes)
+//! is [`Database::transaction_detached`]: it is `Send`, its calls run in
+//! `spawn_blocking` like any other, other tasks' writes wait for it (each on
+//! its blocking thread) up to the busy timeout, and a write of the same task
+//! that forgets to pass it waits for itself until the busy timeout, then
+//! fails with `BUSY`: pass the transaction.
+//!
 //! ## Features
 //!
 //! - `rusqlite` (default): the [`Database`] API, on connections that honker
