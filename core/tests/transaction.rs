@@ -499,3 +499,38 @@ fn transaction_control_through_execute_is_refused_and_changes_nothing() {
     assert_eq!(t.count("orders"), 2);
     assert_eq!(t.count("_honker_jobs"), 1);
 }
+
+/// A detached transaction belongs to an async task, not to the thread: it can
+/// be committed from another thread, and a write from the thread that began
+/// it is not refused — it waits for the writer like any other (here from a
+/// second thread, while the first still holds it).
+#[test]
+fn a_detached_transaction_is_not_tied_to_its_thread() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let tx = t.db.transaction_detached().unwrap();
+    q.enqueue_tx(&tx, json!("in tx"), &EnqueueOptions::default())
+        .unwrap();
+    let db = t.db.clone();
+    let waiter = std::thread::spawn(move || {
+        db.queue("q")
+            .unwrap()
+            .enqueue(json!("after"), &EnqueueOptions::default())
+            .map(|e| e.id)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !waiter.is_finished(),
+        "the other write waits for the writer"
+    );
+    // Committed from another thread than the one that began it.
+    std::thread::spawn(move || tx.commit())
+        .join()
+        .unwrap()
+        .unwrap();
+    waiter.join().unwrap().unwrap();
+    // The beginning thread writes normally afterwards.
+    q.enqueue(json!("last"), &EnqueueOptions::default())
+        .unwrap();
+    assert_eq!(t.count("_honker_jobs"), 3);
+}
