@@ -114,6 +114,14 @@ fn rust_and_sql_share_the_protocol() {
     // Another worker (no token) cannot touch it; a wrong token is refused.
     let err = select(&t, &format!("SELECT honker_ack({id}, 'intruder')")).unwrap_err();
     assert!(err.to_string().contains("LEASE_LOST: "), "{err}");
+    // A call without a token hears about the worker, not about a token.
+    assert!(
+        err.to_string().contains(&format!(
+            "job {id} holds no live lease of worker \"intruder\""
+        )),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("token"), "{err}");
     let err = select(&t, &format!("SELECT honker_ack({id}, 'sql-worker', 'bad')")).unwrap_err();
     assert!(err.to_string().contains("LEASE_LOST: "), "{err}");
 

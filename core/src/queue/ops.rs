@@ -296,7 +296,17 @@ pub(crate) fn lease_by_worker(
     let lease: Option<(String, String)> = conn
         .prepare_cached(sql::LEASE_BY_WORKER)?
         .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    lease.ok_or_else(|| orphan_error(conn, id))
+    lease.ok_or_else(|| match orphan_error(conn, id) {
+        // No token was given: say whose lease it is not, not which token.
+        e if e.kind() == crate::ErrorKind::LeaseLost => Error::new(
+            crate::ErrorKind::LeaseLost,
+            format!(
+                "job {id} holds no live lease of worker {worker_id:?}: another worker holds \
+                 it, its lease lapsed and it was reclaimed, or it already finished"
+            ),
+        ),
+        e => e,
+    })
 }
 
 /// `LEASE_LOST` for a job that exists or existed, `NOT_FOUND` otherwise.
