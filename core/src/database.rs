@@ -119,6 +119,61 @@ pub struct Rows {
     pub rows: Vec<Vec<Value>>,
 }
 
+/// What SQLite would only report as "unable to open database file", or as a
+/// failure at the first write, named at `open`: the file must be a regular
+/// file (or not exist yet) that this process can read and write, in an
+/// existing directory it can write (SQLite creates `-wal` and `-shm` there).
+/// Only `stat(2)`/`access(2)`: nothing is opened (DESIGN §6).
+fn check_path(path: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let cannot = |why: String| {
+        Err(Error::invalid(format!(
+            "cannot open {}: {why}",
+            path.display()
+        )))
+    };
+    let access = |p: &Path, mode: libc::c_int| -> bool {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::access(c.as_ptr(), mode) == 0 }
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return cannot("it is a directory; give a file path such as app.db".into())
+        }
+        Ok(m) if !m.is_file() => {
+            return cannot("it is not a regular file (a device, pipe or socket)".into())
+        }
+        Ok(_) if !access(path, libc::R_OK | libc::W_OK) => {
+            return cannot(
+                "the file is read-only for this process (honker writes to every file it \
+                 opens; check its owner and mode)"
+                    .into(),
+            )
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return cannot(e.to_string()),
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return cannot(format!("its directory {} does not exist", dir.display()));
+    }
+    if !access(dir, libc::W_OK | libc::X_OK) {
+        return cannot(format!(
+            "its directory {} is not writable by this process, and SQLite creates the \
+             -wal and -shm files next to the database",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 impl Database {
     /// Opens (creating if needed) the honker database at `path` with default
     /// [`Options`]. See [`open_with`](Self::open_with).
@@ -132,8 +187,10 @@ impl Database {
     /// left alone.
     ///
     /// Fails with `INVALID_ARGUMENT` for bad options or a path that is not a
-    /// file on disk (`:memory:`, empty), and `SCHEMA_TOO_NEW`, before writing
-    /// anything, if a newer honker has already upgraded the file.
+    /// file on disk (`:memory:`, empty), a directory, a device, a file this
+    /// process cannot write, a missing or unwritable directory (each named in
+    /// the message), and `SCHEMA_TOO_NEW`, before writing anything, if a
+    /// newer honker has already upgraded the file.
     ///
     /// Fails with `UNSAFE`, before any call into SQLite, in a process forked
     /// from one that had honker open (see [`crate::forked_while_open`]).
@@ -148,6 +205,7 @@ impl Database {
                  (no :memory: or URI filenames: other processes must be able to open it)"
             )));
         }
+        check_path(path)?;
         let live = Live::new();
         let mut writer = open_writer(path, &options)?;
         #[cfg(target_os = "linux")]
