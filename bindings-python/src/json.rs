@@ -17,6 +17,7 @@ use std::fmt::Write;
 
 use honker::Payload;
 use pyo3::prelude::*;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
@@ -55,13 +56,22 @@ fn with_json_module(obj: &Bound<'_, PyAny>) -> PyResult<String> {
         let kwargs = PyDict::new(py);
         kwargs.set_item("separators", (",", ":"))?;
         kwargs.set_item("ensure_ascii", false)?;
+        kwargs.set_item("allow_nan", false)?;
         let encoder = py
             .import("json")?
             .getattr("JSONEncoder")?
             .call((), Some(&kwargs))?;
         Ok(encoder.getattr("encode")?.unbind())
     })?;
-    encode.bind(py).call1((obj,))?.extract()
+    // What JSON cannot hold (a set, an object, a float NaN deep down, a
+    // cycle) is the caller's argument: InvalidArgument, as everywhere.
+    match encode.bind(py).call1((obj,)) {
+        Ok(text) => text.extract(),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) => {
+            Err(invalid(format!("payload is not JSON-serialisable: {}", e.value(py))))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Appends `obj` as JSON; `Ok(false)` (with `out` in any state) when `obj`

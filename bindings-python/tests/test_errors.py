@@ -84,3 +84,33 @@ def test_wait_result_times_out(db):
     e = q.enqueue("x")
     with pytest.raises(honker.Timeout):
         q.wait_result(e.id, timeout=0.01)
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda db, q: honker.open(db.path, readers=-1), "readers"),
+        (lambda db, q: honker.open(db.path, max_payload_bytes=-1), "max_payload_bytes"),
+        (lambda db, q: db.queue("q", max_attempts=-1), "max_attempts"),
+        (lambda db, q: db.queue(5), "name"),
+        (lambda db, q: q.enqueue(1, max_attempts=-1), "max_attempts"),
+        (lambda db, q: q.enqueue(1, priority=2**40), "priority"),
+        (lambda db, q: q.enqueue(1, priority="high"), "priority"),
+        (lambda db, q: q.enqueue(1, tx="x"), "tx"),
+        (lambda db, q: q.ack_many([], tx=object()), "tx"),
+        (lambda db, q: q.claim_batch("w", 1.5), "n"),
+        (lambda db, q: q.claim_batch(5), "worker_id"),
+        (lambda db, q: q.dead_letters(limit=-1), "limit"),
+        (lambda db, q: q.get_job("x"), "job_id"),
+        (lambda db, q: q.get_job(2**70), "job_id"),
+        (lambda db, q: q.enqueue({1, 2}), "payload"),
+        (lambda db, q: q.enqueue({"k": [float("inf")]}), "payload"),
+    ],
+)
+def test_bad_arguments_are_invalid_argument_naming_the_parameter(db, call, named):
+    q = db.queue("q")
+    before = snapshot(db)
+    with pytest.raises(honker.InvalidArgument) as e:
+        call(db, q)
+    assert e.value.message.startswith(named) or named in e.value.message, e.value.message
+    assert snapshot(db) == before

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, TypeVar, Union
 
-from . import _native, _threads
+from . import _args, _native, _threads
 from ._native import ManualClock
 from ._time import Seconds, seconds
 from ._writer import Writer, current_tx
@@ -184,6 +184,8 @@ class Database:
         """A handle on the queue ``name`` (creating it writes nothing). The
         options are this handle's defaults: ``lease`` (60 s), ``max_attempts``
         (3) and the retry backoff (1 s doubling to 1 h, jitter 0.5)."""
+        _args.text("name", name)
+        _args.optional_integer("max_attempts", max_attempts, _args.U32)
         return Queue(
             self,
             self._native.queue(
@@ -265,6 +267,8 @@ def open(
     ``busy_timeout`` is how long a write waits for another process's lock.
     ``clock`` replaces the system clock (tests: :class:`honker.ManualClock`).
     """
+    _args.integer("readers", readers, _args.U32)
+    _args.integer("max_payload_bytes", max_payload_bytes, _args.SIZE)
     busy = seconds("busy_timeout", busy_timeout)
     assert busy is not None
     return Database(

@@ -18,7 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _threads
+from . import _args, _threads
 from ._time import Seconds, When, epoch, from_ms, seconds
 from .errors import HonkerError
 
@@ -34,7 +34,7 @@ def _decode(raw: str | bytes | None) -> Any:
 
 
 def _tx(tx: Transaction | None) -> Any:
-    return None if tx is None else tx._native
+    return _args.transaction(tx)
 
 
 class Enqueued(NamedTuple):
@@ -566,6 +566,8 @@ class Queue:
     ) -> Callable[[], list[tuple[int, bool]]]:
         # Arguments are checked here, before any wait for the writer.
         items = payloads if isinstance(payloads, list) else list(payloads)
+        _args.integer("priority", priority, _args.I32)
+        _args.optional_integer("max_attempts", max_attempts, _args.U32)
         d, at, exp, t = (
             seconds("delay", delay),
             epoch("run_at", run_at),
@@ -607,6 +609,8 @@ class Queue:
         on_claimable: Callable[[], object] | None = None,
     ) -> list[Job]:
         native, t = self._native, _tx(tx)
+        _args.text("worker_id", worker_id)
+        _args.integer("n", n, _args.I64)
 
         def claim() -> list[tuple]:
             return native.claim(
@@ -631,6 +635,8 @@ class Queue:
         :class:`Claimer`). ``wait`` bounds each sleep between checks, which
         only matters for how soon a cancelled iterator's thread is free."""
         w = seconds("wait", wait)
+        _args.text("worker_id", worker_id)
+        _args.integer("batch", batch, _args.I64)
         return Claimer(self, worker_id, batch, seconds("lease", lease), w or 0.0)
 
     def ack_many(self, jobs: Iterable[Job], tx: Transaction | None = None) -> int:
@@ -642,22 +648,23 @@ class Queue:
         """Cancels a live job, whatever its state; False if it had already
         finished. A worker holding it gets ``LeaseLost`` from then on."""
         t = _tx(tx)
+        _args.integer("job_id", job_id, _args.I64)
         return self._db._write(tx, lambda: self._native.cancel(job_id, reason=reason, tx=t))
 
     def get_job(self, job_id: int) -> JobInfo:
         """The job in any state; ``NotFound`` if it never existed or was pruned."""
-        return JobInfo._from(self._native.get_job(job_id))
+        return JobInfo._from(self._native.get_job(_args.integer("job_id", job_id, _args.I64)))
 
     def get_result(self, job_id: int) -> Any:
         """The result saved by ``ack(result=...)``, or None."""
-        return _decode(self._native.get_result(job_id))
+        return _decode(self._native.get_result(_args.integer("job_id", job_id, _args.I64)))
 
     def wait_result(self, job_id: int, timeout: Seconds) -> Any:
         """Waits for the job's result (``Timeout`` when none comes in time;
         None if the job finished without one)."""
         t = seconds("timeout", timeout)
         assert t is not None
-        return _decode(self._native.wait_result(job_id, t))
+        return _decode(self._native.wait_result(_args.integer("job_id", job_id, _args.I64), t))
 
     async def wait_result_async(self, job_id: int, timeout: Seconds) -> Any:
         return await _threads.run(self.wait_result, job_id, timeout)
@@ -669,10 +676,13 @@ class Queue:
 
     def dead_letters(self, after_id: int = 0, limit: int = 100) -> list[JobInfo]:
         """Dead letters with ids above ``after_id``, oldest first (paged)."""
+        _args.integer("after_id", after_id, _args.I64)
+        _args.integer("limit", limit, _args.SIZE)
         return [JobInfo._from(d) for d in self._native.dead_letters(after_id=after_id, limit=limit)]
 
     def requeue_dead(self, job_id: int) -> bool:
         """Puts one dead letter back to ready with its attempts reset."""
+        _args.integer("job_id", job_id, _args.I64)
         return self._db._write(None, lambda: self._native.requeue_dead(job_id))
 
     def requeue_all_dead(self) -> int:

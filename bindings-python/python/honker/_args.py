@@ -1,0 +1,53 @@
+"""Arguments checked before the native call, so that a bad one is an
+:class:`InvalidArgument` naming the parameter and what it got — not the
+``OverflowError``/``TypeError``/``AttributeError`` the conversion would raise.
+Ranges are the native types'; the meaning (a positive id, at least one
+attempt) is checked by core, the same on every surface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidArgument
+
+U32 = (0, 2**32 - 1)
+I32 = (-(2**31), 2**31 - 1)
+I64 = (-(2**63), 2**63 - 1)
+SIZE = (0, 2**63 - 1)
+
+
+def _bad(message: str) -> InvalidArgument:
+    return InvalidArgument("INVALID_ARGUMENT", message)
+
+
+def integer(name: str, value: Any, bounds: tuple[int, int]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise _bad(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def optional_integer(name: str, value: Any, bounds: tuple[int, int]) -> int | None:
+    return None if value is None else integer(name, value, bounds)
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _bad(f"{name} must be a str, got {type(value).__name__} {value!r}")
+    return value
+
+
+def transaction(tx: Any) -> Any:
+    """The native transaction of ``tx=`` (None for none)."""
+    from .database import Transaction
+
+    if tx is None:
+        return None
+    if not isinstance(tx, Transaction):
+        raise _bad(
+            "tx must be the Transaction of db.transaction() or db.transaction_async(), "
+            f"got {type(tx).__name__} {tx!r}"
+        )
+    return tx._native
