@@ -205,12 +205,78 @@ function invalid(message) {
 
 // ----- conversions ---------------------------------------------------------
 
+// A payload is bytes (a Buffer or Uint8Array) or a JSON value: null, true,
+// false, finite numbers, strings, arrays and plain objects of those. The
+// same rule as every surface: what JSON cannot hold is refused, never
+// turned into null or {} (NaN, ±Infinity, BigInt, functions, symbols, Map,
+// Set, Date and other class instances, cycles). An object property whose
+// value is undefined is left out, as JSON.stringify does; undefined anywhere
+// else is refused.
 function encode(payload) {
   if (Buffer.isBuffer(payload)) return payload;
   if (payload instanceof Uint8Array) return Buffer.from(payload);
-  const text = JSON.stringify(payload);
-  if (text === undefined) throw invalid('a payload must be JSON-serializable or a Buffer');
-  return text;
+  checkJson(payload, 'payload', []);
+  return JSON.stringify(payload);
+}
+
+function checkJson(v, where, parents) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(v)) throw invalid(`${where} is ${v}, which JSON cannot represent`);
+      return;
+    case 'object':
+      break;
+    case 'undefined':
+      throw invalid(`${where} is undefined, which JSON cannot represent`);
+    default:
+      throw invalid(`${where} is a ${typeof v}, which JSON cannot represent`);
+  }
+  if (v === null) return;
+  if (parents.includes(v)) throw invalid(`${where} refers back to itself (a cycle)`);
+  const proto = Object.getPrototypeOf(v);
+  if (Array.isArray(v)) {
+    parents.push(v);
+    for (let i = 0; i < v.length; i++) checkJson(v[i], `${where}[${i}]`, parents);
+    parents.pop();
+    return;
+  }
+  if (proto !== Object.prototype && proto !== null) {
+    const kind = (proto && proto.constructor && proto.constructor.name) || 'object';
+    throw invalid(`${where} is a ${kind}, which JSON cannot represent (convert it to plain data first)`);
+  }
+  parents.push(v);
+  for (const k of Object.keys(v)) {
+    if (v[k] !== undefined) checkJson(v[k], `${where}.${k}`, parents);
+  }
+  parents.pop();
+}
+
+function text(name, v) {
+  if (typeof v !== 'string') throw invalid(`${name} must be a string, got ${describe(v)}`);
+  return v;
+}
+
+// An integer argument within its native type's range, or undefined.
+function int(name, v, lo, hi) {
+  if (v === undefined || v === null) return undefined;
+  if (!Number.isInteger(v) || v < lo || v > hi) {
+    throw invalid(`${name} must be an integer between ${lo} and ${hi}, got ${describe(v)}`);
+  }
+  return v;
+}
+
+const I32 = [-(2 ** 31), 2 ** 31 - 1];
+const U32 = [0, 2 ** 32 - 1];
+const ID = [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+
+function describe(v) {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'bigint') return `${v}n`;
+  if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return `a ${typeof v === 'object' ? (Object.getPrototypeOf(v)?.constructor?.name ?? 'object') : typeof v}`;
 }
 
 function decode(raw) {
@@ -287,13 +353,14 @@ function info(d) {
  * tables migrated, your own tables left alone.
  */
 async function open(file, options = {}) {
+  text('path', file);
   const { clock, ...rest } = options;
   const fastPath = rest.durability !== 'full';
   if (clock !== undefined) {
     if (!(clock instanceof addon.ManualClock)) throw invalid('clock must be a ManualClock');
-    return new Database(unwrap(guarded(() => addon.openWithClock(String(file), rest, clock))), fastPath);
+    return new Database(unwrap(guarded(() => addon.openWithClock(file, rest, clock))), fastPath);
   }
-  return new Database(await call(() => addon.open(String(file), rest)), fastPath);
+  return new Database(await call(() => addon.open(file, rest)), fastPath);
 }
 
 class Database {
@@ -311,7 +378,9 @@ class Database {
 
   /** A handle on the queue `name` (creating it writes nothing). */
   queue(name, options = {}) {
-    return new Queue(this, unwrap(guarded(() => this._native.queue(String(name), options))));
+    text('name', name);
+    int('maxAttempts', options.maxAttempts, ...U32);
+    return new Queue(this, unwrap(guarded(() => this._native.queue(name, options))));
   }
 
   /**
@@ -346,12 +415,12 @@ class Database {
   /** Runs one statement in its own transaction; resolves to rows changed. */
   async execute(sql, params = []) {
     txId(this, undefined);
-    return this._writer.run(() => call(() => this._native.execute(String(sql), params)));
+    return this._writer.run(() => call(() => this._native.execute(text('sql', sql), params)));
   }
 
   /** A read-only query on a reader connection: one object per row. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(() => this._native.query(String(sql), params)));
+    return rowsToObjects(await call(() => this._native.query(text('sql', sql), params)));
   }
 
   /** Prunes finished jobs and results past retention. */
@@ -374,12 +443,12 @@ class Transaction {
   }
 
   async execute(sql, params = []) {
-    return call(() => this._native.execute(String(sql), params));
+    return call(() => this._native.execute(text('sql', sql), params));
   }
 
   /** Sees the transaction's own uncommitted writes. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(() => this._native.query(String(sql), params)));
+    return rowsToObjects(await call(() => this._native.query(text('sql', sql), params)));
   }
 }
 
@@ -410,6 +479,9 @@ class Queue {
   async enqueueMany(payloads, options = {}) {
     const { delay, runAt, priority, maxAttempts, dedupeKey, expires, tx } = options;
     const list = Array.from(payloads, encode);
+    int('priority', priority, ...I32);
+    int('maxAttempts', maxAttempts, ...U32);
+    if (dedupeKey !== undefined && dedupeKey !== null) text('dedupeKey', dedupeKey);
     const opts = {
       delay: optMs('delay', delay),
       runAt: epochMs('runAt', runAt),
@@ -432,17 +504,19 @@ class Queue {
   /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */
   async claimBatch(workerId, n = 1, options = {}) {
     const { lease, wait, tx } = options;
+    text('workerId', workerId);
+    int('n', n, ...U32);
     const args = { lease: optMs('lease', lease), wait: optMs('wait', wait), tx: txId(this._db, tx) };
     const q = this._native;
-    const now = () => q.tryClaim(String(workerId), n, args);
-    const later = () => q.claim(String(workerId), n, args);
+    const now = () => q.tryClaim(workerId, n, args);
+    const later = () => q.claim(workerId, n, args);
     // A claim that waits for work takes the writer only for each attempt,
     // so it does not hold the queue's turn while it sleeps.
     const rows = args.wait
       ? await call(later)
       : await write(this._db, args.tx, this._db._fast && n <= FAST_MAX, now, later);
     const leaseMs = lease ?? this._lease;
-    return rows.map((r) => new Job(this, String(workerId), r, leaseMs));
+    return rows.map((r) => new Job(this, workerId, r, leaseMs));
   }
 
   /**
@@ -454,6 +528,8 @@ class Queue {
    */
   claim(workerId, options = {}) {
     const { signal, batch = 1, lease, wait = 1000 } = options;
+    text('workerId', workerId);
+    int('batch', batch, ...U32);
     const queue = this;
     const buffer = [];
     let done = false;
@@ -519,6 +595,7 @@ class Queue {
 
   /** Cancels a live job; false if it had already finished. */
   async cancel(id, options = {}) {
+    int('id', id, ...ID);
     const tx = txId(this._db, options.tx);
     const q = this._native;
     return write(
@@ -532,18 +609,21 @@ class Queue {
 
   /** The job in any state; NotFound if it never existed or was pruned. */
   async getJob(id) {
+    int('id', id, ...ID);
     const q = this._native;
     return info(await fast(this._db._fast, () => q.tryGetJob(id), () => q.getJob(id)));
   }
 
   /** The result saved by `job.ack({ result })`, or null. */
   async getResult(id) {
+    int('id', id, ...ID);
     const q = this._native;
     return decode(await fast(this._db._fast, () => q.tryGetResult(id), () => q.getResult(id))) ?? null;
   }
 
   /** Waits (off the event loop) for the job's result; Timeout if none comes. */
   async waitResult(id, options = {}) {
+    int('id', id, ...ID);
     const timeout = optMs('timeout', options.timeout ?? 30_000);
     return decode(await call(() => this._native.waitResult(id, timeout))) ?? null;
   }
@@ -554,11 +634,14 @@ class Queue {
 
   /** Dead letters with ids above `afterId`, oldest first (paged). */
   async deadLetters(options = {}) {
+    int('afterId', options.afterId, ...ID);
+    int('limit', options.limit, ...U32);
     const rows = await call(() => this._native.deadLetters(options.afterId, options.limit));
     return rows.map(info);
   }
 
   async requeueDead(id) {
+    int('id', id, ...ID);
     const q = this._native;
     return write(this._db, undefined, this._db._fast, () => q.tryRequeueDead(id), () => q.requeueDead(id));
   }
