@@ -16,8 +16,8 @@
 use std::fmt::Write;
 
 use honker::Payload;
-use pyo3::prelude::*;
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
@@ -68,7 +68,10 @@ fn with_json_module(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     match encode.bind(py).call1((obj,)) {
         Ok(text) => text.extract(),
         Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) => {
-            Err(invalid(format!("payload is not JSON-serialisable: {}", e.value(py))))
+            Err(invalid(format!(
+                "payload is not JSON-serialisable: {}",
+                e.value(py)
+            )))
         }
         Err(e) => Err(e),
     }

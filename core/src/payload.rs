@@ -30,8 +30,14 @@ impl Payload {
         Ok(p)
     }
 
-    /// Serialises `value` to JSON.
+    /// Serialises `value` to JSON. A float that JSON cannot hold (NaN,
+    /// ±infinity) anywhere in it is refused with `INVALID_ARGUMENT`, where
+    /// `serde_json` alone would write `null`. (A `serde_json::Value` cannot
+    /// hold one: `json!(f64::NAN)` is already `null` when it is built.)
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Payload> {
+        value
+            .serialize(FiniteFloats)
+            .map_err(|e| Error::invalid(e.0))?;
         serde_json::to_string(value)
             .map(Payload::Json)
             .map_err(|e| Error::invalid(format!("payload cannot be serialised to JSON: {e}")))
@@ -115,6 +121,209 @@ fn classify(e: &serde_json::Error) -> &'static str {
     }
 }
 
+/// A serializer that writes nothing and fails at the first float JSON cannot
+/// hold (see [`Payload::from_serialize`]).
+struct FiniteFloats;
+
+#[derive(Debug)]
+struct NotFinite(String);
+
+impl std::fmt::Display for NotFinite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFinite {}
+
+impl serde::ser::Error for NotFinite {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        NotFinite(format!("payload cannot be serialised to JSON: {msg}"))
+    }
+}
+
+fn finite(v: f64) -> std::result::Result<(), NotFinite> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(NotFinite(format!(
+            "payload holds the float {v}, which JSON cannot represent"
+        )))
+    }
+}
+
+macro_rules! finite_ok {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name(self, _: $t) -> std::result::Result<(), NotFinite> { Ok(()) })*
+    };
+}
+
+impl serde::Serializer for FiniteFloats {
+    type Ok = ();
+    type Error = NotFinite;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    finite_ok!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_i128: i128, serialize_u8: u8, serialize_u16: u16,
+        serialize_u32: u32, serialize_u64: u64, serialize_u128: u128, serialize_char: char,
+        serialize_str: &str, serialize_bytes: &[u8], serialize_unit_struct: &'static str);
+
+    fn serialize_f32(self, v: f32) -> std::result::Result<(), NotFinite> {
+        finite(f64::from(v))
+    }
+    fn serialize_f64(self, v: f64) -> std::result::Result<(), NotFinite> {
+        finite(v)
+    }
+    fn serialize_none(self) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> std::result::Result<(), NotFinite> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+    ) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        v.serialize(self)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_tuple(self, _: usize) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_map(self, _: Option<usize>) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self, NotFinite> {
+        Ok(self)
+    }
+}
+
+macro_rules! finite_compound {
+    ($($tr:ident :: $m:ident),*) => {$(
+        impl serde::ser::$tr for FiniteFloats {
+            type Ok = ();
+            type Error = NotFinite;
+            fn $m<T: Serialize + ?Sized>(&mut self, v: &T) -> std::result::Result<(), NotFinite> {
+                v.serialize(FiniteFloats)
+            }
+            fn end(self) -> std::result::Result<(), NotFinite> {
+                Ok(())
+            }
+        }
+    )*};
+}
+
+finite_compound!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+impl serde::ser::SerializeMap for FiniteFloats {
+    type Ok = ();
+    type Error = NotFinite;
+    fn serialize_key<T: Serialize + ?Sized>(
+        &mut self,
+        k: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        k.serialize(FiniteFloats)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(
+        &mut self,
+        v: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        v.serialize(FiniteFloats)
+    }
+    fn end(self) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+}
+
+impl serde::ser::SerializeStruct for FiniteFloats {
+    type Ok = ();
+    type Error = NotFinite;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        v.serialize(FiniteFloats)
+    }
+    fn end(self) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+}
+
+impl serde::ser::SerializeStructVariant for FiniteFloats {
+    type Ok = ();
+    type Error = NotFinite;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), NotFinite> {
+        v.serialize(FiniteFloats)
+    }
+    fn end(self) -> std::result::Result<(), NotFinite> {
+        Ok(())
+    }
+}
+
 impl From<serde_json::Value> for Payload {
     fn from(v: serde_json::Value) -> Payload {
         Payload::Json(v.to_string())
@@ -169,6 +378,46 @@ impl FromSql for Payload {
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn from_serialize_refuses_floats_json_cannot_hold() {
+        #[derive(serde::Serialize)]
+        struct Order {
+            id: u32,
+            totals: Vec<(String, f64)>,
+            discount: Option<f32>,
+        }
+        let ok = Order {
+            id: 1,
+            totals: vec![("eur".into(), 9.5)],
+            discount: None,
+        };
+        assert_eq!(
+            Payload::from_serialize(&ok).unwrap(),
+            Payload::Json(r#"{"id":1,"totals":[["eur",9.5]],"discount":null}"#.into())
+        );
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let order = Order {
+                id: 1,
+                totals: vec![("eur".into(), bad)],
+                discount: None,
+            };
+            let err = Payload::from_serialize(&order).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(
+                err.to_string().contains("which JSON cannot represent"),
+                "{err}"
+            );
+        }
+        let order = Order {
+            id: 1,
+            totals: vec![],
+            discount: Some(f32::NAN),
+        };
+        assert!(Payload::from_serialize(&order).is_err());
+        let map: std::collections::BTreeMap<&str, f64> = [("x", f64::NAN)].into();
+        assert!(Payload::from_serialize(&map).is_err());
+    }
 
     #[test]
     fn json_is_validated_without_quoting_the_payload() {
