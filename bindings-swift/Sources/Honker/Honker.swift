@@ -52,8 +52,30 @@ func offThread<T>(_ body: @escaping () throws -> T) async throws -> T {
     }
 }
 
-func millis(_ seconds: TimeInterval) -> UInt64 {
-    UInt64(max(0, (seconds * 1000).rounded()))
+/// Seconds as the core's milliseconds: a finite, non-negative number, or
+/// `INVALID_ARGUMENT` naming the parameter — never a trap (infinity, NaN, a
+/// value past UInt64) and never a silent clamp (a negative delay), as on
+/// every other surface.
+func millis(_ name: String, _ seconds: TimeInterval) throws -> UInt64 {
+    let ms = (seconds * 1000).rounded()
+    guard ms.isFinite, ms >= 0, ms < 18_446_744_073_709_551_616.0 else {
+        throw HonkerError.InvalidArgument(
+            message: "\(name) must be a finite, non-negative number of seconds, got \(seconds)")
+    }
+    return UInt64(ms)
+}
+
+func millis(_ name: String, _ seconds: TimeInterval?) throws -> UInt64? {
+    try seconds.map { try millis(name, $0) }
+}
+
+/// A Date as ms since the epoch, or `INVALID_ARGUMENT`.
+func epochMillis(_ name: String, _ date: Date) throws -> Int64 {
+    let ms = (date.timeIntervalSince1970 * 1000).rounded()
+    guard ms.isFinite, ms > -9.2e18, ms < 9.2e18 else {
+        throw HonkerError.InvalidArgument(message: "\(name) is out of range: \(date)")
+    }
+    return Int64(ms)
 }
 
 func date(_ ms: Int64) -> Date {
@@ -95,7 +117,7 @@ public final class Database: @unchecked Sendable {
     /// every commit (default: survives a crash of the app, not of the OS).
     public init(path: String, durabilityFull: Bool = false, busyTimeout: TimeInterval = 10,
                 clock: ManualClock? = nil) throws {
-        let options = OpenOptions(durabilityFull: durabilityFull, busyTimeoutMs: millis(busyTimeout),
+        let options = OpenOptions(durabilityFull: durabilityFull, busyTimeoutMs: try millis("busyTimeout", busyTimeout),
                                   readers: 4, maxPayloadBytes: 1 << 20)
         if let clock {
             native = try HonkerNative.Database.openWithClock(path: path, options: options, clock: clock)
@@ -113,8 +135,9 @@ public final class Database: @unchecked Sendable {
                       backoffBase: TimeInterval? = nil, backoffMax: TimeInterval? = nil,
                       backoffJitter: Double? = nil) throws -> Queue {
         Queue(try native.queue(name: name, options: QueueOptions(
-            leaseMs: lease.map(millis), maxAttempts: maxAttempts,
-            backoffBaseMs: backoffBase.map(millis), backoffMaxMs: backoffMax.map(millis),
+            leaseMs: try millis("lease", lease), maxAttempts: maxAttempts,
+            backoffBaseMs: try millis("backoffBase", backoffBase),
+            backoffMaxMs: try millis("backoffMax", backoffMax),
             backoffJitter: backoffJitter)))
     }
 
@@ -254,10 +277,10 @@ public final class Queue: @unchecked Sendable {
                                           dedupeKey: String? = nil, expires: TimeInterval? = nil,
                                           tx: Transaction? = nil) throws -> [Enqueued] {
         let options = EnqueueOptions(
-            delayMs: delay.map(millis),
-            runAtMs: runAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
+            delayMs: try millis("delay", delay),
+            runAtMs: try runAt.map { try epochMillis("runAt", $0) },
             priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey,
-            expiresMs: expires.map(millis))
+            expiresMs: try millis("expires", expires))
         return try native.enqueueMany(payloads: try payloads.map(encode), options: options, tx: tx?.native)
     }
 
@@ -265,9 +288,10 @@ public final class Queue: @unchecked Sendable {
     public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
                            wait: TimeInterval = 0) async throws -> [Job] {
         let native = self.native
-        let leaseMs = lease.map(millis) ?? native.leaseMs()
+        let leaseMs = try millis("lease", lease) ?? native.leaseMs()
+        let waitMs = try millis("wait", wait)
         let jobs = try await offThread {
-            try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: millis(wait), tx: nil)
+            try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: waitMs, tx: nil)
         }
         return jobs.map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
     }
@@ -275,7 +299,7 @@ public final class Queue: @unchecked Sendable {
     /// `claimBatch` inside your transaction (no waiting).
     public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
                            tx: Transaction) throws -> [Job] {
-        let leaseMs = lease.map(millis) ?? native.leaseMs()
+        let leaseMs = try millis("lease", lease) ?? native.leaseMs()
         return try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: tx.native)
             .map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
     }
@@ -318,7 +342,8 @@ public final class Queue: @unchecked Sendable {
     /// Waits (off the caller's thread) up to `timeout` for the job's result.
     public func waitResult<T: Decodable>(_ id: Int64, as type: T.Type, timeout: TimeInterval) async throws -> T? {
         let native = self.native
-        guard let p = try await offThread({ try native.waitResult(id: id, timeoutMs: millis(timeout)) }) else {
+        let timeoutMs = try millis("timeout", timeout)
+        guard let p = try await offThread({ try native.waitResult(id: id, timeoutMs: timeoutMs) }) else {
             return nil
         }
         return try decode(p, as: type)
@@ -350,7 +375,8 @@ public final class Queue: @unchecked Sendable {
     @discardableResult
     public func purgeDead(olderThan: TimeInterval? = nil) async throws -> UInt64 {
         let native = self.native
-        return try await offThread { try native.purgeDead(olderThanMs: olderThan.map(millis)) }
+        let olderThanMs = try millis("olderThan", olderThan)
+        return try await offThread { try native.purgeDead(olderThanMs: olderThanMs) }
     }
 }
 
@@ -420,8 +446,9 @@ public final class Job: @unchecked Sendable {
     @discardableResult
     public func retry(delay: TimeInterval? = nil, error: String? = nil) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
+        let delayMs = try millis("delay", delay)
         return try await offThread {
-            try native.retry(id: id, token: token, delayMs: delay.map(millis), error: error, tx: nil)
+            try native.retry(id: id, token: token, delayMs: delayMs, error: error, tx: nil)
         }
     }
 
@@ -441,14 +468,15 @@ public final class Job: @unchecked Sendable {
     @discardableResult
     public func snooze(_ delay: TimeInterval) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
-        return try await offThread { try native.snooze(id: id, token: token, delayMs: millis(delay), tx: nil) }
+        let delayMs = try millis("delay", delay)
+        return try await offThread { try native.snooze(id: id, token: token, delayMs: delayMs, tx: nil) }
     }
 
     /// Extends the lease by `extend` (default: the claim's lease) from now.
     @discardableResult
     public func heartbeat(extend: TimeInterval? = nil) async throws -> Date {
         let (native, id, token) = (queue.native, id, token)
-        let ms = extend.map(millis) ?? leaseMs
+        let ms = try millis("extend", extend) ?? leaseMs
         let until = try await offThread { try native.heartbeat(id: id, token: token, extendMs: ms) }
         lock.lock()
         expiresMs = until
@@ -460,6 +488,10 @@ public final class Job: @unchecked Sendable {
     /// of the lease), so long work keeps its job.
     public func keepAlive<T>(every: TimeInterval? = nil, _ body: () async throws -> T) async throws -> T {
         let interval = every ?? TimeInterval(leaseMs) / 3000
+        guard interval.isFinite, interval > 0, interval < 1e9 else {
+            throw HonkerError.InvalidArgument(
+                message: "every must be a finite, positive number of seconds, got \(interval)")
+        }
         let beats = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))

@@ -15,6 +15,30 @@ final class ErrorsTests: XCTestCase {
         XCTAssertEqual(cases.map(\.code).sorted(), honkerErrorCodes.sorted())
     }
 
+    func testBadDurationsOnAClaimedJobAreInvalidArgumentNotATrap() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        try q.enqueue("job")
+        let job = try await q.claimBatch(workerId: "w")[0]
+        let calls: [() async throws -> Void] = [
+            { _ = try await job.snooze(.infinity) },
+            { _ = try await job.snooze(-1) },
+            { _ = try await job.retry(delay: .nan) },
+            { _ = try await job.heartbeat(extend: -.infinity) },
+            { _ = try await job.keepAlive(every: 0) { 1 } },
+            { _ = try await job.keepAlive(every: .infinity) { 1 } },
+        ]
+        for call in calls {
+            do {
+                try await call()
+                XCTFail("accepted a bad duration")
+            } catch let e as HonkerError {
+                XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+            }
+        }
+        try await job.ack()  // still leased to us: nothing was changed
+    }
+
     func testBadArgumentsAreInvalidArgumentAndChangeNothing() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
@@ -27,6 +51,18 @@ final class ErrorsTests: XCTestCase {
             { try q.enqueue(String(repeating: "x", count: 2 << 20)) },
             { _ = try await q.claimBatch(workerId: "w", n: 0) },
             { _ = try await q.claimBatch(workerId: "", n: 1) },
+            // Durations: infinity and NaN used to trap (a crash of the app),
+            // negatives were clamped to 0.
+            { try q.enqueue("x", delay: .infinity) },
+            { try q.enqueue("x", delay: -1) },
+            { try q.enqueue("x", expires: .nan) },
+            { _ = try t.db.queue("q2", lease: -5) },
+            { _ = try t.db.queue("q2", backoffMax: .infinity) },
+            { _ = try await q.claimBatch(workerId: "w", lease: .infinity) },
+            { _ = try await q.claimBatch(workerId: "w", wait: -1) },
+            { _ = try await q.waitResult(1, as: String.self, timeout: .nan) },
+            { _ = try await q.purgeDead(olderThan: -1) },
+            { _ = try Database(path: t.db.path, busyTimeout: .infinity) },
         ]
         for call in calls {
             do {
