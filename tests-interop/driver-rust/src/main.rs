@@ -29,8 +29,18 @@ fn s<'a>(step: &'a Json, key: &str) -> &'a str {
     step[key].as_str().unwrap_or_default()
 }
 
-fn ms(step: &Json, key: &str) -> Option<Duration> {
-    step[key].as_u64().map(Duration::from_millis)
+/// A duration in ms. A negative one cannot be expressed in Rust (Duration
+/// is unsigned): the step is reported unsupported rather than run without it.
+fn ms(step: &Json, key: &str) -> honker::Result<Option<Duration>> {
+    match &step[key] {
+        Json::Null => Ok(None),
+        v => match v.as_u64() {
+            Some(n) => Ok(Some(Duration::from_millis(n))),
+            None => Err(unsupported(&format!(
+                "{key} {v}: a Rust Duration is never negative"
+            ))),
+        },
+    }
 }
 
 fn lease(step: &Json) -> Lease {
@@ -80,13 +90,13 @@ impl Driver {
     fn queue(&self, step: &Json) -> Result<honker::Queue, honker::Error> {
         let name = s(step, "queue");
         let mut o = self.queue_options.get(name).cloned().unwrap_or_default();
-        if let Some(b) = ms(step, "backoff_base_ms") {
+        if let Some(b) = ms(step, "backoff_base_ms")? {
             o.backoff.base = b;
         }
         if let Some(j) = step["backoff_jitter"].as_f64() {
             o.backoff.jitter = j;
         }
-        if let Some(l) = ms(step, "queue_lease_ms") {
+        if let Some(l) = ms(step, "queue_lease_ms")? {
             o.lease = l;
         }
         self.db()?.queue_with(name, o)
@@ -145,7 +155,7 @@ impl Driver {
             "enqueue" => {
                 let q = self.queue(step)?;
                 let options = EnqueueOptions {
-                    delay: ms(step, "delay_ms"),
+                    delay: ms(step, "delay_ms")?,
                     priority: step["priority"].as_i64().unwrap_or(0) as i32,
                     max_attempts: step["max_attempts"].as_u64().map(|n| n as u32),
                     dedupe_key: step["dedupe_key"].as_str().map(str::to_owned),
@@ -165,8 +175,8 @@ impl Driver {
                     s(step, "worker"),
                     n,
                     &ClaimOptions {
-                        lease: ms(step, "lease_ms"),
-                        wait: ms(step, "wait_ms").unwrap_or_default(),
+                        lease: ms(step, "lease_ms")?,
+                        wait: ms(step, "wait_ms")?.unwrap_or_default(),
                     },
                 )?;
                 Ok(Json::Array(
@@ -189,7 +199,7 @@ impl Driver {
             "retry" => {
                 let q = self.queue(step)?;
                 let o = RetryOptions {
-                    delay: ms(step, "delay_ms"),
+                    delay: ms(step, "delay_ms")?,
                     error: step["error"].as_str().map(str::to_owned),
                 };
                 Ok(json!(q.retry(&lease(step), &o)?.as_str()))
@@ -204,7 +214,7 @@ impl Driver {
             }
             "heartbeat" => Ok(json!(self
                 .queue(step)?
-                .heartbeat(&lease(step), ms(step, "extend_ms"))?)),
+                .heartbeat(&lease(step), ms(step, "extend_ms")?)?)),
             "requeue_dead" => Ok(json!(self
                 .queue(step)?
                 .requeue_dead(step["id"].as_i64().unwrap_or(0))?)),
