@@ -296,7 +296,13 @@ function epochMs(name, value) {
 
 function optMs(name, value) {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds`);
+  if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds, got ${describe(value)}`);
+  return value;
+}
+
+function num(name, value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number') throw invalid(`${name} must be a number, got ${describe(value)}`);
   return value;
 }
 
@@ -355,6 +361,10 @@ function info(d) {
 async function open(file, options = {}) {
   text('path', file);
   const { clock, ...rest } = options;
+  if (rest.durability !== undefined) text('durability', rest.durability);
+  int('readers', rest.readers, ...U32);
+  int('maxPayloadBytes', rest.maxPayloadBytes, ...U32);
+  for (const k of ['busyTimeout', 'watchFallback', 'autoMaintainEvery']) optMs(k, rest[k]);
   const fastPath = rest.durability !== 'full';
   if (clock !== undefined) {
     if (!(clock instanceof addon.ManualClock)) throw invalid('clock must be a ManualClock');
@@ -380,6 +390,8 @@ class Database {
   queue(name, options = {}) {
     text('name', name);
     int('maxAttempts', options.maxAttempts, ...U32);
+    for (const k of ['lease', 'backoffBase', 'backoffMax']) optMs(k, options[k]);
+    num('backoffJitter', options.backoffJitter);
     return new Queue(this, unwrap(guarded(() => this._native.queue(name, options))));
   }
 
@@ -581,7 +593,10 @@ class Queue {
 
   /** Acks several jobs in one transaction; resolves to how many were held. */
   async ackMany(jobs, options = {}) {
-    const leases = Array.from(jobs, (j) => ({ id: j.id, token: j.token }));
+    const leases = Array.from(jobs, (j, i) => ({
+      id: int(`jobs[${i}].id`, j && j.id, ...ID),
+      token: text(`jobs[${i}].token`, j && j.token),
+    }));
     const tx = txId(this._db, options.tx);
     const q = this._native;
     return write(

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import honker from '../index.js';
-import { snapshot, testDb } from './helpers.mjs';
+import { snapshot, tempPath, testDb } from './helpers.mjs';
 
 const cycle = {};
 cycle.self = cycle;
@@ -27,7 +27,27 @@ const refused = [
   ['a job id that is a string', (q) => q.getJob('7'), /id must be an integer/],
   ['a queue name that is a number', (q, db) => db.queue(5), /name must be a string, got 5/],
   ['sql that is not a string', (q, db) => db.execute(undefined), /sql must be a string/],
+  ['a lease that is a string', (q, db) => db.queue('q2', { lease: '5s' }), /lease must be a number of milliseconds, got "5s"/],
+  ['a backoff jitter that is a string', (q, db) => db.queue('q2', { backoffJitter: 'x' }), /backoffJitter must be a number/],
+  ['a lease to ack that is not one', (q) => q.ackMany([{ id: 'x', token: 5 }]), /jobs\[0\]\.id must be an integer/],
 ];
+
+const badOpens = [
+  [{ readers: 1.5 }, /readers must be an integer/],
+  [{ readers: -1 }, /readers must be an integer between 0 and 4294967295, got -1/],
+  [{ durability: 5 }, /durability must be a string, got 5/],
+  [{ busyTimeout: 'x' }, /busyTimeout must be a number of milliseconds/],
+  [{ maxPayloadBytes: -1 }, /maxPayloadBytes must be an integer/],
+];
+
+for (const [options, message] of badOpens) {
+  test(`open refuses ${JSON.stringify(options)} naming it`, async () => {
+    await assert.rejects(
+      honker.open(tempPath(), options),
+      (e) => e instanceof honker.InvalidArgument && message.test(e.message),
+    );
+  });
+}
 
 for (const [what, call, message] of refused) {
   test(`refused with INVALID_ARGUMENT: ${what}`, async () => {
