@@ -16,7 +16,7 @@
 use std::fmt::Write;
 
 use honker::Payload;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
@@ -63,15 +63,13 @@ fn with_json_module(obj: &Bound<'_, PyAny>) -> PyResult<String> {
             .call((), Some(&kwargs))?;
         Ok(encoder.getattr("encode")?.unbind())
     })?;
-    // What JSON cannot hold (a set, an object, a float NaN deep down, a
-    // cycle) is the caller's argument: InvalidArgument, as everywhere.
+    // A type json cannot encode (a set, an object) stays json's TypeError,
+    // as `json.dumps` raises it; a float JSON cannot hold, deep down, or a
+    // cycle (json's ValueError) is InvalidArgument, as a shallow NaN is.
     match encode.bind(py).call1((obj,)) {
         Ok(text) => text.extract(),
-        Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) => {
-            Err(invalid(format!(
-                "payload is not JSON-serialisable: {}",
-                e.value(py)
-            )))
+        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+            Err(invalid(format!("payload cannot be JSON: {}", e.value(py))))
         }
         Err(e) => Err(e),
     }

@@ -87,6 +87,8 @@ class Transaction:
         if not getattr(self, "_released", True):
             try:
                 self._native.rollback()
+            except Exception:
+                pass  # closed meanwhile: nothing left to roll back
             finally:
                 self._release()
 
