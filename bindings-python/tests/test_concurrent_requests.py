@@ -40,6 +40,21 @@ class Ticker:
         return g[-1], g[int(len(g) * 0.99)], len(g)
 
 
+async def hold_writer(db: honker.Database) -> tuple[asyncio.Event, asyncio.Future]:
+    """Starts a task whose transaction holds the writer until the returned
+    event is set; returns once it holds it."""
+    began, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.transaction_async():
+            began.set()
+            await release.wait()
+
+    holding = asyncio.ensure_future(holder())
+    await began.wait()
+    return release, holding
+
+
 async def post(port: int, body: dict) -> tuple[int, str]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     data = json.dumps(body).encode()
@@ -160,15 +175,7 @@ def test_waiting_ends_at_the_busy_timeout_with_busy_and_changes_nothing(path):
     q = db.queue("q")
 
     async def main() -> None:
-        began, release = asyncio.Event(), asyncio.Event()
-
-        async def holder() -> None:
-            async with db.transaction_async():
-                began.set()
-                await release.wait()
-
-        holding = asyncio.ensure_future(holder())
-        await began.wait()
+        release, holding = await hold_writer(db)
         started = time.monotonic()
         with pytest.raises(honker.Busy):
             await q.enqueue_async("async waiter")
@@ -192,15 +199,7 @@ def test_a_sync_call_on_the_loop_while_a_transaction_of_that_loop_holds_the_writ
     q = db.queue("q")
 
     async def main() -> None:
-        began, release = asyncio.Event(), asyncio.Event()
-
-        async def holder() -> None:
-            async with db.transaction_async():
-                began.set()
-                await release.wait()
-
-        holding = asyncio.ensure_future(holder())
-        await began.wait()
+        release, holding = await hold_writer(db)
         started = time.monotonic()
         with pytest.raises(honker.InvalidArgument, match="use the async form"):
             q.enqueue("sync, on the loop")  # would block the loop the holder needs
@@ -277,19 +276,12 @@ def test_a_cancelled_waiter_leaves_the_writer_to_the_others(path):
     q = db.queue("q")
 
     async def main() -> None:
-        began, release = asyncio.Event(), asyncio.Event()
-
-        async def holder() -> None:
-            async with db.transaction_async():
-                began.set()
-                await release.wait()
+        release, holding = await hold_writer(db)
 
         async def second() -> None:
             async with db.transaction_async() as tx:
                 await q.enqueue_async("never", tx=tx)
 
-        holding = asyncio.ensure_future(holder())
-        await began.wait()
         waiting = asyncio.ensure_future(second())
         later = asyncio.ensure_future(q.enqueue_async("later"))
         await asyncio.sleep(0.05)

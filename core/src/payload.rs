@@ -294,35 +294,26 @@ impl serde::ser::SerializeMap for FiniteFloats {
     }
 }
 
-impl serde::ser::SerializeStruct for FiniteFloats {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), NotFinite> {
-        v.serialize(FiniteFloats)
-    }
-    fn end(self) -> std::result::Result<(), NotFinite> {
-        Ok(())
-    }
+macro_rules! finite_fields {
+    ($($tr:ident),*) => {$(
+        impl serde::ser::$tr for FiniteFloats {
+            type Ok = ();
+            type Error = NotFinite;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                _: &'static str,
+                v: &T,
+            ) -> std::result::Result<(), NotFinite> {
+                v.serialize(FiniteFloats)
+            }
+            fn end(self) -> std::result::Result<(), NotFinite> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl serde::ser::SerializeStructVariant for FiniteFloats {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), NotFinite> {
-        v.serialize(FiniteFloats)
-    }
-    fn end(self) -> std::result::Result<(), NotFinite> {
-        Ok(())
-    }
-}
+finite_fields!(SerializeStruct, SerializeStructVariant);
 
 impl From<serde_json::Value> for Payload {
     fn from(v: serde_json::Value) -> Payload {
