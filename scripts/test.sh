@@ -49,6 +49,7 @@ honker_tools
 
 step "scripts: a script whose stdout is its result prints nothing else"
 bash scripts/check-scripts.sh
+bash scripts/check-versions.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -91,3 +91,14 @@ def test_context_manager_closes(path):
         q = db.queue("q")
     with pytest.raises(honker.Closed):
         q.stats()
+
+
+def test_the_version_is_the_one_version_of_every_package():
+    import importlib.metadata
+    import re
+    from pathlib import Path
+
+    cargo = (Path(__file__).resolve().parents[2] / "Cargo.toml").read_text()
+    m = re.search(r'\[workspace\.package\][^\[]*?^version = "([^"]+)"', cargo, re.S | re.M)
+    assert m is not None
+    assert honker.__version__ == m.group(1) == importlib.metadata.version("honker")

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# check-versions.sh: one version number for every package (issue 17 §3):
+# the Cargo workspace (core, the bindings' crates, the wheel, which maturin
+# reads from it, and Swift, whose `honkerVersion` comes from the same crate
+# version), the extension's own workspace, the npm package and its lock files,
+# and a CHANGELOG.md section for it. The run-time values are checked by each
+# surface's tests (honker.__version__, require('honker').version,
+# SELECT honker_version()).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+workspace=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' Cargo.toml)
+extension=$(awk '/^\[package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' extension/Cargo.toml)
+npm=$(node -p 'require("./bindings-node/package.json").version')
+npm_lock=$(node -p 'const l = require("./bindings-node/package-lock.json"); l.version + " " + l.packages[""].version')
+bench_lock=$(node -p 'require("./bench/node/package-lock.json").packages["../../bindings-node"].version')
+
+fail=0
+for pair in "extension/Cargo.toml:$extension" "bindings-node/package.json:$npm" \
+    "bindings-node/package-lock.json:${npm_lock% *}" "bindings-node/package-lock.json (root package):${npm_lock#* }" \
+    "bench/node/package-lock.json:$bench_lock"; do
+    if [ "${pair##*:}" != "$workspace" ]; then
+        echo "check-versions: ${pair%:*} says ${pair##*:}, the Cargo workspace says $workspace" >&2
+        fail=1
+    fi
+done
+if ! grep -q "^## $workspace\b" CHANGELOG.md; then
+    echo "check-versions: CHANGELOG.md has no '## $workspace' section" >&2
+    fail=1
+fi
+[ "$fail" = 0 ] && echo "versions: $workspace everywhere"
+exit "$fail"
