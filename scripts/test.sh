@@ -65,6 +65,10 @@ if grep -q '^warning' "$ext_log"; then
 fi
 export HONKER_EXT="$PWD/target/release/libhonker_ext"
 
+step "SQL extension download: archive + checksum, loaded by Debian's sqlite3 shell and python3"
+ext_archive=$(bash scripts/package-extension.sh)
+bash scripts/check-extension-archive.sh "$ext_archive"
+
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# package-extension.sh: the SQL extension as a release download (issue 17
+# §4), the way sqlite-vec ships its loadable extension: a tar.gz holding the
+# stripped libhonker_ext.so, docs/sql.md, a README on loading it and the
+# CHANGELOG, plus its SHA-256 in a sha256sum-format file beside it. Builds
+# into target/dist from the extension built by the test command
+# (target/release/libhonker_ext.so), never into the source tree.
+# stdout: the result (the archive's path)
+set -euo pipefail
+exec 3>&1 1>&2
+cd "$(dirname "$0")/.."
+
+so=target/release/libhonker_ext.so
+[ -f "$so" ] || { echo "package-extension: $so is missing: build the extension first" >&2; exit 1; }
+version=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' Cargo.toml)
+name="honker-ext-$version-linux-x64"
+dist=target/dist
+stage="$dist/$name"
+rm -rf "$stage" "$dist/$name.tar.gz" "$dist/$name.tar.gz.sha256"
+mkdir -p "$stage"
+# Debug info stays out of what users download (the build keeps it).
+strip --strip-unneeded -o "$stage/libhonker_ext.so" "$so"
+cp docs/sql.md "$stage/sql.md"
+cp CHANGELOG.md "$stage/CHANGELOG.md"
+cat > "$stage/README.txt" <<TXT
+honker $version: the SQL extension (linux-x64, glibc)
+
+Durable job queues inside your application's own SQLite file, as honker_*
+SQL functions for any driver, the sqlite3 shell, ORMs and triggers.
+Needs SQLite 3.40.1 or newer. Reference: sql.md.
+
+  sqlite3 app.db
+  sqlite> .load ./libhonker_ext
+  sqlite> SELECT honker_bootstrap();
+  sqlite> SELECT honker_version();
+
+  Python:  conn.enable_load_extension(True); conn.load_extension("./libhonker_ext")
+  Node (better-sqlite3):  db.loadExtension("./libhonker_ext")
+
+Check the download: sha256sum -c $name.tar.gz.sha256
+TXT
+# Reproducible archive: fixed owner, order and times.
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2026-01-01 00:00Z' \
+    -C "$dist" -czf "$dist/$name.tar.gz" "$name"
+(cd "$dist" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
+rm -rf "$stage"
+echo "$PWD/$dist/$name.tar.gz" >&3
