@@ -35,13 +35,25 @@ fn main() {
         None => build_extension(&root, suffix),
     };
     let dest = manifest.join(format!("python/honker/libhonker_ext.{suffix}"));
-    std::fs::copy(&built, &dest).unwrap_or_else(|e| {
-        panic!(
-            "copying the extension {} to {}: {e}",
-            built.display(),
-            dest.display()
-        )
-    });
+    // Copied without its debug info (the release profile keeps `debug = 1`
+    // for backtraces during development; the wheel does not need it). Where
+    // there is no `strip`, it is copied as it is.
+    let stripped = Command::new("strip")
+        .arg("--strip-unneeded")
+        .arg("-o")
+        .arg(&dest)
+        .arg(&built)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !stripped {
+        std::fs::copy(&built, &dest).unwrap_or_else(|e| {
+            panic!(
+                "copying the extension {} to {}: {e}",
+                built.display(),
+                dest.display()
+            )
+        });
+    }
 }
 
 fn with_suffix(p: PathBuf, suffix: &str) -> PathBuf {

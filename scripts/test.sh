@@ -88,8 +88,22 @@ step "python binding: pip install ./bindings-python, then pytest"
 honker_python_venv
 # The build backend (maturin) comes from the venv, so no isolated build env
 # has to be downloaded; build.rs copies the extension built above.
-PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
-    --no-build-isolation --force-reinstall --no-deps ./bindings-python
+# The wheel is built first (into the work directory, not the source tree) and
+# installed from the file, as a release would be; it carries no debug info
+# and must stay under 6 MB.
+wheelhouse="$work/wheelhouse"
+rm -rf "$wheelhouse"
+PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" wheel -q --disable-pip-version-check \
+    --no-build-isolation --no-deps -w "$wheelhouse" ./bindings-python
+wheel=$(ls "$wheelhouse"/honker-*.whl)
+wheel_size=$(stat -c %s "$wheel")
+if [ "$wheel_size" -gt $((6 * 1024 * 1024)) ]; then
+    echo "test.sh: $(basename "$wheel") is $wheel_size bytes, over 6 MB (debug info left in?)" >&2
+    exit 1
+fi
+installed_in=$( { TIMEFORMAT=%R; time "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
+    --force-reinstall --no-deps "$wheel" >&2; } 2>&1 | tail -1)
+echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_in} s"
 py_log="$work/pytest.log"
 (cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 
@@ -100,6 +114,12 @@ faults_log="$work/faults.log"
 
 step "node binding: npm install (builds the addon), declarations, tsc, node --test"
 (cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
+node_size=$(stat -c %s bindings-node/honker.node)
+if [ "$node_size" -gt $((8 * 1024 * 1024)) ]; then
+    echo "test.sh: honker.node is $node_size bytes, over 8 MB (debug info left in?)" >&2
+    exit 1
+fi
+echo "honker.node: $node_size bytes"
 # native.d.ts is generated from the Rust code by napi-rs: regenerate it
 # (scripts/types.mjs, on the same target directory as the install) and fail
 # if it changed.

@@ -38,4 +38,16 @@ if (!lib) {
   console.error('honker: cargo reported no honker_node library');
   process.exit(1);
 }
-fs.copyFileSync(lib, path.join(here, 'honker.node'));
+// Release builds are copied without their debug info (the release profile
+// keeps `debug = 1` for backtraces during development: 37 MB instead of 4).
+const dest = path.join(here, 'honker.node');
+let stripped = false;
+if (profile === 'release') {
+  try {
+    execFileSync('strip', ['--strip-unneeded', '-o', dest, lib], { stdio: 'inherit' });
+    stripped = true;
+  } catch {
+    // no strip on this machine: ship it as it is
+  }
+}
+if (!stripped) fs.copyFileSync(lib, dest);
