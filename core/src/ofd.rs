@@ -347,14 +347,23 @@ fn kernel_has_ofd_locks() -> bool {
     if std::env::var_os("HONKER_TEST_NO_OFD_LOCKS").is_some() {
         return false;
     }
-    // SAFETY: creates, queries and closes a descriptor of our own.
+    // SAFETY: creates, queries and closes a descriptor of our own. The raw
+    // syscall, not glibc's memfd_create (2.27): the wheel targets glibc 2.17.
+    // Without memfd (Linux < 3.17) the probe reads the running executable.
     unsafe {
-        let fd = libc::memfd_create(c"honker-ofd-probe".as_ptr(), libc::MFD_CLOEXEC);
+        let mut fd = libc::syscall(
+            libc::SYS_memfd_create,
+            c"honker-ofd-probe".as_ptr(),
+            libc::MFD_CLOEXEC,
+        ) as c_int;
+        if fd < 0 {
+            fd = libc::open(c"/proc/self/exe".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        }
         if fd < 0 {
             return false;
         }
         let mut fl: libc::flock = std::mem::zeroed();
-        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_type = libc::F_RDLCK as libc::c_short;
         fl.l_whence = libc::SEEK_SET as libc::c_short;
         let ok = libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl) == 0;
         libc::close(fd);
