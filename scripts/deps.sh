@@ -24,14 +24,20 @@ honker_apt() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# The Python linters, in a venv of their own (pinned, cached).
+# Tools from PyPI, in a venv of their own (pinned, cached): the Python
+# linter, and what builds the release wheel the way a release would: zig (as
+# the C compiler and linker that targets glibc 2.17, for manylinux_2_17),
+# cargo-zigbuild (the extension built with it) and auditwheel (which checks
+# the wheel's tag). `zig` is linked onto PATH for maturin and cargo-zigbuild.
 honker_tools() {
     local venv="$HONKER_CACHE/venv-tools"
-    local want="ruff==0.14.7"
+    local want="ruff==0.14.7 ziglang==0.13.0.post1 cargo-zigbuild==0.24.1 auditwheel==6.8.2"
     if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
         rm -rf "$venv"
         python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check "$want"
+        "$venv/bin/pip" install -q --disable-pip-version-check $want
+        ln -sf "$("$venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')" \
+            "$venv/bin/zig"
         echo "$want" > "$venv/.installed"
     fi
     export PATH="$venv/bin:$PATH"
@@ -55,10 +61,11 @@ command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 
 # The Python test environment: a venv of Debian's /usr/bin/python3 (its
 # sqlite3 module can load extensions), with maturin, pytest, SQLAlchemy and
-# Django (the honker.sqlalchemy and honker.django tests), pinned.
+# Django (the honker.sqlalchemy and honker.django tests) and mypy (the wheel's
+# types, checked from a user's script), pinned.
 honker_python_venv() {
     local venv="$HONKER_CACHE/venv-python"
-    local want="maturin==1.16.0 pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19"
+    local want="maturin==1.16.0 pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1"
     if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
         rm -rf "$venv"
         /usr/bin/python3 -m venv "$venv"

@@ -3,14 +3,15 @@
 # §4), the way sqlite-vec ships its loadable extension: a tar.gz holding the
 # stripped libhonker_ext.so, docs/sql.md, a README on loading it and the
 # CHANGELOG, plus its SHA-256 in a sha256sum-format file beside it. Builds
-# into target/dist from the extension built by the test command
-# (target/release/libhonker_ext.so), never into the source tree.
+# into target/dist, never into the source tree, from HONKER_EXT_SO: the test
+# command passes the glibc 2.17 build (zig), the file a release would ship;
+# by default, the native build (target/release/libhonker_ext.so).
 # stdout: the result (the archive's path)
 set -euo pipefail
 exec 3>&1 1>&2
 cd "$(dirname "$0")/.."
 
-so=target/release/libhonker_ext.so
+so=${HONKER_EXT_SO:-target/release/libhonker_ext.so}
 [ -f "$so" ] || { echo "package-extension: $so is missing: build the extension first" >&2; exit 1; }
 version=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' Cargo.toml)
 name="honker-ext-$version-linux-x64"

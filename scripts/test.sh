@@ -64,9 +64,17 @@ if grep -q '^warning' "$ext_log"; then
     exit 1
 fi
 export HONKER_EXT="$PWD/target/release/libhonker_ext"
+# The release build of it: linked against glibc 2.17 with zig, for the
+# manylinux wheel and the download (bindgen, cross-targeting, is told where
+# Debian's sqlite3ext.h is). Its own directory under target/: its flags
+# differ from the wheel's zig build, and sharing one directory made each
+# rebuild the other every run.
+BINDGEN_EXTRA_CLANG_ARGS="-I/usr/include" cargo zigbuild --release --locked \
+    --manifest-path extension/Cargo.toml --target x86_64-unknown-linux-gnu.2.17 --target-dir target/zig-ext
+release_ext="$PWD/target/zig-ext/x86_64-unknown-linux-gnu/release/libhonker_ext"
 
 step "SQL extension download: archive + checksum, loaded by Debian's sqlite3 shell and python3"
-ext_archive=$(bash scripts/package-extension.sh)
+ext_archive=$(HONKER_EXT_SO="$release_ext.so" bash scripts/package-extension.sh)
 bash scripts/check-extension-archive.sh "$ext_archive"
 
 step "cargo clippy -D warnings"
@@ -74,8 +82,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python demo tests-interop tests-faults
-ruff format --check bindings-python extension/tests bench/python demo tests-interop tests-faults
+ruff check bindings-python extension/tests bench/python demo tests-interop tests-faults scripts
+ruff format --check bindings-python extension/tests bench/python demo tests-interop tests-faults scripts
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -84,18 +92,28 @@ step "cargo test (unit, integration, multi-process, doc-tests)"
 log="$work/cargo-test.log"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
-step "python binding: pip install ./bindings-python, then pytest"
+step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
 honker_python_venv
 # The build backend (maturin) comes from the venv, so no isolated build env
 # has to be downloaded; build.rs copies the extension built above.
-# The wheel is built first (into the work directory, not the source tree) and
-# installed from the file, as a release would be; it carries no debug info
-# and must stay under 6 MB.
+# The wheel a release would publish: abi3 for CPython >= 3.9, built with zig
+# against glibc 2.17 (the extension inside it too), into the work directory,
+# without debug info; auditwheel must find it manylinux_2_17, and it must
+# stay under 6 MB. It is installed from the file, and the suite runs with no
+# cargo or rustc on PATH.
 wheelhouse="$work/wheelhouse"
 rm -rf "$wheelhouse"
-PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" wheel -q --disable-pip-version-check \
-    --no-build-isolation --no-deps -w "$wheelhouse" ./bindings-python
+# build.rs copies the extension next to the Python sources, where maturin
+# takes it from; a native build in between (pip install ./bindings-python)
+# leaves its own copy there without this build's script running again, so
+# the release one is put in place here, explicitly.
+strip --strip-unneeded -o bindings-python/python/honker/libhonker_ext.so "$release_ext.so"
+HONKER_EXT="$release_ext" "$HONKER_VENV/bin/maturin" build --release --zig --compatibility manylinux_2_17 \
+    --target x86_64-unknown-linux-gnu -m bindings-python/Cargo.toml -o "$wheelhouse"
 wheel=$(ls "$wheelhouse"/honker-*.whl)
+auditwheel show "$wheel" | tee "$work/auditwheel.txt"
+grep -q 'consistent with the following platform tag:' "$work/auditwheel.txt"
+grep -q '"manylinux_2_17_x86_64"' "$work/auditwheel.txt"
 wheel_size=$(stat -c %s "$wheel")
 if [ "$wheel_size" -gt $((6 * 1024 * 1024)) ]; then
     echo "test.sh: $(basename "$wheel") is $wheel_size bytes, over 6 MB (debug info left in?)" >&2
@@ -104,8 +122,28 @@ fi
 installed_in=$( { TIMEFORMAT=%R; time "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
     --force-reinstall --no-deps "$wheel" >&2; } 2>&1 | tail -1)
 echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_in} s"
+no_rust_path="$HONKER_VENV/bin:/usr/local/bin:/usr/bin:/bin"
+if PATH="$no_rust_path" command -v cargo >/dev/null || PATH="$no_rust_path" command -v rustc >/dev/null; then
+    echo "test.sh: cargo or rustc is on the no-Rust PATH ($no_rust_path)" >&2
+    exit 1
+fi
 py_log="$work/pytest.log"
-(cd bindings-python && "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
+(cd bindings-python && PATH="$no_rust_path" "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
+# Type checkers see honker's types (py.typed and the stubs are in the wheel):
+# a user's script over the whole API passes mypy --strict, and runs.
+(cd bindings-python/tests/typing && PATH="$no_rust_path" "$HONKER_VENV/bin/python" -m mypy --strict \
+    --cache-dir "$work/mypy-cache" user_script.py)
+PATH="$no_rust_path" "$HONKER_VENV/bin/python" bindings-python/tests/typing/user_script.py
+# The same file on every other CPython >= 3.9 on the machine (pyenv's here):
+# a fresh venv each, the wheel installed from its file, the README's example.
+for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.*/bin/python3; do
+    [ -x "$py" ] || continue
+    "$py" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || continue
+    venv="$work/venv-$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheel"
+    PATH="$venv/bin:/usr/bin:/bin" "$venv/bin/python" scripts/readme-python.py
+done
 
 step "crash and error points: SIGKILL and ENOSPC/EIO at pwrite64 calls, recovery from the files alone"
 # 200 kill points and 100 error points; HONKER_SLOW=1 runs every call both ways.

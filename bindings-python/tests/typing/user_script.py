@@ -1,0 +1,84 @@
+"""A user's script over the whole queue API, type-checked with
+`mypy --strict` against the installed wheel by the test command (type
+checkers must see honker's types: py.typed and the stubs ship in it).
+It is also run, so it must work as well as type-check."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+import honker
+
+
+def main(path: Path) -> None:
+    clock = honker.ManualClock(now=1_700_000_000)
+    db: honker.Database = honker.open(path, busy_timeout=5.0, clock=clock)
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)")
+    emails: honker.Queue = db.queue("emails", lease=30, max_attempts=5)
+
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO orders (status) VALUES (?)", ["paid"])
+        first: honker.Enqueued = emails.enqueue({"to": "a@example.com"}, tx=tx, priority=1)
+    later = emails.enqueue_many(["b", "c"], delay=dt.timedelta(seconds=5))
+    assert isinstance(first.id, int) and isinstance(later[0].existing, bool)
+
+    jobs: list[honker.Job] = emails.claim_batch("worker-1", 10, lease=60)
+    for job in jobs:
+        expires: dt.datetime = job.heartbeat(extend=30)
+        assert expires > job.created_at
+        with job.keep_alive(every=10) as beat:
+            job.ack(result={"sent": True})
+        assert beat.lost is False
+    result = emails.get_result(first.id)
+    info: honker.JobInfo = emails.get_job(later[0].id)
+    stats: honker.QueueStats = emails.stats()
+    assert result == {"sent": True} and info.state == "scheduled" and stats.scheduled == 2
+
+    clock.advance(10)
+    retried = emails.claim_batch("worker-1", 1)[0]
+    state: str = retried.retry(delay=1, error="smtp down")
+    clock.advance(2)
+    again = emails.claim_batch("worker-1", 1)[0]
+    again.fail("bounced")
+    dead = emails.dead_letters(limit=10)
+    assert state == "scheduled" and dead[0].last_error == "bounced"
+    assert emails.requeue_dead(dead[0].id) is True
+    assert emails.cancel(dead[0].id, reason="customer left") is True
+    purged: int = emails.purge_dead()
+
+    rows: list[tuple[object, ...]] = db.query("SELECT status FROM orders")
+    columns, _ = db.query_columns("SELECT id FROM orders")
+    report: dict[str, int] = db.maintain()
+    assert rows == [("paid",)] and columns == ["id"] and purged >= 0 and isinstance(report, dict)
+
+    async def worker() -> int:
+        async with db.transaction_async() as tx:
+            await emails.enqueue_async("async", tx=tx)
+        done = 0
+        async for job in emails.claim("worker-2", batch=4, wait=0.1):
+            async with job.keep_alive():
+                await job.ack_async()
+            done += 1
+            break
+        return done
+
+    assert asyncio.run(worker()) == 1
+    try:
+        emails.enqueue(float("nan"))
+    except honker.InvalidArgument as e:
+        code: str = e.code
+        assert code == "INVALID_ARGUMENT"
+    conn = sqlite3.connect(":memory:")
+    ext: str = honker.extension_path()
+    assert ext.endswith(".so") and conn is not None
+    db.close()
+    print("typed user script ok,", honker.__version__)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "app.db")

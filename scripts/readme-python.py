@@ -1,0 +1,35 @@
+"""Runs the README's Python quickstart as written, in a temporary directory,
+with whatever honker the running interpreter has installed (the test command
+runs it under every CPython on the machine, each with the release wheel
+installed from its file). Prints the interpreter's version when it worked."""
+
+import asyncio
+import os
+import re
+import sys
+import tempfile
+
+readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+with open(readme, encoding="utf-8") as f:
+    blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+assert blocks, "the README has a Python quickstart"
+
+os.chdir(tempfile.mkdtemp())
+sent = []
+scope = {"send_confirmation": lambda to, template: sent.append((to, template))}
+for code in blocks:
+    exec(compile(code, readme, "exec"), scope)
+
+
+async def main():
+    worker = asyncio.ensure_future(scope["email_worker"](scope["db"]))
+    while not sent:
+        await asyncio.sleep(0.001)
+    worker.cancel()
+
+
+asyncio.run(main())
+assert sent == [("alice@example.com", "order-confirmed")], sent
+assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
+scope["db"].close()
+print("README quickstart ok on CPython", sys.version.split()[0])
