@@ -122,7 +122,8 @@ pub struct Rows {
 /// What SQLite would only report as "unable to open database file", or as a
 /// failure at the first write, named at `open`: the file must be a regular
 /// file (or not exist yet) that this process can read and write, in an
-/// existing directory it can write (SQLite creates `-wal` and `-shm` there).
+/// existing directory it can write (SQLite creates `-wal` and `-shm` there)
+/// unless both are already there and writable.
 /// Only `stat(2)`/`access(2)`: nothing is opened (DESIGN §6).
 fn check_path(path: &Path) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
@@ -164,7 +165,15 @@ fn check_path(path: &Path) -> Result<()> {
     if !dir.is_dir() {
         return cannot(format!("its directory {} does not exist", dir.display()));
     }
-    if !access(dir, libc::W_OK | libc::X_OK) {
+    // An unwritable directory works when the -wal and -shm files are already
+    // there and writable (SQLite then only cannot remove them at close).
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        access(Path::new(&p), libc::R_OK | libc::W_OK)
+    };
+    let writable_dir = access(dir, libc::W_OK | libc::X_OK);
+    if !(writable_dir || beside("-wal") && beside("-shm")) {
         return cannot(format!(
             "its directory {} is not writable by this process, and SQLite creates the \
              -wal and -shm files next to the database",

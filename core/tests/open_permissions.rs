@@ -30,6 +30,18 @@ fn a_read_only_file_and_an_unwritable_directory_are_named_at_open() {
     Database::open(&file).unwrap().close().unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let new_file = dir.path().join("new.db");
+    // A database nobody may write, with its -wal and -shm present and
+    // writable, in the same unwritable directory: that one works.
+    let shared = dir.path().join("shared.db");
+    Database::open(&shared).unwrap().close().unwrap();
+    for f in ["shared.db", "shared.db-wal", "shared.db-shm"] {
+        let p = dir.path().join(f);
+        // The closer removed the WAL and shm files: SQLite accepts empty ones.
+        if !p.exists() {
+            std::fs::File::create(&p).unwrap();
+        }
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
     let mut fds = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     // SAFETY: the child drops privileges, opens, reports through the pipe
@@ -47,9 +59,13 @@ fn a_read_only_file_and_an_unwritable_directory_are_named_at_open() {
             }
         }
         let mut out = unsafe { std::fs::File::from_raw_fd(fds[1]) };
-        for p in [&file, &new_file] {
-            let line = match Database::open(p) {
-                Ok(_) => "opened".to_string(),
+        for p in [&file, &new_file, &shared] {
+            let line = match Database::open(p).and_then(|db| {
+                db.queue("q")?
+                    .enqueue(serde_json::json!("from nobody"), &Default::default())?;
+                db.close()
+            }) {
+                Ok(()) => "opened and wrote".to_string(),
                 Err(e) => e.to_string(),
             };
             let _ = writeln!(out, "{line}");
@@ -69,7 +85,12 @@ fn a_read_only_file_and_an_unwritable_directory_are_named_at_open() {
         "{status}"
     );
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[2], "opened and wrote", "{text}");
+    let db = Database::open(&shared).unwrap();
+    let n = db.query("SELECT count(*) FROM _honker_jobs", []).unwrap();
+    assert_eq!(format!("{:?}", n.rows), "[[Integer(1)]]");
+    db.close().unwrap();
     assert!(lines[0].starts_with("INVALID_ARGUMENT: "), "{}", lines[0]);
     assert!(
         lines[0].contains("the file is read-only for this process"),
