@@ -5,8 +5,7 @@
 # the file carries no debug info.
 set -euo pipefail
 archive=$1
-version=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' \
-    "$(dirname "$0")/../Cargo.toml")
+version=$(bash "$(dirname "$0")/version.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$archive" "$archive.sha256" "$work/"

@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-workspace=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' Cargo.toml)
-extension=$(awk '/^\[package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' extension/Cargo.toml)
+workspace=$(bash scripts/version.sh)
+extension=$(bash scripts/version.sh extension/Cargo.toml)
 npm=$(node -p 'require("./bindings-node/package.json").version')
 npm_lock=$(node -p 'const l = require("./bindings-node/package-lock.json"); l.version + " " + l.packages[""].version')
 bench_lock=$(node -p 'require("./bench/node/package-lock.json").packages["../../bindings-node"].version')

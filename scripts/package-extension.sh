@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 so=${HONKER_EXT_SO:-target/release/libhonker_ext.so}
 [ -f "$so" ] || { echo "package-extension: $so is missing: build the extension first" >&2; exit 1; }
-version=$(awk '/^\[workspace.package\]/{p=1} p && /^version *=/{gsub(/[" ]/,"",$0); sub(/version=/,""); print; exit}' Cargo.toml)
+version=$(bash scripts/version.sh)
 name="honker-ext-$version-linux-x64"
 dist=target/dist
 stage="$dist/$name"
