@@ -5,8 +5,10 @@
 //! host's function table, which must not be unified with the bundled SQLite
 //! this crate uses. So it is built by its own cargo invocation (its own
 //! workspace and target directory), or taken from `HONKER_EXT` when the
-//! caller has built it already (scripts/test.sh does), and copied next to
-//! the Python sources, where maturin puts it into the wheel.
+//! caller has built it already (scripts/test.sh does), and copied, without
+//! its debug info, into this build script's OUT_DIR: maturin puts it into
+//! the wheel from there (`from = "out-dir"` in pyproject.toml). Nothing is
+//! written into the source tree.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HONKER_EXT");
     for dir in [
         "extension/src",
+        "extension/sqlite3",
         "extension/Cargo.toml",
         "core/src",
         "core/Cargo.toml",
@@ -31,10 +34,15 @@ fn main() {
     }
 
     let built = match env::var_os("HONKER_EXT") {
-        Some(p) => with_suffix(PathBuf::from(p), suffix),
+        Some(p) => {
+            let p = with_suffix(PathBuf::from(p), suffix);
+            println!("cargo:rerun-if-changed={}", p.display());
+            p
+        }
         None => build_extension(&root, suffix),
     };
-    let dest = manifest.join(format!("python/honker/libhonker_ext.{suffix}"));
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let dest = out.join(format!("libhonker_ext.{suffix}"));
     // Copied without its debug info (the release profile keeps `debug = 1`
     // for backtraces during development; the wheel does not need it). Where
     // there is no `strip`, it is copied as it is.
@@ -65,6 +73,16 @@ fn with_suffix(p: PathBuf, suffix: &str) -> PathBuf {
 }
 
 fn build_extension(root: &Path, suffix: &str) -> PathBuf {
+    let ext = root.join("extension");
+    if !ext.join("Cargo.toml").is_file() {
+        panic!(
+            "honker: the SQL extension's sources ({}) are missing, so libhonker_ext cannot be \
+             built into the package. Build from a complete source distribution or checkout, or \
+             set HONKER_EXT to a libhonker_ext built already (the release download \
+             honker-ext-<version>-linux-x64.tar.gz has one).",
+            ext.display()
+        );
+    }
     // OUT_DIR is <target>/<profile>/build/<pkg>/out: build next to it, in a
     // target directory of its own (the outer build holds its own lock).
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
@@ -73,21 +91,45 @@ fn build_extension(root: &Path, suffix: &str) -> PathBuf {
         .nth(4)
         .map(|t| t.join("honker-ext"))
         .unwrap_or_else(|| out.join("honker-ext"));
+    // bindgen (in libsqlite3-sys) reads SQLite's API with libclang, loaded at
+    // run time. Looked for here the same way (clang-sys, which bindgen uses),
+    // so that a machine without it gets this message at once instead of a
+    // panic deep in another crate's build script.
+    println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
+    if let Err(e) = clang_sys::load() {
+        panic!(
+            "honker: building the SQL extension (libhonker_ext) needs libclang, which bindgen \
+             loads to read SQLite's API from extension/sqlite3/, and it was not found ({e}). \
+             Install it (Debian/Ubuntu: apt install libclang-dev; Fedora: dnf install \
+             clang-devel; Alpine: apk add clang-dev; macOS: xcode-select --install) or point \
+             LIBCLANG_PATH at the directory that holds libclang; or set HONKER_EXT to a \
+             libhonker_ext built already (the release download \
+             honker-ext-<version>-linux-x64.tar.gz has one). Nothing else is missing: SQLite's \
+             headers come with these sources."
+        );
+    }
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    // SQLite's API comes from the headers in extension/sqlite3/ (see
+    // .cargo/config.toml, which a source distribution does not carry).
+    let headers = ext.join("sqlite3");
+    let output = Command::new(cargo)
         .args(["build", "--release", "--locked", "--manifest-path"])
-        .arg(root.join("extension/Cargo.toml"))
+        .arg(ext.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
+        .env("SQLITE3_INCLUDE_DIR", &headers)
+        .env("SQLITE3_LIB_DIR", &headers)
         // Not this build's flags and features: the extension is its own
         // workspace.
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
-        .status()
-        .expect("run cargo to build the SQLite extension");
-    assert!(
-        status.success(),
-        "building the SQLite extension failed (it needs libclang-dev and libsqlite3-dev)"
-    );
+        .output()
+        .expect("run cargo to build the SQL extension");
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+        panic!(
+            "honker: building the SQL extension (libhonker_ext) failed: cargo's messages are above"
+        );
+    }
     target.join(format!("release/libhonker_ext.{suffix}"))
 }
