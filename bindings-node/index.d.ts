@@ -49,7 +49,14 @@ export function fromSqliteError<E>(err: E): HonkerError | E;
 export const ERROR_CODES: ErrorCode[];
 /** The class each code is raised as. */
 export const ERROR_CLASSES: Record<ErrorCode, typeof HonkerError>;
+/** honker's version (the same number in every language and in SQL's `honker_version()`). */
 export const version: string;
+/**
+ * Absolute path of honker's SQL extension (libhonker_ext) for this platform,
+ * shipped with the addon: load it into another driver on the same file, e.g.
+ * better-sqlite3's `db.loadExtension(extensionPath)`.
+ */
+export const extensionPath: string;
 
 /** A JSON-serializable value, or bytes. */
 export type Payload = unknown;

@@ -4,14 +4,14 @@
 // (the transactional outbox), so both commit or neither does.
 //
 // This file holds the idioms (options objects, `for await`, Dates, error
-// classes); behaviour lives in the Rust core behind ./honker.node. Every
+// classes); behaviour lives in the Rust core behind the native addon
+// (found by ./binding.js: the prebuilt package for the platform). Every
 // call that touches SQLite returns a Promise and runs off the event loop.
 // Durations are milliseconds; times are Dates (or ms since the epoch).
 // Semantics are at-least-once: make handlers idempotent.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
-const path = require('node:path');
-const addon = require(path.join(__dirname, 'honker.node'));
+const { addon, extensionPath } = require('./binding.js').load();
 
 // ----- errors (the one place native failures become exceptions) ---------
 
@@ -833,4 +833,5 @@ module.exports = {
   ERROR_CODES: addon.errorCodes(),
   ERROR_CLASSES,
   version: addon.version(),
+  extensionPath,
 };

@@ -25,5 +25,6 @@ export const {
   ERROR_CODES,
   ERROR_CLASSES,
   version,
+  extensionPath,
 } = honker;
 export default honker;

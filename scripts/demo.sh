@@ -19,6 +19,9 @@ cargo build --release --locked -q --manifest-path extension/Cargo.toml --target-
 export HONKER_EXT="$root/target/release/libhonker_ext"
 PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
     --no-build-isolation ./bindings-python
+# The Node addon, built from source into target/node/ unless it is there
+# already (the demo links bindings-node, as a checkout does).
+node bindings-node/scripts/install.js
 (cd demo && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 
 dir="$(mktemp -d)"

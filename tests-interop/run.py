@@ -6,7 +6,8 @@ sqlite3 module with the extension — each a separate process on one file.
 
 Needs: HONKER_VENV (a venv with the Python binding), HONKER_EXT (the built
 extension), the Rust driver built (target/debug/honker-interop-driver) and
-the Node addon built (bindings-node/honker.node). scripts/test.sh provides
+the Node addon built (`npm run build` in bindings-node puts it in
+target/node/). scripts/test.sh provides
 all of them. Prints one line per play and a closing "interop: N passed,
 M failed" line; exits non-zero on any failure.
 

@@ -1,6 +1,7 @@
 // Uses the whole public API with types; `tsc --noEmit` (scripts/test.sh)
 // checks it against index.d.ts. Not run: it only has to type-check.
 import honker, {
+  extensionPath,
   open,
   ManualClock,
   HonkerError,
@@ -84,6 +85,7 @@ export async function everything(path: string): Promise<void> {
     void code;
   }
   const codes: ErrorCode[] = honker.ERROR_CODES;
-  void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST];
+  const ext: string = extensionPath;
+  void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST, ext];
   await db.close();
 }
