@@ -30,5 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# HONKER_VERSION: the Cargo workspace's, which the version test compares with.
 "${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin TMPDIR=/tmp \
+    HONKER_VERSION="$(bash scripts/version.sh)" \
     /bin/sh -c 'cd /work/honker-swift && swift build --build-tests 2>&1 | tail -n 20 && swift test 2>&1'
