@@ -48,24 +48,30 @@ if ! command -v cargo >/dev/null; then
     echo "deps: cargo not found; install Rust 1.89+ with rustup (https://rustup.rs)" >&2
     exit 1
 fi
-# - build-essential: the bundled SQLite; libclang-dev + libsqlite3-dev: the
-#   loadable extension's bindings to the system's sqlite3ext.h;
+# - build-essential: the bundled SQLite; libclang-dev: bindgen, for the
+#   loadable extension's bindings to SQLite's API (from the headers in
+#   extension/sqlite3/, so no libsqlite3-dev);
 # - sqlite3 + python3: the extension's tests run in Debian's own SQLite
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
 # - strace: the crash-point and error-point suite (tests-faults) injects
 #   SIGKILL and write errors with it.
-honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace
+honker_apt build-essential libclang-dev sqlite3 python3 python3-venv strace
 # Node (the Node binding and the demo's mailer): the machine's own if it has
 # one (Node 20 here), else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 
-# The Python test environment: a venv of Debian's /usr/bin/python3 (its
-# sqlite3 module can load extensions), with maturin, pytest, SQLAlchemy and
+# What the Python tests need besides honker, pinned: pytest, SQLAlchemy and
 # Django (the honker.sqlalchemy and honker.django tests) and mypy (the wheel's
-# types, checked from a user's script), pinned.
+# types, checked from a user's script).
+HONKER_PY_TEST_DEPS="pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1"
+export HONKER_PY_TEST_DEPS
+
+# The Python environment of the other steps (interop, crash points, demo,
+# benchmarks): a venv of Debian's /usr/bin/python3 (its sqlite3 module can
+# load extensions), with maturin and the test dependencies.
 honker_python_venv() {
     local venv="$HONKER_CACHE/venv-python"
-    local want="maturin==1.16.0 pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1"
+    local want="maturin==1.16.0 $HONKER_PY_TEST_DEPS"
     if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
         rm -rf "$venv"
         /usr/bin/python3 -m venv "$venv"

@@ -65,11 +65,10 @@ if grep -q '^warning' "$ext_log"; then
 fi
 export HONKER_EXT="$PWD/target/release/libhonker_ext"
 # The release build of it: linked against glibc 2.17 with zig, for the
-# manylinux wheel and the download (bindgen, cross-targeting, is told where
-# Debian's sqlite3ext.h is). Its own directory under target/: its flags
-# differ from the wheel's zig build, and sharing one directory made each
-# rebuild the other every run.
-BINDGEN_EXTRA_CLANG_ARGS="-I/usr/include" cargo zigbuild --release --locked \
+# manylinux wheel, the npm package and the download. Its own directory under
+# target/: its flags differ from the wheel's zig build, and sharing one
+# directory made each rebuild the other every run.
+cargo zigbuild --release --locked \
     --manifest-path extension/Cargo.toml --target x86_64-unknown-linux-gnu.2.17 --target-dir target/zig-ext
 release_ext="$PWD/target/zig-ext/x86_64-unknown-linux-gnu/release/libhonker_ext"
 
@@ -95,19 +94,14 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
 honker_python_venv
 # The build backend (maturin) comes from the venv, so no isolated build env
-# has to be downloaded; build.rs copies the extension built above.
+# has to be downloaded; build.rs takes the extension built above.
 # The wheel a release would publish: abi3 for CPython >= 3.9, built with zig
 # against glibc 2.17 (the extension inside it too), into the work directory,
 # without debug info; auditwheel must find it manylinux_2_17, and it must
-# stay under 6 MB. It is installed from the file, and the suite runs with no
-# cargo or rustc on PATH.
+# stay under 6 MB. It is installed from the file into a fresh venv, and the
+# suite runs there with no cargo or rustc on PATH.
 wheelhouse="$work/wheelhouse"
 rm -rf "$wheelhouse"
-# build.rs copies the extension next to the Python sources, where maturin
-# takes it from; a native build in between (pip install ./bindings-python)
-# leaves its own copy there without this build's script running again, so
-# the release one is put in place here, explicitly.
-strip --strip-unneeded -o bindings-python/python/honker/libhonker_ext.so "$release_ext.so"
 HONKER_EXT="$release_ext" "$HONKER_VENV/bin/maturin" build --release --zig --compatibility manylinux_2_17 \
     --target x86_64-unknown-linux-gnu -m bindings-python/Cargo.toml -o "$wheelhouse"
 wheel=$(ls "$wheelhouse"/honker-*.whl)
@@ -119,21 +113,36 @@ if [ "$wheel_size" -gt $((6 * 1024 * 1024)) ]; then
     echo "test.sh: $(basename "$wheel") is $wheel_size bytes, over 6 MB (debug info left in?)" >&2
     exit 1
 fi
-installed_in=$( { TIMEFORMAT=%R; time "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
-    --force-reinstall --no-deps "$wheel" >&2; } 2>&1 | tail -1)
+# The extension is in the wheel, next to the package, and nowhere in the
+# source tree (build.rs writes it to its OUT_DIR).
+"$HONKER_VENV/bin/python" -m zipfile -l "$wheel" | grep -q 'honker/libhonker_ext.so'
+if ls bindings-python/python/honker/*.so 2>/dev/null | grep -q .; then
+    echo "test.sh: a build wrote a library into bindings-python/python/honker/" >&2
+    exit 1
+fi
+# A fresh venv of Debian's Python (its sqlite3 loads extensions): the test
+# dependencies, then the wheel from its file, timed.
+wheel_venv="$work/venv-wheel"
+/usr/bin/python3 -m venv "$wheel_venv"
+# shellcheck disable=SC2086
+"$wheel_venv/bin/pip" install -q --disable-pip-version-check $HONKER_PY_TEST_DEPS
+installed_in=$( { TIMEFORMAT=%R; time "$wheel_venv/bin/pip" install -q --disable-pip-version-check \
+    --no-deps "$wheel" >&2; } 2>&1 | tail -1)
 echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_in} s"
-no_rust_path="$HONKER_VENV/bin:/usr/local/bin:/usr/bin:/bin"
+# The later steps' venv (interop, crash points, benchmarks) runs the same wheel.
+"$HONKER_VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+no_rust_path="$wheel_venv/bin:/usr/local/bin:/usr/bin:/bin"
 if PATH="$no_rust_path" command -v cargo >/dev/null || PATH="$no_rust_path" command -v rustc >/dev/null; then
     echo "test.sh: cargo or rustc is on the no-Rust PATH ($no_rust_path)" >&2
     exit 1
 fi
 py_log="$work/pytest.log"
-(cd bindings-python && PATH="$no_rust_path" "$HONKER_VENV/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
+(cd bindings-python && PATH="$no_rust_path" "$wheel_venv/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 # Type checkers see honker's types (py.typed and the stubs are in the wheel):
 # a user's script over the whole API passes mypy --strict, and runs.
-(cd bindings-python/tests/typing && PATH="$no_rust_path" "$HONKER_VENV/bin/python" -m mypy --strict \
+(cd bindings-python/tests/typing && PATH="$no_rust_path" "$wheel_venv/bin/python" -m mypy --strict \
     --cache-dir "$work/mypy-cache" user_script.py)
-PATH="$no_rust_path" "$HONKER_VENV/bin/python" bindings-python/tests/typing/user_script.py
+PATH="$no_rust_path" "$wheel_venv/bin/python" bindings-python/tests/typing/user_script.py
 # The same file on every other CPython >= 3.9 on the machine (pyenv's here):
 # a fresh venv each, the wheel installed from its file, the README's example.
 for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.*/bin/python3; do
@@ -145,24 +154,35 @@ for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.*/bin/python3; do
     PATH="$venv/bin:/usr/bin:/bin" "$venv/bin/python" scripts/readme-python.py
 done
 
+step "python: the sdist, complete, built from source in a clean venv; its errors name what is missing"
+bash scripts/check-sdist.sh
+
 step "crash and error points: SIGKILL and ENOSPC/EIO at pwrite64 calls, recovery from the files alone"
 # 200 kill points and 100 error points; HONKER_SLOW=1 runs every call both ways.
 faults_log="$work/faults.log"
 "$HONKER_VENV/bin/python" tests-faults/run.py 2>&1 | tee "$faults_log"
 
-step "node binding: npm install (builds the addon), declarations, tsc, node --test"
-(cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
-node_size=$(stat -c %s bindings-node/honker.node)
+step "node binding: release build (glibc 2.17 via zig), declarations, tsc, node --test; the npm tarballs installed without Rust"
+# The addon a release publishes in honker-linux-x64-gnu, built once with
+# cargo-zigbuild against glibc 2.17 and used by every Node test here. It
+# lands in the build directory (target/node/linux-x64-gnu/, with the
+# extension), where the checkout's loader finds it; napi-derive writes the
+# type definitions on the way.
+typedefs="$work/typedefs"
+mkdir -p "$typedefs"
+node bindings-node/scripts/build.js --zig --typedefs "$typedefs"
+node_size=$(stat -c %s target/node/linux-x64-gnu/honker.node)
 if [ "$node_size" -gt $((8 * 1024 * 1024)) ]; then
     echo "test.sh: honker.node is $node_size bytes, over 8 MB (debug info left in?)" >&2
     exit 1
 fi
 echo "honker.node: $node_size bytes"
-# native.d.ts is generated from the Rust code by napi-rs: regenerate it
-# (scripts/types.mjs, on the same target directory as the install) and fail
-# if it changed.
+# Dev dependencies (the install script finds the addon built above).
+(cd bindings-node && npm install --no-audit --no-fund --loglevel=error)
+# native.d.ts is generated from the Rust code by napi-rs: regenerate it from
+# the build above and fail if it changed.
 cp bindings-node/native.d.ts "$work/native.d.ts"
-(cd bindings-node && npm run --silent types)
+(cd bindings-node && node scripts/types.mjs --from "$typedefs")
 if ! diff -u "$work/native.d.ts" bindings-node/native.d.ts; then
     echo "test.sh: bindings-node/native.d.ts is stale; the regenerated one is in place: commit it" >&2
     exit 1
@@ -170,12 +190,12 @@ fi
 (cd bindings-node && npx tsc -p .)
 node_log="$work/node-test.log"
 (cd bindings-node && node --test test/) 2>&1 | tee "$node_log"
-# What a user does: npm install <path> into a project builds and links it.
-consumer="$work/consumer"
-mkdir -p "$consumer"
-(cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error "$root/bindings-node" \
-    && node -e "require('honker').open('app.db').then((db) => db.close())" \
-    && node --input-type=module -e "import { open } from 'honker'; await (await open('app2.db')).close()")
+# What a release publishes: `npm pack` of bindings-node and of
+# npm/linux-x64-gnu with the binaries; installed into fresh projects with no
+# Rust on PATH (README example from ESM and CJS, strict TypeScript, the
+# extension in better-sqlite3, the error without the platform package).
+mapfile -t tarballs < <(bash scripts/package-node.sh)
+bash scripts/check-npm-packages.sh "${tarballs[@]}"
 
 step "swift binding: generated sources current; swift build + swift test in the Debian 13 chroot"
 swift_log="$work/swift-test.log"
