@@ -1,6 +1,7 @@
 // The loader (binding.js): where the addon and the extension come from, and
 // what a user reads when there is no addon for the platform.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -59,4 +60,14 @@ test('every platform with a prebuilt package has its folder under npm/, named as
   // The published package carries the loader and no binary.
   assert.ok(pkg.files.includes('binding.js'));
   assert.ok(!pkg.files.some((f) => f.endsWith('.node') || f.endsWith('.so')));
+});
+
+test('the build from source says what is missing when there is no cargo', () => {
+  const env = { PATH: path.dirname(process.execPath) + ':/usr/bin:/bin', HOME: process.env.HOME };
+  const which = spawnSync('sh', ['-c', 'command -v cargo'], { env });
+  if (which.status === 0) return; // cargo is on the system PATH here: nothing to show
+  const r = spawnSync(process.execPath, [path.join(here, '..', 'scripts', 'build.js')], { env, encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /needs cargo \(Rust 1\.89 or later, https:\/\/rustup\.rs\)/);
+  assert.match(r.stderr, /not on PATH/);
 });
