@@ -414,6 +414,17 @@ impl Database {
         self.inner.options.watch_fallback * 10
     }
 
+    /// Wakes this process's waiters on the file (they re-check and sleep
+    /// again if nothing changed): for a waiter whose own stop flag was set
+    /// from another thread.
+    pub(crate) fn poke(&self) {
+        // A forked copy has no waiters of its own, and the parent's threads
+        // may have held the signal's lock at fork time.
+        if !self.inner.in_forked_child() {
+            self.inner.signal.bump();
+        }
+    }
+
     /// The file's change signal, with its watcher thread running: for code
     /// about to wait for commits from other processes.
     pub(crate) fn wait_signal(&self) -> Result<Arc<Signal>> {

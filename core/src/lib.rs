@@ -74,6 +74,8 @@ mod payload;
 mod pool;
 pub mod queue;
 mod raw;
+#[cfg(feature = "rusqlite")]
+pub mod runtime;
 pub mod schema;
 pub mod sql;
 #[cfg(feature = "rusqlite")]

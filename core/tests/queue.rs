@@ -754,3 +754,75 @@ fn claim_with_hook_runs_between_finding_work_and_claiming_it() {
     assert_eq!(ready_at_hook, vec![1]);
     jobs[0].ack().unwrap();
 }
+
+#[test]
+fn a_job_is_rebuilt_from_its_lease_in_another_process() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let id = q
+        .enqueue(
+            serde_json::json!({"n": 1}),
+            &honker::EnqueueOptions::default(),
+        )
+        .unwrap()
+        .id;
+    let claimed = q.claim("w", 1).unwrap().remove(0);
+    let other = t.reopen();
+    let oq = other.queue("q").unwrap();
+    let job = oq.job(claimed.lease.clone()).unwrap();
+    assert_eq!(job.id, id);
+    assert_eq!(job.payload, claimed.payload);
+    assert_eq!(job.attempts, 1);
+    assert_eq!(job.worker_id, "w");
+    assert_eq!(job.lease_expires_at, claimed.lease_expires_at);
+    job.ack().unwrap();
+    // Acked and removed, or cancelled (a finished record): not leased, as a
+    // verb with the lease would say; never existed: not found; bad input:
+    // invalid.
+    let err = oq.job(claimed.lease.clone()).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::LeaseLost);
+    let id2 = q
+        .enqueue(serde_json::json!(2), &honker::EnqueueOptions::default())
+        .unwrap()
+        .id;
+    let second = q.claim("w", 1).unwrap().remove(0);
+    assert!(q.cancel(id2, Some("operator")).unwrap());
+    let err = oq.job(second.lease.clone()).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::LeaseLost);
+    assert!(err.message().contains("cancelled"), "{}", err.message());
+    let err = oq
+        .job(honker::Lease {
+            job_id: id2 + 100,
+            token: "t".into(),
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::NotFound);
+    let err = oq
+        .job(honker::Lease {
+            job_id: id,
+            token: String::new(),
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn a_job_rebuilt_with_a_stale_token_changes_nothing() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue(serde_json::json!(1), &honker::EnqueueOptions::default())
+        .unwrap();
+    let claimed = q.claim("w", 1).unwrap().remove(0);
+    let stale = q
+        .job(honker::Lease {
+            job_id: claimed.id,
+            token: "not-the-token".into(),
+        })
+        .unwrap();
+    assert_eq!(
+        stale.ack().unwrap_err().kind(),
+        honker::ErrorKind::LeaseLost
+    );
+    assert_eq!(q.stats().unwrap().running, 1);
+    claimed.ack().unwrap();
+}

@@ -199,19 +199,44 @@ impl Queue {
         options: &ClaimOptions,
         on_claimable: &mut dyn FnMut(),
     ) -> Result<Vec<Job>> {
+        self.claim_until(
+            worker_id,
+            n,
+            options.lease,
+            options.wait,
+            on_claimable,
+            &|| false,
+        )
+    }
+
+    /// The waiting claim, ending early (empty) once `stop()` says so; a
+    /// caller that sets its stop flag pokes the database's signal so the
+    /// wait notices at once ([`runtime::Claimer::close`](crate::runtime::Claimer::close)).
+    pub(crate) fn claim_until(
+        &self,
+        worker_id: &str,
+        n: usize,
+        lease: Option<Duration>,
+        wait: Duration,
+        on_claimable: &mut dyn FnMut(),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<Job>> {
         validate::key("worker id", worker_id)?;
         let n = validate::batch_usize(n)?;
-        let lease_ms = validate::lease(options.lease.unwrap_or(self.options.lease))?;
-        validate::delay("wait", options.wait)?;
-        if options.wait.is_zero() {
+        let lease_ms = validate::lease(lease.unwrap_or(self.options.lease))?;
+        validate::delay("wait", wait)?;
+        if wait.is_zero() {
             return self.claim_now(None, worker_id, n, lease_ms);
         }
         refuse_waiting("a claim with a wait")?;
-        let deadline = Instant::now() + options.wait;
+        let deadline = Instant::now() + wait;
         let recheck = self.db.recheck_interval();
         let signal = self.db.wait_signal()?;
         loop {
             let seen = signal.generation();
+            if stop() {
+                return Ok(Vec::new());
+            }
             let now = self.db.inner.now();
             let probe = {
                 let reader = self.db.inner.reader()?;
@@ -474,6 +499,53 @@ impl Queue {
     }
 
     // ----- by id ---------------------------------------------------------
+
+    /// The job that `lease` holds, rebuilt from its id and token: for a
+    /// process that was handed a lease by another one (a webhook that
+    /// completes a job later, another language's worker). A read. Errors
+    /// are the ones a verb presenting the lease would get: `LEASE_LOST` if
+    /// the job is not running (also when it finished and is gone),
+    /// `NOT_FOUND` if it never existed in this queue. The token is checked by
+    /// each verb, which fails with `LEASE_LOST` if another claim holds the
+    /// job now.
+    pub fn job(&self, lease: Lease) -> Result<Job> {
+        validate::job_id(lease.job_id)?;
+        validate::key("token", &lease.token)?;
+        let info = {
+            let reader = self.db.inner.reader()?;
+            let found = ops::get_job(reader.raw(), &self.name, lease.job_id, self.db.inner.now())?;
+            match found {
+                Some(info) => info,
+                // Gone: the same code a verb with this lease would get.
+                None => return Err(ops::lease_error(reader.raw(), &self.name, lease.job_id)),
+            }
+        };
+        let (JobState::Running, Some(lease_expires_at)) = (info.state, info.lease_expires_at)
+        else {
+            return Err(Error::new(
+                ErrorKind::LeaseLost,
+                format!(
+                    "job {} in queue {:?} is {}, not leased",
+                    info.id,
+                    &*self.name,
+                    info.state.as_str()
+                ),
+            ));
+        };
+        Ok(Job {
+            id: info.id,
+            payload: info.payload,
+            attempts: info.attempts,
+            max_attempts: info.max_attempts,
+            priority: info.priority,
+            run_at: info.run_at,
+            created_at: info.created_at,
+            lease_expires_at,
+            worker_id: info.worker_id.unwrap_or_default(),
+            lease,
+            queue: self.clone(),
+        })
+    }
 
     /// Cancels job `id` in any live state, leaving a finished record with
     /// `reason`. A worker holding it gets `LEASE_LOST` on its next call.

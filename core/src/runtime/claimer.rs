@@ -1,0 +1,161 @@
+//! [`Claimer`]: a queue as a stream of claimed jobs.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::error::{ErrorKind, Result};
+use crate::queue::{Job, Queue};
+use crate::validate;
+
+/// Hands out a queue's jobs one at a time, claiming `batch` at once and
+/// sleeping until work arrives from any process. Thread-safe: `close` may
+/// come from another thread while `next` waits.
+///
+/// ```no_run
+/// # fn main() -> honker::Result<()> {
+/// use honker::{runtime::Claimer, Database};
+/// use std::time::Duration;
+///
+/// let db = Database::open("app.db")?;
+/// let claimer = Claimer::new(&db.queue("emails")?, "mailer-1", 16, None)?;
+/// while let Some(job) = claimer.next(Duration::from_secs(30))? {
+///     // ... send it; then
+///     job.ack()?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Claimer {
+    queue: Queue,
+    worker_id: String,
+    batch: usize,
+    lease: Option<Duration>,
+    buffer: Mutex<VecDeque<Job>>,
+    closed: AtomicBool,
+    /// The process that made it: in a forked copy the buffered jobs are
+    /// the parent's.
+    pid: u32,
+}
+
+impl Claimer {
+    /// A claimer for `queue`, claiming up to `batch` jobs at a time for
+    /// `worker_id`, leased for `lease` (default: the queue's lease).
+    pub fn new(
+        queue: &Queue,
+        worker_id: &str,
+        batch: usize,
+        lease: Option<Duration>,
+    ) -> Result<Claimer> {
+        validate::key("worker id", worker_id)?;
+        let batch = validate::batch_usize(batch)?;
+        if let Some(l) = lease {
+            validate::lease(l)?;
+        }
+        Ok(Claimer {
+            queue: queue.clone(),
+            worker_id: worker_id.to_owned(),
+            batch,
+            lease,
+            buffer: Mutex::new(VecDeque::new()),
+            closed: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
+    }
+
+    /// The next job: a buffered one, or the first of a new claim, waiting up
+    /// to `wait` for work. `None` when the wait ran out or the claimer was
+    /// closed (also while this call waited).
+    pub fn next(&self, wait: Duration) -> Result<Option<Job>> {
+        self.next_with_hook(wait, &mut || {})
+    }
+
+    /// [`next`](Self::next), calling `on_claimable` when a wait finds work,
+    /// just before the claim (see [`Queue::claim_with_hook`]).
+    pub fn next_with_hook(
+        &self,
+        wait: Duration,
+        on_claimable: &mut dyn FnMut(),
+    ) -> Result<Option<Job>> {
+        if self.is_closed() {
+            return Ok(None);
+        }
+        if let Some(job) = self.buffer.lock().pop_front() {
+            return Ok(Some(job));
+        }
+        let stop = || self.is_closed();
+        let jobs = self.queue.claim_until(
+            &self.worker_id,
+            self.batch,
+            self.lease,
+            wait,
+            on_claimable,
+            &stop,
+        )?;
+        if self.is_closed() {
+            // Claimed for nobody: give them back now, not at lease lapse.
+            release_all(jobs);
+            return Ok(None);
+        }
+        let mut buffer = self.buffer.lock();
+        buffer.extend(jobs);
+        Ok(buffer.pop_front())
+    }
+
+    /// A job claimed earlier and not handed out yet, if any: no claim, no
+    /// waiting, no I/O (a binding's fast path before a `next` that may wait).
+    pub fn take_buffered(&self) -> Option<Job> {
+        if self.is_closed() {
+            return None;
+        }
+        self.buffer.lock().pop_front()
+    }
+
+    /// Jobs claimed but not handed out yet.
+    pub fn buffered(&self) -> usize {
+        self.buffer.lock().len()
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Stops the stream: releases the jobs claimed but not handed out (a
+    /// release that fails, because the lease lapsed meanwhile or the
+    /// database closed, leaves that job to its lease) and wakes a `next`
+    /// that is waiting, which returns `None`. Returns how many were
+    /// released. Jobs already handed out stay leased to their holder.
+    /// Idempotent. In a process forked from the one that made it, it only
+    /// stops the stream: the buffered jobs are the parent's to give back.
+    pub fn close(&self) -> usize {
+        self.closed.store(true, Ordering::SeqCst);
+        if self.pid != std::process::id() {
+            return 0;
+        }
+        self.queue.database().poke();
+        let jobs: Vec<Job> = self.buffer.lock().drain(..).collect();
+        release_all(jobs)
+    }
+}
+
+impl Drop for Claimer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn release_all(jobs: Vec<Job>) -> usize {
+    let mut released = 0;
+    for job in jobs {
+        match job.release() {
+            Ok(()) => released += 1,
+            // Lapsed and reclaimed, or the database is gone: not ours now.
+            Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {}
+            Err(_) => {}
+        }
+    }
+    released
+}

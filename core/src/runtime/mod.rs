@@ -1,0 +1,22 @@
+//! Behaviour the language bindings must not re-implement (DESIGN §2): each
+//! binding wraps these once, in its own idiom, instead of re-writing them
+//! with its own meaning.
+//!
+//! - [`Claimer`]: the subscription shape. `next(wait)` hands out one job,
+//!   claiming a batch when none is buffered and sleeping until work arrives;
+//!   `close()` gives back what was claimed but not handed out, and wakes a
+//!   `next` that is waiting. Dropping it closes it, so a loop that stops
+//!   early (Swift's `for try await … break`, Python's bare `for … break`, a
+//!   JavaScript `for await` that returns) never leaves jobs to lapse.
+//! - [`KeepAlive`]: lease renewal with one meaning on every surface: renew
+//!   every third of the lease (or as told), retry after a transient error,
+//!   and stop and report when the lease is lost.
+//!
+//! Stream readers and listeners will take the subscription shape; the
+//! worker runtime builds on both.
+
+mod claimer;
+mod keepalive;
+
+pub use claimer::Claimer;
+pub use keepalive::{KeepAlive, KeepAliveReport};
