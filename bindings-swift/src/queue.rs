@@ -41,6 +41,13 @@ pub struct ClaimedJob {
     pub token: String,
 }
 
+/// A job rebuilt from its lease: see `Queue::job`.
+#[derive(Debug, uniffi::Record)]
+pub struct RebuiltJob {
+    pub job: ClaimedJob,
+    pub worker_id: String,
+}
+
 #[derive(Debug, uniffi::Record)]
 pub struct LeaseRecord {
     pub id: i64,
@@ -111,6 +118,78 @@ impl Queue {
     }
 }
 
+fn claimed(j: honker::Job) -> ClaimedJob {
+    ClaimedJob {
+        id: j.id,
+        payload: j.payload.into(),
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        priority: j.priority,
+        run_at_ms: j.run_at,
+        created_at_ms: j.created_at,
+        lease_expires_at_ms: j.lease_expires_at,
+        token: j.lease.token,
+    }
+}
+
+/// See `Queue::claimer`.
+#[derive(Debug, uniffi::Object)]
+pub struct Claimer {
+    c: honker::runtime::Claimer,
+}
+
+#[uniffi::export]
+impl Claimer {
+    /// The next job, waiting up to `wait_ms` for work; `None` when the wait
+    /// ran out or the claimer is closed.
+    pub fn next(&self, wait_ms: u64) -> R<Option<ClaimedJob>> {
+        let wait = ms("wait", wait_ms)?;
+        Ok(self.c.next(wait)?.map(claimed))
+    }
+
+    /// Releases the jobs claimed but not handed out and wakes a waiting
+    /// `next`; returns how many were released.
+    pub fn close(&self) -> u64 {
+        self.c.close() as u64
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.c.is_closed()
+    }
+
+    pub fn buffered(&self) -> u64 {
+        self.c.buffered() as u64
+    }
+}
+
+/// See `Queue::keep_alive`.
+#[derive(Debug, uniffi::Object)]
+pub struct KeepAlive {
+    k: honker::runtime::KeepAlive,
+}
+
+#[uniffi::export]
+impl KeepAlive {
+    /// Whether the lease was lost (renewal stopped).
+    pub fn lost(&self) -> bool {
+        self.k.lost()
+    }
+
+    pub fn beats(&self) -> u64 {
+        self.k.beats()
+    }
+
+    /// The lease's expiry after the last renewal (ms), if there was one.
+    pub fn lease_expires_at_ms(&self) -> Option<i64> {
+        self.k.lease_expires_at()
+    }
+
+    /// Stops renewing; returns whether the lease was lost meanwhile.
+    pub fn stop(&self) -> bool {
+        self.k.stop().lost
+    }
+}
+
 fn lease(id: i64, token: String) -> honker::Lease {
     honker::Lease { job_id: id, token }
 }
@@ -173,20 +252,43 @@ impl Queue {
                 .q
                 .claim_with(&worker_id, n, &honker::ClaimOptions { lease, wait }),
         })?;
-        Ok(jobs
-            .into_iter()
-            .map(|j| ClaimedJob {
-                id: j.id,
-                payload: j.payload.into(),
-                attempts: j.attempts,
-                max_attempts: j.max_attempts,
-                priority: j.priority,
-                run_at_ms: j.run_at,
-                created_at_ms: j.created_at,
-                lease_expires_at_ms: j.lease_expires_at,
-                token: j.lease.token,
-            })
-            .collect())
+        Ok(jobs.into_iter().map(claimed).collect())
+    }
+
+    /// The running job that `(id, token)` leases, rebuilt (core's
+    /// `Queue::job`).
+    pub fn job(&self, id: i64, token: String) -> R<RebuiltJob> {
+        let j = self.q.job(lease(id, token))?;
+        let worker_id = j.worker_id.clone();
+        Ok(RebuiltJob {
+            job: claimed(j),
+            worker_id,
+        })
+    }
+
+    /// The claim stream (core's `runtime::Claimer`): `next(wait_ms)` hands
+    /// out one job at a time; `close()`, or dropping it, releases the jobs
+    /// claimed but not handed out.
+    pub fn claimer(&self, worker_id: String, batch: u32, lease_ms: Option<u64>) -> R<Arc<Claimer>> {
+        let lease = opt_ms("lease", lease_ms)?;
+        let c = honker::runtime::Claimer::new(&self.q, &worker_id, batch as usize, lease)?;
+        Ok(Arc::new(Claimer { c }))
+    }
+
+    /// Renews the lease of job `id` (core's `runtime::KeepAlive`): extends it
+    /// to `lease_ms` every `every_ms` (default: a third of it) until stopped;
+    /// stops and reports when the lease is lost.
+    pub fn keep_alive(
+        &self,
+        id: i64,
+        token: String,
+        lease_ms: u64,
+        every_ms: Option<u64>,
+    ) -> R<Arc<KeepAlive>> {
+        let length = ms("lease", lease_ms)?;
+        let every = opt_ms("every", every_ms)?;
+        let k = honker::runtime::KeepAlive::start(&self.q, lease(id, token), length, every)?;
+        Ok(Arc::new(KeepAlive { k }))
     }
 
     pub fn ack(

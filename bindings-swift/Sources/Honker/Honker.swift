@@ -312,6 +312,18 @@ public final class Queue: @unchecked Sendable {
         ClaimSequence(queue: self, workerId: workerId, batch: batch, lease: lease, wait: wait)
     }
 
+    /// The running job that `(id, token)` leases, rebuilt: for a process
+    /// handed a lease by another (a webhook that completes the job later, a
+    /// worker in another language). `.LeaseLost` if the job is not running
+    /// (or finished), `.NotFound` if it never existed, as a method with the
+    /// lease would say; a method on it throws `.LeaseLost` if another claim
+    /// holds it now. `keepAlive` renews it for the queue's lease.
+    public func job(id: Int64, token: String) async throws -> Job {
+        let native = self.native
+        let r = try await offThread { try native.job(id: id, token: token) }
+        return Job(queue: self, workerId: r.workerId, claimed: r.job, leaseMs: native.leaseMs())
+    }
+
     /// Acks several jobs in one transaction; returns how many were still held.
     @discardableResult
     public func ackMany(_ jobs: [Job]) async throws -> UInt64 {
@@ -412,11 +424,22 @@ public final class Job: @unchecked Sendable {
         expiresMs = c.leaseExpiresAtMs
     }
 
+    /// While `keepAlive` runs: core's renewal, whose renewals move the expiry.
+    private var renewal: HonkerNative.KeepAlive?
+
     /// When the lease lapses unless extended.
     public var leaseExpiresAt: Date {
         lock.lock()
         defer { lock.unlock() }
+        if let renewed = renewal?.leaseExpiresAtMs(), renewed > expiresMs { expiresMs = renewed }
         return date(expiresMs)
+    }
+
+    private func renewing(_ r: HonkerNative.KeepAlive?) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let renewed = renewal?.leaseExpiresAtMs(), renewed > expiresMs { expiresMs = renewed }
+        renewal = r
     }
 
     /// The payload decoded as `T` (`Data` for byte payloads).
@@ -485,22 +508,33 @@ public final class Job: @unchecked Sendable {
     }
 
     /// Runs `body` while renewing the lease every `every` (default: a third
-    /// of the lease), so long work keeps its job.
+    /// of the lease), so long work keeps its job. The renewal is core's
+    /// (`KeepAlive`, one meaning on every surface): a transient failure
+    /// (`BUSY`) is tried again; a lost lease (reclaimed after a lapse,
+    /// cancelled) stops it, and then, once `body` returns, this throws
+    /// `.LeaseLost`: the work's outcome can no longer be recorded, and the
+    /// job runs again elsewhere (at-least-once). An error from `body` is
+    /// thrown as it is.
     public func keepAlive<T>(every: TimeInterval? = nil, _ body: () async throws -> T) async throws -> T {
-        let interval = every ?? TimeInterval(leaseMs) / 3000
-        guard interval.isFinite, interval > 0, interval < 1e9 else {
-            throw HonkerError.InvalidArgument(
-                message: "every must be a finite, positive number of seconds, got \(interval)")
+        let everyMs = try millis("every", every)
+        let native = queue.native
+        let renewal = try native.keepAlive(id: id, token: token, leaseMs: leaseMs, everyMs: everyMs)
+        renewing(renewal)
+        let value: T
+        do {
+            value = try await body()
+        } catch {
+            _ = try? await offThread { renewal.stop() }
+            renewing(nil)
+            throw error
         }
-        let beats = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
-                if Task.isCancelled { break }
-                _ = try? await self.heartbeat()
-            }
+        let lost = try await offThread { renewal.stop() }
+        renewing(nil)
+        if lost {
+            throw HonkerError.LeaseLost(
+                message: "job \(id)'s lease was lost while keepAlive ran; its outcome cannot be recorded")
         }
-        defer { beats.cancel() }
-        return try await body()
+        return value
     }
 }
 
@@ -517,24 +551,37 @@ public struct ClaimSequence: AsyncSequence {
         Iterator(sequence: self)
     }
 
+    /// Backed by core's claimer: jobs claimed but not handed out are
+    /// released when the task is cancelled and when the iterator goes away
+    /// (a `break` out of `for try await`), not left to their lease.
     public struct Iterator: AsyncIteratorProtocol {
         let sequence: ClaimSequence
-        var buffer: [Job] = []
+        var claimer: Claimer?
+        var leaseMs: UInt64 = 0
 
         public mutating func next() async throws -> Job? {
-            while buffer.isEmpty {
-                if Task.isCancelled { return nil }
-                let s = sequence
-                let jobs = try await s.queue.claimBatch(workerId: s.workerId, n: s.batch,
-                                                        lease: s.lease, wait: s.wait)
-                if Task.isCancelled {
-                    // Claimed for nobody: give them back now, not at lease lapse.
-                    for job in jobs { try? await job.release() }
+            let s = sequence
+            if claimer == nil {
+                leaseMs = try millis("lease", s.lease) ?? s.queue.native.leaseMs()
+                claimer = try s.queue.native.claimer(workerId: s.workerId, batch: s.batch, leaseMs: leaseMs)
+            }
+            guard let claimer else { return nil }
+            let waitMs = try millis("wait", s.wait)
+            while true {
+                if Task.isCancelled || claimer.isClosed() {
+                    _ = claimer.close()
                     return nil
                 }
-                buffer = jobs
+                let claimed = try await withTaskCancellationHandler {
+                    try await offThread { try claimer.next(waitMs: waitMs) }
+                } onCancel: {
+                    // Wakes the waiting claim; what it claimed goes back.
+                    _ = claimer.close()
+                }
+                if let c = claimed {
+                    return Job(queue: s.queue, workerId: s.workerId, claimed: c, leaseMs: leaseMs)
+                }
             }
-            return buffer.removeFirst()
         }
     }
 }

@@ -104,20 +104,28 @@ final class Driver {
                 ["id": j.id, "token": j.token, "attempts": j.attempts,
                  "payload": (try? j.payload(as: AnyJSON.self).value) ?? NSNull()]
             }
+        // A lease another surface handed over, rebuilt with public API.
         case "ack":
-            try n.ack(id: id, token: token, result: nil, tx: txFor(s))
+            let job = try await q.job(id: id, token: token)
+            if (s["in_tx"] as? Bool) == true, let held = tx {
+                try job.ack(tx: held)
+            } else {
+                try await job.ack()
+            }
             return NSNull()
         case "retry":
-            return try n.retry(id: id, token: token, delayMs: (s["delay_ms"] as? NSNumber)?.uint64Value,
-                               error: s["error"] as? String, tx: nil)
+            return try await q.job(id: id, token: token).retry(
+                delay: (s["delay_ms"] as? NSNumber).map { $0.doubleValue / 1000 }, error: s["error"] as? String)
         case "fail":
-            try n.fail(id: id, token: token, error: s["error"] as! String, tx: nil)
+            try await q.job(id: id, token: token).fail(s["error"] as! String)
             return NSNull()
         case "release":
-            try n.release(id: id, token: token, tx: nil)
+            try await q.job(id: id, token: token).release()
             return NSNull()
         case "heartbeat":
-            return try n.heartbeat(id: id, token: token, extendMs: (s["extend_ms"] as? NSNumber)?.uint64Value)
+            let until = try await q.job(id: id, token: token).heartbeat(
+                extend: (s["extend_ms"] as? NSNumber).map { $0.doubleValue / 1000 })
+            return Int64((until.timeIntervalSince1970 * 1000).rounded())
         case "requeue_dead":
             return try await q.requeueDead(id)
         case "get_job":

@@ -634,6 +634,179 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * See `Queue::claimer`.
+ */
+public protocol ClaimerProtocol: AnyObject, Sendable {
+    
+    func buffered()  -> UInt64
+    
+    /**
+     * Releases the jobs claimed but not handed out and wakes a waiting
+     * `next`; returns how many were released.
+     */
+    func close()  -> UInt64
+    
+    func isClosed()  -> Bool
+    
+    /**
+     * The next job, waiting up to `wait_ms` for work; `None` when the wait
+     * ran out or the claimer is closed.
+     */
+    func next(waitMs: UInt64) throws  -> ClaimedJob?
+    
+}
+/**
+ * See `Queue::claimer`.
+ */
+open class Claimer: ClaimerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_claimer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_claimer(handle, $0) }
+    }
+
+    
+
+    
+open func buffered() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_claimer_buffered(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Releases the jobs claimed but not handed out and wakes a waiting
+     * `next`; returns how many were released.
+     */
+open func close() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_claimer_close(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_claimer_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next job, waiting up to `wait_ms` for work; `None` when the wait
+     * ran out or the claimer is closed.
+     */
+open func next(waitMs: UInt64)throws  -> ClaimedJob?  {
+    return try  FfiConverterOptionTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_claimer_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClaimer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Claimer
+
+    public static func lift(_ handle: UInt64) throws -> Claimer {
+        return Claimer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Claimer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Claimer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Claimer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClaimer_lift(_ handle: UInt64) throws -> Claimer {
+    return try FfiConverterTypeClaimer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClaimer_lower(_ value: Claimer) -> UInt64 {
+    return FfiConverterTypeClaimer.lower(value)
+}
+
+
+
+
+
+
+/**
  * An open honker file.
  */
 public protocol DatabaseProtocol: AnyObject, Sendable {
@@ -856,6 +1029,180 @@ public func FfiConverterTypeDatabase_lower(_ value: Database) -> UInt64 {
 
 
 /**
+ * See `Queue::keep_alive`.
+ */
+public protocol KeepAliveProtocol: AnyObject, Sendable {
+    
+    func beats()  -> UInt64
+    
+    /**
+     * The lease's expiry after the last renewal (ms), if there was one.
+     */
+    func leaseExpiresAtMs()  -> Int64?
+    
+    /**
+     * Whether the lease was lost (renewal stopped).
+     */
+    func lost()  -> Bool
+    
+    /**
+     * Stops renewing; returns whether the lease was lost meanwhile.
+     */
+    func stop()  -> Bool
+    
+}
+/**
+ * See `Queue::keep_alive`.
+ */
+open class KeepAlive: KeepAliveProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_keepalive(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_keepalive(handle, $0) }
+    }
+
+    
+
+    
+open func beats() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_keepalive_beats(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The lease's expiry after the last renewal (ms), if there was one.
+     */
+open func leaseExpiresAtMs() -> Int64?  {
+    return try!  FfiConverterOptionInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_keepalive_lease_expires_at_ms(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Whether the lease was lost (renewal stopped).
+     */
+open func lost() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_keepalive_lost(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops renewing; returns whether the lease was lost meanwhile.
+     */
+open func stop() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_keepalive_stop(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeKeepAlive: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = KeepAlive
+
+    public static func lift(_ handle: UInt64) throws -> KeepAlive {
+        return KeepAlive(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: KeepAlive) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> KeepAlive {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: KeepAlive, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKeepAlive_lift(_ handle: UInt64) throws -> KeepAlive {
+    return try FfiConverterTypeKeepAlive.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeKeepAlive_lower(_ value: KeepAlive) -> UInt64 {
+    return FfiConverterTypeKeepAlive.lower(value)
+}
+
+
+
+
+
+
+/**
  * A clock that only moves when told to (for tests).
  */
 public protocol ManualClockProtocol: AnyObject, Sendable {
@@ -1017,6 +1364,13 @@ public protocol QueueProtocol: AnyObject, Sendable {
      */
     func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?) throws  -> [ClaimedJob]
     
+    /**
+     * The claim stream (core's `runtime::Claimer`): `next(wait_ms)` hands
+     * out one job at a time; `close()`, or dropping it, releases the jobs
+     * claimed but not handed out.
+     */
+    func claimer(workerId: String, batch: UInt32, leaseMs: UInt64?) throws  -> Claimer
+    
     func deadLetters(afterId: Int64, limit: UInt32) throws  -> [JobInfo]
     
     func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transaction?) throws  -> [Enqueued]
@@ -1031,6 +1385,19 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * The new lease expiry (ms since the epoch).
      */
     func heartbeat(id: Int64, token: String, extendMs: UInt64?) throws  -> Int64
+    
+    /**
+     * The running job that `(id, token)` leases, rebuilt (core's
+     * `Queue::job`).
+     */
+    func job(id: Int64, token: String) throws  -> RebuiltJob
+    
+    /**
+     * Renews the lease of job `id` (core's `runtime::KeepAlive`): extends it
+     * to `lease_ms` every `every_ms` (default: a third of it) until stopped;
+     * stops and reports when the lease is lost.
+     */
+    func keepAlive(id: Int64, token: String, leaseMs: UInt64, everyMs: UInt64?) throws  -> KeepAlive
     
     /**
      * The default lease (ms).
@@ -1167,6 +1534,23 @@ open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, t
 })
 }
     
+    /**
+     * The claim stream (core's `runtime::Claimer`): `next(wait_ms)` hands
+     * out one job at a time; `close()`, or dropping it, releases the jobs
+     * claimed but not handed out.
+     */
+open func claimer(workerId: String, batch: UInt32, leaseMs: UInt64?)throws  -> Claimer  {
+    return try  FfiConverterTypeClaimer_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_claimer(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(workerId),
+        FfiConverterUInt32.lower(batch),
+        FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
+    )
+})
+}
+    
 open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
     return try  FfiConverterSequenceTypeJobInfo.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
@@ -1233,6 +1617,39 @@ open func heartbeat(id: Int64, token: String, extendMs: UInt64?)throws  -> Int64
         FfiConverterInt64.lower(id),
         FfiConverterString.lower(token),
         FfiConverterOptionUInt64.lower(extendMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The running job that `(id, token)` leases, rebuilt (core's
+     * `Queue::job`).
+     */
+open func job(id: Int64, token: String)throws  -> RebuiltJob  {
+    return try  FfiConverterTypeRebuiltJob_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_job(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(id),
+        FfiConverterString.lower(token),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Renews the lease of job `id` (core's `runtime::KeepAlive`): extends it
+     * to `lease_ms` every `every_ms` (default: a third of it) until stopped;
+     * stops and reports when the lease is lost.
+     */
+open func keepAlive(id: Int64, token: String, leaseMs: UInt64, everyMs: UInt64?)throws  -> KeepAlive  {
+    return try  FfiConverterTypeKeepAlive_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_keep_alive(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(id),
+        FfiConverterString.lower(token),
+        FfiConverterUInt64.lower(leaseMs),
+        FfiConverterOptionUInt64.lower(everyMs),uniffiCallStatus
     )
 })
 }
@@ -2163,6 +2580,63 @@ public func FfiConverterTypeQueueStats_lower(_ value: QueueStats) -> RustBuffer 
 }
 
 
+/**
+ * A job rebuilt from its lease: see `Queue::job`.
+ */
+public struct RebuiltJob: Equatable, Hashable {
+    public var job: ClaimedJob
+    public var workerId: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(job: ClaimedJob, workerId: String) {
+        self.job = job
+        self.workerId = workerId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RebuiltJob: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRebuiltJob: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RebuiltJob {
+        return
+            try RebuiltJob(
+                job: FfiConverterTypeClaimedJob.read(from: &buf), 
+                workerId: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RebuiltJob, into buf: inout [UInt8]) {
+        FfiConverterTypeClaimedJob.write(value.job, into: &buf)
+        FfiConverterString.write(value.workerId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRebuiltJob_lift(_ buf: RustBuffer) throws -> RebuiltJob {
+    return try FfiConverterTypeRebuiltJob.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRebuiltJob_lower(_ value: RebuiltJob) -> RustBuffer {
+    return FfiConverterTypeRebuiltJob.lower(value)
+}
+
+
 public struct Rows: Equatable, Hashable {
     public var columns: [String]
     public var rows: [[SqlValue]]
@@ -2728,6 +3202,30 @@ fileprivate struct FfiConverterOptionTypeTransaction: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeClaimedJob: FfiConverterRustBuffer {
+    typealias SwiftType = ClaimedJob?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeClaimedJob.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeClaimedJob.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypePayload: FfiConverterRustBuffer {
     typealias SwiftType = Payload?
 
@@ -3043,6 +3541,30 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_transaction_rollback() != 45143) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_claimer_buffered() != 37033) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_claimer_close() != 5373) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_claimer_is_closed() != 12284) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_claimer_next() != 45565) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_keepalive_beats() != 16760) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_keepalive_lease_expires_at_ms() != 46573) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_keepalive_lost() != 54811) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_keepalive_stop() != 55646) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_queue_ack() != 30058) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3053,6 +3575,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claim() != 44983) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 25077) {
@@ -3071,6 +3596,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_heartbeat() != 41133) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_job() != 34114) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_keep_alive() != 19196) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_lease_ms() != 51808) {

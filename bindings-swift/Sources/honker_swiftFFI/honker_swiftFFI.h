@@ -353,6 +353,66 @@ RustBuffer uniffi_honker_swift_fn_method_transaction_query(uint64_t ptr, RustBuf
 void uniffi_honker_swift_fn_method_transaction_rollback(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CLAIMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CLAIMER
+uint64_t uniffi_honker_swift_fn_clone_claimer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CLAIMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CLAIMER
+void uniffi_honker_swift_fn_free_claimer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_BUFFERED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_BUFFERED
+uint64_t uniffi_honker_swift_fn_method_claimer_buffered(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_CLOSE
+uint64_t uniffi_honker_swift_fn_method_claimer_close(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_IS_CLOSED
+int8_t uniffi_honker_swift_fn_method_claimer_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_NEXT
+RustBuffer uniffi_honker_swift_fn_method_claimer_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_KEEPALIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_KEEPALIVE
+uint64_t uniffi_honker_swift_fn_clone_keepalive(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_KEEPALIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_KEEPALIVE
+void uniffi_honker_swift_fn_free_keepalive(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_BEATS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_BEATS
+uint64_t uniffi_honker_swift_fn_method_keepalive_beats(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_LEASE_EXPIRES_AT_MS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_LEASE_EXPIRES_AT_MS
+RustBuffer uniffi_honker_swift_fn_method_keepalive_lease_expires_at_ms(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_LOST
+int8_t uniffi_honker_swift_fn_method_keepalive_lost(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_STOP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_KEEPALIVE_STOP
+int8_t uniffi_honker_swift_fn_method_keepalive_stop(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_QUEUE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_QUEUE
 uint64_t uniffi_honker_swift_fn_clone_queue(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -383,6 +443,11 @@ int8_t uniffi_honker_swift_fn_method_queue_cancel(uint64_t ptr, int64_t id, Rust
 RustBuffer uniffi_honker_swift_fn_method_queue_claim(uint64_t ptr, RustBuffer worker_id, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIMER
+uint64_t uniffi_honker_swift_fn_method_queue_claimer(uint64_t ptr, RustBuffer worker_id, uint32_t batch, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_DEAD_LETTERS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_DEAD_LETTERS
 RustBuffer uniffi_honker_swift_fn_method_queue_dead_letters(uint64_t ptr, int64_t after_id, uint32_t limit, RustCallStatus *_Nonnull out_status
@@ -411,6 +476,16 @@ RustBuffer uniffi_honker_swift_fn_method_queue_get_result(uint64_t ptr, int64_t 
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_HEARTBEAT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_HEARTBEAT
 int64_t uniffi_honker_swift_fn_method_queue_heartbeat(uint64_t ptr, int64_t id, RustBuffer token, RustBuffer extend_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_JOB
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_JOB
+RustBuffer uniffi_honker_swift_fn_method_queue_job(uint64_t ptr, int64_t id, RustBuffer token, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_KEEP_ALIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_KEEP_ALIVE
+uint64_t uniffi_honker_swift_fn_method_queue_keep_alive(uint64_t ptr, int64_t id, RustBuffer token, uint64_t lease_ms, RustBuffer every_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_LEASE_MS
@@ -836,6 +911,54 @@ uint16_t uniffi_honker_swift_checksum_method_transaction_rollback(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_BUFFERED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_BUFFERED
+uint16_t uniffi_honker_swift_checksum_method_claimer_buffered(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_CLOSE
+uint16_t uniffi_honker_swift_checksum_method_claimer_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_IS_CLOSED
+uint16_t uniffi_honker_swift_checksum_method_claimer_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT
+uint16_t uniffi_honker_swift_checksum_method_claimer_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_BEATS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_BEATS
+uint16_t uniffi_honker_swift_checksum_method_keepalive_beats(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_LEASE_EXPIRES_AT_MS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_LEASE_EXPIRES_AT_MS
+uint16_t uniffi_honker_swift_checksum_method_keepalive_lease_expires_at_ms(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_LOST
+uint16_t uniffi_honker_swift_checksum_method_keepalive_lost(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_STOP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_KEEPALIVE_STOP
+uint16_t uniffi_honker_swift_checksum_method_keepalive_stop(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ACK
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ACK
 uint16_t uniffi_honker_swift_checksum_method_queue_ack(void
@@ -857,6 +980,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_cancel(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM
 uint16_t uniffi_honker_swift_checksum_method_queue_claim(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIMER
+uint16_t uniffi_honker_swift_checksum_method_queue_claimer(void
     
 );
 #endif
@@ -893,6 +1022,18 @@ uint16_t uniffi_honker_swift_checksum_method_queue_get_result(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_HEARTBEAT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_HEARTBEAT
 uint16_t uniffi_honker_swift_checksum_method_queue_heartbeat(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_JOB
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_JOB
+uint16_t uniffi_honker_swift_checksum_method_queue_job(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_KEEP_ALIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_KEEP_ALIVE
+uint16_t uniffi_honker_swift_checksum_method_queue_keep_alive(void
     
 );
 #endif

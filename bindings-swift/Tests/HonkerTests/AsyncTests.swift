@@ -55,6 +55,21 @@ final class AsyncTests: XCTestCase {
         XCTAssertEqual(job?.attempts, 1)
     }
 
+    func testBreakingOutOfTheLoopReleasesTheBufferedJobs() async throws {
+        let db = try Database(path: tempPath())
+        let q = try db.queue("q")
+        for i in 0..<3 { try q.enqueue("job \(i)") }
+        for try await job in q.claim(workerId: "w", batch: 3, wait: 0.1) {
+            try await job.ack()
+            break
+        }
+        // The two claimed with it and never handed out are back at once, not
+        // at lease lapse.
+        let stats = try await q.stats()
+        XCTAssertEqual(stats.ready, 2)
+        XCTAssertEqual(stats.running, 0)
+    }
+
     func testAsyncCallsDoNotBlockTheCallersThread() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")

@@ -134,4 +134,53 @@ final class QueueTests: XCTestCase {
         let none = try await q.claimBatch(workerId: "other")
         XCTAssertTrue(none.isEmpty)
     }
+
+    func testKeepAliveStopsAndReportsWhenTheLeaseIsLost() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q", lease: 30)
+        let e = try q.enqueue("x")
+        let job = try await q.claimBatch(workerId: "w")[0]
+        do {
+            try await job.keepAlive(every: 0.01) {
+                let cancelled = try await q.cancel(e.id, reason: "operator")
+                XCTAssertTrue(cancelled)
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+            XCTFail("keepAlive did not report the lost lease")
+        } catch HonkerError.LeaseLost {
+            // reported: the work's outcome cannot be recorded
+        }
+    }
+
+    func testAJobIsRebuiltFromItsLease() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        let e = try q.enqueue("x")
+        let claimed = try await q.claimBatch(workerId: "w")[0]
+        let job = try await q.job(id: claimed.id, token: claimed.token)
+        XCTAssertEqual(job.id, e.id)
+        XCTAssertEqual(job.workerId, "w")
+        XCTAssertEqual(try job.payload(as: String.self), "x")
+        XCTAssertEqual(job.leaseExpiresAt, claimed.leaseExpiresAt)
+        try await job.ack()
+        do {
+            _ = try await q.job(id: claimed.id, token: claimed.token)
+            XCTFail("rebuilt a finished job")
+        } catch HonkerError.LeaseLost {
+            // acked and removed: what ack with this lease would say
+        }
+        do {
+            _ = try await q.job(id: 10_000, token: "t")
+            XCTFail("rebuilt a job that never existed")
+        } catch HonkerError.NotFound {
+            // never existed
+        }
+        let stale = try q.enqueue("y")
+        do {
+            _ = try await q.job(id: stale.id, token: "not-the-token")
+            XCTFail("rebuilt a job nobody holds")
+        } catch HonkerError.LeaseLost {
+            // ready, not leased
+        }
+    }
 }
