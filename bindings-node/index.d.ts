@@ -194,6 +194,8 @@ export class Queue {
   enqueueMany(payloads: Iterable<Payload>, options?: EnqueueOptions): Promise<Enqueued[]>;
   claimBatch(workerId: string, n?: number, options?: ClaimBatchOptions): Promise<Job[]>;
   claim(workerId: string, options?: ClaimOptions): AsyncIterableIterator<Job>;
+  /** The running job that `(id, token)` leases, rebuilt (a lease handed over by another process). */
+  job(id: number, token: string): Promise<Job>;
   ackMany(jobs: Iterable<Job>, options?: TxOption): Promise<number>;
   cancel(id: number, options?: TxOption & { reason?: string }): Promise<boolean>;
   getJob(id: number): Promise<JobInfo>;
@@ -225,7 +227,12 @@ export class Job {
   release(options?: TxOption): Promise<void>;
   snooze(delay: number, options?: TxOption): Promise<'ready' | 'scheduled'>;
   heartbeat(options?: TxOption & { extend?: number }): Promise<Date>;
-  keepAlive<T>(fn: () => T | Promise<T>, options?: { every?: number }): Promise<T>;
+  /**
+   * Runs `fn` while the lease is renewed every `every` ms (default: a third
+   * of the lease). `signal` aborts when the lease is lost; keepAlive then
+   * rejects with LeaseLost once `fn` settles.
+   */
+  keepAlive<T>(fn: (signal: AbortSignal) => T | Promise<T>, options?: { every?: number }): Promise<T>;
 }
 
 declare const honker: {

@@ -199,6 +199,10 @@ function write(db, tx, enabled, now, later) {
   return db._writer.run(() => fast(enabled, now, later));
 }
 
+function leaseLost(id) {
+  return new LeaseLost('LEASE_LOST', `job ${id}'s lease was lost while keepAlive ran; its outcome cannot be recorded`);
+}
+
 function invalid(message) {
   return new InvalidArgument('INVALID_ARGUMENT', message);
 }
@@ -535,57 +539,48 @@ class Queue {
    * `for await (const job of queue.claim('mailer-1', { signal }))`: an
    * endless stream of jobs that sleeps (off the event loop) until work
    * arrives from any process, and ends when `signal` aborts or the loop
-   * breaks. Jobs claimed in the background after that are released at once;
-   * a job already handed to the loop body stays leased to it.
+   * breaks. It is core's claim stream (the same on every surface): jobs
+   * claimed but not handed out (`batch` > 1), or claimed in the background
+   * after the end, are released at once; a job already handed to the loop
+   * body stays leased to it.
    */
   claim(workerId, options = {}) {
     const { signal, batch = 1, lease, wait = 1000 } = options;
     text('workerId', workerId);
     int('batch', batch, ...U32);
+    const leaseMs = optMs('lease', lease);
+    const waitMs = optMs('wait', wait);
     const queue = this;
-    const buffer = [];
+    let claimer = null;
     let done = false;
-
-    const releaseAll = (jobs) => Promise.all(jobs.map((j) => j.release().catch(() => {})));
+    let ended = null;
+    const end = () => {
+      done = true;
+      if (signal) signal.removeEventListener('abort', end);
+      // Wakes a waiting next(); what it claimed, and the buffer, go back.
+      if (claimer && !ended) ended = call(() => claimer.close());
+      return ended ?? Promise.resolve(0);
+    };
+    if (signal) signal.addEventListener('abort', end, { once: true });
 
     return {
       [Symbol.asyncIterator]() {
         return this;
       },
       async next() {
-        while (buffer.length === 0) {
+        if (!claimer && !done) claimer = unwrap(guarded(() => queue._native.claimer(workerId, batch, leaseMs)));
+        for (;;) {
           if (done || (signal && signal.aborted)) {
-            done = true;
+            await end();
             return { done: true, value: undefined };
           }
-          const claiming = queue.claimBatch(workerId, batch, { lease, wait });
-          let jobs;
-          if (signal) {
-            let onAbort;
-            const aborted = new Promise((resolve) => {
-              onAbort = () => resolve(null);
-              signal.addEventListener('abort', onAbort, { once: true });
-            });
-            try {
-              jobs = await Promise.race([claiming, aborted]);
-            } finally {
-              signal.removeEventListener('abort', onAbort);
-            }
-            if (jobs === null) {
-              claiming.then(releaseAll, () => {});
-              done = true;
-              return { done: true, value: undefined };
-            }
-          } else {
-            jobs = await claiming;
-          }
-          buffer.push(...jobs);
+          const raw = claimer.takeBuffered() ?? (await call(() => claimer.next(waitMs)));
+          if (raw) return { done: false, value: new Job(queue, workerId, raw, leaseMs ?? queue._lease) };
+          // null: the wait ran out (claim again) or the stream was closed.
         }
-        return { done: false, value: buffer.shift() };
       },
       async return() {
-        done = true;
-        await releaseAll(buffer.splice(0));
+        await end();
         return { done: true, value: undefined };
       },
     };
@@ -620,6 +615,22 @@ class Queue {
       () => q.tryCancel(id, options.reason, tx),
       () => q.cancel(id, options.reason, tx),
     );
+  }
+
+  /**
+   * The running job that `(id, token)` leases, rebuilt: for a process handed
+   * a lease by another (a webhook that completes the job later, a worker in
+   * another language). LeaseLost if the job is not running (or finished),
+   * NotFound if it never existed, as a verb with the lease would say; a verb
+   * on it rejects with LeaseLost if another claim holds it now. keepAlive
+   * renews it for the queue's lease.
+   */
+  async job(id, token) {
+    int('id', id, ...ID);
+    text('token', token);
+    const q = this._native;
+    const r = await fast(this._db._fast, () => q.tryJob(id, token), () => q.job(id, token));
+    return new Job(this, r.workerId, r.job, this._lease);
   }
 
   /** The job in any state; NotFound if it never existed or was pruned. */
@@ -704,8 +715,9 @@ class Job {
     return new Date(this._raw.createdAt);
   }
 
-  /** When the lease lapses unless extended. */
+  /** When the lease lapses unless extended (renewals by keepAlive included). */
   get leaseExpiresAt() {
+    this._renewed();
     return new Date(this._expires);
   }
 
@@ -789,24 +801,51 @@ class Job {
   }
 
   /**
-   * Runs `fn()` while renewing the lease every `every` ms (default: a third
-   * of the lease); resolves to what `fn` resolves to.
+   * Runs `fn(signal)` while core renews the lease every `every` ms (default:
+   * a third of the lease), the same renewal as on every surface: a
+   * transient failure (Busy) is tried again; a lost lease (reclaimed after a
+   * lapse, cancelled) stops it and aborts `signal` (a LeaseLost as its
+   * reason), so the work can stop early; once `fn` settles, keepAlive then
+   * rejects with LeaseLost: the outcome can no longer be recorded, and the
+   * job runs again elsewhere (at-least-once). An error from `fn` is thrown
+   * as it is. Resolves to what `fn` resolves to.
    */
   async keepAlive(fn, options = {}) {
-    const every = optMs('every', options.every) ?? this._leaseMs / 3;
-    let beating = Promise.resolve();
-    const timer = setInterval(() => {
-      beating = beating.then(
-        () => this.heartbeat().catch(() => {}), // a lost lease shows at ack
-      );
-    }, every);
+    const every = optMs('every', options.every);
+    const renewal = unwrap(guarded(() => this._q().keepAlive(this.id, this.token, this._leaseMs, every)));
+    this._renewal = renewal;
+    const lost = new AbortController();
+    // A lost lease shows on the renewal at its next beat; looked at often.
+    const check = setInterval(
+      () => {
+        if (renewal.lost && !lost.signal.aborted) lost.abort(leaseLost(this.id));
+      },
+      Math.max(5, Math.min(every ?? this._leaseMs / 3, 250)),
+    );
+    const stop = async () => {
+      clearInterval(check);
+      const wasLost = await call(() => renewal.stop());
+      this._renewed();
+      this._renewal = null;
+      return wasLost;
+    };
+    let value;
     try {
-      return await fn();
-    } finally {
-      clearInterval(timer);
-      await beating;
+      value = await fn(lost.signal);
+    } catch (e) {
+      await stop().catch(() => {});
+      throw e;
     }
+    if (await stop()) throw leaseLost(this.id);
+    return value;
   }
+
+  /** Takes the renewal's latest expiry into the job's. */
+  _renewed() {
+    const at = this._renewal && this._renewal.leaseExpiresAt;
+    if (at && at > this._expires) this._expires = at;
+  }
+
 }
 
 module.exports = {

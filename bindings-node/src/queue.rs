@@ -145,12 +145,30 @@ impl Queue {
         Queue { q, txs }
     }
 
+    pub(crate) fn core(&self) -> &honker::Queue {
+        &self.q
+    }
+
     fn parts(&self) -> (honker::Queue, Arc<Txs>) {
         (self.q.clone(), Arc::clone(&self.txs))
     }
 }
 
-fn lease(id: i64, token: String) -> Lease {
+pub(crate) fn claimed(j: honker::Job) -> Claimed {
+    Claimed {
+        id: j.id,
+        payload: payload_out(j.payload),
+        attempts: j.attempts,
+        max_attempts: j.max_attempts,
+        priority: j.priority,
+        run_at: j.run_at,
+        created_at: j.created_at,
+        lease_expires_at: j.lease_expires_at,
+        token: j.lease.token,
+    }
+}
+
+pub(crate) fn lease(id: i64, token: String) -> Lease {
     Lease { job_id: id, token }
 }
 
@@ -216,20 +234,7 @@ impl Queue {
                 Some(tx) => q.claim_tx(tx, &worker_id, n, lease),
                 None => q.claim_with(&worker_id, n, &ClaimOptions { lease, wait }),
             })?;
-            Ok(jobs
-                .into_iter()
-                .map(|j| Claimed {
-                    id: j.id,
-                    payload: payload_out(j.payload),
-                    attempts: j.attempts,
-                    max_attempts: j.max_attempts,
-                    priority: j.priority,
-                    run_at: j.run_at,
-                    created_at: j.created_at,
-                    lease_expires_at: j.lease_expires_at,
-                    token: j.lease.token,
-                })
-                .collect())
+            Ok(jobs.into_iter().map(claimed).collect())
         })
     }
 

@@ -160,3 +160,55 @@ test('keepAlive renews the lease while work runs', async () => {
   assert.deepEqual(await q.claimBatch('other'), []);
   await job.ack();
 });
+
+test('keepAlive stops and reports when the lease is lost: the signal aborts, then LeaseLost', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q', { lease: 30_000 });
+  const e = await q.enqueue('x');
+  const [job] = await q.claimBatch('w');
+  let aborted = null;
+  await assert.rejects(
+    job.keepAlive(
+      async (signal) => {
+        assert.equal(await q.cancel(e.id, { reason: 'operator' }), true);
+        // The next beat finds the lease gone and the signal aborts.
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        aborted = signal.reason;
+        return 'done';
+      },
+      { every: 5 },
+    ),
+    (err) => err instanceof honker.LeaseLost && err.code === 'LEASE_LOST',
+  );
+  assert.ok(aborted instanceof honker.LeaseLost);
+});
+
+test('keepAlive gives back the error of its function as it is', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  await q.enqueue('x');
+  const [job] = await q.claimBatch('w');
+  await assert.rejects(
+    job.keepAlive(async () => {
+      throw new Error('handler failed');
+    }),
+    /handler failed/,
+  );
+  await job.ack();
+});
+
+test('a job is rebuilt from its lease (id, token)', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const e = await q.enqueue({ n: 1 });
+  const [claimed] = await q.claimBatch('w');
+  const job = await q.job(claimed.id, claimed.token);
+  assert.deepEqual([job.id, job.payload, job.workerId, job.attempts], [e.id, { n: 1 }, 'w', 1]);
+  assert.equal(job.leaseExpiresAt.getTime(), claimed.leaseExpiresAt.getTime());
+  await job.ack();
+  await assert.rejects(q.job(claimed.id, claimed.token), honker.LeaseLost); // acked, as ack would say
+  await assert.rejects(q.job(10_000, 't'), honker.NotFound); // never existed
+  const waiting = await q.enqueue('y');
+  await assert.rejects(q.job(waiting.id, 'not-the-token'), honker.LeaseLost);
+  await assert.rejects(q.job(waiting.id, ''), honker.InvalidArgument);
+});

@@ -1,0 +1,185 @@
+//! Core's runtime for Node (`honker::runtime`): the claim stream behind
+//! `queue.claim()`'s async iterator and the lease renewal behind
+//! `job.keepAlive()`. Their blocking calls run on tokio's blocking pool;
+//! their last reference is dropped there too, never on the JS thread (a
+//! drop releases buffered jobs or joins the renewal thread: writes that may
+//! wait for the writer).
+
+use std::sync::Arc;
+
+use napi_derive::napi;
+
+use crate::errors::{blocking, ms, now, opt_ms, out, Out};
+use crate::queue::{claimed, lease, Claimed, Queue};
+
+/// See `Queue.claimer`.
+#[napi]
+pub struct Claimer {
+    c: Option<Arc<honker::runtime::Claimer>>,
+}
+
+impl Drop for Claimer {
+    fn drop(&mut self) {
+        if let Some(c) = self.c.take() {
+            // Garbage-collected without close(): release off the JS thread.
+            std::thread::spawn(move || drop(c));
+        }
+    }
+}
+
+impl Claimer {
+    fn inner(&self) -> Arc<honker::runtime::Claimer> {
+        Arc::clone(self.c.as_ref().expect("the claimer lives until dropped"))
+    }
+}
+
+#[napi]
+impl Claimer {
+    /// The next job, waiting up to `wait` ms for work; null when the wait ran
+    /// out or the claimer was closed.
+    #[napi]
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<Claimed>>> {
+        let c = self.inner();
+        blocking(move || Ok(c.next(ms("wait", wait)?)?.map(claimed))).await
+    }
+
+    /// A job already claimed and not handed out yet, if any (no I/O).
+    #[napi]
+    pub fn take_buffered(&self) -> Option<Claimed> {
+        self.inner().take_buffered().map(claimed)
+    }
+
+    /// Releases the jobs claimed but not handed out and wakes a waiting
+    /// `next`; resolves to how many were released.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<Out<u32>> {
+        let c = self.inner();
+        blocking(move || Ok(c.close() as u32)).await
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner().is_closed()
+    }
+
+    #[napi(getter)]
+    pub fn buffered(&self) -> u32 {
+        self.inner().buffered() as u32
+    }
+}
+
+/// See `Queue.keepAlive`.
+#[napi]
+pub struct KeepAlive {
+    k: Option<Arc<honker::runtime::KeepAlive>>,
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        if let Some(k) = self.k.take() {
+            std::thread::spawn(move || drop(k));
+        }
+    }
+}
+
+impl KeepAlive {
+    fn inner(&self) -> Arc<honker::runtime::KeepAlive> {
+        Arc::clone(self.k.as_ref().expect("the keep-alive lives until dropped"))
+    }
+}
+
+#[napi]
+impl KeepAlive {
+    /// Whether the lease was lost (renewal stopped).
+    #[napi(getter)]
+    pub fn lost(&self) -> bool {
+        self.inner().lost()
+    }
+
+    #[napi(getter)]
+    pub fn beats(&self) -> f64 {
+        self.inner().beats() as f64
+    }
+
+    /// The lease's expiry after the last renewal (ms), if there was one.
+    #[napi(getter)]
+    pub fn lease_expires_at(&self) -> Option<i64> {
+        self.inner().lease_expires_at()
+    }
+
+    /// Stops renewing; resolves to whether the lease was lost meanwhile.
+    #[napi]
+    pub async fn stop(&self) -> napi::Result<Out<bool>> {
+        let k = self.inner();
+        blocking(move || Ok(k.stop().lost)).await
+    }
+}
+
+/// A job rebuilt from its lease: see `Queue.job`.
+#[napi(object)]
+pub struct Rebuilt {
+    pub job: Claimed,
+    pub worker_id: String,
+}
+
+fn rebuild(q: &honker::Queue, id: i64, token: String) -> honker::Result<Rebuilt> {
+    let j = q.job(lease(id, token))?;
+    let worker_id = j.worker_id.clone();
+    Ok(Rebuilt {
+        job: claimed(j),
+        worker_id,
+    })
+}
+
+#[napi]
+impl Queue {
+    /// The running job that `(id, token)` leases, rebuilt (core's
+    /// `Queue::job`).
+    #[napi]
+    pub async fn job(&self, id: i64, token: String) -> napi::Result<Out<Rebuilt>> {
+        let q = self.core().clone();
+        blocking(move || rebuild(&q, id, token)).await
+    }
+
+    /// `job` without waiting.
+    #[napi]
+    pub fn try_job(&self, id: i64, token: String) -> Out<Rebuilt> {
+        now(|| rebuild(self.core(), id, token))
+    }
+
+    /// The claim stream (core's `runtime::Claimer`) for `worker_id`,
+    /// claiming `batch` jobs at a time, leased for `lease` ms (default: the
+    /// queue's).
+    #[napi]
+    pub fn claimer(&self, worker_id: String, batch: u32, lease: Option<f64>) -> Out<Claimer> {
+        out((|| {
+            let lease = opt_ms("lease", lease)?;
+            let c = honker::runtime::Claimer::new(self.core(), &worker_id, batch as usize, lease)?;
+            Ok(Claimer {
+                c: Some(Arc::new(c)),
+            })
+        })())
+    }
+
+    /// Renews job `id`'s lease to `lease_ms` every `every` ms (default: a
+    /// third of it) until stopped; stops and reports when the lease is lost
+    /// (core's `runtime::KeepAlive`).
+    #[napi]
+    pub fn keep_alive(
+        &self,
+        id: i64,
+        token: String,
+        lease_ms: f64,
+        every: Option<f64>,
+    ) -> Out<KeepAlive> {
+        out((|| {
+            let length = ms("lease", lease_ms)?;
+            let every = opt_ms("every", every)?;
+            let k =
+                honker::runtime::KeepAlive::start(self.core(), lease(id, token), length, every)?;
+            Ok(KeepAlive {
+                k: Some(Arc::new(k)),
+            })
+        })())
+    }
+}
