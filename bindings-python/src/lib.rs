@@ -11,6 +11,7 @@ mod database;
 mod errors;
 mod json;
 mod queue;
+mod runtime;
 
 use pyo3::prelude::*;
 
@@ -28,5 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
     m.add_class::<database::Transaction>()?;
     m.add_class::<queue::Queue>()?;
+    m.add_class::<runtime::Claimer>()?;
+    m.add_class::<runtime::KeepAlive>()?;
     Ok(())
 }

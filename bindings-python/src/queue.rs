@@ -22,7 +22,7 @@ pub struct Queue {
     pub(crate) queue: honker::Queue,
 }
 
-type ClaimedTuple = (i64, Py<PyAny>, u32, u32, i32, i64, i64, i64, String);
+pub(crate) type ClaimedTuple = (i64, Py<PyAny>, u32, u32, i32, i64, i64, i64, String);
 
 fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<Py<PyAny>> {
     Ok(match p {
@@ -31,7 +31,21 @@ fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<Py<PyAny>> {
     })
 }
 
-fn lease(job_id: i64, token: String) -> Lease {
+pub(crate) fn claimed_tuple(py: Python<'_>, j: honker::Job) -> PyResult<ClaimedTuple> {
+    Ok((
+        j.id,
+        payload_to_py(py, j.payload)?,
+        j.attempts,
+        j.max_attempts,
+        j.priority,
+        j.run_at,
+        j.created_at,
+        j.lease_expires_at,
+        j.lease.token,
+    ))
+}
+
+pub(crate) fn lease(job_id: i64, token: String) -> Lease {
     Lease { job_id, token }
 }
 
@@ -159,21 +173,34 @@ impl Queue {
                 })
             })
             .py()?;
-        jobs.into_iter()
-            .map(|j| {
-                Ok((
-                    j.id,
-                    payload_to_py(py, j.payload)?,
-                    j.attempts,
-                    j.max_attempts,
-                    j.priority,
-                    j.run_at,
-                    j.created_at,
-                    j.lease_expires_at,
-                    j.lease.token,
-                ))
-            })
-            .collect()
+        jobs.into_iter().map(|j| claimed_tuple(py, j)).collect()
+    }
+
+    /// The claim stream (core's `runtime::Claimer`) for `worker_id`,
+    /// claiming `batch` jobs at a time, leased for `lease` seconds (default:
+    /// the queue's).
+    #[pyo3(signature = (worker_id, batch, *, lease = None))]
+    fn claimer(
+        &self,
+        worker_id: &str,
+        batch: i64,
+        lease: Option<f64>,
+    ) -> PyResult<crate::runtime::Claimer> {
+        crate::runtime::claimer(&self.queue, worker_id, batch, lease)
+    }
+
+    /// Renews job `job_id`'s lease to `lease` seconds every `every` seconds
+    /// (default: a third of it) until stopped; stops and reports when the
+    /// lease is lost (core's `runtime::KeepAlive`).
+    #[pyo3(signature = (job_id, token, lease, *, every = None))]
+    fn keep_alive(
+        &self,
+        job_id: i64,
+        token: String,
+        lease: f64,
+        every: Option<f64>,
+    ) -> PyResult<crate::runtime::KeepAlive> {
+        crate::runtime::keep_alive(&self.queue, job_id, token, lease, every)
     }
 
     #[pyo3(signature = (job_id, token, *, result = None, tx = None))]
@@ -346,6 +373,14 @@ impl Queue {
             })
         })
         .py()
+    }
+
+    /// The running job that `(job_id, token)` leases, rebuilt (core's
+    /// `Queue::job`): its claimed tuple and its worker id.
+    fn job(&self, py: Python<'_>, job_id: i64, token: String) -> PyResult<(ClaimedTuple, String)> {
+        let job = py.detach(|| self.queue.job(lease(job_id, token))).py()?;
+        let worker = job.worker_id.clone();
+        Ok((claimed_tuple(py, job)?, worker))
     }
 
     fn get_job(&self, py: Python<'_>, job_id: i64) -> PyResult<Py<PyDict>> {

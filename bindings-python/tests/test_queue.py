@@ -203,6 +203,66 @@ def test_keep_alive_heartbeats_while_work_runs(db, clock):
     job.ack()
 
 
+def test_a_bare_for_loop_that_breaks_gives_the_buffered_jobs_back(db):
+    # No `with`: the claimer is dropped when the loop ends, and core gives back
+    # what it claimed but never handed out (at once, on a thread of its own),
+    # instead of leaving it to lapse.
+    q = db.queue("q", lease=300)
+    q.enqueue_many(range(3))
+    for job in q.claim("w", batch=3, wait=0.01):
+        job.ack()
+        break
+    until(lambda: q.stats().ready == 2)
+    assert q.stats().running == 0
+
+
+def test_keep_alive_stops_and_reports_when_the_lease_is_lost(db):
+    q = db.queue("q", lease=30)
+    job_id = q.enqueue("x").id
+    [job] = q.claim_batch("w")
+    with job.keep_alive(every=0.01) as keeper:
+        assert q.cancel(job_id, reason="operator")
+        until(lambda: keeper.lost)
+        beats = keeper.beats
+        time.sleep(0.05)
+        assert keeper.beats == beats  # no renewal after the loss
+    assert keeper.lost is True
+    with pytest.raises(honker.LeaseLost):
+        job.ack()
+
+
+def test_keep_alive_checks_its_interval(db):
+    q = db.queue("q", lease=30)
+    q.enqueue("x")
+    [job] = q.claim_batch("w")
+    for every in (0, 30, 31, -1):
+        with pytest.raises(honker.InvalidArgument):
+            with job.keep_alive(every=every):
+                pass
+    job.ack()
+
+
+def test_a_job_is_rebuilt_from_its_lease(db, path):
+    q = db.queue("q")
+    e = q.enqueue({"n": 1})
+    [claimed] = q.claim_batch("w")
+    other = honker.open(path)  # as another process would
+    job = other.queue("q").job(claimed.id, claimed.token)
+    assert (job.id, job.payload, job.worker_id, job.attempts) == (e.id, {"n": 1}, "w", 1)
+    assert job.lease_expires_at == claimed.lease_expires_at
+    job.ack()
+    with pytest.raises(honker.LeaseLost):
+        q.job(claimed.id, claimed.token)  # acked and removed, as ack would say
+    with pytest.raises(honker.NotFound):
+        q.job(10_000, "t")  # never existed
+    waiting = q.enqueue("y")
+    with pytest.raises(honker.LeaseLost):
+        q.job(waiting.id, "not-the-token")  # ready: nobody holds it
+    with pytest.raises(honker.InvalidArgument):
+        q.job(waiting.id, "")
+    other.close()
+
+
 def until(condition, timeout=5.0):
     """Waits for a condition another thread makes true."""
     deadline = time.monotonic() + timeout

@@ -10,11 +10,9 @@ the transaction that records the effect).
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import datetime as _dt
 import json
-import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -118,6 +116,7 @@ class Job:
         "_payload",
         "_queue",
         "_raw",
+        "_renewal",
         "_run_at_ms",
         "attempts",
         "id",
@@ -134,6 +133,7 @@ class Job:
         self._payload: Any = _UNSET
         self.worker_id = worker_id
         self._lease_s = lease_s
+        self._renewal: _native.KeepAlive | None = None
 
     def __repr__(self) -> str:
         return f"Job(id={self.id}, queue={self._queue.name!r}, attempts={self.attempts})"
@@ -150,7 +150,9 @@ class Job:
 
     @property
     def lease_expires_at(self) -> _dt.datetime:
-        """When the lease lapses unless extended (``heartbeat``)."""
+        """When the lease lapses unless extended (``heartbeat``,
+        ``keep_alive``)."""
+        self._renewed()
         return from_ms(self._expires_ms)  # type: ignore[return-value]
 
     @property
@@ -252,96 +254,92 @@ class Job:
         return self.lease_expires_at
 
     def keep_alive(self, every: Seconds | None = None) -> KeepAlive:
-        """Heartbeats the lease every ``every`` (default: a third of the
-        lease) while a block runs: ``with job.keep_alive(): ...`` or
+        """Renews the lease every ``every`` (default: a third of the lease)
+        while a block runs: ``with job.keep_alive(): ...`` or
         ``async with job.keep_alive(): ...``. ``.lost`` tells whether the
-        lease was lost meanwhile."""
-        e = seconds("every", every)
-        return KeepAlive(self, self._lease_s / 3 if e is None else e)
+        lease was lost meanwhile (renewal then stopped)."""
+        return KeepAlive(self, seconds("every", every))
+
+    def _renewed(self) -> None:
+        """Takes a running keep-alive's latest renewal into the expiry."""
+        renewal = self._renewal
+        if renewal is not None:
+            at = renewal.lease_expires_at_ms
+            if at is not None and at > self._expires_ms:
+                self._expires_ms = at
 
 
 _UNSET = object()
 
 
 class KeepAlive:
-    """See :meth:`Job.keep_alive`."""
+    """See :meth:`Job.keep_alive`. The renewal is core's (the same on every
+    surface): a transient failure (``Busy``) is tried again; a lost lease
+    (reclaimed after a lapse, cancelled: ``LeaseLost``) stops it and sets
+    ``.lost``: the work's outcome can no longer be recorded, and the job runs
+    again elsewhere (at-least-once)."""
 
-    def __init__(self, job: Job, every: float) -> None:
-        if every <= 0:
-            raise ValueError("keep_alive interval must be positive")
+    def __init__(self, job: Job, every: float | None) -> None:
         self._job = job
         self._every = every
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.lost = False
-        self.beats = 0
+        self._native: _native.KeepAlive | None = None
+        self._lost = False
+        self._beats = 0
 
-    def _beat(self) -> bool:
-        try:
-            self._job.heartbeat()
-            self.beats += 1
-            return True
-        except HonkerError as e:
-            return self._keep_beating(e)
+    @property
+    def lost(self) -> bool:
+        """Whether the lease was lost while the block ran."""
+        return self._native.lost if self._native is not None else self._lost
 
-    def _keep_beating(self, e: HonkerError) -> bool:
-        if e.code in ("LEASE_LOST", "NOT_FOUND"):
-            self.lost = True
-            return False
-        if e.code == "CLOSED":
-            return False  # closed, or a forked child's copy: no beat can work
-        return True  # BUSY and friends: try again next time
+    @property
+    def beats(self) -> int:
+        """Renewals that succeeded."""
+        return self._native.beats if self._native is not None else self._beats
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._every):
-            if not self._beat():
-                return
+    def _start(self) -> KeepAlive:
+        job = self._job
+        self._native = job._queue._native.keep_alive(
+            job.id, job.token, job._lease_s, every=self._every
+        )
+        job._renewal = self._native
+        return self
+
+    def _stop(self) -> None:
+        native, job = self._native, self._job
+        if native is None:
+            return
+        self._lost = native.stop()
+        self._beats = native.beats
+        job._renewed()
+        job._renewal = None
+        self._native = None
 
     def __enter__(self) -> KeepAlive:
-        self._thread = threading.Thread(target=self._run, name="honker-keepalive", daemon=True)
-        self._thread.start()
-        return self
+        return self._start()
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    async def _arun(self) -> None:
-        while True:
-            await asyncio.sleep(self._every)
-            try:
-                await self._job.heartbeat_async()
-                self.beats += 1
-            except HonkerError as e:
-                if not self._keep_beating(e):
-                    return
+        self._stop()
 
     async def __aenter__(self) -> KeepAlive:
-        self._task = asyncio.ensure_future(self._arun())
-        return self
+        return self._start()
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await _threads.run(self._stop)
 
 
 class Claimer:
     """``for job in queue.claim(...)`` (threads) and
     ``async for job in queue.claim(...)`` (asyncio): an endless stream of
-    claimed jobs that sleeps until work arrives from any process.
+    claimed jobs that sleeps until work arrives from any process. It is
+    core's claim stream, the same on every surface.
 
     Waiting happens on honker's threads, never on the event loop; cancelling
     the task that iterates stops it cleanly. Jobs claimed in the background
     after a cancellation are released at once; a job already handed to the
     loop body stays leased to it until acked, released or lapsed. ``close()``
     (or leaving ``with``/``async with``) releases jobs claimed but not yet
-    handed out (``batch`` > 1).
+    handed out (``batch`` > 1), and so does dropping the iterator (a bare
+    ``for job in q.claim(...): break``).
     """
 
     def __init__(
@@ -354,24 +352,24 @@ class Claimer:
     ) -> None:
         self._queue = queue
         self._worker_id = worker_id
-        self._batch = batch
-        self._lease = lease
+        self._lease_s = queue._lease if lease is None else lease
         self._wait = wait
-        self._buffer: collections.deque[Job] = collections.deque()
-        self._closed = False
+        self._native = queue._native.claimer(worker_id, batch, lease=lease)
 
-    def _claim(self, on_claimable: Callable[[], object] | None = None) -> list[Job]:
-        return self._queue._claim(
-            self._worker_id, self._batch, self._lease, self._wait, None, on_claimable
-        )
+    def _job(self, row: tuple) -> Job:
+        return Job(self._queue, self._worker_id, row, self._lease_s)
 
-    def _claim_for(self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[list[Job]]) -> None:
-        """Runs on honker's threads: claims (waiting for work), then hands
-        the jobs to ``fut`` on the loop. When the wait ends with work, the
-        loop thread is woken at once, so it is awake by the time the claim
-        has committed (an idle thread takes tens of microseconds to wake)."""
+    def _claim_for(
+        self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[tuple | None]
+    ) -> None:
+        """Runs on honker's threads: waits for the next job, then hands it to
+        ``fut`` on the loop. When the wait ends with work, the loop thread is
+        woken at once, so it is awake by the time the claim has committed
+        (an idle thread takes tens of microseconds to wake)."""
         try:
-            jobs = self._claim(on_claimable=lambda: loop.call_soon_threadsafe(_noop))
+            row = self._native.next(
+                self._wait, on_claimable=lambda: loop.call_soon_threadsafe(_noop)
+            )
         except BaseException as e:  # handed to the awaiting task
             try:
                 loop.call_soon_threadsafe(_fail, fut, e)
@@ -379,44 +377,47 @@ class Claimer:
                 pass  # the loop is closed: nobody is waiting
             return
         try:
-            loop.call_soon_threadsafe(_deliver, fut, jobs)
+            loop.call_soon_threadsafe(_deliver, fut, self, row)
         except RuntimeError:
-            _release_all(jobs)  # the loop is closed: nobody will see them
+            if row is not None:
+                _release_all([self._job(row)])  # the loop is closed: nobody will see it
 
     def __iter__(self) -> Iterator[Job]:
         return self
 
     def __next__(self) -> Job:
-        while not self._buffer:
-            if self._closed:
+        native = self._native
+        while True:
+            if native.closed:
                 raise StopIteration
-            self._buffer.extend(self._claim())
-        return self._buffer.popleft()
+            row = native.take_buffered()
+            if row is None:
+                row = native.next(self._wait)
+            if row is not None:
+                return self._job(row)
 
     def __aiter__(self) -> AsyncIterator[Job]:
         return self
 
     async def __anext__(self) -> Job:
-        while not self._buffer:
-            if self._closed:
+        native = self._native
+        while True:
+            if native.closed:
                 raise StopAsyncIteration
-            loop = asyncio.get_running_loop()
-            fut: asyncio.Future[list[Job]] = loop.create_future()
-            _threads.submit(self._claim_for, loop, fut)
-            # Cancelled here, the claim still finishes on its thread, and
-            # _deliver gives its jobs back.
-            self._buffer.extend(await fut)
-        return self._buffer.popleft()
+            row = native.take_buffered()
+            if row is None:
+                loop = asyncio.get_running_loop()
+                fut: asyncio.Future[tuple | None] = loop.create_future()
+                _threads.submit(self._claim_for, loop, fut)
+                # Cancelled here, the wait still finishes on its thread, and
+                # _deliver gives its job back.
+                row = await fut
+            if row is not None:
+                return self._job(row)
 
     def close(self) -> None:
         """Stops the stream and releases jobs claimed but not handed out."""
-        self._closed = True
-        while self._buffer:
-            job = self._buffer.popleft()
-            try:
-                job.release()
-            except HonkerError:
-                pass  # lapsed meanwhile: someone else's now
+        self._native.close()
 
     async def aclose(self) -> None:
         await _threads.run(self.close)
@@ -438,18 +439,18 @@ def _noop() -> None:
     pass
 
 
-def _deliver(fut: asyncio.Future[list[Job]], jobs: list[Job]) -> None:
-    """On the loop: the claim's jobs to the awaiting task. If the task was
-    cancelled meanwhile, nobody will ever see them: give them back now (on
+def _deliver(fut: asyncio.Future[tuple | None], claimer: Claimer, row: tuple | None) -> None:
+    """On the loop: the claimed job to the awaiting task. If the task was
+    cancelled meanwhile, nobody will ever see it: give it back now (on
     honker's threads) instead of at lease lapse."""
     if fut.cancelled():
-        if jobs:
-            _threads.submit(_release_all, jobs)
+        if row is not None:
+            _threads.submit(_release_all, [claimer._job(row)])
     else:
-        fut.set_result(jobs)
+        fut.set_result(row)
 
 
-def _fail(fut: asyncio.Future[list[Job]], error: BaseException) -> None:
+def _fail(fut: asyncio.Future[tuple | None], error: BaseException) -> None:
     if not fut.cancelled():
         fut.set_exception(error)
 
@@ -650,6 +651,23 @@ class Queue:
         t = _tx(tx)
         _args.integer("job_id", job_id, _args.I64)
         return self._db._write(tx, lambda: self._native.cancel(job_id, reason=reason, tx=t))
+
+    def job(self, job_id: int, token: str) -> Job:
+        """The running job that ``(job_id, token)`` leases, rebuilt: for a
+        process handed a lease by another (a webhook that completes the job
+        later, a worker in another language). ``LeaseLost`` if the job is not
+        running (or finished), ``NotFound`` if it never existed, as a verb
+        with the lease would say; a verb on it raises ``LeaseLost`` if
+        another claim holds it now. ``keep_alive`` renews it for the queue's
+        lease."""
+        _args.integer("job_id", job_id, _args.I64)
+        _args.text("token", token)
+        row, worker_id = self._native.job(job_id, token)
+        return Job(self, worker_id, row, self._lease)
+
+    async def job_async(self, job_id: int, token: str) -> Job:
+        """:meth:`job` on honker's threads."""
+        return await _threads.run(lambda: self.job(job_id, token))
 
     def get_job(self, job_id: int) -> JobInfo:
         """The job in any state; ``NotFound`` if it never existed or was pruned."""

@@ -1,0 +1,170 @@
+//! Core's runtime for Python (`honker::runtime`): the claim stream behind
+//! `Queue.claim()`'s iterators and the lease renewal behind
+//! `Job.keep_alive()`. Every call that may wait or write runs without the
+//! GIL; the last reference is dropped on a thread of its own, never while
+//! holding the GIL (a drop releases buffered jobs or joins the renewal
+//! thread: writes that may wait for the writer).
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::database::secs;
+use crate::errors::IntoPyResult as _;
+use crate::queue::{claimed_tuple, lease, ClaimedTuple};
+
+/// See `Queue.claimer`.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Claimer {
+    c: Option<Arc<honker::runtime::Claimer>>,
+}
+
+impl Drop for Claimer {
+    fn drop(&mut self) {
+        if let Some(c) = self.c.take() {
+            // Collected without close(): release off the GIL.
+            std::thread::spawn(move || drop(c));
+        }
+    }
+}
+
+impl Claimer {
+    fn inner(&self) -> &honker::runtime::Claimer {
+        self.c.as_deref().expect("the claimer lives until dropped")
+    }
+}
+
+#[pymethods]
+impl Claimer {
+    /// The next job, waiting up to `wait` seconds for work; None when the
+    /// wait ran out or the claimer was closed. `on_claimable` as in
+    /// `Queue.claim`.
+    #[pyo3(signature = (wait, *, on_claimable = None))]
+    fn next(
+        &self,
+        py: Python<'_>,
+        wait: f64,
+        on_claimable: Option<Py<PyAny>>,
+    ) -> PyResult<Option<ClaimedTuple>> {
+        let wait = secs("wait", wait)?;
+        let c = self.inner();
+        let job = py
+            .detach(|| {
+                c.next_with_hook(wait, &mut || {
+                    if let Some(hook) = &on_claimable {
+                        Python::attach(|py| {
+                            let _ = hook.call0(py);
+                        })
+                    }
+                })
+            })
+            .py()?;
+        job.map(|j| claimed_tuple(py, j)).transpose()
+    }
+
+    /// A job claimed earlier and not handed out yet, if any (no I/O).
+    fn take_buffered(&self, py: Python<'_>) -> PyResult<Option<ClaimedTuple>> {
+        self.inner()
+            .take_buffered()
+            .map(|j| claimed_tuple(py, j))
+            .transpose()
+    }
+
+    /// Releases the jobs claimed but not handed out and wakes a waiting
+    /// `next`; returns how many were released.
+    fn close(&self, py: Python<'_>) -> usize {
+        let c = self.inner();
+        py.detach(|| c.close())
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner().is_closed()
+    }
+
+    #[getter]
+    fn buffered(&self) -> usize {
+        self.inner().buffered()
+    }
+}
+
+/// See `Queue.keep_alive`.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct KeepAlive {
+    k: Option<Arc<honker::runtime::KeepAlive>>,
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        if let Some(k) = self.k.take() {
+            std::thread::spawn(move || drop(k));
+        }
+    }
+}
+
+impl KeepAlive {
+    fn inner(&self) -> &honker::runtime::KeepAlive {
+        self.k
+            .as_deref()
+            .expect("the keep-alive lives until dropped")
+    }
+}
+
+#[pymethods]
+impl KeepAlive {
+    /// Whether the lease was lost (renewal stopped).
+    #[getter]
+    fn lost(&self) -> bool {
+        self.inner().lost()
+    }
+
+    #[getter]
+    fn beats(&self) -> u64 {
+        self.inner().beats()
+    }
+
+    /// The lease's expiry after the last renewal (ms), if there was one.
+    #[getter]
+    fn lease_expires_at_ms(&self) -> Option<i64> {
+        self.inner().lease_expires_at()
+    }
+
+    /// Stops renewing; returns whether the lease was lost meanwhile.
+    fn stop(&self, py: Python<'_>) -> bool {
+        let k = self.inner();
+        py.detach(|| k.stop().lost)
+    }
+}
+
+/// `Queue.claimer`: see queue.rs.
+pub(crate) fn claimer(
+    queue: &honker::Queue,
+    worker_id: &str,
+    batch: i64,
+    lease: Option<f64>,
+) -> PyResult<Claimer> {
+    let batch = honker::validate::batch(batch).py()?;
+    let lease = lease.map(|s| secs("lease", s)).transpose()?;
+    let c = honker::runtime::Claimer::new(queue, worker_id, batch, lease).py()?;
+    Ok(Claimer {
+        c: Some(Arc::new(c)),
+    })
+}
+
+/// `Queue.keep_alive`: see queue.rs.
+pub(crate) fn keep_alive(
+    queue: &honker::Queue,
+    job_id: i64,
+    token: String,
+    length: f64,
+    every: Option<f64>,
+) -> PyResult<KeepAlive> {
+    let length = secs("lease", length)?;
+    let every = every.map(|s| secs("every", s)).transpose()?;
+    let k = honker::runtime::KeepAlive::start(queue, lease(job_id, token), length, every).py()?;
+    Ok(KeepAlive {
+        k: Some(Arc::new(k)),
+    })
+}
