@@ -87,19 +87,20 @@ async function run(s) {
       const jobs = await q.claimBatch(s.worker, s.n ?? 1, { lease: s.lease_ms, wait: s.wait_ms });
       return jobs.map((j) => ({ id: j.id, token: j.token, attempts: j.attempts, payload: j.payload }));
     }
+    // A lease another surface handed over, rebuilt with public API.
     case 'ack':
-      await call(native.ack(s.id, s.token, undefined, s.in_tx ? tx.tx._native.id : undefined));
+      await (await q.job(s.id, s.token)).ack({ tx: txFor(s) });
       return null;
     case 'retry':
-      return call(native.retry(s.id, s.token, s.delay_ms, s.error, undefined));
+      return (await q.job(s.id, s.token)).retry({ delay: s.delay_ms, error: s.error });
     case 'fail':
-      await call(native.fail(s.id, s.token, s.error, undefined));
+      await (await q.job(s.id, s.token)).fail(s.error);
       return null;
     case 'release':
-      await call(native.release(s.id, s.token, undefined));
+      await (await q.job(s.id, s.token)).release();
       return null;
     case 'heartbeat':
-      return call(native.heartbeat(s.id, s.token, s.extend_ms, undefined));
+      return (await (await q.job(s.id, s.token)).heartbeat({ extend: s.extend_ms })).getTime();
     case 'requeue_dead':
       return q.requeueDead(s.id);
     case 'get_job': {

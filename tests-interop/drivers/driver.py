@@ -85,26 +85,23 @@ class Driver:
                 }
                 for j in jobs
             ]
-        native = q._native  # acting on a lease another surface handed over
-        if op == "ack":
-            native.ack(
-                s["id"],
-                s["token"],
-                tx=None if self.tx_for(s) is None else self.tx._native,
-            )
-            return None
-        if op == "retry":
-            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
-            return native.retry(s["id"], s["token"], delay=delay, error=s.get("error"))
-        if op == "fail":
-            native.fail(s["id"], s["token"], s["error"])
-            return None
-        if op == "release":
-            native.release(s["id"], s["token"])
-            return None
-        if op == "heartbeat":
+        if op in ("ack", "retry", "fail", "release", "heartbeat"):
+            # A lease another surface handed over, rebuilt with public API.
+            job = q.job(s["id"], s["token"])
+            if op == "ack":
+                job.ack(tx=self.tx_for(s))
+                return None
+            if op == "retry":
+                delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
+                return job.retry(delay=delay, error=s.get("error"))
+            if op == "fail":
+                job.fail(s["error"])
+                return None
+            if op == "release":
+                job.release()
+                return None
             ext = s["extend_ms"] / 1000 if "extend_ms" in s else None
-            return native.heartbeat(s["id"], s["token"], extend=ext)
+            return round(job.heartbeat(extend=ext).timestamp() * 1000)
         if op == "requeue_dead":
             return q.requeue_dead(s["id"])
         if op == "get_job":
