@@ -5,12 +5,12 @@
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
 //! transaction, so maintenance never holds the write lock for long.
 
-use crate::raw::{params, Conn};
+use crate::raw::Conn;
 
 use crate::clock::duration_ms;
 use crate::database::Inner;
 use crate::error::Result;
-use crate::queue::sql::{PRUNE_FINISHED, PRUNE_RESULTS};
+use crate::queue::retention;
 
 /// Rows deleted per transaction.
 pub(crate) const BATCH: usize = 1000;
@@ -37,19 +37,14 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     db.mark_maintained();
     let r = &db.options.retention;
     let mut report = MaintenanceReport::default();
-    for (state, keep) in [
-        ("dead", r.dead),
-        ("cancelled", r.cancelled),
-        ("expired", r.cancelled),
-        ("completed", r.completed),
-    ] {
-        let keep = duration_ms(keep);
+    for state in retention::FINISHED {
+        let keep = duration_ms(match state {
+            "dead" => r.dead,
+            "completed" => r.completed,
+            _ => r.cancelled, // cancelled and expired
+        });
         let n = batches(db, max_batches, |conn, now| {
-            conn.prepare_cached(PRUNE_FINISHED)?.execute(params![
-                state,
-                now.saturating_sub(keep),
-                BATCH as i64
-            ])
+            retention::prune_finished(conn, state, now.saturating_sub(keep), BATCH)
         })?;
         match state {
             "dead" => report.dead += n,
@@ -59,8 +54,7 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     }
     let keep = duration_ms(r.results);
     report.results = batches(db, max_batches, |conn, now| {
-        conn.prepare_cached(PRUNE_RESULTS)?
-            .execute(params![now.saturating_sub(keep), BATCH as i64])
+        retention::prune_results(conn, now.saturating_sub(keep), BATCH)
     })?;
     Ok(report)
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use honker::queue::sql;
+use honker::queue::statements as sql;
 use honker::rusqlite::types::Value;
 use honker::rusqlite::{params_from_iter, Connection};
 

@@ -339,3 +339,17 @@ fn a_trigger_enqueue_rolls_back_with_its_statement() {
         "the refused order's job is gone too"
     );
 }
+
+#[test]
+fn every_registered_function_is_documented_in_docs_sql_md() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sql.md"))
+        .expect("docs/sql.md");
+    let names: Vec<_> = honker::sql::functions();
+    assert!(names.len() >= 15, "{names:?}");
+    for (name, _) in names {
+        assert!(
+            docs.contains(&format!("{name}(")),
+            "docs/sql.md does not document {name}"
+        );
+    }
+}

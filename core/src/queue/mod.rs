@@ -13,7 +13,10 @@
 #[cfg(feature = "rusqlite")]
 mod handle;
 pub(crate) mod ops;
-pub mod sql;
+#[cfg(feature = "rusqlite")]
+pub(crate) mod retention;
+pub(crate) mod sqlfn;
+pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]

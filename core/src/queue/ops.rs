@@ -12,7 +12,7 @@
 
 use crate::raw::{params, Conn, Damage, Row};
 
-use super::sql;
+use super::statements;
 use super::types::{JobInfo, JobState, QueueStats};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
@@ -45,7 +45,7 @@ pub(crate) fn enqueue(
     } else {
         "ready"
     };
-    let mut insert = conn.prepare_cached(sql::ENQUEUE)?;
+    let mut insert = conn.prepare_cached(statements::ENQUEUE)?;
     let mut out = Vec::with_capacity(payloads.len());
     for payload in payloads {
         let inserted = insert.execute(params![
@@ -74,7 +74,7 @@ pub(crate) fn enqueue(
 }
 
 fn dedupe_holder(conn: Conn<'_>, queue: &str, key: Option<&str>) -> Result<i64> {
-    conn.prepare_cached(sql::FIND_BY_DEDUPE)?
+    conn.prepare_cached(statements::FIND_BY_DEDUPE)?
         .query_row(params![queue, key], |r| r.get(0))?
         .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))
 }
@@ -109,7 +109,7 @@ pub(crate) fn claim(
     loop {
         // Every row is read before the first update: the pick's statement is
         // finished (reset) by then.
-        let picked = conn.prepare_cached(sql::PICK)?.query_map(
+        let picked = conn.prepare_cached(statements::PICK)?.query_map(
             params![queue, (n - jobs.len()) as i64],
             |r| {
                 let id: i64 = r.get(0)?;
@@ -117,7 +117,7 @@ pub(crate) fn claim(
             },
         )?;
         let mut damaged = 0;
-        let mut lease = conn.prepare_cached(sql::LEASE)?;
+        let mut lease = conn.prepare_cached(statements::LEASE)?;
         for row in picked {
             match row {
                 Ok(mut job) => {
@@ -153,7 +153,7 @@ pub(crate) fn claim(
     }
 }
 
-/// A row of [`sql::PICK`] as a job, or what is damaged in it.
+/// A row of [`statements::PICK`] as a job, or what is damaged in it.
 fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, Damage> {
     // Checked only: see PICK.
     r.decode::<i64>(7)?;
@@ -179,7 +179,7 @@ fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, 
 fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     // One read of three index ranges; the usual answer is "nothing to do".
     let due: bool = conn
-        .prepare_cached(sql::HOUSEKEEPING_DUE)?
+        .prepare_cached(statements::HOUSEKEEPING_DUE)?
         .query_one(params![queue, now], |r| r.get(0))?;
     if !due {
         return Ok(());
@@ -187,13 +187,13 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     // A damaged time would keep its job from ever coming due (and from
     // being reclaimed): dead letters, as the pick does with damaged rows.
     let damaged: Vec<(i64, String, String)> = conn
-        .prepare_cached(sql::DAMAGED_TIMES)?
+        .prepare_cached(statements::DAMAGED_TIMES)?
         .query_map(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     for (id, column, kind) in damaged {
         let why = format!("undecodable row: {column} holds {kind}");
         archive(conn, id, JobState::Dead, Some(&why), now)?;
     }
-    for id in ids(conn, sql::DUE_EXPIRED, queue, now)? {
+    for id in ids(conn, statements::DUE_EXPIRED, queue, now)? {
         archive(
             conn,
             id,
@@ -202,9 +202,9 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
             now,
         )?;
     }
-    conn.prepare_cached(sql::PROMOTE)?
+    conn.prepare_cached(statements::PROMOTE)?
         .execute(params![queue, now])?;
-    for id in ids(conn, sql::LAPSED_EXHAUSTED, queue, now)? {
+    for id in ids(conn, statements::LAPSED_EXHAUSTED, queue, now)? {
         archive(
             conn,
             id,
@@ -213,7 +213,7 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
             now,
         )?;
     }
-    conn.prepare_cached(sql::RECLAIM)?
+    conn.prepare_cached(statements::RECLAIM)?
         .execute(params![queue, now])?;
     Ok(())
 }
@@ -231,9 +231,10 @@ pub(crate) fn archive(
     error: Option<&str>,
     now: i64,
 ) -> Result<()> {
-    conn.prepare_cached(sql::ARCHIVE)?
+    conn.prepare_cached(statements::ARCHIVE)?
         .execute(params![id, state.as_str(), error, now])?;
-    conn.prepare_cached(sql::DELETE_JOB)?.execute(params![id])?;
+    conn.prepare_cached(statements::DELETE_JOB)?
+        .execute(params![id])?;
     Ok(())
 }
 
@@ -252,12 +253,12 @@ pub(crate) fn lease_error(conn: Conn<'_>, queue: &str, id: i64) -> Error {
 /// The queue holding job `id` (live or finished), if it still exists.
 pub(crate) fn job_queue(conn: Conn<'_>, id: i64) -> Result<Option<String>> {
     let live = conn
-        .prepare_cached(sql::LIVE_QUEUE)?
+        .prepare_cached(statements::LIVE_QUEUE)?
         .query_row(params![id], |r| r.get(0))?;
     if live.is_some() {
         return Ok(live);
     }
-    conn.prepare_cached(sql::FINISHED_QUEUE)?
+    conn.prepare_cached(statements::FINISHED_QUEUE)?
         .query_row(params![id], |r| r.get(0))
 }
 
@@ -268,7 +269,7 @@ pub(crate) fn existed(conn: Conn<'_>, id: i64) -> Result<bool> {
 
 fn max_id(conn: Conn<'_>) -> Result<i64> {
     Ok(conn
-        .prepare_cached(sql::MAX_ID)?
+        .prepare_cached(statements::MAX_ID)?
         .query_row(params![], |r| r.get(0))?
         .unwrap_or(0))
 }
@@ -277,7 +278,7 @@ fn max_id(conn: Conn<'_>) -> Result<i64> {
 /// but not the queue (the SQL functions).
 pub(crate) fn lease_by_token(conn: Conn<'_>, id: i64, token: &str) -> Result<(String, String)> {
     let queue: Option<String> = conn
-        .prepare_cached(sql::LEASE_BY_TOKEN)?
+        .prepare_cached(statements::LEASE_BY_TOKEN)?
         .query_row(params![id, token], |r| r.get(0))?;
     match queue {
         Some(q) => Ok((q, token.to_owned())),
@@ -294,7 +295,7 @@ pub(crate) fn lease_by_worker(
     now: i64,
 ) -> Result<(String, String)> {
     let lease: Option<(String, String)> = conn
-        .prepare_cached(sql::LEASE_BY_WORKER)?
+        .prepare_cached(statements::LEASE_BY_WORKER)?
         .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))?;
     lease.ok_or_else(|| match orphan_error(conn, id) {
         // No token was given: say whose lease it is not, not which token.
@@ -335,14 +336,14 @@ pub(crate) fn ack(
         archive(conn, id, JobState::Completed, None, now)?;
     } else {
         let n = conn
-            .prepare_cached(sql::ACK)?
+            .prepare_cached(statements::ACK)?
             .execute(params![id, queue, token])?;
         if n == 0 {
             return Err(lease_error(conn, queue, id));
         }
     }
     if let Some(value) = result {
-        conn.prepare_cached(sql::SAVE_RESULT)?
+        conn.prepare_cached(statements::SAVE_RESULT)?
             .execute(params![id, queue, value, now])?;
     }
     Ok(())
@@ -361,7 +362,7 @@ pub(crate) struct Leased {
 
 /// Checks the lease and reads the job's retry fields.
 pub(crate) fn leased(conn: Conn<'_>, queue: &str, id: i64, token: &str) -> Result<Leased> {
-    conn.prepare_cached(sql::LEASED)?
+    conn.prepare_cached(statements::LEASED)?
         .query_row(params![id, queue, token], |r| {
             Ok(Leased {
                 attempts: r.get(0)?,
@@ -409,13 +410,8 @@ pub(crate) fn give_back(
         JobState::Ready
     };
     let refund = i64::from(how == GiveBack::Uncounted);
-    conn.prepare_cached(sql::RESCHEDULE)?.execute(params![
-        id,
-        state.as_str(),
-        run_at,
-        refund,
-        error
-    ])?;
+    conn.prepare_cached(statements::RESCHEDULE)?
+        .execute(params![id, state.as_str(), run_at, refund, error])?;
     Ok(state)
 }
 
@@ -494,7 +490,7 @@ pub(crate) fn heartbeat(
 ) -> Result<i64> {
     let until = now.saturating_add(extend_ms);
     let n = conn
-        .prepare_cached(sql::HEARTBEAT)?
+        .prepare_cached(statements::HEARTBEAT)?
         .execute(params![id, queue, token, until])?;
     if n == 0 {
         return Err(lease_error(conn, queue, id));
@@ -512,7 +508,7 @@ pub(crate) fn cancel(
     now: i64,
 ) -> Result<bool> {
     let live: Option<String> = conn
-        .prepare_cached(sql::LIVE_QUEUE)?
+        .prepare_cached(statements::LIVE_QUEUE)?
         .query_row(params![id], |r| r.get(0))?;
     match live {
         Some(q) if q == queue => {
@@ -538,7 +534,7 @@ pub(crate) fn cancel(
 
 /// Finds a job in any state.
 pub(crate) fn get_job(conn: Conn<'_>, queue: &str, id: i64, now: i64) -> Result<Option<JobInfo>> {
-    for q in [sql::GET_LIVE, sql::GET_FINISHED] {
+    for q in [statements::GET_LIVE, statements::GET_FINISHED] {
         let info = conn
             .prepare_cached(q)?
             .query_row(params![id, queue], |r| JobInfo::from_row(r, now))?;
@@ -551,7 +547,7 @@ pub(crate) fn get_job(conn: Conn<'_>, queue: &str, id: i64, now: i64) -> Result<
 
 /// The saved result of a job, if any.
 pub(crate) fn get_result(conn: Conn<'_>, queue: &str, id: i64) -> Result<Option<Payload>> {
-    conn.prepare_cached(sql::GET_RESULT)?
+    conn.prepare_cached(statements::GET_RESULT)?
         .query_row(params![id, queue], |r| r.get(0))
 }
 
@@ -563,7 +559,7 @@ pub(crate) fn list_dead(
     limit: usize,
     now: i64,
 ) -> Result<Vec<JobInfo>> {
-    let mut stmt = conn.prepare_cached(sql::LIST_DEAD)?;
+    let mut stmt = conn.prepare_cached(statements::LIST_DEAD)?;
     let rows = stmt.query_map(params![queue, after, limit as i64], |r| {
         JobInfo::from_row(r, now)
     })?;
@@ -578,15 +574,15 @@ pub(crate) fn requeue_dead(
     id: Option<i64>,
     now: i64,
 ) -> Result<usize> {
-    conn.prepare_cached(sql::REQUEUE_DEAD)?
+    conn.prepare_cached(statements::REQUEUE_DEAD)?
         .execute(params![queue, now, id])?;
-    conn.prepare_cached(sql::DELETE_REQUEUED)?
+    conn.prepare_cached(statements::DELETE_REQUEUED)?
         .execute(params![queue, id])
 }
 
 /// Deletes dead letters that died before `before` (ms).
 pub(crate) fn purge_dead(conn: Conn<'_>, queue: &str, before: i64) -> Result<usize> {
-    conn.prepare_cached(sql::PURGE_DEAD)?
+    conn.prepare_cached(statements::PURGE_DEAD)?
         .execute(params![queue, before])
 }
 
@@ -601,7 +597,7 @@ pub(crate) enum Probe {
 /// Read-only check of `queue` (runs on a reader).
 pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
-        .prepare_cached(sql::PROBE)?
+        .prepare_cached(statements::PROBE)?
         .query_one(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .map_err(|e| name_damaged(conn, queue, e))?;
     let next = match (due, lapse) {
@@ -619,7 +615,7 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
 pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
     let mut s = live_stats(conn, queue, now).map_err(|e| name_damaged(conn, queue, e))?;
     let finished = conn
-        .prepare_cached(sql::FINISHED_STATS)?
+        .prepare_cached(statements::FINISHED_STATS)?
         .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;
     for (state, n) in finished {
         match JobState::parse(&state) {
@@ -640,7 +636,7 @@ fn name_damaged(conn: Conn<'_>, queue: &str, err: Error) -> Error {
         return err;
     }
     match conn
-        .prepare_cached(sql::DAMAGED_LIVE)
+        .prepare_cached(statements::DAMAGED_LIVE)
         .and_then(|mut s| s.query_row(params![queue], |r| r.get::<i64>(0)))
     {
         Ok(Some(id)) => err.for_job(id),
@@ -649,7 +645,7 @@ fn name_damaged(conn: Conn<'_>, queue: &str, err: Error) -> Error {
 }
 
 fn live_stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
-    conn.prepare_cached(sql::LIVE_STATS)?
+    conn.prepare_cached(statements::LIVE_STATS)?
         .query_one(params![queue, now], |r| {
             let ready = count(r, 0)?;
             let due = count(r, 1)?;

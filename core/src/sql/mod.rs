@@ -1,0 +1,334 @@
+//! The SQL surface: honker's queue as SQL functions, registered on honker's
+//! own connections (so `tx.execute("SELECT honker_enqueue(...)")` works) and,
+//! by the loadable extension, on any SQLite connection. One implementation:
+//! every function converts its arguments and calls the same `queue::ops` as
+//! the Rust API.
+//!
+//! Conventions (the established Honker SQL API): times are given in seconds
+//! (fractions allowed) and returned as INTEGER milliseconds since the Unix
+//! epoch, as stored; errors are raised with the stable code first
+//! (`LEASE_LOST: ...`). Every function that writes is `SQLITE_DIRECTONLY`, so
+//! a view or trigger inside a hostile database file cannot call it; pure ones
+//! are `SQLITE_INNOCUOUS`. Registering performs no DDL: `honker_bootstrap()`
+//! does.
+//!
+//! A function that writes does its work in a savepoint of the connection it
+//! runs on: inside the caller's transaction it commits with it; outside one it
+//! commits on its own.
+
+use std::ffi::{c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use libsqlite3_sys as ffi;
+use serde_json::{json, Value as Json};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, ErrorKind, Result};
+use crate::payload::Payload;
+use crate::queue::JobInfo;
+use crate::raw::{Conn, StmtCache, ValueRef};
+
+/// What the functions need from their host.
+#[derive(Clone, Debug)]
+pub struct SqlConfig {
+    /// Time source. Defaults to the system clock.
+    pub clock: Arc<dyn Clock>,
+    /// Largest payload accepted. Defaults to 1 MiB.
+    pub max_payload_bytes: usize,
+}
+
+impl Default for SqlConfig {
+    fn default() -> SqlConfig {
+        SqlConfig {
+            clock: Arc::new(SystemClock),
+            max_payload_bytes: 1 << 20,
+        }
+    }
+}
+
+mod args;
+
+pub(crate) use args::Args;
+
+/// Flags of a function that must not run from a view or trigger of the
+/// database file (every function that reads or writes honker's tables).
+pub(crate) const DIRECT_ONLY: c_int = ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY;
+/// Flags of a pure function (same result for the same arguments, no I/O).
+pub(crate) const PURE: c_int = ffi::SQLITE_UTF8 | ffi::SQLITE_INNOCUOUS | ffi::SQLITE_DETERMINISTIC;
+
+/// One SQL function: a row of a primitive's table (the sqlite-vec way:
+/// name, argument count, flags, call), registered by [`register_handle`].
+#[derive(Debug)]
+pub(crate) struct SqlFn {
+    pub(crate) name: &'static str,
+    /// -1: any number (the call checks).
+    pub(crate) n_arg: i32,
+    pub(crate) flags: c_int,
+    /// Runs in a savepoint or transaction of its own ([`atomically`]).
+    pub(crate) atomic: bool,
+    pub(crate) call: fn(&Call<'_>) -> Result<Out>,
+}
+
+impl SqlFn {
+    /// A function whose work must change all or nothing.
+    pub(crate) const fn atomic(
+        name: &'static str,
+        n_arg: i32,
+        flags: c_int,
+        call: fn(&Call<'_>) -> Result<Out>,
+    ) -> SqlFn {
+        SqlFn {
+            name,
+            n_arg,
+            flags,
+            atomic: true,
+            call,
+        }
+    }
+
+    /// A function that touches no table.
+    pub(crate) const fn plain(
+        name: &'static str,
+        n_arg: i32,
+        flags: c_int,
+        call: fn(&Call<'_>) -> Result<Out>,
+    ) -> SqlFn {
+        SqlFn {
+            name,
+            n_arg,
+            flags,
+            atomic: false,
+            call,
+        }
+    }
+}
+
+/// One call of a function: its arguments, the connection it runs on, the
+/// time, the host's configuration.
+pub(crate) struct Call<'a> {
+    pub(crate) args: Args<'a>,
+    pub(crate) conn: Conn<'a>,
+    pub(crate) now: i64,
+    pub(crate) config: &'a SqlConfig,
+}
+
+/// The functions that belong to no primitive.
+const CORE: &[SqlFn] = &[
+    SqlFn::plain("honker_version", 0, PURE, |_| {
+        Ok(Out::Text(env!("CARGO_PKG_VERSION").into()))
+    }),
+    SqlFn::atomic("honker_bootstrap", 0, DIRECT_ONLY, |c| {
+        crate::schema::migrate_nested(c.conn, c.now)?;
+        Ok(Out::Int(crate::schema::LATEST))
+    }),
+];
+
+/// Every function, table by table: the core's, then each primitive's.
+fn tables() -> impl Iterator<Item = &'static SqlFn> {
+    CORE.iter().chain(crate::queue::sqlfn::FUNCTIONS)
+}
+
+/// The name and argument count (-1: variable) of every SQL function.
+pub fn functions() -> Vec<(&'static str, i32)> {
+    tables().map(|f| (f.name, f.n_arg)).collect()
+}
+
+/// Registers every honker SQL function on a rusqlite connection.
+#[cfg(feature = "rusqlite")]
+pub fn register(conn: &rusqlite::Connection, config: &SqlConfig) -> Result<()> {
+    // SAFETY: the handle is open; without a cache the functions keep no
+    // statements between calls, so the connection can close at any time.
+    unsafe { register_handle(conn.handle(), config.clone(), None) }
+}
+
+/// Registers every honker SQL function on the raw connection `db` (what the
+/// loadable extension does with the host's connection).
+///
+/// # Safety
+/// `db` must be an open connection. With a `cache`, the cache must be cleared
+/// before the connection is closed.
+pub(crate) unsafe fn register_handle(
+    db: *mut ffi::sqlite3,
+    config: SqlConfig,
+    cache: Option<Arc<StmtCache>>,
+) -> Result<()> {
+    for f in tables() {
+        let state = Box::new(FnState {
+            f,
+            config: config.clone(),
+            cache: cache.clone(),
+        });
+        let c_name = CString::new(f.name).map_err(|_| Error::internal("function name"))?;
+        // SAFETY: `db` is open (contract). Ownership of `state` passes to
+        // SQLite, which calls `destroy` when the function is replaced, the
+        // connection closes, or registration fails.
+        let rc = unsafe {
+            ffi::sqlite3_create_function_v2(
+                db,
+                c_name.as_ptr(),
+                f.n_arg,
+                f.flags,
+                Box::into_raw(state).cast::<c_void>(),
+                Some(x_func),
+                None,
+                None,
+                Some(destroy),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(crate::raw::sqlite_error(
+                rc,
+                format!("could not register {}", f.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Registers the functions for the loadable extension. The host connection's
+/// lifetime is the host's business, so no statements are cached.
+///
+/// # Safety
+/// `db` must be an open connection of the SQLite library whose API the
+/// calling crate reaches through libsqlite3-sys.
+#[doc(hidden)]
+pub unsafe fn register_extension(db: *mut ffi::sqlite3) -> Result<()> {
+    // SAFETY: per the contract; no cache.
+    unsafe { register_handle(db, SqlConfig::default(), None) }
+}
+
+/// One registered function: its name and what it needs.
+struct FnState {
+    f: &'static SqlFn,
+    config: SqlConfig,
+    cache: Option<Arc<StmtCache>>,
+}
+
+unsafe extern "C" fn destroy(p: *mut c_void) {
+    // SAFETY: `p` came from `Box::into_raw` in `register_handle`; SQLite
+    // calls this once.
+    drop(unsafe { Box::from_raw(p.cast::<FnState>()) });
+}
+
+/// The value a function returns.
+pub(crate) enum Out {
+    Int(i64),
+    Text(String),
+}
+
+unsafe extern "C" fn x_func(
+    ctx: *mut ffi::sqlite3_context,
+    argc: c_int,
+    argv: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: SQLite passes the user data registered with the function, live
+    // until `destroy`, and `argc` protected values valid for this call.
+    let (state, db, args) = unsafe {
+        let state = &*ffi::sqlite3_user_data(ctx).cast::<FnState>();
+        let n = usize::try_from(argc).unwrap_or(0);
+        let args: Vec<ValueRef<'_>> = (0..n).map(|i| ValueRef::value(*argv.add(i))).collect();
+        (state, ffi::sqlite3_context_db_handle(ctx), args)
+    };
+    // A panic must not unwind into SQLite: it becomes an INTERNAL error.
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the host's connection is open and used by this thread for
+        // the whole call; the cache (if any) belongs to it.
+        let conn = unsafe { Conn::new(db, state.cache.as_deref()) };
+        call(state, conn, &args)
+    }))
+    .unwrap_or_else(|_| Err(Error::internal(format!("{} panicked", state.f.name))));
+    // SAFETY: `ctx` is valid for this call; results are copied (TRANSIENT).
+    unsafe {
+        match result {
+            Ok(Out::Int(n)) => ffi::sqlite3_result_int64(ctx, n),
+            Ok(Out::Text(t)) => match c_int::try_from(t.len()) {
+                Ok(n) => {
+                    ffi::sqlite3_result_text(ctx, t.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT())
+                }
+                Err(_) => ffi::sqlite3_result_error_toobig(ctx),
+            },
+            Err(e) => {
+                let msg = e.to_string();
+                let n = c_int::try_from(msg.len()).unwrap_or(c_int::MAX);
+                ffi::sqlite3_result_error(ctx, msg.as_ptr().cast(), n);
+                // Keep SQLite's code where there is one (BUSY lets drivers
+                // retry); the message set above stays.
+                if let Some(code) = e.sqlite_code() {
+                    ffi::sqlite3_result_error_code(ctx, code);
+                } else if e.kind() == ErrorKind::Busy {
+                    ffi::sqlite3_result_error_code(ctx, ffi::SQLITE_BUSY);
+                }
+            }
+        }
+    }
+}
+
+fn call(state: &FnState, conn: Conn<'_>, args: &[ValueRef<'_>]) -> Result<Out> {
+    let f = state.f;
+    let c = Call {
+        args: Args { args, name: f.name },
+        conn,
+        now: state.config.clock.now_ms(),
+        config: &state.config,
+    };
+    if f.atomic {
+        atomically(conn, || (f.call)(&c))
+    } else {
+        (f.call)(&c)
+    }
+}
+
+/// Runs `f` so that a failure part-way changes nothing:
+/// - inside a write statement (a trigger, `INSERT ... SELECT honker_...`),
+///   directly: the statement is already atomic, SQLite allows no savepoint
+///   there, and the error this function raises rolls the statement back;
+/// - inside the caller's transaction, in a savepoint, so it commits with it;
+/// - otherwise in a `BEGIN IMMEDIATE` transaction of its own, which waits for
+///   the write lock under the connection's busy timeout instead of failing
+///   on a stale read snapshot.
+fn atomically<T>(conn: Conn<'_>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if conn.write_statement_running() {
+        return f();
+    }
+    if !conn.is_autocommit() {
+        return conn.in_savepoint(f);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    match f() {
+        Ok(v) => match conn.execute_batch("COMMIT") {
+            Ok(()) => Ok(v),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        },
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+pub(crate) fn secs_ms(s: f64) -> i64 {
+    (s * 1000.0).round() as i64
+}
+
+pub(crate) fn payload_json(p: &Payload) -> Json {
+    match p {
+        Payload::Json(t) => serde_json::from_str(t).unwrap_or(Json::Null),
+        Payload::Bytes(b) => {
+            json!({ "bytes_hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>() })
+        }
+    }
+}
+
+pub(crate) fn job_json(j: &JobInfo) -> Json {
+    json!({
+        "id": j.id, "queue": j.queue, "state": j.state.as_str(), "payload": payload_json(&j.payload),
+        "priority": j.priority, "run_at": j.run_at, "attempts": j.attempts,
+        "max_attempts": j.max_attempts, "dedupe_key": j.dedupe_key, "expires_at": j.expires_at,
+        "created_at": j.created_at, "worker_id": j.worker_id, "last_error": j.last_error,
+        "lease_expires_at": j.lease_expires_at, "finished_at": j.finished_at,
+    })
+}
