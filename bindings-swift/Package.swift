@@ -1,6 +1,7 @@
 // swift-tools-version:5.9
 // The Swift package `Honker`: an idiomatic layer (Sources/Honker) over the
-// UniFFI-generated bindings (Sources/HonkerNative, Sources/honker_swiftFFI)
+// UniFFI-generated bindings (Sources/HonkerNative, Sources/honker_swiftFFI:
+// generated, never edited by hand; scripts/swift-bindgen.sh)
 // of the Rust library libhonker_swift.
 //
 // Linux (and scripts/swift-test.sh): the static library is expected in
@@ -23,6 +24,7 @@ let package = Package(
             name: "HonkerNative",
             dependencies: ["honker_swiftFFI"],
             path: "Sources/HonkerNative",
+            exclude: ["README.md"],
             linkerSettings: [
                 .unsafeFlags(["-L", libDir]),
                 .linkedLibrary("honker_swift"),

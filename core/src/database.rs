@@ -36,9 +36,8 @@ use crate::connection::{enable_wal, open_writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fork::{self, Live};
 use crate::maintenance::{self, MaintenanceReport};
-use crate::options::{Options, QueueOptions};
+use crate::options::Options;
 use crate::pool::{Pool, Reader};
-use crate::queue::Queue;
 use crate::schema;
 use crate::transaction::Transaction;
 use crate::watcher::{watcher_for, Signal, Watcher};
@@ -268,17 +267,6 @@ impl Database {
     /// The options this database was opened with.
     pub fn options(&self) -> &Options {
         &self.inner.options
-    }
-
-    /// A handle on the queue `name` with default [`QueueOptions`]. Creating a
-    /// handle writes nothing, so it is fine inside a transaction.
-    pub fn queue(&self, name: &str) -> Result<Queue> {
-        self.queue_with(name, QueueOptions::default())
-    }
-
-    /// A handle on the queue `name` with the given per-queue defaults.
-    pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
-        Queue::new(self.clone(), name, options)
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE`) on the writer

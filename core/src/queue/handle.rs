@@ -16,6 +16,19 @@ use crate::payload::Payload;
 use crate::transaction::Transaction;
 use crate::validate;
 
+impl Database {
+    /// A handle on the queue `name` with default [`QueueOptions`]. Creating a
+    /// handle writes nothing, so it is fine inside a transaction.
+    pub fn queue(&self, name: &str) -> Result<Queue> {
+        self.queue_with(name, QueueOptions::default())
+    }
+
+    /// A handle on the queue `name` with the given per-queue defaults.
+    pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
+        Queue::new(self.clone(), name, options)
+    }
+}
+
 /// A handle on one named queue. Cheap to clone, `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct Queue {
