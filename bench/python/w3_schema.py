@@ -8,7 +8,7 @@ Python's sqlite3 module links the system SQLite; to measure another build,
 point LD_LIBRARY_PATH at its libsqlite3.so.0. Prints jobs/s for each
 variant; numbers compare within one run only. Nothing is asserted.
 `--smoke` runs tiny counts (scripts/test.sh: the statements it reads from
-core/src/queue/sql.rs must keep working); its numbers mean nothing.
+core/src/queue/statements.rs must keep working); its numbers mean nothing.
 
 Variants:
 - W3 claim forms: honker's claim (PICK, then LEASE per job with a token made
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SQL = (ROOT / "core/src/queue/sql.rs").read_text()
+SQL = (ROOT / "core/src/queue/statements.rs").read_text()
 MIGRATIONS = sorted((ROOT / "core/src/migrations").glob("*.sql"))
 SMOKE = "--smoke" in sys.argv[1:]
 N = 50 if SMOKE else 10_000
