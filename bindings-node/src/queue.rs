@@ -207,10 +207,7 @@ impl Queue {
                 expires: opt_ms("expires", o.expires)?,
                 backoff: None,
             };
-            let done = with_tx(&txs, o.tx, |tx| match tx {
-                Some(tx) => q.enqueue_many_tx(tx, payloads, &options),
-                None => q.enqueue_many(payloads, &options),
-            })?;
+            let done = with_tx(&txs, o.tx, |tx| q.enqueue_many_in(tx, payloads, &options))?;
             Ok(done
                 .into_iter()
                 .map(|e| Enqueued {
@@ -230,9 +227,8 @@ impl Queue {
                 None => (None, None, None),
             };
             let wait = ms("wait", wait.unwrap_or(0.0))?;
-            let jobs = with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.claim_tx(tx, &worker_id, n, lease),
-                None => q.claim_with(&worker_id, n, &ClaimOptions { lease, wait }),
+            let jobs = with_tx(&txs, tx, |tx| {
+                q.claim_in(tx, &worker_id, n, &ClaimOptions { lease, wait })
             })?;
             Ok(jobs.into_iter().map(claimed).collect())
         })
@@ -243,23 +239,14 @@ impl Queue {
         let result = result.map(payload_in);
         Box::new(move || {
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.ack_tx(tx, &l, result),
-                None => q.ack(&l, result),
-            })
+            with_tx(&txs, tx, |tx| q.ack_in(tx, &l, result))
         })
     }
 
     fn ack_many_op(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> Op<u32> {
         let (q, txs) = self.parts();
         let leases: Vec<Lease> = leases.into_iter().map(|l| lease(l.id, l.token)).collect();
-        Box::new(move || {
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.ack_many_tx(tx, &leases),
-                None => q.ack_many(&leases),
-            })
-            .map(|n| n as u32)
-        })
+        Box::new(move || with_tx(&txs, tx, |tx| q.ack_many_in(tx, &leases)).map(|n| n as u32))
     }
 
     fn retry_op(
@@ -277,11 +264,7 @@ impl Queue {
                 error,
             };
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.retry_tx(tx, &l, &options),
-                None => q.retry(&l, &options),
-            })
-            .map(|s| s.as_str().to_owned())
+            with_tx(&txs, tx, |tx| q.retry_in(tx, &l, &options)).map(|s| s.as_str().to_owned())
         })
     }
 
@@ -289,10 +272,7 @@ impl Queue {
         let (q, txs) = self.parts();
         Box::new(move || {
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.fail_tx(tx, &l, &error),
-                None => q.fail(&l, &error),
-            })
+            with_tx(&txs, tx, |tx| q.fail_in(tx, &l, &error))
         })
     }
 
@@ -300,10 +280,7 @@ impl Queue {
         let (q, txs) = self.parts();
         Box::new(move || {
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.release_tx(tx, &l),
-                None => q.release(&l),
-            })
+            with_tx(&txs, tx, |tx| q.release_in(tx, &l))
         })
     }
 
@@ -312,11 +289,7 @@ impl Queue {
         Box::new(move || {
             let d = ms("delay", delay)?;
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.snooze_tx(tx, &l, d),
-                None => q.snooze(&l, d),
-            })
-            .map(|s| s.as_str().to_owned())
+            with_tx(&txs, tx, |tx| q.snooze_in(tx, &l, d)).map(|s| s.as_str().to_owned())
         })
     }
 
@@ -331,21 +304,13 @@ impl Queue {
         Box::new(move || {
             let extend = opt_ms("extend", extend)?;
             let l = lease(id, token);
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.heartbeat_tx(tx, &l, extend),
-                None => q.heartbeat(&l, extend),
-            })
+            with_tx(&txs, tx, |tx| q.heartbeat_in(tx, &l, extend))
         })
     }
 
     fn cancel_op(&self, id: i64, reason: Option<String>, tx: Option<u32>) -> Op<bool> {
         let (q, txs) = self.parts();
-        Box::new(move || {
-            with_tx(&txs, tx, |tx| match tx {
-                Some(tx) => q.cancel_tx(tx, id, reason.as_deref()),
-                None => q.cancel(id, reason.as_deref()),
-            })
-        })
+        Box::new(move || with_tx(&txs, tx, |tx| q.cancel_in(tx, id, reason.as_deref())))
     }
 
     fn get_job_op(&self, id: i64) -> Op<JobInfo> {

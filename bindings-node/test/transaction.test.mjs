@@ -139,3 +139,13 @@ test('transaction control through tx.execute is INVALID_ARGUMENT', async () => {
   });
   assert.deepEqual(await db.query('SELECT id FROM orders'), [{ id: 1 }]);
 });
+
+test('a claim inside a transaction cannot wait', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  await q.enqueue('x');
+  await db.transaction(async (tx) => {
+    await assert.rejects(q.claimBatch('w', 1, { tx, wait: 500 }), honker.InvalidArgument);
+    assert.equal((await q.claimBatch('w', 1, { tx })).length, 1);
+  });
+});

@@ -127,12 +127,7 @@ impl Queue {
         };
         let tx = tx.as_deref();
         let out = py
-            .detach(|| {
-                in_tx(tx, |tx| match tx {
-                    Some(tx) => self.queue.enqueue_many_tx(tx, payloads, &options),
-                    None => self.queue.enqueue_many(payloads, &options),
-                })
-            })
+            .detach(|| in_tx(tx, |tx| self.queue.enqueue_many_in(tx, payloads, &options)))
             .py()?;
         Ok(out.into_iter().map(|e| (e.id, e.existing)).collect())
     }
@@ -162,7 +157,7 @@ impl Queue {
         let jobs = py
             .detach(|| {
                 in_tx(tx, |tx| match tx {
-                    Some(tx) => self.queue.claim_tx(tx, worker_id, n, options.lease),
+                    Some(_) => self.queue.claim_in(tx, worker_id, n, &options),
                     None => self.queue.claim_with_hook(worker_id, n, &options, &mut || {
                         if let Some(hook) = &on_claimable {
                             Python::attach(|py| {
@@ -215,13 +210,8 @@ impl Queue {
         let result = result.map(payload_from_py).transpose()?;
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.ack_tx(tx, &l, result),
-                None => self.queue.ack(&l, result),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.ack_in(tx, &l, result)))
+            .py()
     }
 
     /// Acks `[(id, token), ...]` in one transaction; returns how many were
@@ -235,13 +225,8 @@ impl Queue {
     ) -> PyResult<usize> {
         let leases: Vec<Lease> = leases.into_iter().map(|(i, t)| lease(i, t)).collect();
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.ack_many_tx(tx, &leases),
-                None => self.queue.ack_many(&leases),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.ack_many_in(tx, &leases)))
+            .py()
     }
 
     /// Returns the new state: "ready", "scheduled" or "dead".
@@ -262,12 +247,7 @@ impl Queue {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
         let state = py
-            .detach(|| {
-                in_tx(tx, |tx| match tx {
-                    Some(tx) => self.queue.retry_tx(tx, &l, &options),
-                    None => self.queue.retry(&l, &options),
-                })
-            })
+            .detach(|| in_tx(tx, |tx| self.queue.retry_in(tx, &l, &options)))
             .py()?;
         Ok(state.as_str())
     }
@@ -283,13 +263,8 @@ impl Queue {
     ) -> PyResult<()> {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.fail_tx(tx, &l, error),
-                None => self.queue.fail(&l, error),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.fail_in(tx, &l, error)))
+            .py()
     }
 
     #[pyo3(signature = (job_id, token, *, tx = None))]
@@ -302,13 +277,8 @@ impl Queue {
     ) -> PyResult<()> {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.release_tx(tx, &l),
-                None => self.queue.release(&l),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.release_in(tx, &l)))
+            .py()
     }
 
     #[pyo3(signature = (job_id, token, delay, *, tx = None))]
@@ -324,12 +294,7 @@ impl Queue {
         let l = lease(job_id, token);
         let tx = tx.as_deref();
         let state = py
-            .detach(|| {
-                in_tx(tx, |tx| match tx {
-                    Some(tx) => self.queue.snooze_tx(tx, &l, delay),
-                    None => self.queue.snooze(&l, delay),
-                })
-            })
+            .detach(|| in_tx(tx, |tx| self.queue.snooze_in(tx, &l, delay)))
             .py()?;
         Ok(state.as_str())
     }
@@ -348,13 +313,8 @@ impl Queue {
         let extend = extend.map(|s| secs("extend", s)).transpose()?;
         let l = lease(job_id, token);
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.heartbeat_tx(tx, &l, extend),
-                None => self.queue.heartbeat(&l, extend),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.heartbeat_in(tx, &l, extend)))
+            .py()
     }
 
     #[pyo3(signature = (job_id, *, reason = None, tx = None))]
@@ -366,13 +326,8 @@ impl Queue {
         tx: Option<PyRef<'_, Transaction>>,
     ) -> PyResult<bool> {
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |tx| match tx {
-                Some(tx) => self.queue.cancel_tx(tx, job_id, reason.as_deref()),
-                None => self.queue.cancel(job_id, reason.as_deref()),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |tx| self.queue.cancel_in(tx, job_id, reason.as_deref())))
+            .py()
     }
 
     /// The running job that `(job_id, token)` leases, rebuilt (core's

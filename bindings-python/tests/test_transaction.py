@@ -213,3 +213,12 @@ def test_a_spilled_rollback_then_another_processs_commits(path):
     assert check.queue("q").stats().ready == 31
     assert check.query("SELECT count(*) FROM rows") == [(0,)]
     check.close()
+
+
+def test_a_claim_inside_a_transaction_cannot_wait(db):
+    q = db.queue("q")
+    q.enqueue("x")
+    with db.transaction() as tx:
+        with pytest.raises(honker.InvalidArgument):
+            q.claim_batch("w", tx=tx, wait=0.5)
+        assert len(q.claim_batch("w", tx=tx)) == 1

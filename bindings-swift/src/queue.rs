@@ -221,10 +221,7 @@ impl Queue {
             backoff: None,
         };
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
-        let done = in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.enqueue_many_tx(tx, payloads, &o),
-            None => self.q.enqueue_many(payloads, &o),
-        })?;
+        let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
         Ok(done
             .into_iter()
             .map(|e| Enqueued {
@@ -246,11 +243,9 @@ impl Queue {
         let n = honker::validate::batch(i64::from(n))?;
         let lease = opt_ms("lease", lease_ms)?;
         let wait = ms("wait", wait_ms)?;
-        let jobs = in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.claim_tx(tx, &worker_id, n, lease),
-            None => self
-                .q
-                .claim_with(&worker_id, n, &honker::ClaimOptions { lease, wait }),
+        let jobs = in_tx(&tx, |tx| {
+            self.q
+                .claim_in(tx, &worker_id, n, &honker::ClaimOptions { lease, wait })
         })?;
         Ok(jobs.into_iter().map(claimed).collect())
     }
@@ -300,19 +295,12 @@ impl Queue {
     ) -> R<()> {
         let l = lease(id, token);
         let result = result.map(Into::into);
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.ack_tx(tx, &l, result),
-            None => self.q.ack(&l, result),
-        })
+        in_tx(&tx, |tx| self.q.ack_in(tx, &l, result))
     }
 
     pub fn ack_many(&self, leases: Vec<LeaseRecord>, tx: Option<Arc<Transaction>>) -> R<u64> {
         let leases: Vec<honker::Lease> = leases.into_iter().map(|l| lease(l.id, l.token)).collect();
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.ack_many_tx(tx, &leases),
-            None => self.q.ack_many(&leases),
-        })
-        .map(|n| n as u64)
+        in_tx(&tx, |tx| self.q.ack_many_in(tx, &leases)).map(|n| n as u64)
     }
 
     /// The new state: "ready", "scheduled" or "dead".
@@ -329,11 +317,7 @@ impl Queue {
             error,
         };
         let l = lease(id, token);
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.retry_tx(tx, &l, &o),
-            None => self.q.retry(&l, &o),
-        })
-        .map(|s| s.as_str().to_owned())
+        in_tx(&tx, |tx| self.q.retry_in(tx, &l, &o)).map(|s| s.as_str().to_owned())
     }
 
     pub fn fail(
@@ -344,18 +328,12 @@ impl Queue {
         tx: Option<Arc<Transaction>>,
     ) -> R<()> {
         let l = lease(id, token);
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.fail_tx(tx, &l, &error),
-            None => self.q.fail(&l, &error),
-        })
+        in_tx(&tx, |tx| self.q.fail_in(tx, &l, &error))
     }
 
     pub fn release(&self, id: i64, token: String, tx: Option<Arc<Transaction>>) -> R<()> {
         let l = lease(id, token);
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.release_tx(tx, &l),
-            None => self.q.release(&l),
-        })
+        in_tx(&tx, |tx| self.q.release_in(tx, &l))
     }
 
     pub fn snooze(
@@ -367,11 +345,7 @@ impl Queue {
     ) -> R<String> {
         let d = ms("delay", delay_ms)?;
         let l = lease(id, token);
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.snooze_tx(tx, &l, d),
-            None => self.q.snooze(&l, d),
-        })
-        .map(|s| s.as_str().to_owned())
+        in_tx(&tx, |tx| self.q.snooze_in(tx, &l, d)).map(|s| s.as_str().to_owned())
     }
 
     /// The new lease expiry (ms since the epoch).
@@ -381,10 +355,7 @@ impl Queue {
     }
 
     pub fn cancel(&self, id: i64, reason: Option<String>, tx: Option<Arc<Transaction>>) -> R<bool> {
-        in_tx(&tx, |tx| match tx {
-            Some(tx) => self.q.cancel_tx(tx, id, reason.as_deref()),
-            None => self.q.cancel(id, reason.as_deref()),
-        })
+        in_tx(&tx, |tx| self.q.cancel_in(tx, id, reason.as_deref()))
     }
 
     pub fn get_job(&self, id: i64) -> R<JobInfo> {

@@ -534,3 +534,53 @@ fn a_detached_transaction_is_not_tied_to_its_thread() {
         .unwrap();
     assert_eq!(t.count("_honker_jobs"), 3);
 }
+
+#[test]
+fn the_in_forms_run_inside_the_transaction_given_or_on_their_own() {
+    let t = common::test_db();
+    let q = t.db.queue("q").unwrap();
+    let o = honker::EnqueueOptions::default();
+    // Inside a transaction that rolls back: nothing stays.
+    let tx = t.db.transaction().unwrap();
+    q.enqueue_many_in(Some(&tx), [serde_json::json!(1)], &o)
+        .unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(q.stats().unwrap().ready, 0);
+    // On their own: committed.
+    q.enqueue_many_in(None, [serde_json::json!(2)], &o).unwrap();
+    let job = q
+        .claim_in(None, "w", 1, &honker::ClaimOptions::default())
+        .unwrap()
+        .remove(0);
+    let tx = t.db.transaction().unwrap();
+    q.ack_in(Some(&tx), &job.lease, None).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(
+        q.stats().unwrap().running,
+        1,
+        "the ack rolled back with its transaction"
+    );
+    q.ack_in(None, &job.lease, None).unwrap();
+    assert_eq!(q.stats().unwrap().running, 0);
+}
+
+#[test]
+fn a_claim_inside_a_transaction_cannot_wait() {
+    let t = common::test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue(serde_json::json!(1), &honker::EnqueueOptions::default())
+        .unwrap();
+    let tx = t.db.transaction().unwrap();
+    let waiting = honker::ClaimOptions {
+        wait: std::time::Duration::from_millis(10),
+        ..Default::default()
+    };
+    let err = q.claim_in(Some(&tx), "w", 1, &waiting).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
+    let claimed = q
+        .claim_in(Some(&tx), "w", 1, &honker::ClaimOptions::default())
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    tx.commit().unwrap();
+    assert_eq!(q.stats().unwrap().running, 1);
+}

@@ -117,7 +117,9 @@ impl Queue {
         self.enqueue_many_in(Some(tx), payloads, options)
     }
 
-    fn enqueue_many_in<P: Into<Payload>>(
+    /// The form of [`enqueue_many`](Self::enqueue_many) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn enqueue_many_in<P: Into<Payload>>(
         &self,
         tx: Option<&Transaction>,
         payloads: impl IntoIterator<Item = P>,
@@ -279,6 +281,27 @@ impl Queue {
         }
     }
 
+    /// The form of [`claim_with`](Self::claim_with) that bindings call:
+    /// inside `tx` when one is given (which cannot wait: the transaction holds
+    /// the write lock, so no process could commit work meanwhile; a `wait`
+    /// there is `INVALID_ARGUMENT`), else as `claim_with`.
+    pub fn claim_in(
+        &self,
+        tx: Option<&Transaction>,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+    ) -> Result<Vec<Job>> {
+        match tx {
+            None => self.claim_with(worker_id, n, options),
+            Some(_) if !options.wait.is_zero() => Err(Error::invalid(
+                "a claim inside a transaction cannot wait: the transaction holds the write \
+                 lock, so no process could commit work meanwhile",
+            )),
+            Some(tx) => self.claim_tx(tx, worker_id, n, options.lease),
+        }
+    }
+
     /// [`claim`](Self::claim) inside `tx` (no waiting).
     pub fn claim_tx(
         &self,
@@ -340,7 +363,9 @@ impl Queue {
         self.ack_in(Some(tx), lease, result)
     }
 
-    fn ack_in(
+    /// The form of [`ack`](Self::ack) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn ack_in(
         &self,
         tx: Option<&Transaction>,
         lease: &Lease,
@@ -375,7 +400,9 @@ impl Queue {
         self.ack_many_in(Some(tx), leases)
     }
 
-    fn ack_many_in(&self, tx: Option<&Transaction>, leases: &[Lease]) -> Result<usize> {
+    /// The form of [`ack_many`](Self::ack_many) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn ack_many_in(&self, tx: Option<&Transaction>, leases: &[Lease]) -> Result<usize> {
         if leases.is_empty() {
             return Ok(0);
         }
@@ -412,7 +439,9 @@ impl Queue {
         self.retry_in(Some(tx), lease, options)
     }
 
-    fn retry_in(
+    /// The form of [`retry`](Self::retry) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn retry_in(
         &self,
         tx: Option<&Transaction>,
         lease: &Lease,
@@ -443,7 +472,9 @@ impl Queue {
         self.fail_in(Some(tx), lease, error)
     }
 
-    fn fail_in(&self, tx: Option<&Transaction>, lease: &Lease, error: &str) -> Result<()> {
+    /// The form of [`fail`](Self::fail) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn fail_in(&self, tx: Option<&Transaction>, lease: &Lease, error: &str) -> Result<()> {
         let error = validate::clip_error(error);
         self.write(tx, |conn, now| {
             ops::fail(conn, &self.name, lease.job_id, &lease.token, error, now)
@@ -453,25 +484,42 @@ impl Queue {
     /// Gives a leased job back at once without consuming an attempt (for a
     /// graceful shutdown).
     pub fn release(&self, lease: &Lease) -> Result<()> {
-        self.release_in(None, lease, None).map(drop)
+        self.give_back_in(None, lease, None).map(drop)
     }
 
     /// [`release`](Self::release) inside `tx`.
     pub fn release_tx(&self, tx: &Transaction, lease: &Lease) -> Result<()> {
-        self.release_in(Some(tx), lease, None).map(drop)
+        self.give_back_in(Some(tx), lease, None).map(drop)
+    }
+
+    /// The form of [`release`](Self::release) that bindings call: inside `tx`
+    /// when one is given, else in a transaction of its own.
+    pub fn release_in(&self, tx: Option<&Transaction>, lease: &Lease) -> Result<()> {
+        self.give_back_in(tx, lease, None).map(drop)
+    }
+
+    /// The form of [`snooze`](Self::snooze) that bindings call: inside `tx`
+    /// when one is given, else in a transaction of its own.
+    pub fn snooze_in(
+        &self,
+        tx: Option<&Transaction>,
+        lease: &Lease,
+        delay: Duration,
+    ) -> Result<JobState> {
+        self.give_back_in(tx, lease, Some(delay))
     }
 
     /// Puts a leased job off for `delay` without consuming an attempt.
     pub fn snooze(&self, lease: &Lease, delay: Duration) -> Result<JobState> {
-        self.release_in(None, lease, Some(delay))
+        self.give_back_in(None, lease, Some(delay))
     }
 
     /// [`snooze`](Self::snooze) inside `tx`.
     pub fn snooze_tx(&self, tx: &Transaction, lease: &Lease, delay: Duration) -> Result<JobState> {
-        self.release_in(Some(tx), lease, Some(delay))
+        self.give_back_in(Some(tx), lease, Some(delay))
     }
 
-    fn release_in(
+    fn give_back_in(
         &self,
         tx: Option<&Transaction>,
         lease: &Lease,
@@ -499,7 +547,9 @@ impl Queue {
         self.heartbeat_in(Some(tx), lease, extend)
     }
 
-    fn heartbeat_in(
+    /// The form of [`heartbeat`](Self::heartbeat) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn heartbeat_in(
         &self,
         tx: Option<&Transaction>,
         lease: &Lease,
@@ -573,7 +623,14 @@ impl Queue {
         self.cancel_in(Some(tx), id, reason)
     }
 
-    fn cancel_in(&self, tx: Option<&Transaction>, id: i64, reason: Option<&str>) -> Result<bool> {
+    /// The form of [`cancel`](Self::cancel) that bindings call: inside `tx` when
+    /// one is given, else in a transaction of its own.
+    pub fn cancel_in(
+        &self,
+        tx: Option<&Transaction>,
+        id: i64,
+        reason: Option<&str>,
+    ) -> Result<bool> {
         validate::job_id(id)?;
         let reason = reason.map(validate::clip_error);
         self.write(tx, |conn, now| {
