@@ -55,6 +55,9 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path extension/Cargo.toml -- --check
 
+step "generated facts: error codes, job states and the interop op table in every surface match their source"
+python3 scripts/facts.py --check --self-test
+
 step "loadable extension (its own workspace; core without rusqlite)"
 ext_log="$work/extension.log"
 cargo build --release --locked --manifest-path extension/Cargo.toml --target-dir target 2>&1 | tee "$ext_log"

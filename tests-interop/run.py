@@ -412,6 +412,27 @@ def swift_proc(mount: bool) -> bool:
     return False
 
 
+def check_steps(scenarios: list[dict]) -> None:
+    """Every step uses an op of the protocol (ops.json) with its arguments
+    only: a typo in a scenario fails here, not as a skip or a silent default."""
+    ops = {
+        o["op"]: set(o["args"])
+        for o in json.loads((HERE / "ops.json").read_text())["ops"]
+    }
+    for s in scenarios:
+        for i, step in enumerate(s.get("steps", [])):
+            op = step.get("op")
+            if op not in ops:
+                raise SystemExit(
+                    f"interop: {s['name']} step {i}: unknown op {op!r} (ops.json)"
+                )
+            extra = set(step) - ops[op] - {"role", "op", "expect", "save"}
+            if extra:
+                raise SystemExit(
+                    f"interop: {s['name']} step {i}: {op} takes no {sorted(extra)} (ops.json)"
+                )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
@@ -419,6 +440,7 @@ def main() -> int:
     scenarios = [
         json.loads(p.read_text()) for p in sorted((HERE / "scenarios").glob("*.json"))
     ]
+    check_steps(scenarios)
     if args.only:
         scenarios = [s for s in scenarios if s["name"] == args.only]
     passed = failed = skipped = 0
