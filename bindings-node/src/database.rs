@@ -13,7 +13,7 @@ use honker::rusqlite::types::Value;
 use napi::bindgen_prelude::{Buffer, Either4};
 use napi_derive::napi;
 
-use crate::errors::{blocking, invalid, ms, now, out, Out};
+use crate::errors::{blocking, ms, now, opt_ms, out, Out};
 use crate::queue::Queue;
 
 /// An SQL parameter from JS: `null`/`undefined`, a boolean, a number, a
@@ -164,36 +164,22 @@ fn rows_out(rows: honker::Rows) -> Rows {
     }
 }
 
+/// The caller's options over core's defaults (`OptionsPatch`: no default is
+/// written here).
 fn open_options(o: Option<OpenOptions>) -> honker::Result<honker::Options> {
-    let mut options = honker::Options::default();
-    let Some(o) = o else { return Ok(options) };
-    if let Some(d) = o.durability {
-        options.durability = match d.as_str() {
-            "normal" => honker::Durability::Normal,
-            "full" => honker::Durability::Full,
-            other => {
-                return Err(invalid(format!(
-                    "durability must be \"normal\" or \"full\", got {other:?}"
-                )))
-            }
-        };
+    let Some(o) = o else {
+        return Ok(honker::OptionsPatch::default().apply());
+    };
+    Ok(honker::OptionsPatch {
+        durability: o.durability.as_deref().map(str::parse).transpose()?,
+        busy_timeout: opt_ms("busyTimeout", o.busy_timeout)?,
+        readers: o.readers.map(|v| v as usize),
+        max_payload_bytes: o.max_payload_bytes.map(|v| v as usize),
+        watch_fallback: opt_ms("watchFallback", o.watch_fallback)?,
+        auto_maintain_every: opt_ms("autoMaintainEvery", o.auto_maintain_every)?,
+        clock: None,
     }
-    if let Some(v) = o.busy_timeout {
-        options.busy_timeout = ms("busyTimeout", v)?;
-    }
-    if let Some(v) = o.readers {
-        options.readers = v as usize;
-    }
-    if let Some(v) = o.max_payload_bytes {
-        options.max_payload_bytes = v as usize;
-    }
-    if let Some(v) = o.watch_fallback {
-        options.watch_fallback = ms("watchFallback", v)?;
-    }
-    if let Some(v) = o.auto_maintain_every {
-        options.auto_maintain_every = ms("autoMaintainEvery", v)?;
-    }
-    Ok(options)
+    .apply())
 }
 
 /// Opens (creating if needed) the honker file at `path`.

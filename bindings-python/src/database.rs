@@ -54,49 +54,44 @@ pub(crate) fn secs(what: &str, s: f64) -> PyResult<Duration> {
 #[pymethods]
 impl Database {
     #[new]
-    #[pyo3(signature = (path, *, durability = "normal", busy_timeout = 10.0, readers = 4,
-                        max_payload_bytes = 1048576, watch_fallback = 0.1,
-                        auto_maintain_every = 300.0, clock = None))]
+    /// Every option is optional: `None` is core's default (`OptionsPatch`),
+    /// so no default is written here.
+    #[pyo3(signature = (path, *, durability = None, busy_timeout = None, readers = None,
+                        max_payload_bytes = None, watch_fallback = None,
+                        auto_maintain_every = None, clock = None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        durability: &str,
-        busy_timeout: f64,
-        readers: usize,
-        max_payload_bytes: usize,
-        watch_fallback: f64,
-        auto_maintain_every: f64,
+        durability: Option<&str>,
+        busy_timeout: Option<f64>,
+        readers: Option<usize>,
+        max_payload_bytes: Option<usize>,
+        watch_fallback: Option<f64>,
+        auto_maintain_every: Option<f64>,
         clock: Option<PyRef<'_, ManualClock>>,
     ) -> PyResult<Database> {
-        let options = honker::Options {
-            durability: match durability {
-                "normal" => honker::Durability::Normal,
-                "full" => honker::Durability::Full,
-                other => {
-                    return Err(invalid(format!(
-                        "durability must be \"normal\" or \"full\", got {other:?}"
-                    )))
-                }
-            },
-            busy_timeout: secs("busy_timeout", busy_timeout)?,
+        let opt_secs = |what, v: Option<f64>| v.map(|s| secs(what, s)).transpose();
+        let options = honker::OptionsPatch {
+            durability: durability.map(str::parse).transpose().py()?,
+            busy_timeout: opt_secs("busy_timeout", busy_timeout)?,
             readers,
             max_payload_bytes,
-            watch_fallback: secs("watch_fallback", watch_fallback)?,
-            auto_maintain_every: secs("auto_maintain_every", auto_maintain_every)?,
-            ..honker::Options::default()
-        };
-        let options = match clock {
-            Some(c) => honker::Options {
-                clock: std::sync::Arc::new(c.clock.clone()),
-                ..options
-            },
-            None => options,
-        };
+            watch_fallback: opt_secs("watch_fallback", watch_fallback)?,
+            auto_maintain_every: opt_secs("auto_maintain_every", auto_maintain_every)?,
+            clock: clock.map(|c| std::sync::Arc::new(c.clock.clone()) as _),
+        }
+        .apply();
         let db = py
             .detach(|| honker::Database::open_with(&path, options))
             .py()?;
         Ok(Database { db })
+    }
+
+    /// The busy timeout in effect (seconds).
+    #[getter]
+    fn busy_timeout(&self) -> f64 {
+        self.db.options().busy_timeout.as_secs_f64()
     }
 
     /// The canonical path of the file.

@@ -90,16 +90,19 @@ pub(crate) fn params(p: Vec<SqlValue>) -> Vec<Value> {
 
 #[derive(Debug, uniffi::Record)]
 pub struct OpenOptions {
-    /// Fsync every commit (`synchronous=FULL`); default NORMAL.
-    #[uniffi(default = false)]
-    pub durability_full: bool,
+    /// `"normal"` or `"full"` (fsync every commit). Every field: `None` is
+    /// core's default (`OptionsPatch`), written nowhere else.
+    #[uniffi(default = None)]
+    pub durability: Option<String>,
     /// How long a write waits for another process's lock (ms).
-    #[uniffi(default = 10000)]
-    pub busy_timeout_ms: u64,
-    #[uniffi(default = 4)]
-    pub readers: u32,
-    #[uniffi(default = 1048576)]
-    pub max_payload_bytes: u64,
+    #[uniffi(default = None)]
+    pub busy_timeout_ms: Option<u64>,
+    /// Read connections in the pool.
+    #[uniffi(default = None)]
+    pub readers: Option<u32>,
+    /// Largest payload or result (bytes).
+    #[uniffi(default = None)]
+    pub max_payload_bytes: Option<u64>,
 }
 
 /// Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
@@ -152,17 +155,16 @@ impl ManualClock {
 }
 
 fn options(o: OpenOptions) -> R<honker::Options> {
-    Ok(honker::Options {
-        durability: if o.durability_full {
-            honker::Durability::Full
-        } else {
-            honker::Durability::Normal
-        },
-        busy_timeout: ms("busy_timeout", o.busy_timeout_ms)?,
-        readers: o.readers as usize,
-        max_payload_bytes: usize::try_from(o.max_payload_bytes).unwrap_or(usize::MAX),
-        ..honker::Options::default()
-    })
+    Ok(honker::OptionsPatch {
+        durability: o.durability.as_deref().map(str::parse).transpose()?,
+        busy_timeout: opt_ms("busy_timeout", o.busy_timeout_ms)?,
+        readers: o.readers.map(|v| v as usize),
+        max_payload_bytes: o
+            .max_payload_bytes
+            .map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+        ..honker::OptionsPatch::default()
+    }
+    .apply())
 }
 
 #[uniffi::export]

@@ -20,6 +20,32 @@ pub enum Durability {
     Full,
 }
 
+impl Durability {
+    /// The name every surface uses: `"normal"` or `"full"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Durability::Normal => "normal",
+            Durability::Full => "full",
+        }
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = crate::Error;
+
+    /// `"normal"` or `"full"`; anything else is `INVALID_ARGUMENT`. The one
+    /// parser every binding uses.
+    fn from_str(s: &str) -> crate::Result<Durability> {
+        match s {
+            "normal" => Ok(Durability::Normal),
+            "full" => Ok(Durability::Full),
+            other => Err(crate::Error::invalid(format!(
+                "durability must be \"normal\" or \"full\", got {other:?}"
+            ))),
+        }
+    }
+}
+
 /// How long records that are no longer live are kept before
 /// [`Database::maintain`](crate::Database::maintain) removes them.
 ///
@@ -80,6 +106,39 @@ pub struct Options {
     /// How often writes also run the cheap part of maintenance (pruning past
     /// retention). Defaults to 5 minutes. Zero disables automatic maintenance.
     pub auto_maintain_every: Duration,
+}
+
+/// [`Options`] as a binding receives them from its caller: every field
+/// optional, `None` meaning "core's default". [`apply`](Self::apply) fills the
+/// defaults, so they are written in one place ([`Options::default`]) and no
+/// binding restates them.
+#[derive(Clone, Debug, Default)]
+pub struct OptionsPatch {
+    pub durability: Option<Durability>,
+    pub busy_timeout: Option<Duration>,
+    pub readers: Option<usize>,
+    pub max_payload_bytes: Option<usize>,
+    pub watch_fallback: Option<Duration>,
+    pub auto_maintain_every: Option<Duration>,
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl OptionsPatch {
+    /// The options: what was given, core's defaults for the rest. Ranges
+    /// are checked when the database opens with them.
+    pub fn apply(self) -> Options {
+        let d = Options::default();
+        Options {
+            durability: self.durability.unwrap_or(d.durability),
+            busy_timeout: self.busy_timeout.unwrap_or(d.busy_timeout),
+            readers: self.readers.unwrap_or(d.readers),
+            max_payload_bytes: self.max_payload_bytes.unwrap_or(d.max_payload_bytes),
+            watch_fallback: self.watch_fallback.unwrap_or(d.watch_fallback),
+            auto_maintain_every: self.auto_maintain_every.unwrap_or(d.auto_maintain_every),
+            clock: self.clock.unwrap_or(d.clock),
+            retention: d.retention,
+        }
+    }
 }
 
 impl Default for Options {

@@ -331,3 +331,29 @@ fn without_waiting_fails_at_once_where_a_call_would_wait_and_changes_nothing() {
         honker::without_waiting(|| q.wait_result(jobs[0].id, Duration::from_secs(1))).unwrap_err();
     assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn an_empty_options_patch_is_cores_defaults_and_durability_parses_in_one_place() {
+    let d = honker::Options::default();
+    let p = honker::OptionsPatch::default().apply();
+    assert_eq!(p.durability, d.durability);
+    assert_eq!(p.busy_timeout, d.busy_timeout);
+    assert_eq!(p.readers, d.readers);
+    assert_eq!(p.max_payload_bytes, d.max_payload_bytes);
+    assert_eq!(p.watch_fallback, d.watch_fallback);
+    assert_eq!(p.auto_maintain_every, d.auto_maintain_every);
+    let given = honker::OptionsPatch {
+        readers: Some(2),
+        busy_timeout: Some(std::time::Duration::from_millis(250)),
+        ..Default::default()
+    }
+    .apply();
+    assert_eq!((given.readers, given.busy_timeout.as_millis()), (2, 250));
+    assert_eq!(given.max_payload_bytes, d.max_payload_bytes);
+    for d in [honker::Durability::Normal, honker::Durability::Full] {
+        assert_eq!(d.as_str().parse::<honker::Durability>().unwrap(), d);
+    }
+    let err = "fast".parse::<honker::Durability>().unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
+    assert!(err.message().contains("\"fast\""), "{}", err.message());
+}

@@ -22,14 +22,16 @@ class Database:
         cls,
         path: str | PathLike[str],
         *,
-        durability: str = "normal",
-        busy_timeout: float = 10.0,
-        readers: int = 4,
-        max_payload_bytes: int = 1048576,
-        watch_fallback: float = 0.1,
-        auto_maintain_every: float = 300.0,
+        durability: str | None = None,
+        busy_timeout: float | None = None,
+        readers: int | None = None,
+        max_payload_bytes: int | None = None,
+        watch_fallback: float | None = None,
+        auto_maintain_every: float | None = None,
         clock: ManualClock | None = None,
     ) -> Database: ...
+    @property
+    def busy_timeout(self) -> float: ...
     @property
     def path(self) -> str: ...
     def queue(

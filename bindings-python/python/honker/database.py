@@ -253,36 +253,37 @@ class Database:
 def open(
     path: str | os.PathLike[str],
     *,
-    durability: str = "normal",
-    busy_timeout: Seconds = 10.0,
-    readers: int = 4,
-    max_payload_bytes: int = 1 << 20,
-    watch_fallback: Seconds = 0.1,
-    auto_maintain_every: Seconds = 300.0,
+    durability: str | None = None,
+    busy_timeout: Seconds | None = None,
+    readers: int | None = None,
+    max_payload_bytes: int | None = None,
+    watch_fallback: Seconds | None = None,
+    auto_maintain_every: Seconds | None = None,
     clock: ManualClock | None = None,
 ) -> Database:
     """Opens (creating if needed) the honker file at ``path``: WAL mode,
-    honker's tables migrated, your tables left alone.
+    honker's tables migrated, your tables left alone. An option left out
+    (``None``) takes core's default, the same on every surface.
 
-    ``durability`` is ``"normal"`` (survives a process crash; the last
-    commits can be lost on power loss) or ``"full"`` (fsync every commit).
-    ``busy_timeout`` is how long a write waits for another process's lock.
+    ``durability`` is ``"normal"`` (the default: survives a process crash;
+    the last commits can be lost on power loss) or ``"full"`` (fsync every
+    commit). ``busy_timeout`` (default 10 s) is how long a write waits for
+    another process's lock. ``readers`` (4) sizes the read pool;
+    ``max_payload_bytes`` (1 MiB) bounds payloads and results.
     ``clock`` replaces the system clock (tests: :class:`honker.ManualClock`).
     """
-    _args.integer("readers", readers, _args.U32)
-    _args.integer("max_payload_bytes", max_payload_bytes, _args.SIZE)
-    busy = seconds("busy_timeout", busy_timeout)
-    assert busy is not None
-    return Database(
-        _native.Database(
-            os.fspath(path),
-            durability=durability,
-            busy_timeout=busy,
-            readers=readers,
-            max_payload_bytes=max_payload_bytes,
-            watch_fallback=seconds("watch_fallback", watch_fallback),
-            auto_maintain_every=seconds("auto_maintain_every", auto_maintain_every),
-            clock=clock,
-        ),
-        busy,
+    if readers is not None:
+        _args.integer("readers", readers, _args.U32)
+    if max_payload_bytes is not None:
+        _args.integer("max_payload_bytes", max_payload_bytes, _args.SIZE)
+    native = _native.Database(
+        os.fspath(path),
+        durability=durability,
+        busy_timeout=seconds("busy_timeout", busy_timeout),
+        readers=readers,
+        max_payload_bytes=max_payload_bytes,
+        watch_fallback=seconds("watch_fallback", watch_fallback),
+        auto_maintain_every=seconds("auto_maintain_every", auto_maintain_every),
+        clock=clock,
     )
+    return Database(native, native.busy_timeout)

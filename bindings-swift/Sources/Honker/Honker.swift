@@ -113,12 +113,16 @@ public final class Database: @unchecked Sendable {
     public let native: HonkerNative.Database
 
     /// Opens (creating if needed) the file at `path`: WAL mode, honker's
-    /// tables migrated, your own tables left alone. `durabilityFull` fsyncs
-    /// every commit (default: survives a crash of the app, not of the OS).
-    public init(path: String, durabilityFull: Bool = false, busyTimeout: TimeInterval = 10,
+    /// tables migrated, your own tables left alone. An option left `nil`
+    /// takes core's default, the same on every surface: `durabilityFull`
+    /// fsyncs every commit (default: survives a crash of the app, not of the
+    /// OS), `busyTimeout` 10 s, `readers` 4, `maxPayloadBytes` 1 MiB.
+    public init(path: String, durabilityFull: Bool? = nil, busyTimeout: TimeInterval? = nil,
+                readers: UInt32? = nil, maxPayloadBytes: UInt64? = nil,
                 clock: ManualClock? = nil) throws {
-        let options = OpenOptions(durabilityFull: durabilityFull, busyTimeoutMs: try millis("busyTimeout", busyTimeout),
-                                  readers: 4, maxPayloadBytes: 1 << 20)
+        let options = OpenOptions(durability: durabilityFull.map { $0 ? "full" : "normal" },
+                                  busyTimeoutMs: try millis("busyTimeout", busyTimeout),
+                                  readers: readers, maxPayloadBytes: maxPayloadBytes)
         if let clock {
             native = try HonkerNative.Database.openWithClock(path: path, options: options, clock: clock)
         } else {

@@ -2356,26 +2356,40 @@ public func FfiConverterTypeLeaseRecord_lower(_ value: LeaseRecord) -> RustBuffe
 
 public struct OpenOptions: Equatable, Hashable {
     /**
-     * Fsync every commit (`synchronous=FULL`); default NORMAL.
+     * `"normal"` or `"full"` (fsync every commit). Every field: `None` is
+     * core's default (`OptionsPatch`), written nowhere else.
      */
-    public var durabilityFull: Bool
+    public var durability: String?
     /**
      * How long a write waits for another process's lock (ms).
      */
-    public var busyTimeoutMs: UInt64
-    public var readers: UInt32
-    public var maxPayloadBytes: UInt64
+    public var busyTimeoutMs: UInt64?
+    /**
+     * Read connections in the pool.
+     */
+    public var readers: UInt32?
+    /**
+     * Largest payload or result (bytes).
+     */
+    public var maxPayloadBytes: UInt64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * Fsync every commit (`synchronous=FULL`); default NORMAL.
-         */durabilityFull: Bool = false, 
+         * `"normal"` or `"full"` (fsync every commit). Every field: `None` is
+         * core's default (`OptionsPatch`), written nowhere else.
+         */durability: String? = nil, 
         /**
          * How long a write waits for another process's lock (ms).
-         */busyTimeoutMs: UInt64 = UInt64(10000), readers: UInt32 = UInt32(4), maxPayloadBytes: UInt64 = UInt64(1048576)) {
-        self.durabilityFull = durabilityFull
+         */busyTimeoutMs: UInt64? = nil, 
+        /**
+         * Read connections in the pool.
+         */readers: UInt32? = nil, 
+        /**
+         * Largest payload or result (bytes).
+         */maxPayloadBytes: UInt64? = nil) {
+        self.durability = durability
         self.busyTimeoutMs = busyTimeoutMs
         self.readers = readers
         self.maxPayloadBytes = maxPayloadBytes
@@ -2397,18 +2411,18 @@ public struct FfiConverterTypeOpenOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OpenOptions {
         return
             try OpenOptions(
-                durabilityFull: FfiConverterBool.read(from: &buf), 
-                busyTimeoutMs: FfiConverterUInt64.read(from: &buf), 
-                readers: FfiConverterUInt32.read(from: &buf), 
-                maxPayloadBytes: FfiConverterUInt64.read(from: &buf)
+                durability: FfiConverterOptionString.read(from: &buf), 
+                busyTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                readers: FfiConverterOptionUInt32.read(from: &buf), 
+                maxPayloadBytes: FfiConverterOptionUInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: OpenOptions, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.durabilityFull, into: &buf)
-        FfiConverterUInt64.write(value.busyTimeoutMs, into: &buf)
-        FfiConverterUInt32.write(value.readers, into: &buf)
-        FfiConverterUInt64.write(value.maxPayloadBytes, into: &buf)
+        FfiConverterOptionString.write(value.durability, into: &buf)
+        FfiConverterOptionUInt64.write(value.busyTimeoutMs, into: &buf)
+        FfiConverterOptionUInt32.write(value.readers, into: &buf)
+        FfiConverterOptionUInt64.write(value.maxPayloadBytes, into: &buf)
     }
 }
 

@@ -183,4 +183,23 @@ final class QueueTests: XCTestCase {
             // ready, not leased
         }
     }
+
+    func testOpenOptionsReachCoreInsteadOfFixedValues() async throws {
+        // maxPayloadBytes and readers used to be fixed at 1 MiB and 4.
+        let db = try Database(path: tempPath(), readers: 2, maxPayloadBytes: 16)
+        let q = try db.queue("q")
+        try q.enqueue("short")
+        do {
+            try q.enqueue(String(repeating: "x", count: 64))
+            XCTFail("a payload over maxPayloadBytes was accepted")
+        } catch HonkerError.InvalidArgument {
+            // over the limit given here
+        }
+        do {
+            _ = try Database(path: tempPath(), readers: 0)
+            XCTFail("readers: 0 was accepted")
+        } catch HonkerError.InvalidArgument {
+            // out of range, checked by core
+        }
+    }
 }
