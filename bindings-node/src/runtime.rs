@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use honker::runtime::OffThreadDrop;
 use napi_derive::napi;
 
 use crate::errors::{blocking, ms, now, opt_ms, out, Out};
@@ -15,21 +16,13 @@ use crate::queue::{claimed, lease, Claimed, Queue};
 /// See `Queue.claimer`.
 #[napi]
 pub struct Claimer {
-    c: Option<Arc<honker::runtime::Claimer>>,
-}
-
-impl Drop for Claimer {
-    fn drop(&mut self) {
-        if let Some(c) = self.c.take() {
-            // Garbage-collected without close(): release off the JS thread.
-            std::thread::spawn(move || drop(c));
-        }
-    }
+    // Garbage-collected without close(): the release happens off the JS thread.
+    c: OffThreadDrop<honker::runtime::Claimer>,
 }
 
 impl Claimer {
     fn inner(&self) -> Arc<honker::runtime::Claimer> {
-        Arc::clone(self.c.as_ref().expect("the claimer lives until dropped"))
+        self.c.shared()
     }
 }
 
@@ -71,20 +64,12 @@ impl Claimer {
 /// See `Queue.keepAlive`.
 #[napi]
 pub struct KeepAlive {
-    k: Option<Arc<honker::runtime::KeepAlive>>,
-}
-
-impl Drop for KeepAlive {
-    fn drop(&mut self) {
-        if let Some(k) = self.k.take() {
-            std::thread::spawn(move || drop(k));
-        }
-    }
+    k: OffThreadDrop<honker::runtime::KeepAlive>,
 }
 
 impl KeepAlive {
     fn inner(&self) -> Arc<honker::runtime::KeepAlive> {
-        Arc::clone(self.k.as_ref().expect("the keep-alive lives until dropped"))
+        self.k.shared()
     }
 }
 
@@ -156,7 +141,7 @@ impl Queue {
             let lease = opt_ms("lease", lease)?;
             let c = honker::runtime::Claimer::new(self.core(), &worker_id, batch as usize, lease)?;
             Ok(Claimer {
-                c: Some(Arc::new(c)),
+                c: OffThreadDrop::new(c),
             })
         })())
     }
@@ -178,7 +163,7 @@ impl Queue {
             let k =
                 honker::runtime::KeepAlive::start(self.core(), lease(id, token), length, every)?;
             Ok(KeepAlive {
-                k: Some(Arc::new(k)),
+                k: OffThreadDrop::new(k),
             })
         })())
     }

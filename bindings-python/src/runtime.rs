@@ -5,8 +5,7 @@
 //! holding the GIL (a drop releases buffered jobs or joins the renewal
 //! thread: writes that may wait for the writer).
 
-use std::sync::Arc;
-
+use honker::runtime::OffThreadDrop;
 use pyo3::prelude::*;
 
 use crate::database::secs;
@@ -17,21 +16,13 @@ use crate::queue::{claimed_tuple, lease, ClaimedTuple};
 #[pyclass(module = "honker._native", frozen)]
 #[derive(Debug)]
 pub struct Claimer {
-    c: Option<Arc<honker::runtime::Claimer>>,
-}
-
-impl Drop for Claimer {
-    fn drop(&mut self) {
-        if let Some(c) = self.c.take() {
-            // Collected without close(): release off the GIL.
-            std::thread::spawn(move || drop(c));
-        }
-    }
+    // Collected without close(): the release happens off the GIL.
+    c: OffThreadDrop<honker::runtime::Claimer>,
 }
 
 impl Claimer {
     fn inner(&self) -> &honker::runtime::Claimer {
-        self.c.as_deref().expect("the claimer lives until dropped")
+        &self.c
     }
 }
 
@@ -93,22 +84,12 @@ impl Claimer {
 #[pyclass(module = "honker._native", frozen)]
 #[derive(Debug)]
 pub struct KeepAlive {
-    k: Option<Arc<honker::runtime::KeepAlive>>,
-}
-
-impl Drop for KeepAlive {
-    fn drop(&mut self) {
-        if let Some(k) = self.k.take() {
-            std::thread::spawn(move || drop(k));
-        }
-    }
+    k: OffThreadDrop<honker::runtime::KeepAlive>,
 }
 
 impl KeepAlive {
     fn inner(&self) -> &honker::runtime::KeepAlive {
-        self.k
-            .as_deref()
-            .expect("the keep-alive lives until dropped")
+        &self.k
     }
 }
 
@@ -149,7 +130,7 @@ pub(crate) fn claimer(
     let lease = lease.map(|s| secs("lease", s)).transpose()?;
     let c = honker::runtime::Claimer::new(queue, worker_id, batch, lease).py()?;
     Ok(Claimer {
-        c: Some(Arc::new(c)),
+        c: OffThreadDrop::new(c),
     })
 }
 
@@ -165,6 +146,6 @@ pub(crate) fn keep_alive(
     let every = every.map(|s| secs("every", s)).transpose()?;
     let k = honker::runtime::KeepAlive::start(queue, lease(job_id, token), length, every).py()?;
     Ok(KeepAlive {
-        k: Some(Arc::new(k)),
+        k: OffThreadDrop::new(k),
     })
 }

@@ -274,3 +274,30 @@ fn keep_alive_checks_its_interval() {
     let err = KeepAlive::start(&q, job.lease.clone(), Duration::ZERO, None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn off_thread_drop_never_makes_the_dropping_thread_wait() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct Slow(Arc<AtomicBool>);
+    impl Drop for Slow {
+        fn drop(&mut self) {
+            std::thread::sleep(Duration::from_millis(300)); // a release waiting for the writer
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let held = honker::runtime::OffThreadDrop::new(Slow(Arc::clone(&dropped)));
+    let shared = held.shared(); // a call still running elsewhere
+    let start = Instant::now();
+    drop(held);
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "the drop waited"
+    );
+    drop(shared);
+    wait_until(
+        "the value's own drop, elsewhere",
+        Duration::from_secs(5),
+        || dropped.load(Ordering::SeqCst),
+    );
+}

@@ -13,10 +13,13 @@
 //!   and stop and report when the lease is lost.
 //!
 //! Stream readers and listeners will take the subscription shape; the
-//! worker runtime builds on both.
+//! worker runtime builds on both. [`OffThreadDrop`] is how a binding holds
+//! them when its wrapper is dropped on a thread that must not wait.
 
 mod claimer;
 mod keepalive;
+mod off_thread;
 
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport};
+pub use off_thread::OffThreadDrop;
