@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::queue::{Job, Queue};
 use crate::validate;
 
@@ -94,12 +94,15 @@ impl Claimer {
             on_claimable,
             &stop,
         )?;
+        // Checked under the buffer's lock, which `close` takes after setting
+        // the flag: either this sees the flag, or `close` sees these jobs.
+        let mut buffer = self.buffer.lock();
         if self.is_closed() {
+            drop(buffer);
             // Claimed for nobody: give them back now, not at lease lapse.
             release_all(jobs);
             return Ok(None);
         }
-        let mut buffer = self.buffer.lock();
         buffer.extend(jobs);
         Ok(buffer.pop_front())
     }
@@ -148,14 +151,7 @@ impl Drop for Claimer {
 }
 
 fn release_all(jobs: Vec<Job>) -> usize {
-    let mut released = 0;
-    for job in jobs {
-        match job.release() {
-            Ok(()) => released += 1,
-            // Lapsed and reclaimed, or the database is gone: not ours now.
-            Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {}
-            Err(_) => {}
-        }
-    }
-    released
+    // A release that fails (lapsed and reclaimed, or the database is gone)
+    // leaves that job to its lease: not ours any more.
+    jobs.into_iter().filter(|job| job.release().is_ok()).count()
 }
