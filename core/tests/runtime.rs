@@ -301,3 +301,38 @@ fn off_thread_drop_never_makes_the_dropping_thread_wait() {
         || dropped.load(Ordering::SeqCst),
     );
 }
+
+#[test]
+fn stopping_a_keep_alive_does_not_wait_for_a_renewal_stuck_behind_the_callers_transaction() {
+    // `with db.transaction(): with job.keep_alive(): ...`: the renewal waits
+    // for the writer that the caller's own transaction holds.
+    let options = honker::Options {
+        busy_timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = honker::Database::open_with(dir.path().join("t.db"), options).unwrap();
+    let q = db.queue("q").unwrap();
+    enqueue(&q, 1);
+    let job = q.claim("w", 1).unwrap().remove(0);
+    let tx = db.transaction().unwrap();
+    let ka = KeepAlive::start(
+        &q,
+        job.lease.clone(),
+        Duration::from_secs(30),
+        Some(Duration::from_millis(10)),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(100)); // a renewal is now waiting for the writer
+    let start = Instant::now();
+    let report = ka.stop();
+    let took = start.elapsed();
+    assert!(
+        took < honker::runtime::STOP_WAIT + Duration::from_millis(500),
+        "stop waited {took:?} for a renewal stuck behind the caller's transaction"
+    );
+    assert!(!report.lost);
+    q.ack_tx(&tx, &job.lease, None).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(q.stats().unwrap().running, 0);
+}

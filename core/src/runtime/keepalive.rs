@@ -130,39 +130,48 @@ impl KeepAlive {
         true
     }
 
-    /// Stops renewing (waiting for a renewal in progress) and says what
-    /// happened. Idempotent. In a process forked from the one that started
-    /// it, there is no renewal thread (fork copies only the caller's) and its
-    /// locks may have been held at fork time: it touches neither, and
-    /// reports what the copied counters say.
+    /// Stops renewing and says what happened. Idempotent. A renewal in
+    /// progress is waited for briefly ([`STOP_WAIT`]), not to its end: it may
+    /// be waiting for the writer, held perhaps by the caller's own
+    /// transaction (`with db.transaction(): with job.keep_alive(): ...`),
+    /// and then finishes on its own thread, changing nothing that matters
+    /// (a renewal of a lease that is gone fails). In a process forked from
+    /// the one that started it, there is no renewal thread (fork copies only
+    /// the caller's) and its locks may have been held at fork time: it
+    /// touches neither, and reports what the copied counters say.
     pub fn stop(&self) -> KeepAliveReport {
         if self.pid != std::process::id() {
             if let Some(t) = self.thread.try_lock().and_then(|mut t| t.take()) {
                 std::mem::forget(t);
             }
-            return KeepAliveReport {
-                lost: self.lost(),
-                beats: self.beats(),
-                lease_expires_at: self.lease_expires_at(),
-                ended_by: None,
-            };
+            return self.report(None);
         }
         {
             let mut stopped = self.shared.stopped.lock();
             *stopped = true;
             self.shared.wake.notify_all();
         }
-        if let Some(t) = self.thread.lock().take() {
-            let _ = t.join();
+        let thread = self.thread.lock().take();
+        if let Some(t) = thread {
+            if self.wait_end(STOP_WAIT) {
+                let _ = t.join();
+            } // else: detached; it ends after its renewal
         }
+        self.report(self.shared.ended.lock().flatten())
+    }
+
+    fn report(&self, ended_by: Option<ErrorKind>) -> KeepAliveReport {
         KeepAliveReport {
             lost: self.lost(),
             beats: self.beats(),
             lease_expires_at: self.lease_expires_at(),
-            ended_by: self.shared.ended.lock().flatten(),
+            ended_by,
         }
     }
 }
+
+/// How long [`KeepAlive::stop`] waits for a renewal in progress.
+pub const STOP_WAIT: Duration = Duration::from_millis(250);
 
 impl Drop for KeepAlive {
     fn drop(&mut self) {

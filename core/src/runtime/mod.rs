@@ -21,5 +21,5 @@ mod keepalive;
 mod off_thread;
 
 pub use claimer::Claimer;
-pub use keepalive::{KeepAlive, KeepAliveReport};
+pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
