@@ -70,11 +70,15 @@ export declare class Queue {
   get name(): string
   /** The queue's default lease (ms). */
   get lease(): number
+  /** Waits up to `timeout` ms for the job's result (always async). */
+  waitResult(id: number, timeout: number): Promise<Out<PayloadIo | undefined | null>>
   enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Promise<Out<Array<Enqueued>>>
   tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Out<Array<Enqueued>>
-  /** Claims up to `n` jobs, waiting up to `wait` ms for work. */
+  /**
+   * Claims up to `n` jobs, waiting up to `wait` ms for work
+   * (`tryClaim`: its `wait` must be 0).
+   */
   claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out<Array<Claimed>>>
-  /** `claim` without waiting (its `wait` must be 0). */
   tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out<Array<Claimed>>
   ack(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Promise<Out<undefined>>
   tryAck(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Out<undefined>
@@ -102,8 +106,6 @@ export declare class Queue {
   tryGetJob(id: number): Out<JobInfo>
   getResult(id: number): Promise<Out<PayloadIo | undefined | null>>
   tryGetResult(id: number): Out<PayloadIo | undefined | null>
-  /** Waits up to `timeout` ms for the job's result (always async). */
-  waitResult(id: number, timeout: number): Promise<Out<PayloadIo | undefined | null>>
   stats(): Promise<Out<QueueStats>>
   tryStats(): Out<QueueStats>
   deadLetters(afterId?: number | undefined | null, limit?: number | undefined | null): Promise<Out<Array<JobInfo>>>

@@ -380,205 +380,6 @@ impl Queue {
         self.q.options().lease.as_secs_f64() * 1000.0
     }
 
-    #[napi]
-    pub async fn enqueue_many(
-        &self,
-        payloads: Vec<PayloadIo>,
-        options: Option<EnqueueOptions>,
-    ) -> napi::Result<Out<Vec<Enqueued>>> {
-        blocking(self.enqueue_op(payloads, options)).await
-    }
-
-    #[napi]
-    pub fn try_enqueue_many(
-        &self,
-        payloads: Vec<PayloadIo>,
-        options: Option<EnqueueOptions>,
-    ) -> Out<Vec<Enqueued>> {
-        now(self.enqueue_op(payloads, options))
-    }
-
-    /// Claims up to `n` jobs, waiting up to `wait` ms for work.
-    #[napi]
-    pub async fn claim(
-        &self,
-        worker_id: String,
-        n: i64,
-        options: Option<ClaimArgs>,
-    ) -> napi::Result<Out<Vec<Claimed>>> {
-        blocking(self.claim_op(worker_id, n, options)).await
-    }
-
-    /// `claim` without waiting (its `wait` must be 0).
-    #[napi]
-    pub fn try_claim(
-        &self,
-        worker_id: String,
-        n: i64,
-        options: Option<ClaimArgs>,
-    ) -> Out<Vec<Claimed>> {
-        now(self.claim_op(worker_id, n, options))
-    }
-
-    #[napi]
-    pub async fn ack(
-        &self,
-        id: i64,
-        token: String,
-        result: Option<PayloadIo>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<()>> {
-        blocking(self.ack_op(id, token, result, tx)).await
-    }
-
-    #[napi]
-    pub fn try_ack(
-        &self,
-        id: i64,
-        token: String,
-        result: Option<PayloadIo>,
-        tx: Option<u32>,
-    ) -> Out<()> {
-        now(self.ack_op(id, token, result, tx))
-    }
-
-    /// Acks several jobs in one transaction; resolves to how many were held.
-    #[napi]
-    pub async fn ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> napi::Result<Out<u32>> {
-        blocking(self.ack_many_op(leases, tx)).await
-    }
-
-    #[napi]
-    pub fn try_ack_many(&self, leases: Vec<LeaseArg>, tx: Option<u32>) -> Out<u32> {
-        now(self.ack_many_op(leases, tx))
-    }
-
-    /// Resolves to the new state: "ready", "scheduled" or "dead".
-    #[napi]
-    pub async fn retry(
-        &self,
-        id: i64,
-        token: String,
-        delay: Option<f64>,
-        error: Option<String>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<String>> {
-        blocking(self.retry_op(id, token, delay, error, tx)).await
-    }
-
-    #[napi]
-    pub fn try_retry(
-        &self,
-        id: i64,
-        token: String,
-        delay: Option<f64>,
-        error: Option<String>,
-        tx: Option<u32>,
-    ) -> Out<String> {
-        now(self.retry_op(id, token, delay, error, tx))
-    }
-
-    #[napi]
-    pub async fn fail(
-        &self,
-        id: i64,
-        token: String,
-        error: String,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<()>> {
-        blocking(self.fail_op(id, token, error, tx)).await
-    }
-
-    #[napi]
-    pub fn try_fail(&self, id: i64, token: String, error: String, tx: Option<u32>) -> Out<()> {
-        now(self.fail_op(id, token, error, tx))
-    }
-
-    #[napi]
-    pub async fn release(&self, id: i64, token: String, tx: Option<u32>) -> napi::Result<Out<()>> {
-        blocking(self.release_op(id, token, tx)).await
-    }
-
-    #[napi]
-    pub fn try_release(&self, id: i64, token: String, tx: Option<u32>) -> Out<()> {
-        now(self.release_op(id, token, tx))
-    }
-
-    #[napi]
-    pub async fn snooze(
-        &self,
-        id: i64,
-        token: String,
-        delay: f64,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<String>> {
-        blocking(self.snooze_op(id, token, delay, tx)).await
-    }
-
-    #[napi]
-    pub fn try_snooze(&self, id: i64, token: String, delay: f64, tx: Option<u32>) -> Out<String> {
-        now(self.snooze_op(id, token, delay, tx))
-    }
-
-    /// Extends the lease by `extend` ms (the queue's lease by default);
-    /// resolves to the new expiry (ms since the epoch).
-    #[napi]
-    pub async fn heartbeat(
-        &self,
-        id: i64,
-        token: String,
-        extend: Option<f64>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<i64>> {
-        blocking(self.heartbeat_op(id, token, extend, tx)).await
-    }
-
-    #[napi]
-    pub fn try_heartbeat(
-        &self,
-        id: i64,
-        token: String,
-        extend: Option<f64>,
-        tx: Option<u32>,
-    ) -> Out<i64> {
-        now(self.heartbeat_op(id, token, extend, tx))
-    }
-
-    #[napi]
-    pub async fn cancel(
-        &self,
-        id: i64,
-        reason: Option<String>,
-        tx: Option<u32>,
-    ) -> napi::Result<Out<bool>> {
-        blocking(self.cancel_op(id, reason, tx)).await
-    }
-
-    #[napi]
-    pub fn try_cancel(&self, id: i64, reason: Option<String>, tx: Option<u32>) -> Out<bool> {
-        now(self.cancel_op(id, reason, tx))
-    }
-
-    #[napi]
-    pub async fn get_job(&self, id: i64) -> napi::Result<Out<JobInfo>> {
-        blocking(self.get_job_op(id)).await
-    }
-
-    #[napi]
-    pub fn try_get_job(&self, id: i64) -> Out<JobInfo> {
-        now(self.get_job_op(id))
-    }
-
-    #[napi]
-    pub async fn get_result(&self, id: i64) -> napi::Result<Out<Option<PayloadIo>>> {
-        blocking(self.get_result_op(id)).await
-    }
-
-    #[napi]
-    pub fn try_get_result(&self, id: i64) -> Out<Option<PayloadIo>> {
-        now(self.get_result_op(id))
-    }
-
     /// Waits up to `timeout` ms for the job's result (always async).
     #[napi]
     pub async fn wait_result(&self, id: i64, timeout: f64) -> napi::Result<Out<Option<PayloadIo>>> {
@@ -589,59 +390,67 @@ impl Queue {
         })
         .await
     }
+}
 
-    #[napi]
-    pub async fn stats(&self) -> napi::Result<Out<QueueStats>> {
-        blocking(self.stats_op()).await
-    }
+/// Exports each verb twice from its one `*_op` (declared once, here):
+/// `verb` runs it on tokio's blocking pool and returns a Promise;
+/// `tryVerb` runs it on the JS thread without waiting and reports
+/// `WOULD_WAIT` where it would (errors.rs). index.js picks between them.
+// Docs are `#[doc = "..."]` literals in the table: napi's type definitions
+// misread doc comments passed through a macro.
+macro_rules! verbs {
+    ($(
+        $(#[$doc:meta])*
+        $verb:ident / $try_verb:ident ($($arg:ident: $ty:ty),*) -> $out:ty = $op:ident;
+    )*) => {
+        #[napi]
+        impl Queue {
+            $(
+                $(#[$doc])*
+                #[napi]
+                pub async fn $verb(&self, $($arg: $ty),*) -> napi::Result<Out<$out>> {
+                    blocking(self.$op($($arg),*)).await
+                }
 
-    #[napi]
-    pub fn try_stats(&self) -> Out<QueueStats> {
-        now(self.stats_op())
-    }
+                #[napi]
+                pub fn $try_verb(&self, $($arg: $ty),*) -> Out<$out> {
+                    now(self.$op($($arg),*))
+                }
+            )*
+        }
+    };
+}
 
-    #[napi]
-    pub async fn dead_letters(
-        &self,
-        after_id: Option<i64>,
-        limit: Option<u32>,
-    ) -> napi::Result<Out<Vec<JobInfo>>> {
-        blocking(self.dead_letters_op(after_id, limit)).await
-    }
-
-    #[napi]
-    pub fn try_dead_letters(&self, after_id: Option<i64>, limit: Option<u32>) -> Out<Vec<JobInfo>> {
-        now(self.dead_letters_op(after_id, limit))
-    }
-
-    #[napi]
-    pub async fn requeue_dead(&self, id: i64) -> napi::Result<Out<bool>> {
-        blocking(self.requeue_dead_op(id)).await
-    }
-
-    #[napi]
-    pub fn try_requeue_dead(&self, id: i64) -> Out<bool> {
-        now(self.requeue_dead_op(id))
-    }
-
-    #[napi]
-    pub async fn requeue_all_dead(&self) -> napi::Result<Out<u32>> {
-        blocking(self.requeue_all_dead_op()).await
-    }
-
-    #[napi]
-    pub fn try_requeue_all_dead(&self) -> Out<u32> {
-        now(self.requeue_all_dead_op())
-    }
-
-    /// Deletes dead letters (those that died at least `olderThan` ms ago).
-    #[napi]
-    pub async fn purge_dead(&self, older_than: Option<f64>) -> napi::Result<Out<u32>> {
-        blocking(self.purge_dead_op(older_than)).await
-    }
-
-    #[napi]
-    pub fn try_purge_dead(&self, older_than: Option<f64>) -> Out<u32> {
-        now(self.purge_dead_op(older_than))
-    }
+verbs! {
+    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueOptions>)
+        -> Vec<Enqueued> = enqueue_op;
+    #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]
+    #[doc = "(`tryClaim`: its `wait` must be 0)."]
+    claim / try_claim (worker_id: String, n: i64, options: Option<ClaimArgs>)
+        -> Vec<Claimed> = claim_op;
+    ack / try_ack (id: i64, token: String, result: Option<PayloadIo>, tx: Option<u32>)
+        -> () = ack_op;
+    #[doc = "Acks several jobs in one transaction; resolves to how many were held."]
+    ack_many / try_ack_many (leases: Vec<LeaseArg>, tx: Option<u32>) -> u32 = ack_many_op;
+    #[doc = "Resolves to the new state: \"ready\", \"scheduled\" or \"dead\"."]
+    retry / try_retry (
+        id: i64, token: String, delay: Option<f64>, error: Option<String>, tx: Option<u32>
+    ) -> String = retry_op;
+    fail / try_fail (id: i64, token: String, error: String, tx: Option<u32>) -> () = fail_op;
+    release / try_release (id: i64, token: String, tx: Option<u32>) -> () = release_op;
+    snooze / try_snooze (id: i64, token: String, delay: f64, tx: Option<u32>) -> String = snooze_op;
+    #[doc = "Extends the lease by `extend` ms (the queue's lease by default);"]
+    #[doc = "resolves to the new expiry (ms since the epoch)."]
+    heartbeat / try_heartbeat (id: i64, token: String, extend: Option<f64>, tx: Option<u32>)
+        -> i64 = heartbeat_op;
+    cancel / try_cancel (id: i64, reason: Option<String>, tx: Option<u32>) -> bool = cancel_op;
+    get_job / try_get_job (id: i64) -> JobInfo = get_job_op;
+    get_result / try_get_result (id: i64) -> Option<PayloadIo> = get_result_op;
+    stats / try_stats () -> QueueStats = stats_op;
+    dead_letters / try_dead_letters (after_id: Option<i64>, limit: Option<u32>)
+        -> Vec<JobInfo> = dead_letters_op;
+    requeue_dead / try_requeue_dead (id: i64) -> bool = requeue_dead_op;
+    requeue_all_dead / try_requeue_all_dead () -> u32 = requeue_all_dead_op;
+    #[doc = "Deletes dead letters (those that died at least `olderThan` ms ago)."]
+    purge_dead / try_purge_dead (older_than: Option<f64>) -> u32 = purge_dead_op;
 }
