@@ -22,6 +22,17 @@ fn enqueue(q: &honker::Queue, n: usize) -> Vec<i64> {
         .collect()
 }
 
+/// A keep-alive on `job`'s lease: 30 s long, renewed every 10 ms.
+fn renewing(q: &honker::Queue, job: &honker::Job) -> KeepAlive {
+    KeepAlive::start(
+        q,
+        job.lease.clone(),
+        Duration::from_secs(30),
+        Some(Duration::from_millis(10)),
+    )
+    .unwrap()
+}
+
 fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {
@@ -193,13 +204,7 @@ fn keep_alive_stops_and_reports_when_the_lease_is_lost() {
     let q = t.db.queue("q").unwrap();
     let id = enqueue(&q, 1)[0];
     let job = q.claim("w", 1).unwrap().remove(0);
-    let ka = KeepAlive::start(
-        &q,
-        job.lease.clone(),
-        Duration::from_secs(30),
-        Some(Duration::from_millis(10)),
-    )
-    .unwrap();
+    let ka = renewing(&q, &job);
     assert!(q.cancel(id, Some("operator")).unwrap());
     assert!(
         ka.wait_end(Duration::from_secs(10)),
@@ -240,13 +245,7 @@ fn keep_alive_keeps_trying_while_the_file_is_busy() {
     });
     held_rx.recv().unwrap();
     let q2 = other.queue("q").unwrap();
-    let ka = KeepAlive::start(
-        &q2,
-        job.lease.clone(),
-        Duration::from_secs(30),
-        Some(Duration::from_millis(10)),
-    )
-    .unwrap();
+    let ka = renewing(&q2, &job);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(ka.beats(), 0, "beats went through a held write lock");
     assert!(!ka.wait_end(Duration::ZERO), "BUSY ended the renewal");
@@ -316,13 +315,7 @@ fn stopping_a_keep_alive_does_not_wait_for_a_renewal_stuck_behind_the_callers_tr
     enqueue(&q, 1);
     let job = q.claim("w", 1).unwrap().remove(0);
     let tx = db.transaction().unwrap();
-    let ka = KeepAlive::start(
-        &q,
-        job.lease.clone(),
-        Duration::from_secs(30),
-        Some(Duration::from_millis(10)),
-    )
-    .unwrap();
+    let ka = renewing(&q, &job);
     std::thread::sleep(Duration::from_millis(100)); // a renewal is now waiting for the writer
     let start = Instant::now();
     let report = ka.stop();
