@@ -17,11 +17,7 @@ root="$PWD"
 honker_tgz=$1
 platform_tgz=$2
 node_bin=$(dirname "$(command -v node)")
-no_rust_path="$node_bin:/usr/local/bin:/usr/bin:/bin"
-if PATH="$no_rust_path" command -v cargo >/dev/null || PATH="$no_rust_path" command -v rustc >/dev/null; then
-    echo "check-npm-packages: cargo or rustc is on the no-Rust PATH ($no_rust_path)" >&2
-    exit 1
-fi
+no_rust_path=$(bash scripts/no-rust-path.sh "$node_bin")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 version=$(node -p 'require("./bindings-node/package.json").version')

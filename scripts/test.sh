@@ -134,11 +134,7 @@ installed_in=$( { TIMEFORMAT=%R; time "$wheel_venv/bin/pip" install -q --disable
 echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_in} s"
 # The later steps' venv (interop, crash points, benchmarks) runs the same wheel.
 "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-no_rust_path="$wheel_venv/bin:/usr/local/bin:/usr/bin:/bin"
-if PATH="$no_rust_path" command -v cargo >/dev/null || PATH="$no_rust_path" command -v rustc >/dev/null; then
-    echo "test.sh: cargo or rustc is on the no-Rust PATH ($no_rust_path)" >&2
-    exit 1
-fi
+no_rust_path=$(bash scripts/no-rust-path.sh "$wheel_venv/bin")
 py_log="$work/pytest.log"
 (cd bindings-python && PATH="$no_rust_path" "$wheel_venv/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 # Type checkers see honker's types (py.typed and the stubs are in the wheel):
