@@ -14,8 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
-honker_tgz=$1
-platform_tgz=$2
+honker_tgz=$(realpath "$1")
+platform_tgz=$(realpath "$2")
 node_bin=$(dirname "$(command -v node)")
 no_rust_path=$(bash scripts/no-rust-path.sh "$node_bin")
 scratch=$(mktemp -d)
