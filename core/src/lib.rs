@@ -78,6 +78,7 @@ mod raw;
 pub mod runtime;
 pub mod schema;
 pub mod sql;
+pub mod surface;
 #[cfg(feature = "rusqlite")]
 mod transaction;
 pub mod validate;

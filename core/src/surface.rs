@@ -1,0 +1,207 @@
+//! The records that cross into every language, declared once.
+//!
+//! [`records!`](crate::records) is a table, not a type: each binding passes it
+//! the name of its own `macro_rules!` emitter, which receives every record as
+//!
+//! ```text
+//! #[doc = "..."]*  Name from $crate::CoreType {
+//!     #[doc = "..."]*  field: [WireType] = core_field(.sub)*,
+//!     ...
+//! }
+//! ```
+//!
+//! and writes its native struct with its own derives (napi object, UniFFI
+//! record, PyO3 tuple), plus `From<CoreType>` through its own conversion
+//! trait (a job state becomes its code, a payload the binding's payload
+//! type, a `u64` count a JS number). `core/examples/facts.rs` expands the
+//! same table into JSON, from which `scripts/facts.py` writes each
+//! language's wrapper declarations (Python dataclasses, TypeScript
+//! interfaces, Swift structs) and checks them in CI.
+//!
+//! Conventions the generators rely on, so keep them: a field named `*_at_ms`
+//! is an instant (ms since the Unix epoch: a `datetime`/`Date` in the
+//! wrappers); another `*_ms` is a duration in ms; `[Payload]` is the
+//! binding's payload type; `state` is a [`JobState`](crate::JobState) code.
+//! Docs are `#[doc = "..."]` literals: napi-derive renders `///` comments
+//! that went through `macro_rules!` as raw-string tokens.
+//!
+//! Adding a field here changes every surface at once: the native structs
+//! follow at compile time, the wrappers when `python3 scripts/facts.py`
+//! rewrites them (`--check` fails CI until it has).
+
+/// The table of records every surface exposes; see the module docs.
+#[macro_export]
+macro_rules! records {
+    ($emit:ident) => {
+        $emit! {
+            #[doc = "What an enqueue returns: the job's id, and whether a live job already held the"]
+            #[doc = "dedupe key (then `id` is that job's)."]
+            Enqueued from $crate::Enqueued {
+                #[doc = "The job's id."]
+                id: [i64] = id,
+                #[doc = "True when the dedupe key matched a live job: nothing was enqueued."]
+                existing: [bool] = existing,
+            }
+
+            #[doc = "A claimed job, leased to its worker until `lease_expires_at_ms`."]
+            ClaimedJob from $crate::Job {
+                #[doc = "Unique, never reused."]
+                id: [i64] = id,
+                #[doc = "What the producer enqueued."]
+                payload: [Payload] = payload,
+                #[doc = "Claims so far, including this one (1 on the first run)."]
+                attempts: [u32] = attempts,
+                #[doc = "Attempts allowed before the job is dead-lettered."]
+                max_attempts: [u32] = max_attempts,
+                #[doc = "The job's priority (higher first)."]
+                priority: [i32] = priority,
+                #[doc = "When the job became due."]
+                run_at_ms: [i64] = run_at,
+                #[doc = "When the job was enqueued."]
+                created_at_ms: [i64] = created_at,
+                #[doc = "When the lease lapses unless extended."]
+                lease_expires_at_ms: [i64] = lease_expires_at,
+                #[doc = "The lease token every verb on the job presents."]
+                token: [String] = lease.token,
+            }
+
+            #[doc = "A job in any state, as a lookup or the dead letters report it (no lease token)."]
+            JobInfo from $crate::JobInfo {
+                #[doc = "The job's id."]
+                id: [i64] = id,
+                #[doc = "Its queue."]
+                queue: [String] = queue,
+                #[doc = "Its logical state (a scheduled job that is due reports `ready`)."]
+                state: [String] = state,
+                #[doc = "Its payload."]
+                payload: [Payload] = payload,
+                #[doc = "Its priority (higher first)."]
+                priority: [i32] = priority,
+                #[doc = "When it is (or was) due."]
+                run_at_ms: [i64] = run_at,
+                #[doc = "Claims so far."]
+                attempts: [u32] = attempts,
+                #[doc = "Attempts allowed."]
+                max_attempts: [u32] = max_attempts,
+                #[doc = "Its dedupe key, if any."]
+                dedupe_key: [Option<String>] = dedupe_key,
+                #[doc = "When it expires unless started, if it can."]
+                expires_at_ms: [Option<i64>] = expires_at,
+                #[doc = "When it was enqueued."]
+                created_at_ms: [i64] = created_at,
+                #[doc = "The worker holding (or that last held) it."]
+                worker_id: [Option<String>] = worker_id,
+                #[doc = "The last error, or the cancel reason."]
+                last_error: [Option<String>] = last_error,
+                #[doc = "When the current lease lapses (running jobs only)."]
+                lease_expires_at_ms: [Option<i64>] = lease_expires_at,
+                #[doc = "When it finished (finished jobs only)."]
+                finished_at_ms: [Option<i64>] = finished_at,
+            }
+
+            #[doc = "Counts per state for one queue."]
+            QueueStats from $crate::QueueStats {
+                #[doc = "Due and waiting for a worker."]
+                ready: [u64] = ready,
+                #[doc = "Waiting for a future run time."]
+                scheduled: [u64] = scheduled,
+                #[doc = "Leased to a worker (including `lapsed`)."]
+                running: [u64] = running,
+                #[doc = "Running jobs whose lease has lapsed (the next claim reclaims them)."]
+                lapsed: [u64] = lapsed,
+                #[doc = "Dead letters."]
+                dead: [u64] = dead,
+                #[doc = "Cancelled jobs still retained."]
+                cancelled: [u64] = cancelled,
+                #[doc = "Expired jobs still retained."]
+                expired: [u64] = expired,
+                #[doc = "Completed jobs still retained (only with a completed retention)."]
+                completed: [u64] = completed,
+                #[doc = "How long the oldest due job has waited, if any is due."]
+                oldest_ready_age_ms: [Option<i64>] = oldest_ready_age_ms,
+            }
+
+            #[doc = "What one maintenance pass removed, by kind of record."]
+            MaintenanceReport from $crate::MaintenanceReport {
+                #[doc = "Dead letters removed."]
+                dead: [u64] = dead,
+                #[doc = "Cancelled and expired records removed."]
+                cancelled: [u64] = cancelled,
+                #[doc = "Completed records removed."]
+                completed: [u64] = completed,
+                #[doc = "Results removed."]
+                results: [u64] = results,
+            }
+        }
+    };
+}
+
+#[cfg(all(test, feature = "rusqlite"))]
+mod tests {
+    use crate::{JobState, Payload};
+
+    /// The conversions a binding's emitter needs; this one mirrors what
+    /// every binding writes, so a field whose core source changes type or
+    /// name fails here first.
+    trait Wire<T> {
+        fn wire(self) -> T;
+    }
+    impl<T> Wire<T> for T {
+        fn wire(self) -> T {
+            self
+        }
+    }
+    impl Wire<String> for JobState {
+        fn wire(self) -> String {
+            self.as_str().to_owned()
+        }
+    }
+    impl Wire<u64> for usize {
+        fn wire(self) -> u64 {
+            self as u64
+        }
+    }
+
+    macro_rules! emit {
+        ($(
+            $(#[doc = $rdoc:literal])*
+            $name:ident from $core:path {
+                $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $($src:ident).+ ),* $(,)?
+            }
+        )*) => {$(
+            $(#[doc = $rdoc])*
+            #[derive(Debug)]
+            #[allow(dead_code)]
+            struct $name { $( $(#[doc = $fdoc])* $field: $($ty)*, )* }
+            impl From<$core> for $name {
+                fn from(v: $core) -> Self {
+                    $name { $( $field: Wire::wire(v.$($src).+), )* }
+                }
+            }
+        )*};
+    }
+
+    records!(emit);
+
+    #[test]
+    fn every_record_converts_from_core() -> crate::Result<()> {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path().join("t.db"))?;
+        let q = db.queue("q")?;
+        let e: Enqueued = q
+            .enqueue(Payload::Json("{}".into()), &Default::default())?
+            .into();
+        let info: JobInfo = q.get_job(e.id)?.into();
+        assert_eq!((info.id, info.state.as_str()), (e.id, "ready"));
+        let job: ClaimedJob = q.claim("w", 1)?.remove(0).into();
+        assert_eq!(
+            (job.id, job.attempts, job.token.is_empty()),
+            (e.id, 1, false)
+        );
+        let stats: QueueStats = q.stats()?.into();
+        assert_eq!(stats.running, 1);
+        let r: MaintenanceReport = db.maintain()?.into();
+        assert_eq!(r.dead, 0);
+        Ok(())
+    }
+}
