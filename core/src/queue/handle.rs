@@ -292,8 +292,22 @@ impl Queue {
         n: usize,
         options: &ClaimOptions,
     ) -> Result<Vec<Job>> {
+        self.claim_with_hook_in(tx, worker_id, n, options, &mut || {})
+    }
+
+    /// [`claim_in`](Self::claim_in) with [`claim_with_hook`](Self::claim_with_hook)'s
+    /// `on_claimable` (called only by a claim outside a transaction: one inside
+    /// cannot wait).
+    pub fn claim_with_hook_in(
+        &self,
+        tx: Option<&Transaction>,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+        on_claimable: &mut dyn FnMut(),
+    ) -> Result<Vec<Job>> {
         match tx {
-            None => self.claim_with(worker_id, n, options),
+            None => self.claim_with_hook(worker_id, n, options, on_claimable),
             Some(_) if !options.wait.is_zero() => Err(Error::invalid(
                 "a claim inside a transaction cannot wait: the transaction holds the write \
                  lock, so no process could commit work meanwhile",
