@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from typing import Any
 
 import honker
 from conftest import integrity_ok
@@ -12,9 +13,12 @@ from conftest import integrity_ok
 JOBS = 2000
 
 
-def drain(path: str, worker: str) -> None:
+def drain(path: str, worker: str, ready: Any) -> None:
     db = honker.open(path)
     q = db.queue("work")
+    # Every worker starts together: on a loaded machine the first process
+    # up could otherwise drain the queue before the others have imported.
+    ready.wait(60)
     idle = 0
     while idle < 3:
         jobs = q.claim_batch(worker, 16, wait=0.2)
@@ -37,9 +41,11 @@ def test_four_processes_drain_one_queue_each_job_exactly_once(path):
     db.queue("work").enqueue_many([{"i": i} for i in range(JOBS)])
     # spawn: a process forked while honker is open cannot use honker (UNSAFE).
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=drain, args=(str(path), f"w{i}")) for i in range(4)]
+    ready = ctx.Barrier(5)
+    procs = [ctx.Process(target=drain, args=(str(path), f"w{i}", ready)) for i in range(4)]
     for p in procs:
         p.start()
+    ready.wait(60)
     for p in procs:
         p.join(120)
         assert p.exitcode == 0, "a worker failed (a BUSY error or a duplicate)"
