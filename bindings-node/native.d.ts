@@ -7,9 +7,9 @@ export declare class Claimer {
    * The next job, waiting up to `wait` ms for work; null when the wait ran
    * out or the claimer was closed.
    */
-  next(wait: number): Promise<Out<Claimed | undefined | null>>
+  next(wait: number): Promise<Out<ClaimedJob | undefined | null>>
   /** A job already claimed and not handed out yet, if any (no I/O). */
-  takeBuffered(): Claimed | null
+  takeBuffered(): ClaimedJob | null
   /**
    * Releases the jobs claimed but not handed out and wakes a waiting
    * `next`; resolves to how many were released.
@@ -78,8 +78,8 @@ export declare class Queue {
    * Claims up to `n` jobs, waiting up to `wait` ms for work
    * (`tryClaim`: its `wait` must be 0).
    */
-  claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out<Array<Claimed>>>
-  tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out<Array<Claimed>>
+  claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out<Array<ClaimedJob>>>
+  tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out<Array<ClaimedJob>>
   ack(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Promise<Out<undefined>>
   tryAck(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Out<undefined>
   /** Acks several jobs in one transaction; resolves to how many were held. */
@@ -164,20 +164,36 @@ export interface ClaimArgs {
   tx?: number
 }
 
-export interface Claimed {
+/** A claimed job, leased to its worker until `lease_expires_at_ms`. */
+export interface ClaimedJob {
+  /** Unique, never reused. */
   id: number
-  payload: PayloadIo
+  /** What the producer enqueued. */
+  payload: Payload
+  /** Claims so far, including this one (1 on the first run). */
   attempts: number
+  /** Attempts allowed before the job is dead-lettered. */
   maxAttempts: number
+  /** The job's priority (higher first). */
   priority: number
-  runAt: number
-  createdAt: number
-  leaseExpiresAt: number
+  /** When the job became due. */
+  runAtMs: number
+  /** When the job was enqueued. */
+  createdAtMs: number
+  /** When the lease lapses unless extended. */
+  leaseExpiresAtMs: number
+  /** The lease token every verb on the job presents. */
   token: string
 }
 
+/**
+ * What an enqueue returns: the job's id, and whether a live job already held the
+ * dedupe key (then `id` is that job's).
+ */
 export interface Enqueued {
+  /** The job's id. */
   id: number
+  /** True when the dedupe key matched a live job: nothing was enqueued. */
   existing: boolean
 }
 
@@ -206,22 +222,38 @@ export interface Failure {
   message: string
 }
 
+/** A job in any state, as a lookup or the dead letters report it (no lease token). */
 export interface JobInfo {
+  /** The job's id. */
   id: number
+  /** Its queue. */
   queue: string
+  /** Its logical state (a scheduled job that is due reports `ready`). */
   state: string
-  payload: PayloadIo
+  /** Its payload. */
+  payload: Payload
+  /** Its priority (higher first). */
   priority: number
-  runAt: number
+  /** When it is (or was) due. */
+  runAtMs: number
+  /** Claims so far. */
   attempts: number
+  /** Attempts allowed. */
   maxAttempts: number
+  /** Its dedupe key, if any. */
   dedupeKey?: string
-  expiresAt?: number
-  createdAt: number
+  /** When it expires unless started, if it can. */
+  expiresAtMs?: number
+  /** When it was enqueued. */
+  createdAtMs: number
+  /** The worker holding (or that last held) it. */
   workerId?: string
+  /** The last error, or the cancel reason. */
   lastError?: string
-  leaseExpiresAt?: number
-  finishedAt?: number
+  /** When the current lease lapses (running jobs only). */
+  leaseExpiresAtMs?: number
+  /** When it finished (finished jobs only). */
+  finishedAtMs?: number
 }
 
 export interface LeaseArg {
@@ -229,10 +261,15 @@ export interface LeaseArg {
   token: string
 }
 
+/** What one maintenance pass removed, by kind of record. */
 export interface MaintenanceReport {
+  /** Dead letters removed. */
   dead: number
+  /** Cancelled and expired records removed. */
   cancelled: number
+  /** Completed records removed. */
   completed: number
+  /** Results removed. */
   results: number
 }
 
@@ -273,21 +310,31 @@ export interface QueueOptions {
   backoffJitter?: number
 }
 
+/** Counts per state for one queue. */
 export interface QueueStats {
+  /** Due and waiting for a worker. */
   ready: number
+  /** Waiting for a future run time. */
   scheduled: number
+  /** Leased to a worker (including `lapsed`). */
   running: number
+  /** Running jobs whose lease has lapsed (the next claim reclaims them). */
   lapsed: number
+  /** Dead letters. */
   dead: number
+  /** Cancelled jobs still retained. */
   cancelled: number
+  /** Expired jobs still retained. */
   expired: number
+  /** Completed jobs still retained (only with a completed retention). */
   completed: number
+  /** How long the oldest due job has waited, if any is due. */
   oldestReadyAgeMs?: number
 }
 
 /** A job rebuilt from its lease: see `Queue.job`. */
 export interface Rebuilt {
-  job: Claimed
+  job: ClaimedJob
   workerId: string
 }
 

@@ -43,6 +43,7 @@ def class_name(code: str) -> str:
 
 
 def facts() -> dict:
+    """What core says (`cargo run --example facts`)."""
     out = subprocess.run(
         ["cargo", "run", "-q", "--locked", "-p", "honker", "--example", "facts"],
         cwd=ROOT,
@@ -89,6 +90,255 @@ def drivers_missing_ops(root: Path, ops: list[dict]) -> list[str]:
     return missing
 
 
+# ----- records: core's `honker::records!` table, as each wrapper declares it.
+# A field named *_at_ms is an instant (datetime / Date), another *_ms a
+# duration (seconds in Python, ms in Node); Payload is the decoded payload;
+# the `state` field is a job state.
+
+RUST_SCALARS = {"i64", "i32", "u32", "u64", "String", "bool"}
+
+
+def record(f: dict, name: str) -> dict:
+    return next(r for r in f["records"] if r["name"] == name)
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def field_kind(field: dict) -> tuple[str, bool]:
+    """(kind, optional): kind is instant, duration, payload, state or the
+    Rust scalar."""
+    ty, optional = field["type"], False
+    if ty.startswith("Option<") and ty.endswith(">"):
+        ty, optional = ty[len("Option<") : -1], True
+    name = field["name"]
+    if name.endswith("_at_ms") and ty == "i64":
+        return "instant", optional
+    if name.endswith("_ms") and ty == "i64":
+        return "duration", optional
+    if ty == "Payload":
+        return "payload", optional
+    if name == "state" and ty == "String":
+        return "state", optional
+    if ty not in RUST_SCALARS:
+        raise SystemExit(
+            f"facts: record field {name!r} has a type ({ty}) no wrapper maps"
+        )
+    return ty, optional
+
+
+PY_TYPES = {
+    "i64": "int",
+    "i32": "int",
+    "u32": "int",
+    "u64": "int",
+    "String": "str",
+    "bool": "bool",
+    "state": "str",
+    "payload": "Any",
+    "instant": "_dt.datetime",
+    "duration": "float",
+}
+
+
+def py_name(field: dict) -> str:
+    kind, _ = field_kind(field)
+    return (
+        field["name"][: -len("_ms")]
+        if kind in ("instant", "duration")
+        else field["name"]
+    )
+
+
+def py_record(f: dict, name: str) -> str:
+    """A frozen dataclass's fields (with docs) and `_from(row)`, from the
+    native tuple."""
+    fields = record(f, name)["fields"]
+    lines = []
+    for fl in fields:
+        kind, opt = field_kind(fl)
+        ty = PY_TYPES[kind] + (" | None" if opt else "")
+        doc = fl["doc"].rstrip(".") + " (seconds)." if kind == "duration" else fl["doc"]
+        lines += [f"    {py_name(fl)}: {ty}", f'    """{doc}"""']
+    lines += [
+        "",
+        "    @classmethod",
+        f"    def _from(cls, row: tuple[Any, ...]) -> {name}:",
+        "        return cls(",
+    ]
+    for i, fl in enumerate(fields):
+        kind, opt = field_kind(fl)
+        v = f"row[{i}]"
+        if kind == "instant":
+            v = f"from_ms({v})"
+        elif kind == "duration":
+            v = f"None if {v} is None else {v} / 1000" if opt else f"{v} / 1000"
+        elif kind == "payload":
+            v = f"_decode({v})"
+        ignore = "  # type: ignore[arg-type]" if kind == "instant" and not opt else ""
+        lines.append(f"            {py_name(fl)}={v},{ignore}")
+    lines += ["        )", ""]  # ruff format's blank line before the end marker
+    return "\n".join(lines)
+
+
+def py_job_unpack(f: dict) -> str:
+    """`Job.__init__`'s unpacking of the claimed tuple: times stay ms until
+    first use (`_run_at_ms`), the payload stays raw (`_raw`)."""
+    names = []
+    for fl in record(f, "ClaimedJob")["fields"]:
+        kind, _ = field_kind(fl)
+        attr = (
+            "_raw"
+            if kind == "payload"
+            else "_" + fl["name"]
+            if kind == "instant"
+            else fl["name"]
+        )
+        names.append(f"self.{attr}")
+    return (
+        "        (\n"
+        + "".join(f"            {n},\n" for n in names)
+        + "        ) = row"
+    )
+
+
+PYI_TYPES = {
+    "i64": "int",
+    "i32": "int",
+    "u32": "int",
+    "u64": "int",
+    "String": "str",
+    "bool": "bool",
+    "state": "str",
+    "payload": "_Payload",
+    "instant": "int",
+    "duration": "int",
+}
+
+
+def pyi_tuples(f: dict) -> str:
+    """The native module's record tuples, as the stubs name them."""
+    lines = []
+    for r in f["records"]:
+        parts = []
+        for fl in r["fields"]:
+            kind, opt = field_kind(fl)
+            parts.append(PYI_TYPES[kind] + (" | None" if opt else ""))
+        line = f"_{r['name']} = tuple[{', '.join(parts)}]"
+        if len(line) > 100:  # as ruff format wraps it
+            line = (
+                f"_{r['name']} = tuple[\n" + "".join(f"    {p},\n" for p in parts) + "]"
+            )
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def py_names(f: dict, name: str) -> str:
+    names = ", ".join(f'"{fl["name"]}"' for fl in record(f, name)["fields"])
+    return f"_{snake(name).upper()}_FIELDS = ({names})"
+
+
+def snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+TS_TYPES = {
+    "i64": "number",
+    "i32": "number",
+    "u32": "number",
+    "u64": "number",
+    "String": "string",
+    "bool": "boolean",
+    "state": "JobState",
+    "payload": "Payload",
+    "instant": "Date",
+    "duration": "number",
+}
+
+
+def ts_name(field: dict) -> str:
+    kind, _ = field_kind(field)
+    n = field["name"][: -len("_ms")] if kind == "instant" else field["name"]
+    return camel(n)
+
+
+def ts_record(f: dict, name: str) -> str:
+    r = record(f, name)
+    lines = [
+        "/** " + r["doc"].replace("\n", " ") + " */",
+        f"export interface {name} {{",
+    ]
+    for fl in r["fields"]:
+        kind, opt = field_kind(fl)
+        doc = fl["doc"].rstrip(".") + " (ms)." if kind == "duration" else fl["doc"]
+        lines += [
+            f"  /** {doc} */",
+            f"  {ts_name(fl)}: {TS_TYPES[kind]}{' | null' if opt else ''};",
+        ]
+    return "\n".join(lines + ["}"])
+
+
+def js_converter(f: dict, name: str) -> str:
+    """The function that turns the native object into the interface."""
+    lines = [f"function {camel(snake(name))}(d) {{", "  return {"]
+    for fl in record(f, name)["fields"]:
+        kind, opt = field_kind(fl)
+        v = f"d.{camel(fl['name'])}"
+        if kind == "instant":
+            v = f"date({v})"
+        elif kind == "payload":
+            v = f"decode({v})"
+        elif opt:
+            v += " ?? null"
+        lines.append(f"    {ts_name(fl)}: {v},")
+    return "\n".join(lines + ["  };", "}"])
+
+
+SWIFT_TYPES = {
+    "i64": "Int64",
+    "i32": "Int32",
+    "u32": "UInt32",
+    "u64": "UInt64",
+    "String": "String",
+    "bool": "Bool",
+    "state": "String",
+    "instant": "Date",
+    "duration": "TimeInterval",
+}
+
+
+def swift_job_record(f: dict) -> str:
+    """`JobRecord`'s stored properties and its init from the native
+    `JobInfo` (the payload stays internal: `payload(as:)` decodes it)."""
+    fields = record(f, "JobInfo")["fields"]
+    lines = []
+    for fl in fields:
+        kind, opt = field_kind(fl)
+        if kind == "payload":
+            lines.append("    let payload: Payload")
+            continue
+        lines += [
+            f"    /// {fl['doc']}",
+            f"    public let {ts_name(fl)}: {SWIFT_TYPES[kind]}{'?' if opt else ''}",
+        ]
+    lines += ["", "    init(_ i: JobInfo) {"]
+    for fl in fields:
+        kind, opt = field_kind(fl)
+        v = f"i.{camel(fl['name'])}"
+        if kind == "instant":
+            v = f"{v}.map(date)" if opt else f"date({v})"
+        elif kind == "duration":
+            v = (
+                f"{v}.map {{ TimeInterval($0) / 1000 }}"
+                if opt
+                else f"TimeInterval({v}) / 1000"
+            )
+        lines.append(f"        {ts_name(fl)} = {v}")
+    return "\n".join(lines + ["    }"])
+
+
 def blocks(f: dict) -> list[tuple[str, str, str, str]]:
     """(file, block name, comment prefix, content) for every generated table."""
     codes, states = f["error_codes"], f["job_states"]
@@ -126,6 +376,47 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
         ("bindings-swift/src/errors.rs", "error-parts", "            //", swift_parts),
         ("bindings-swift/src/errors.rs", "error-from", "            //", swift_from),
         ("tests-interop/README.md", "interop-ops", "<!--", ops_table(interop_ops())),
+        *[
+            (
+                "bindings-python/python/honker/queue.py",
+                f"record-{n}",
+                "    #",
+                py_record(f, n),
+            )
+            for n in ("JobInfo", "QueueStats")
+        ],
+        (
+            "bindings-python/python/honker/queue.py",
+            "record-ClaimedJob",
+            "        #",
+            py_job_unpack(f),
+        ),
+        (
+            "bindings-python/python/honker/_native.pyi",
+            "record-tuples",
+            "#",
+            pyi_tuples(f),
+        ),
+        (
+            "bindings-python/python/honker/database.py",
+            "record-MaintenanceReport",
+            "#",
+            py_names(f, "MaintenanceReport"),
+        ),
+        *[
+            ("bindings-node/index.d.ts", f"record-{n}", "//", ts_record(f, n))
+            for n in ("Enqueued", "JobInfo", "QueueStats", "MaintenanceReport")
+        ],
+        *[
+            ("bindings-node/index.js", f"record-{n}", "//", js_converter(f, n))
+            for n in ("Enqueued", "JobInfo", "QueueStats", "MaintenanceReport")
+        ],
+        (
+            "bindings-swift/Sources/Honker/Honker.swift",
+            "record-JobInfo",
+            "    //",
+            swift_job_record(f),
+        ),
     ]
 
 
@@ -164,8 +455,9 @@ def self_test(f: dict) -> None:
                 shutil.copy(ROOT / file, copy / file)
             text = (copy / rel).read_text()
             first = content.splitlines()[1 if len(content.splitlines()) > 1 else 0]
-            assert first in text, (rel, name)
-            (copy / rel).write_text(text.replace(first, first + " ", 1))
+            at = text.index(f"<generated by scripts/facts.py: {name}>")
+            at = text.index(first, at)
+            (copy / rel).write_text(text[:at] + first + " " + text[at + len(first) :])
             stale = apply(copy, f, check=True)
             if stale != [f"{rel}: {name}"]:
                 raise SystemExit(

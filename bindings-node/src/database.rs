@@ -15,6 +15,7 @@ use napi_derive::napi;
 
 use crate::errors::{blocking, ms, now, opt_ms, out, Out};
 use crate::queue::Queue;
+use crate::records::MaintenanceReport;
 
 /// An SQL parameter from JS: `null`/`undefined`, a boolean, a number, a
 /// string or a Buffer.
@@ -56,14 +57,6 @@ pub struct QueueOptions {
 pub struct Rows {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<SqlOut>>,
-}
-
-#[napi(object)]
-pub struct MaintenanceReport {
-    pub dead: u32,
-    pub cancelled: u32,
-    pub completed: u32,
-    pub results: u32,
 }
 
 /// Open transactions of one database, by id.
@@ -321,15 +314,7 @@ impl Database {
     #[napi]
     pub async fn maintain(&self) -> napi::Result<Out<MaintenanceReport>> {
         let db = self.db.clone();
-        blocking(move || {
-            db.maintain().map(|r| MaintenanceReport {
-                dead: r.dead as u32,
-                cancelled: r.cancelled as u32,
-                completed: r.completed as u32,
-                results: r.results as u32,
-            })
-        })
-        .await
+        blocking(move || db.maintain().map(MaintenanceReport::from)).await
     }
 
     #[napi]

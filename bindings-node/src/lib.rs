@@ -20,6 +20,7 @@
 mod database;
 mod errors;
 mod queue;
+mod records;
 mod runtime;
 
 use napi_derive::napi;

@@ -9,29 +9,14 @@
 
 use std::sync::Arc;
 
-use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, JobInfo as CoreInfo, Lease, Payload};
-use napi::bindgen_prelude::{Buffer, Either};
+use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, Lease, Payload};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
 use crate::errors::{blocking, invalid, ms, now, opt_ms, Out};
-
-/// A payload: JSON text or bytes.
-pub type PayloadIo = Either<String, Buffer>;
-
-fn payload_in(p: PayloadIo) -> Payload {
-    match p {
-        Either::A(s) => Payload::Json(s),
-        Either::B(b) => Payload::Bytes(b.to_vec()),
-    }
-}
-
-fn payload_out(p: Payload) -> PayloadIo {
-    match p {
-        Payload::Json(s) => Either::A(s),
-        Payload::Bytes(b) => Either::B(b.into()),
-    }
-}
+use crate::records::{
+    payload_in, payload_out, ClaimedJob, Enqueued, JobInfo, PayloadIo, QueueStats,
+};
 
 #[napi(object)]
 pub struct EnqueueOptions {
@@ -48,12 +33,6 @@ pub struct EnqueueOptions {
 }
 
 #[napi(object)]
-pub struct Enqueued {
-    pub id: i64,
-    pub existing: bool,
-}
-
-#[napi(object)]
 pub struct ClaimArgs {
     /// Lease length (ms); the queue's by default.
     pub lease: Option<f64>,
@@ -63,74 +42,9 @@ pub struct ClaimArgs {
 }
 
 #[napi(object)]
-pub struct Claimed {
-    pub id: i64,
-    pub payload: PayloadIo,
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub priority: i32,
-    pub run_at: i64,
-    pub created_at: i64,
-    pub lease_expires_at: i64,
-    pub token: String,
-}
-
-#[napi(object)]
 pub struct LeaseArg {
     pub id: i64,
     pub token: String,
-}
-
-#[napi(object)]
-pub struct JobInfo {
-    pub id: i64,
-    pub queue: String,
-    pub state: String,
-    pub payload: PayloadIo,
-    pub priority: i32,
-    pub run_at: i64,
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub dedupe_key: Option<String>,
-    pub expires_at: Option<i64>,
-    pub created_at: i64,
-    pub worker_id: Option<String>,
-    pub last_error: Option<String>,
-    pub lease_expires_at: Option<i64>,
-    pub finished_at: Option<i64>,
-}
-
-fn info_out(j: CoreInfo) -> JobInfo {
-    JobInfo {
-        id: j.id,
-        queue: j.queue,
-        state: j.state.as_str().to_owned(),
-        payload: payload_out(j.payload),
-        priority: j.priority,
-        run_at: j.run_at,
-        attempts: j.attempts,
-        max_attempts: j.max_attempts,
-        dedupe_key: j.dedupe_key,
-        expires_at: j.expires_at,
-        created_at: j.created_at,
-        worker_id: j.worker_id,
-        last_error: j.last_error,
-        lease_expires_at: j.lease_expires_at,
-        finished_at: j.finished_at,
-    }
-}
-
-#[napi(object)]
-pub struct QueueStats {
-    pub ready: u32,
-    pub scheduled: u32,
-    pub running: u32,
-    pub lapsed: u32,
-    pub dead: u32,
-    pub cancelled: u32,
-    pub expired: u32,
-    pub completed: u32,
-    pub oldest_ready_age_ms: Option<i64>,
 }
 
 /// A handle on one queue.
@@ -151,20 +65,6 @@ impl Queue {
 
     fn parts(&self) -> (honker::Queue, Arc<Txs>) {
         (self.q.clone(), Arc::clone(&self.txs))
-    }
-}
-
-pub(crate) fn claimed(j: honker::Job) -> Claimed {
-    Claimed {
-        id: j.id,
-        payload: payload_out(j.payload),
-        attempts: j.attempts,
-        max_attempts: j.max_attempts,
-        priority: j.priority,
-        run_at: j.run_at,
-        created_at: j.created_at,
-        lease_expires_at: j.lease_expires_at,
-        token: j.lease.token,
     }
 }
 
@@ -208,17 +108,16 @@ impl Queue {
                 backoff: None,
             };
             let done = with_tx(&txs, o.tx, |tx| q.enqueue_many_in(tx, payloads, &options))?;
-            Ok(done
-                .into_iter()
-                .map(|e| Enqueued {
-                    id: e.id,
-                    existing: e.existing,
-                })
-                .collect())
+            Ok(done.into_iter().map(Enqueued::from).collect())
         })
     }
 
-    fn claim_op(&self, worker_id: String, n: i64, options: Option<ClaimArgs>) -> Op<Vec<Claimed>> {
+    fn claim_op(
+        &self,
+        worker_id: String,
+        n: i64,
+        options: Option<ClaimArgs>,
+    ) -> Op<Vec<ClaimedJob>> {
         let (q, txs) = self.parts();
         Box::new(move || {
             let n = honker::validate::batch(n)?;
@@ -230,7 +129,7 @@ impl Queue {
             let jobs = with_tx(&txs, tx, |tx| {
                 q.claim_in(tx, &worker_id, n, &ClaimOptions { lease, wait })
             })?;
-            Ok(jobs.into_iter().map(claimed).collect())
+            Ok(jobs.into_iter().map(ClaimedJob::from).collect())
         })
     }
 
@@ -315,7 +214,7 @@ impl Queue {
 
     fn get_job_op(&self, id: i64) -> Op<JobInfo> {
         let q = self.q.clone();
-        Box::new(move || q.get_job(id).map(info_out))
+        Box::new(move || q.get_job(id).map(JobInfo::from))
     }
 
     fn get_result_op(&self, id: i64) -> Op<Option<PayloadIo>> {
@@ -325,26 +224,14 @@ impl Queue {
 
     fn stats_op(&self) -> Op<QueueStats> {
         let q = self.q.clone();
-        Box::new(move || {
-            q.stats().map(|s| QueueStats {
-                ready: s.ready as u32,
-                scheduled: s.scheduled as u32,
-                running: s.running as u32,
-                lapsed: s.lapsed as u32,
-                dead: s.dead as u32,
-                cancelled: s.cancelled as u32,
-                expired: s.expired as u32,
-                completed: s.completed as u32,
-                oldest_ready_age_ms: s.oldest_ready_age_ms,
-            })
-        })
+        Box::new(move || q.stats().map(QueueStats::from))
     }
 
     fn dead_letters_op(&self, after_id: Option<i64>, limit: Option<u32>) -> Op<Vec<JobInfo>> {
         let q = self.q.clone();
         Box::new(move || {
             q.dead_letters(after_id.unwrap_or(0), limit.unwrap_or(100) as usize)
-                .map(|v| v.into_iter().map(info_out).collect())
+                .map(|v| v.into_iter().map(JobInfo::from).collect())
         })
     }
 
@@ -427,7 +314,7 @@ verbs! {
     #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]
     #[doc = "(`tryClaim`: its `wait` must be 0)."]
     claim / try_claim (worker_id: String, n: i64, options: Option<ClaimArgs>)
-        -> Vec<Claimed> = claim_op;
+        -> Vec<ClaimedJob> = claim_op;
     ack / try_ack (id: i64, token: String, result: Option<PayloadIo>, tx: Option<u32>)
         -> () = ack_op;
     #[doc = "Acks several jobs in one transaction; resolves to how many were held."]

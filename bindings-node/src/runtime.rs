@@ -11,7 +11,8 @@ use honker::runtime::OffThreadDrop;
 use napi_derive::napi;
 
 use crate::errors::{blocking, ms, now, opt_ms, out, Out};
-use crate::queue::{claimed, lease, Claimed, Queue};
+use crate::queue::{lease, Queue};
+use crate::records::ClaimedJob;
 
 /// See `Queue.claimer`.
 #[napi]
@@ -31,15 +32,15 @@ impl Claimer {
     /// The next job, waiting up to `wait` ms for work; null when the wait ran
     /// out or the claimer was closed.
     #[napi]
-    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<Claimed>>> {
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<ClaimedJob>>> {
         let c = self.inner();
-        blocking(move || Ok(c.next(ms("wait", wait)?)?.map(claimed))).await
+        blocking(move || Ok(c.next(ms("wait", wait)?)?.map(ClaimedJob::from))).await
     }
 
     /// A job already claimed and not handed out yet, if any (no I/O).
     #[napi]
-    pub fn take_buffered(&self) -> Option<Claimed> {
-        self.inner().take_buffered().map(claimed)
+    pub fn take_buffered(&self) -> Option<ClaimedJob> {
+        self.inner().take_buffered().map(ClaimedJob::from)
     }
 
     /// Releases the jobs claimed but not handed out and wakes a waiting
@@ -103,7 +104,7 @@ impl KeepAlive {
 /// A job rebuilt from its lease: see `Queue.job`.
 #[napi(object)]
 pub struct Rebuilt {
-    pub job: Claimed,
+    pub job: ClaimedJob,
     pub worker_id: String,
 }
 
@@ -111,7 +112,7 @@ fn rebuild(q: &honker::Queue, id: i64, token: String) -> honker::Result<Rebuilt>
     let j = q.job(lease(id, token))?;
     let worker_id = j.worker_id.clone();
     Ok(Rebuilt {
-        job: claimed(j),
+        job: j.into(),
         worker_id,
     })
 }

@@ -17,6 +17,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::clock::ManualClock;
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::queue::Queue;
+use crate::records::MaintenanceReport;
 
 /// Evaluates `$body` with `$p` bound to `$params` as rusqlite parameters
 /// (positional or named: two types, hence a macro).
@@ -166,14 +167,10 @@ impl Database {
     }
 
     /// Prunes past retention; returns what was removed, by kind.
-    fn maintain(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let r = py.detach(|| self.db.maintain()).py()?;
-        let d = PyDict::new(py);
-        d.set_item("dead", r.dead)?;
-        d.set_item("cancelled", r.cancelled)?;
-        d.set_item("completed", r.completed)?;
-        d.set_item("results", r.results)?;
-        Ok(d.unbind())
+    fn maintain(&self, py: Python<'_>) -> PyResult<MaintenanceReport> {
+        py.detach(|| self.db.maintain())
+            .py()
+            .map(MaintenanceReport::from)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

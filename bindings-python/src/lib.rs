@@ -11,6 +11,7 @@ mod database;
 mod errors;
 mod json;
 mod queue;
+mod records;
 mod runtime;
 
 use pyo3::prelude::*;

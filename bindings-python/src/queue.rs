@@ -7,42 +7,19 @@
 
 use std::time::Duration;
 
-use honker::{ClaimOptions, EnqueueOptions, JobInfo, Lease, Payload, RetryOptions};
+use honker::{ClaimOptions, EnqueueOptions, Lease, RetryOptions};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
 
 use crate::database::{secs, Transaction};
 use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
+use crate::records::{ClaimedJob, Enqueued, JobInfo, Payload, QueueStats};
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
 #[derive(Debug)]
 pub struct Queue {
     pub(crate) queue: honker::Queue,
-}
-
-pub(crate) type ClaimedTuple = (i64, Py<PyAny>, u32, u32, i32, i64, i64, i64, String);
-
-fn payload_to_py(py: Python<'_>, p: Payload) -> PyResult<Py<PyAny>> {
-    Ok(match p {
-        Payload::Json(s) => s.into_pyobject(py)?.into_any().unbind(),
-        Payload::Bytes(b) => PyBytes::new(py, &b).into_any().unbind(),
-    })
-}
-
-pub(crate) fn claimed_tuple(py: Python<'_>, j: honker::Job) -> PyResult<ClaimedTuple> {
-    Ok((
-        j.id,
-        payload_to_py(py, j.payload)?,
-        j.attempts,
-        j.max_attempts,
-        j.priority,
-        j.run_at,
-        j.created_at,
-        j.lease_expires_at,
-        j.lease.token,
-    ))
 }
 
 pub(crate) fn lease(job_id: i64, token: String) -> Lease {
@@ -58,26 +35,6 @@ fn in_tx<R>(
         Some(t) => t.with(|tx| f(Some(tx))),
         None => f(None),
     }
-}
-
-fn info_to_py(py: Python<'_>, j: JobInfo) -> PyResult<Py<PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("id", j.id)?;
-    d.set_item("queue", j.queue)?;
-    d.set_item("state", j.state.as_str())?;
-    d.set_item("payload", payload_to_py(py, j.payload)?)?;
-    d.set_item("priority", j.priority)?;
-    d.set_item("run_at_ms", j.run_at)?;
-    d.set_item("attempts", j.attempts)?;
-    d.set_item("max_attempts", j.max_attempts)?;
-    d.set_item("dedupe_key", j.dedupe_key)?;
-    d.set_item("expires_at_ms", j.expires_at)?;
-    d.set_item("created_at_ms", j.created_at)?;
-    d.set_item("worker_id", j.worker_id)?;
-    d.set_item("last_error", j.last_error)?;
-    d.set_item("lease_expires_at_ms", j.lease_expires_at)?;
-    d.set_item("finished_at_ms", j.finished_at)?;
-    Ok(d.unbind())
 }
 
 #[pymethods]
@@ -109,7 +66,7 @@ impl Queue {
         dedupe_key: Option<String>,
         expires: Option<f64>,
         tx: Option<PyRef<'_, Transaction>>,
-    ) -> PyResult<Vec<(i64, bool)>> {
+    ) -> PyResult<Vec<Enqueued>> {
         let payloads = payloads
             .iter()
             .map(payload_from_py)
@@ -129,7 +86,7 @@ impl Queue {
         let out = py
             .detach(|| in_tx(tx, |tx| self.queue.enqueue_many_in(tx, payloads, &options)))
             .py()?;
-        Ok(out.into_iter().map(|e| (e.id, e.existing)).collect())
+        Ok(out.into_iter().map(Enqueued::from).collect())
     }
 
     /// Claims up to `n` jobs, waiting up to `wait` seconds for work.
@@ -147,7 +104,7 @@ impl Queue {
         wait: f64,
         tx: Option<PyRef<'_, Transaction>>,
         on_claimable: Option<Py<PyAny>>,
-    ) -> PyResult<Vec<ClaimedTuple>> {
+    ) -> PyResult<Vec<ClaimedJob>> {
         let n = honker::validate::batch(n).py()?;
         let options = ClaimOptions {
             lease: lease.map(|s| secs("lease", s)).transpose()?,
@@ -156,19 +113,19 @@ impl Queue {
         let tx = tx.as_deref();
         let jobs = py
             .detach(|| {
-                in_tx(tx, |tx| match tx {
-                    Some(_) => self.queue.claim_in(tx, worker_id, n, &options),
-                    None => self.queue.claim_with_hook(worker_id, n, &options, &mut || {
-                        if let Some(hook) = &on_claimable {
-                            Python::attach(|py| {
-                                let _ = hook.call0(py);
-                            })
-                        }
-                    }),
+                in_tx(tx, |tx| {
+                    self.queue
+                        .claim_with_hook_in(tx, worker_id, n, &options, &mut || {
+                            if let Some(hook) = &on_claimable {
+                                Python::attach(|py| {
+                                    let _ = hook.call0(py);
+                                })
+                            }
+                        })
                 })
             })
             .py()?;
-        jobs.into_iter().map(|j| claimed_tuple(py, j)).collect()
+        Ok(jobs.into_iter().map(ClaimedJob::from).collect())
     }
 
     /// The claim stream (core's `runtime::Claimer`) for `worker_id`,
@@ -332,61 +289,41 @@ impl Queue {
 
     /// The running job that `(job_id, token)` leases, rebuilt (core's
     /// `Queue::job`): its claimed tuple and its worker id.
-    fn job(&self, py: Python<'_>, job_id: i64, token: String) -> PyResult<(ClaimedTuple, String)> {
+    fn job(&self, py: Python<'_>, job_id: i64, token: String) -> PyResult<(ClaimedJob, String)> {
         let job = py.detach(|| self.queue.job(lease(job_id, token))).py()?;
         let worker = job.worker_id.clone();
-        Ok((claimed_tuple(py, job)?, worker))
+        Ok((job.into(), worker))
     }
 
-    fn get_job(&self, py: Python<'_>, job_id: i64) -> PyResult<Py<PyDict>> {
-        let info = py.detach(|| self.queue.get_job(job_id)).py()?;
-        info_to_py(py, info)
+    fn get_job(&self, py: Python<'_>, job_id: i64) -> PyResult<JobInfo> {
+        py.detach(|| self.queue.get_job(job_id))
+            .py()
+            .map(JobInfo::from)
     }
 
-    fn get_result(&self, py: Python<'_>, job_id: i64) -> PyResult<Option<Py<PyAny>>> {
+    fn get_result(&self, py: Python<'_>, job_id: i64) -> PyResult<Option<Payload>> {
         let r = py.detach(|| self.queue.get_result(job_id)).py()?;
-        r.map(|p| payload_to_py(py, p)).transpose()
+        Ok(r.map(Payload::from))
     }
 
     /// Waits up to `timeout` seconds for the job's result; None if the job
     /// finished without one.
-    fn wait_result(
-        &self,
-        py: Python<'_>,
-        job_id: i64,
-        timeout: f64,
-    ) -> PyResult<Option<Py<PyAny>>> {
+    fn wait_result(&self, py: Python<'_>, job_id: i64, timeout: f64) -> PyResult<Option<Payload>> {
         let timeout: Duration = secs("timeout", timeout)?;
         let r = py.detach(|| self.queue.wait_result(job_id, timeout)).py()?;
-        r.map(|p| payload_to_py(py, p)).transpose()
+        Ok(r.map(Payload::from))
     }
 
-    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let s = py.detach(|| self.queue.stats()).py()?;
-        let d = PyDict::new(py);
-        d.set_item("ready", s.ready)?;
-        d.set_item("scheduled", s.scheduled)?;
-        d.set_item("running", s.running)?;
-        d.set_item("lapsed", s.lapsed)?;
-        d.set_item("dead", s.dead)?;
-        d.set_item("cancelled", s.cancelled)?;
-        d.set_item("expired", s.expired)?;
-        d.set_item("completed", s.completed)?;
-        d.set_item("oldest_ready_age_ms", s.oldest_ready_age_ms)?;
-        Ok(d.unbind())
+    fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
+        py.detach(|| self.queue.stats()).py().map(QueueStats::from)
     }
 
     #[pyo3(signature = (*, after_id = 0, limit = 100))]
-    fn dead_letters(
-        &self,
-        py: Python<'_>,
-        after_id: i64,
-        limit: usize,
-    ) -> PyResult<Vec<Py<PyDict>>> {
+    fn dead_letters(&self, py: Python<'_>, after_id: i64, limit: usize) -> PyResult<Vec<JobInfo>> {
         let jobs = py
             .detach(|| self.queue.dead_letters(after_id, limit))
             .py()?;
-        jobs.into_iter().map(|j| info_to_py(py, j)).collect()
+        Ok(jobs.into_iter().map(JobInfo::from).collect())
     }
 
     fn requeue_dead(&self, py: Python<'_>, job_id: i64) -> PyResult<bool> {

@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 
 use crate::database::secs;
 use crate::errors::IntoPyResult as _;
-use crate::queue::{claimed_tuple, lease, ClaimedTuple};
+use crate::queue::lease;
+use crate::records::ClaimedJob;
 
 /// See `Queue.claimer`.
 #[pyclass(module = "honker._native", frozen)]
@@ -37,7 +38,7 @@ impl Claimer {
         py: Python<'_>,
         wait: f64,
         on_claimable: Option<Py<PyAny>>,
-    ) -> PyResult<Option<ClaimedTuple>> {
+    ) -> PyResult<Option<ClaimedJob>> {
         let wait = secs("wait", wait)?;
         let c = self.inner();
         let job = py
@@ -51,15 +52,12 @@ impl Claimer {
                 })
             })
             .py()?;
-        job.map(|j| claimed_tuple(py, j)).transpose()
+        Ok(job.map(ClaimedJob::from))
     }
 
     /// A job claimed earlier and not handed out yet, if any (no I/O).
-    fn take_buffered(&self, py: Python<'_>) -> PyResult<Option<ClaimedTuple>> {
-        self.inner()
-            .take_buffered()
-            .map(|j| claimed_tuple(py, j))
-            .transpose()
+    fn take_buffered(&self) -> Option<ClaimedJob> {
+        self.inner().take_buffered().map(ClaimedJob::from)
     }
 
     /// Releases the jobs claimed but not handed out and wakes a waiting

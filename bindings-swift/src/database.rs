@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::errors::{ms, opt_ms, R};
 use crate::queue::Queue;
+use crate::records::MaintenanceReport;
 
 /// A job payload or result: JSON text, or bytes.
 #[derive(Debug, Clone, uniffi::Enum)]
@@ -236,6 +237,11 @@ impl Database {
             &sql,
             honker::rusqlite::params_from_iter(values.iter()),
         )?))
+    }
+
+    /// Prunes past retention; returns what was removed, by kind.
+    pub fn maintain(&self) -> R<MaintenanceReport> {
+        Ok(self.db.maintain()?.into())
     }
 
     pub fn close(&self) -> R<()> {

@@ -11,5 +11,6 @@
 mod database;
 mod errors;
 mod queue;
+mod records;
 
 uniffi::setup_scaffolding!();

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::database::{in_tx, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
+use crate::records::{ClaimedJob, Enqueued, JobInfo, QueueStats};
 
 #[derive(Debug, uniffi::Record)]
 pub struct EnqueueOptions {
@@ -22,25 +23,6 @@ pub struct EnqueueOptions {
     pub expires_ms: Option<u64>,
 }
 
-#[derive(Debug, uniffi::Record)]
-pub struct Enqueued {
-    pub id: i64,
-    pub existing: bool,
-}
-
-#[derive(Debug, uniffi::Record)]
-pub struct ClaimedJob {
-    pub id: i64,
-    pub payload: Payload,
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub priority: i32,
-    pub run_at_ms: i64,
-    pub created_at_ms: i64,
-    pub lease_expires_at_ms: i64,
-    pub token: String,
-}
-
 /// A job rebuilt from its lease: see `Queue::job`.
 #[derive(Debug, uniffi::Record)]
 pub struct RebuiltJob {
@@ -54,58 +36,6 @@ pub struct LeaseRecord {
     pub token: String,
 }
 
-#[derive(Debug, uniffi::Record)]
-pub struct JobInfo {
-    pub id: i64,
-    pub queue: String,
-    pub state: String,
-    pub payload: Payload,
-    pub priority: i32,
-    pub run_at_ms: i64,
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub dedupe_key: Option<String>,
-    pub expires_at_ms: Option<i64>,
-    pub created_at_ms: i64,
-    pub worker_id: Option<String>,
-    pub last_error: Option<String>,
-    pub lease_expires_at_ms: Option<i64>,
-    pub finished_at_ms: Option<i64>,
-}
-
-fn info(j: honker::JobInfo) -> JobInfo {
-    JobInfo {
-        id: j.id,
-        queue: j.queue,
-        state: j.state.as_str().to_owned(),
-        payload: j.payload.into(),
-        priority: j.priority,
-        run_at_ms: j.run_at,
-        attempts: j.attempts,
-        max_attempts: j.max_attempts,
-        dedupe_key: j.dedupe_key,
-        expires_at_ms: j.expires_at,
-        created_at_ms: j.created_at,
-        worker_id: j.worker_id,
-        last_error: j.last_error,
-        lease_expires_at_ms: j.lease_expires_at,
-        finished_at_ms: j.finished_at,
-    }
-}
-
-#[derive(Debug, uniffi::Record)]
-pub struct QueueStats {
-    pub ready: u64,
-    pub scheduled: u64,
-    pub running: u64,
-    pub lapsed: u64,
-    pub dead: u64,
-    pub cancelled: u64,
-    pub expired: u64,
-    pub completed: u64,
-    pub oldest_ready_age_ms: Option<i64>,
-}
-
 /// A handle on one queue.
 #[derive(Debug, uniffi::Object)]
 pub struct Queue {
@@ -115,20 +45,6 @@ pub struct Queue {
 impl Queue {
     pub(crate) fn new(q: honker::Queue) -> Queue {
         Queue { q }
-    }
-}
-
-fn claimed(j: honker::Job) -> ClaimedJob {
-    ClaimedJob {
-        id: j.id,
-        payload: j.payload.into(),
-        attempts: j.attempts,
-        max_attempts: j.max_attempts,
-        priority: j.priority,
-        run_at_ms: j.run_at,
-        created_at_ms: j.created_at,
-        lease_expires_at_ms: j.lease_expires_at,
-        token: j.lease.token,
     }
 }
 
@@ -144,7 +60,7 @@ impl Claimer {
     /// ran out or the claimer is closed.
     pub fn next(&self, wait_ms: u64) -> R<Option<ClaimedJob>> {
         let wait = ms("wait", wait_ms)?;
-        Ok(self.c.next(wait)?.map(claimed))
+        Ok(self.c.next(wait)?.map(ClaimedJob::from))
     }
 
     /// Releases the jobs claimed but not handed out and wakes a waiting
@@ -222,13 +138,7 @@ impl Queue {
         };
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
         let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
-        Ok(done
-            .into_iter()
-            .map(|e| Enqueued {
-                id: e.id,
-                existing: e.existing,
-            })
-            .collect())
+        Ok(done.into_iter().map(Enqueued::from).collect())
     }
 
     /// Claims up to `n` jobs, waiting up to `wait_ms` for work.
@@ -247,7 +157,7 @@ impl Queue {
             self.q
                 .claim_in(tx, &worker_id, n, &honker::ClaimOptions { lease, wait })
         })?;
-        Ok(jobs.into_iter().map(claimed).collect())
+        Ok(jobs.into_iter().map(ClaimedJob::from).collect())
     }
 
     /// The running job that `(id, token)` leases, rebuilt (core's
@@ -256,7 +166,7 @@ impl Queue {
         let j = self.q.job(lease(id, token))?;
         let worker_id = j.worker_id.clone();
         Ok(RebuiltJob {
-            job: claimed(j),
+            job: j.into(),
             worker_id,
         })
     }
@@ -359,7 +269,7 @@ impl Queue {
     }
 
     pub fn get_job(&self, id: i64) -> R<JobInfo> {
-        Ok(info(self.q.get_job(id)?))
+        Ok(self.q.get_job(id)?.into())
     }
 
     pub fn get_result(&self, id: i64) -> R<Option<Payload>> {
@@ -372,18 +282,7 @@ impl Queue {
     }
 
     pub fn stats(&self) -> R<QueueStats> {
-        let s = self.q.stats()?;
-        Ok(QueueStats {
-            ready: s.ready,
-            scheduled: s.scheduled,
-            running: s.running,
-            lapsed: s.lapsed,
-            dead: s.dead,
-            cancelled: s.cancelled,
-            expired: s.expired,
-            completed: s.completed,
-            oldest_ready_age_ms: s.oldest_ready_age_ms,
-        })
+        Ok(self.q.stats()?.into())
     }
 
     pub fn dead_letters(&self, after_id: i64, limit: u32) -> R<Vec<JobInfo>> {
@@ -391,7 +290,7 @@ impl Queue {
             .q
             .dead_letters(after_id, limit as usize)?
             .into_iter()
-            .map(info)
+            .map(JobInfo::from)
             .collect())
     }
 

@@ -820,6 +820,11 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     
     func execute(sql: String, params: [SqlValue]) throws  -> UInt64
     
+    /**
+     * Prunes past retention; returns what was removed, by kind.
+     */
+    func maintain() throws  -> MaintenanceReport
+    
     func path()  -> String
     
     func query(sql: String, params: [SqlValue]) throws  -> Rows
@@ -940,6 +945,18 @@ open func execute(sql: String, params: [SqlValue])throws  -> UInt64  {
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sql),
         FfiConverterSequenceTypeSqlValue.lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Prunes past retention; returns what was removed, by kind.
+     */
+open func maintain()throws  -> MaintenanceReport  {
+    return try  FfiConverterTypeMaintenanceReport_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_maintain(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -1988,20 +2005,77 @@ public func FfiConverterTypeTransaction_lower(_ value: Transaction) -> UInt64 {
 
 
 
+/**
+ * A claimed job, leased to its worker until `lease_expires_at_ms`.
+ */
 public struct ClaimedJob: Equatable, Hashable {
+    /**
+     * Unique, never reused.
+     */
     public var id: Int64
+    /**
+     * What the producer enqueued.
+     */
     public var payload: Payload
+    /**
+     * Claims so far, including this one (1 on the first run).
+     */
     public var attempts: UInt32
+    /**
+     * Attempts allowed before the job is dead-lettered.
+     */
     public var maxAttempts: UInt32
+    /**
+     * The job's priority (higher first).
+     */
     public var priority: Int32
+    /**
+     * When the job became due.
+     */
     public var runAtMs: Int64
+    /**
+     * When the job was enqueued.
+     */
     public var createdAtMs: Int64
+    /**
+     * When the lease lapses unless extended.
+     */
     public var leaseExpiresAtMs: Int64
+    /**
+     * The lease token every verb on the job presents.
+     */
     public var token: String
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(id: Int64, payload: Payload, attempts: UInt32, maxAttempts: UInt32, priority: Int32, runAtMs: Int64, createdAtMs: Int64, leaseExpiresAtMs: Int64, token: String) {
+    public init(
+        /**
+         * Unique, never reused.
+         */id: Int64, 
+        /**
+         * What the producer enqueued.
+         */payload: Payload, 
+        /**
+         * Claims so far, including this one (1 on the first run).
+         */attempts: UInt32, 
+        /**
+         * Attempts allowed before the job is dead-lettered.
+         */maxAttempts: UInt32, 
+        /**
+         * The job's priority (higher first).
+         */priority: Int32, 
+        /**
+         * When the job became due.
+         */runAtMs: Int64, 
+        /**
+         * When the job was enqueued.
+         */createdAtMs: Int64, 
+        /**
+         * When the lease lapses unless extended.
+         */leaseExpiresAtMs: Int64, 
+        /**
+         * The lease token every verb on the job presents.
+         */token: String) {
         self.id = id
         self.payload = payload
         self.attempts = attempts
@@ -2140,13 +2214,29 @@ public func FfiConverterTypeEnqueueOptions_lower(_ value: EnqueueOptions) -> Rus
 }
 
 
+/**
+ * What an enqueue returns: the job's id, and whether a live job already held the
+ * dedupe key (then `id` is that job's).
+ */
 public struct Enqueued: Equatable, Hashable {
+    /**
+     * The job's id.
+     */
     public var id: Int64
+    /**
+     * True when the dedupe key matched a live job: nothing was enqueued.
+     */
     public var existing: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(id: Int64, existing: Bool) {
+    public init(
+        /**
+         * The job's id.
+         */id: Int64, 
+        /**
+         * True when the dedupe key matched a live job: nothing was enqueued.
+         */existing: Bool) {
         self.id = id
         self.existing = existing
     }
@@ -2194,26 +2284,119 @@ public func FfiConverterTypeEnqueued_lower(_ value: Enqueued) -> RustBuffer {
 }
 
 
+/**
+ * A job in any state, as a lookup or the dead letters report it (no lease token).
+ */
 public struct JobInfo: Equatable, Hashable {
+    /**
+     * The job's id.
+     */
     public var id: Int64
+    /**
+     * Its queue.
+     */
     public var queue: String
+    /**
+     * Its logical state (a scheduled job that is due reports `ready`).
+     */
     public var state: String
+    /**
+     * Its payload.
+     */
     public var payload: Payload
+    /**
+     * Its priority (higher first).
+     */
     public var priority: Int32
+    /**
+     * When it is (or was) due.
+     */
     public var runAtMs: Int64
+    /**
+     * Claims so far.
+     */
     public var attempts: UInt32
+    /**
+     * Attempts allowed.
+     */
     public var maxAttempts: UInt32
+    /**
+     * Its dedupe key, if any.
+     */
     public var dedupeKey: String?
+    /**
+     * When it expires unless started, if it can.
+     */
     public var expiresAtMs: Int64?
+    /**
+     * When it was enqueued.
+     */
     public var createdAtMs: Int64
+    /**
+     * The worker holding (or that last held) it.
+     */
     public var workerId: String?
+    /**
+     * The last error, or the cancel reason.
+     */
     public var lastError: String?
+    /**
+     * When the current lease lapses (running jobs only).
+     */
     public var leaseExpiresAtMs: Int64?
+    /**
+     * When it finished (finished jobs only).
+     */
     public var finishedAtMs: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(id: Int64, queue: String, state: String, payload: Payload, priority: Int32, runAtMs: Int64, attempts: UInt32, maxAttempts: UInt32, dedupeKey: String?, expiresAtMs: Int64?, createdAtMs: Int64, workerId: String?, lastError: String?, leaseExpiresAtMs: Int64?, finishedAtMs: Int64?) {
+    public init(
+        /**
+         * The job's id.
+         */id: Int64, 
+        /**
+         * Its queue.
+         */queue: String, 
+        /**
+         * Its logical state (a scheduled job that is due reports `ready`).
+         */state: String, 
+        /**
+         * Its payload.
+         */payload: Payload, 
+        /**
+         * Its priority (higher first).
+         */priority: Int32, 
+        /**
+         * When it is (or was) due.
+         */runAtMs: Int64, 
+        /**
+         * Claims so far.
+         */attempts: UInt32, 
+        /**
+         * Attempts allowed.
+         */maxAttempts: UInt32, 
+        /**
+         * Its dedupe key, if any.
+         */dedupeKey: String?, 
+        /**
+         * When it expires unless started, if it can.
+         */expiresAtMs: Int64?, 
+        /**
+         * When it was enqueued.
+         */createdAtMs: Int64, 
+        /**
+         * The worker holding (or that last held) it.
+         */workerId: String?, 
+        /**
+         * The last error, or the cancel reason.
+         */lastError: String?, 
+        /**
+         * When the current lease lapses (running jobs only).
+         */leaseExpiresAtMs: Int64?, 
+        /**
+         * When it finished (finished jobs only).
+         */finishedAtMs: Int64?) {
         self.id = id
         self.queue = queue
         self.state = state
@@ -2351,6 +2534,95 @@ public func FfiConverterTypeLeaseRecord_lift(_ buf: RustBuffer) throws -> LeaseR
 #endif
 public func FfiConverterTypeLeaseRecord_lower(_ value: LeaseRecord) -> RustBuffer {
     return FfiConverterTypeLeaseRecord.lower(value)
+}
+
+
+/**
+ * What one maintenance pass removed, by kind of record.
+ */
+public struct MaintenanceReport: Equatable, Hashable {
+    /**
+     * Dead letters removed.
+     */
+    public var dead: UInt64
+    /**
+     * Cancelled and expired records removed.
+     */
+    public var cancelled: UInt64
+    /**
+     * Completed records removed.
+     */
+    public var completed: UInt64
+    /**
+     * Results removed.
+     */
+    public var results: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Dead letters removed.
+         */dead: UInt64, 
+        /**
+         * Cancelled and expired records removed.
+         */cancelled: UInt64, 
+        /**
+         * Completed records removed.
+         */completed: UInt64, 
+        /**
+         * Results removed.
+         */results: UInt64) {
+        self.dead = dead
+        self.cancelled = cancelled
+        self.completed = completed
+        self.results = results
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MaintenanceReport: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MaintenanceReport {
+        return
+            try MaintenanceReport(
+                dead: FfiConverterUInt64.read(from: &buf), 
+                cancelled: FfiConverterUInt64.read(from: &buf), 
+                completed: FfiConverterUInt64.read(from: &buf), 
+                results: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MaintenanceReport, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.dead, into: &buf)
+        FfiConverterUInt64.write(value.cancelled, into: &buf)
+        FfiConverterUInt64.write(value.completed, into: &buf)
+        FfiConverterUInt64.write(value.results, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMaintenanceReport_lift(_ buf: RustBuffer) throws -> MaintenanceReport {
+    return try FfiConverterTypeMaintenanceReport.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMaintenanceReport_lower(_ value: MaintenanceReport) -> RustBuffer {
+    return FfiConverterTypeMaintenanceReport.lower(value)
 }
 
 
@@ -2512,20 +2784,77 @@ public func FfiConverterTypeQueueOptions_lower(_ value: QueueOptions) -> RustBuf
 }
 
 
+/**
+ * Counts per state for one queue.
+ */
 public struct QueueStats: Equatable, Hashable {
+    /**
+     * Due and waiting for a worker.
+     */
     public var ready: UInt64
+    /**
+     * Waiting for a future run time.
+     */
     public var scheduled: UInt64
+    /**
+     * Leased to a worker (including `lapsed`).
+     */
     public var running: UInt64
+    /**
+     * Running jobs whose lease has lapsed (the next claim reclaims them).
+     */
     public var lapsed: UInt64
+    /**
+     * Dead letters.
+     */
     public var dead: UInt64
+    /**
+     * Cancelled jobs still retained.
+     */
     public var cancelled: UInt64
+    /**
+     * Expired jobs still retained.
+     */
     public var expired: UInt64
+    /**
+     * Completed jobs still retained (only with a completed retention).
+     */
     public var completed: UInt64
+    /**
+     * How long the oldest due job has waited, if any is due.
+     */
     public var oldestReadyAgeMs: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(ready: UInt64, scheduled: UInt64, running: UInt64, lapsed: UInt64, dead: UInt64, cancelled: UInt64, expired: UInt64, completed: UInt64, oldestReadyAgeMs: Int64?) {
+    public init(
+        /**
+         * Due and waiting for a worker.
+         */ready: UInt64, 
+        /**
+         * Waiting for a future run time.
+         */scheduled: UInt64, 
+        /**
+         * Leased to a worker (including `lapsed`).
+         */running: UInt64, 
+        /**
+         * Running jobs whose lease has lapsed (the next claim reclaims them).
+         */lapsed: UInt64, 
+        /**
+         * Dead letters.
+         */dead: UInt64, 
+        /**
+         * Cancelled jobs still retained.
+         */cancelled: UInt64, 
+        /**
+         * Expired jobs still retained.
+         */expired: UInt64, 
+        /**
+         * Completed jobs still retained (only with a completed retention).
+         */completed: UInt64, 
+        /**
+         * How long the oldest due job has waited, if any is due.
+         */oldestReadyAgeMs: Int64?) {
         self.ready = ready
         self.scheduled = scheduled
         self.running = running
@@ -3525,6 +3854,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_execute() != 22860) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_database_maintain() != 2014) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_database_path() != 28693) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3564,7 +3896,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_claimer_is_closed() != 12284) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_claimer_next() != 45565) {
+    if (uniffi_honker_swift_checksum_method_claimer_next() != 39146) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_keepalive_beats() != 16760) {
@@ -3588,22 +3920,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_cancel() != 58773) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_claim() != 44983) {
+    if (uniffi_honker_swift_checksum_method_queue_claim() != 13173) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 25077) {
+    if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 44322) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 31237) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_fail() != 16087) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_get_job() != 65332) {
+    if (uniffi_honker_swift_checksum_method_queue_get_job() != 25444) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_get_result() != 40724) {
@@ -3642,7 +3974,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_snooze() != 46017) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_stats() != 50236) {
+    if (uniffi_honker_swift_checksum_method_queue_stats() != 40863) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_wait_result() != 63179) {

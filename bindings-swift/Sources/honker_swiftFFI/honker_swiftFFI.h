@@ -278,6 +278,11 @@ void uniffi_honker_swift_fn_method_database_close(uint64_t ptr, RustCallStatus *
 uint64_t uniffi_honker_swift_fn_method_database_execute(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_MAINTAIN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_MAINTAIN
+RustBuffer uniffi_honker_swift_fn_method_database_maintain(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PATH
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PATH
 RustBuffer uniffi_honker_swift_fn_method_database_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -848,6 +853,12 @@ uint16_t uniffi_honker_swift_checksum_method_database_close(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_EXECUTE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_EXECUTE
 uint16_t uniffi_honker_swift_checksum_method_database_execute(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_MAINTAIN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_MAINTAIN
+uint16_t uniffi_honker_swift_checksum_method_database_maintain(void
     
 );
 #endif

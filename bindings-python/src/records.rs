@@ -1,0 +1,86 @@
+//! The records of core's `honker::records!` table as Python tuples, in the
+//! table's field order (tuples: a claimed batch costs no dicts). The
+//! package's wrappers (`Job`, `JobInfo`, `QueueStats`, ...) unpack them in
+//! blocks that `scripts/facts.py` writes from the same table. A payload is
+//! JSON text (`str`) or `bytes`; a job state its code.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use pyo3::IntoPyObjectExt as _;
+
+/// A payload as Python sees it: `str` (JSON text) or `bytes`.
+#[derive(Debug, IntoPyObject)]
+pub enum Payload {
+    Json(String),
+    Bytes(Vec<u8>),
+}
+
+impl From<honker::Payload> for Payload {
+    fn from(p: honker::Payload) -> Payload {
+        match p {
+            honker::Payload::Json(s) => Payload::Json(s),
+            honker::Payload::Bytes(b) => Payload::Bytes(b),
+        }
+    }
+}
+
+/// A core value as its tuple element.
+trait Wire<T> {
+    fn wire(self) -> T;
+}
+
+impl<T> Wire<T> for T {
+    fn wire(self) -> T {
+        self
+    }
+}
+
+impl Wire<String> for honker::JobState {
+    fn wire(self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+impl Wire<Payload> for honker::Payload {
+    fn wire(self) -> Payload {
+        self.into()
+    }
+}
+
+impl Wire<u64> for usize {
+    fn wire(self) -> u64 {
+        self as u64
+    }
+}
+
+macro_rules! emit {
+    ($(
+        $(#[doc = $rdoc:literal])*
+        $name:ident from $core:path {
+            $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $($src:ident).+ ),* $(,)?
+        }
+    )*) => {$(
+        $(#[doc = $rdoc])*
+        #[doc = concat!("\n\nCrosses as the tuple `(", $(stringify!($field), ", ",)* ")`.")]
+        #[derive(Debug)]
+        pub struct $name { $( $(#[doc = $fdoc])* pub $field: $($ty)*, )* }
+
+        impl From<$core> for $name {
+            fn from(v: $core) -> Self {
+                $name { $( $field: Wire::wire(v.$($src).+), )* }
+            }
+        }
+
+        impl<'py> IntoPyObject<'py> for $name {
+            type Target = PyTuple;
+            type Output = Bound<'py, PyTuple>;
+            type Error = PyErr;
+
+            fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(py, [$( self.$field.into_bound_py_any(py)? ),*])
+            }
+        }
+    )*};
+}
+
+honker::records!(emit);
