@@ -117,6 +117,28 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(purged, 1)
     }
 
+    func testAJobRecordCarriesEveryFieldAndMaintainPrunesPastRetention() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q", maxAttempts: 1)
+        let e = try q.enqueue("a", priority: 7, dedupeKey: "k", expires: 3600)
+        let record = try await q.job(e.id)
+        XCTAssertEqual(record.priority, 7)
+        XCTAssertEqual(record.dedupeKey, "k")
+        XCTAssertEqual(record.expiresAt, record.createdAt.addingTimeInterval(3600))
+        XCTAssertNil(record.leaseExpiresAt)
+        let job = try await q.claimBatch(workerId: "w")[0]
+        let running = try await q.job(e.id)
+        XCTAssertEqual(running.leaseExpiresAt, job.leaseExpiresAt)
+        try await job.fail("bad")
+        let kept = try await t.db.maintain()
+        XCTAssertEqual(kept.dead, 0)
+        try t.clock.advance(ms: 8 * 86_400_000) // past the 7 days dead letters are kept
+        let report = try await t.db.maintain()
+        XCTAssertEqual(report.dead, 1)
+        let stats = try await q.stats()
+        XCTAssertEqual(stats.dead, 0)
+    }
+
     func testKeepAliveRenewsTheLease() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", lease: 30)
