@@ -72,12 +72,7 @@ pub(crate) fn invalid(message: impl Into<String>) -> honker::Error {
 /// Milliseconds from JS as a `Duration`: finite, not negative, and within
 /// core's limit (checked by core's validator, as every binding does).
 pub(crate) fn ms(what: &str, v: f64) -> honker::Result<Duration> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a finite, non-negative number of milliseconds, got {v}"
-        )));
-    }
-    honker::validate::seconds(what, v / 1000.0)
+    honker::validate::millis(what, v)
 }
 
 pub(crate) fn opt_ms(what: &str, v: Option<f64>) -> honker::Result<Option<Duration>> {

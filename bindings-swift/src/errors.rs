@@ -100,7 +100,7 @@ pub fn version() -> String {
 }
 
 pub(crate) fn ms(what: &str, v: u64) -> R<Duration> {
-    Ok(honker::validate::seconds(what, v as f64 / 1000.0)?)
+    Ok(honker::validate::millis(what, v as f64)?)
 }
 
 pub(crate) fn opt_ms(what: &str, v: Option<u64>) -> R<Option<Duration>> {

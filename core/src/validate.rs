@@ -62,18 +62,28 @@ pub(crate) fn batch_usize(n: usize) -> Result<usize> {
 /// A duration given in (possibly fractional) seconds: finite, not negative,
 /// at most 100 years.
 pub fn seconds(what: &str, secs: f64) -> Result<Duration> {
-    if !secs.is_finite() || secs < 0.0 {
+    duration(what, secs, "seconds", "s", 1.0)
+}
+
+/// A duration given in (possibly fractional) milliseconds, the unit of the
+/// Node and Swift surfaces: the same rules as [`seconds`], told in ms.
+pub fn millis(what: &str, ms: f64) -> Result<Duration> {
+    duration(what, ms, "milliseconds", "ms", 1000.0)
+}
+
+fn duration(what: &str, v: f64, unit: &str, abbr: &str, per_sec: f64) -> Result<Duration> {
+    if !v.is_finite() || v < 0.0 {
         return Err(Error::invalid(format!(
-            "{what} must be a finite, non-negative number of seconds, got {secs}"
+            "{what} must be a finite, non-negative number of {unit}, got {v}"
         )));
     }
-    if secs > limits::MAX_DELAY.as_secs_f64() {
+    let max = limits::MAX_DELAY.as_secs_f64() * per_sec;
+    if v > max {
         return Err(Error::invalid(format!(
-            "{what} of {secs} s is over the limit of {} s",
-            limits::MAX_DELAY.as_secs()
+            "{what} of {v} {abbr} is over the limit of {max} {abbr}"
         )));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(Duration::from_secs_f64(v / per_sec))
 }
 
 /// A timestamp in ms since the Unix epoch: not negative.

@@ -139,6 +139,25 @@ fn the_binding_helpers_reject_what_rust_types_cannot_express() {
     assert_invalid(validate::seconds("delay", f64::NAN));
     assert_invalid(validate::seconds("delay", -1.0));
     assert_invalid(validate::timestamp_ms("run_at", -1));
+    // The ms form (Node, Swift) keeps the same rules and says ms.
+    assert_eq!(
+        validate::millis("delay", 1500.0).unwrap(),
+        Duration::from_millis(1500)
+    );
+    for bad in [f64::NAN, f64::INFINITY, -1.0, 1e15] {
+        let e = validate::millis("delay", bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            e.to_string().contains("ms") || e.to_string().contains("milliseconds"),
+            "{e}"
+        );
+    }
+    let max = honker::limits::MAX_DELAY;
+    assert_eq!(
+        validate::millis("d", max.as_secs_f64() * 1000.0).unwrap(),
+        max
+    );
+    assert_eq!(validate::seconds("d", max.as_secs_f64()).unwrap(), max);
 }
 
 #[test]
