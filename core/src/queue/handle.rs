@@ -281,6 +281,14 @@ impl Queue {
         }
     }
 
+    /// The read-only check a waiting claim makes on each wake-up: whether
+    /// this queue has work now, else when it will (its clock's now too).
+    pub(crate) fn probe(&self) -> Result<(ops::Probe, i64)> {
+        let now = self.db.inner.now();
+        let reader = self.db.inner.reader()?;
+        Ok((ops::probe(reader.raw(), &self.name, now)?, now))
+    }
+
     /// The form of [`claim_with`](Self::claim_with) that bindings call:
     /// inside `tx` when one is given (which cannot wait: the transaction holds
     /// the write lock, so no process could commit work meanwhile; a `wait`
@@ -330,7 +338,7 @@ impl Queue {
         self.claim_now(Some(tx), worker_id, n, lease_ms)
     }
 
-    fn claim_now(
+    pub(crate) fn claim_now(
         &self,
         tx: Option<&Transaction>,
         worker_id: &str,
@@ -758,7 +766,7 @@ impl Queue {
 }
 
 /// Calls that wait by design cannot run inside `without_waiting`.
-fn refuse_waiting(what: &str) -> Result<()> {
+pub(crate) fn refuse_waiting(what: &str) -> Result<()> {
     if crate::connection::waiting_forbidden() {
         return Err(Error::invalid(format!(
             "{what} waits by design: it cannot run inside without_waiting"

@@ -20,6 +20,8 @@ pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]
+pub(crate) use handle::refuse_waiting;
+#[cfg(feature = "rusqlite")]
 pub use handle::Queue;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;

@@ -12,14 +12,23 @@
 //!   every third of the lease (or as told), retry after a transient error,
 //!   and stop and report when the lease is lost.
 //!
-//! Stream readers and listeners will take the subscription shape; the
-//! worker runtime builds on both. [`OffThreadDrop`] is how a binding holds
+//! - [`Worker`]: the claim–run–finish loop, pull-style: it hands out
+//!   [`Task`]s within per-queue and global concurrency limits and takes
+//!   back an [`Outcome`]; renews leases and enforces handler timeouts
+//!   while the host waits in `next`; `shutdown` and `drain` stop it
+//!   gracefully, releasing what outlives the grace period.
+//!
+//! Stream readers and listeners will take the subscription shape. [`OffThreadDrop`] is how a binding holds
 //! them when its wrapper is dropped on a thread that must not wait.
 
 mod claimer;
 mod keepalive;
 mod off_thread;
+mod worker;
 
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
+pub use worker::{
+    DrainReport, Finished, HandlerOptions, Outcome, Report, Task, Worker, WorkerOptions,
+};

@@ -1,0 +1,637 @@
+//! [`Worker`]: the claim–run–finish loop every user would otherwise write,
+//! with concurrency limits, lease renewal, handler timeouts and a graceful
+//! shutdown. Pull-style (ADR 14): core hands out [`Task`]s and takes back
+//! an [`Outcome`]; the host only runs handlers, so core never calls into
+//! Python, JavaScript or Swift from its own threads.
+//!
+//! The host keeps one call to [`Worker::next`] outstanding (a loop on one
+//! thread, or a blocking-pool task in an async runtime). That call is the
+//! worker's clock: while it waits it renews the leases of running tasks and
+//! retries the jobs of handlers that overran their timeout, so the worker
+//! needs no thread of its own. After [`Worker::shutdown`], [`Worker::drain`]
+//! plays that part for the grace period, then releases what still runs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::database::Database;
+use crate::error::{Error, ErrorKind, Result};
+use crate::payload::Payload;
+use crate::queue::ops::Probe;
+use crate::queue::{Job, JobState, Queue, RetryOptions};
+use crate::validate;
+
+/// Options for a [`Worker`].
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// The worker id its claims record (`worker_id` of each job).
+    pub worker_id: String,
+    /// Tasks running (or claimed and about to run) at once, over all
+    /// queues. Claims never take more jobs than there are free slots.
+    pub concurrency: usize,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> WorkerOptions {
+        WorkerOptions {
+            worker_id: format!("worker-{}", std::process::id()),
+            concurrency: 10,
+        }
+    }
+}
+
+/// How one queue's jobs run ([`Worker::register`]).
+#[derive(Clone, Debug, Default)]
+pub struct HandlerOptions {
+    /// This queue's limit, within the worker's (default: the worker's).
+    pub concurrency: Option<usize>,
+    /// How long a handler may run. When it overruns, the job is retried
+    /// (with the queue's backoff, as a failure) and the handler's own
+    /// outcome, whenever it comes, is discarded: its lease token is stale.
+    /// Its slot stays taken until the host completes the task.
+    pub timeout: Option<Duration>,
+    /// The lease each claim takes (default: the queue's); renewed every
+    /// third of it while the handler runs.
+    pub lease: Option<Duration>,
+}
+
+/// What a handler decided.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done: ack, with a result when given.
+    Ack(Option<Payload>),
+    /// A transient failure: retried after `delay` (default: the queue's
+    /// backoff), or dead-lettered when attempts are spent.
+    Retry {
+        /// Overrides the backoff.
+        delay: Option<Duration>,
+        /// Recorded as the job's last error.
+        error: String,
+    },
+    /// A failure no retry can fix (an invalid address): dead-lettered now.
+    Permanent(String),
+    /// Not now: run again after `delay`, no attempt spent.
+    Snooze(Duration),
+}
+
+/// What became of a task ([`Report::finished`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// Acked.
+    Acked,
+    /// Retried: the job's new state (`Ready`, `Scheduled`, or `Dead` when
+    /// its attempts were spent).
+    Retried(JobState),
+    /// Dead-lettered by a permanent error.
+    Dead,
+    /// Snoozed: the job's new state.
+    Snoozed(JobState),
+    /// The handler overran its timeout: the job was retried then, and this
+    /// outcome was discarded.
+    TimedOut,
+    /// The lease was lost (it lapsed and another worker holds the job, or
+    /// the job was cancelled): the outcome was refused.
+    LeaseLost,
+    /// The task outlived a shutdown's grace period: the job was released
+    /// (no attempt spent) and this outcome discarded.
+    Released,
+}
+
+/// A finished task, for logs and metrics.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The job's id.
+    pub job_id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its attempts, counting this run.
+    pub attempts: u32,
+    /// What became of it.
+    pub finished: Finished,
+    /// How long the handler ran (hand-out to completion).
+    pub ran: Duration,
+}
+
+/// What [`Worker::drain`] saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    /// Tasks still running when the grace period ended, whose jobs were
+    /// released.
+    pub released: usize,
+}
+
+/// A job handed to the host to run. Complete it with
+/// [`Worker::complete`]; dropped without that, its job is released.
+#[derive(Debug)]
+pub struct Task {
+    job: Job,
+    key: u64,
+    queue_name: String,
+    deadline: Option<Instant>,
+    started: Instant,
+    worker: Arc<Inner>,
+    done: bool,
+}
+
+impl Task {
+    /// The job.
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
+    /// The job's queue.
+    pub fn queue(&self) -> &str {
+        &self.queue_name
+    }
+
+    /// When the handler's time runs out, if its queue has a timeout (for
+    /// adapters that can cancel: a task, an `AbortSignal`).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Whether the handler overran its timeout (its job is already
+    /// retried): a sync handler that checks it can stop early.
+    pub fn timed_out(&self) -> bool {
+        self.worker.flag(self.key, |r| r.timed_out)
+    }
+
+    /// Whether the lease was lost (renewal found another holder).
+    pub fn lost(&self) -> bool {
+        self.worker.flag(self.key, |r| r.lost)
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        if !self.done {
+            // A handler that panicked or was abandoned: give the job back.
+            if let Some(r) = self.worker.remove(self.key) {
+                if !(r.timed_out || r.lost || r.released) {
+                    let _ = self.job.release();
+                }
+            }
+        }
+    }
+}
+
+/// Runs handlers for registered queues; see the module docs. Cheap to
+/// clone; clones share the worker.
+///
+/// ```no_run
+/// # fn main() -> honker::Result<()> {
+/// use honker::runtime::{HandlerOptions, Outcome, Worker, WorkerOptions};
+/// use honker::Database;
+/// use std::time::Duration;
+///
+/// let db = Database::open("app.db")?;
+/// let worker = Worker::new(&db, WorkerOptions::default())?;
+/// worker.register(&db.queue("emails")?, HandlerOptions::default())?;
+/// while let Some(task) = worker.next(Duration::from_secs(30))? {
+///     // run the handler (on a thread of a pool, for concurrency), then:
+///     worker.complete(task, Outcome::Ack(None))?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Worker {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    db: Database,
+    worker_id: String,
+    limit: usize,
+    stopping: AtomicBool,
+    /// One `next` at a time: capacity is read, then claimed.
+    next_lock: Mutex<()>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queues: Vec<Registered>,
+    running: HashMap<u64, Running>,
+    /// Claimed, not handed out yet (their slots are taken).
+    buffered: VecDeque<u64>,
+    next_key: u64,
+    /// Where the next claim round starts, so no queue starves another.
+    round: usize,
+}
+
+#[derive(Debug)]
+struct Registered {
+    queue: Queue,
+    limit: usize,
+    timeout: Option<Duration>,
+    lease: Duration,
+    running: usize,
+}
+
+#[derive(Debug)]
+struct Running {
+    slot: usize,
+    job: Job,
+    lease: Duration,
+    renew_at: Instant,
+    deadline: Option<Instant>,
+    timed_out: bool,
+    lost: bool,
+    released: bool,
+}
+
+impl Running {
+    fn live(&self) -> bool {
+        !(self.timed_out || self.lost || self.released)
+    }
+}
+
+/// A renewal that failed for a reason other than a lost lease is retried
+/// this soon (within the lease: it has two thirds left).
+const RENEW_RETRY: Duration = Duration::from_millis(250);
+
+impl Worker {
+    /// A worker on `db`; register queues, then call [`next`](Self::next).
+    pub fn new(db: &Database, options: WorkerOptions) -> Result<Worker> {
+        validate::key("worker id", &options.worker_id)?;
+        let limit = validate::batch_usize(options.concurrency)?;
+        Ok(Worker {
+            inner: Arc::new(Inner {
+                db: db.clone(),
+                worker_id: options.worker_id,
+                limit,
+                stopping: AtomicBool::new(false),
+                next_lock: Mutex::new(()),
+                state: Mutex::new(State::default()),
+            }),
+        })
+    }
+
+    /// Runs `queue`'s jobs with `options`; the handle's own options (lease,
+    /// attempts, backoff: [`Database::queue_with`]) apply to its claims and
+    /// retries. Registering a queue twice is `INVALID_ARGUMENT`.
+    pub fn register(&self, queue: &Queue, options: HandlerOptions) -> Result<()> {
+        let q = queue.clone();
+        let queue = q.name();
+        let limit = match options.concurrency {
+            Some(n) => validate::batch_usize(n)?.min(self.inner.limit),
+            None => self.inner.limit,
+        };
+        if let Some(t) = options.timeout {
+            if t.is_zero() {
+                return Err(Error::invalid("a handler timeout must be positive"));
+            }
+            validate::delay("timeout", t)?;
+        }
+        let lease = options.lease.unwrap_or(q.options().lease);
+        validate::lease(lease)?;
+        let mut st = self.inner.state.lock();
+        if st.queues.iter().any(|r| r.queue.name() == queue) {
+            return Err(Error::invalid(format!(
+                "queue {queue:?} is already registered with this worker"
+            )));
+        }
+        st.queues.push(Registered {
+            queue: q,
+            limit,
+            timeout: options.timeout,
+            lease,
+            running: 0,
+        });
+        Ok(())
+    }
+
+    /// The worker id its claims record.
+    pub fn worker_id(&self) -> &str {
+        &self.inner.worker_id
+    }
+
+    /// Tasks running or claimed and about to be handed out.
+    pub fn running(&self) -> usize {
+        self.inner.state.lock().running.len()
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stopping.load(Ordering::SeqCst)
+    }
+
+    /// The next task, waiting up to `wait` for a free slot and a job
+    /// (claiming as many jobs as there are free slots, round-robin over
+    /// the queues, sleeping on wake-ups, never polling faster than the
+    /// database's recheck interval). `None` when the wait ran out or the
+    /// worker is stopping. Meanwhile it renews running tasks' leases and
+    /// retries the jobs of handlers past their timeout.
+    pub fn next(&self, wait: Duration) -> Result<Option<Task>> {
+        let inner = &self.inner;
+        validate::delay("wait", wait)?;
+        crate::queue::refuse_waiting("a worker's next")?;
+        let _one = inner.next_lock.lock();
+        let end = Instant::now() + wait;
+        let recheck = inner.db.recheck_interval();
+        let signal = inner.db.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            if self.is_stopping() {
+                return Ok(None);
+            }
+            let due = inner.tick();
+            if let Some(task) = self.hand_out() {
+                return Ok(Some(task));
+            }
+            let mut next_at: Option<Instant> = None;
+            for (slot, free) in inner.free_slots() {
+                let queue = inner.state.lock().queues[slot].queue.clone();
+                let (probe, now) = queue.probe()?;
+                match probe {
+                    Probe::Claimable => {
+                        let lease_ms = validate::lease(inner.state.lock().queues[slot].lease)?;
+                        let jobs = queue.claim_now(None, &inner.worker_id, free, lease_ms)?;
+                        if !jobs.is_empty() {
+                            if !inner.buffer(slot, jobs) {
+                                return Ok(None); // stopping: released
+                            }
+                            if let Some(task) = self.hand_out() {
+                                return Ok(Some(task));
+                            }
+                        }
+                    }
+                    Probe::NextAt(Some(t)) => {
+                        let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
+                        let at = Instant::now() + Duration::from_millis(ms);
+                        next_at = Some(next_at.map_or(at, |n| n.min(at)));
+                    }
+                    Probe::NextAt(None) => {}
+                }
+            }
+            let start = Instant::now();
+            if start >= end {
+                return Ok(None);
+            }
+            let mut wake = end.min(start + recheck);
+            for t in [due, next_at].into_iter().flatten() {
+                wake = wake.min(t);
+            }
+            signal.wait_past(seen, wake);
+        }
+    }
+
+    /// Records `outcome` for `task` and frees its slot. A task that timed
+    /// out, lost its lease or was released by a shutdown reports that, and
+    /// its outcome changes nothing. Errors other than a lost lease (the
+    /// database busy or closed) are returned; the slot is free either way,
+    /// and the job's lease lapses if nothing else holds it.
+    pub fn complete(&self, mut task: Task, outcome: Outcome) -> Result<Report> {
+        task.done = true;
+        let ran = task.started.elapsed();
+        let state = self.inner.remove(task.key);
+        self.inner.db.poke(); // a free slot: wake `next`
+        let job = &task.job;
+        let report = |finished| Report {
+            job_id: job.id,
+            queue: task.queue_name.clone(),
+            attempts: job.attempts,
+            finished,
+            ran,
+        };
+        match state {
+            Some(r) if r.timed_out => return Ok(report(Finished::TimedOut)),
+            Some(r) if r.released => return Ok(report(Finished::Released)),
+            _ => {}
+        }
+        let done = match outcome {
+            Outcome::Ack(result) => job
+                .queue()
+                .ack_in(None, &job.lease, result)
+                .map(|()| Finished::Acked),
+            Outcome::Retry { delay, error } => job
+                .retry(&RetryOptions {
+                    delay,
+                    error: Some(error),
+                })
+                .map(Finished::Retried),
+            Outcome::Permanent(reason) => job.fail(&reason).map(|()| Finished::Dead),
+            Outcome::Snooze(delay) => job.snooze(delay).map(Finished::Snoozed),
+        };
+        match done {
+            Ok(f) => Ok(report(f)),
+            Err(e) if e.kind() == ErrorKind::LeaseLost => Ok(report(Finished::LeaseLost)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stops claiming at once: a waiting [`next`](Self::next) returns
+    /// `None`, and the jobs claimed but not handed out are released (no
+    /// attempt spent). Running tasks go on; see [`drain`](Self::drain).
+    /// Returns how many jobs were released. Idempotent.
+    pub fn shutdown(&self) -> usize {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        self.inner.db.poke();
+        let jobs: Vec<Job> = {
+            let mut st = self.inner.state.lock();
+            let keys: Vec<u64> = st.buffered.drain(..).collect();
+            keys.into_iter()
+                .filter_map(|k| st.take(k))
+                .map(|r| r.job)
+                .collect()
+        };
+        jobs.into_iter().filter(|j| j.release().is_ok()).count()
+    }
+
+    /// After [`shutdown`](Self::shutdown): waits up to `grace` for the
+    /// running tasks to complete, renewing their leases meanwhile, then
+    /// releases the jobs of those still running (no attempt spent) so
+    /// another process takes them at once; their outcomes, when they come,
+    /// are discarded (`Finished::Released`). Their handlers may still be
+    /// running when the job runs again elsewhere: at-least-once.
+    pub fn drain(&self, grace: Duration) -> Result<DrainReport> {
+        let inner = &self.inner;
+        if !self.is_stopping() {
+            self.shutdown();
+        }
+        validate::delay("grace", grace)?;
+        let end = Instant::now() + grace;
+        let signal = inner.db.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            let due = inner.tick();
+            if !inner.state.lock().running.values().any(Running::live) {
+                return Ok(DrainReport::default());
+            }
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            let wake = due.map_or(end, |d| d.min(end));
+            signal.wait_past(seen, wake.max(now));
+        }
+        let jobs: Vec<Job> = {
+            let mut st = inner.state.lock();
+            st.running
+                .values_mut()
+                .filter(|r| r.live())
+                .map(|r| {
+                    r.released = true;
+                    r.job.clone()
+                })
+                .collect()
+        };
+        let released = jobs.iter().filter(|j| j.release().is_ok()).count();
+        Ok(DrainReport { released })
+    }
+
+    fn hand_out(&self) -> Option<Task> {
+        let mut st = self.inner.state.lock();
+        let key = st.buffered.pop_front()?;
+        let slot = st.running[&key].slot;
+        let timeout = st.queues[slot].timeout;
+        let name = st.queues[slot].queue.name().to_owned();
+        let now = Instant::now();
+        let r = st
+            .running
+            .get_mut(&key)
+            .expect("a buffered task is running");
+        r.deadline = timeout.map(|t| now + t);
+        Some(Task {
+            job: r.job.clone(),
+            key,
+            queue_name: name,
+            deadline: r.deadline,
+            started: now,
+            worker: Arc::clone(&self.inner),
+            done: false,
+        })
+    }
+}
+
+impl State {
+    fn take(&mut self, key: u64) -> Option<Running> {
+        let r = self.running.remove(&key)?;
+        self.queues[r.slot].running -= 1;
+        Some(r)
+    }
+}
+
+impl Inner {
+    fn flag(&self, key: u64, f: impl Fn(&Running) -> bool) -> bool {
+        self.state.lock().running.get(&key).is_some_and(f)
+    }
+
+    fn remove(&self, key: u64) -> Option<Running> {
+        let mut st = self.state.lock();
+        st.buffered.retain(|k| *k != key);
+        st.take(key)
+    }
+
+    /// Queues with room, from where the last round stopped: (slot, how
+    /// many jobs a claim may take).
+    fn free_slots(&self) -> Vec<(usize, usize)> {
+        let st = self.state.lock();
+        let global = self.limit.saturating_sub(st.running.len());
+        let n = st.queues.len();
+        (0..n)
+            .map(|i| (st.round + i) % n)
+            .filter_map(|slot| {
+                let q = &st.queues[slot];
+                let free = global.min(q.limit.saturating_sub(q.running));
+                (free > 0).then_some((slot, free))
+            })
+            .collect()
+    }
+
+    /// Takes claimed jobs into the slots; false (after releasing them) if
+    /// the worker began stopping meanwhile.
+    fn buffer(&self, slot: usize, jobs: Vec<Job>) -> bool {
+        let mut st = self.state.lock();
+        if self.stopping.load(Ordering::SeqCst) {
+            drop(st);
+            for j in jobs {
+                let _ = j.release();
+            }
+            return false;
+        }
+        let lease = st.queues[slot].lease;
+        let now = Instant::now();
+        st.round = slot + 1;
+        for job in jobs {
+            let key = st.next_key;
+            st.next_key += 1;
+            st.queues[slot].running += 1;
+            st.buffered.push_back(key);
+            st.running.insert(
+                key,
+                Running {
+                    slot,
+                    job,
+                    lease,
+                    renew_at: now + lease / 3,
+                    deadline: None,
+                    timed_out: false,
+                    lost: false,
+                    released: false,
+                },
+            );
+        }
+        true
+    }
+
+    /// Renews the leases that are due and retries the jobs of handlers
+    /// past their deadline; returns when it next has something to do.
+    fn tick(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let (renew, expired) = {
+            let mut st = self.state.lock();
+            let mut renew = Vec::new();
+            let mut expired = Vec::new();
+            for (key, r) in st.running.iter_mut().filter(|(_, r)| r.live()) {
+                if r.deadline.is_some_and(|d| d <= now) {
+                    r.timed_out = true;
+                    expired.push((r.job.clone(), r.slot));
+                } else if r.renew_at <= now {
+                    renew.push((*key, r.job.clone(), r.lease));
+                }
+            }
+            let expired: Vec<(Job, Duration)> = expired
+                .into_iter()
+                .map(|(job, slot)| (job, st.queues[slot].timeout.unwrap_or_default()))
+                .collect();
+            (renew, expired)
+        };
+        for (job, timeout) in expired {
+            // Retried as a failure, with the queue's backoff; a lost lease
+            // means another worker already has it.
+            let _ = job.retry(&RetryOptions {
+                delay: None,
+                error: Some(format!(
+                    "handler timed out after {} ms",
+                    timeout.as_millis()
+                )),
+            });
+        }
+        for (key, job, lease) in renew {
+            let result = job.heartbeat(Some(lease));
+            let mut st = self.state.lock();
+            if let Some(r) = st.running.get_mut(&key) {
+                match result {
+                    Ok(_) => r.renew_at = Instant::now() + lease / 3,
+                    Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {
+                        r.lost = true
+                    }
+                    Err(_) => r.renew_at = Instant::now() + RENEW_RETRY.min(lease / 3),
+                }
+            }
+        }
+        let st = self.state.lock();
+        st.running
+            .values()
+            .filter(|r| r.live())
+            .flat_map(|r| [Some(r.renew_at), r.deadline])
+            .flatten()
+            .min()
+    }
+}

@@ -1,0 +1,423 @@
+//! The worker runtime (`runtime::Worker`): limits, outcomes, renewals,
+//! timeouts and the graceful shutdown, driven the way a binding drives it
+//! (one loop in `next`, handlers on other threads).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::test_db;
+use honker::runtime::{Finished, HandlerOptions, Outcome, Worker, WorkerOptions};
+use honker::{Backoff, Database, EnqueueOptions, ErrorKind, JobState, Payload, QueueOptions};
+use serde_json::json;
+
+/// A database on the real clock (leases lapse in real time).
+fn real_db() -> (Database, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("w.db")).unwrap();
+    (db, dir)
+}
+
+fn worker(db: &Database, concurrency: usize) -> Worker {
+    Worker::new(
+        db,
+        WorkerOptions {
+            worker_id: "w1".into(),
+            concurrency,
+        },
+    )
+    .unwrap()
+}
+
+fn enqueue(db: &Database, queue: &str, n: usize) {
+    let q = db.queue(queue).unwrap();
+    q.enqueue_many((0..n).map(|i| json!(i)), &EnqueueOptions::default())
+        .unwrap();
+}
+
+fn with_limit(n: usize) -> HandlerOptions {
+    HandlerOptions {
+        concurrency: Some(n),
+        ..HandlerOptions::default()
+    }
+}
+
+#[test]
+fn concurrency_limits_hold_per_queue_and_over_all_queues() {
+    let (db, _dir) = real_db();
+    enqueue(&db, "a", 30);
+    enqueue(&db, "b", 30);
+    let w = worker(&db, 4);
+    w.register(&db.queue("a").unwrap(), with_limit(2)).unwrap();
+    w.register(&db.queue("b").unwrap(), with_limit(3)).unwrap();
+    let now = Arc::new(Mutex::new((0usize, 0usize, 0usize))); // a, b, total
+    let peak = Arc::new(Mutex::new((0usize, 0usize, 0usize)));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let mut handlers = Vec::new();
+    while acked.load(Ordering::SeqCst) + w.running() < 60 || w.running() > 0 {
+        let Some(task) = w.next(Duration::from_millis(200)).unwrap() else {
+            continue;
+        };
+        let is_a = task.queue() == "a";
+        {
+            let mut n = now.lock().unwrap();
+            if is_a {
+                n.0 += 1
+            } else {
+                n.1 += 1
+            }
+            n.2 += 1;
+            let mut p = peak.lock().unwrap();
+            *p = (p.0.max(n.0), p.1.max(n.1), p.2.max(n.2));
+        }
+        let (w2, now2, acked2) = (w.clone(), Arc::clone(&now), Arc::clone(&acked));
+        handlers.push(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(10 + fastrand::u64(0..10)));
+            {
+                let mut n = now2.lock().unwrap();
+                if is_a {
+                    n.0 -= 1
+                } else {
+                    n.1 -= 1
+                }
+                n.2 -= 1;
+            }
+            let r = w2.complete(task, Outcome::Ack(None)).unwrap();
+            assert_eq!(r.finished, Finished::Acked);
+            acked2.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    for h in handlers {
+        h.join().unwrap();
+    }
+    let p = *peak.lock().unwrap();
+    assert!(
+        p.0 <= 2 && p.1 <= 3 && p.2 <= 4,
+        "peaks (a, b, total) {p:?}"
+    );
+    assert_eq!(p.2, 4, "the worker should have used its slots");
+    assert_eq!(acked.load(Ordering::SeqCst), 60);
+    for q in ["a", "b"] {
+        let s = db.queue(q).unwrap().stats().unwrap();
+        assert_eq!((s.ready, s.running), (0, 0));
+    }
+}
+
+#[test]
+fn each_outcome_does_what_it_says() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue_many((0..4).map(|i| json!(i)), &EnqueueOptions::default())
+        .unwrap();
+    let w = worker(&t.db, 4);
+    w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let mut tasks: Vec<_> = (0..4)
+        .map(|_| w.next(Duration::ZERO).unwrap().unwrap())
+        .collect();
+    assert!(
+        w.next(Duration::ZERO).unwrap().is_none(),
+        "all four slots are taken"
+    );
+    let ids: Vec<i64> = tasks.iter().map(|t| t.job().id).collect();
+
+    let r = w
+        .complete(
+            tasks.remove(0),
+            Outcome::Ack(Some(Payload::Json("\"sent\"".into()))),
+        )
+        .unwrap();
+    assert_eq!(
+        (r.finished, r.attempts, r.queue.as_str()),
+        (Finished::Acked, 1, "q")
+    );
+    assert_eq!(
+        q.get_result(ids[0]).unwrap(),
+        Some(Payload::Json("\"sent\"".into()))
+    );
+
+    let r = w
+        .complete(
+            tasks.remove(0),
+            Outcome::Retry {
+                delay: Some(Duration::from_secs(5)),
+                error: "429".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(r.finished, Finished::Retried(JobState::Scheduled));
+    let info = q.get_job(ids[1]).unwrap();
+    assert_eq!(
+        (info.attempts, info.last_error.as_deref()),
+        (1, Some("429"))
+    );
+
+    let r = w
+        .complete(
+            tasks.remove(0),
+            Outcome::Permanent("invalid address".into()),
+        )
+        .unwrap();
+    assert_eq!(r.finished, Finished::Dead);
+    let info = q.get_job(ids[2]).unwrap();
+    assert_eq!(
+        (info.state, info.last_error.as_deref()),
+        (JobState::Dead, Some("invalid address"))
+    );
+
+    let r = w
+        .complete(tasks.remove(0), Outcome::Snooze(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(r.finished, Finished::Snoozed(JobState::Scheduled));
+    assert_eq!(
+        q.get_job(ids[3]).unwrap().attempts,
+        0,
+        "a snooze spends no attempt"
+    );
+    assert_eq!(w.running(), 0);
+}
+
+#[test]
+fn a_handler_running_five_times_its_lease_keeps_its_job() {
+    let (db, _dir) = real_db();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 2);
+    let lease = Duration::from_millis(300);
+    w.register(
+        &db.queue("q").unwrap(),
+        HandlerOptions {
+            lease: Some(lease),
+            ..HandlerOptions::default()
+        },
+    )
+    .unwrap();
+    let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let id = task.job().id;
+    let w2 = w.clone();
+    let handler = thread::spawn(move || {
+        thread::sleep(lease * 5);
+        w2.complete(task, Outcome::Ack(None)).unwrap()
+    });
+    // Another process tries to take it all along.
+    let other = db.queue("q").unwrap();
+    let start = Instant::now();
+    while !handler.is_finished() {
+        assert!(w.next(Duration::from_millis(50)).unwrap().is_none());
+        assert!(
+            other.claim("thief", 1).unwrap().is_empty(),
+            "claimed at {:?}",
+            start.elapsed()
+        );
+    }
+    let r = handler.join().unwrap();
+    assert_eq!((r.job_id, r.finished, r.attempts), (id, Finished::Acked, 1));
+    assert!(r.ran >= lease * 5);
+    let s = other.stats().unwrap();
+    assert_eq!((s.ready, s.running), (0, 0));
+}
+
+#[test]
+fn a_lapsed_lease_is_reported_and_the_late_outcome_refused() {
+    let t = test_db();
+    enqueue(&t.db, "q", 1);
+    let w = worker(&t.db, 1);
+    w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    // The process stood still (SIGSTOP) past its lease: nothing renewed it.
+    t.clock.advance(Duration::from_secs(61));
+    let stolen = t.db.queue("q").unwrap().claim("other", 1).unwrap();
+    assert_eq!(stolen.len(), 1);
+    let r = w.complete(task, Outcome::Ack(None)).unwrap();
+    assert_eq!(r.finished, Finished::LeaseLost);
+    stolen[0].ack().unwrap();
+}
+
+#[test]
+fn a_handler_past_its_timeout_has_its_job_retried_and_its_outcome_discarded() {
+    let (db, _dir) = real_db();
+    let q = db
+        .queue_with(
+            "q",
+            QueueOptions {
+                backoff: Backoff {
+                    base: Duration::from_secs(30),
+                    jitter: 0.0,
+                    ..Backoff::default()
+                },
+                ..QueueOptions::default()
+            },
+        )
+        .unwrap();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 1);
+    w.register(
+        &q,
+        HandlerOptions {
+            timeout: Some(Duration::from_millis(100)),
+            ..HandlerOptions::default()
+        },
+    )
+    .unwrap();
+    let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let id = task.job().id;
+    assert!(task.deadline().is_some());
+    let w2 = w.clone();
+    let handler = thread::spawn(move || {
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while !task.timed_out() && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(10));
+        }
+        thread::sleep(Duration::from_millis(50)); // a sync handler finishes late
+        w2.complete(task, Outcome::Ack(None)).unwrap()
+    });
+    // The slot stays taken until the handler returns: nothing is handed out.
+    while !handler.is_finished() {
+        assert!(w.next(Duration::from_millis(30)).unwrap().is_none());
+    }
+    assert_eq!(handler.join().unwrap().finished, Finished::TimedOut);
+    let info = db.queue("q").unwrap().get_job(id).unwrap();
+    assert_eq!(info.state, JobState::Scheduled);
+    assert_eq!(
+        info.last_error.as_deref(),
+        Some("handler timed out after 100 ms")
+    );
+    assert_eq!(info.attempts, 1);
+}
+
+#[test]
+fn shutdown_stops_claiming_releases_the_buffer_and_drain_releases_what_outlives_the_grace() {
+    let (db, _dir) = real_db();
+    enqueue(&db, "q", 6);
+    let w = worker(&db, 4);
+    w.register(&db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let short1 = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let short2 = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let long = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let long_id = long.job().id;
+    // One more is claimed (four slots) but not handed out.
+    assert_eq!(w.running(), 4);
+    assert_eq!(w.shutdown(), 1, "the buffered job is given back");
+    assert!(
+        w.next(Duration::from_secs(5)).unwrap().is_none(),
+        "no claim after shutdown"
+    );
+    let mut handlers = Vec::new();
+    for (task, ms) in [(short1, 20u64), (short2, 40), (long, 1500)] {
+        let w2 = w.clone();
+        handlers.push(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(ms));
+            w2.complete(task, Outcome::Ack(None)).unwrap().finished
+        }));
+    }
+    let start = Instant::now();
+    let drained = w.drain(Duration::from_millis(300)).unwrap();
+    assert!(start.elapsed() < Duration::from_millis(1000));
+    assert_eq!(drained.released, 1);
+    let q = db.queue("q").unwrap();
+    let info = q.get_job(long_id).unwrap();
+    assert_eq!(
+        (info.state, info.attempts),
+        (JobState::Ready, 0),
+        "released, no attempt spent"
+    );
+    let outcomes: Vec<Finished> = handlers.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        outcomes,
+        [Finished::Acked, Finished::Acked, Finished::Released]
+    );
+    assert_eq!(q.stats().unwrap().ready, 4);
+}
+
+#[test]
+fn a_dropped_task_gives_its_job_back() {
+    let t = test_db();
+    enqueue(&t.db, "q", 1);
+    let w = worker(&t.db, 1);
+    w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    let id = task.job().id;
+    drop(task); // a handler that panicked
+    assert_eq!(w.running(), 0);
+    let info = t.db.queue("q").unwrap().get_job(id).unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
+    assert!(w.next(Duration::ZERO).unwrap().is_some());
+}
+
+#[test]
+fn a_waiting_next_wakes_for_work_from_another_connection() {
+    let (db, dir) = real_db();
+    let w = worker(&db, 1);
+    w.register(&db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let producer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        let other = Database::open(dir.path().join("w.db")).unwrap();
+        enqueue(&other, "q", 1);
+        dir
+    });
+    let start = Instant::now();
+    let task = w
+        .next(Duration::from_secs(10))
+        .unwrap()
+        .expect("woken by the commit");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    w.complete(task, Outcome::Ack(None)).unwrap();
+    drop(producer.join().unwrap());
+}
+
+#[test]
+fn bad_registrations_are_invalid_and_change_nothing() {
+    let t = test_db();
+    let w = worker(&t.db, 2);
+    w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let again = w
+        .register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::InvalidArgument);
+    for bad in [
+        HandlerOptions {
+            concurrency: Some(0),
+            ..HandlerOptions::default()
+        },
+        HandlerOptions {
+            timeout: Some(Duration::ZERO),
+            ..HandlerOptions::default()
+        },
+        HandlerOptions {
+            lease: Some(Duration::ZERO),
+            ..HandlerOptions::default()
+        },
+    ] {
+        assert_eq!(
+            w.register(&t.db.queue("r").unwrap(), bad)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    assert_eq!(
+        t.db.queue("").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let bad = Worker::new(
+        &t.db,
+        WorkerOptions {
+            worker_id: String::new(),
+            concurrency: 1,
+        },
+    );
+    assert_eq!(bad.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    w.register(&t.db.queue("r").unwrap(), HandlerOptions::default())
+        .unwrap();
+}
