@@ -169,7 +169,7 @@ export interface ClaimedJob {
   /** Unique, never reused. */
   id: number
   /** What the producer enqueued. */
-  payload: Payload
+  payload: PayloadIo
   /** Claims so far, including this one (1 on the first run). */
   attempts: number
   /** Attempts allowed before the job is dead-lettered. */
@@ -231,7 +231,7 @@ export interface JobInfo {
   /** Its logical state (a scheduled job that is due reports `ready`). */
   state: string
   /** Its payload. */
-  payload: Payload
+  payload: PayloadIo
   /** Its priority (higher first). */
   priority: number
   /** When it is (or was) due. */

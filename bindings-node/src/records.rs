@@ -4,13 +4,12 @@
 //! as JS numbers (`i64`: napi has no plain-number `u64`); a payload is JSON
 //! text or a Buffer; a job state its code.
 
+use honker::surface::Wire;
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
 /// A payload: JSON text or bytes.
 pub type PayloadIo = Either<String, Buffer>;
-/// The table's name for the binding's payload type.
-type Payload = PayloadIo;
 
 pub(crate) fn payload_in(p: PayloadIo) -> honker::Payload {
     match p {
@@ -26,44 +25,10 @@ pub(crate) fn payload_out(p: honker::Payload) -> PayloadIo {
     }
 }
 
-/// A core value as its napi field.
-trait Wire<T> {
-    fn wire(self) -> T;
-}
-
-impl<T> Wire<T> for T {
-    fn wire(self) -> T {
-        self
-    }
-}
-
-impl Wire<String> for honker::JobState {
-    fn wire(self) -> String {
-        self.as_str().to_owned()
-    }
-}
-
-impl Wire<PayloadIo> for honker::Payload {
-    fn wire(self) -> PayloadIo {
-        payload_out(self)
-    }
-}
-
-impl Wire<i64> for u64 {
-    fn wire(self) -> i64 {
-        i64::try_from(self).unwrap_or(i64::MAX)
-    }
-}
-
-impl Wire<i64> for usize {
-    fn wire(self) -> i64 {
-        i64::try_from(self).unwrap_or(i64::MAX)
-    }
-}
-
 /// Expands each record of the table, one field at a time (napi's type
 /// definitions read the struct before any macro in it is expanded, so
-/// `u64` is rewritten to `i64` here rather than through a type macro).
+/// `u64` is rewritten to `i64`, and `Payload` to `PayloadIo`, here rather
+/// than through a type macro).
 macro_rules! emit {
     ($(
         $(#[doc = $rdoc:literal])*
@@ -87,6 +52,13 @@ macro_rules! emit {
         emit!(@fields $v $rdoc $name $core
             [$($decl)* $(#[doc = $fdoc])* pub $field: i64,]
             [$($conv)* $field: Wire::wire($v.$($src).+),]
+            $($rest)*);
+    };
+    (@fields $v:ident $rdoc:tt $name:ident $core:path [$($decl:tt)*] [$($conv:tt)*]
+        $(#[doc = $fdoc:literal])* $field:ident : [Payload] = $($src:ident).+ , $($rest:tt)*) => {
+        emit!(@fields $v $rdoc $name $core
+            [$($decl)* $(#[doc = $fdoc])* pub $field: PayloadIo,]
+            [$($conv)* $field: payload_out($v.$($src).+),]
             $($rest)*);
     };
     (@fields $v:ident $rdoc:tt $name:ident $core:path [$($decl:tt)*] [$($conv:tt)*]

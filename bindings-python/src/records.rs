@@ -4,6 +4,7 @@
 //! blocks that `scripts/facts.py` writes from the same table. A payload is
 //! JSON text (`str`) or `bytes`; a job state its code.
 
+use honker::surface::Wire;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt as _;
@@ -24,32 +25,9 @@ impl From<honker::Payload> for Payload {
     }
 }
 
-/// A core value as its tuple element.
-trait Wire<T> {
-    fn wire(self) -> T;
-}
-
-impl<T> Wire<T> for T {
-    fn wire(self) -> T {
-        self
-    }
-}
-
-impl Wire<String> for honker::JobState {
-    fn wire(self) -> String {
-        self.as_str().to_owned()
-    }
-}
-
 impl Wire<Payload> for honker::Payload {
     fn wire(self) -> Payload {
         self.into()
-    }
-}
-
-impl Wire<u64> for usize {
-    fn wire(self) -> u64 {
-        self as u64
     }
 }
 

@@ -3,34 +3,13 @@
 //! Names cross as camelCase (`run_at_ms` is `runAtMs`); a payload is the
 //! `Payload` enum (database.rs); a job state its code.
 
+use honker::surface::Wire;
+
 use crate::database::Payload;
-
-/// A core value as its UniFFI field.
-trait Wire<T> {
-    fn wire(self) -> T;
-}
-
-impl<T> Wire<T> for T {
-    fn wire(self) -> T {
-        self
-    }
-}
-
-impl Wire<String> for honker::JobState {
-    fn wire(self) -> String {
-        self.as_str().to_owned()
-    }
-}
 
 impl Wire<Payload> for honker::Payload {
     fn wire(self) -> Payload {
         self.into()
-    }
-}
-
-impl Wire<u64> for usize {
-    fn wire(self) -> u64 {
-        self as u64
     }
 }
 

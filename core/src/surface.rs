@@ -136,31 +136,51 @@ macro_rules! records {
     };
 }
 
+/// A core value as a binding's field: the conversions every emitter needs
+/// (`Wire::wire(v.field)` with the field's type inferred). A binding adds
+/// the one for its payload type where the orphan rule lets it (a payload
+/// type of its own); Node's emitter converts payloads itself.
+pub trait Wire<T> {
+    /// The value as `T`.
+    fn wire(self) -> T;
+}
+
+impl<T> Wire<T> for T {
+    fn wire(self) -> T {
+        self
+    }
+}
+
+impl Wire<String> for crate::JobState {
+    fn wire(self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+impl Wire<u64> for usize {
+    fn wire(self) -> u64 {
+        self as u64
+    }
+}
+
+/// A count as a JS number (napi has no plain-number `u64`).
+impl Wire<i64> for u64 {
+    fn wire(self) -> i64 {
+        i64::try_from(self).unwrap_or(i64::MAX)
+    }
+}
+
+/// A count as a JS number.
+impl Wire<i64> for usize {
+    fn wire(self) -> i64 {
+        i64::try_from(self).unwrap_or(i64::MAX)
+    }
+}
+
 #[cfg(all(test, feature = "rusqlite"))]
 mod tests {
-    use crate::{JobState, Payload};
-
-    /// The conversions a binding's emitter needs; this one mirrors what
-    /// every binding writes, so a field whose core source changes type or
-    /// name fails here first.
-    trait Wire<T> {
-        fn wire(self) -> T;
-    }
-    impl<T> Wire<T> for T {
-        fn wire(self) -> T {
-            self
-        }
-    }
-    impl Wire<String> for JobState {
-        fn wire(self) -> String {
-            self.as_str().to_owned()
-        }
-    }
-    impl Wire<u64> for usize {
-        fn wire(self) -> u64 {
-            self as u64
-        }
-    }
+    use super::Wire;
+    use crate::Payload;
 
     macro_rules! emit {
         ($(
