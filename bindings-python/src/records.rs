@@ -32,23 +32,19 @@ impl Wire<Payload> for honker::Payload {
 }
 
 macro_rules! emit {
+    ($($table:tt)*) => {
+        honker::record_structs! { [#[derive(Debug)]] $($table)* }
+    };
+}
+
+/// Each record into Python as the tuple of its fields, in table order.
+macro_rules! tuples {
     ($(
         $(#[doc = $rdoc:literal])*
         $name:ident from $core:path {
             $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $($src:ident).+ ),* $(,)?
         }
     )*) => {$(
-        $(#[doc = $rdoc])*
-        #[doc = concat!("\n\nCrosses as the tuple `(", $(stringify!($field), ", ",)* ")`.")]
-        #[derive(Debug)]
-        pub struct $name { $( $(#[doc = $fdoc])* pub $field: $($ty)*, )* }
-
-        impl From<$core> for $name {
-            fn from(v: $core) -> Self {
-                $name { $( $field: Wire::wire(v.$($src).+), )* }
-            }
-        }
-
         impl<'py> IntoPyObject<'py> for $name {
             type Target = PyTuple;
             type Output = Bound<'py, PyTuple>;
@@ -62,3 +58,4 @@ macro_rules! emit {
 }
 
 honker::records!(emit);
+honker::records!(tuples);

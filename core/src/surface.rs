@@ -136,6 +136,43 @@ macro_rules! records {
     };
 }
 
+/// The common emitter for [`records!`](crate::records): each record as a
+/// struct with `attrs` (a binding's derives) and its `From` the core type
+/// through [`Wire`]. A binding forwards to it with its attributes:
+///
+/// ```ignore
+/// macro_rules! emit {
+///     ($($table:tt)*) => {
+///         honker::record_structs! { [#[derive(Debug, uniffi::Record)]] $($table)* }
+///     };
+/// }
+/// honker::records!(emit);
+/// ```
+///
+/// (Node's emitter is its own: napi reads field types before macros expand.)
+#[macro_export]
+macro_rules! record_structs {
+    (@one [$($attr:tt)*] [$($rdoc:tt)*] $name:ident $core:path {
+        $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $($src:ident).+ ),* $(,)?
+    }) => {
+        $($rdoc)*
+        $($attr)*
+        pub struct $name { $( $(#[doc = $fdoc])* pub $field: $($ty)*, )* }
+
+        impl From<$core> for $name {
+            fn from(v: $core) -> Self {
+                $name { $( $field: $crate::surface::Wire::wire(v.$($src).+), )* }
+            }
+        }
+    };
+    ($attrs:tt $(
+        $(#[doc = $rdoc:literal])*
+        $name:ident from $core:path { $($body:tt)* }
+    )*) => {$(
+        $crate::record_structs!(@one $attrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
+    )*};
+}
+
 /// A core value as a binding's field: the conversions every emitter needs
 /// (`Wire::wire(v.field)` with the field's type inferred). A binding adds
 /// the one for its payload type where the orphan rule lets it (a payload
@@ -179,26 +216,12 @@ impl Wire<i64> for usize {
 
 #[cfg(all(test, feature = "rusqlite"))]
 mod tests {
-    use super::Wire;
     use crate::Payload;
 
     macro_rules! emit {
-        ($(
-            $(#[doc = $rdoc:literal])*
-            $name:ident from $core:path {
-                $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $($src:ident).+ ),* $(,)?
-            }
-        )*) => {$(
-            $(#[doc = $rdoc])*
-            #[derive(Debug)]
-            #[allow(dead_code)]
-            struct $name { $( $(#[doc = $fdoc])* $field: $($ty)*, )* }
-            impl From<$core> for $name {
-                fn from(v: $core) -> Self {
-                    $name { $( $field: Wire::wire(v.$($src).+), )* }
-                }
-            }
-        )*};
+        ($($table:tt)*) => {
+            record_structs! { [#[derive(Debug)] #[allow(dead_code)]] $($table)* }
+        };
     }
 
     records!(emit);
