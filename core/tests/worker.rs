@@ -421,3 +421,93 @@ fn bad_registrations_are_invalid_and_change_nothing() {
     w.register(&t.db.queue("r").unwrap(), HandlerOptions::default())
         .unwrap();
 }
+
+#[test]
+fn release_settled_and_a_refused_result_are_outcomes_too() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue_many((0..3).map(|i| json!(i)), &EnqueueOptions::default())
+        .unwrap();
+    let w = worker(&t.db, 3);
+    w.register(&q, HandlerOptions::default()).unwrap();
+    let mut tasks: Vec<_> = (0..3)
+        .map(|_| w.next(Duration::ZERO).unwrap().unwrap())
+        .collect();
+    let ids: Vec<i64> = tasks.iter().map(|t| t.job().id).collect();
+
+    // Cancelled by its host: back at once, no attempt spent.
+    let r = w.complete(tasks.remove(0), Outcome::Release).unwrap();
+    assert_eq!(r.finished, Finished::Released);
+    let info = q.get_job(ids[0]).unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
+
+    // The handler acked it inside its own transaction: only the slot frees.
+    let task = tasks.remove(0);
+    let tx = t.db.transaction().unwrap();
+    q.ack_tx(&tx, &task.job().lease, None).unwrap();
+    tx.commit().unwrap();
+    let r = w.complete(task, Outcome::Settled).unwrap();
+    assert_eq!(r.finished, Finished::Settled);
+    assert_eq!(
+        q.get_job(ids[1]).unwrap_err().kind(),
+        ErrorKind::NotFound,
+        "acked (completed jobs are not retained by default)"
+    );
+
+    // A result over the payload limit is refused: the job is retried with
+    // the reason, not left running until its lease lapses.
+    let big = Payload::Json(format!("\"{}\"", "x".repeat(2 << 20)));
+    let r = w
+        .complete(tasks.remove(0), Outcome::Ack(Some(big)))
+        .unwrap();
+    assert!(matches!(r.finished, Finished::Retried(_)), "{r:?}");
+    let info = q.get_job(ids[2]).unwrap();
+    assert!(
+        info.last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the handler's result was refused")),
+        "{info:?}"
+    );
+    assert_eq!(w.running(), 0);
+}
+
+#[test]
+fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
+    let (db, _dir) = real_db();
+    enqueue(&db, "q", 3);
+    let w = worker(&db, 1);
+    w.register(&db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let long = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let id = long.job().id;
+    // A `next` waiting for a free slot returns None once stopped.
+    let w2 = w.clone();
+    let waiting = thread::spawn(move || w2.next(Duration::from_secs(30)).unwrap().is_none());
+    thread::sleep(Duration::from_millis(100));
+    w.stop();
+    assert!(w.is_stopping());
+    let t0 = Instant::now();
+    assert!(waiting.join().unwrap(), "a waiting next returns None");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(w.next(Duration::from_secs(5)).unwrap().is_none());
+
+    let w3 = w.clone();
+    let drain = thread::spawn(move || w3.drain(Duration::from_secs(60)).unwrap());
+    thread::sleep(Duration::from_millis(200));
+    let t1 = Instant::now();
+    w.end_grace(); // a second Ctrl-C
+    let report = drain.join().unwrap();
+    assert!(
+        t1.elapsed() < Duration::from_secs(5),
+        "the grace ended early"
+    );
+    assert_eq!(report.released, 1);
+    let q = db.queue("q").unwrap();
+    let info = q.get_job(id).unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
+    assert_eq!(
+        w.complete(long, Outcome::Ack(None)).unwrap().finished,
+        Finished::Released
+    );
+    assert_eq!(q.stats().unwrap().ready, 3);
+}

@@ -76,6 +76,12 @@ pub enum Outcome {
     Permanent(String),
     /// Not now: run again after `delay`, no attempt spent.
     Snooze(Duration),
+    /// Give the job back now, no attempt spent (the handler was cancelled
+    /// by its host, not by a failure of the job).
+    Release,
+    /// The handler finished the job itself (acked it inside its own
+    /// transaction, with the effect it recorded): only the slot is freed.
+    Settled,
 }
 
 /// What became of a task ([`Report::finished`]).
@@ -96,9 +102,12 @@ pub enum Finished {
     /// The lease was lost (it lapsed and another worker holds the job, or
     /// the job was cancelled): the outcome was refused.
     LeaseLost,
-    /// The task outlived a shutdown's grace period: the job was released
-    /// (no attempt spent) and this outcome discarded.
+    /// The job was released (no attempt spent): the task outlived a
+    /// shutdown's grace period (and this outcome was discarded), or the
+    /// outcome was [`Outcome::Release`].
     Released,
+    /// The handler finished the job itself ([`Outcome::Settled`]).
+    Settled,
 }
 
 /// A finished task, for logs and metrics.
@@ -164,6 +173,13 @@ impl Task {
     pub fn lost(&self) -> bool {
         self.worker.flag(self.key, |r| r.lost)
     }
+
+    /// Whether the worker no longer waits for this run's outcome: it timed
+    /// out, lost its lease, or outlived a shutdown's grace period (its job
+    /// was released). A handler that checks it can stop early.
+    pub fn cancelled(&self) -> bool {
+        self.worker.flag(self.key, |r| !r.live())
+    }
 }
 
 impl Drop for Task {
@@ -208,6 +224,8 @@ struct Inner {
     worker_id: String,
     limit: usize,
     stopping: AtomicBool,
+    /// [`Worker::end_grace`] was called.
+    hurry: AtomicBool,
     /// One `next` at a time: capacity is read, then claimed.
     next_lock: Mutex<()>,
     state: Mutex<State>,
@@ -230,6 +248,8 @@ struct Registered {
     limit: usize,
     timeout: Option<Duration>,
     lease: Duration,
+    /// `lease` as claims take it, checked once at registration.
+    lease_ms: i64,
     running: usize,
 }
 
@@ -266,6 +286,7 @@ impl Worker {
                 worker_id: options.worker_id,
                 limit,
                 stopping: AtomicBool::new(false),
+                hurry: AtomicBool::new(false),
                 next_lock: Mutex::new(()),
                 state: Mutex::new(State::default()),
             }),
@@ -289,7 +310,7 @@ impl Worker {
             validate::delay("timeout", t)?;
         }
         let lease = options.lease.unwrap_or(q.options().lease);
-        validate::lease(lease)?;
+        let lease_ms = validate::lease(lease)?;
         let mut st = self.inner.state.lock();
         if st.queues.iter().any(|r| r.queue.name() == queue) {
             return Err(Error::invalid(format!(
@@ -301,6 +322,7 @@ impl Worker {
             limit,
             timeout: options.timeout,
             lease,
+            lease_ms,
             running: 0,
         });
         Ok(())
@@ -346,11 +368,13 @@ impl Worker {
             }
             let mut next_at: Option<Instant> = None;
             for (slot, free) in inner.free_slots() {
-                let queue = inner.state.lock().queues[slot].queue.clone();
+                let (queue, lease_ms) = {
+                    let st = inner.state.lock();
+                    (st.queues[slot].queue.clone(), st.queues[slot].lease_ms)
+                };
                 let (probe, now) = queue.probe()?;
                 match probe {
                     Probe::Claimable => {
-                        let lease_ms = validate::lease(inner.state.lock().queues[slot].lease)?;
                         let jobs = queue.claim_now(None, &inner.worker_id, free, lease_ms)?;
                         if !jobs.is_empty() {
                             if !inner.buffer(slot, jobs) {
@@ -405,10 +429,17 @@ impl Worker {
             _ => {}
         }
         let done = match outcome {
-            Outcome::Ack(result) => job
-                .queue()
-                .ack_in(None, &job.lease, result)
-                .map(|()| Finished::Acked),
+            Outcome::Ack(result) => match job.queue().ack_in(None, &job.lease, result) {
+                // A result the database refuses (too large): the job is not
+                // done, and its next run may return something storable.
+                Err(e) if e.kind() == ErrorKind::InvalidArgument => job
+                    .retry(&RetryOptions {
+                        delay: None,
+                        error: Some(format!("the handler's result was refused: {e}")),
+                    })
+                    .map(Finished::Retried),
+                done => done.map(|()| Finished::Acked),
+            },
             Outcome::Retry { delay, error } => job
                 .retry(&RetryOptions {
                     delay,
@@ -417,6 +448,8 @@ impl Worker {
                 .map(Finished::Retried),
             Outcome::Permanent(reason) => job.fail(&reason).map(|()| Finished::Dead),
             Outcome::Snooze(delay) => job.snooze(delay).map(Finished::Snoozed),
+            Outcome::Release => job.release().map(|()| Finished::Released),
+            Outcome::Settled => Ok(Finished::Settled),
         };
         match done {
             Ok(f) => Ok(report(f)),
@@ -425,13 +458,28 @@ impl Worker {
         }
     }
 
-    /// Stops claiming at once: a waiting [`next`](Self::next) returns
-    /// `None`, and the jobs claimed but not handed out are released (no
-    /// attempt spent). Running tasks go on; see [`drain`](Self::drain).
-    /// Returns how many jobs were released. Idempotent.
-    pub fn shutdown(&self) -> usize {
+    /// Stops claiming at once, without I/O (a signal handler may call
+    /// it): a waiting [`next`](Self::next) returns `None`, and so does
+    /// every later one. The jobs claimed but not handed out stay claimed
+    /// until [`shutdown`](Self::shutdown). Idempotent.
+    pub fn stop(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
         self.inner.db.poke();
+    }
+
+    /// Ends the grace period of a running (or later) [`drain`](Self::drain)
+    /// now, without I/O: a second Ctrl-C.
+    pub fn end_grace(&self) {
+        self.inner.hurry.store(true, Ordering::SeqCst);
+        self.inner.db.poke();
+    }
+
+    /// [`stop`](Self::stop), and releases the jobs claimed but not handed
+    /// out (no attempt spent). Running tasks go on; see
+    /// [`drain`](Self::drain). Returns how many jobs were released.
+    /// Idempotent.
+    pub fn shutdown(&self) -> usize {
+        self.stop();
         let jobs: Vec<Job> = {
             let mut st = self.inner.state.lock();
             let keys: Vec<u64> = st.buffered.drain(..).collect();
@@ -451,9 +499,7 @@ impl Worker {
     /// running when the job runs again elsewhere: at-least-once.
     pub fn drain(&self, grace: Duration) -> Result<DrainReport> {
         let inner = &self.inner;
-        if !self.is_stopping() {
-            self.shutdown();
-        }
+        self.shutdown();
         validate::delay("grace", grace)?;
         let end = Instant::now() + grace;
         let signal = inner.db.wait_signal()?;
@@ -464,7 +510,7 @@ impl Worker {
                 return Ok(DrainReport::default());
             }
             let now = Instant::now();
-            if now >= end {
+            if now >= end || inner.hurry.load(Ordering::SeqCst) {
                 break;
             }
             let wake = due.map_or(end, |d| d.min(end));
