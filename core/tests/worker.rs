@@ -511,3 +511,38 @@ fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
     );
     assert_eq!(q.stats().unwrap().ready, 3);
 }
+
+#[test]
+fn an_outcome_after_the_deadline_is_a_timeout_even_before_the_clock_saw_it() {
+    let (db, _dir) = real_db();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 1);
+    let q = db.queue("q").unwrap();
+    w.register(
+        &q,
+        HandlerOptions {
+            timeout: Some(Duration::from_millis(50)),
+            ..HandlerOptions::default()
+        },
+    )
+    .unwrap();
+    let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let id = task.job().id;
+    thread::sleep(Duration::from_millis(80)); // no `next` outstanding: no tick
+    // A host that cancelled its handler at the deadline reports a failure.
+    let r = w
+        .complete(
+            task,
+            Outcome::Retry {
+                delay: None,
+                error: "cancelled".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(r.finished, Finished::TimedOut);
+    let info = q.get_job(id).unwrap();
+    assert_eq!(
+        info.last_error.as_deref(),
+        Some("handler timed out after 50 ms")
+    );
+}

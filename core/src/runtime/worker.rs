@@ -260,6 +260,8 @@ struct Running {
     lease: Duration,
     renew_at: Instant,
     deadline: Option<Instant>,
+    /// The queue's handler timeout (for its error message).
+    timeout: Option<Duration>,
     timed_out: bool,
     lost: bool,
     released: bool,
@@ -269,6 +271,18 @@ impl Running {
     fn live(&self) -> bool {
         !(self.timed_out || self.lost || self.released)
     }
+}
+
+/// Retries the job of a handler past its timeout, as a failure with the
+/// queue's backoff; a lost lease means another worker already has it.
+fn time_out(job: &Job, timeout: Option<Duration>) {
+    let _ = job.retry(&RetryOptions {
+        delay: None,
+        error: Some(format!(
+            "handler timed out after {} ms",
+            timeout.unwrap_or_default().as_millis()
+        )),
+    });
 }
 
 /// A renewal that failed for a reason other than a lost lease is retried
@@ -426,6 +440,12 @@ impl Worker {
         match state {
             Some(r) if r.timed_out => return Ok(report(Finished::TimedOut)),
             Some(r) if r.released => return Ok(report(Finished::Released)),
+            // Past its deadline before the clock saw it (a host that
+            // cancelled the handler at the deadline): timed out all the same.
+            Some(r) if r.live() && r.deadline.is_some_and(|d| d <= Instant::now()) => {
+                time_out(job, r.timeout);
+                return Ok(report(Finished::TimedOut));
+            }
             _ => {}
         }
         let done = match outcome {
@@ -601,7 +621,7 @@ impl Inner {
             }
             return false;
         }
-        let lease = st.queues[slot].lease;
+        let (lease, timeout) = (st.queues[slot].lease, st.queues[slot].timeout);
         let now = Instant::now();
         st.round = slot + 1;
         for job in jobs {
@@ -617,6 +637,7 @@ impl Inner {
                     lease,
                     renew_at: now + lease / 3,
                     deadline: None,
+                    timeout,
                     timed_out: false,
                     lost: false,
                     released: false,
@@ -633,31 +654,19 @@ impl Inner {
         let (renew, expired) = {
             let mut st = self.state.lock();
             let mut renew = Vec::new();
-            let mut expired = Vec::new();
+            let mut expired: Vec<(Job, Option<Duration>)> = Vec::new();
             for (key, r) in st.running.iter_mut().filter(|(_, r)| r.live()) {
                 if r.deadline.is_some_and(|d| d <= now) {
                     r.timed_out = true;
-                    expired.push((r.job.clone(), r.slot));
+                    expired.push((r.job.clone(), r.timeout));
                 } else if r.renew_at <= now {
                     renew.push((*key, r.job.clone(), r.lease));
                 }
             }
-            let expired: Vec<(Job, Duration)> = expired
-                .into_iter()
-                .map(|(job, slot)| (job, st.queues[slot].timeout.unwrap_or_default()))
-                .collect();
             (renew, expired)
         };
         for (job, timeout) in expired {
-            // Retried as a failure, with the queue's backoff; a lost lease
-            // means another worker already has it.
-            let _ = job.retry(&RetryOptions {
-                delay: None,
-                error: Some(format!(
-                    "handler timed out after {} ms",
-                    timeout.as_millis()
-                )),
-            });
+            time_out(&job, timeout);
         }
         for (key, job, lease) in renew {
             let result = job.heartbeat(Some(lease));
