@@ -13,6 +13,7 @@ mod json;
 mod queue;
 mod records;
 mod runtime;
+mod worker;
 
 use pyo3::prelude::*;
 
@@ -32,5 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::Queue>()?;
     m.add_class::<runtime::Claimer>()?;
     m.add_class::<runtime::KeepAlive>()?;
+    m.add_class::<worker::Worker>()?;
+    m.add_class::<worker::Task>()?;
     Ok(())
 }

@@ -15,6 +15,9 @@ transaction as the row that caused it, so both commit or neither does::
         send(job.payload)
         job.ack()
 
+or let a :class:`Worker` run handlers (concurrency, lease renewal, timeouts,
+retries, graceful shutdown): ``python -m honker worker myapp:worker``.
+
 Semantics are at-least-once: make handlers idempotent.
 """
 
@@ -37,6 +40,7 @@ from .errors import (
 )
 from .extension import extension_path, load_extension
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
+from .worker import Permanent, Retry, Snooze, Worker, WorkerEvent
 
 __all__ = [
     "Busy",
@@ -53,15 +57,20 @@ __all__ = [
     "LeaseLost",
     "ManualClock",
     "NotFound",
+    "Permanent",
     "Queue",
     "QueueStats",
     "RateLimited",
+    "Retry",
     "RolledBack",
     "SchemaTooNew",
+    "Snooze",
     "SqliteError",
     "Timeout",
     "Transaction",
     "Unsafe",
+    "Worker",
+    "WorkerEvent",
     "__version__",
     "extension_path",
     "load_extension",

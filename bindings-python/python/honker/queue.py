@@ -14,7 +14,7 @@ import dataclasses
 import datetime as _dt
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import _args, _threads
 from ._time import Seconds, When, epoch, from_ms, seconds
@@ -23,6 +23,9 @@ from .errors import HonkerError
 if TYPE_CHECKING:
     from . import _native
     from .database import Database, Transaction
+
+
+T = TypeVar("T")
 
 
 def _decode(raw: str | bytes | None) -> Any:
@@ -161,6 +164,8 @@ class Job:
         "_raw",
         "_renewal",
         "_run_at_ms",
+        "_settled",
+        "_task",
         "attempts",
         "id",
         "max_attempts",
@@ -188,6 +193,8 @@ class Job:
         self.worker_id = worker_id
         self._lease_s = lease_s
         self._renewal: _native.KeepAlive | None = None
+        self._task: _native.Task | None = None  # run by a Worker
+        self._settled = False  # acked, retried, failed, released or snoozed here
 
     def __repr__(self) -> str:
         return f"Job(id={self.id}, queue={self._queue.name!r}, attempts={self.attempts})"
@@ -220,6 +227,24 @@ class Job:
     def queue(self) -> Queue:
         return self._queue
 
+    @property
+    def cancelled(self) -> bool:
+        """Under a :class:`honker.Worker`: whether the worker no longer waits
+        for this run's outcome (its timeout passed and the job was retried,
+        its lease was lost, or a shutdown's grace period ended and the job
+        was released). A sync handler that checks it can stop early; its
+        outcome would be discarded. Always False for a job claimed by hand."""
+        task = self._task
+        return task is not None and task.cancelled
+
+    def _settle(self, call: Callable[[], T]) -> Callable[[], T]:
+        def settle() -> T:
+            r = call()
+            self._settled = True
+            return r
+
+        return settle
+
     def ack(self, tx: Transaction | None = None, result: Any = None) -> None:
         """Completes the job; with ``tx``, in your transaction (commit it to
         make the completion and your writes durable together); with
@@ -228,7 +253,7 @@ class Job:
 
     def _ack(self, tx: Transaction | None, result: Any) -> Callable[[], None]:
         native, t = self._queue._native, _tx(tx)
-        return lambda: native.ack(self.id, self.token, result=result, tx=t)
+        return self._settle(lambda: native.ack(self.id, self.token, result=result, tx=t))
 
     def retry(
         self,
@@ -245,7 +270,7 @@ class Job:
         self, delay: Seconds | None, error: str | None, tx: Transaction | None
     ) -> Callable[[], str]:
         native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
-        return lambda: native.retry(self.id, self.token, delay=d, error=error, tx=t)
+        return self._settle(lambda: native.retry(self.id, self.token, delay=d, error=error, tx=t))
 
     def fail(self, error: str, tx: Transaction | None = None) -> None:
         """Dead-letters the job now, with ``error``."""
@@ -253,7 +278,7 @@ class Job:
 
     def _fail(self, error: str, tx: Transaction | None) -> Callable[[], None]:
         native, t = self._queue._native, _tx(tx)
-        return lambda: native.fail(self.id, self.token, error, tx=t)
+        return self._settle(lambda: native.fail(self.id, self.token, error, tx=t))
 
     def release(self, tx: Transaction | None = None) -> None:
         """Gives the job back at once, without using up an attempt."""
@@ -261,7 +286,7 @@ class Job:
 
     def _release(self, tx: Transaction | None) -> Callable[[], None]:
         native, t = self._queue._native, _tx(tx)
-        return lambda: native.release(self.id, self.token, tx=t)
+        return self._settle(lambda: native.release(self.id, self.token, tx=t))
 
     def snooze(self, delay: Seconds, tx: Transaction | None = None) -> str:
         """Gives the job back to run after ``delay``, without using up an attempt."""
@@ -270,7 +295,7 @@ class Job:
     def _snooze(self, delay: Seconds, tx: Transaction | None) -> Callable[[], str]:
         native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
         assert d is not None
-        return lambda: native.snooze(self.id, self.token, d, tx=t)
+        return self._settle(lambda: native.snooze(self.id, self.token, d, tx=t))
 
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
         """Extends the lease by ``extend`` (default: the claim's lease) from

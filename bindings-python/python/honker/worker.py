@@ -1,0 +1,653 @@
+"""The worker runtime: register handlers for queues, and ``run`` them with
+concurrency limits, automatic lease renewal, handler timeouts, retries with
+the queue's backoff, dead letters, and a graceful shutdown on SIGTERM::
+
+    worker = honker.Worker(db, concurrency=16)
+
+    @worker.task("emails", concurrency=8, timeout=30)
+    def send(job):                  # sync: runs on one of the worker's threads
+        mailer.send(**job.payload)
+
+    @worker.task("thumbnails")
+    async def resize(job):          # async: an asyncio task on the worker's loop
+        await make_thumbnail(job.payload["path"])
+
+    worker.run()                    # or: await worker.run_async()
+
+The loop is core's (``honker::runtime::Worker``), the same in every
+language: a handler's return value acks the job (and is saved as its
+result); :class:`Retry` retries it after a delay; any other exception retries
+it with the queue's backoff and dead-letters it once its attempts are spent;
+:class:`Permanent` dead-letters it at once; :class:`Snooze` runs it again
+later without spending an attempt.
+
+Semantics are at-least-once. A handler that overruns its ``timeout`` has its
+job retried then; an async handler is cancelled (and awaited before its slot
+frees), a sync one cannot be stopped: it keeps its slot until it returns, its
+outcome is discarded, and the retry may run meanwhile (``job.cancelled``
+tells a sync handler to stop early). Make handlers idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+import os
+import queue as _queue
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Union
+
+from . import _native, _threads
+from ._time import Seconds, seconds
+from .errors import InvalidArgument
+from .queue import Job, Queue
+
+if TYPE_CHECKING:
+    from .database import Database
+
+log = logging.getLogger("honker.worker")
+
+Handler = Callable[[Job], Union[Any, Awaitable[Any]]]
+
+
+class Permanent(Exception):
+    """Raise from a handler when no retry can help (an invalid address): the
+    job goes to the dead letters at once, with this message as its error."""
+
+
+class Retry(Exception):
+    """Raise from a handler to retry the job after ``delay`` seconds (default:
+    the queue's backoff), spending an attempt: a 429 with ``Retry-After``."""
+
+    def __init__(self, message: str = "retry requested", *, delay: Seconds | None = None) -> None:
+        super().__init__(message)
+        self.delay = seconds("delay", delay)
+
+
+class Snooze(Exception):
+    """Raise from a handler to run the job again after ``delay`` seconds
+    without spending an attempt (not now: a resource is busy)."""
+
+    def __init__(self, delay: Seconds) -> None:
+        d = seconds("delay", delay)
+        assert d is not None
+        super().__init__(f"snoozed for {d:g} s")
+        self.delay = d
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerEvent:
+    """What a hook receives (``worker.on(kind, fn)``)."""
+
+    kind: str
+    """``start``, ``success``, ``retry``, ``dead``, ``snoozed``, ``timed_out``,
+    ``lease_lost``, ``released`` or ``settled``."""
+    queue: str
+    job_id: int
+    attempts: int
+    """The job's attempts, counting this run."""
+    seconds: float | None
+    """How long the handler ran (None for ``start``)."""
+    error: str | None = None
+    """The error recorded for ``retry``/``dead``."""
+    state: str | None = None
+    """The job's new state after ``retry``/``snoozed`` (``ready``,
+    ``scheduled`` or ``dead``)."""
+
+
+_KINDS = {
+    "acked": "success",
+    "retried": "retry",
+    "dead": "dead",
+    "snoozed": "snoozed",
+    "timed_out": "timed_out",
+    "lease_lost": "lease_lost",
+    "released": "released",
+    "settled": "settled",
+}
+KINDS = ("start", *_KINDS.values())
+
+# The documented envelope for a queue that carries several task types.
+ENVELOPE_TASK, ENVELOPE_ARGS = "task", "args"
+
+
+@dataclasses.dataclass
+class _Registration:
+    queue: Queue
+    concurrency: int | None
+    timeout: float | None
+    lease: float | None
+    handler: Handler | None = None  # the whole queue's
+    tasks: dict[str, Handler] = dataclasses.field(default_factory=dict)
+
+
+class Worker:
+    """Runs registered handlers for queues; see the module docs.
+
+    ``concurrency`` bounds the handlers running at once over all queues (each
+    queue may set a lower limit); ``worker_id`` is what claims record
+    (default ``<host>-<pid>``); ``grace`` is how long a shutdown waits for
+    running handlers before releasing their jobs (no attempt spent) so that
+    another process takes them at once.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        concurrency: int = 10,
+        worker_id: str | None = None,
+        grace: Seconds = 30.0,
+    ) -> None:
+        self._db = db
+        self.concurrency = concurrency
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        # Core checks every option here, before anything runs.
+        self._native = _native.Worker(
+            db._native,
+            worker_id=self.worker_id,
+            concurrency=concurrency,
+            grace=seconds("grace", grace),  # type: ignore[arg-type]
+        )
+        self._queues: dict[str, _Registration] = {}
+        self._hooks: dict[str, list[Callable[[WorkerEvent], object]]] = {k: [] for k in KINDS}
+        self._started = False
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pool = _Pool(concurrency)
+
+    @property
+    def grace(self) -> float:
+        """Seconds a shutdown gives running handlers before releasing their
+        jobs."""
+        return self._native.grace
+
+    @grace.setter
+    def grace(self, value: Seconds) -> None:
+        self._native.grace = seconds("grace", value)  # type: ignore[assignment]
+
+    # ----- registration ---------------------------------------------------
+
+    def task(
+        self,
+        queue: str | Queue,
+        *,
+        task: str | None = None,
+        concurrency: int | None = None,
+        timeout: Seconds | None = None,
+        lease: Seconds | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """Registers the decorated function for ``queue``'s jobs (``def`` runs
+        on a thread, ``async def`` on the event loop); it receives the
+        :class:`Job`. With ``task``, the queue carries the envelope
+        ``{"task": name, "args": ...}`` and this handler takes the jobs whose
+        ``task`` is ``name`` (their ``job.payload["args"]`` are the
+        arguments); a job whose task has no handler goes to the dead letters
+        with ``no handler for task <name>``. ``concurrency``, ``timeout``
+        (seconds) and ``lease`` are the queue's."""
+
+        def register(fn: Handler) -> Handler:
+            self.register(
+                queue, fn, task=task, concurrency=concurrency, timeout=timeout, lease=lease
+            )
+            return fn
+
+        return register
+
+    def register(
+        self,
+        queue: str | Queue,
+        handler: Handler,
+        *,
+        task: str | None = None,
+        concurrency: int | None = None,
+        timeout: Seconds | None = None,
+        lease: Seconds | None = None,
+    ) -> None:
+        """:meth:`task` without the decorator."""
+        if not callable(handler):
+            raise InvalidArgument("INVALID_ARGUMENT", "a handler must be callable")
+        if task is not None and (not isinstance(task, str) or not task):
+            raise InvalidArgument("INVALID_ARGUMENT", "a task name must be a non-empty str")
+        q = queue if isinstance(queue, Queue) else self._db.queue(queue)
+        t, ls = seconds("timeout", timeout), seconds("lease", lease)
+        with self._lock:
+            if self._started:
+                raise InvalidArgument(
+                    "INVALID_ARGUMENT", "register handlers before the worker runs"
+                )
+            reg = self._queues.get(q.name)
+            if reg is not None:
+                if (concurrency, t, ls) != (None, None, None) and (concurrency, t, ls) != (
+                    reg.concurrency,
+                    reg.timeout,
+                    reg.lease,
+                ):
+                    raise InvalidArgument(
+                        "INVALID_ARGUMENT",
+                        f"queue {q.name!r} is already registered with other options "
+                        "(concurrency, timeout and lease are the queue's)",
+                    )
+                if reg.handler is not None or task is None or task in reg.tasks:
+                    taken = "every job" if reg.handler is not None or task is None else task
+                    raise InvalidArgument(
+                        "INVALID_ARGUMENT", f"queue {q.name!r} already has a handler for {taken}"
+                    )
+            else:
+                # Core checks the options (and refuses a second registration).
+                self._native.register(q._native, concurrency=concurrency, timeout=t, lease=ls)
+                reg = self._queues[q.name] = _Registration(q, concurrency, t, ls)
+            if task is None:
+                reg.handler = handler
+            else:
+                reg.tasks[task] = handler
+
+    def on(self, kind: str, hook: Callable[[WorkerEvent], object]) -> None:
+        """Calls ``hook(event)`` for each ``kind`` of event (see
+        :class:`WorkerEvent`), on the thread that saw it; a hook that raises
+        is logged and ignored. Every event is also logged to
+        ``honker.worker``."""
+        if kind not in self._hooks:
+            raise InvalidArgument(
+                "INVALID_ARGUMENT", f"unknown event {kind!r}: one of {', '.join(KINDS)}"
+            )
+        self._hooks[kind].append(hook)
+
+    # ----- running --------------------------------------------------------
+
+    def stop(self) -> None:
+        """Begins a graceful shutdown (thread-safe, no I/O; what SIGTERM
+        does): no claim from now on; running handlers get the grace period,
+        then what still runs is released."""
+        self._stop.set()
+        self._native.stop()
+        on_stop = self._on_stop
+        if on_stop is not None:
+            on_stop()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def queues(self) -> list[str]:
+        """The queues with handlers."""
+        return list(self._queues)
+
+    def run(self, *, signals: bool = True) -> None:
+        """Runs until :meth:`stop` (or SIGTERM/SIGINT, with ``signals`` on the
+        main thread: a second signal ends the grace period at once), then
+        drains: running handlers get ``grace`` seconds to finish, and what
+        still runs is released. Async handlers run on an event loop this
+        call starts."""
+        previous = self._install_signals() if signals else None
+        try:
+            if any(_is_async(h) for r in self._queues.values() for h in _handlers(r)):
+                asyncio.run(self.run_async())
+                return
+            native = self._start()
+            feeder = self._feed(native, None)
+            try:
+                # Interruptible: signal handlers run while it waits.
+                while not self._stop.wait(3600):
+                    pass
+            finally:
+                native.stop()
+                self._wait_for(native.drain)
+                self._wait_for(feeder.join)
+        finally:
+            self._restore_signals(previous)
+
+    async def run_async(self, *, signals: bool = False) -> None:
+        """Runs on this event loop until :meth:`stop`, cancellation of the
+        calling task, or (with ``signals``) SIGTERM/SIGINT; then drains as
+        :meth:`run` does (a cancelled ``run_async`` drains, then raises
+        ``CancelledError``). Sync handlers run on the worker's threads."""
+        loop = asyncio.get_running_loop()
+        native = await _threads.run(self._start)
+        stopped = asyncio.Event()
+        self._on_stop = lambda: loop.call_soon_threadsafe(stopped.set)
+        if self._stop.is_set():
+            stopped.set()
+        installed = []
+        if signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._signalled)
+                installed.append(sig)
+        running: set[asyncio.Task[None]] = set()
+        self._running_tasks = running
+        feeder = self._feed(native, loop)
+        try:
+            await stopped.wait()
+        finally:
+            self._stop.set()
+            native.stop()
+            # Shielded: a cancelled run_async still drains before it raises.
+            await asyncio.shield(self._drain_async(native, running, feeder))
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            self._on_stop = None
+
+    # ----- internals ------------------------------------------------------
+
+    _on_stop: Callable[[], object] | None = None
+    _running_tasks: set[asyncio.Task[None]]
+
+    def _start(self) -> _native.Worker:
+        with self._lock:
+            if self._started:
+                raise InvalidArgument(
+                    "INVALID_ARGUMENT", "this worker already ran (a Worker runs once)"
+                )
+            if not self._queues:
+                raise InvalidArgument("INVALID_ARGUMENT", "no handler is registered")
+            self._started = True
+            return self._native
+
+    def _signalled(self, *_: object) -> None:
+        if self._stop.is_set():
+            log.warning("second signal: releasing the running jobs now")
+            self._native.end_grace()
+        else:
+            log.info("shutting down: no new jobs; running ones get %g s", self.grace)
+        self.stop()
+
+    @staticmethod
+    def _wait_for(fn: Callable[[], object]) -> None:
+        """Runs ``fn`` on a thread while this one waits interruptibly, so
+        that signal handlers run meanwhile (a second Ctrl-C)."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                fn()
+            except BaseException as e:
+                failure.append(e)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="honker-drain", daemon=True).start()
+        while not done.wait(3600):
+            pass
+        if failure:
+            raise failure[0]
+
+    def _install_signals(self) -> dict[int, Any] | None:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, self._signalled)
+        return previous
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, Any] | None) -> None:
+        for sig, handler in (previous or {}).items():
+            signal.signal(sig, handler)
+
+    def _feed(
+        self, native: _native.Worker, loop: asyncio.AbstractEventLoop | None
+    ) -> threading.Thread:
+        """The thread that keeps one ``next`` outstanding (the worker's
+        clock: renewals and timeouts happen inside it) and dispatches each
+        task: sync handlers to the worker's threads, async ones to the loop."""
+
+        def feed() -> None:
+            while True:
+                try:
+                    task = native.next(60.0)
+                except BaseException:  # the database closed under the worker
+                    log.exception("the worker stopped: its next claim failed")
+                    self._signalled()
+                    return
+                if task is None:
+                    if native.stopping:
+                        native.shutdown()  # releases what it claimed and kept
+                        return
+                    continue
+                try:
+                    self._dispatch(native, task, loop)
+                except RuntimeError:  # the loop closed: released when collected
+                    return
+
+        thread = threading.Thread(target=feed, name="honker-worker", daemon=True)
+        thread.start()
+        return thread
+
+    def _dispatch(
+        self, native: _native.Worker, task: _native.Task, loop: asyncio.AbstractEventLoop | None
+    ) -> None:
+        reg = self._queues[task.queue]
+        job = Job(reg.queue, self.worker_id, task.job, reg.lease or reg.queue._lease)
+        job._task = task
+        handler = self._handler(reg, job)
+        if isinstance(handler, Permanent):
+            self._pool.submit(self._finish, native, task, job, "permanent", None, str(handler))
+        elif loop is not None and _is_async(handler):
+            loop.call_soon_threadsafe(self._start_async, native, task, job, handler)
+        else:
+            self._pool.submit(self._run_sync, native, task, job, handler)
+
+    @staticmethod
+    def _handler(reg: _Registration, job: Job) -> Handler | Permanent:
+        if reg.handler is not None:
+            return reg.handler
+        try:
+            payload = job.payload
+        except ValueError:
+            payload = None
+        name = payload.get(ENVELOPE_TASK) if isinstance(payload, dict) else None
+        if not isinstance(name, str):
+            return Permanent(
+                f'not a task envelope ({{"{ENVELOPE_TASK}": name, "{ENVELOPE_ARGS}": ...}}), '
+                f"and queue {reg.queue.name!r} has handlers only for tasks"
+            )
+        handler = reg.tasks.get(name)
+        return handler if handler is not None else Permanent(f"no handler for task {name}")
+
+    def _run_sync(
+        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+    ) -> None:
+        self._emit("start", task.queue, job, None)
+        try:
+            result = handler(job)
+            if inspect.isawaitable(result):  # an async handler under run(): its own loop
+                result = asyncio.run(_awaited(result))
+        except BaseException as e:
+            self._finish(native, task, job, *_outcome(e))
+            if not isinstance(e, Exception):
+                raise
+        else:
+            self._finish(native, task, job, "ack", result, None)
+
+    def _start_async(
+        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+    ) -> None:
+        t = asyncio.get_running_loop().create_task(self._run_async(native, task, job, handler))
+        self._running_tasks.add(t)
+        t.add_done_callback(self._running_tasks.discard)
+
+    async def _run_async(
+        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+    ) -> None:
+        self._emit("start", task.queue, job, None)
+        remaining = task.remaining
+        try:
+            coro = _awaited(handler(job))
+            result = await (
+                coro if remaining is None else asyncio.wait_for(coro, max(remaining, 0))
+            )
+        except asyncio.TimeoutError:
+            # Cancelled and awaited by wait_for: core records the timeout.
+            outcome: tuple[str, Any, str | None] = ("retry", None, "timed out")
+        except asyncio.CancelledError:
+            # Cancelled by the host (a drain that ran out of grace, a closing
+            # loop), not failed: the job goes back without spending an attempt.
+            await asyncio.shield(
+                _threads.run(self._finish, native, task, job, "release", None, None)
+            )
+            raise
+        except Exception as e:
+            outcome = _outcome(e)
+        else:
+            outcome = ("ack", result, None)
+        await _threads.run(self._finish, native, task, job, *outcome)
+
+    def _finish(
+        self,
+        native: _native.Worker,
+        task: _native.Task,
+        job: Job,
+        outcome: str,
+        value: Any,
+        error: str | None,
+    ) -> None:
+        if job._settled:  # the handler acked (or retried...) the job itself
+            outcome = "settled"
+        kw: dict[str, Any] = {}
+        if outcome == "ack":
+            kw["result"] = value
+        elif outcome in ("retry", "snooze"):
+            kw["delay"] = value
+        if error is not None:
+            kw["error"] = error
+        try:
+            try:
+                report = native.complete(task, outcome, **kw)
+            except (TypeError, ValueError) as e:
+                # A result that is not JSON: the task was not consumed.
+                error = f"the handler's result could not be stored: {type(e).__name__}: {e}"
+                report = native.complete(task, "retry", error=error)
+        except Exception:
+            # The database failed: the slot is free, and the job's lease
+            # lapses, so it runs again (at-least-once).
+            log.exception("job %s on %r: recording the outcome failed", job.id, task.queue)
+            return
+        _, queue, _, finished, state, ran = report
+        kind = _KINDS[finished]
+        self._emit(kind, queue, job, ran, error if kind in ("retry", "dead") else None, state)
+
+    def _emit(
+        self,
+        kind: str,
+        queue: str,
+        job: Job,
+        ran: float | None,
+        error: str | None = None,
+        state: str | None = None,
+    ) -> None:
+        hooks = self._hooks[kind]
+        level = _LEVELS[kind]
+        if not hooks and not log.isEnabledFor(level):
+            return
+        event = WorkerEvent(kind, queue, job.id, job.attempts, ran, error, state)
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "%s job %s on %r (attempt %s)%s%s",
+                kind,
+                job.id,
+                queue,
+                job.attempts,
+                "" if ran is None else f" after {ran * 1000:.1f} ms",
+                "" if error is None else f": {error}",
+            )
+        for hook in hooks:
+            try:
+                hook(event)
+            except Exception:
+                log.exception("a worker hook for %r raised", kind)
+
+    async def _drain_async(
+        self,
+        native: _native.Worker,
+        running: set[asyncio.Task[None]],
+        feeder: threading.Thread,
+    ) -> None:
+        await _threads.run(native.drain)
+        # What outlived the grace period was released: cancel it and wait.
+        for t in list(running):
+            t.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        await _threads.run(feeder.join)
+
+
+_LEVELS = {
+    "start": logging.DEBUG,
+    "success": logging.DEBUG,
+    "settled": logging.DEBUG,
+    "retry": logging.WARNING,
+    "dead": logging.ERROR,
+    "snoozed": logging.DEBUG,
+    "timed_out": logging.WARNING,
+    "lease_lost": logging.WARNING,
+    "released": logging.INFO,
+}
+
+
+def _handlers(reg: _Registration) -> list[Handler]:
+    return [reg.handler] if reg.handler is not None else list(reg.tasks.values())
+
+
+def _is_async(fn: Any) -> bool:
+    # A class instance with an `async def __call__` is async too.
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        type(fn).__call__ if not inspect.isroutine(fn) else None
+    )
+
+
+async def _awaited(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _outcome(e: BaseException) -> tuple[str, Any, str | None]:
+    """A handler's exception as an outcome: (kind, delay, error)."""
+    if isinstance(e, Permanent):
+        return ("permanent", None, str(e) or type(e).__name__)
+    if isinstance(e, Snooze):
+        return ("snooze", e.delay, None)
+    if isinstance(e, Retry):
+        return ("retry", e.delay, str(e))
+    return ("retry", None, f"{type(e).__name__}: {e}")
+
+
+class _Pool:
+    """The worker's threads for sync handlers: one per slot, daemon threads
+    so that a handler that never returns cannot hold the process past its
+    shutdown (its job was released at the end of the grace period)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._work: _queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = (
+            _queue.SimpleQueue()
+        )
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., object], *args: Any) -> None:
+        with self._lock:
+            if self._idle == 0 and len(self._threads) < self._size + 1:
+                t = threading.Thread(target=self._loop, name="honker-handler", daemon=True)
+                self._threads.append(t)
+                t.start()
+            else:
+                self._idle -= 1
+        self._work.put((fn, args))
+
+    def _loop(self) -> None:
+        while True:
+            fn, args = self._work.get()
+            try:
+                fn(*args)
+            except BaseException:
+                log.exception("a worker thread's call raised")
+            with self._lock:
+                self._idle += 1

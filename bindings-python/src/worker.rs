@@ -1,0 +1,267 @@
+//! Core's worker runtime for Python (`honker::runtime::Worker`): the package's
+//! `honker.Worker` keeps one `next` outstanding on a thread of its own, runs
+//! the handlers (threads for sync ones, asyncio tasks for async ones) and
+//! hands each outcome back with `complete`. Every call that may wait or write
+//! runs without the GIL; a task collected without `complete` releases its job
+//! on a thread of its own, never while holding the GIL.
+
+use std::time::{Duration, Instant};
+
+use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use crate::database::{secs, Database};
+use crate::errors::{invalid, IntoPyResult as _};
+use crate::json::payload_from_py;
+use crate::queue::Queue;
+use crate::records::ClaimedJob;
+
+/// See `honker.Worker`.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Worker {
+    w: honker::runtime::Worker,
+    /// What `drain` gives running handlers.
+    grace: Mutex<Duration>,
+}
+
+/// A job handed out by `Worker.next`, until `Worker.complete` takes it.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Task {
+    // Taken by `complete`; collected without it, the job is released off
+    // the GIL.
+    t: OffThreadDrop<Mutex<Option<honker::runtime::Task>>>,
+    queue: String,
+    deadline: Option<Instant>,
+}
+
+impl Task {
+    fn with<R>(&self, f: impl FnOnce(&honker::runtime::Task) -> R) -> PyResult<R> {
+        match &*self.t.lock() {
+            Some(t) => Ok(f(t)),
+            None => Err(invalid("this task was already completed")),
+        }
+    }
+}
+
+#[pymethods]
+impl Task {
+    /// The job, as `Queue.claim` rows it.
+    #[getter]
+    fn job(&self) -> PyResult<ClaimedJob> {
+        self.with(|t| ClaimedJob::from(t.job().clone()))
+    }
+
+    #[getter]
+    fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// Seconds left before the handler's timeout (negative once past), or
+    /// None without a timeout.
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.deadline.map(|d| {
+            let now = Instant::now();
+            if d >= now {
+                (d - now).as_secs_f64()
+            } else {
+                -(now - d).as_secs_f64()
+            }
+        })
+    }
+
+    /// Whether the handler overran its timeout (its job is already retried).
+    #[getter]
+    fn timed_out(&self) -> bool {
+        self.with(|t| t.timed_out()).unwrap_or(false)
+    }
+
+    /// Whether the lease was lost (renewal found another holder).
+    #[getter]
+    fn lost(&self) -> bool {
+        self.with(|t| t.lost()).unwrap_or(false)
+    }
+
+    /// Whether the worker no longer waits for this run's outcome (timed
+    /// out, lease lost, or released by a shutdown).
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.with(|t| t.cancelled()).unwrap_or(false)
+    }
+}
+
+/// `(job_id, queue, attempts, finished, ran_seconds)`, finished one of
+/// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+/// `released`, `settled`; with the job's new state for `retried`/`snoozed`
+/// (`ready`, `scheduled`, `dead`), else None.
+type Report = (i64, String, u32, &'static str, Option<&'static str>, f64);
+
+fn report(r: honker::runtime::Report) -> Report {
+    let (finished, state) = match r.finished {
+        Finished::Acked => ("acked", None),
+        Finished::Retried(s) => ("retried", Some(s)),
+        Finished::Dead => ("dead", None),
+        Finished::Snoozed(s) => ("snoozed", Some(s)),
+        Finished::TimedOut => ("timed_out", None),
+        Finished::LeaseLost => ("lease_lost", None),
+        Finished::Released => ("released", None),
+        Finished::Settled => ("settled", None),
+    };
+    (
+        r.job_id,
+        r.queue,
+        r.attempts,
+        finished,
+        state.map(|s| s.as_str()),
+        r.ran.as_secs_f64(),
+    )
+}
+
+#[pymethods]
+impl Worker {
+    #[new]
+    #[pyo3(signature = (db, *, worker_id, concurrency, grace))]
+    fn new(
+        db: PyRef<'_, Database>,
+        worker_id: String,
+        concurrency: i64,
+        grace: f64,
+    ) -> PyResult<Worker> {
+        let concurrency = honker::validate::batch(concurrency).py()?;
+        let grace = Mutex::new(secs("grace", grace)?);
+        let w = honker::runtime::Worker::new(
+            &db.db,
+            WorkerOptions {
+                worker_id,
+                concurrency,
+            },
+        )
+        .py()?;
+        Ok(Worker { w, grace })
+    }
+
+    /// Seconds a drain gives running handlers.
+    #[getter]
+    fn get_grace(&self) -> f64 {
+        self.grace.lock().as_secs_f64()
+    }
+
+    #[setter]
+    fn set_grace(&self, grace: f64) -> PyResult<()> {
+        *self.grace.lock() = secs("grace", grace)?;
+        Ok(())
+    }
+
+    /// Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
+    /// and `lease` in seconds.
+    #[pyo3(signature = (queue, *, concurrency = None, timeout = None, lease = None))]
+    fn register(
+        &self,
+        queue: PyRef<'_, Queue>,
+        concurrency: Option<i64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<()> {
+        let options = HandlerOptions {
+            concurrency: concurrency
+                .map(|n| honker::validate::batch(n).py())
+                .transpose()?,
+            timeout: timeout.map(|s| secs("timeout", s)).transpose()?,
+            lease: lease.map(|s| secs("lease", s)).transpose()?,
+        };
+        self.w.register(&queue.queue, options).py()
+    }
+
+    #[getter]
+    fn worker_id(&self) -> &str {
+        self.w.worker_id()
+    }
+
+    #[getter]
+    fn running(&self) -> usize {
+        self.w.running()
+    }
+
+    #[getter]
+    fn stopping(&self) -> bool {
+        self.w.is_stopping()
+    }
+
+    /// The next task, waiting up to `wait` seconds; None when the wait ran
+    /// out or the worker is stopping. Renews leases and enforces timeouts
+    /// while it waits: keep one call outstanding.
+    fn next(&self, py: Python<'_>, wait: f64) -> PyResult<Option<Task>> {
+        let wait = secs("wait", wait)?;
+        let w = &self.w;
+        let task = py.detach(|| w.next(wait)).py()?;
+        Ok(task.map(|t| Task {
+            queue: t.queue().to_owned(),
+            deadline: t.deadline(),
+            t: OffThreadDrop::new(Mutex::new(Some(t))),
+        }))
+    }
+
+    /// Records the outcome (`ack` with `result`, `retry` with `delay` and
+    /// `error`, `permanent` with `error`, `snooze` with `delay`, `release`,
+    /// `settled`)
+    /// and frees the task's slot.
+    #[pyo3(signature = (task, outcome, *, result = None, delay = None, error = None))]
+    fn complete(
+        &self,
+        py: Python<'_>,
+        task: PyRef<'_, Task>,
+        outcome: &str,
+        result: Option<&Bound<'_, PyAny>>,
+        delay: Option<f64>,
+        error: Option<String>,
+    ) -> PyResult<Report> {
+        let delay = delay.map(|s| secs("delay", s)).transpose()?;
+        let outcome = match outcome {
+            "ack" => Outcome::Ack(result.map(payload_from_py).transpose()?),
+            "retry" => Outcome::Retry {
+                delay,
+                error: error.unwrap_or_default(),
+            },
+            "permanent" => Outcome::Permanent(error.unwrap_or_default()),
+            "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
+            "release" => Outcome::Release,
+            "settled" => Outcome::Settled,
+            other => return Err(invalid(format!("unknown outcome {other:?}"))),
+        };
+        let t = task
+            .t
+            .lock()
+            .take()
+            .ok_or_else(|| invalid("this task was already completed"))?;
+        let w = &self.w;
+        py.detach(|| w.complete(t, outcome)).py().map(report)
+    }
+
+    /// Stops claiming, without I/O (safe in a signal handler).
+    fn stop(&self) {
+        self.w.stop()
+    }
+
+    /// Ends a drain's grace period now, without I/O.
+    fn end_grace(&self) {
+        self.w.end_grace()
+    }
+
+    /// Stops claiming; releases the jobs claimed but not handed out and
+    /// returns how many.
+    fn shutdown(&self, py: Python<'_>) -> usize {
+        let w = &self.w;
+        py.detach(|| w.shutdown())
+    }
+
+    /// After `shutdown`: waits up to the grace period for running tasks,
+    /// renewing their leases, then releases the rest; returns how many.
+    fn drain(&self, py: Python<'_>) -> PyResult<usize> {
+        let grace = *self.grace.lock();
+        let w = &self.w;
+        py.detach(|| w.drain(grace)).py().map(|r| r.released)
+    }
+}

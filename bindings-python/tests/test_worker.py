@@ -1,0 +1,438 @@
+"""honker.Worker: core's worker runtime with Python handlers (threads for
+``def``, asyncio tasks for ``async def``). Mirrors core/tests/worker.rs, plus
+what only a process shows: SIGTERM, SIGSTOP past the lease, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import honker
+import pytest
+
+
+@pytest.fixture
+def rdb(path: Path):
+    """A database on the real clock: leases lapse in real time."""
+    database = honker.open(path)
+    yield database
+    database.close()
+
+
+class Peak:
+    """Counts handlers running at once, overall and per key."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def enter(self, *keys: str) -> None:
+        with self.lock:
+            for k in keys:
+                self.now[k] = self.now.get(k, 0) + 1
+                self.peak[k] = max(self.peak.get(k, 0), self.now[k])
+
+    def leave(self, *keys: str) -> None:
+        with self.lock:
+            for k in keys:
+                self.now[k] -= 1
+
+
+def stop_when(worker: honker.Worker, cond) -> threading.Thread:
+    """Stops ``worker`` once ``cond()`` holds (checked every 10 ms)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker.stop()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_sync_handlers_never_exceed_the_limits(rdb):
+    rdb.queue("a").enqueue_many(list(range(40)))
+    rdb.queue("b").enqueue_many(list(range(40)))
+    w = honker.Worker(rdb, concurrency=5)
+    peak, done = Peak(), []
+
+    @w.task("a", concurrency=2)
+    def a(job):
+        peak.enter("a", "all")
+        time.sleep(0.005)
+        peak.leave("a", "all")
+        done.append(job.id)
+
+    @w.task("b", concurrency=4)
+    def b(job):
+        peak.enter("b", "all")
+        time.sleep(0.005)
+        peak.leave("b", "all")
+        done.append(job.id)
+
+    stop_when(w, lambda: len(done) == 80)
+    w.run(signals=False)
+    assert len(done) == 80 and len(set(done)) == 80
+    assert peak.peak["a"] <= 2 and peak.peak["b"] <= 4 and peak.peak["all"] <= 5, peak.peak
+    assert peak.peak["all"] >= 3, f"handlers ran concurrently: {peak.peak}"
+
+
+def test_async_handlers_never_exceed_the_limits(rdb):
+    rdb.queue("a").enqueue_many(list(range(60)))
+    w = honker.Worker(rdb, concurrency=8)
+    peak, done = Peak(), []
+
+    @w.task("a", concurrency=6)
+    async def a(job):
+        peak.enter("a")
+        await asyncio.sleep(0.005)
+        peak.leave("a")
+        done.append(job.id)
+
+    async def main() -> None:
+        run = asyncio.create_task(w.run_async())
+        while len(done) < 60:
+            await asyncio.sleep(0.01)
+        w.stop()
+        await run
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert sorted(done) == sorted(set(done)) and len(done) == 60
+    assert 3 <= peak.peak["a"] <= 6, peak.peak
+
+
+def test_outcomes_ack_result_retry_permanent_snooze(rdb):
+    q = rdb.queue("q", max_attempts=2, backoff_base=0.05, backoff_jitter=0)
+    ids = {
+        kind: q.enqueue({"kind": kind}).id
+        for kind in ("ack", "retry", "boom", "permanent", "snooze", "unstorable")
+    }
+    w = honker.Worker(rdb, concurrency=4)
+    events: list[honker.WorkerEvent] = []
+    for kind in honker.worker.KINDS:
+        w.on(kind, events.append)
+    runs: dict[str, int] = {}
+
+    @w.task("q")
+    def handle(job):
+        kind = job.payload["kind"]
+        runs[kind] = runs.get(kind, 0) + 1
+        if kind == "ack":
+            return {"sent": True}
+        if kind == "retry":
+            raise honker.Retry("429 from the API", delay=60)
+        if kind == "boom":
+            raise RuntimeError("flaky")
+        if kind == "permanent":
+            raise honker.Permanent("invalid address")
+        if kind == "snooze":
+            if runs[kind] == 1:
+                raise honker.Snooze(0.05)
+            return "later"
+        return object()  # not JSON
+
+    def finished() -> bool:
+        dead = {d.id for d in q.dead_letters()}
+        return {ids["boom"], ids["permanent"]} <= dead and runs.get("snooze", 0) >= 2
+
+    stop_when(w, finished)
+    w.run(signals=False)
+
+    assert q.get_result(ids["ack"]) == {"sent": True}
+    retry = q.get_job(ids["retry"])
+    assert (retry.state, retry.attempts, retry.last_error) == ("scheduled", 1, "429 from the API")
+    assert retry.run_at.timestamp() > time.time() + 50
+    boom = q.get_job(ids["boom"])
+    assert (boom.state, boom.attempts) == ("dead", 2), "retried with the backoff, then dead"
+    assert boom.last_error == "RuntimeError: flaky"
+    perm = q.get_job(ids["permanent"])
+    assert (perm.state, perm.attempts, perm.last_error) == ("dead", 1, "invalid address")
+    assert q.get_result(ids["snooze"]) == "later"
+    assert runs["snooze"] == 2
+    unstorable = q.get_job(ids["unstorable"])
+    assert unstorable.last_error.startswith("the handler's result could not be stored: TypeError")
+    kinds = {(e.kind, e.job_id) for e in events}
+    assert ("success", ids["ack"]) in kinds and ("start", ids["ack"]) in kinds
+    assert ("retry", ids["retry"]) in kinds and ("dead", ids["permanent"]) in kinds
+    assert ("snoozed", ids["snooze"]) in kinds
+    ev = next(e for e in events if e.kind == "dead" and e.job_id == ids["permanent"])
+    assert ev.error == "invalid address" and ev.queue == "q" and ev.seconds is not None
+
+
+def test_envelope_dispatches_by_task_and_unknown_tasks_go_dead(rdb):
+    q = rdb.queue("jobs")
+    q.enqueue({"task": "resize", "args": {"w": 10}})
+    q.enqueue({"task": "email", "args": ["a@b.c"]})
+    unknown = q.enqueue({"task": "transcode", "args": []}).id
+    raw = q.enqueue({"no": "envelope"}).id
+    w = honker.Worker(rdb)
+    got: dict[str, object] = {}
+
+    @w.task("jobs", task="resize")
+    def do_resize(job):
+        got["resize"] = job.payload["args"]
+
+    @w.task("jobs", task="email")
+    async def do_email(job):
+        got["email"] = job.payload["args"]
+
+    with pytest.raises(honker.InvalidArgument):
+        w.register("jobs", lambda job: None)  # the queue carries tasks
+    with pytest.raises(honker.InvalidArgument):
+        w.register("jobs", lambda job: None, task="resize")  # taken
+
+    stop_when(w, lambda: len(got) == 2 and len(q.dead_letters()) == 2)
+    w.run(signals=False)
+    assert got == {"resize": {"w": 10}, "email": ["a@b.c"]}
+    assert q.get_job(unknown).last_error == "no handler for task transcode"
+    assert q.get_job(raw).last_error.startswith("not a task envelope")
+    assert q.stats().running == 0
+
+
+def test_a_handler_running_five_times_its_lease_is_not_duplicated(rdb):
+    q = rdb.queue("slow")
+    job_id = q.enqueue("x").id
+    w = honker.Worker(rdb, concurrency=1)
+    runs, stolen = [], []
+
+    @w.task("slow", lease=0.2)
+    def slow(job):
+        runs.append(job.id)
+        end = time.monotonic() + 1.0  # 5x the lease
+        while time.monotonic() < end:
+            stolen.extend(q.claim_batch("thief", 1))  # must find nothing
+            time.sleep(0.05)
+        return "done"
+
+    stop_when(w, lambda: q.get_result(job_id) == "done")
+    w.run(signals=False)
+    assert runs == [job_id] and stolen == []
+
+
+def test_a_sync_handler_past_its_timeout_has_its_job_retried(rdb):
+    q = rdb.queue("t", backoff_base=0.05, backoff_jitter=0)
+    job_id = q.enqueue("x").id
+    w = honker.Worker(rdb, concurrency=2)
+    events: list[honker.WorkerEvent] = []
+    w.on("timed_out", events.append)
+    w.on("success", events.append)
+    seen_cancelled = []
+
+    @w.task("t", timeout=0.2)
+    def handler(job):
+        if job.attempts == 1:
+            while not job.cancelled:  # told to stop by the flag
+                time.sleep(0.01)
+            seen_cancelled.append(time.monotonic())
+            return "too late"
+        return "second run"
+
+    stop_when(w, lambda: any(e.kind == "success" for e in events))
+    w.run(signals=False)
+    assert seen_cancelled, "the sync handler saw job.cancelled"
+    assert q.get_result(job_id) == "second run"
+    kinds = [e.kind for e in events]
+    assert kinds == ["timed_out", "success"], kinds
+
+
+def test_an_async_handler_past_its_timeout_is_cancelled_and_retried(rdb):
+    q = rdb.queue("t", backoff_base=0.05, backoff_jitter=0, max_attempts=2)
+    job_id = q.enqueue("x").id
+    w = honker.Worker(rdb)
+    cancelled = []
+
+    @w.task("t", timeout=0.2)
+    async def handler(job):
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(job.attempts)
+            raise
+
+    stop_when(w, lambda: q.get_job(job_id).state == "dead")
+    w.run(signals=False)
+    assert cancelled == [1, 2]
+    assert q.get_job(job_id).last_error == "handler timed out after 200 ms"
+
+
+def test_a_handler_that_acks_in_its_own_transaction_settles_the_job(rdb):
+    rdb.execute("CREATE TABLE sent (job_id INTEGER PRIMARY KEY)")
+    q = rdb.queue("outbox")
+    ids = [e.id for e in q.enqueue_many(["a", "b", "c"])]
+    w = honker.Worker(rdb)
+    events: list[honker.WorkerEvent] = []
+    w.on("settled", events.append)
+
+    @w.task("outbox")
+    def handle(job):
+        with rdb.transaction() as tx:
+            tx.execute("INSERT INTO sent (job_id) VALUES (?)", [job.id])
+            job.ack(tx=tx)
+
+    stop_when(w, lambda: len(events) == 3)
+    w.run(signals=False)
+    assert sorted(r[0] for r in rdb.query("SELECT job_id FROM sent")) == ids
+    assert q.stats().running == 0 and q.stats().ready == 0
+
+
+def test_cancelling_run_async_drains_then_raises(rdb):
+    q = rdb.queue("q")
+    q.enqueue_many(["short", "long"])
+    w = honker.Worker(rdb, grace=0.5)
+    started, finished = [], []
+
+    @w.task("q")
+    async def handle(job):
+        started.append(job.payload)
+        await asyncio.sleep(0.05 if job.payload == "short" else 30)
+        finished.append(job.payload)
+
+    async def main() -> None:
+        run = asyncio.create_task(w.run_async())
+        while len(started) < 2:
+            await asyncio.sleep(0.01)
+        t0 = time.monotonic()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert time.monotonic() - t0 < 5
+
+    asyncio.run(main())
+    assert finished == ["short"]
+    stats = q.stats()
+    assert (stats.ready, stats.running) == (1, 0), "the long one was released"
+    assert q.claim_batch("x", 1)[0].attempts == 1, "its attempt was given back"
+
+
+def test_bad_options_are_invalid_and_change_nothing(rdb):
+    with pytest.raises(honker.InvalidArgument):
+        honker.Worker(rdb, concurrency=0)
+    with pytest.raises(honker.InvalidArgument):
+        honker.Worker(rdb, grace=-1)
+    w = honker.Worker(rdb)
+    with pytest.raises(honker.InvalidArgument):
+        w.register("q", lambda job: None, timeout=0)
+    with pytest.raises(honker.InvalidArgument):
+        w.register("q", "not callable")  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
+        w.on("finished", print)
+    with pytest.raises(honker.InvalidArgument, match="no handler"):
+        w.run(signals=False)
+    w.register("q", lambda job: None, concurrency=2)
+    with pytest.raises(honker.InvalidArgument, match="other options"):
+        w.register("q", lambda job: None, task="x", concurrency=3)
+
+
+# ----- processes ------------------------------------------------------------
+
+APP = """
+import os, sys, time, json
+import honker
+
+db = honker.open(os.environ["APP_DB"])
+worker = honker.Worker(db, concurrency=int(os.environ.get("APP_CONCURRENCY", "4")),
+                       grace=float(os.environ.get("APP_GRACE", "2")), worker_id="app")
+
+def log(*parts):
+    with open(os.environ["APP_LOG"], "a") as f:
+        f.write(json.dumps(parts) + "\\n")
+
+@worker.task("work", lease=float(os.environ.get("APP_LEASE", "60")))
+def work(job):
+    log("start", job.id, job.payload)
+    time.sleep(job.payload["sleep"])
+    log("done", job.id)
+    return "by app"
+"""
+
+
+def start_app(tmp_path: Path, path: Path, **env: str) -> tuple[subprocess.Popen, Path]:
+    (tmp_path / "app_worker.py").write_text(textwrap.dedent(APP))
+    log = tmp_path / "app.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "honker", "worker", "app_worker:worker", "--log-level", "DEBUG"],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "APP_DB": str(path),
+            "APP_LOG": str(log),
+            **{f"APP_{k.upper()}": v for k, v in env.items()},
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    return proc, log
+
+
+def read_log(log: Path) -> list[list]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def wait_until(cond, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_sigterm_stops_claiming_acks_short_jobs_and_releases_the_long_one(tmp_path, path, rdb):
+    q = rdb.queue("work")
+    short = [q.enqueue({"sleep": 0.3}).id for _ in range(3)]
+    long = q.enqueue({"sleep": 60}).id
+    waiting = [q.enqueue({"sleep": 0}, priority=-1).id for _ in range(5)]
+    proc, log = start_app(tmp_path, path, concurrency="4", grace="2")
+    try:
+        wait_until(lambda: len([e for e in read_log(log) if e[0] == "start"]) == 4)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+        elapsed = time.monotonic() - t0
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert elapsed < 2 + 1.5, f"exited within the grace period (+ start-up slack): {elapsed}"
+    started = {e[1] for e in read_log(log) if e[0] == "start"}
+    assert started == {*short, long}, "no claim after the signal"
+    for i in short:
+        assert q.get_result(i) == "by app"
+    info = q.get_job(long)
+    assert (info.state, info.attempts) == ("ready", 0), "released, attempt given back"
+    for i in waiting:
+        assert (q.get_job(i).state, q.get_job(i).attempts) == ("ready", 0)
+    assert "shutting down" in out
+
+
+def test_a_sigstopped_worker_loses_its_job_and_its_late_ack_is_refused(tmp_path, path, rdb):
+    q = rdb.queue("work")
+    job_id = q.enqueue({"sleep": 1.0}).id
+    proc, log = start_app(tmp_path, path, concurrency="1", lease="0.5")
+    try:
+        wait_until(lambda: any(e[0] == "start" for e in read_log(log)))
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.8)  # past the lease: renewals cannot run
+        [job] = q.claim_batch("rescuer", 1)
+        assert job.id == job_id and job.attempts == 2
+        proc.send_signal(signal.SIGCONT)
+        wait_until(lambda: any(e[0] == "done" for e in read_log(log)))
+        time.sleep(0.3)
+        job.ack(result="by rescuer")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert q.get_result(job_id) == "by rescuer", "the late ack was refused"
+    assert "lease_lost job" in out, out
