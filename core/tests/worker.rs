@@ -528,7 +528,8 @@ fn an_outcome_after_the_deadline_is_a_timeout_even_before_the_clock_saw_it() {
     .unwrap();
     let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
     let id = task.job().id;
-    thread::sleep(Duration::from_millis(80)); // no `next` outstanding: no tick
+    // No `next` is outstanding, so the clock does not tick.
+    thread::sleep(Duration::from_millis(80));
     // A host that cancelled its handler at the deadline reports a failure.
     let r = w
         .complete(
