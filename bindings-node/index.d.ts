@@ -283,12 +283,100 @@ export class Job {
   keepAlive<T>(fn: (signal: AbortSignal) => T | Promise<T>, options?: { every?: number }): Promise<T>;
 }
 
+/** Throw from a handler when no retry can help: the job is dead-lettered at once. */
+export class Permanent extends Error {
+  constructor(message?: string);
+}
+/** Throw from a handler to retry after `delay` ms (default: the queue's backoff), spending an attempt. */
+export class Retry extends Error {
+  constructor(message?: string, options?: { delay?: number });
+  readonly delay: number | undefined;
+}
+/** Throw from a handler to run the job again after `delay` ms without spending an attempt. */
+export class Snooze extends Error {
+  constructor(delay: number);
+  readonly delay: number;
+}
+
+/** A handler: resolves to the job's result (acked), or throws (see `Worker`). */
+export type Handler = (job: Job, signal: AbortSignal) => unknown;
+
+export type WorkerEventKind =
+  | 'start'
+  | 'success'
+  | 'retry'
+  | 'dead'
+  | 'snoozed'
+  | 'timed_out'
+  | 'lease_lost'
+  | 'released'
+  | 'settled';
+
+/** What a hook receives (`worker.on(kind, hook)`). */
+export interface WorkerEvent {
+  kind: WorkerEventKind;
+  queue: string;
+  jobId: number;
+  /** The job's attempts, counting this run. */
+  attempts: number;
+  /** How long the handler ran (null for `start`). */
+  ms: number | null;
+  /** The error recorded for `retry`/`dead`. */
+  error: string | null;
+  /** The job's new state after `retry`/`snoozed`. */
+  state: JobState | null;
+}
+
+/** The worker could not record an outcome (`jobId` set), or stopped because its claim failed. */
+export interface WorkerErrorEvent {
+  kind: 'error';
+  error: unknown;
+  queue: string | null;
+  jobId: number | null;
+}
+
+/**
+ * Runs registered handlers for queues: concurrency limits, lease renewal,
+ * per-queue timeouts (the handler's signal aborts), retries, dead letters,
+ * graceful shutdown. At-least-once: make handlers idempotent.
+ */
+export class Worker {
+  constructor(db: Database, options?: { concurrency?: number; workerId?: string; grace?: number });
+  readonly workerId: string;
+  readonly concurrency: number;
+  /** Milliseconds a shutdown gives running handlers before releasing their jobs. */
+  grace: number;
+  /** The queues with handlers. */
+  readonly queues: string[];
+  /** Whether a shutdown began. */
+  readonly stopping: boolean;
+  /**
+   * Runs `handler(job, signal)` for the queue's jobs; with `task`, for the
+   * jobs of the envelope `{ task, args }` whose task is that name.
+   */
+  handle(
+    queue: string | Queue,
+    handler: Handler,
+    options?: { task?: string; concurrency?: number; timeout?: number; lease?: number },
+  ): this;
+  on(kind: WorkerEventKind, hook: (event: WorkerEvent) => void): this;
+  on(kind: 'error', hook: (event: WorkerErrorEvent) => void): this;
+  /** Begins a graceful shutdown: no claims; running handlers get `grace` ms. */
+  stop(): void;
+  /** Runs until `stop()`, `signal` aborts or (with `signals`) SIGTERM/SIGINT; then drains. Runs once. */
+  run(options?: { signal?: AbortSignal; signals?: boolean }): Promise<void>;
+}
+
 declare const honker: {
   open: typeof open;
   Database: typeof Database;
   Transaction: typeof Transaction;
   Queue: typeof Queue;
   Job: typeof Job;
+  Worker: typeof Worker;
+  Permanent: typeof Permanent;
+  Retry: typeof Retry;
+  Snooze: typeof Snooze;
   ManualClock: typeof ManualClock;
   HonkerError: typeof HonkerError;
   Busy: typeof Busy;

@@ -11,6 +11,7 @@
 // Semantics are at-least-once: make handlers idempotent.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
+const os = require('node:os');
 const { addon, extensionPath } = require('./binding.js').load();
 
 // ----- errors (the one place native failures become exceptions) ---------
@@ -770,8 +771,12 @@ class Job {
     return this._queue._db._fast;
   }
 
-  _write(tx, now, later) {
-    return write(this._queue._db, tx, this._fast(), now, later);
+  // A verb that settles the job: marks it so, for the worker (a handler
+  // that acked its job itself, in its own transaction).
+  async _write(tx, now, later) {
+    const r = await write(this._queue._db, tx, this._fast(), now, later);
+    this._settled = true;
+    return r;
   }
 
   _tx(options) {
@@ -833,8 +838,10 @@ class Job {
   async heartbeat(options = {}) {
     const extend = optMs('extend', options.extend) ?? this._leaseMs;
     const [q, tx] = [this._q(), this._tx(options)];
-    this._expires = await this._write(
+    this._expires = await write(
+      this._queue._db,
       tx,
+      this._fast(),
       () => q.tryHeartbeat(this.id, this.token, extend, tx),
       () => q.heartbeat(this.id, this.token, extend, tx),
     );
@@ -889,12 +896,403 @@ class Job {
 
 }
 
+// ----- the worker runtime ---------------------------------------------------
+
+/**
+ * Throw from a handler when no retry can help (an invalid address): the job
+ * goes to the dead letters at once, with this message as its error.
+ */
+class Permanent extends Error {
+  constructor(message = 'permanent failure') {
+    super(message);
+    this.name = 'Permanent';
+  }
+}
+
+/**
+ * Throw from a handler to retry the job after `delay` ms (default: the
+ * queue's backoff), spending an attempt: a 429 with Retry-After.
+ */
+class Retry extends Error {
+  constructor(message = 'retry requested', options = {}) {
+    super(message);
+    this.name = 'Retry';
+    this.delay = optMs('delay', options.delay);
+  }
+}
+
+/** Throw from a handler to run the job again after `delay` ms without spending an attempt. */
+class Snooze extends Error {
+  constructor(delay) {
+    if (typeof delay !== 'number') throw invalid(`delay must be a number of milliseconds, got ${describe(delay)}`);
+    super(`snoozed for ${delay} ms`);
+    this.name = 'Snooze';
+    this.delay = delay;
+  }
+}
+
+// What each way a task finished is called in events.
+const FINISHED_KINDS = {
+  acked: 'success',
+  retried: 'retry',
+  dead: 'dead',
+  snoozed: 'snoozed',
+  timed_out: 'timed_out',
+  lease_lost: 'lease_lost',
+  released: 'released',
+  settled: 'settled',
+};
+const WORKER_EVENTS = ['start', ...Object.values(FINISHED_KINDS), 'error'];
+
+// The documented envelope for a queue that carries several task types.
+const ENVELOPE_TASK = 'task';
+const ENVELOPE_ARGS = 'args';
+
+// How often a running handler's task is asked whether the worker gave up on
+// it (its lease lost, released by a shutdown): its signal aborts then.
+const CANCEL_POLL_MS = 100;
+
+/**
+ * Runs registered handlers for queues (core's worker runtime, the same in
+ * every language): a global and a per-queue concurrency limit, claims
+ * batched to the free slots, leases renewed while a handler runs, a
+ * per-queue timeout (the handler's AbortSignal aborts, and the job is
+ * retried), retries with the queue's backoff, dead letters, and a graceful
+ * shutdown.
+ *
+ *     const worker = new Worker(db, { concurrency: 16 });
+ *     worker.handle('emails', async (job, signal) => mailer.send(job.payload, { signal }),
+ *                   { concurrency: 8, timeout: 30_000 });
+ *     await worker.run({ signals: true });   // until SIGTERM, then drains
+ *
+ * A handler's resolved value acks the job (and is saved as its result);
+ * `Retry` retries it after a delay; any other error retries it with the
+ * queue's backoff and dead-letters it once its attempts are spent;
+ * `Permanent` dead-letters it at once; `Snooze` runs it later without
+ * spending an attempt. Semantics are at-least-once: a handler that ignores
+ * its signal after a timeout keeps its slot until it settles, its outcome is
+ * discarded, and the retry may run meanwhile. Make handlers idempotent.
+ */
+class Worker {
+  constructor(db, options = {}) {
+    if (!(db instanceof Database)) throw invalid('a Worker needs the Database of honker.open()');
+    const { concurrency = 10, workerId, grace = 30_000 } = options;
+    int('concurrency', concurrency, ...U32);
+    this.workerId = workerId === undefined ? `${os.hostname()}-${process.pid}` : text('workerId', workerId);
+    this.concurrency = concurrency;
+    this.grace = grace;
+    this._db = db;
+    // Core checks the options here, before anything runs.
+    this._native = unwrap(guarded(() => addon.newWorker(db._native, this.workerId, concurrency)));
+    this._queues = new Map();
+    this._hooks = Object.fromEntries(WORKER_EVENTS.map((k) => [k, []]));
+    this._started = false;
+    this._stopping = false;
+    this._wake = null;
+  }
+
+  /** Milliseconds a shutdown gives running handlers before releasing their jobs. */
+  get grace() {
+    return this._grace;
+  }
+
+  set grace(ms) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      throw invalid(`grace must be a number of milliseconds, got ${describe(ms)}`);
+    }
+    this._grace = ms;
+  }
+
+  /** The queues with handlers. */
+  get queues() {
+    return [...this._queues.keys()];
+  }
+
+  /** Whether a shutdown began. */
+  get stopping() {
+    return this._stopping;
+  }
+
+  /**
+   * Runs `handler(job, signal)` for `queue`'s jobs. With `task`, the queue
+   * carries the envelope `{ task: name, args }` and this handler takes the
+   * jobs whose task is `name` (`job.payload.args` are the arguments); a job
+   * whose task has no handler goes to the dead letters with
+   * `no handler for task <name>`. `concurrency`, `timeout` and `lease` (ms)
+   * are the queue's.
+   */
+  handle(queue, handler, options = {}) {
+    if (typeof handler !== 'function') throw invalid('a handler must be a function');
+    const { task, concurrency, timeout, lease } = options;
+    if (task !== undefined && (typeof task !== 'string' || task === '')) {
+      throw invalid('a task name must be a non-empty string');
+    }
+    if (this._started) throw invalid('register handlers before the worker runs');
+    const q = queue instanceof Queue ? queue : this._db.queue(text('queue', queue));
+    if (q._db !== this._db) throw invalid('this queue belongs to another Database');
+    int('concurrency', concurrency, ...U32);
+    const t = optMs('timeout', timeout);
+    const l = optMs('lease', lease);
+    let reg = this._queues.get(q.name);
+    if (reg) {
+      const given = [concurrency, t, l];
+      if (given.some((v) => v !== undefined) && given.some((v, i) => v !== [reg.concurrency, reg.timeout, reg.lease][i])) {
+        throw invalid(
+          `queue ${JSON.stringify(q.name)} is already registered with other options ` +
+            '(concurrency, timeout and lease are the queue\'s)',
+        );
+      }
+      if (reg.handler || task === undefined || reg.tasks.has(task)) {
+        const taken = reg.handler || task === undefined ? 'every job' : task;
+        throw invalid(`queue ${JSON.stringify(q.name)} already has a handler for ${taken}`);
+      }
+    } else {
+      // Core checks the options (and refuses a second registration).
+      unwrap(guarded(() => this._native.register(q._native, concurrency, t, l)));
+      reg = { queue: q, concurrency, timeout: t, lease: l, leaseMs: l ?? q._lease, handler: null, tasks: new Map() };
+      this._queues.set(q.name, reg);
+    }
+    if (task === undefined) reg.handler = handler;
+    else reg.tasks.set(task, handler);
+    return this;
+  }
+
+  /**
+   * Calls `hook(event)` for each event of `kind`: `start`, `success`,
+   * `retry`, `dead`, `snoozed`, `timed_out`, `lease_lost`, `released`,
+   * `settled` (`{ kind, queue, jobId, attempts, ms, error, state }`), or
+   * `error` (`{ kind, error, queue, jobId }`: the worker could not record an
+   * outcome, or stopped because its claim failed; printed to stderr when no
+   * hook listens). A hook that throws is reported on stderr and ignored.
+   */
+  on(kind, hook) {
+    if (!(kind in this._hooks)) throw invalid(`unknown event ${JSON.stringify(kind)}: one of ${WORKER_EVENTS.join(', ')}`);
+    if (typeof hook !== 'function') throw invalid('a hook must be a function');
+    this._hooks[kind].push(hook);
+    return this;
+  }
+
+  /**
+   * Begins a graceful shutdown (what SIGTERM does with `signals`): no claim
+   * from now on; running handlers get `grace` ms, then what still runs is
+   * released (no attempt spent) and its signal aborts.
+   */
+  stop() {
+    this._stopping = true;
+    this._native.stop();
+  }
+
+  /**
+   * Runs until `stop()`, `signal` aborts, or (with `signals`) SIGTERM or
+   * SIGINT, then drains: running handlers get `grace` ms to finish, what
+   * still runs is released (no attempt spent) and its signal aborted, and
+   * run resolves once those handlers settle too (their outcomes are
+   * discarded). A second signal ends the grace period, and that wait, at
+   * once. A Worker runs once.
+   */
+  async run(options = {}) {
+    const { signal, signals = false } = options;
+    if (this._started) throw invalid('this worker already ran (a Worker runs once)');
+    if (this._queues.size === 0) throw invalid('no handler is registered');
+    this._started = true;
+    const n = this._native;
+    const running = new Map(); // key -> { abort, done }
+    // A second signal ends the grace period, and the wait for handlers
+    // told to stop.
+    let hurry;
+    const hurried = new Promise((resolve) => (hurry = resolve));
+    const onSignal = () => {
+      if (this._stopping) {
+        n.endGrace();
+        hurry();
+      }
+      this.stop();
+    };
+    if (signals) {
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    }
+    const onAbort = () => this.stop();
+    if (signal) {
+      if (signal.aborted) this.stop();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+    const poll = setInterval(() => {
+      for (const [key, r] of running) {
+        if (!r.abort.signal.aborted && n.cancelled(key)) r.abort.abort(r.cancelledReason());
+      }
+    }, CANCEL_POLL_MS);
+    try {
+      while (!this._stopping) {
+        let t;
+        try {
+          t = unwrap(await n.next(60_000));
+        } catch (e) {
+          this._error(e, null, null);
+          this.stop();
+          break;
+        }
+        if (t) this._dispatch(t, running);
+        else if (n.stopping) this._stopping = true;
+      }
+      await call(() => n.shutdown());
+      await call(() => n.drain(this._grace));
+      // What still runs was released: its handler is told to stop, and
+      // awaited (its outcome is discarded) unless a second signal comes.
+      for (const r of running.values()) {
+        if (!r.abort.signal.aborted) {
+          r.abort.abort(new Error('released: the worker shut down before the handler finished'));
+        }
+      }
+      if (running.size > 0) await Promise.race([Promise.allSettled([...running.values()].map((r) => r.done)), hurried]);
+    } finally {
+      clearInterval(poll);
+      if (signal) signal.removeEventListener('abort', onAbort);
+      if (signals) {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+    }
+  }
+
+  _dispatch(t, running) {
+    const reg = this._queues.get(t.queue);
+    const job = new Job(reg.queue, this.workerId, t.job, reg.leaseMs);
+    const abort = new AbortController();
+    const handler = this._handler(reg, job);
+    let timer = null;
+    const hasDeadline = t.remainingMs !== null && t.remainingMs !== undefined;
+    const deadline = hasDeadline ? performance.now() + t.remainingMs : Infinity;
+    const timedOut = () => new Timeout('TIMEOUT', `the handler ran past its ${reg.timeout} ms timeout`);
+    if (hasDeadline) {
+      timer = setTimeout(
+        () => abort.abort(timedOut()),
+        // Just past core's deadline, so that core counts what the handler
+        // then reports as the timeout.
+        Math.ceil(Math.max(0, t.remainingMs)) + 2,
+      );
+    }
+    const entry = {
+      abort,
+      // Core gave up on it: at its deadline (core's clock may see it
+      // first), or for its lease.
+      cancelledReason: () =>
+        performance.now() >= deadline
+          ? timedOut()
+          : new LeaseLost('LEASE_LOST', `job ${job.id}: its lease was lost or released; its outcome will be discarded`),
+    };
+    running.set(t.key, entry);
+    this._emit('start', t.queue, job, null);
+    entry.done = (async () => {
+      let outcome;
+      try {
+        if (handler instanceof Permanent) throw handler;
+        outcome = ['ack', await handler(job, abort.signal), undefined];
+      } catch (e) {
+        outcome = outcomeOf(e);
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+      await this._finish(t, job, outcome);
+      running.delete(t.key);
+    })();
+  }
+
+  _handler(reg, job) {
+    if (reg.handler) return reg.handler;
+    let payload;
+    try {
+      payload = job.payload;
+    } catch {
+      payload = null;
+    }
+    const name = payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload) ? payload[ENVELOPE_TASK] : undefined;
+    if (typeof name !== 'string') {
+      return new Permanent(
+        `not a task envelope ({"${ENVELOPE_TASK}": name, "${ENVELOPE_ARGS}": ...}), ` +
+          `and queue ${JSON.stringify(reg.queue.name)} has handlers only for tasks`,
+      );
+    }
+    return reg.tasks.get(name) ?? new Permanent(`no handler for task ${name}`);
+  }
+
+  async _finish(t, job, [kind, value, error]) {
+    if (job._settled) kind = 'settled'; // the handler acked (or retried...) it itself
+    let result;
+    let delay;
+    if (kind === 'ack' && value !== undefined) {
+      try {
+        result = encode(value);
+      } catch (e) {
+        [kind, error] = ['retry', `the handler's result could not be stored: ${e.detail ?? e.message}`];
+      }
+    } else if (kind === 'retry' || kind === 'snooze') {
+      delay = value;
+    }
+    let report;
+    try {
+      report = await call(() => this._native.complete(t.key, kind, result, delay, error));
+    } catch (e) {
+      // The database failed: the slot is free, and the job's lease lapses,
+      // so it runs again (at-least-once).
+      this._error(e, t.queue, job.id);
+      return;
+    }
+    const k = FINISHED_KINDS[report.finished];
+    this._emit(k, report.queue, job, report.ranMs, k === 'retry' || k === 'dead' ? (error ?? null) : null, report.state ?? null);
+  }
+
+  _emit(kind, queue, job, ms, error = null, state = null) {
+    const hooks = this._hooks[kind];
+    if (hooks.length === 0) return;
+    const event = { kind, queue, jobId: job.id, attempts: job.attempts, ms, error, state };
+    for (const hook of hooks) {
+      try {
+        hook(event);
+      } catch (e) {
+        console.error(`honker: a worker hook for ${kind} threw:`, e);
+      }
+    }
+  }
+
+  _error(error, queue, jobId) {
+    const hooks = this._hooks.error;
+    if (hooks.length === 0) {
+      console.error(
+        jobId === null ? 'honker: the worker stopped: its claim failed:' : `honker: job ${jobId} on ${queue}: recording its outcome failed:`,
+        error,
+      );
+      return;
+    }
+    for (const hook of hooks) {
+      try {
+        hook({ kind: 'error', error, queue, jobId });
+      } catch (e) {
+        console.error('honker: a worker hook for error threw:', e);
+      }
+    }
+  }
+}
+
+/** A handler's error as an outcome: [kind, delay, error]. */
+function outcomeOf(e) {
+  if (e instanceof Permanent) return ['permanent', undefined, e.message || 'Permanent'];
+  if (e instanceof Snooze) return ['snooze', e.delay, undefined];
+  if (e instanceof Retry) return ['retry', e.delay, e.message];
+  if (e instanceof Error) return ['retry', undefined, `${e.name}: ${e.message}`];
+  return ['retry', undefined, `a non-Error was thrown: ${describe(e)}`];
+}
+
 module.exports = {
   open,
   Database,
   Transaction,
   Queue,
   Job,
+  Worker,
+  Permanent,
+  Retry,
+  Snooze,
   ManualClock: addon.ManualClock,
   HonkerError,
   Busy,

@@ -156,6 +156,48 @@ export declare class Transaction {
   tryRollback(): Out<undefined>
 }
 
+/** See `Worker` in index.js. */
+export declare class Worker {
+  /**
+   * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
+   * and `lease` in ms.
+   */
+  register(queue: Queue, concurrency?: number | undefined | null, timeout?: number | undefined | null, lease?: number | undefined | null): Out<undefined>
+  get running(): number
+  get stopping(): boolean
+  /**
+   * The next task, waiting up to `wait` ms; null when the wait ran out or
+   * the worker is stopping. Renews leases and enforces timeouts while it
+   * waits: keep one call outstanding.
+   */
+  next(wait: number): Promise<Out<TaskOut | undefined | null>>
+  /**
+   * Whether the worker no longer waits for task `key`'s outcome (timed
+   * out, lease lost, or released by a shutdown): abort its handler.
+   */
+  cancelled(key: number): boolean
+  /**
+   * Records task `key`'s outcome (`ack` with `result`, `retry` with
+   * `delay` and `error`, `permanent` with `error`, `snooze` with `delay`,
+   * `release`, `settled`) and frees its slot.
+   */
+  complete(key: number, outcome: string, result?: PayloadIo | undefined | null, delay?: number | undefined | null, error?: string | undefined | null): Promise<Out<TaskReport>>
+  /** Stops claiming, without I/O. */
+  stop(): void
+  /** Ends a drain's grace period now, without I/O. */
+  endGrace(): void
+  /**
+   * Stops claiming and releases the jobs claimed but not handed out;
+   * resolves to how many.
+   */
+  shutdown(): Promise<Out<number>>
+  /**
+   * After `shutdown`: waits up to `grace` ms for running tasks, renewing
+   * their leases, then releases the rest; resolves to how many.
+   */
+  drain(grace: number): Promise<Out<number>>
+}
+
 export interface ClaimArgs {
   /** Lease length (ms); the queue's by default. */
   lease?: number
@@ -273,6 +315,9 @@ export interface MaintenanceReport {
   results: number
 }
 
+/** A worker on `db` (core's `runtime::Worker`). */
+export declare function newWorker(db: Database, workerId: string, concurrency: number): Out<Worker>
+
 /** Opens (creating if needed) the honker file at `path`. */
 export declare function open(path: string, options?: OpenOptions | undefined | null): Promise<Out<Database>>
 
@@ -341,6 +386,30 @@ export interface Rebuilt {
 export interface Rows {
   columns: Array<string>
   rows: Array<Array<SqlOut>>
+}
+
+/** A job handed out by `next`, until `complete` takes it by `key`. */
+export interface TaskOut {
+  key: number
+  queue: string
+  job: ClaimedJob
+  /** Milliseconds left before the handler's timeout, if its queue has one. */
+  remainingMs?: number
+}
+
+/** A finished task, for the hooks. */
+export interface TaskReport {
+  jobId: number
+  queue: string
+  attempts: number
+  /**
+   * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+   * `released` or `settled`.
+   */
+  finished: string
+  /** The job's new state after `retried`/`snoozed`. */
+  state?: string
+  ranMs: number
 }
 
 /** The library version. */

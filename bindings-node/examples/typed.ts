@@ -7,7 +7,12 @@ import honker, {
   HonkerError,
   LeaseLost,
   InvalidArgument,
+  Worker,
+  Permanent,
+  Retry,
+  Snooze,
   type ErrorCode,
+  type WorkerEvent,
   type Job,
   type JobInfo,
   type QueueStats,
@@ -86,6 +91,25 @@ export async function everything(path: string): Promise<void> {
   }
   const codes: ErrorCode[] = honker.ERROR_CODES;
   const ext: string = extensionPath;
+
+  const worker = new Worker(db, { concurrency: 8, workerId: 'w-1', grace: 10_000 });
+  worker
+    .handle(emails, async (job: Job, signal: AbortSignal) => {
+      if (signal.aborted) throw new Snooze(1000);
+      if (job.attempts > 3) throw new Permanent('no such address');
+      if (job.payload === null) throw new Retry('not yet', { delay: 500 });
+      return { sent: true };
+    }, { concurrency: 4, timeout: 30_000, lease: 60_000 })
+    .handle('tasks', (job) => job.payload, { task: 'resize' })
+    .on('dead', (e: WorkerEvent) => console.log(e.jobId, e.error, e.ms, e.state))
+    .on('error', (e) => console.error(e.error, e.jobId));
+  const running: string[] = worker.queues;
+  worker.grace = 5000;
+  const stopper = new AbortController();
+  const done: Promise<void> = worker.run({ signal: stopper.signal, signals: true });
+  if (!worker.stopping) worker.stop();
+  await done;
+  void running;
   void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST, ext];
   await db.close();
 }

@@ -203,6 +203,10 @@ pub struct Database {
 type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
 
 impl Database {
+    pub(crate) fn core(&self) -> &honker::Database {
+        &self.db
+    }
+
     fn opened(&self, r: Out<honker::Transaction>) -> Out<Transaction> {
         match r {
             napi::Either::A(tx) => napi::Either::A(Transaction {

@@ -22,6 +22,7 @@ mod errors;
 mod queue;
 mod records;
 mod runtime;
+mod worker;
 
 use napi_derive::napi;
 

@@ -1,0 +1,238 @@
+//! Core's worker runtime for Node (`honker::runtime::Worker`): `index.js`'s
+//! `Worker` keeps one `next` outstanding (on tokio's blocking pool, never
+//! libuv's), runs each handler with an `AbortSignal`, and hands its outcome
+//! back with `complete`. Tasks stay here, keyed by a number the JS side
+//! holds; the worker's last reference is dropped off the JS thread (tasks
+//! never completed are released then: writes that may wait).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use napi_derive::napi;
+use parking_lot::Mutex;
+
+use crate::database::Database;
+use crate::errors::{blocking, invalid, ms, opt_ms, out, Out};
+use crate::queue::Queue;
+use crate::records::{payload_in, ClaimedJob, PayloadIo};
+
+struct Shared {
+    w: honker::runtime::Worker,
+    tasks: Mutex<HashMap<u32, honker::runtime::Task>>,
+    next_key: AtomicU32,
+}
+
+/// See `Worker` in index.js.
+#[napi]
+pub struct Worker {
+    s: OffThreadDrop<Shared>,
+}
+
+/// A job handed out by `next`, until `complete` takes it by `key`.
+#[napi(object)]
+pub struct TaskOut {
+    pub key: u32,
+    pub queue: String,
+    pub job: ClaimedJob,
+    /// Milliseconds left before the handler's timeout, if its queue has one.
+    pub remaining_ms: Option<f64>,
+}
+
+/// A finished task, for the hooks.
+#[napi(object)]
+pub struct TaskReport {
+    pub job_id: i64,
+    pub queue: String,
+    pub attempts: u32,
+    /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+    /// `released` or `settled`.
+    pub finished: String,
+    /// The job's new state after `retried`/`snoozed`.
+    pub state: Option<String>,
+    pub ran_ms: f64,
+}
+
+fn report(r: honker::runtime::Report) -> TaskReport {
+    let (finished, state) = match r.finished {
+        Finished::Acked => ("acked", None),
+        Finished::Retried(s) => ("retried", Some(s)),
+        Finished::Dead => ("dead", None),
+        Finished::Snoozed(s) => ("snoozed", Some(s)),
+        Finished::TimedOut => ("timed_out", None),
+        Finished::LeaseLost => ("lease_lost", None),
+        Finished::Released => ("released", None),
+        Finished::Settled => ("settled", None),
+    };
+    TaskReport {
+        job_id: r.job_id,
+        queue: r.queue,
+        attempts: r.attempts,
+        finished: finished.to_owned(),
+        state: state.map(|s| s.as_str().to_owned()),
+        ran_ms: r.ran.as_secs_f64() * 1000.0,
+    }
+}
+
+/// A worker on `db` (core's `runtime::Worker`).
+#[napi]
+pub fn new_worker(db: &Database, worker_id: String, concurrency: u32) -> Out<Worker> {
+    out((|| {
+        let w = honker::runtime::Worker::new(
+            db.core(),
+            WorkerOptions {
+                worker_id,
+                concurrency: honker::validate::batch(i64::from(concurrency))?,
+            },
+        )?;
+        Ok(Worker {
+            s: OffThreadDrop::new(Shared {
+                w,
+                tasks: Mutex::new(HashMap::new()),
+                next_key: AtomicU32::new(1),
+            }),
+        })
+    })())
+}
+
+impl Worker {
+    fn shared(&self) -> Arc<Shared> {
+        self.s.shared()
+    }
+}
+
+#[napi]
+impl Worker {
+    /// Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
+    /// and `lease` in ms.
+    #[napi]
+    pub fn register(
+        &self,
+        queue: &Queue,
+        concurrency: Option<u32>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> Out<()> {
+        out((|| {
+            let options = HandlerOptions {
+                concurrency: concurrency
+                    .map(|n| honker::validate::batch(i64::from(n)))
+                    .transpose()?,
+                timeout: opt_ms("timeout", timeout)?,
+                lease: opt_ms("lease", lease)?,
+            };
+            self.s.w.register(queue.core(), options)
+        })())
+    }
+
+    #[napi(getter)]
+    pub fn running(&self) -> u32 {
+        self.s.w.running() as u32
+    }
+
+    #[napi(getter)]
+    pub fn stopping(&self) -> bool {
+        self.s.w.is_stopping()
+    }
+
+    /// The next task, waiting up to `wait` ms; null when the wait ran out or
+    /// the worker is stopping. Renews leases and enforces timeouts while it
+    /// waits: keep one call outstanding.
+    #[napi]
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<TaskOut>>> {
+        let s = self.shared();
+        blocking(move || {
+            let Some(t) = s.w.next(ms("wait", wait)?)? else {
+                return Ok(None);
+            };
+            let key = s.next_key.fetch_add(1, Ordering::Relaxed);
+            let out = TaskOut {
+                key,
+                queue: t.queue().to_owned(),
+                job: ClaimedJob::from(t.job().clone()),
+                remaining_ms: t
+                    .deadline()
+                    .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
+            };
+            s.tasks.lock().insert(key, t);
+            Ok(Some(out))
+        })
+        .await
+    }
+
+    /// Whether the worker no longer waits for task `key`'s outcome (timed
+    /// out, lease lost, or released by a shutdown): abort its handler.
+    #[napi]
+    pub fn cancelled(&self, key: u32) -> bool {
+        self.s.tasks.lock().get(&key).is_some_and(|t| t.cancelled())
+    }
+
+    /// Records task `key`'s outcome (`ack` with `result`, `retry` with
+    /// `delay` and `error`, `permanent` with `error`, `snooze` with `delay`,
+    /// `release`, `settled`) and frees its slot.
+    #[napi]
+    pub async fn complete(
+        &self,
+        key: u32,
+        outcome: String,
+        result: Option<PayloadIo>,
+        delay: Option<f64>,
+        error: Option<String>,
+    ) -> napi::Result<Out<TaskReport>> {
+        let s = self.shared();
+        let result = result.map(payload_in);
+        let delay = opt_ms("delay", delay);
+        blocking(move || {
+            let delay = delay?;
+            let outcome = match outcome.as_str() {
+                "ack" => Outcome::Ack(result),
+                "retry" => Outcome::Retry {
+                    delay,
+                    error: error.unwrap_or_default(),
+                },
+                "permanent" => Outcome::Permanent(error.unwrap_or_default()),
+                "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
+                "release" => Outcome::Release,
+                "settled" => Outcome::Settled,
+                other => return Err(invalid(format!("unknown outcome {other:?}"))),
+            };
+            let t = s
+                .tasks
+                .lock()
+                .remove(&key)
+                .ok_or_else(|| invalid(format!("no running task {key}")))?;
+            s.w.complete(t, outcome).map(report)
+        })
+        .await
+    }
+
+    /// Stops claiming, without I/O.
+    #[napi]
+    pub fn stop(&self) {
+        self.s.w.stop()
+    }
+
+    /// Ends a drain's grace period now, without I/O.
+    #[napi]
+    pub fn end_grace(&self) {
+        self.s.w.end_grace()
+    }
+
+    /// Stops claiming and releases the jobs claimed but not handed out;
+    /// resolves to how many.
+    #[napi]
+    pub async fn shutdown(&self) -> napi::Result<Out<u32>> {
+        let s = self.shared();
+        blocking(move || Ok(s.w.shutdown() as u32)).await
+    }
+
+    /// After `shutdown`: waits up to `grace` ms for running tasks, renewing
+    /// their leases, then releases the rest; resolves to how many.
+    #[napi]
+    pub async fn drain(&self, grace: f64) -> napi::Result<Out<u32>> {
+        let s = self.shared();
+        blocking(move || Ok(s.w.drain(ms("grace", grace)?)?.released as u32)).await
+    }
+}
