@@ -14,9 +14,9 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workloads = path.join(here, 'workloads.mjs');
 const scales = {
-  full: { W1: 10_000, W2: 100, W3: 10_000, W4: 20_000, W5: 20_000, W6: 500 },
-  quick: { W1: 2_000, W2: 20, W3: 2_000, W4: 6_400, W5: 8_000, W6: 200 },
-  smoke: { W1: 50, W2: 2, W3: 50, W4: 64, W5: 200, W6: 5 },
+  full: { W1: 10_000, W2: 100, W3: 10_000, W4: 20_000, W5: 20_000, W6: 500, W7: 10_000 },
+  quick: { W1: 2_000, W2: 20, W3: 2_000, W4: 6_400, W5: 8_000, W6: 200, W7: 3_000 },
+  smoke: { W1: 50, W2: 2, W3: 50, W4: 64, W5: 200, W6: 5, W7: 50 },
 };
 const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
 const scale = scales[mode];
@@ -111,4 +111,19 @@ for (const lib of libs) {
       `p99 ${l.p99.toFixed(3)} ms, idle CPU ${l.idle.toFixed(2)} %`,
   );
 }
+// W7: the worker runtime (no-op handler) against the hand-written loop.
+async function worker(w) {
+  const r = await run('honker', w, fresh(`honker-${w}`), scale.W7);
+  return { rate: r.ops / r.seconds, lag: r.lagP99Ms };
+}
+const hand = await worker('W7-hand');
+console.log(`W7 hand loop (for await claim, ack) ${hand.rate.toFixed(0).padStart(8)}/s, loop lag p99 ${hand.lag.toFixed(2)} ms`);
+for (const c of [1, 8, 64]) {
+  const r = await worker(`W7-${c}`);
+  console.log(
+    `W7 Worker, concurrency ${String(c).padEnd(3)}         ${r.rate.toFixed(0).padStart(8)}/s, ` +
+      `loop lag p99 ${r.lag.toFixed(2)} ms, ${(r.rate / hand.rate).toFixed(2)}x hand loop`,
+  );
+}
+console.log('targets: >= 0.9x the hand loop at concurrency 1, above it at 8');
 fs.rmSync(tmp, { recursive: true, force: true });

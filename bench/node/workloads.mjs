@@ -38,6 +38,26 @@ class Honker {
       if (--count === 0) return;
     }
   }
+  // W7: honker's Worker with a no-op handler, until `count` ran.
+  async runWorker(concurrency, count) {
+    const { Worker } = require('honker');
+    const w = new Worker(this.db, { concurrency, workerId: WORKER });
+    let done = 0;
+    w.handle(this.q, async () => {
+      if (++done === count) w.stop();
+    });
+    await w.run();
+    if (done !== count) throw new Error(`${done} of ${count}`);
+  }
+  // W7's baseline: what users wrote before the worker (claim, run, ack).
+  async runHandLoop(count) {
+    const noop = async () => {};
+    for await (const job of this.q.claim(WORKER)) {
+      await noop(job);
+      await job.ack();
+      if (--count === 0) return;
+    }
+  }
 }
 
 class Better {
@@ -159,6 +179,26 @@ if (workload === 'fill') {
   process.stdout.write('ready\n');
   await lib.consume(count, (p) => latencies.push(performance.timeOrigin + performance.now() - p.t));
   out.latenciesMs = latencies.sort((a, b) => a - b);
+} else if (workload.startsWith('W7-')) {
+  // The worker runtime with a no-op handler: jobs/s, and how late a 5 ms
+  // timer on the event loop fires meanwhile (loop lag).
+  for (let s = 0; s < count; s += 1000) {
+    await lib.enqueueBatch(Array.from({ length: Math.min(count, s + 1000) - s }, (_, i) => payload(s + i)));
+  }
+  const lags = [];
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    lags.push(Math.max(0, now - last - 5));
+    last = now;
+  }, 5);
+  out.seconds = await timed(() =>
+    workload === 'W7-hand' ? lib.runHandLoop(count) : lib.runWorker(Number(workload.slice(3)), count),
+  );
+  clearInterval(ticker);
+  out.ops = count;
+  lags.sort((a, b) => a - b);
+  out.lagP99Ms = lags.length ? lags[Math.min(lags.length - 1, Math.floor(lags.length * 0.99))] : 0;
 } else if (workload === 'W6-producer') {
   for (let i = 0; i < count; i++) {
     await lib.enqueueOne({ t: performance.timeOrigin + performance.now(), i });

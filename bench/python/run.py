@@ -32,9 +32,18 @@ SCALES = {
         "W4": 20_000,
         "W5": 20_000,
         "W6": 500,
+        "W7": 10_000,
     },
-    "quick": {"W1": 2_000, "W2": 20, "W3": 2_000, "W4": 6_400, "W5": 8_000, "W6": 200},
-    "smoke": {"W1": 50, "W2": 2, "W3": 50, "W4": 64, "W5": 200, "W6": 5},
+    "quick": {
+        "W1": 2_000,
+        "W2": 20,
+        "W3": 2_000,
+        "W4": 6_400,
+        "W5": 8_000,
+        "W6": 200,
+        "W7": 3_000,
+    },
+    "smoke": {"W1": 50, "W2": 2, "W3": 50, "W4": 64, "W5": 200, "W6": 5, "W7": 50},
 }
 
 
@@ -121,6 +130,40 @@ def run_w6(python: str, library: str, mode: str, tmp: Path, n: int) -> dict:
     }
 
 
+def run_w7(python: str, library: str, mode: str, tmp: Path, n: int) -> dict:
+    path = fresh(tmp, f"{library}-{mode}")
+    r = child(python, library, mode, path, n)
+    assert r["ops"] == n, r
+    return {"rate": rate(r), "lag_p99": r["lag_p99_ms"]}
+
+
+def w7(libs: list[tuple[str, str]], tmp: Path, n: int) -> None:
+    """The worker runtime, no-op async handler: honker.Worker at
+    concurrency 1/8/64 against the hand-written claim-run-ack loop (the
+    baseline, same run) and Honker 0.2.4's run_workers."""
+    ours = dict(libs)["honker"]
+    hand = run_w7(ours, "honker", "W7-hand", tmp, n)
+    print(
+        f"W7 hand loop (async for claim, ack) {hand['rate']:>10.0f}/s, "
+        f"loop lag p99 {hand['lag_p99']:.2f} ms",
+        flush=True,
+    )
+    for c in (1, 8, 64):
+        r = run_w7(ours, "honker", f"W7-{c}", tmp, n)
+        line = (
+            f"W7 Worker, concurrency {c:<3}        {r['rate']:>10.0f}/s, "
+            f"loop lag p99 {r['lag_p99']:.2f} ms, {r['rate'] / hand['rate']:.2f}x hand loop"
+        )
+        if "honker024" in dict(libs):
+            old = run_w7(dict(libs)["honker024"], "honker024", f"W7-{c}", tmp, n)
+            line += (
+                f", {r['rate'] / old['rate']:.2f}x Honker 0.2.4's run_workers "
+                f"({old['rate']:.0f}/s, lag p99 {old['lag_p99']:.2f} ms)"
+            )
+        print(line, flush=True)
+    print("targets: >= 0.9x the hand loop at concurrency 1, above it at 8", flush=True)
+
+
 def rust_raw(bench: str | None, quick: bool) -> dict[str, float]:
     """The raw rusqlite figures of the core benchmark, run now."""
     if not bench:
@@ -202,6 +245,7 @@ def main() -> None:
         print(
             "targets: >= 2x Honker 0.2.4 (W2 >= 10x), >= 0.5x raw rusqlite; '!' marks a miss"
         )
+        w7(libs, tmp, scale["W7"])
         for name, py in libs:
             modes = ["W6"] + (["W6-sync"] if name == "honker" else [])
             for mode in modes:

@@ -20,6 +20,8 @@ import sys
 import time
 
 WORKER = "bench-worker"
+# W7's jobs: the task envelope both honker's Worker and Honker's read.
+NOOP = {"task": "noop", "args": []}
 
 
 def payload(i: int) -> dict:
@@ -53,6 +55,40 @@ class Honker:
     async def consume(self, count: int, on_job) -> None:
         async for job in self.q.claim(WORKER):
             on_job(job.payload)
+            job.ack()
+            count -= 1
+            if count == 0:
+                return
+
+    def fill_tasks(self, count: int) -> None:
+        for start in range(0, count, 1000):
+            self.q.enqueue_many([NOOP] * (min(count, start + 1000) - start))
+
+    async def run_worker(self, concurrency: int, count: int) -> None:
+        """honker.Worker with an async no-op handler, until `count` ran."""
+        import honker
+
+        w = honker.Worker(self.db, concurrency=concurrency, worker_id=WORKER)
+        done = 0
+
+        @w.task("bench", task="noop")
+        async def noop(job) -> None:
+            nonlocal done
+            done += 1
+            if done == count:
+                w.stop()
+
+        await w.run_async()
+        assert done == count, done
+
+    async def run_hand_loop(self, count: int) -> None:
+        """What users wrote before the worker: claim, run, ack."""
+
+        async def noop(job) -> None:
+            pass
+
+        async for job in self.q.claim(WORKER):
+            await noop(job)
             job.ack()
             count -= 1
             if count == 0:
@@ -102,6 +138,35 @@ class Honker024:
                 return
 
     consume_sync = None
+
+    def _noop_task(self):
+        if not hasattr(self, "_noop"):
+            self._done = 0
+
+            @self.q.task(name="noop", store_result=False)
+            async def noop() -> None:
+                self._done += 1
+                if self._done == self._count:
+                    self._stop.set()
+
+            self._noop = noop
+        return self._noop
+
+    def fill_tasks(self, count: int) -> None:
+        noop = self._noop_task()
+        for _ in range(count):
+            noop()
+
+    async def run_worker(self, concurrency: int, count: int) -> None:
+        """Honker's own worker (run_workers) over its task envelope."""
+        import honker
+
+        self._noop_task()
+        self._count, self._stop = count, asyncio.Event()
+        await honker.run_workers(
+            self.db, queue="bench", concurrency=concurrency, stop_event=self._stop
+        )
+        assert self._done == count, self._done
 
 
 class Stdlib:
@@ -267,6 +332,35 @@ def main() -> None:
         else:
             asyncio.run(lib.consume(count, on_job))
         out["latencies_ms"] = sorted(x * 1000 for x in latencies)
+    elif workload.startswith("W7-"):
+        # The worker runtime with a no-op handler: jobs/s, and how late a
+        # 5 ms timer on the same event loop fires meanwhile (loop lag).
+        lib.fill_tasks(count)
+        lags: list[float] = []
+
+        async def run() -> float:
+            async def tick() -> None:
+                while True:
+                    t = time.perf_counter()
+                    await asyncio.sleep(0.005)
+                    lags.append((time.perf_counter() - t - 0.005) * 1000)
+
+            ticker = asyncio.ensure_future(tick())
+            t0 = time.perf_counter()
+            if workload == "W7-hand":
+                await lib.run_hand_loop(count)
+            else:
+                await lib.run_worker(int(workload.split("-")[1]), count)
+            elapsed = time.perf_counter() - t0
+            ticker.cancel()
+            return elapsed
+
+        out["seconds"] = asyncio.run(run())
+        out["ops"] = count
+        lags.sort()
+        out["lag_p99_ms"] = (
+            lags[min(len(lags) - 1, int(len(lags) * 0.99))] if lags else 0.0
+        )
     elif workload == "W6-producer":
         for i in range(count):
             lib.enqueue_one({"t": time.monotonic(), "i": i})
