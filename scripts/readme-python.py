@@ -16,9 +16,21 @@ assert blocks, "the README has a Python quickstart"
 
 os.chdir(tempfile.mkdtemp())
 sent = []
-scope = {"send_confirmation": lambda to, template: sent.append((to, template))}
-for code in blocks:
-    exec(compile(code, readme, "exec"), scope)
+mailed = []
+
+
+class Mailer:
+    async def send(self, to, template):
+        mailed.append((to, template))
+        scope["worker"].stop()  # the snippet's worker stops after one email
+
+
+scope = {
+    "send_confirmation": lambda to, template: sent.append((to, template)),
+    "mailer": Mailer(),
+}
+quickstart, *others = blocks
+exec(compile(quickstart, readme, "exec"), scope)
 
 
 async def main():
@@ -31,5 +43,11 @@ async def main():
 asyncio.run(main())
 assert sent == [("alice@example.com", "order-confirmed")], sent
 assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
+
+# The Workers section: its worker runs the next email, then stops.
+scope["db"].queue("emails").enqueue({"to": "bob@example.com", "template": "welcome"})
+for code in others:
+    exec(compile(code, readme, "exec"), scope)
+assert mailed == [("bob@example.com", "welcome")], mailed
 scope["db"].close()
 print("README quickstart ok on CPython", sys.version.split()[0])

@@ -26,3 +26,25 @@ test('the README Node quickstart runs', () => {
     fs.rmSync(file);
   }
 });
+
+test("the README's Worker snippet runs", () => {
+  const readme = fs.readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const code = [...readme.matchAll(/```js\n([\s\S]*?)```/g)][1][1];
+  // The snippet's worker stops after one email.
+  const prelude = [
+    "import { open, Worker } from 'honker';",
+    "const db = await open('app.db');",
+    "await db.queue('emails').enqueue({ to: 'bob@example.com', template: 'welcome' });",
+    "const mailer = { send: async (p, { signal }) => { console.log('mailed', p.to, signal.aborted); worker.stop(); } };",
+    '',
+  ].join('\n');
+  const file = path.join(here, `.readme-worker-${process.pid}.mjs`);
+  fs.writeFileSync(file, `${prelude + code}\nawait db.close();\n`);
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  try {
+    const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(out.trim(), 'mailed bob@example.com false');
+  } finally {
+    fs.rmSync(file);
+  }
+});

@@ -68,6 +68,29 @@ def main(path: Path) -> None:
         return done
 
     assert asyncio.run(worker()) == 1
+
+    runner = honker.Worker(db, concurrency=2, worker_id="typed", grace=1.0)
+    events: list[honker.WorkerEvent] = []
+    runner.on("success", events.append)
+    runner.on("success", lambda _: runner.stop())
+
+    @runner.task("tasks", task="double", timeout=5, lease=30)
+    def double(job: honker.Job) -> int:
+        if job.cancelled:
+            raise honker.Snooze(1)
+        if job.attempts > 3:
+            raise honker.Permanent("too many")
+        return int(job.payload["args"]) * 2
+
+    @runner.task("tasks", task="later")
+    async def later_task(job: honker.Job) -> None:
+        raise honker.Retry("not yet", delay=dt.timedelta(seconds=1))
+
+    tasks = db.queue("tasks")
+    doubled = tasks.enqueue({"task": "double", "args": 21}).id
+    runner.run(signals=False)
+    assert tasks.get_result(doubled) == 42 and events[0].seconds is not None
+    assert callable(later_task) and runner.queues == ["tasks"]
     try:
         emails.enqueue(float("nan"))
     except honker.InvalidArgument as e:
