@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
@@ -56,22 +56,12 @@ pub struct TaskReport {
 }
 
 fn report(r: honker::runtime::Report) -> TaskReport {
-    let (finished, state) = match r.finished {
-        Finished::Acked => ("acked", None),
-        Finished::Retried(s) => ("retried", Some(s)),
-        Finished::Dead => ("dead", None),
-        Finished::Snoozed(s) => ("snoozed", Some(s)),
-        Finished::TimedOut => ("timed_out", None),
-        Finished::LeaseLost => ("lease_lost", None),
-        Finished::Released => ("released", None),
-        Finished::Settled => ("settled", None),
-    };
     TaskReport {
         job_id: r.job_id,
         queue: r.queue,
         attempts: r.attempts,
-        finished: finished.to_owned(),
-        state: state.map(|s| s.as_str().to_owned()),
+        finished: r.finished.name().to_owned(),
+        state: r.finished.state().map(|s| s.as_str().to_owned()),
         ran_ms: r.ran.as_secs_f64() * 1000.0,
     }
 }
@@ -186,18 +176,7 @@ impl Worker {
         let delay = opt_ms("delay", delay);
         blocking(move || {
             let delay = delay?;
-            let outcome = match outcome.as_str() {
-                "ack" => Outcome::Ack(result),
-                "retry" => Outcome::Retry {
-                    delay,
-                    error: error.unwrap_or_default(),
-                },
-                "permanent" => Outcome::Permanent(error.unwrap_or_default()),
-                "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
-                "release" => Outcome::Release,
-                "settled" => Outcome::Settled,
-                other => return Err(invalid(format!("unknown outcome {other:?}"))),
-            };
+            let outcome = Outcome::named(&outcome, result, delay, error)?;
             let t = s
                 .tasks
                 .lock()

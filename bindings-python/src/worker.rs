@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
@@ -100,22 +100,12 @@ impl Task {
 type Report = (i64, String, u32, &'static str, Option<&'static str>, f64);
 
 fn report(r: honker::runtime::Report) -> Report {
-    let (finished, state) = match r.finished {
-        Finished::Acked => ("acked", None),
-        Finished::Retried(s) => ("retried", Some(s)),
-        Finished::Dead => ("dead", None),
-        Finished::Snoozed(s) => ("snoozed", Some(s)),
-        Finished::TimedOut => ("timed_out", None),
-        Finished::LeaseLost => ("lease_lost", None),
-        Finished::Released => ("released", None),
-        Finished::Settled => ("settled", None),
-    };
     (
         r.job_id,
         r.queue,
         r.attempts,
-        finished,
-        state.map(|s| s.as_str()),
+        r.finished.name(),
+        r.finished.state().map(|s| s.as_str()),
         r.ran.as_secs_f64(),
     )
 }
@@ -219,18 +209,8 @@ impl Worker {
         error: Option<String>,
     ) -> PyResult<Report> {
         let delay = delay.map(|s| secs("delay", s)).transpose()?;
-        let outcome = match outcome {
-            "ack" => Outcome::Ack(result.map(payload_from_py).transpose()?),
-            "retry" => Outcome::Retry {
-                delay,
-                error: error.unwrap_or_default(),
-            },
-            "permanent" => Outcome::Permanent(error.unwrap_or_default()),
-            "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
-            "release" => Outcome::Release,
-            "settled" => Outcome::Settled,
-            other => return Err(invalid(format!("unknown outcome {other:?}"))),
-        };
+        let result = result.map(payload_from_py).transpose()?;
+        let outcome = Outcome::named(outcome, result, delay, error).py()?;
         let t = task
             .t
             .lock()

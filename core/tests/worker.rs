@@ -547,3 +547,29 @@ fn an_outcome_after_the_deadline_is_a_timeout_even_before_the_clock_saw_it() {
         Some("handler timed out after 50 ms")
     );
 }
+
+#[test]
+fn outcomes_and_reports_have_one_vocabulary_for_every_binding() {
+    let o = Outcome::named(
+        "retry",
+        None,
+        Some(Duration::from_secs(2)),
+        Some("429".into()),
+    );
+    assert!(
+        matches!(o, Ok(Outcome::Retry { delay: Some(d), ref error }) if d.as_secs() == 2 && error == "429")
+    );
+    assert!(matches!(
+        Outcome::named("snooze", None, None, None),
+        Ok(Outcome::Snooze(d)) if d.is_zero()
+    ));
+    let e = Outcome::named("done", None, None, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("unknown outcome \"done\""), "{e}");
+    assert_eq!(Finished::TimedOut.name(), "timed_out");
+    assert_eq!(
+        Finished::Retried(JobState::Scheduled).state(),
+        Some(JobState::Scheduled)
+    );
+    assert_eq!(Finished::Acked.state(), None);
+}

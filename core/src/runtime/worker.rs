@@ -84,6 +84,39 @@ pub enum Outcome {
     Settled,
 }
 
+impl Outcome {
+    /// The outcome a language adapter names: `ack` (with `result`),
+    /// `retry` (`delay`, `error`), `permanent` (`error`), `snooze`
+    /// (`delay`), `release` or `settled`; the one vocabulary of every
+    /// binding. Anything else is `InvalidArgument`.
+    pub fn named(
+        kind: &str,
+        result: Option<Payload>,
+        delay: Option<Duration>,
+        error: Option<String>,
+    ) -> Result<Outcome> {
+        Ok(match kind {
+            "ack" => Outcome::Ack(result),
+            "retry" => Outcome::Retry {
+                delay,
+                error: error.unwrap_or_default(),
+            },
+            "permanent" => Outcome::Permanent(error.unwrap_or_default()),
+            "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
+            "release" => Outcome::Release,
+            "settled" => Outcome::Settled,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                    "unknown outcome {other:?}: ack, retry, permanent, snooze, release or settled"
+                ),
+                ))
+            }
+        })
+    }
+}
+
 /// What became of a task ([`Report::finished`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Finished {
@@ -108,6 +141,31 @@ pub enum Finished {
     Released,
     /// The handler finished the job itself ([`Outcome::Settled`]).
     Settled,
+}
+
+impl Finished {
+    /// Its name in every binding's reports: `acked`, `retried`, `dead`,
+    /// `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Finished::Acked => "acked",
+            Finished::Retried(_) => "retried",
+            Finished::Dead => "dead",
+            Finished::Snoozed(_) => "snoozed",
+            Finished::TimedOut => "timed_out",
+            Finished::LeaseLost => "lease_lost",
+            Finished::Released => "released",
+            Finished::Settled => "settled",
+        }
+    }
+
+    /// The job's new state, for `Retried` and `Snoozed`.
+    pub fn state(self) -> Option<JobState> {
+        match self {
+            Finished::Retried(s) | Finished::Snoozed(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// A finished task, for logs and metrics.
