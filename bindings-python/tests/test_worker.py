@@ -67,19 +67,17 @@ def test_sync_handlers_never_exceed_the_limits(rdb):
     w = honker.Worker(rdb, concurrency=5)
     peak, done = Peak(), []
 
-    @w.task("a", concurrency=2)
-    def a(job):
-        peak.enter("a", "all")
-        time.sleep(0.005)
-        peak.leave("a", "all")
-        done.append(job.id)
+    def counted(queue: str):
+        def handler(job):
+            peak.enter(queue, "all")
+            time.sleep(0.005)
+            peak.leave(queue, "all")
+            done.append(job.id)
 
-    @w.task("b", concurrency=4)
-    def b(job):
-        peak.enter("b", "all")
-        time.sleep(0.005)
-        peak.leave("b", "all")
-        done.append(job.id)
+        return handler
+
+    w.register("a", counted("a"), concurrency=2)
+    w.register("b", counted("b"), concurrency=4)
 
     stop_when(w, lambda: len(done) == 80)
     w.run(signals=False)
