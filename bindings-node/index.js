@@ -987,8 +987,6 @@ class Worker {
     this._queues = new Map();
     this._hooks = Object.fromEntries(WORKER_EVENTS.map((k) => [k, []]));
     this._started = false;
-    this._stopping = false;
-    this._wake = null;
   }
 
   /** Milliseconds a shutdown gives running handlers before releasing their jobs. */
@@ -1010,7 +1008,7 @@ class Worker {
 
   /** Whether a shutdown began. */
   get stopping() {
-    return this._stopping;
+    return this._native.stopping;
   }
 
   /**
@@ -1078,7 +1076,6 @@ class Worker {
    * released (no attempt spent) and its signal aborts.
    */
   stop() {
-    this._stopping = true;
     this._native.stop();
   }
 
@@ -1102,7 +1099,7 @@ class Worker {
     let hurry;
     const hurried = new Promise((resolve) => (hurry = resolve));
     const onSignal = () => {
-      if (this._stopping) {
+      if (n.stopping) {
         n.endGrace();
         hurry();
       }
@@ -1123,7 +1120,7 @@ class Worker {
       }
     }, CANCEL_POLL_MS);
     try {
-      while (!this._stopping) {
+      while (!n.stopping) {
         let t;
         try {
           t = unwrap(await n.next(60_000));
@@ -1133,7 +1130,6 @@ class Worker {
           break;
         }
         if (t) this._dispatch(t, running);
-        else if (n.stopping) this._stopping = true;
       }
       await call(() => n.shutdown());
       await call(() => n.drain(this._grace));
@@ -1243,32 +1239,28 @@ class Worker {
   }
 
   _emit(kind, queue, job, ms, error = null, state = null) {
-    const hooks = this._hooks[kind];
-    if (hooks.length === 0) return;
-    const event = { kind, queue, jobId: job.id, attempts: job.attempts, ms, error, state };
-    for (const hook of hooks) {
-      try {
-        hook(event);
-      } catch (e) {
-        console.error(`honker: a worker hook for ${kind} threw:`, e);
-      }
-    }
+    if (this._hooks[kind].length === 0) return;
+    this._call(kind, { kind, queue, jobId: job.id, attempts: job.attempts, ms, error, state });
   }
 
   _error(error, queue, jobId) {
-    const hooks = this._hooks.error;
-    if (hooks.length === 0) {
+    if (this._hooks.error.length === 0) {
       console.error(
         jobId === null ? 'honker: the worker stopped: its claim failed:' : `honker: job ${jobId} on ${queue}: recording its outcome failed:`,
         error,
       );
       return;
     }
-    for (const hook of hooks) {
+    this._call('error', { kind: 'error', error, queue, jobId });
+  }
+
+  /** Calls `kind`'s hooks with `event`; one that throws is reported and ignored. */
+  _call(kind, event) {
+    for (const hook of this._hooks[kind]) {
       try {
-        hook({ kind: 'error', error, queue, jobId });
+        hook(event);
       } catch (e) {
-        console.error('honker: a worker hook for error threw:', e);
+        console.error(`honker: a worker hook for ${kind} threw:`, e);
       }
     }
   }

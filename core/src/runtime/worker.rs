@@ -106,12 +106,9 @@ impl Outcome {
             "release" => Outcome::Release,
             "settled" => Outcome::Settled,
             other => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
+                return Err(Error::invalid(format!(
                     "unknown outcome {other:?}: ack, retry, permanent, snooze, release or settled"
-                ),
-                ))
+                )))
             }
         })
     }
