@@ -1116,7 +1116,9 @@ class Worker {
     }
     const poll = setInterval(() => {
       for (const [key, r] of running) {
-        if (!r.abort.signal.aborted && n.cancelled(key)) r.abort.abort(r.cancelledReason());
+        if (r.abort.signal.aborted) continue;
+        const why = n.cancelled(key);
+        if (why) r.abort.abort(why === 'timed_out' ? r.timedOut() : r.lost(why));
       }
     }, CANCEL_POLL_MS);
     try {
@@ -1157,10 +1159,8 @@ class Worker {
     const abort = new AbortController();
     const handler = this._handler(reg, job);
     let timer = null;
-    const hasDeadline = t.remainingMs !== null && t.remainingMs !== undefined;
-    const deadline = hasDeadline ? performance.now() + t.remainingMs : Infinity;
     const timedOut = () => new Timeout('TIMEOUT', `the handler ran past its ${reg.timeout} ms timeout`);
-    if (hasDeadline) {
+    if (t.remainingMs !== null && t.remainingMs !== undefined) {
       timer = setTimeout(
         () => abort.abort(timedOut()),
         // Just past core's deadline, so that core counts what the handler
@@ -1170,12 +1170,11 @@ class Worker {
     }
     const entry = {
       abort,
-      // Core gave up on it: at its deadline (core's clock may see it
-      // first), or for its lease.
-      cancelledReason: () =>
-        performance.now() >= deadline
-          ? timedOut()
-          : new LeaseLost('LEASE_LOST', `job ${job.id}: its lease was lost or released; its outcome will be discarded`),
+      // Core gave up on it (polled): at its deadline, when core's clock
+      // sees it before the timer, or for its lease.
+      timedOut,
+      lost: (why) =>
+        new LeaseLost('LEASE_LOST', `job ${job.id}: ${why === 'released' ? 'released' : 'its lease was lost'}; its outcome will be discarded`),
     };
     running.set(t.key, entry);
     this._emit('start', t.queue, job, null);

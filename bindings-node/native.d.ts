@@ -172,10 +172,11 @@ export declare class Worker {
    */
   next(wait: number): Promise<Out<TaskOut | undefined | null>>
   /**
-   * Whether the worker no longer waits for task `key`'s outcome (timed
-   * out, lease lost, or released by a shutdown): abort its handler.
+   * Why the worker no longer waits for task `key`'s outcome, if it does
+   * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
+   * handler's signal aborts with that reason.
    */
-  cancelled(key: number): boolean
+  cancelled(key: number): string | null
   /**
    * Records task `key`'s outcome (`ack` with `result`, `retry` with
    * `delay` and `error`, `permanent` with `error`, `snooze` with `delay`,

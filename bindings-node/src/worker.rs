@@ -152,11 +152,22 @@ impl Worker {
         .await
     }
 
-    /// Whether the worker no longer waits for task `key`'s outcome (timed
-    /// out, lease lost, or released by a shutdown): abort its handler.
+    /// Why the worker no longer waits for task `key`'s outcome, if it does
+    /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
+    /// handler's signal aborts with that reason.
     #[napi]
-    pub fn cancelled(&self, key: u32) -> bool {
-        self.s.tasks.lock().get(&key).is_some_and(|t| t.cancelled())
+    pub fn cancelled(&self, key: u32) -> Option<&'static str> {
+        let tasks = self.s.tasks.lock();
+        let t = tasks.get(&key)?;
+        if t.timed_out() {
+            Some("timed_out")
+        } else if t.lost() {
+            Some("lease_lost")
+        } else if t.cancelled() {
+            Some("released")
+        } else {
+            None
+        }
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with
