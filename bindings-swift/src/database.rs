@@ -168,6 +168,12 @@ fn options(o: OpenOptions) -> R<honker::Options> {
     .apply())
 }
 
+impl Database {
+    pub(crate) fn core(&self) -> &honker::Database {
+        &self.db
+    }
+}
+
 #[uniffi::export]
 impl Database {
     /// Opens (creating if needed) the honker file at `path`.

@@ -12,5 +12,6 @@ mod database;
 mod errors;
 mod queue;
 mod records;
+mod worker;
 
 uniffi::setup_scaffolding!();

@@ -46,6 +46,10 @@ impl Queue {
     pub(crate) fn new(q: honker::Queue) -> Queue {
         Queue { q }
     }
+
+    pub(crate) fn core(&self) -> &honker::Queue {
+        &self.q
+    }
 }
 
 /// See `Queue::claimer`.

@@ -444,6 +444,22 @@ public final class Job: @unchecked Sendable {
     let leaseMs: UInt64
     private let lock = NSLock()
     private var expiresMs: Int64
+    private var settledByHandler = false
+
+    /// Whether a verb that finishes the job (ack, retry, fail, release,
+    /// snooze) succeeded: a `Worker` then only frees the handler's slot.
+    var settled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return settledByHandler
+    }
+
+    private func settle<T>(_ value: T) -> T {
+        lock.lock()
+        settledByHandler = true
+        lock.unlock()
+        return value
+    }
 
     init(queue: Queue, workerId: String, claimed c: ClaimedJob, leaseMs: UInt64) {
         self.queue = queue
@@ -488,16 +504,19 @@ public final class Job: @unchecked Sendable {
         let (native, id, token) = (queue.native, id, token)
         let payload = try encode(result)
         try await offThread { try native.ack(id: id, token: token, result: payload, tx: nil) }
+        settle(())
     }
 
     public func ack() async throws {
         let (native, id, token) = (queue.native, id, token)
         try await offThread { try native.ack(id: id, token: token, result: nil, tx: nil) }
+        settle(())
     }
 
     /// Completes the job inside your transaction, with your writes.
     public func ack(tx: Transaction) throws {
         try queue.native.ack(id: id, token: token, result: nil, tx: tx.native)
+        settle(())
     }
 
     /// Another attempt after `delay` (default: the job's backoff); dead when
@@ -506,21 +525,23 @@ public final class Job: @unchecked Sendable {
     public func retry(delay: TimeInterval? = nil, error: String? = nil) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
         let delayMs = try millis("delay", delay)
-        return try await offThread {
+        return settle(try await offThread {
             try native.retry(id: id, token: token, delayMs: delayMs, error: error, tx: nil)
-        }
+        })
     }
 
     /// Dead-letters the job now.
     public func fail(_ error: String) async throws {
         let (native, id, token) = (queue.native, id, token)
         try await offThread { try native.fail(id: id, token: token, error: error, tx: nil) }
+        settle(())
     }
 
     /// Gives the job back now, without using up an attempt.
     public func release() async throws {
         let (native, id, token) = (queue.native, id, token)
         try await offThread { try native.release(id: id, token: token, tx: nil) }
+        settle(())
     }
 
     /// Gives the job back to run after `delay`, without using up an attempt.
@@ -528,7 +549,7 @@ public final class Job: @unchecked Sendable {
     public func snooze(_ delay: TimeInterval) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
         let delayMs = try millis("delay", delay)
-        return try await offThread { try native.snooze(id: id, token: token, delayMs: delayMs, tx: nil) }
+        return settle(try await offThread { try native.snooze(id: id, token: token, delayMs: delayMs, tx: nil) })
     }
 
     /// Extends the lease by `extend` (default: the claim's lease) from now.

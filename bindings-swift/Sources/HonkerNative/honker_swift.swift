@@ -2005,6 +2005,328 @@ public func FfiConverterTypeTransaction_lower(_ value: Transaction) -> UInt64 {
 
 
 
+
+
+/**
+ * See `Worker` in Honker.swift.
+ */
+public protocol WorkerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Why the worker no longer waits for task `key`'s outcome, if it does
+     * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
+     * handler's task is cancelled then.
+     */
+    func cancelled(key: UInt64)  -> String?
+    
+    /**
+     * Records task `key`'s outcome (`ack` with `result`, `retry` with
+     * `delay_ms` and `error`, `permanent` with `error`, `snooze` with
+     * `delay_ms`, `release`, `settled`) and frees its slot.
+     */
+    func complete(key: UInt64, outcome: String, result: Payload?, delayMs: UInt64?, error: String?) throws  -> TaskReport
+    
+    /**
+     * After `shutdown`: waits up to `grace_ms` for running tasks, renewing
+     * their leases, then releases the rest; returns how many.
+     */
+    func drain(graceMs: UInt64) throws  -> UInt32
+    
+    /**
+     * Ends a drain's grace period now, without I/O.
+     */
+    func endGrace() 
+    
+    func isStopping()  -> Bool
+    
+    /**
+     * The next task, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the worker is stopping. Renews leases and enforces timeouts while
+     * it waits: keep one call outstanding.
+     */
+    func next(waitMs: UInt64) throws  -> WorkerTask?
+    
+    /**
+     * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
+     * and `lease_ms` per task.
+     */
+    func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?) throws 
+    
+    func running()  -> UInt32
+    
+    /**
+     * Stops claiming and releases the jobs claimed but not handed out;
+     * returns how many.
+     */
+    func shutdown()  -> UInt32
+    
+    /**
+     * Stops claiming, without I/O.
+     */
+    func stop() 
+    
+    func workerId()  -> String
+    
+}
+/**
+ * See `Worker` in Honker.swift.
+ */
+open class Worker: WorkerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_worker(self.handle, $0) }
+    }
+    /**
+     * A worker on `db` running at most `concurrency` tasks at once.
+     */
+public convenience init(db: Database, workerId: String, concurrency: UInt32)throws  {
+    let handle =
+        try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_constructor_worker_new(
+        FfiConverterTypeDatabase_lower(db),
+        FfiConverterString.lower(workerId),
+        FfiConverterUInt32.lower(concurrency),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_worker(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Why the worker no longer waits for task `key`'s outcome, if it does
+     * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
+     * handler's task is cancelled then.
+     */
+open func cancelled(key: UInt64) -> String?  {
+    return try!  FfiConverterOptionString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_cancelled(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(key),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Records task `key`'s outcome (`ack` with `result`, `retry` with
+     * `delay_ms` and `error`, `permanent` with `error`, `snooze` with
+     * `delay_ms`, `release`, `settled`) and frees its slot.
+     */
+open func complete(key: UInt64, outcome: String, result: Payload?, delayMs: UInt64?, error: String?)throws  -> TaskReport  {
+    return try  FfiConverterTypeTaskReport_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_complete(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(key),
+        FfiConverterString.lower(outcome),
+        FfiConverterOptionTypePayload.lower(result),
+        FfiConverterOptionUInt64.lower(delayMs),
+        FfiConverterOptionString.lower(error),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * After `shutdown`: waits up to `grace_ms` for running tasks, renewing
+     * their leases, then releases the rest; returns how many.
+     */
+open func drain(graceMs: UInt64)throws  -> UInt32  {
+    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_drain(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(graceMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Ends a drain's grace period now, without I/O.
+     */
+open func endGrace()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_end_grace(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func isStopping() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_is_stopping(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next task, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the worker is stopping. Renews leases and enforces timeouts while
+     * it waits: keep one call outstanding.
+     */
+open func next(waitMs: UInt64)throws  -> WorkerTask?  {
+    return try  FfiConverterOptionTypeWorkerTask.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
+     * and `lease_ms` per task.
+     */
+open func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_register(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeQueue_lower(queue),
+        FfiConverterOptionUInt32.lower(concurrency),
+        FfiConverterOptionUInt64.lower(timeoutMs),
+        FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
+    )
+}
+}
+    
+open func running() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_running(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops claiming and releases the jobs claimed but not handed out;
+     * returns how many.
+     */
+open func shutdown() -> UInt32  {
+    return try!  FfiConverterUInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_shutdown(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops claiming, without I/O.
+     */
+open func stop()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_stop(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func workerId() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_worker_id(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeWorker: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Worker
+
+    public static func lift(_ handle: UInt64) throws -> Worker {
+        return Worker(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Worker) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Worker {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Worker, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorker_lift(_ handle: UInt64) throws -> Worker {
+    return try FfiConverterTypeWorker.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorker_lower(_ value: Worker) -> UInt64 {
+    return FfiConverterTypeWorker.lower(value)
+}
+
+
+
+
 /**
  * A claimed job, leased to its worker until `lease_expires_at_ms`.
  */
@@ -3035,6 +3357,164 @@ public func FfiConverterTypeRows_lower(_ value: Rows) -> RustBuffer {
 
 
 /**
+ * A finished task, for the hooks.
+ */
+public struct TaskReport: Equatable, Hashable {
+    public var jobId: Int64
+    public var queue: String
+    public var attempts: UInt32
+    /**
+     * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+     * `released` or `settled`.
+     */
+    public var finished: String
+    /**
+     * The job's new state after `retried`/`snoozed`.
+     */
+    public var state: String?
+    public var ranMs: Double
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(jobId: Int64, queue: String, attempts: UInt32, 
+        /**
+         * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+         * `released` or `settled`.
+         */finished: String, 
+        /**
+         * The job's new state after `retried`/`snoozed`.
+         */state: String?, ranMs: Double) {
+        self.jobId = jobId
+        self.queue = queue
+        self.attempts = attempts
+        self.finished = finished
+        self.state = state
+        self.ranMs = ranMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TaskReport: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTaskReport: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TaskReport {
+        return
+            try TaskReport(
+                jobId: FfiConverterInt64.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                attempts: FfiConverterUInt32.read(from: &buf), 
+                finished: FfiConverterString.read(from: &buf), 
+                state: FfiConverterOptionString.read(from: &buf), 
+                ranMs: FfiConverterDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TaskReport, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.jobId, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterUInt32.write(value.attempts, into: &buf)
+        FfiConverterString.write(value.finished, into: &buf)
+        FfiConverterOptionString.write(value.state, into: &buf)
+        FfiConverterDouble.write(value.ranMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTaskReport_lift(_ buf: RustBuffer) throws -> TaskReport {
+    return try FfiConverterTypeTaskReport.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTaskReport_lower(_ value: TaskReport) -> RustBuffer {
+    return FfiConverterTypeTaskReport.lower(value)
+}
+
+
+/**
+ * A job handed out by `next`, until `complete` takes it by `key`.
+ */
+public struct WorkerTask: Equatable, Hashable {
+    public var key: UInt64
+    public var queue: String
+    public var job: ClaimedJob
+    /**
+     * Milliseconds left before the handler's timeout, if its queue has one.
+     */
+    public var remainingMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(key: UInt64, queue: String, job: ClaimedJob, 
+        /**
+         * Milliseconds left before the handler's timeout, if its queue has one.
+         */remainingMs: UInt64?) {
+        self.key = key
+        self.queue = queue
+        self.job = job
+        self.remainingMs = remainingMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension WorkerTask: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> WorkerTask {
+        return
+            try WorkerTask(
+                key: FfiConverterUInt64.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                job: FfiConverterTypeClaimedJob.read(from: &buf), 
+                remainingMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: WorkerTask, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.key, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterTypeClaimedJob.write(value.job, into: &buf)
+        FfiConverterOptionUInt64.write(value.remainingMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorkerTask_lift(_ buf: RustBuffer) throws -> WorkerTask {
+    return try FfiConverterTypeWorkerTask.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWorkerTask_lower(_ value: WorkerTask) -> RustBuffer {
+    return FfiConverterTypeWorkerTask.lower(value)
+}
+
+
+/**
  * Every error, by stable code (`LEASE_LOST` is `LeaseLost`, ...).
  */
 public 
@@ -3569,6 +4049,30 @@ fileprivate struct FfiConverterOptionTypeClaimedJob: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeWorkerTask: FfiConverterRustBuffer {
+    typealias SwiftType = WorkerTask?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeWorkerTask.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeWorkerTask.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypePayload: FfiConverterRustBuffer {
     typealias SwiftType = Payload?
 
@@ -3980,6 +4484,39 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_wait_result() != 63179) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_worker_cancelled() != 54526) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_complete() != 41708) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_drain() != 32585) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_end_grace() != 19946) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_is_stopping() != 15413) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_next() != 21685) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_register() != 59648) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_running() != 62588) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_shutdown() != 55828) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_stop() != 21845) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_worker_id() != 50351) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_constructor_database_open() != 17231) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3987,6 +4524,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 59782) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_constructor_worker_new() != 33818) {
         return InitializationResult.apiChecksumMismatch
     }
 

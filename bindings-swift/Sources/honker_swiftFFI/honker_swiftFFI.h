@@ -543,6 +543,76 @@ RustBuffer uniffi_honker_swift_fn_method_queue_stats(uint64_t ptr, RustCallStatu
 RustBuffer uniffi_honker_swift_fn_method_queue_wait_result(uint64_t ptr, int64_t id, uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_WORKER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_WORKER
+uint64_t uniffi_honker_swift_fn_clone_worker(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_WORKER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_WORKER
+void uniffi_honker_swift_fn_free_worker(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_WORKER_NEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_WORKER_NEW
+uint64_t uniffi_honker_swift_fn_constructor_worker_new(uint64_t db, RustBuffer worker_id, uint32_t concurrency, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED
+RustBuffer uniffi_honker_swift_fn_method_worker_cancelled(uint64_t ptr, uint64_t key, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
+RustBuffer uniffi_honker_swift_fn_method_worker_complete(uint64_t ptr, uint64_t key, RustBuffer outcome, RustBuffer result, RustBuffer delay_ms, RustBuffer error, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_DRAIN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_DRAIN
+uint32_t uniffi_honker_swift_fn_method_worker_drain(uint64_t ptr, uint64_t grace_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_END_GRACE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_END_GRACE
+void uniffi_honker_swift_fn_method_worker_end_grace(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_IS_STOPPING
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_IS_STOPPING
+int8_t uniffi_honker_swift_fn_method_worker_is_stopping(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_NEXT
+RustBuffer uniffi_honker_swift_fn_method_worker_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
+void uniffi_honker_swift_fn_method_worker_register(uint64_t ptr, uint64_t queue, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_RUNNING
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_RUNNING
+uint32_t uniffi_honker_swift_fn_method_worker_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_SHUTDOWN
+uint32_t uniffi_honker_swift_fn_method_worker_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
+void uniffi_honker_swift_fn_method_worker_stop(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WORKER_ID
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WORKER_ID
+RustBuffer uniffi_honker_swift_fn_method_worker_worker_id(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODE
 RustBuffer uniffi_honker_swift_fn_func_error_code(RustBuffer error, RustCallStatus *_Nonnull out_status
@@ -1108,6 +1178,72 @@ uint16_t uniffi_honker_swift_checksum_method_queue_wait_result(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
+uint16_t uniffi_honker_swift_checksum_method_worker_cancelled(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
+uint16_t uniffi_honker_swift_checksum_method_worker_complete(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_DRAIN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_DRAIN
+uint16_t uniffi_honker_swift_checksum_method_worker_drain(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_END_GRACE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_END_GRACE
+uint16_t uniffi_honker_swift_checksum_method_worker_end_grace(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_IS_STOPPING
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_IS_STOPPING
+uint16_t uniffi_honker_swift_checksum_method_worker_is_stopping(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_NEXT
+uint16_t uniffi_honker_swift_checksum_method_worker_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER
+uint16_t uniffi_honker_swift_checksum_method_worker_register(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_RUNNING
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_RUNNING
+uint16_t uniffi_honker_swift_checksum_method_worker_running(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
+uint16_t uniffi_honker_swift_checksum_method_worker_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_STOP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_STOP
+uint16_t uniffi_honker_swift_checksum_method_worker_stop(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WORKER_ID
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WORKER_ID
+uint16_t uniffi_honker_swift_checksum_method_worker_worker_id(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_DATABASE_OPEN
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_DATABASE_OPEN
 uint16_t uniffi_honker_swift_checksum_constructor_database_open(void
@@ -1123,6 +1259,12 @@ uint16_t uniffi_honker_swift_checksum_constructor_database_open_with_clock(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 uint16_t uniffi_honker_swift_checksum_constructor_manualclock_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_WORKER_NEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_WORKER_NEW
+uint16_t uniffi_honker_swift_checksum_constructor_worker_new(void
     
 );
 #endif

@@ -1,0 +1,480 @@
+// The worker runtime (core's `runtime::Worker`): registered `async throws`
+// handlers, concurrency limits, lease renewal, timeouts and a graceful
+// shutdown. Core claims, renews, times out and records outcomes; this file
+// only runs handlers, each in its own Task, and cancels a Task when core
+// gives up on its job (timeout, lost lease, shutdown). At-least-once: a
+// handler may run again after a crash or a lapsed lease.
+
+import Foundation
+import HonkerNative
+
+/// Thrown by a handler: a failure no retry can fix (an invalid address).
+/// The job goes to the dead letters now, with `reason`.
+public struct Permanent: Error, CustomStringConvertible, Sendable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// Thrown by a handler: retry after `delay` (default: the queue's backoff),
+/// recording `message`; dead once the attempts are spent.
+public struct Retry: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public let delay: TimeInterval?
+    public init(_ message: String = "Retry", delay: TimeInterval? = nil) {
+        self.message = message
+        self.delay = delay
+    }
+    public var description: String { message }
+}
+
+/// Thrown by a handler: not now; run again after `delay`, no attempt spent.
+public struct Snooze: Error, Sendable {
+    public let delay: TimeInterval
+    public init(_ delay: TimeInterval) { self.delay = delay }
+}
+
+/// What a `Worker` reports to its hooks (`Worker.on`).
+public struct WorkerEvent: Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case start, success, retry, dead, snoozed, released, settled, error
+        case timedOut = "timed_out"
+        case leaseLost = "lease_lost"
+    }
+
+    public let kind: Kind
+    /// The job's queue (nil for an `.error` that stopped the worker).
+    public let queue: String?
+    public let jobId: Int64?
+    public let attempts: UInt32?
+    /// How long the handler ran (finished kinds only).
+    public let duration: TimeInterval?
+    /// The recorded error (`.retry`, `.dead`), or what failed (`.error`).
+    public let error: String?
+    /// The job's new state after `.retry` and `.snoozed`.
+    public let state: String?
+}
+
+/// The documented envelope of a queue that carries several task types:
+/// `{"task": name, "args": ...}`.
+public struct TaskEnvelope<Args: Encodable>: Encodable {
+    public let task: String
+    public let args: Args
+    public init(task: String, args: Args) {
+        self.task = task
+        self.args = args
+    }
+}
+
+private struct EnvelopeName: Decodable { let task: String }
+private struct EnvelopeArgs<T: Decodable>: Decodable { let args: T }
+
+extension Job {
+    /// The arguments of a task envelope (`{"task": ..., "args": ...}`).
+    public func args<T: Decodable>(as type: T.Type) throws -> T {
+        try payload(as: EnvelopeArgs<T>.self).args
+    }
+}
+
+/// A handler's body, as the run loop calls it: the result to store, if any.
+typealias Handler = @Sendable (Job) async throws -> Payload?
+
+/// Runs handlers for queues' jobs:
+///
+///     let worker = try Worker(db, concurrency: 8)
+///     try worker.handle("emails", timeout: 30) { job in
+///         try await send(try job.payload(as: Email.self))
+///     }
+///     try await worker.run(signals: true)   // or cancel its Task
+///
+/// A handler that returns acks its job (with the returned value stored as
+/// the job's result); one that throws `Permanent` dead-letters it, `Snooze`
+/// snoozes it, `Retry` or any other error retries it with the queue's
+/// backoff. A handler past its `timeout`, or whose lease was lost, has its
+/// Task cancelled and its job retried by core; its late outcome is
+/// discarded. Cancelling the Task that runs `run()` begins a graceful
+/// shutdown: no claim from then on, running handlers get `grace` to finish,
+/// then what still runs is released (no attempt spent) and cancelled.
+public final class Worker: @unchecked Sendable {
+    public let native: HonkerNative.Worker
+    public let workerId: String
+    /// How long a shutdown gives running handlers before releasing their jobs.
+    public let grace: TimeInterval
+    let db: Database
+    private let lock = NSLock()
+    private var queues: [String: Registration] = [:]
+    private var hooks: [WorkerEvent.Kind: [@Sendable (WorkerEvent) -> Void]] = [:]
+    private var started = false
+    private var hurried = false
+
+    final class Registration {
+        let queue: Queue
+        let leaseMs: UInt64
+        let options: [UInt64?]
+        var handler: Handler?
+        var tasks: [String: Handler] = [:]
+
+        init(queue: Queue, leaseMs: UInt64, options: [UInt64?]) {
+            self.queue = queue
+            self.leaseMs = leaseMs
+            self.options = options
+        }
+    }
+
+    /// A worker on `db` running at most `concurrency` handlers at once over
+    /// all its queues. `workerId` (default: host name and process id) is
+    /// what its claims record.
+    public init(_ db: Database, workerId: String? = nil, concurrency: UInt32 = 10,
+                grace: TimeInterval = 30) throws {
+        let id = workerId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
+        _ = try millis("grace", grace)
+        native = try HonkerNative.Worker(db: db.native, workerId: id, concurrency: concurrency)
+        self.workerId = id
+        self.grace = grace
+        self.db = db
+    }
+
+    /// The queues with handlers.
+    public var queueNames: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return queues.keys.sorted()
+    }
+
+    /// Whether a shutdown began.
+    public var isStopping: Bool { native.isStopping() }
+
+    /// Handlers running now (or claimed and about to run).
+    public var running: UInt32 { native.running() }
+
+    /// Runs `handler` for `queue`'s jobs and stores what it returns as the
+    /// job's result. With `task`, the queue carries the envelope
+    /// `{"task": name, "args": ...}` (`TaskEnvelope`) and this handler takes
+    /// the jobs whose task is `name` (`job.args(as:)`); a job whose task has
+    /// no handler goes to the dead letters with `no handler for task <name>`.
+    /// `concurrency` (within the worker's), `timeout` and `lease` are the
+    /// queue's.
+    public func handle<R: Encodable>(_ queue: String, task: String? = nil, concurrency: UInt32? = nil,
+                                     timeout: TimeInterval? = nil, lease: TimeInterval? = nil,
+                                     _ handler: @escaping @Sendable (Job) async throws -> R) throws {
+        try register(queue, task: task, concurrency: concurrency, timeout: timeout, lease: lease) { job in
+            try encode(try await handler(job))
+        }
+    }
+
+    /// `handle` for a handler that returns nothing: its job is acked
+    /// without a result.
+    public func handle(_ queue: String, task: String? = nil, concurrency: UInt32? = nil,
+                       timeout: TimeInterval? = nil, lease: TimeInterval? = nil,
+                       _ handler: @escaping @Sendable (Job) async throws -> Void) throws {
+        try register(queue, task: task, concurrency: concurrency, timeout: timeout, lease: lease) { job in
+            try await handler(job)
+            return nil
+        }
+    }
+
+    private func register(_ name: String, task: String?, concurrency: UInt32?, timeout: TimeInterval?,
+                          lease: TimeInterval?, _ handler: @escaping Handler) throws {
+        if let task, task.isEmpty {
+            throw HonkerError.InvalidArgument(message: "a task name must be a non-empty string")
+        }
+        let options = [concurrency.map(UInt64.init), try millis("timeout", timeout), try millis("lease", lease)]
+        lock.lock()
+        defer { lock.unlock() }
+        if started {
+            throw HonkerError.InvalidArgument(message: "register handlers before the worker runs")
+        }
+        let reg: Registration
+        if let existing = queues[name] {
+            if options.contains(where: { $0 != nil }) && options != existing.options {
+                throw HonkerError.InvalidArgument(message:
+                    "queue \"\(name)\" is already registered with other options (concurrency, timeout and lease are the queue's)")
+            }
+            if existing.handler != nil || task == nil || existing.tasks[task!] != nil {
+                let taken = existing.handler != nil || task == nil ? "every job" : task!
+                throw HonkerError.InvalidArgument(message: "queue \"\(name)\" already has a handler for \(taken)")
+            }
+            reg = existing
+        } else {
+            let q = try db.queue(name)
+            // Core checks the options (and refuses a second registration).
+            try native.register(queue: q.native, concurrency: concurrency, timeoutMs: options[1], leaseMs: options[2])
+            reg = Registration(queue: q, leaseMs: options[2] ?? q.native.leaseMs(), options: options)
+            queues[name] = reg
+        }
+        if let task { reg.tasks[task] = handler } else { reg.handler = handler }
+    }
+
+    /// Calls `hook` for each event of `kind`. Hooks run on the worker's
+    /// threads: keep them short. With no `.error` hook, errors are printed
+    /// to stderr.
+    public func on(_ kind: WorkerEvent.Kind, _ hook: @escaping @Sendable (WorkerEvent) -> Void) {
+        lock.lock()
+        hooks[kind, default: []].append(hook)
+        lock.unlock()
+    }
+
+    /// Begins a graceful shutdown (what cancelling `run`'s Task, or SIGTERM
+    /// with `signals`, does): no claim from now on. No I/O.
+    public func stop() {
+        native.stop()
+    }
+
+    /// Ends a shutdown's grace period now (a second SIGTERM or SIGINT):
+    /// what still runs is released and cancelled, and `run` returns without
+    /// waiting for those handlers. No I/O.
+    public func endGrace() {
+        lock.lock()
+        hurried = true
+        lock.unlock()
+        native.endGrace()
+    }
+
+    /// Runs until `stop()`, its Task is cancelled, or (with `signals`)
+    /// SIGTERM or SIGINT; then drains: running handlers get `grace` to
+    /// finish, what still runs is released (no attempt spent) and its Task
+    /// cancelled, and `run` returns once those handlers return too (their
+    /// outcomes are discarded) — at once after `endGrace()` or a second
+    /// signal. Throws only when the worker cannot run (no handler, already
+    /// run); a claim that fails stops it and is reported as an `.error`
+    /// event. A Worker runs once.
+    public func run(signals: Bool = false) async throws {
+        try start()
+        let native = self.native
+        let graceMs = try millis("grace", grace)
+        let running = RunningHandlers()
+        let sources = signals ? installSignals() : []
+        let poller = Task { await self.watch(running) }
+        defer {
+            poller.cancel()
+            for s in sources { s.cancel() }
+        }
+        await withTaskCancellationHandler {
+            while !native.isStopping() {
+                do {
+                    if let t = try await offThread({ try native.next(waitMs: 60_000) }) {
+                        dispatch(t, running)
+                    }
+                } catch {
+                    emitError(error, queue: nil, jobId: nil)
+                    native.stop()
+                }
+            }
+            _ = try? await offThread { native.shutdown() }
+            _ = try? await offThread { try native.drain(graceMs: graceMs) }
+            // What still runs was released: its Task is cancelled, and
+            // awaited unless the grace was ended.
+            running.cancelAll()
+            while !isHurried {
+                if (try? await offThread({ running.wait(0.05) })) ?? true { break }
+            }
+        } onCancel: {
+            native.stop()
+        }
+    }
+
+    private func start() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if started {
+            throw HonkerError.InvalidArgument(message: "this worker already ran (a Worker runs once)")
+        }
+        if queues.isEmpty {
+            throw HonkerError.InvalidArgument(message: "no handler is registered")
+        }
+        started = true
+    }
+
+    private var isHurried: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return hurried
+    }
+
+    private func installSignals() -> [DispatchSourceSignal] {
+        [SIGTERM, SIGINT].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                if self.native.isStopping() { self.endGrace() }
+                self.stop()
+            }
+            source.setCancelHandler { signal(sig, SIG_DFL) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Cancels the Task of each handler core gave up on (its timeout, a
+    /// lost lease, a shutdown's release): at its deadline, or within 100 ms.
+    private func watch(_ running: RunningHandlers) async {
+        while !Task.isCancelled {
+            var pause: TimeInterval = 0.1
+            let now = Date()
+            for (key, entry) in running.snapshot() where !entry.task.isCancelled {
+                if let d = entry.deadline, d <= now {
+                    entry.task.cancel()
+                } else if native.cancelled(key: key) != nil {
+                    entry.task.cancel()
+                } else if let d = entry.deadline {
+                    pause = min(pause, d.timeIntervalSince(now))
+                }
+            }
+            try? await Task.sleep(nanoseconds: UInt64(max(pause, 0.001) * 1e9))
+        }
+    }
+
+    private func dispatch(_ t: WorkerTask, _ running: RunningHandlers) {
+        lock.lock()
+        let reg = queues[t.queue]!
+        lock.unlock()
+        let job = Job(queue: reg.queue, workerId: workerId, claimed: t.job, leaseMs: reg.leaseMs)
+        let handler = self.handler(reg, job)
+        // Just past core's deadline, so that core counts what the handler
+        // then reports as the timeout.
+        let deadline = t.remainingMs.map { Date().addingTimeInterval(Double($0 + 2) / 1000) }
+        emit(.start, job: job, queue: t.queue)
+        running.start(t.key, deadline: deadline) {
+            let outcome: (String, Payload?, UInt64?, String?)
+            do {
+                outcome = ("ack", try await handler(job), nil, nil)
+            } catch {
+                outcome = Worker.outcome(of: error)
+            }
+            await self.finish(t, job, outcome)
+        }
+    }
+
+    private func handler(_ reg: Registration, _ job: Job) -> Handler {
+        if let h = reg.handler { return h }
+        let name = try? job.payload(as: EnvelopeName.self).task
+        guard let name else {
+            let reason = "not a task envelope ({\"task\": name, \"args\": ...}), "
+                + "and queue \"\(reg.queue.name)\" has handlers only for tasks"
+            return { _ in throw Permanent(reason) }
+        }
+        return reg.tasks[name] ?? { _ in throw Permanent("no handler for task \(name)") }
+    }
+
+    /// A handler's error as an outcome: (kind, result, delay ms, error).
+    static func outcome(of error: Error) -> (String, Payload?, UInt64?, String?) {
+        switch error {
+        case let p as Permanent:
+            return ("permanent", nil, nil, p.reason)
+        case let s as Snooze:
+            do {
+                let ms: UInt64 = try millis("snooze delay", s.delay)
+                return ("snooze", nil, ms, nil)
+            } catch {
+                return ("retry", nil, nil, "Snooze with an invalid delay: \(s.delay)")
+            }
+        case let r as Retry:
+            do {
+                let ms: UInt64? = try millis("retry delay", r.delay)
+                return ("retry", nil, ms, r.message)
+            } catch {
+                return ("retry", nil, nil, "Retry with an invalid delay: \(String(describing: r.delay))")
+            }
+        default:
+            return ("retry", nil, nil, "\(type(of: error)): \(error)")
+        }
+    }
+
+    private func finish(_ t: WorkerTask, _ job: Job, _ outcome: (String, Payload?, UInt64?, String?)) async {
+        // A handler that finished its job itself (acked it in its own
+        // transaction): only the slot is freed.
+        let kind = job.settled ? "settled" : outcome.0
+        let native = self.native
+        do {
+            let r = try await offThread {
+                try native.complete(key: t.key, outcome: kind, result: outcome.1,
+                                    delayMs: outcome.2, error: outcome.3)
+            }
+            let k: WorkerEvent.Kind = r.finished == "acked" ? .success
+                : r.finished == "retried" ? .retry
+                : WorkerEvent.Kind(rawValue: r.finished) ?? .error
+            emit(k, job: job, queue: r.queue, duration: r.ranMs / 1000,
+                 error: k == .retry || k == .dead ? outcome.3 : nil, state: r.state)
+        } catch {
+            // The database failed: the slot is free, and the job's lease
+            // lapses, so it runs again (at-least-once).
+            emitError(error, queue: t.queue, jobId: job.id)
+        }
+    }
+
+    private func listeners(_ kind: WorkerEvent.Kind) -> [@Sendable (WorkerEvent) -> Void] {
+        lock.lock()
+        defer { lock.unlock() }
+        return hooks[kind] ?? []
+    }
+
+    private func emit(_ kind: WorkerEvent.Kind, job: Job, queue: String, duration: TimeInterval? = nil,
+                      error: String? = nil, state: String? = nil) {
+        let hooks = listeners(kind)
+        if hooks.isEmpty { return }
+        let event = WorkerEvent(kind: kind, queue: queue, jobId: job.id, attempts: job.attempts,
+                                duration: duration, error: error, state: state)
+        for hook in hooks { hook(event) }
+    }
+
+    private func emitError(_ error: Error, queue: String?, jobId: Int64?) {
+        let hooks = listeners(.error)
+        if hooks.isEmpty {
+            let what = jobId.map { "job \($0) on \(queue ?? "?"): recording its outcome failed" }
+                ?? "the worker stopped: its claim failed"
+            FileHandle.standardError.write(Data("honker: \(what): \(error)\n".utf8))
+            return
+        }
+        let event = WorkerEvent(kind: .error, queue: queue, jobId: jobId, attempts: nil,
+                                duration: nil, error: "\(error)", state: nil)
+        for hook in hooks { hook(event) }
+    }
+}
+
+/// The handlers running now, each in its own Task (not a child of `run`'s,
+/// so that cancelling `run` drains them instead of cancelling them).
+final class RunningHandlers: @unchecked Sendable {
+    struct Entry {
+        let task: Task<Void, Never>
+        let deadline: Date?
+    }
+
+    private let lock = NSLock()
+    private var entries: [UInt64: Entry] = [:]
+    private let group = DispatchGroup()
+
+    func start(_ key: UInt64, deadline: Date?, _ body: @escaping @Sendable () async -> Void) {
+        group.enter()
+        // Under the lock: the Task's own removal waits until it is entered.
+        lock.lock()
+        let task = Task {
+            await body()
+            self.finished(key)
+        }
+        entries[key] = Entry(task: task, deadline: deadline)
+        lock.unlock()
+    }
+
+    private func finished(_ key: UInt64) {
+        lock.lock()
+        entries[key] = nil
+        lock.unlock()
+        group.leave()
+    }
+
+    func snapshot() -> [(UInt64, Entry)] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.map { ($0.key, $0.value) }
+    }
+
+    func cancelAll() {
+        for (_, e) in snapshot() { e.task.cancel() }
+    }
+
+    /// Blocks up to `seconds` for every handler to return; whether they did.
+    func wait(_ seconds: TimeInterval) -> Bool {
+        group.wait(timeout: .now() + seconds) == .success
+    }
+}

@@ -1,0 +1,212 @@
+//! Core's worker runtime for Swift (`honker::runtime::Worker`): the
+//! `Worker` of Honker.swift keeps one `next` outstanding on a background
+//! thread, runs each handler in its own `Task`, and hands its outcome back
+//! with `complete`. Tasks stay here, keyed by a number the Swift side
+//! holds; the worker's last reference is dropped off the caller's thread
+//! (tasks never completed are released then: writes that may wait).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use parking_lot::Mutex;
+
+use crate::database::{Database, Payload};
+use crate::errors::{ms, opt_ms, HonkerError, R};
+use crate::queue::Queue;
+use crate::records::ClaimedJob;
+
+struct Shared {
+    w: honker::runtime::Worker,
+    tasks: Mutex<HashMap<u64, honker::runtime::Task>>,
+    next_key: AtomicU64,
+}
+
+/// See `Worker` in Honker.swift.
+#[derive(uniffi::Object)]
+pub struct Worker {
+    s: OffThreadDrop<Shared>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("worker_id", &self.s.w.worker_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A job handed out by `next`, until `complete` takes it by `key`.
+#[derive(Debug, uniffi::Record)]
+pub struct WorkerTask {
+    pub key: u64,
+    pub queue: String,
+    pub job: ClaimedJob,
+    /// Milliseconds left before the handler's timeout, if its queue has one.
+    pub remaining_ms: Option<u64>,
+}
+
+/// A finished task, for the hooks.
+#[derive(Debug, uniffi::Record)]
+pub struct TaskReport {
+    pub job_id: i64,
+    pub queue: String,
+    pub attempts: u32,
+    /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
+    /// `released` or `settled`.
+    pub finished: String,
+    /// The job's new state after `retried`/`snoozed`.
+    pub state: Option<String>,
+    pub ran_ms: f64,
+}
+
+fn report(r: honker::runtime::Report) -> TaskReport {
+    TaskReport {
+        job_id: r.job_id,
+        queue: r.queue,
+        attempts: r.attempts,
+        finished: r.finished.name().to_owned(),
+        state: r.finished.state().map(|s| s.as_str().to_owned()),
+        ran_ms: r.ran.as_secs_f64() * 1000.0,
+    }
+}
+
+#[uniffi::export]
+impl Worker {
+    /// A worker on `db` running at most `concurrency` tasks at once.
+    #[uniffi::constructor]
+    pub fn new(db: Arc<Database>, worker_id: String, concurrency: u32) -> R<Arc<Worker>> {
+        let w = honker::runtime::Worker::new(
+            db.core(),
+            WorkerOptions {
+                worker_id,
+                concurrency: honker::validate::batch(i64::from(concurrency))?,
+            },
+        )?;
+        Ok(Arc::new(Worker {
+            s: OffThreadDrop::new(Shared {
+                w,
+                tasks: Mutex::new(HashMap::new()),
+                next_key: AtomicU64::new(1),
+            }),
+        }))
+    }
+
+    /// Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
+    /// and `lease_ms` per task.
+    pub fn register(
+        &self,
+        queue: Arc<Queue>,
+        concurrency: Option<u32>,
+        timeout_ms: Option<u64>,
+        lease_ms: Option<u64>,
+    ) -> R<()> {
+        let options = HandlerOptions {
+            concurrency: concurrency
+                .map(|n| honker::validate::batch(i64::from(n)))
+                .transpose()?,
+            timeout: opt_ms("timeout", timeout_ms)?,
+            lease: opt_ms("lease", lease_ms)?,
+        };
+        Ok(self.s.w.register(queue.core(), options)?)
+    }
+
+    pub fn worker_id(&self) -> String {
+        self.s.w.worker_id().to_owned()
+    }
+
+    pub fn running(&self) -> u32 {
+        self.s.w.running() as u32
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.s.w.is_stopping()
+    }
+
+    /// The next task, waiting up to `wait_ms`; `None` when the wait ran out
+    /// or the worker is stopping. Renews leases and enforces timeouts while
+    /// it waits: keep one call outstanding.
+    pub fn next(&self, wait_ms: u64) -> R<Option<WorkerTask>> {
+        let s = &self.s;
+        let Some(t) = s.w.next(ms("wait", wait_ms)?)? else {
+            return Ok(None);
+        };
+        let key = s.next_key.fetch_add(1, Ordering::Relaxed);
+        let out = WorkerTask {
+            key,
+            queue: t.queue().to_owned(),
+            job: ClaimedJob::from(t.job().clone()),
+            remaining_ms: t
+                .deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
+        };
+        s.tasks.lock().insert(key, t);
+        Ok(Some(out))
+    }
+
+    /// Why the worker no longer waits for task `key`'s outcome, if it does
+    /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
+    /// handler's task is cancelled then.
+    pub fn cancelled(&self, key: u64) -> Option<String> {
+        let tasks = self.s.tasks.lock();
+        let t = tasks.get(&key)?;
+        let why = if t.timed_out() {
+            "timed_out"
+        } else if t.lost() {
+            "lease_lost"
+        } else if t.cancelled() {
+            "released"
+        } else {
+            return None;
+        };
+        Some(why.to_owned())
+    }
+
+    /// Records task `key`'s outcome (`ack` with `result`, `retry` with
+    /// `delay_ms` and `error`, `permanent` with `error`, `snooze` with
+    /// `delay_ms`, `release`, `settled`) and frees its slot.
+    pub fn complete(
+        &self,
+        key: u64,
+        outcome: String,
+        result: Option<Payload>,
+        delay_ms: Option<u64>,
+        error: Option<String>,
+    ) -> R<TaskReport> {
+        let delay = opt_ms("delay", delay_ms)?;
+        let outcome = Outcome::named(&outcome, result.map(Into::into), delay, error)?;
+        let t = self
+            .s
+            .tasks
+            .lock()
+            .remove(&key)
+            .ok_or_else(|| HonkerError::InvalidArgument {
+                message: format!("no running task {key}"),
+            })?;
+        Ok(report(self.s.w.complete(t, outcome)?))
+    }
+
+    /// Stops claiming, without I/O.
+    pub fn stop(&self) {
+        self.s.w.stop()
+    }
+
+    /// Ends a drain's grace period now, without I/O.
+    pub fn end_grace(&self) {
+        self.s.w.end_grace()
+    }
+
+    /// Stops claiming and releases the jobs claimed but not handed out;
+    /// returns how many.
+    pub fn shutdown(&self) -> u32 {
+        self.s.w.shutdown() as u32
+    }
+
+    /// After `shutdown`: waits up to `grace_ms` for running tasks, renewing
+    /// their leases, then releases the rest; returns how many.
+    pub fn drain(&self, grace_ms: u64) -> R<u32> {
+        Ok(self.s.w.drain(ms("grace", grace_ms)?)?.released as u32)
+    }
+}
