@@ -397,6 +397,170 @@ def run_crash(scenario: dict, tmp: str) -> None:
         rescuer.close()
 
 
+def kill(surface: str, pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signals a driver by its own pid (the Swift one runs as root, under
+    sudo and chroot: killing sudo would leave it running)."""
+    if surface == "swift" and os.getuid() != 0:
+        subprocess.run(["sudo", "kill", f"-{int(sig)}", str(pid)], check=True)
+    else:
+        os.kill(pid, sig)
+
+
+def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
+    """SIGTERM to a Worker with a short and a long job running: no claim after
+    the signal, the short job acks, the long one is released with its
+    attempts unchanged, and the worker returns within the grace period."""
+    path = f"{tmp}/sigterm-{surface}.db"
+    n, grace = scenario["jobs"], scenario["grace_ms"] / 1000
+    fill(path, n, "work")
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
+    conn.commit()
+    w = Driver(surface)
+    try:
+        check({}, w.send({"op": "open", "path": path}), "open")
+        pid = w.send({"op": "pid"})["ok"]
+        assert w.proc.stdin is not None
+        step = {"op": "work", "queue": "work", "worker": surface, "table": "done"}
+        step |= {k: scenario[k] for k in ("concurrency", "sleep_ms", "lease_ms")}
+        step |= {"long_ms": scenario["long_ms"], "grace_ms": scenario["grace_ms"]}
+        w.proc.stdin.write(json.dumps({**step, "signals": True}) + "\n")
+        w.proc.stdin.flush()
+        # Both slots busy: the long job (the first) and a short one.
+        deadline = time.monotonic() + 30
+        while conn.execute("SELECT count(*) FROM done").fetchone()[0] < 1:
+            if time.monotonic() > deadline:
+                raise Failure("no job was done in 30 s")
+            time.sleep(0.005)
+        kill(surface, pid, signal.SIGTERM)
+        sent = time.monotonic()
+        check({}, w.receive("work", timeout=grace + 10), "work")
+        took = time.monotonic() - sent
+        if took > grace + 2:
+            raise Failure(
+                f"the worker returned {took:.1f} s after SIGTERM (grace {grace} s)"
+            )
+        jobs = dict(
+            conn.execute("SELECT id, attempts FROM _honker_jobs ORDER BY id").fetchall()
+        )
+        rows = conn.execute(
+            "SELECT count(*), count(DISTINCT job_id) FROM done"
+        ).fetchone()
+        first = min(jobs) if jobs else None
+        done = rows[0]
+        if rows[0] != rows[1] or done + len(jobs) != n:
+            raise Failure(f"{done} done and {len(jobs)} left of {n}")
+        if (
+            first is None
+            or conn.execute(
+                "SELECT count(*) FROM done WHERE job_id = ?", [first]
+            ).fetchone()[0]
+        ):
+            raise Failure("the long job is not back in the queue")
+        claimed = {i: a for i, a in jobs.items() if a != 0}
+        if claimed:
+            raise Failure(
+                f"jobs left with attempts spent (claimed after SIGTERM, or the long one): {claimed}"
+            )
+        # The short job running at the signal finished: one more than before it.
+        # (The next short job may have been claimed just before the signal.)
+        if not 2 <= done <= 3:
+            raise Failure(
+                f"{done} jobs acked; expected the 1-2 short ones running at SIGTERM and one before"
+            )
+        print(
+            f"        returned {took:.2f} s after SIGTERM; {done} acked, {len(jobs)} left"
+        )
+    finally:
+        conn.close()
+        w.close()
+
+
+def run_workers(scenario: dict, tmp: str, victim: str) -> None:
+    """Each surface's Worker on one queue; `victim`'s is SIGKILLed mid-batch.
+    Every job must be done, once, or twice only when the victim's run was
+    cut short and another worker ran it again after the lease lapsed."""
+    path = f"{tmp}/workers-{victim}.db"
+    n = scenario["jobs"]
+    fill(path, n, "work")
+    # Held open for the whole play: the WAL files stay the harness user's,
+    # whichever driver (the Swift one runs as root) opens the file next.
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
+    conn.commit()
+    surfaces = [s for s in scenario["workers"] if s in SURFACES]
+    workers = {s: Driver(s) for s in surfaces}
+    try:
+        pids = {}
+        for s, w in workers.items():
+            check({}, w.send({"op": "open", "path": path}), f"open ({s})")
+            pids[s] = w.send({"op": "pid"})["ok"]
+        for s, w in workers.items():
+            assert w.proc.stdin is not None
+            step = {
+                "op": "work",
+                "queue": "work",
+                "worker": s,
+                "table": "done",
+                **{k: scenario[k] for k in ("concurrency", "sleep_ms", "lease_ms")},
+            }
+            w.proc.stdin.write(json.dumps(step) + "\n")
+            w.proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while (
+            conn.execute(
+                "SELECT count(*) FROM done WHERE worker = ?", [victim]
+            ).fetchone()[0]
+            < scenario["kill_after"]
+        ):
+            if time.monotonic() > deadline:
+                raise Failure(f"the {victim} worker did no work in 60 s")
+            time.sleep(0.005)
+        kill(victim, pids[victim])
+        workers[victim].proc.wait(10)
+        for s, w in workers.items():
+            if s != victim:
+                check({}, w.receive("work", timeout=120), f"work ({s})")
+        rows = conn.execute(
+            "SELECT job_id, attempts, worker FROM done ORDER BY job_id, attempts"
+        ).fetchall()
+        runs: dict[int, list] = {}
+        for job_id, attempts, worker in rows:
+            runs.setdefault(job_id, []).append((attempts, worker))
+        lost = n - len(runs)
+        twice = {j: r for j, r in runs.items() if len(r) > 1}
+        wrong = {
+            j: r
+            for j, r in twice.items()
+            if len(r) != 2 or r[0][1] != victim or r[1][0] <= r[0][0]
+        }
+        left = conn.execute("SELECT count(*) FROM _honker_jobs").fetchone()[0]
+        if lost or wrong or left:
+            raise Failure(
+                f"{lost} jobs lost, {left} left in the queue, duplicates not explained by "
+                f"the victim's lapsed lease: {dict(list(wrong.items())[:5])}"
+            )
+        # Mid-batch: the victim held leases, and others took them after they lapsed.
+        reclaimed = sum(
+            1 for r in runs.values() if r[-1][0] >= 2 and r[-1][1] != victim
+        )
+        if reclaimed == 0:
+            raise Failure(f"the {victim} worker held no job when it was killed")
+        by_worker = dict(
+            conn.execute("SELECT worker, count(*) FROM done GROUP BY worker").fetchall()
+        )
+        if set(by_worker) != set(surfaces):
+            raise Failure(f"not every worker took part: {by_worker}")
+        print(
+            f"        per worker: {by_worker}; reclaimed after the lease: {reclaimed}; "
+            f"run twice: {len(twice)}"
+        )
+    finally:
+        conn.close()
+        for w in workers.values():
+            w.close()
+
+
 def swift_proc(mount: bool) -> bool:
     """The chroot's /proc (Swift's runtime needs it); mounts it if missing."""
     if not SWIFT_ROOT:
@@ -451,7 +615,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir=tmp_parent) as tmp:
         for scenario in scenarios:
             kind = scenario.get("kind", "steps")
-            plays = [None] if kind != "steps" else assignments(scenario)
+            if kind == "sigterm":
+                plays = [{"worker": s} for s in scenario["workers"] if s in SURFACES]
+            elif kind == "workers":
+                plays = [{"victim": s} for s in scenario["workers"] if s in SURFACES]
+            else:
+                plays = [None] if kind != "steps" else assignments(scenario)
             for n, assignment in enumerate(plays):
                 label = scenario["name"] + (
                     ""
@@ -466,6 +635,12 @@ def main() -> int:
                         run_drain(scenario, tmp)
                     elif kind == "crash":
                         run_crash(scenario, tmp)
+                    elif kind == "sigterm":
+                        assert assignment is not None
+                        run_sigterm(scenario, tmp, assignment["worker"])
+                    elif kind == "workers":
+                        assert assignment is not None
+                        run_workers(scenario, tmp, assignment["victim"])
                     else:
                         play(
                             pool,

@@ -2,6 +2,7 @@
 // JSON answer per line on stdout ({"ok": ...} or {"error": CODE, ...}). The
 // step vocabulary is in tests-interop/README.md; every driver implements it.
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers/promises';
 import honker from '../../bindings-node/index.js';
 
 let db = null;
@@ -39,6 +40,8 @@ function begin() {
 
 async function run(s) {
   switch (s.op) {
+    case 'pid':
+      return process.pid;
     case 'open':
       tx = null;
       db = await honker.open(s.path);
@@ -119,8 +122,41 @@ async function run(s) {
     }
     case 'drain':
       return drain(q, s);
+    case 'work':
+      return work(s);
   }
   return UNSUPPORTED;
+}
+
+// Runs honker's Worker on the queue until nothing is left to run: each
+// handler sleeps, then records a row (in its own transaction, so that a job
+// run twice leaves two rows), and the worker acks.
+async function work(s) {
+  const worker = new honker.Worker(db, { concurrency: s.concurrency, workerId: s.worker, grace: s.grace_ms ?? 30_000 });
+  let done = 0;
+  worker.handle(
+    s.queue,
+    async (job, signal) => {
+      const long = s.long_ms !== undefined && job.payload.i === 0;
+      await setTimeout(long ? s.long_ms : s.sleep_ms, undefined, { signal });
+      await db.transaction(async (t) => {
+        await t.execute(`INSERT INTO ${s.table} (job_id, attempts, worker) VALUES (?, ?, ?)`, [job.id, job.attempts, s.worker]);
+      });
+      done += 1;
+    },
+    { lease: s.lease_ms },
+  );
+  const q = db.queue(s.queue);
+  const watch = setInterval(async () => {
+    const st = await q.stats();
+    if (st.ready + st.scheduled + st.running === 0) worker.stop();
+  }, 100);
+  try {
+    await worker.run({ signals: Boolean(s.signals) });
+  } finally {
+    clearInterval(watch);
+  }
+  return { done };
 }
 
 async function drain(q, s) {

@@ -5,7 +5,9 @@ step vocabulary is in tests-interop/README.md; every driver implements it."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 
 import honker
@@ -34,6 +36,8 @@ class Driver:
 
     def run(self, s: dict):
         op = s["op"]
+        if op == "pid":
+            return os.getpid()
         if op == "open":
             self.tx = None
             self.db = honker.open(s["path"])
@@ -123,7 +127,53 @@ class Driver:
             }
         if op == "drain":
             return self.drain(q, s)
+        if op == "work":
+            return self.work(s)
         return UNSUPPORTED
+
+    def work(self, s: dict) -> dict:
+        """Runs honker.Worker on the queue until nothing is left to run: each
+        handler sleeps, then records a row (in its own transaction, so that
+        a job run twice leaves two rows), and the worker acks."""
+        assert self.db is not None
+        db = self.db
+        worker = honker.Worker(
+            db,
+            concurrency=s["concurrency"],
+            worker_id=s["worker"],
+            grace=s.get("grace_ms", 30_000) / 1000,
+        )
+        done = 0
+
+        @worker.task(s["queue"], lease=s["lease_ms"] / 1000)
+        def handle(job: honker.Job) -> None:
+            nonlocal done
+            long = job.payload == {"i": 0} and "long_ms" in s
+            end = time.monotonic() + (s["long_ms"] if long else s["sleep_ms"]) / 1000
+            # A sync handler stops when told to (a timeout, a shutdown).
+            while time.monotonic() < end:
+                if job.cancelled:
+                    raise RuntimeError("cancelled")
+                time.sleep(0.005)
+            with db.transaction() as tx:
+                tx.execute(
+                    f"INSERT INTO {s['table']} (job_id, attempts, worker) VALUES (?, ?, ?)",
+                    [job.id, job.attempts, s["worker"]],
+                )
+            done += 1
+
+        q = db.queue(s["queue"])
+
+        def watch() -> None:
+            while not worker.stopping:
+                st = q.stats()
+                if st.ready + st.scheduled + st.running == 0:
+                    worker.stop()
+                time.sleep(0.1)
+
+        threading.Thread(target=watch, daemon=True).start()
+        worker.run(signals=bool(s.get("signals")))
+        return {"done": done}
 
     def drain(self, q: honker.Queue, s: dict) -> dict:
         assert self.db is not None

@@ -47,6 +47,10 @@ final class Driver {
     func run(_ s: [String: Any]) async throws -> Any {
         let op = s["op"] as! String
         switch op {
+        case "pid":
+            return Int(ProcessInfo.processInfo.processIdentifier)
+        case "work":
+            return try await work(s)
         case "open":
             tx = nil
             db = try Honker.Database(path: s["path"] as! String)
@@ -139,6 +143,51 @@ final class Driver {
             throw Unsupported()
         }
     }
+}
+
+extension Driver {
+    /// Runs honker's Worker on the queue until nothing is left to run: each
+    /// handler sleeps, then records a row (in its own transaction, so that a
+    /// job run twice leaves two rows), and the worker acks.
+    func work(_ s: [String: Any]) async throws -> Any {
+        let db = self.db!
+        let name = s["queue"] as! String
+        let table = s["table"] as! String
+        let workerId = s["worker"] as! String
+        let sleepNs = UInt64((s["sleep_ms"] as! NSNumber).int64Value) * 1_000_000
+        let longNs = (s["long_ms"] as? NSNumber).map { UInt64($0.int64Value) * 1_000_000 }
+        let grace = ((s["grace_ms"] as? NSNumber)?.doubleValue ?? 30_000) / 1000
+        let worker = try Worker(db, workerId: workerId, concurrency: (s["concurrency"] as! NSNumber).uint32Value,
+                                grace: grace)
+        let done = Counter()
+        try worker.handle(name, lease: (s["lease_ms"] as! NSNumber).doubleValue / 1000) { (job: Job) in
+            let i = (try? job.payload(as: [String: Int].self))?["i"]
+            try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
+            try db.transaction { tx in
+                try tx.execute("INSERT INTO \(table) (job_id, attempts, worker) VALUES (?, ?, ?)",
+                               [.integer(value: job.id), .integer(value: Int64(job.attempts)), .text(value: workerId)])
+            }
+            done.add()
+        }
+        let q = try db.queue(name)
+        let watch = Task {
+            while !worker.isStopping {
+                let st = try await q.stats()
+                if st.ready + st.scheduled + st.running == 0 { worker.stop() }
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+        }
+        try await worker.run(signals: (s["signals"] as? Bool) == true)
+        watch.cancel()
+        return ["done": done.value]
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.lock(); n += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }
 
 func describe(_ v: SqlValue) -> Any {
