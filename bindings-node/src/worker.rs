@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
@@ -157,17 +157,7 @@ impl Worker {
     /// handler's signal aborts with that reason.
     #[napi]
     pub fn cancelled(&self, key: u32) -> Option<&'static str> {
-        let tasks = self.s.tasks.lock();
-        let t = tasks.get(&key)?;
-        if t.timed_out() {
-            Some("timed_out")
-        } else if t.lost() {
-            Some("lease_lost")
-        } else if t.cancelled() {
-            Some("released")
-        } else {
-            None
-        }
+        self.s.tasks.lock().get(&key)?.gave_up().map(Finished::name)
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with

@@ -150,18 +150,8 @@ impl Worker {
     /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
     /// handler's task is cancelled then.
     pub fn cancelled(&self, key: u64) -> Option<String> {
-        let tasks = self.s.tasks.lock();
-        let t = tasks.get(&key)?;
-        let why = if t.timed_out() {
-            "timed_out"
-        } else if t.lost() {
-            "lease_lost"
-        } else if t.cancelled() {
-            "released"
-        } else {
-            return None;
-        };
-        Some(why.to_owned())
+        let why = self.s.tasks.lock().get(&key)?.gave_up()?;
+        Some(why.name().to_owned())
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with

@@ -268,9 +268,11 @@ fn a_handler_past_its_timeout_has_its_job_retried_and_its_outcome_discarded() {
     let w2 = w.clone();
     let handler = thread::spawn(move || {
         let give_up = Instant::now() + Duration::from_secs(2);
+        assert_eq!(task.gave_up(), None);
         while !task.timed_out() && Instant::now() < give_up {
             thread::sleep(Duration::from_millis(10));
         }
+        assert_eq!(task.gave_up(), Some(Finished::TimedOut));
         thread::sleep(Duration::from_millis(50)); // a sync handler finishes late
         w2.complete(task, Outcome::Ack(None)).unwrap()
     });
@@ -311,7 +313,10 @@ fn shutdown_stops_claiming_releases_the_buffer_and_drain_releases_what_outlives_
         let w2 = w.clone();
         handlers.push(thread::spawn(move || {
             thread::sleep(Duration::from_millis(ms));
-            w2.complete(task, Outcome::Ack(None)).unwrap().finished
+            let told = task.gave_up();
+            let finished = w2.complete(task, Outcome::Ack(None)).unwrap().finished;
+            assert_eq!(told, (finished == Finished::Released).then_some(finished));
+            finished
         }));
     }
     let start = Instant::now();

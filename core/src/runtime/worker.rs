@@ -235,6 +235,22 @@ impl Task {
     pub fn cancelled(&self) -> bool {
         self.worker.flag(self.key, |r| !r.live())
     }
+
+    /// Why the worker no longer waits for this run's outcome, if it does
+    /// not: [`Finished::TimedOut`], [`Finished::LeaseLost`] or
+    /// [`Finished::Released`] (a shutdown's grace ended), what
+    /// [`Worker::complete`] will report. Adapters cancel the handler then.
+    pub fn gave_up(&self) -> Option<Finished> {
+        if self.timed_out() {
+            Some(Finished::TimedOut)
+        } else if self.lost() {
+            Some(Finished::LeaseLost)
+        } else if self.cancelled() {
+            Some(Finished::Released)
+        } else {
+            None
+        }
+    }
 }
 
 impl Drop for Task {
