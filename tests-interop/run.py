@@ -426,12 +426,14 @@ def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
         step |= {"long_ms": scenario["long_ms"], "grace_ms": scenario["grace_ms"]}
         w.proc.stdin.write(json.dumps({**step, "signals": True}) + "\n")
         w.proc.stdin.flush()
-        # Both slots busy: the long job (the first) and a short one.
+        # Both slots busy: the long job (the first) and the second short one,
+        # claimed after the first short one acked (gone from the queue).
         deadline = time.monotonic() + 30
-        while conn.execute("SELECT count(*) FROM done").fetchone()[0] < 1:
+        busy = "SELECT count(*) = ? AND sum(attempts > 0) = 2 FROM _honker_jobs"
+        while not conn.execute(busy, [n - 1]).fetchone()[0]:
             if time.monotonic() > deadline:
-                raise Failure("no job was done in 30 s")
-            time.sleep(0.005)
+                raise Failure("the worker did not run the long and a second short job")
+            time.sleep(0.002)
         kill(surface, pid, signal.SIGTERM)
         sent = time.monotonic()
         check({}, w.receive("work", timeout=grace + 10), "work")
@@ -463,10 +465,10 @@ def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
                 f"jobs left with attempts spent (claimed after SIGTERM, or the long one): {claimed}"
             )
         # The short job running at the signal finished: one more than before it.
-        # (The next short job may have been claimed just before the signal.)
-        if not 2 <= done <= 3:
+        # The short job done before the signal, and the one running at it.
+        if done != 2:
             raise Failure(
-                f"{done} jobs acked; expected the 1-2 short ones running at SIGTERM and one before"
+                f"{done} jobs acked; expected 2 (one before SIGTERM, one running at it)"
             )
         print(
             f"        returned {took:.2f} s after SIGTERM; {done} acked, {len(jobs)} left"
