@@ -406,26 +406,45 @@ def kill(surface: str, pid: int, sig: int = signal.SIGKILL) -> None:
         os.kill(pid, sig)
 
 
+def work_file(path: str, n: int) -> sqlite3.Connection:
+    """A file with n jobs on queue "work" and the table the `work` op writes,
+    and the harness's connection to it. Held open for the whole play: the
+    WAL files stay the harness user's, whichever driver (the Swift one runs
+    as root) opens the file next."""
+    fill(path, n, "work")
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
+    conn.commit()
+    return conn
+
+
+def start_work(w: Driver, scenario: dict, **extra) -> None:
+    """Sends the `work` op without waiting: its answer comes when it stops."""
+    assert w.proc.stdin is not None
+    step = {"op": "work", "queue": "work", "worker": w.surface, "table": "done"}
+    step |= {k: scenario[k] for k in ("concurrency", "sleep_ms", "lease_ms")}
+    w.proc.stdin.write(json.dumps({**step, **extra}) + "\n")
+    w.proc.stdin.flush()
+
+
 def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
     """SIGTERM to a Worker with a short and a long job running: no claim after
     the signal, the short job acks, the long one is released with its
     attempts unchanged, and the worker returns within the grace period."""
     path = f"{tmp}/sigterm-{surface}.db"
     n, grace = scenario["jobs"], scenario["grace_ms"] / 1000
-    fill(path, n, "work")
-    conn = sqlite3.connect(path, timeout=30)
-    conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
-    conn.commit()
+    conn = work_file(path, n)
     w = Driver(surface)
     try:
         check({}, w.send({"op": "open", "path": path}), "open")
         pid = w.send({"op": "pid"})["ok"]
-        assert w.proc.stdin is not None
-        step = {"op": "work", "queue": "work", "worker": surface, "table": "done"}
-        step |= {k: scenario[k] for k in ("concurrency", "sleep_ms", "lease_ms")}
-        step |= {"long_ms": scenario["long_ms"], "grace_ms": scenario["grace_ms"]}
-        w.proc.stdin.write(json.dumps({**step, "signals": True}) + "\n")
-        w.proc.stdin.flush()
+        start_work(
+            w,
+            scenario,
+            long_ms=scenario["long_ms"],
+            grace_ms=scenario["grace_ms"],
+            signals=True,
+        )
         # Both slots busy: the long job (the first) and the second short one,
         # claimed after the first short one acked (gone from the queue).
         deadline = time.monotonic() + 30
@@ -484,12 +503,7 @@ def run_workers(scenario: dict, tmp: str, victim: str) -> None:
     cut short and another worker ran it again after the lease lapsed."""
     path = f"{tmp}/workers-{victim}.db"
     n = scenario["jobs"]
-    fill(path, n, "work")
-    # Held open for the whole play: the WAL files stay the harness user's,
-    # whichever driver (the Swift one runs as root) opens the file next.
-    conn = sqlite3.connect(path, timeout=30)
-    conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
-    conn.commit()
+    conn = work_file(path, n)
     surfaces = [s for s in scenario["workers"] if s in SURFACES]
     workers = {s: Driver(s) for s in surfaces}
     try:
@@ -497,17 +511,8 @@ def run_workers(scenario: dict, tmp: str, victim: str) -> None:
         for s, w in workers.items():
             check({}, w.send({"op": "open", "path": path}), f"open ({s})")
             pids[s] = w.send({"op": "pid"})["ok"]
-        for s, w in workers.items():
-            assert w.proc.stdin is not None
-            step = {
-                "op": "work",
-                "queue": "work",
-                "worker": s,
-                "table": "done",
-                **{k: scenario[k] for k in ("concurrency", "sleep_ms", "lease_ms")},
-            }
-            w.proc.stdin.write(json.dumps(step) + "\n")
-            w.proc.stdin.flush()
+        for w in workers.values():
+            start_work(w, scenario)
         deadline = time.monotonic() + 60
         while (
             conn.execute(
