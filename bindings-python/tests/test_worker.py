@@ -434,3 +434,50 @@ def test_a_sigstopped_worker_loses_its_job_and_its_late_ack_is_refused(tmp_path,
         proc.kill()
     assert q.get_result(job_id) == "by rescuer", "the late ack was refused"
     assert "lease_lost job" in out, out
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_sigterm_taken_by_another_thread_still_stops_run_at_once(rdb, kind):
+    """The kernel hands a process's signal to any thread that does not block
+    it (honker's, a handler's); CPython runs the handler on the main thread
+    only. run() must wake for it, not when its wait times out (a CI run's
+    worker ignored SIGTERM that way until killed)."""
+    q = rdb.queue("q")
+    long, short = q.enqueue({"sleep": 60}).id, q.enqueue({"sleep": 0.2}).id
+    w = honker.Worker(rdb, concurrency=2, grace=0.5)
+    started: list[int] = []
+
+    if kind == "sync":
+
+        @w.task(q)
+        def handle(job):
+            started.append(job.id)
+            end = time.monotonic() + job.payload["sleep"]
+            while time.monotonic() < end and not job.cancelled:
+                time.sleep(0.005)
+
+    else:
+
+        @w.task(q)
+        async def handle(job):
+            started.append(job.id)
+            await asyncio.sleep(job.payload["sleep"])
+
+    sent: list[float] = []
+
+    def signal_from_this_thread() -> None:
+        wait_until(lambda: len(started) == 2)
+        sent.append(time.monotonic())
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        time.sleep(10)
+        w.stop()  # only if the signal was never handled
+
+    threading.Thread(target=signal_from_this_thread, daemon=True).start()
+    w.run()
+    took = time.monotonic() - sent[0]
+    assert took < 0.5 + 2, f"run() returned {took:.1f} s after SIGTERM"
+    info = q.get_job(long)
+    assert (info.state, info.attempts) == ("ready", 0), "released, attempt given back"
+    with pytest.raises(honker.NotFound):
+        q.get_job(short)  # acked within the grace
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
