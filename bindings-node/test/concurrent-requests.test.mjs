@@ -40,12 +40,10 @@ function post(port, agent, body) {
   });
 }
 
-test('an HTTP server: 400 requests at 64 concurrent, each a transaction awaiting an API call, and an in-process worker', async () => {
-  const REQUESTS = 400;
-  const db = await honker.open(tempPath());
+// The web app: each POST /orders inserts an order and enqueues its email in
+// one transaction that awaits the payment API meanwhile.
+async function orderServer(db, emails) {
   await db.execute('CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)');
-  const emails = db.queue('emails');
-
   const server = http.createServer(async (req, res) => {
     let body = '';
     for await (const chunk of req) body += chunk;
@@ -64,7 +62,29 @@ test('an HTTP server: 400 requests at 64 concurrent, each a transaction awaiting
     }
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address();
+  return { server, port: server.address().port };
+}
+
+// Posts `n` orders, 64 at a time: every one succeeds; returns their ids,
+// which are 1..n.
+async function placeOrders(port, n) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const responses = await Promise.all(
+    Array.from({ length: n }, (_, i) => post(port, agent, { customer: `c${i}` })),
+  );
+  agent.destroy();
+  const failed = responses.filter((r) => r.status !== 200);
+  assert.deepEqual(failed, []);
+  const ids = responses.map((r) => JSON.parse(r.body).id).sort((a, b) => a - b);
+  assert.deepEqual(ids, Array.from({ length: n }, (_, i) => i + 1));
+  return ids;
+}
+
+test('an HTTP server: 400 requests at 64 concurrent, each a transaction awaiting an API call, and an in-process worker', async () => {
+  const REQUESTS = 400;
+  const db = await honker.open(tempPath());
+  const emails = db.queue('emails');
+  const { server, port } = await orderServer(db, emails);
 
   const handled = [];
   const ac = new AbortController();
@@ -77,25 +97,79 @@ test('an HTTP server: 400 requests at 64 concurrent, each a transaction awaiting
   })();
 
   const t = ticker();
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const responses = await Promise.all(
-    Array.from({ length: REQUESTS }, (_, i) => post(port, agent, { customer: `c${i}` })),
-  );
+  const ids = await placeOrders(port, REQUESTS);
   await worker;
   const lag = t.stop();
-  agent.destroy();
   await new Promise((r) => server.close(r));
 
-  const failed = responses.filter((r) => r.status !== 200);
-  assert.deepEqual(failed, []);
-  const ids = responses.map((r) => JSON.parse(r.body).id).sort((a, b) => a - b);
-  assert.deepEqual(ids, Array.from({ length: REQUESTS }, (_, i) => i + 1));
   assert.deepEqual([...handled].sort((a, b) => a - b), ids);
   const [{ n }] = await db.query('SELECT count(*) AS n FROM orders');
   assert.equal(n, REQUESTS);
   assert.deepEqual(await emails.stats().then((s) => [s.ready, s.running]), [0, 0]);
   assert.ok(lag.worst < 250, `the loop stalled for ${lag.worst.toFixed(1)} ms`);
   console.log(`event-loop lag with 64 concurrent transactions: p99 ${lag.p99.toFixed(1)} ms, worst ${lag.worst.toFixed(1)} ms (10 ms ticker)`);
+  await db.close();
+});
+
+test('the same server with honker.Worker in its process: every order gets one email, and the loop never stalls', async () => {
+  const REQUESTS = 400;
+  const db = await honker.open(tempPath());
+  await db.execute('CREATE TABLE sent (job_id INTEGER, order_id INTEGER)');
+  const emails = db.queue('emails');
+  const { server, port } = await orderServer(db, emails);
+  const w = new honker.Worker(db, { concurrency: 16 });
+  let sent = 0;
+  w.handle(
+    'emails',
+    async (job) => {
+      await sleep(Math.random() * 5); // the mail API
+      await db.transaction(async (tx) => {
+        await tx.execute('INSERT INTO sent VALUES (?, ?)', [job.id, job.payload.order]);
+      });
+      sent += 1;
+      if (sent === REQUESTS) w.stop();
+    },
+    { concurrency: 8 },
+  );
+  const t = ticker();
+  const running = w.run();
+  const ids = await placeOrders(port, REQUESTS);
+  await running;
+  const lag = t.stop();
+  await new Promise((r) => server.close(r));
+  const rows = await db.query('SELECT order_id FROM sent ORDER BY order_id');
+  assert.deepEqual(rows.map((r) => r.order_id), ids);
+  const s = await emails.stats();
+  assert.deepEqual([s.ready, s.scheduled, s.running, s.dead], [0, 0, 0, 0]);
+  assert.ok(lag.worst < 250, `the loop stalled for ${lag.worst.toFixed(1)} ms`);
+  console.log(`event-loop lag with 64 concurrent requests and a Worker: p99 ${lag.p99.toFixed(1)} ms, worst ${lag.worst.toFixed(1)} ms`);
+  await db.close();
+});
+
+test('the loop keeps ticking while a Worker drains 10,000 jobs', async () => {
+  const JOBS = 10_000;
+  const db = await honker.open(tempPath());
+  const q = db.queue('q');
+  for (let start = 0; start < JOBS; start += 1000) {
+    await q.enqueueMany(Array.from({ length: 1000 }, (_, i) => ({ i: start + i })));
+  }
+  const w = new honker.Worker(db, { concurrency: 32 });
+  const seen = new Set();
+  w.handle('q', async (job) => {
+    await null;
+    seen.add(job.payload.i);
+    if (seen.size === JOBS) w.stop();
+  });
+  const t = ticker();
+  const t0 = performance.now();
+  await w.run();
+  const took = performance.now() - t0;
+  const lag = t.stop();
+  assert.equal(seen.size, JOBS);
+  const s = await q.stats();
+  assert.deepEqual([s.ready, s.running], [0, 0]);
+  assert.ok(lag.worst < 250, `the loop stalled for ${lag.worst.toFixed(1)} ms`);
+  console.log(`10,000 jobs in ${(took / 1000).toFixed(1)} s; loop lag p99 ${lag.p99.toFixed(1)} ms, worst ${lag.worst.toFixed(1)} ms`);
   await db.close();
 });
 

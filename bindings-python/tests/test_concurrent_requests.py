@@ -70,11 +70,9 @@ async def post(port: int, body: dict) -> tuple[int, str]:
     return int(head.split()[1]), text
 
 
-def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_worker(path):
-    requests = 400
-    db = honker.open(path)
-    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)")
-    emails = db.queue("emails")
+def order_server(db: honker.Database, emails: honker.Queue):
+    """The web app: each POST /orders inserts an order and enqueues its email
+    in one transaction that awaits the payment API meanwhile."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -93,9 +91,35 @@ def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_
         await writer.drain()
         writer.close()
 
+    return handle
+
+
+async def place_orders(db: honker.Database, emails: honker.Queue, requests: int) -> None:
+    """Serves the app and posts ``requests`` orders, 64 at a time: every one
+    succeeds, with ids 1..requests."""
+    server = await asyncio.start_server(order_server(db, emails), "127.0.0.1", 0, backlog=256)
+    port = server.sockets[0].getsockname()[1]
+    gate = asyncio.Semaphore(64)
+
+    async def one(i: int) -> tuple[int, str]:
+        async with gate:
+            return await post(port, {"customer": f"c{i}"})
+
+    responses = await asyncio.gather(*(one(i) for i in range(requests)))
+    server.close()
+    await server.wait_closed()
+    assert [r for r in responses if r[0] != 200] == []
+    ids = sorted(json.loads(text)["id"] for _, text in responses)
+    assert ids == list(range(1, requests + 1))
+
+
+def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_worker(path):
+    requests = 400
+    db = honker.open(path)
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)")
+    emails = db.queue("emails")
+
     async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=256)
-        port = server.sockets[0].getsockname()[1]
         handled: list[int] = []
 
         async def worker() -> None:
@@ -107,22 +131,11 @@ def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_
 
         ticker = Ticker()
         working = asyncio.ensure_future(worker())
-        gate = asyncio.Semaphore(64)
-
-        async def one(i: int) -> tuple[int, str]:
-            async with gate:
-                return await post(port, {"customer": f"c{i}"})
-
-        responses = await asyncio.gather(*(one(i) for i in range(requests)))
+        await place_orders(db, emails, requests)
         await asyncio.wait_for(working, 60)
         worst, p99, ticks = await ticker.stop()
-        server.close()
-        await server.wait_closed()
 
-        assert [r for r in responses if r[0] != 200] == []
-        ids = sorted(json.loads(text)["id"] for _, text in responses)
-        assert ids == list(range(1, requests + 1))
-        assert sorted(handled) == ids
+        assert sorted(handled) == list(range(1, requests + 1))
         assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
         print(f"event-loop lag, 64 concurrent transactions: p99 {p99 * 1000:.1f} ms, "
               f"worst {worst * 1000:.1f} ms over {ticks} ticks")  # fmt: skip
@@ -130,6 +143,92 @@ def test_an_asyncio_server_with_400_requests_at_64_concurrent_and_an_in_process_
     asyncio.run(main())
     assert db.query("SELECT count(*) FROM orders") == [(requests,)]
     stats = emails.stats()
+    assert (stats.ready, stats.running) == (0, 0)
+    db.close()
+
+
+def test_the_same_server_with_a_worker_runtime_on_its_loop_async_and_thread_handlers(path):
+    """honker.Worker inside the web app's process and loop: an async handler
+    records each email in its own transaction while requests keep arriving,
+    a sync one (on the worker's threads) does the same for receipts; every
+    order gets one email and one receipt, and the loop never stalls."""
+    requests = 400
+    db = honker.open(path)
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)")
+    db.execute("CREATE TABLE sent (job_id INTEGER, kind TEXT, order_id INTEGER)")
+    emails, receipts = db.queue("emails"), db.queue("receipts")
+    w = honker.Worker(db, concurrency=16)
+
+    @w.task(emails, concurrency=8)
+    async def send(job: honker.Job) -> None:
+        await asyncio.sleep(random.uniform(0, 0.005))  # the mail API
+        async with db.transaction_async() as tx:
+            tx.execute("INSERT INTO sent VALUES (?, 'email', ?)", [job.id, job.payload["order"]])
+            await receipts.enqueue_async({"order": job.payload["order"]}, tx=tx)
+
+    @w.task(receipts, concurrency=4)
+    def receipt(job: honker.Job) -> None:
+        time.sleep(random.uniform(0, 0.002))
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO sent VALUES (?, 'receipt', ?)", [job.id, job.payload["order"]])
+
+    def finished() -> bool:
+        [(n,)] = db.query("SELECT count(*) FROM sent WHERE kind = 'receipt'")
+        return n == requests
+
+    async def main() -> None:
+        ticker = Ticker()
+        running = asyncio.ensure_future(w.run_async())
+        await place_orders(db, emails, requests)
+        deadline = time.monotonic() + 60
+        while not finished() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        w.stop()
+        await running
+        worst, p99, ticks = await ticker.stop()
+        assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
+        print(f"event-loop lag, 64 concurrent requests and a Worker: p99 {p99 * 1000:.1f} ms, "
+              f"worst {worst * 1000:.1f} ms over {ticks} ticks")  # fmt: skip
+
+    asyncio.run(main())
+    for kind in ("email", "receipt"):
+        rows = db.query("SELECT order_id FROM sent WHERE kind = ? ORDER BY 1", [kind])
+        assert [r[0] for r in rows] == list(range(1, requests + 1)), kind
+    for q in (emails, receipts):
+        stats = q.stats()
+        assert (stats.ready, stats.scheduled, stats.running, stats.dead) == (0, 0, 0, 0)
+    db.close()
+
+
+def test_the_loop_ticks_while_a_worker_drains_10000_jobs_with_async_handlers(path):
+    jobs = 10_000
+    db = honker.open(path)
+    q = db.queue("q")
+    for start in range(0, jobs, 1000):
+        q.enqueue_many([{"i": i} for i in range(start, start + 1000)])
+    w = honker.Worker(db, concurrency=32)
+    seen: set[int] = set()
+
+    @w.task(q)
+    async def handle(job: honker.Job) -> None:
+        await asyncio.sleep(0)
+        seen.add(job.payload["i"])
+        if len(seen) == jobs:
+            w.stop()
+
+    async def main() -> None:
+        ticker = Ticker()
+        t0 = time.perf_counter()
+        await asyncio.wait_for(w.run_async(), 120)
+        took = time.perf_counter() - t0
+        worst, p99, ticks = await ticker.stop()
+        assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
+        print(f"10,000 jobs in {took:.1f} s; loop lag p99 {p99 * 1000:.1f} ms, "
+              f"worst {worst * 1000:.1f} ms over {ticks} ticks")  # fmt: skip
+
+    asyncio.run(main())
+    assert seen == set(range(jobs))
+    stats = q.stats()
     assert (stats.ready, stats.running) == (0, 0)
     db.close()
 
