@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::test_db;
-use honker::runtime::{Finished, HandlerOptions, Outcome, Worker, WorkerOptions};
+use honker::runtime::{Completion, Finished, HandlerOptions, Outcome, Worker, WorkerOptions};
 use honker::{Backoff, Database, EnqueueOptions, ErrorKind, JobState, Payload, QueueOptions};
 use serde_json::json;
 
@@ -473,7 +473,76 @@ fn release_settled_and_a_refused_result_are_outcomes_too() {
             .is_some_and(|e| e.starts_with("the handler's result was refused")),
         "{info:?}"
     );
+    // That completion refilled its slot: the released job is claimed.
+    assert_eq!(w.running(), 1);
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    assert_eq!((task.job().id, task.job().attempts), (ids[0], 1));
+}
+
+#[test]
+fn a_completion_claims_the_next_job_in_its_own_transaction() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let ids: Vec<i64> = q
+        .enqueue_many((0..3).map(|i| json!(i)), &EnqueueOptions::default())
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    let w = worker(&t.db, 1);
+    w.register(&q, HandlerOptions::default()).unwrap();
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    assert_eq!(task.job().id, ids[0]);
+    assert_eq!(q.get_job(ids[1]).unwrap().state, JobState::Ready);
+    let r = w.complete(task, Outcome::Ack(None)).unwrap();
+    assert_eq!(r.finished, Finished::Acked);
+    // Acked, and the next job already claimed for the freed slot, before
+    // any `next`; the limit of 1 holds (the third stays ready).
+    assert_eq!(q.get_job(ids[0]).unwrap_err().kind(), ErrorKind::NotFound);
+    let info = q.get_job(ids[1]).unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Running, 1));
+    assert_eq!(q.get_job(ids[2]).unwrap().state, JobState::Ready);
+    assert_eq!(w.running(), 1);
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    assert_eq!(task.job().id, ids[1]);
+    // A lost lease (the job cancelled under its handler) refills too.
+    assert!(q.cancel(ids[1], None).unwrap());
+    let r = w
+        .complete(
+            task,
+            Outcome::Retry {
+                delay: None,
+                error: "e".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(r.finished, Finished::LeaseLost);
+    assert_eq!(q.get_job(ids[2]).unwrap().state, JobState::Running);
+    // Once stopping, a completion claims nothing.
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    w.stop();
+    w.complete(task, Outcome::Ack(None)).unwrap();
     assert_eq!(w.running(), 0);
+    let s = q.stats().unwrap();
+    assert_eq!((s.running, s.ready, s.cancelled), (0, 0, 1), "{s:?}");
+}
+
+#[test]
+fn refills_take_turns_over_the_queues() {
+    let t = test_db();
+    enqueue(&t.db, "a", 4);
+    enqueue(&t.db, "b", 4);
+    let w = worker(&t.db, 1);
+    w.register(&t.db.queue("a").unwrap(), HandlerOptions::default())
+        .unwrap();
+    w.register(&t.db.queue("b").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let mut order = String::new();
+    while let Some(task) = w.next(Duration::ZERO).unwrap() {
+        order.push_str(task.queue());
+        w.complete(task, Outcome::Ack(None)).unwrap();
+    }
+    assert_eq!(order, "abababab");
 }
 
 #[test]
@@ -577,4 +646,83 @@ fn outcomes_and_reports_have_one_vocabulary_for_every_binding() {
         Some(JobState::Scheduled)
     );
     assert_eq!(Finished::Acked.state(), None);
+}
+
+#[test]
+fn try_complete_never_waits_and_changes_nothing_when_it_would() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    q.enqueue_many((0..3).map(|i| json!(i)), &EnqueueOptions::default())
+        .unwrap();
+    let w = worker(&t.db, 2);
+    w.register(&q, HandlerOptions::default()).unwrap();
+    let (a, b) = (
+        w.next(Duration::ZERO).unwrap().unwrap(),
+        w.next(Duration::ZERO).unwrap().unwrap(),
+    );
+    let (id_a, id_b) = (a.job().id, b.job().id);
+    // Another thread holds the writer: the outcome would wait.
+    let (held, release) = (
+        Arc::new(std::sync::Barrier::new(2)),
+        Arc::new(std::sync::Barrier::new(2)),
+    );
+    let holder = {
+        let (db, held, release) = (t.db.clone(), Arc::clone(&held), Arc::clone(&release));
+        thread::spawn(move || {
+            let tx = db.transaction().unwrap();
+            held.wait();
+            release.wait();
+            tx.commit().unwrap();
+        })
+    };
+    held.wait();
+    let started = Instant::now();
+    let Completion::WouldWait(a, outcome) = w.try_complete(a, Outcome::Ack(None)).unwrap() else {
+        panic!("completed while another thread held the writer");
+    };
+    assert!(started.elapsed() < Duration::from_secs(1), "it waited");
+    assert!(matches!(outcome, Outcome::Ack(None)));
+    assert_eq!(q.get_job(id_a).unwrap().state, JobState::Running);
+    assert_eq!(w.running(), 2, "the slot stays taken");
+    // An outcome that writes nothing needs no writer.
+    let Completion::Done(r) = w.try_complete(b, Outcome::Settled).unwrap() else {
+        panic!("a settled task needs no writer");
+    };
+    assert_eq!(r.finished, Finished::Settled);
+    release.wait();
+    holder.join().unwrap();
+    let Completion::Done(r) = w.try_complete(*a, outcome).unwrap() else {
+        panic!("would wait with the writer free");
+    };
+    assert_eq!(r.finished, Finished::Acked);
+    assert_eq!(q.get_job(id_a).unwrap_err().kind(), ErrorKind::NotFound);
+    // Settled left the job to its handler, still running (its lease lapses).
+    assert_eq!(q.get_job(id_b).unwrap().state, JobState::Running);
+    // The ack refilled a slot with the third job.
+    assert_eq!(w.running(), 1);
+}
+
+#[test]
+fn try_complete_leaves_an_fsync_to_a_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path().join("full.db"),
+        honker::Options {
+            durability: honker::Durability::Full,
+            ..honker::Options::default()
+        },
+    )
+    .unwrap();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 1);
+    w.register(&db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    let Completion::WouldWait(task, outcome) = w.try_complete(task, Outcome::Ack(None)).unwrap()
+    else {
+        panic!("committed (an fsync) without being allowed to wait");
+    };
+    assert_eq!(w.running(), 1);
+    let r = w.complete(*task, outcome).unwrap();
+    assert_eq!(r.finished, Finished::Acked);
 }

@@ -30,5 +30,5 @@ pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
 pub use worker::{
-    DrainReport, Finished, HandlerOptions, Outcome, Report, Task, Worker, WorkerOptions,
+    Completion, DrainReport, Finished, HandlerOptions, Outcome, Report, Task, Worker, WorkerOptions,
 };

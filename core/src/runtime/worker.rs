@@ -23,6 +23,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::payload::Payload;
 use crate::queue::ops::Probe;
 use crate::queue::{Job, JobState, Queue, RetryOptions};
+use crate::transaction::Transaction;
 use crate::validate;
 
 /// Options for a [`Worker`].
@@ -112,6 +113,23 @@ impl Outcome {
             }
         })
     }
+}
+
+impl Outcome {
+    /// Whether recording it writes (all but [`Outcome::Settled`]).
+    fn writes(&self) -> bool {
+        !matches!(self, Outcome::Settled)
+    }
+}
+
+/// What [`Worker::try_complete`] did.
+#[derive(Debug)]
+pub enum Completion {
+    /// Recorded, as [`Worker::complete`] reports it.
+    Done(Report),
+    /// Recording would have waited: nothing changed; complete the task on
+    /// a thread that may wait.
+    WouldWait(Box<Task>, Outcome),
 }
 
 /// What became of a task ([`Report::finished`]).
@@ -308,6 +326,8 @@ struct State {
     running: HashMap<u64, Running>,
     /// Claimed, not handed out yet (their slots are taken).
     buffered: VecDeque<u64>,
+    /// Slots set aside for claims in flight ([`Reservation`]).
+    reserved: usize,
     next_key: u64,
     /// Where the next claim round starts, so no queue starves another.
     round: usize,
@@ -322,6 +342,8 @@ struct Registered {
     /// `lease` as claims take it, checked once at registration.
     lease_ms: i64,
     running: usize,
+    /// This queue's share of [`State::reserved`].
+    reserved: usize,
 }
 
 #[derive(Debug)]
@@ -346,14 +368,72 @@ impl Running {
 
 /// Retries the job of a handler past its timeout, as a failure with the
 /// queue's backoff; a lost lease means another worker already has it.
-fn time_out(job: &Job, timeout: Option<Duration>) {
-    let _ = job.retry(&RetryOptions {
-        delay: None,
-        error: Some(format!(
-            "handler timed out after {} ms",
-            timeout.unwrap_or_default().as_millis()
-        )),
-    });
+fn time_out(job: &Job, timeout: Option<Duration>, tx: Option<&Transaction>) {
+    let _ = job.queue().retry_in(
+        tx,
+        &job.lease,
+        &RetryOptions {
+            delay: None,
+            error: Some(format!(
+                "handler timed out after {} ms",
+                timeout.unwrap_or_default().as_millis()
+            )),
+        },
+    );
+}
+
+/// Records a handler's outcome, inside `tx` when given.
+fn finish(job: &Job, outcome: Outcome, tx: Option<&Transaction>) -> Result<Finished> {
+    let (q, lease) = (job.queue(), &job.lease);
+    match outcome {
+        Outcome::Ack(result) => match q.ack_in(tx, lease, result) {
+            // A result the database refuses (too large): the job is not
+            // done, and its next run may return something storable.
+            Err(e) if e.kind() == ErrorKind::InvalidArgument => q
+                .retry_in(
+                    tx,
+                    lease,
+                    &RetryOptions {
+                        delay: None,
+                        error: Some(format!("the handler's result was refused: {e}")),
+                    },
+                )
+                .map(Finished::Retried),
+            done => done.map(|()| Finished::Acked),
+        },
+        Outcome::Retry { delay, error } => q
+            .retry_in(
+                tx,
+                lease,
+                &RetryOptions {
+                    delay,
+                    error: Some(error),
+                },
+            )
+            .map(Finished::Retried),
+        Outcome::Permanent(reason) => q.fail_in(tx, lease, &reason).map(|()| Finished::Dead),
+        Outcome::Snooze(delay) => q.snooze_in(tx, lease, delay).map(Finished::Snoozed),
+        Outcome::Release => q.release_in(tx, lease).map(|()| Finished::Released),
+        Outcome::Settled => Ok(Finished::Settled),
+    }
+}
+
+/// Slots set aside for a claim in flight, so that two claims (`next`'s
+/// and a completion's refill) never take the same free slot. Given back
+/// when dropped, unless [`Inner::buffer`] filled them.
+struct Reservation<'a> {
+    inner: &'a Inner,
+    slot: usize,
+    n: usize,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            self.inner.state.lock().unreserve(self.slot, self.n);
+            self.inner.db.poke(); // free again: wake `next`
+        }
+    }
 }
 
 /// A renewal that failed for a reason other than a lost lease is retried
@@ -409,6 +489,7 @@ impl Worker {
             lease,
             lease_ms,
             running: 0,
+            reserved: 0,
         });
         Ok(())
     }
@@ -452,17 +533,18 @@ impl Worker {
                 return Ok(Some(task));
             }
             let mut next_at: Option<Instant> = None;
-            for (slot, free) in inner.free_slots() {
-                let (queue, lease_ms) = {
-                    let st = inner.state.lock();
-                    (st.queues[slot].queue.clone(), st.queues[slot].lease_ms)
-                };
+            for slot in inner.free_slots() {
+                let (queue, lease_ms) = inner.claim_args(slot);
                 let (probe, now) = queue.probe()?;
                 match probe {
                     Probe::Claimable => {
-                        let jobs = queue.claim_now(None, &inner.worker_id, free, lease_ms)?;
+                        // Taken meanwhile by a completion's refill: next queue.
+                        let Some(r) = inner.reserve(slot) else {
+                            continue;
+                        };
+                        let jobs = queue.claim_now(None, &inner.worker_id, r.n, lease_ms)?;
                         if !jobs.is_empty() {
-                            if !inner.buffer(slot, jobs) {
+                            if !inner.buffer(r, jobs) {
                                 return Ok(None); // stopping: released
                             }
                             if let Some(task) = self.hand_out() {
@@ -495,11 +577,63 @@ impl Worker {
     /// its outcome changes nothing. Errors other than a lost lease (the
     /// database busy or closed) are returned; the slot is free either way,
     /// and the job's lease lapses if nothing else holds it.
-    pub fn complete(&self, mut task: Task, outcome: Outcome) -> Result<Report> {
+    ///
+    /// The freed slot is refilled in the outcome's own transaction (one
+    /// write per job where a separate claim would be a second): the next
+    /// job, round-robin over the queues, waits claimed for
+    /// [`next`](Self::next) or [`try_next`](Self::try_next).
+    pub fn complete(&self, task: Task, outcome: Outcome) -> Result<Report> {
+        let tx = if outcome.writes() {
+            match self.inner.db.transaction_detached() {
+                Ok(tx) => Some(tx),
+                Err(e) => {
+                    drop(task); // the slot frees; the job's lease lapses
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        self.record(task, outcome, tx)
+    }
+
+    /// [`complete`](Self::complete) without waiting, for a host that calls
+    /// it on its event loop: where recording the outcome would wait (the
+    /// writer held in this process, another process's write lock, or the
+    /// disk: with [`Durability::Full`](crate::Durability::Full) every
+    /// commit is an fsync), nothing changes and the task and outcome come
+    /// back, to be completed on a thread that may wait.
+    pub fn try_complete(&self, task: Task, outcome: Outcome) -> Result<Completion> {
+        let fsyncs = self.inner.db.options().durability == crate::Durability::Full;
+        if fsyncs && outcome.writes() {
+            return Ok(Completion::WouldWait(Box::new(task), outcome));
+        }
+        crate::without_waiting(|| {
+            let tx = if outcome.writes() {
+                match self.inner.db.transaction_detached() {
+                    Ok(tx) => Some(tx),
+                    Err(e) if e.kind() == ErrorKind::Busy => {
+                        return Ok(Completion::WouldWait(Box::new(task), outcome))
+                    }
+                    Err(e) => {
+                        drop(task);
+                        return Err(e);
+                    }
+                }
+            } else {
+                None
+            };
+            self.record(task, outcome, tx).map(Completion::Done)
+        })
+    }
+
+    /// `complete` once the write transaction (when the outcome writes) is
+    /// open: nothing from here on waits for a lock.
+    fn record(&self, mut task: Task, outcome: Outcome, tx: Option<Transaction>) -> Result<Report> {
         task.done = true;
         let ran = task.started.elapsed();
-        let state = self.inner.remove(task.key);
-        self.inner.db.poke(); // a free slot: wake `next`
+        let inner = &self.inner;
+        let state = inner.remove(task.key);
         let job = &task.job;
         let report = |finished| Report {
             job_id: job.id,
@@ -508,45 +642,61 @@ impl Worker {
             finished,
             ran,
         };
-        match state {
-            Some(r) if r.timed_out => return Ok(report(Finished::TimedOut)),
-            Some(r) if r.released => return Ok(report(Finished::Released)),
+        let early = match &state {
+            Some(r) if r.timed_out => Some(Finished::TimedOut),
+            Some(r) if r.released => Some(Finished::Released),
             // Past its deadline before the clock saw it (a host that
             // cancelled the handler at the deadline): timed out all the same.
             Some(r) if r.live() && r.deadline.is_some_and(|d| d <= Instant::now()) => {
-                time_out(job, r.timeout);
-                return Ok(report(Finished::TimedOut));
+                time_out(job, r.timeout, tx.as_ref());
+                Some(Finished::TimedOut)
             }
-            _ => {}
-        }
-        let done = match outcome {
-            Outcome::Ack(result) => match job.queue().ack_in(None, &job.lease, result) {
-                // A result the database refuses (too large): the job is not
-                // done, and its next run may return something storable.
-                Err(e) if e.kind() == ErrorKind::InvalidArgument => job
-                    .retry(&RetryOptions {
-                        delay: None,
-                        error: Some(format!("the handler's result was refused: {e}")),
-                    })
-                    .map(Finished::Retried),
-                done => done.map(|()| Finished::Acked),
-            },
-            Outcome::Retry { delay, error } => job
-                .retry(&RetryOptions {
-                    delay,
-                    error: Some(error),
-                })
-                .map(Finished::Retried),
-            Outcome::Permanent(reason) => job.fail(&reason).map(|()| Finished::Dead),
-            Outcome::Snooze(delay) => job.snooze(delay).map(Finished::Snoozed),
-            Outcome::Release => job.release().map(|()| Finished::Released),
-            Outcome::Settled => Ok(Finished::Settled),
+            _ => None,
         };
-        match done {
-            Ok(f) => Ok(report(f)),
-            Err(e) if e.kind() == ErrorKind::LeaseLost => Ok(report(Finished::LeaseLost)),
-            Err(e) => Err(e),
+        let refill = match &tx {
+            // Not for a release: its host is cancelling handlers, not
+            // running more.
+            Some(_)
+                if state.is_some()
+                    && !self.is_stopping()
+                    && !matches!(outcome, Outcome::Release) =>
+            {
+                inner
+                    .free_slots()
+                    .first()
+                    .and_then(|&slot| inner.reserve(slot))
+            }
+            _ => None,
+        };
+        let done = match early {
+            Some(finished) => Ok(finished),
+            None => finish(job, outcome, tx.as_ref()),
+        };
+        let done = match done {
+            Err(e) if e.kind() == ErrorKind::LeaseLost => Ok(Finished::LeaseLost),
+            done => done,
+        };
+        if let (Some(tx), Ok(_)) = (tx, &done) {
+            // A claim that fails leaves the outcome to commit alone; `next`
+            // claims later.
+            let jobs = match &refill {
+                Some(r) => {
+                    let (queue, lease_ms) = inner.claim_args(r.slot);
+                    queue
+                        .claim_now(Some(&tx), &inner.worker_id, r.n, lease_ms)
+                        .unwrap_or_default()
+                }
+                None => Vec::new(),
+            };
+            tx.commit()?;
+            if let Some(r) = refill {
+                inner.buffer(r, jobs);
+            }
         }
+        // A free slot, or a claimed job: wake `next` (the commit woke it
+        // before the job was buffered).
+        inner.db.poke();
+        done.map(report)
     }
 
     /// Stops claiming at once, without I/O (a signal handler may call
@@ -622,6 +772,18 @@ impl Worker {
         Ok(DrainReport { released })
     }
 
+    /// A task already claimed (a completion's refill), without waiting and
+    /// without the one outstanding [`next`](Self::next): for the host
+    /// thread that just completed a task, so it starts the next one itself
+    /// instead of waiting for `next`'s thread to hand it over. `None` when
+    /// nothing is claimed or the worker is stopping.
+    pub fn try_next(&self) -> Option<Task> {
+        if self.is_stopping() {
+            return None;
+        }
+        self.hand_out()
+    }
+
     fn hand_out(&self) -> Option<Task> {
         let mut st = self.inner.state.lock();
         let key = st.buffered.pop_front()?;
@@ -652,6 +814,19 @@ impl State {
         self.queues[r.slot].running -= 1;
         Some(r)
     }
+
+    /// How many jobs a claim for `slot` may take now, within the
+    /// worker's `limit` and the queue's.
+    fn free(&self, limit: usize, slot: usize) -> usize {
+        let q = &self.queues[slot];
+        let global = limit.saturating_sub(self.running.len() + self.reserved);
+        global.min(q.limit.saturating_sub(q.running + q.reserved))
+    }
+
+    fn unreserve(&mut self, slot: usize, n: usize) {
+        self.reserved -= n;
+        self.queues[slot].reserved -= n;
+    }
 }
 
 impl Inner {
@@ -665,26 +840,44 @@ impl Inner {
         st.take(key)
     }
 
-    /// Queues with room, from where the last round stopped: (slot, how
-    /// many jobs a claim may take).
-    fn free_slots(&self) -> Vec<(usize, usize)> {
+    /// Queues with room, from where the last round stopped.
+    fn free_slots(&self) -> Vec<usize> {
         let st = self.state.lock();
-        let global = self.limit.saturating_sub(st.running.len());
         let n = st.queues.len();
         (0..n)
             .map(|i| (st.round + i) % n)
-            .filter_map(|slot| {
-                let q = &st.queues[slot];
-                let free = global.min(q.limit.saturating_sub(q.running));
-                (free > 0).then_some((slot, free))
-            })
+            .filter(|&slot| st.free(self.limit, slot) > 0)
             .collect()
     }
 
-    /// Takes claimed jobs into the slots; false (after releasing them) if
-    /// the worker began stopping meanwhile.
-    fn buffer(&self, slot: usize, jobs: Vec<Job>) -> bool {
+    /// Sets aside what a claim for `slot` may take now; None if nothing.
+    fn reserve(&self, slot: usize) -> Option<Reservation<'_>> {
         let mut st = self.state.lock();
+        let n = st.free(self.limit, slot);
+        if n == 0 {
+            return None;
+        }
+        st.reserved += n;
+        st.queues[slot].reserved += n;
+        Some(Reservation {
+            inner: self,
+            slot,
+            n,
+        })
+    }
+
+    /// What a claim for `slot` needs: the queue and its lease.
+    fn claim_args(&self, slot: usize) -> (Queue, i64) {
+        let st = self.state.lock();
+        (st.queues[slot].queue.clone(), st.queues[slot].lease_ms)
+    }
+
+    /// Takes claimed jobs into the reserved slots; false (after releasing
+    /// them) if the worker began stopping meanwhile.
+    fn buffer(&self, mut r: Reservation<'_>, jobs: Vec<Job>) -> bool {
+        let slot = r.slot;
+        let mut st = self.state.lock();
+        st.unreserve(slot, std::mem::take(&mut r.n));
         if self.stopping.load(Ordering::SeqCst) {
             drop(st);
             for j in jobs {
@@ -737,7 +930,7 @@ impl Inner {
             (renew, expired)
         };
         for (job, timeout) in expired {
-            time_out(&job, timeout);
+            time_out(&job, timeout, None);
         }
         for (key, job, lease) in renew {
             let result = job.heartbeat(Some(lease));
