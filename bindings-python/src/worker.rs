@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{Completion, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
@@ -97,6 +97,34 @@ impl Task {
 /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
 /// `released`, `settled`; with the job's new state for `retried`/`snoozed`
 /// (`ready`, `scheduled`, `dead`), else None.
+fn task(t: honker::runtime::Task) -> Task {
+    Task {
+        queue: t.queue().to_owned(),
+        deadline: t.deadline(),
+        t: OffThreadDrop::new(Mutex::new(Some(t))),
+    }
+}
+
+/// The arguments of `complete`: the task taken out of its Python object,
+/// and the outcome.
+fn take(
+    task: &Task,
+    outcome: &str,
+    result: Option<&Bound<'_, PyAny>>,
+    delay: Option<f64>,
+    error: Option<String>,
+) -> PyResult<(honker::runtime::Task, Outcome)> {
+    let delay = delay.map(|s| secs("delay", s)).transpose()?;
+    let result = result.map(payload_from_py).transpose()?;
+    let outcome = Outcome::named(outcome, result, delay, error).py()?;
+    let t = task
+        .t
+        .lock()
+        .take()
+        .ok_or_else(|| invalid("this task was already completed"))?;
+    Ok((t, outcome))
+}
+
 type Report = (i64, String, u32, &'static str, Option<&'static str>, f64);
 
 fn report(r: honker::runtime::Report) -> Report {
@@ -186,18 +214,18 @@ impl Worker {
     fn next(&self, py: Python<'_>, wait: f64) -> PyResult<Option<Task>> {
         let wait = secs("wait", wait)?;
         let w = &self.w;
-        let task = py.detach(|| w.next(wait)).py()?;
-        Ok(task.map(|t| Task {
-            queue: t.queue().to_owned(),
-            deadline: t.deadline(),
-            t: OffThreadDrop::new(Mutex::new(Some(t))),
-        }))
+        Ok(py.detach(|| w.next(wait)).py()?.map(task))
+    }
+
+    /// A task already claimed, without waiting (core's `try_next`): for
+    /// the thread that just completed one. None if there is none.
+    fn try_next(&self) -> Option<Task> {
+        self.w.try_next().map(task)
     }
 
     /// Records the outcome (`ack` with `result`, `retry` with `delay` and
     /// `error`, `permanent` with `error`, `snooze` with `delay`, `release`,
-    /// `settled`)
-    /// and frees the task's slot.
+    /// `settled`) and frees its slot.
     #[pyo3(signature = (task, outcome, *, result = None, delay = None, error = None))]
     fn complete(
         &self,
@@ -208,16 +236,33 @@ impl Worker {
         delay: Option<f64>,
         error: Option<String>,
     ) -> PyResult<Report> {
-        let delay = delay.map(|s| secs("delay", s)).transpose()?;
-        let result = result.map(payload_from_py).transpose()?;
-        let outcome = Outcome::named(outcome, result, delay, error).py()?;
-        let t = task
-            .t
-            .lock()
-            .take()
-            .ok_or_else(|| invalid("this task was already completed"))?;
+        let (t, outcome) = take(&task, outcome, result, delay, error)?;
         let w = &self.w;
         py.detach(|| w.complete(t, outcome)).py().map(report)
+    }
+
+    /// `complete` without waiting (for the event loop's thread): None,
+    /// with the task untouched, where it would wait for the writer; then
+    /// call `complete` on a thread.
+    #[pyo3(signature = (task, outcome, *, result = None, delay = None, error = None))]
+    fn try_complete(
+        &self,
+        py: Python<'_>,
+        task: PyRef<'_, Task>,
+        outcome: &str,
+        result: Option<&Bound<'_, PyAny>>,
+        delay: Option<f64>,
+        error: Option<String>,
+    ) -> PyResult<Option<Report>> {
+        let (t, outcome) = take(&task, outcome, result, delay, error)?;
+        let w = &self.w;
+        match py.detach(|| w.try_complete(t, outcome)).py()? {
+            Completion::Done(r) => Ok(Some(report(r))),
+            Completion::WouldWait(t, _) => {
+                *task.t.lock() = Some(*t);
+                Ok(None)
+            }
+        }
     }
 
     /// Stops claiming, without I/O (safe in a signal handler).

@@ -481,3 +481,55 @@ def test_sigterm_taken_by_another_thread_still_stops_run_at_once(rdb, kind):
     with pytest.raises(honker.NotFound):
         q.get_job(short)  # acked within the grace
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_async_completions_go_off_the_loop_while_another_thread_holds_the_writer(rdb):
+    """An uncontended completion is recorded on the loop (core's
+    try_complete); one that would wait for the writer goes to a thread, so
+    the loop keeps ticking and every job is still acked once."""
+    q = rdb.queue("q")
+    q.enqueue_many(list(range(20)))
+    w = honker.Worker(rdb, concurrency=4)
+    held, release = threading.Event(), threading.Event()
+    done: list[int] = []
+
+    def hold() -> None:
+        with rdb.transaction():  # BEGIN IMMEDIATE: the writer is held
+            held.set()
+            release.wait(10)
+
+    @w.task(q)
+    async def handle(job):
+        if job.payload == 5:
+            threading.Thread(target=hold, daemon=True).start()
+            await asyncio.to_thread(held.wait, 10)
+        done.append(job.payload)
+        if len(done) == 20:
+            w.stop()
+
+    async def main() -> float:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.ensure_future(tick())
+        running = asyncio.ensure_future(w.run_async())
+        await asyncio.to_thread(held.wait, 30)
+        await asyncio.sleep(1)  # completions meanwhile wait on threads
+        assert len(done) < 20, "nothing could commit while the writer was held"
+        release.set()
+        await asyncio.wait_for(running, 60)
+        ticker.cancel()
+        return max(gaps)
+
+    worst = asyncio.run(main())
+    assert worst < 0.25, f"the loop stalled for {worst * 1000:.1f} ms"
+    assert sorted(done) == list(range(20))
+    s = q.stats()
+    assert (s.ready, s.scheduled, s.running, s.dead) == (0, 0, 0, 0)

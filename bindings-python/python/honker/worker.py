@@ -341,6 +341,7 @@ class Worker:
     # ----- internals ------------------------------------------------------
 
     _on_stop: Callable[[], object] | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
     _running_tasks: set[asyncio.Task[None]]
 
     def _start(self) -> _native.Worker:
@@ -398,6 +399,7 @@ class Worker:
                 except RuntimeError:  # the loop closed: released when collected
                     return
 
+        self._loop = loop
         thread = threading.Thread(target=feed, name="honker-worker", daemon=True)
         thread.start()
         return thread
@@ -479,7 +481,8 @@ class Worker:
             outcome = _outcome(e)
         else:
             outcome = ("ack", result, None)
-        await _threads.run(self._finish, native, task, job, *outcome)
+        if not self._finish(native, task, job, *outcome, on_loop=True):
+            await _threads.run(self._finish, native, task, job, *outcome)
 
     def _finish(
         self,
@@ -489,7 +492,13 @@ class Worker:
         outcome: str,
         value: Any,
         error: str | None,
-    ) -> None:
+        *,
+        on_loop: bool = False,
+    ) -> bool:
+        """Records the outcome. ``on_loop``: only without waiting (core's
+        ``try_complete``, on the event loop's thread, where an uncontended
+        commit costs less than the hop to a thread): False, with nothing
+        done, where it would wait; then call it again on a thread."""
         if job._settled:  # the handler acked (or retried...) the job itself
             outcome = "settled"
         kw: dict[str, Any] = {}
@@ -499,21 +508,33 @@ class Worker:
             kw["delay"] = value
         if error is not None:
             kw["error"] = error
+        complete = native.try_complete if on_loop else native.complete
         try:
             try:
-                report = native.complete(task, outcome, **kw)
+                report = complete(task, outcome, **kw)
             except (TypeError, ValueError) as e:
                 # A result that is not JSON: the task was not consumed.
                 error = f"the handler's result could not be stored: {type(e).__name__}: {e}"
-                report = native.complete(task, "retry", error=error)
+                report = complete(task, "retry", error=error)
         except Exception:
             # The database failed: the slot is free, and the job's lease
             # lapses, so it runs again (at-least-once).
             log.exception("job %s on %r: recording the outcome failed", job.id, task.queue)
-            return
+            return True
+        if report is None:
+            return False
+        # The completion claimed the next job for the freed slot: start it
+        # from here rather than wait for the feeder thread to hand it over.
+        following = native.try_next()
+        if following is not None:
+            try:
+                self._dispatch(native, following, self._loop)
+            except RuntimeError:  # the loop closed: released when collected
+                pass
         _, queue, _, finished, state, ran = report
         kind = _KINDS[finished]
         self._emit(kind, queue, job, ran, error if kind in ("retry", "dead") else None, state)
+        return True
 
     def _emit(
         self,
