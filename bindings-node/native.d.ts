@@ -172,6 +172,11 @@ export declare class Worker {
    */
   next(wait: number): Promise<Out<TaskOut | undefined | null>>
   /**
+   * A task already claimed (by a completion's refill), without waiting;
+   * null if there is none. For the JS side right after a completion.
+   */
+  tryNext(): TaskOut | null
+  /**
    * Why the worker no longer waits for task `key`'s outcome, if it does
    * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
    * handler's signal aborts with that reason.
@@ -183,6 +188,11 @@ export declare class Worker {
    * `release`, `settled`) and frees its slot.
    */
   complete(key: number, outcome: string, result?: PayloadIo | undefined | null, delay?: number | undefined | null, error?: string | undefined | null): Promise<Out<TaskReport>>
+  /**
+   * `complete` right here, without waiting (`WOULD_WAIT`, with the task
+   * kept, where it would wait: then call `complete`).
+   */
+  tryComplete(key: number, outcome: string, result?: PayloadIo | undefined | null, delay?: number | undefined | null, error?: string | undefined | null): Out<TaskReport>
   /** Stops claiming, without I/O. */
   stop(): void
   /** Ends a drain's grace period now, without I/O. */

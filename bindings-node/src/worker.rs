@@ -10,12 +10,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use honker::runtime::{Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{
+    Completion, Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions,
+};
 use napi_derive::napi;
 use parking_lot::Mutex;
 
 use crate::database::Database;
-use crate::errors::{blocking, invalid, ms, opt_ms, out, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, out, Out};
 use crate::queue::Queue;
 use crate::records::{payload_in, ClaimedJob, PayloadIo};
 
@@ -93,6 +95,41 @@ impl Worker {
     }
 }
 
+impl Shared {
+    /// Keeps `t` until `complete` takes it by the returned key.
+    fn keep(&self, t: honker::runtime::Task) -> TaskOut {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let out = TaskOut {
+            key,
+            queue: t.queue().to_owned(),
+            job: ClaimedJob::from(t.job().clone()),
+            remaining_ms: t
+                .deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
+        };
+        self.tasks.lock().insert(key, t);
+        out
+    }
+
+    /// Task `key` and its outcome, for `complete`.
+    fn take(
+        &self,
+        key: u32,
+        outcome: &str,
+        result: Option<honker::Payload>,
+        delay: Option<std::time::Duration>,
+        error: Option<String>,
+    ) -> honker::Result<(honker::runtime::Task, Outcome)> {
+        let outcome = Outcome::named(outcome, result, delay, error)?;
+        let t = self
+            .tasks
+            .lock()
+            .remove(&key)
+            .ok_or_else(|| invalid(format!("no running task {key}")))?;
+        Ok((t, outcome))
+    }
+}
+
 #[napi]
 impl Worker {
     /// Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
@@ -133,23 +170,14 @@ impl Worker {
     #[napi]
     pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<TaskOut>>> {
         let s = self.shared();
-        blocking(move || {
-            let Some(t) = s.w.next(ms("wait", wait)?)? else {
-                return Ok(None);
-            };
-            let key = s.next_key.fetch_add(1, Ordering::Relaxed);
-            let out = TaskOut {
-                key,
-                queue: t.queue().to_owned(),
-                job: ClaimedJob::from(t.job().clone()),
-                remaining_ms: t
-                    .deadline()
-                    .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
-            };
-            s.tasks.lock().insert(key, t);
-            Ok(Some(out))
-        })
-        .await
+        blocking(move || Ok(s.w.next(ms("wait", wait)?)?.map(|t| s.keep(t)))).await
+    }
+
+    /// A task already claimed (by a completion's refill), without waiting;
+    /// null if there is none. For the JS side right after a completion.
+    #[napi]
+    pub fn try_next(&self) -> Option<TaskOut> {
+        self.s.w.try_next().map(|t| self.s.keep(t))
     }
 
     /// Why the worker no longer waits for task `key`'s outcome, if it does
@@ -176,16 +204,38 @@ impl Worker {
         let result = result.map(payload_in);
         let delay = opt_ms("delay", delay);
         blocking(move || {
-            let delay = delay?;
-            let outcome = Outcome::named(&outcome, result, delay, error)?;
-            let t = s
-                .tasks
-                .lock()
-                .remove(&key)
-                .ok_or_else(|| invalid(format!("no running task {key}")))?;
+            let (t, outcome) = s.take(key, &outcome, result, delay?, error)?;
             s.w.complete(t, outcome).map(report)
         })
         .await
+    }
+
+    /// `complete` right here, without waiting (`WOULD_WAIT`, with the task
+    /// kept, where it would wait: then call `complete`).
+    #[napi]
+    pub fn try_complete(
+        &self,
+        key: u32,
+        outcome: String,
+        result: Option<PayloadIo>,
+        delay: Option<f64>,
+        error: Option<String>,
+    ) -> Out<TaskReport> {
+        let s = &self.s;
+        now(|| {
+            let delay = opt_ms("delay", delay)?;
+            let (t, outcome) = s.take(key, &outcome, result.map(payload_in), delay, error)?;
+            match s.w.try_complete(t, outcome)? {
+                Completion::Done(r) => Ok(report(r)),
+                Completion::WouldWait(t, _) => {
+                    s.tasks.lock().insert(key, *t);
+                    Err(honker::Error::new(
+                        honker::ErrorKind::Busy,
+                        "recording the outcome would wait for the writer",
+                    ))
+                }
+            }
+        })
     }
 
     /// Stops claiming, without I/O.
