@@ -5,26 +5,22 @@
 //! holds; the worker's last reference is dropped off the JS thread (tasks
 //! never completed are released then: writes that may wait).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use honker::runtime::{
-    Completion, Finished, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions,
+    Completion, Finished, HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions,
 };
 use napi_derive::napi;
-use parking_lot::Mutex;
 
 use crate::database::Database;
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, Out};
+use crate::errors::{blocking, ms, now, opt_ms, out, Out};
 use crate::queue::Queue;
 use crate::records::{payload_in, ClaimedJob, PayloadIo};
 
 struct Shared {
     w: honker::runtime::Worker,
-    tasks: Mutex<HashMap<u32, honker::runtime::Task>>,
-    next_key: AtomicU32,
+    tasks: TaskTable,
 }
 
 /// See `Worker` in index.js.
@@ -36,7 +32,7 @@ pub struct Worker {
 /// A job handed out by `next`, until `complete` takes it by `key`.
 #[napi(object)]
 pub struct TaskOut {
-    pub key: u32,
+    pub key: i64,
     pub queue: String,
     pub job: ClaimedJob,
     /// Milliseconds left before the handler's timeout, if its queue has one.
@@ -82,8 +78,7 @@ pub fn new_worker(db: &Database, worker_id: String, concurrency: u32) -> Out<Wor
         Ok(Worker {
             s: OffThreadDrop::new(Shared {
                 w,
-                tasks: Mutex::new(HashMap::new()),
-                next_key: AtomicU32::new(1),
+                tasks: TaskTable::default(),
             }),
         })
     })())
@@ -98,36 +93,39 @@ impl Worker {
 impl Shared {
     /// Keeps `t` until `complete` takes it by the returned key.
     fn keep(&self, t: honker::runtime::Task) -> TaskOut {
-        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let out = TaskOut {
-            key,
+        self.tasks.keep(t, |key, t| TaskOut {
+            key: js_key(key),
             queue: t.queue().to_owned(),
             job: ClaimedJob::from(t.job().clone()),
             remaining_ms: t
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
-        };
-        self.tasks.lock().insert(key, t);
-        out
+        })
     }
 
     /// Task `key` and its outcome, for `complete`.
     fn take(
         &self,
-        key: u32,
+        key: i64,
         outcome: &str,
         result: Option<honker::Payload>,
         delay: Option<std::time::Duration>,
         error: Option<String>,
     ) -> honker::Result<(honker::runtime::Task, Outcome)> {
         let outcome = Outcome::named(outcome, result, delay, error)?;
-        let t = self
-            .tasks
-            .lock()
-            .remove(&key)
-            .ok_or_else(|| invalid(format!("no running task {key}")))?;
-        Ok((t, outcome))
+        Ok((self.tasks.take(core_key(key))?, outcome))
     }
+}
+
+/// A task's key as JS holds it: a number, exact below 2^53 (a worker
+/// hands out far fewer tasks).
+fn js_key(key: u64) -> i64 {
+    i64::try_from(key).unwrap_or(i64::MAX)
+}
+
+/// A key from JS (a negative one names no task).
+fn core_key(key: i64) -> u64 {
+    u64::try_from(key).unwrap_or(u64::MAX)
 }
 
 #[napi]
@@ -184,8 +182,8 @@ impl Worker {
     /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
     /// handler's signal aborts with that reason.
     #[napi]
-    pub fn cancelled(&self, key: u32) -> Option<&'static str> {
-        self.s.tasks.lock().get(&key)?.gave_up().map(Finished::name)
+    pub fn cancelled(&self, key: i64) -> Option<&'static str> {
+        self.s.tasks.gave_up(core_key(key)).map(Finished::name)
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with
@@ -194,7 +192,7 @@ impl Worker {
     #[napi]
     pub async fn complete(
         &self,
-        key: u32,
+        key: i64,
         outcome: String,
         result: Option<PayloadIo>,
         delay: Option<f64>,
@@ -215,7 +213,7 @@ impl Worker {
     #[napi]
     pub fn try_complete(
         &self,
-        key: u32,
+        key: i64,
         outcome: String,
         result: Option<PayloadIo>,
         delay: Option<f64>,
@@ -228,7 +226,7 @@ impl Worker {
             match s.w.try_complete(t, outcome)? {
                 Completion::Done(r) => Ok(report(r)),
                 Completion::WouldWait(t, _) => {
-                    s.tasks.lock().insert(key, *t);
+                    s.tasks.put_back(core_key(key), *t);
                     Err(honker::Error::new(
                         honker::ErrorKind::Busy,
                         "recording the outcome would wait for the writer",

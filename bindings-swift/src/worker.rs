@@ -5,23 +5,19 @@
 //! holds; the worker's last reference is dropped off the caller's thread
 //! (tasks never completed are released then: writes that may wait).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
-use parking_lot::Mutex;
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions};
 
 use crate::database::{Database, Payload};
-use crate::errors::{ms, opt_ms, HonkerError, R};
+use crate::errors::{ms, opt_ms, R};
 use crate::queue::Queue;
 use crate::records::ClaimedJob;
 
 struct Shared {
     w: honker::runtime::Worker,
-    tasks: Mutex<HashMap<u64, honker::runtime::Task>>,
-    next_key: AtomicU64,
+    tasks: TaskTable,
 }
 
 /// See `Worker` in Honker.swift.
@@ -88,8 +84,7 @@ impl Worker {
         Ok(Arc::new(Worker {
             s: OffThreadDrop::new(Shared {
                 w,
-                tasks: Mutex::new(HashMap::new()),
-                next_key: AtomicU64::new(1),
+                tasks: TaskTable::default(),
             }),
         }))
     }
@@ -133,24 +128,23 @@ impl Worker {
         let Some(t) = s.w.next(ms("wait", wait_ms)?)? else {
             return Ok(None);
         };
-        let key = s.next_key.fetch_add(1, Ordering::Relaxed);
-        let out = WorkerTask {
-            key,
-            queue: t.queue().to_owned(),
-            job: ClaimedJob::from(t.job().clone()),
-            remaining_ms: t
-                .deadline()
-                .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
-        };
-        s.tasks.lock().insert(key, t);
-        Ok(Some(out))
+        Ok(Some(s.tasks.keep(t, |key, t| {
+            WorkerTask {
+                key,
+                queue: t.queue().to_owned(),
+                job: ClaimedJob::from(t.job().clone()),
+                remaining_ms: t
+                    .deadline()
+                    .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
+            }
+        })))
     }
 
     /// Why the worker no longer waits for task `key`'s outcome, if it does
     /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
     /// handler's task is cancelled then.
     pub fn cancelled(&self, key: u64) -> Option<String> {
-        let why = self.s.tasks.lock().get(&key)?.gave_up()?;
+        let why = self.s.tasks.gave_up(key)?;
         Some(why.name().to_owned())
     }
 
@@ -167,14 +161,7 @@ impl Worker {
     ) -> R<TaskReport> {
         let delay = opt_ms("delay", delay_ms)?;
         let outcome = Outcome::named(&outcome, result.map(Into::into), delay, error)?;
-        let t = self
-            .s
-            .tasks
-            .lock()
-            .remove(&key)
-            .ok_or_else(|| HonkerError::InvalidArgument {
-                message: format!("no running task {key}"),
-            })?;
+        let t = self.s.tasks.take(key)?;
         Ok(report(self.s.w.complete(t, outcome)?))
     }
 

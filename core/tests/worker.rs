@@ -10,7 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::test_db;
-use honker::runtime::{Completion, Finished, HandlerOptions, Outcome, Worker, WorkerOptions};
+use honker::runtime::{
+    Completion, Finished, HandlerOptions, Outcome, TaskTable, Worker, WorkerOptions,
+};
 use honker::{Backoff, Database, EnqueueOptions, ErrorKind, JobState, Payload, QueueOptions};
 use serde_json::json;
 
@@ -725,4 +727,32 @@ fn try_complete_leaves_an_fsync_to_a_thread() {
     assert_eq!(w.running(), 1);
     let r = w.complete(*task, outcome).unwrap();
     assert_eq!(r.finished, Finished::Acked);
+}
+
+#[test]
+fn a_task_table_keeps_tasks_by_keys_it_never_reuses() {
+    let t = test_db();
+    enqueue(&t.db, "q", 3);
+    let w = worker(&t.db, 2);
+    w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let table = TaskTable::default();
+    let a = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, t| {
+        (k, t.job().id)
+    });
+    let b = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, _| k);
+    assert_ne!(a.0, b);
+    assert_eq!(table.gave_up(a.0), None);
+    let task = table.take(a.0).unwrap();
+    assert_eq!(task.job().id, a.1);
+    assert_eq!(
+        table.take(a.0).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(table.gave_up(a.0), None, "a taken task is not there");
+    table.put_back(a.0, task);
+    w.complete(table.take(a.0).unwrap(), Outcome::Ack(None))
+        .unwrap();
+    let c = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, _| k);
+    assert!(c > b, "keys are never reused");
 }

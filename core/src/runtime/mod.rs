@@ -16,7 +16,8 @@
 //!   [`Task`]s within per-queue and global concurrency limits and takes
 //!   back an [`Outcome`]; renews leases and enforces handler timeouts
 //!   while the host waits in `next`; `shutdown` and `drain` stop it
-//!   gracefully, releasing what outlives the grace period.
+//!   gracefully, releasing what outlives the grace period. [`TaskTable`]
+//!   keeps its tasks by key for hosts that hold a number per job.
 //!
 //! Stream readers and listeners will take the subscription shape. [`OffThreadDrop`] is how a binding holds
 //! them when its wrapper is dropped on a thread that must not wait.
@@ -24,11 +25,13 @@
 mod claimer;
 mod keepalive;
 mod off_thread;
+mod task_table;
 mod worker;
 
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
+pub use task_table::TaskTable;
 pub use worker::{
     Completion, DrainReport, Finished, HandlerOptions, Outcome, Report, Task, Worker, WorkerOptions,
 };
