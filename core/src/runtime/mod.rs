@@ -25,13 +25,13 @@
 mod claimer;
 mod keepalive;
 mod off_thread;
+mod outcome;
 mod task_table;
 mod worker;
 
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
+pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
 pub use task_table::TaskTable;
-pub use worker::{
-    Completion, DrainReport, Finished, HandlerOptions, Outcome, Report, Task, Worker, WorkerOptions,
-};
+pub use worker::{HandlerOptions, Task, Worker, WorkerOptions};
