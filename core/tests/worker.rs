@@ -756,3 +756,25 @@ fn a_task_table_keeps_tasks_by_keys_it_never_reuses() {
     let c = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, _| k);
     assert!(c > b, "keys are never reused");
 }
+
+#[test]
+fn an_outcome_that_cannot_be_written_frees_the_slot_and_leaves_the_lease_to_lapse() {
+    let (db, dir) = real_db();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 1);
+    w.register(&db.queue("q").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let task = w.next(Duration::ZERO).unwrap().unwrap();
+    let id = task.job().id;
+    db.close().unwrap();
+    let e = w.complete(task, Outcome::Ack(None)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+    assert_eq!(w.running(), 0, "the slot is free");
+    let db = Database::open(dir.path().join("w.db")).unwrap();
+    let info = db.queue("q").unwrap().get_job(id).unwrap();
+    assert_eq!(
+        (info.state, info.attempts),
+        (JobState::Running, 1),
+        "not released: its handler ran, so it waits for the lease to lapse"
+    );
+}

@@ -401,18 +401,13 @@ impl Worker {
     /// job, round-robin over the queues, waits claimed for
     /// [`next`](Self::next) or [`try_next`](Self::try_next).
     pub fn complete(&self, task: Task, outcome: Outcome) -> Result<Report> {
-        let tx = if outcome.writes() {
-            match self.inner.db.transaction_detached() {
-                Ok(tx) => Some(tx),
-                Err(e) => {
-                    drop(task); // the slot frees; the job's lease lapses
-                    return Err(e);
-                }
+        match self.begin(&outcome) {
+            Ok(tx) => self.record(task, outcome, tx),
+            Err(e) => {
+                self.abandon(task);
+                Err(e)
             }
-        } else {
-            None
-        };
-        self.record(task, outcome, tx)
+        }
     }
 
     /// [`complete`](Self::complete) without waiting, for a host that calls
@@ -426,23 +421,33 @@ impl Worker {
         if fsyncs && outcome.writes() {
             return Ok(Completion::WouldWait(Box::new(task), outcome));
         }
-        crate::without_waiting(|| {
-            let tx = if outcome.writes() {
-                match self.inner.db.transaction_detached() {
-                    Ok(tx) => Some(tx),
-                    Err(e) if e.kind() == ErrorKind::Busy => {
-                        return Ok(Completion::WouldWait(Box::new(task), outcome))
-                    }
-                    Err(e) => {
-                        drop(task);
-                        return Err(e);
-                    }
-                }
-            } else {
-                None
-            };
-            self.record(task, outcome, tx).map(Completion::Done)
+        crate::without_waiting(|| match self.begin(&outcome) {
+            Ok(tx) => self.record(task, outcome, tx).map(Completion::Done),
+            Err(e) if e.kind() == ErrorKind::Busy => {
+                Ok(Completion::WouldWait(Box::new(task), outcome))
+            }
+            Err(e) => {
+                self.abandon(task);
+                Err(e)
+            }
         })
+    }
+
+    /// The write transaction `outcome` is recorded in, if it writes.
+    fn begin(&self, outcome: &Outcome) -> Result<Option<Transaction>> {
+        if outcome.writes() {
+            self.inner.db.transaction_detached().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Frees the slot of a task whose outcome could not be recorded: its
+    /// job's lease lapses (it is not released: its handler did run).
+    fn abandon(&self, mut task: Task) {
+        task.done = true;
+        self.inner.remove(task.key);
+        self.inner.db.poke();
     }
 
     /// `complete` once the write transaction (when the outcome writes) is
