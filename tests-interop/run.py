@@ -497,6 +497,77 @@ def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
         w.close()
 
 
+def run_sigstop(scenario: dict, tmp: str, surface: str) -> None:
+    """SIGSTOP to a Worker while its handler runs, past the lease: another
+    process reclaims the job (attempt 2). Resumed, the worker finds its lease
+    lost, tells the handler to stop, and its outcome is refused: the job
+    stays the rescuer's, whose ack succeeds."""
+    path = f"{tmp}/sigstop-{surface}.db"
+    lease = scenario["lease_ms"]
+    conn = work_file(path, 1)
+    w, rescuer = Driver(surface), Driver("rust")
+    try:
+        check({}, w.send({"op": "open", "path": path}), "open")
+        check({}, rescuer.send({"op": "open", "path": path}), "open")
+        pid = w.send({"op": "pid"})["ok"]
+        start_work(w, scenario, long_ms=scenario["long_ms"], signals=True)
+        deadline = time.monotonic() + 30
+        running = "SELECT count(*) FROM _honker_jobs WHERE attempts = 1"
+        while not conn.execute(running).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise Failure("the worker did not start the job")
+            time.sleep(0.002)
+        kill(surface, pid, signal.SIGSTOP)
+        try:
+            got: list = []
+            deadline = time.monotonic() + lease / 1000 + 10
+            while not got and time.monotonic() < deadline:
+                r = rescuer.send(
+                    {
+                        "op": "claim",
+                        "queue": "work",
+                        "worker": "rescuer",
+                        "n": 1,
+                        "lease_ms": 60_000,
+                        "wait_ms": 1000,
+                    }
+                )
+                check({}, r, "rescuer claim")
+                got = r["ok"]
+        finally:
+            kill(surface, pid, signal.SIGCONT)
+        if len(got) != 1 or got[0]["attempts"] != 2:
+            raise Failure(f"the rescuer should hold the job on attempt 2: {got}")
+        # Resumed, then stopped: the drain renews first and finds the lease
+        # lost (if the worker's clock did not already), so it waits for no one.
+        kill(surface, pid, signal.SIGTERM)
+        reply = w.receive("work", timeout=30)
+        check({}, reply, "work")
+        if reply["ok"].get("lease_lost") != 1:
+            raise Failure(f"the worker should report one lost lease: {reply['ok']}")
+        [(attempts, worker)] = conn.execute(
+            "SELECT attempts, worker_id FROM _honker_jobs"
+        ).fetchall()
+        if (attempts, worker) != (2, "rescuer"):
+            raise Failure(f"the late outcome changed the job: {(attempts, worker)}")
+        ran = conn.execute("SELECT count(*) FROM done").fetchone()[0]
+        if ran:
+            raise Failure("the handler was not told to stop (it finished its run)")
+        job = got[0]
+        check(
+            {},
+            rescuer.send(
+                {"op": "ack", "queue": "work", "id": job["id"], "token": job["token"]}
+            ),
+            "the rescuer's ack",
+        )
+        print("        lease lost and the late outcome refused; the rescuer acked")
+    finally:
+        conn.close()
+        w.close()
+        rescuer.close()
+
+
 def run_workers(scenario: dict, tmp: str, victim: str) -> None:
     """Each surface's Worker on one queue; `victim`'s is SIGKILLed mid-batch.
     Every job must be done, once, or twice only when the victim's run was
@@ -622,7 +693,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir=tmp_parent) as tmp:
         for scenario in scenarios:
             kind = scenario.get("kind", "steps")
-            if kind == "sigterm":
+            if kind in ("sigterm", "sigstop"):
                 plays = [{"worker": s} for s in scenario["workers"] if s in SURFACES]
             elif kind == "workers":
                 plays = [{"victim": s} for s in scenario["workers"] if s in SURFACES]
@@ -645,6 +716,9 @@ def main() -> int:
                     elif kind == "sigterm":
                         assert assignment is not None
                         run_sigterm(scenario, tmp, assignment["worker"])
+                    elif kind == "sigstop":
+                        assert assignment is not None
+                        run_sigstop(scenario, tmp, assignment["worker"])
                     elif kind == "workers":
                         assert assignment is not None
                         run_workers(scenario, tmp, assignment["victim"])

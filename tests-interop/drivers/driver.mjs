@@ -134,6 +134,8 @@ async function run(s) {
 async function work(s) {
   const worker = new honker.Worker(db, { concurrency: s.concurrency, workerId: s.worker, grace: s.grace_ms ?? 30_000 });
   let done = 0;
+  let leaseLost = 0;
+  worker.on('lease_lost', () => (leaseLost += 1));
   worker.handle(
     s.queue,
     async (job, signal) => {
@@ -156,7 +158,8 @@ async function work(s) {
   } finally {
     clearInterval(watch);
   }
-  return { done };
+  // run() has awaited every handler it aborted: their outcomes are counted.
+  return { done, lease_lost: leaseLost };
 }
 
 async function drain(q, s) {

@@ -144,6 +144,19 @@ class Driver:
             grace=s.get("grace_ms", 30_000) / 1000,
         )
         done = 0
+        # Handlers started and finished, and lost leases (from the hooks).
+        events = {"start": 0, "finished": 0, "lease_lost": 0}
+        settled = threading.Condition()
+
+        def count(e: honker.WorkerEvent) -> None:
+            with settled:
+                if e.kind != "start":
+                    events["finished"] += 1
+                events[e.kind] = events.get(e.kind, 0) + 1
+                settled.notify_all()
+
+        for kind in honker.worker.KINDS:
+            worker.on(kind, count)
 
         @worker.task(s["queue"], lease=s["lease_ms"] / 1000)
         def handle(job: honker.Job) -> None:
@@ -173,7 +186,11 @@ class Driver:
 
         threading.Thread(target=watch, daemon=True).start()
         worker.run(signals=bool(s.get("signals")))
-        return {"done": done}
+        # A sync handler whose job the drain gave up on may still be
+        # returning: its outcome (refused) is part of the answer.
+        with settled:
+            settled.wait_for(lambda: events["finished"] >= events["start"], timeout=10)
+        return {"done": done, "lease_lost": events["lease_lost"]}
 
     def drain(self, q: honker.Queue, s: dict) -> dict:
         assert self.db is not None

@@ -160,6 +160,8 @@ extension Driver {
         let worker = try Worker(db, workerId: workerId, concurrency: (s["concurrency"] as! NSNumber).uint32Value,
                                 grace: grace)
         let done = Counter()
+        let leaseLost = Counter()
+        worker.on(.leaseLost) { _ in leaseLost.add() }
         try worker.handle(name, lease: (s["lease_ms"] as! NSNumber).doubleValue / 1000) { (job: Job) in
             let i = (try? job.payload(as: [String: Int].self))?["i"]
             try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
@@ -179,7 +181,7 @@ extension Driver {
         }
         try await worker.run(signals: (s["signals"] as? Bool) == true)
         watch.cancel()
-        return ["done": done.value]
+        return ["done": done.value, "lease_lost": leaseLost.value]
     }
 }
 
