@@ -175,9 +175,9 @@ public final class Database: @unchecked Sendable {
         try native.execute(sql: sql, params: params)
     }
 
-    /// A read-only query: one dictionary per row.
-    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [[String: SqlValue]] {
-        rowsToDictionaries(try native.query(sql: sql, params: params))
+    /// A read-only query: its rows, by column name and position.
+    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [Row] {
+        Row.all(try native.query(sql: sql, params: params))
     }
 
     /// Prunes finished jobs and results past retention; what it removed, by
@@ -192,9 +192,41 @@ public final class Database: @unchecked Sendable {
     }
 }
 
-func rowsToDictionaries(_ rows: Rows) -> [[String: SqlValue]] {
-    rows.rows.map { row in
-        Dictionary(uniqueKeysWithValues: zip(rows.columns, row))
+/// One row of a query. Columns keep their order and their names, repeated
+/// ones included (`SELECT *` over a join has two `id`s): `row[0]` by
+/// position, `row["id"]` for the first column of that name, and
+/// `row.values(named: "id")` for all of them.
+public struct Row: Equatable, Hashable, Sendable, CustomStringConvertible {
+    public let columns: [String]
+    public let values: [SqlValue]
+
+    public init(columns: [String], values: [SqlValue]) {
+        self.columns = columns
+        self.values = values
+    }
+
+    /// The value at `index`, counted from 0 (`index` must be below
+    /// `values.count`, as for an array).
+    public subscript(index: Int) -> SqlValue {
+        values[index]
+    }
+
+    /// The value of the first column named `name`, or nil if none is.
+    public subscript(name: String) -> SqlValue? {
+        columns.firstIndex(of: name).map { values[$0] }
+    }
+
+    /// The values of every column named `name`, in column order.
+    public func values(named name: String) -> [SqlValue] {
+        zip(columns, values).filter { $0.0 == name }.map(\.1)
+    }
+
+    public var description: String {
+        "Row(" + zip(columns, values).map { "\($0): \($1)" }.joined(separator: ", ") + ")"
+    }
+
+    static func all(_ rows: Rows) -> [Row] {
+        rows.rows.map { Row(columns: rows.columns, values: $0) }
     }
 }
 
@@ -212,8 +244,8 @@ public final class Transaction: @unchecked Sendable {
     }
 
     /// Sees the transaction's own uncommitted writes.
-    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [[String: SqlValue]] {
-        rowsToDictionaries(try native.query(sql: sql, params: params))
+    public func query(_ sql: String, _ params: [SqlValue] = []) throws -> [Row] {
+        Row.all(try native.query(sql: sql, params: params))
     }
 
     public func commit() throws {

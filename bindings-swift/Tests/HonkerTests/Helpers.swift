@@ -24,7 +24,7 @@ func testDb() throws -> TestDb {
 }
 
 /// Everything honker stores, to prove a failed call changed nothing.
-func snapshot(_ db: Database) throws -> [[[String: SqlValue]]] {
+func snapshot(_ db: Database) throws -> [[Row]] {
     try ["_honker_jobs", "_honker_finished", "_honker_results"].map {
         try db.query("SELECT * FROM \($0) ORDER BY 1")
     }

@@ -19,6 +19,25 @@ final class TransactionTests: XCTestCase {
         XCTAssertEqual(try jobs[0].payload(as: Email.self).template, "order-confirmed")
     }
 
+    func testRowsKeepRepeatedColumnNamesByPositionAndName() throws {
+        // SELECT * over a join: two columns named id (dictionaries trapped).
+        let t = try testDb()
+        try t.db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        try t.db.execute("INSERT INTO users (id, name) VALUES (7, 'ada')")
+        try t.db.execute("INSERT INTO orders (id, user_id, status) VALUES (3, 7, 'paid')")
+        let sql = "SELECT * FROM orders JOIN users ON users.id = orders.user_id"
+        for rows in [try t.db.query(sql), try t.db.transaction { tx in try tx.query(sql) }] {
+            XCTAssertEqual(rows.count, 1)
+            let row = rows[0]
+            XCTAssertEqual(row.columns, ["id", "user_id", "status", "id", "name"])
+            XCTAssertEqual(row["id"], .integer(value: 3), "the first column of that name")
+            XCTAssertEqual(row.values(named: "id"), [.integer(value: 3), .integer(value: 7)])
+            XCTAssertEqual(row[3], .integer(value: 7))
+            XCTAssertEqual(row["name"], .text(value: "ada"))
+            XCTAssertNil(row["missing"])
+        }
+    }
+
     func testAThrownErrorRollsBackTheOrderAndItsJob() async throws {
         let t = try testDb()
         let emails = try t.db.queue("emails")
