@@ -26,6 +26,11 @@ extension HonkerError {
     public var code: String { errorCode(error: self) }
 }
 
+// `description` (core's `CODE: message`) is generated; declaring the
+// conformance makes `errorDescription`, and so `localizedDescription` and
+// `print(error)`, use it instead of a dump of the enum.
+extension HonkerError: CustomStringConvertible {}
+
 // SQL parameters from Swift literals: `tx.execute(sql, [42, "paid", nil])`.
 extension SqlValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral {

@@ -3515,7 +3515,10 @@ public func FfiConverterTypeWorkerTask_lower(_ value: WorkerTask) -> RustBuffer 
 
 
 /**
- * Every error, by stable code (`LEASE_LOST` is `LeaseLost`, ...).
+ * Every error, by stable code (`LEASE_LOST` is `LeaseLost`, ...). Its
+ * `Display` (`CODE: message`) is exported: Swift's `description`, and so
+ * `errorDescription` and `localizedDescription`, where the generated
+ * default was a dump of the enum.
  */
 public 
 enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -3550,6 +3553,17 @@ enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     
 
     
+// The local Rust `Display` implementation.
+public var description: String {
+    return try!  FfiConverterString.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_honkererror_uniffi_trait_display(
+            FfiConverterTypeHonkerError_lower(self),uniffiCallStatus
+    )
+}
+    )
+}
 
     
     public var errorDescription: String? {

@@ -613,6 +613,11 @@ void uniffi_honker_swift_fn_method_worker_stop(uint64_t ptr, RustCallStatus *_No
 RustBuffer uniffi_honker_swift_fn_method_worker_worker_id(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HONKERERROR_UNIFFI_TRAIT_DISPLAY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HONKERERROR_UNIFFI_TRAIT_DISPLAY
+RustBuffer uniffi_honker_swift_fn_method_honkererror_uniffi_trait_display(RustBuffer ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODE
 RustBuffer uniffi_honker_swift_fn_func_error_code(RustBuffer error, RustCallStatus *_Nonnull out_status

@@ -15,6 +15,21 @@ final class ErrorsTests: XCTestCase {
         XCTAssertEqual(cases.map(\.code).sorted(), honkerErrorCodes.sorted())
     }
 
+    func testAnErrorDescribesItselfByCodeAndMessage() throws {
+        let t = try testDb()
+        do {
+            try t.db.execute("INSERT INTO no_such_table VALUES (1)")
+            XCTFail("accepted SQL on a missing table")
+        } catch let e as HonkerError {
+            XCTAssertEqual(e.code, "SQLITE")
+            XCTAssertTrue(e.localizedDescription.hasPrefix("SQLITE: "), e.localizedDescription)
+            XCTAssertTrue(e.localizedDescription.contains("no_such_table"), e.localizedDescription)
+            XCTAssertEqual("\(e)", e.localizedDescription)
+        }
+        let made = HonkerError.LeaseLost(message: "job 1: its lease was lost")
+        XCTAssertEqual(made.localizedDescription, "LEASE_LOST: job 1: its lease was lost")
+    }
+
     func testBadDurationsOnAClaimedJobAreInvalidArgumentNotATrap() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
