@@ -484,10 +484,7 @@ impl Worker {
                     && !self.is_stopping()
                     && !matches!(outcome, Outcome::Release) =>
             {
-                inner
-                    .free_slots()
-                    .first()
-                    .and_then(|&slot| inner.reserve(slot))
+                inner.reserve_next()
             }
             _ => None,
         };
@@ -646,6 +643,12 @@ impl State {
         global.min(q.limit.saturating_sub(q.running + q.reserved))
     }
 
+    /// The queues' slots, from where the last claim round stopped.
+    fn in_turn(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self.queues.len();
+        (0..n).map(move |i| (self.round + i) % n)
+    }
+
     fn unreserve(&mut self, slot: usize, n: usize) {
         self.reserved -= n;
         self.queues[slot].reserved -= n;
@@ -666,9 +669,7 @@ impl Inner {
     /// Queues with room, from where the last round stopped.
     fn free_slots(&self) -> Vec<usize> {
         let st = self.state.lock();
-        let n = st.queues.len();
-        (0..n)
-            .map(|i| (st.round + i) % n)
+        st.in_turn()
             .filter(|&slot| st.free(self.limit, slot) > 0)
             .collect()
     }
@@ -676,6 +677,18 @@ impl Inner {
     /// Sets aside what a claim for `slot` may take now; None if nothing.
     fn reserve(&self, slot: usize) -> Option<Reservation<'_>> {
         let mut st = self.state.lock();
+        self.reserve_in(&mut st, slot)
+    }
+
+    /// [`reserve`](Self::reserve) for the first queue with room, from where
+    /// the last round stopped (a completion's refill), under one lock.
+    fn reserve_next(&self) -> Option<Reservation<'_>> {
+        let mut st = self.state.lock();
+        let slot = st.in_turn().find(|&slot| st.free(self.limit, slot) > 0)?;
+        self.reserve_in(&mut st, slot)
+    }
+
+    fn reserve_in(&self, st: &mut State, slot: usize) -> Option<Reservation<'_>> {
         let n = st.free(self.limit, slot);
         if n == 0 {
             return None;
