@@ -50,12 +50,14 @@ if ! command -v cargo >/dev/null; then
 fi
 # - build-essential: the bundled SQLite; libclang-dev: bindgen, for the
 #   loadable extension's bindings to SQLite's API (from the headers in
-#   extension/sqlite3/, so no libsqlite3-dev);
+#   extension/sqlite3/, not libsqlite3-dev);
 # - sqlite3 + python3: the extension's tests run in Debian's own SQLite
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
+# - libsqlite3-dev: core's tests on the system SQLite (the Swift package's
+#   build mode, without `bundled`) link Debian's libsqlite3 (3.40.1).
 # - strace: the crash-point and error-point suite (tests-faults) injects
 #   SIGKILL and write errors with it.
-honker_apt build-essential libclang-dev sqlite3 python3 python3-venv strace
+honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace
 # Node (the Node binding and the demo's mailer): the machine's own if it has
 # one (Node 20 here), else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm

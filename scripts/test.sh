@@ -94,6 +94,16 @@ step "cargo test (unit, integration, multi-process, doc-tests)"
 log="$work/cargo-test.log"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
+step "core on the system SQLite (Debian 12's libsqlite3, 3.40.1: the Swift package's mode, ADR 18)"
+# The same tests without the `bundled` feature, linked to the system's
+# shared library (the extension's test builds its own workspace: skipped).
+system_tests=()
+for t in core/tests/*.rs; do
+    name=$(basename "$t" .rs)
+    [ "$name" = extension ] || system_tests+=(--test "$name")
+done
+cargo test -p honker --no-default-features --features rusqlite --locked --lib "${system_tests[@]}" 2>&1 | tee -a "$log"
+
 step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
 honker_python_venv
 # The build backend (maturin) comes from the venv, so no isolated build env

@@ -138,10 +138,34 @@ impl Drop for HConn {
     }
 }
 
+/// The oldest SQLite honker runs on (`STRICT` tables need 3.37,
+/// `sqlite3_db_name` 3.39): what a build on the system library (without the
+/// `bundled` feature) can meet. Tested here on 3.40.1 (Debian 12), 3.46.1
+/// (Debian 13, the Swift chroot) and the bundled copy.
+pub(crate) const MIN_SQLITE: i32 = 3_039_000;
+
+/// Checks the library this process runs: a coded error, never a failure on
+/// the first statement that needs a newer SQLite.
+pub(crate) fn check_sqlite_version(number: i32) -> Result<()> {
+    if number >= MIN_SQLITE {
+        return Ok(());
+    }
+    let v = |n: i32| format!("{}.{}.{}", n / 1_000_000, n / 1000 % 1000, n % 1000);
+    Err(Error::new(
+        crate::error::ErrorKind::Sqlite,
+        format!(
+            "honker needs SQLite {} or newer; this process's SQLite library is {}",
+            v(MIN_SQLITE),
+            v(number)
+        ),
+    ))
+}
+
 fn open_raw(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+    check_sqlite_version(rusqlite::version_number())?;
     // Before the first connection: honker's SQLite next to another SQLite
     // library in the process (ADR 13).
-    #[cfg(target_os = "linux")]
+    #[cfg(all(feature = "bundled", target_os = "linux"))]
     crate::ofd::install();
     // NO_MUTEX: every connection is used by one thread at a time (behind a
     // mutex or checked out of the pool), so SQLite's own mutex is redundant.
@@ -188,23 +212,57 @@ pub(crate) fn enable_wal(conn: &Connection, busy_timeout: Duration) -> Result<()
 /// measured (bench W5, 4 processes on 2 cores) to lose a quarter of the
 /// throughput to wake-ups; these match or beat the default handler.
 fn install_busy_handler(conn: &mut Connection, timeout: Duration) -> Result<()> {
-    let mut started = Instant::now();
-    let mut backoff = Backoff::new();
-    conn.busy_handler(Some(move |count: i32| {
-        if waiting_forbidden() {
-            return false;
-        }
-        if count == 0 {
-            started = Instant::now();
-            backoff = Backoff::new();
-        }
-        if started.elapsed() >= timeout {
-            return false;
-        }
-        backoff.sleep();
-        true
-    }))?;
+    // The timeout travels in the handler's argument (an integer, never
+    // dereferenced) and the episode's start in a thread-local: no state to
+    // own or free. SQLite's own API, not rusqlite's `busy_handler`, which
+    // needs `sqlite3_set_clientdata` (3.44) and so a newer SQLite than the
+    // system libraries honker must also run on (Debian 12's 3.40, Apple's).
+    let ms = usize::try_from(timeout.as_millis()).unwrap_or(usize::MAX);
+    // SAFETY: the handle is open and owned by `conn`; `busy_wait` never
+    // dereferences its argument.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_busy_handler(
+            conn.handle(),
+            Some(busy_wait),
+            std::ptr::without_provenance_mut(ms),
+        )
+    };
+    if rc != rusqlite::ffi::SQLITE_OK {
+        return Err(crate::raw::sqlite_error(
+            rc,
+            "could not set the busy handler".into(),
+        ));
+    }
     Ok(())
+}
+
+thread_local! {
+    /// When this thread's current busy episode began, and its backoff.
+    static BUSY: std::cell::RefCell<(Instant, Backoff)> =
+        std::cell::RefCell::new((Instant::now(), Backoff::new()));
+}
+
+/// SQLite's busy handler: true (non-zero) to try the lock again. `count` is 0
+/// at the first call of each episode; `arg` is the timeout in ms.
+unsafe extern "C" fn busy_wait(
+    arg: *mut std::ffi::c_void,
+    count: std::ffi::c_int,
+) -> std::ffi::c_int {
+    if waiting_forbidden() {
+        return 0;
+    }
+    let timeout = Duration::from_millis(u64::try_from(arg.addr()).unwrap_or(u64::MAX));
+    BUSY.with(|b| {
+        let mut b = b.borrow_mut();
+        if count == 0 {
+            *b = (Instant::now(), Backoff::new());
+        }
+        if b.0.elapsed() >= timeout {
+            return 0;
+        }
+        b.1.sleep();
+        1
+    })
 }
 
 thread_local! {
@@ -255,5 +313,23 @@ impl Backoff {
         let us = self.next_us / 2 + fastrand::u64(0..=self.next_us / 2);
         std::thread::sleep(Duration::from_micros(us));
         self.next_us = (self.next_us * 2).min(Self::MAX_US);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_sqlite_older_than_the_minimum_is_refused_with_both_versions_named() {
+        let e = check_sqlite_version(3_036_000).unwrap_err();
+        assert_eq!(e.code(), "SQLITE");
+        assert!(
+            e.message().contains("needs SQLite 3.39.0 or newer")
+                && e.message().contains("library is 3.36.0"),
+            "{e}"
+        );
+        check_sqlite_version(MIN_SQLITE).unwrap();
+        check_sqlite_version(rusqlite::version_number()).unwrap();
     }
 }

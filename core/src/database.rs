@@ -216,7 +216,7 @@ impl Database {
         check_path(path)?;
         let live = Live::new();
         let mut writer = open_writer(path, &options)?;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(feature = "bundled", target_os = "linux"))]
         crate::ofd::check_exclusive(path)?;
         schema::check_not_too_new(writer.raw())?;
         enable_wal(writer.sql(), options.busy_timeout)?;
@@ -257,6 +257,76 @@ impl Database {
                 options,
             }),
         })
+    }
+
+    /// Registers honker's SQL functions (`honker_enqueue`, `honker_ack`, …:
+    /// docs/sql.md) on a connection to this file that the application opened
+    /// itself, such as GRDB's, so that its own transactions can call them: the
+    /// outbox inside the app's `write { db in … }`. The functions use this
+    /// database's clock and payload limit; they stay registered until that
+    /// connection closes (SQLite frees them then). A commit on that connection
+    /// wakes this process's waiters through the file watcher, as any other
+    /// process's commit does.
+    ///
+    /// The handle must come from the SQLite library honker itself runs on.
+    /// In Rust that is always so (one `libsqlite3-sys` per binary: a
+    /// rusqlite connection's `handle()` qualifies); the Swift package builds
+    /// honker on the system SQLite for this (ADR 18), where GRDB, Core Data
+    /// and SQLite.swift live too. A handle to another file fails with
+    /// `INVALID_ARGUMENT`, a null one too.
+    ///
+    /// # Safety
+    /// `db` must be an open connection of the SQLite library this process
+    /// links (the one honker uses), not used by another thread during the
+    /// call.
+    pub unsafe fn register_functions_on(&self, db: *mut rusqlite::ffi::sqlite3) -> Result<()> {
+        self.inner.check_open()?;
+        // SAFETY: per the contract.
+        unsafe { self.check_foreign(db)? };
+        let config = crate::sql::SqlConfig {
+            clock: Arc::clone(&self.inner.options.clock),
+            max_payload_bytes: self.inner.options.max_payload_bytes,
+        };
+        // SAFETY: `db` is open (contract); without a cache the functions keep
+        // nothing of the connection between calls, so it may close any time.
+        unsafe { crate::sql::register_handle(db, config, None) }
+    }
+
+    /// Refuses a null foreign connection, or one on another file.
+    ///
+    /// # Safety
+    /// `db` must be null or an open connection (see
+    /// [`register_functions_on`](Self::register_functions_on)).
+    pub(crate) unsafe fn check_foreign(&self, db: *mut rusqlite::ffi::sqlite3) -> Result<()> {
+        if db.is_null() {
+            return Err(Error::invalid("the connection handle is null"));
+        }
+        // SAFETY: `db` is an open connection (contract); "main" is its main
+        // database, whose file name SQLite keeps for the connection's life.
+        let name = unsafe { rusqlite::ffi::sqlite3_db_filename(db, c"main".as_ptr()) };
+        let file = if name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a NUL-terminated string owned by the connection.
+            unsafe { std::ffi::CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let same =
+            !file.is_empty() && std::fs::canonicalize(&file).is_ok_and(|p| p == self.inner.path);
+        if !same {
+            return Err(Error::invalid(format!(
+                "the connection is on {file:?}, not on this database's file {}",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// After a write on a foreign connection that committed by itself (it
+    /// was in autocommit mode): wakes this process's waiters at once.
+    pub(crate) fn foreign_committed(&self) {
+        self.poke();
     }
 
     /// The canonical path of the database file.

@@ -36,7 +36,7 @@ extern "C" fn in_child() {
     if LIVE.load(Ordering::SeqCst) > 0 {
         FORKED_WHILE_LIVE.store(true, Ordering::SeqCst);
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(all(feature = "bundled", target_os = "linux"))]
     crate::ofd::close_inherited();
 }
 

@@ -66,7 +66,7 @@ mod error;
 mod fork;
 #[cfg(feature = "rusqlite")]
 mod maintenance;
-#[cfg(all(feature = "rusqlite", target_os = "linux"))]
+#[cfg(all(feature = "bundled", target_os = "linux"))]
 mod ofd;
 mod options;
 mod payload;
@@ -95,7 +95,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fork::forked_while_open;
 #[cfg(feature = "rusqlite")]
 pub use maintenance::MaintenanceReport;
-#[cfg(all(feature = "rusqlite", target_os = "linux"))]
+#[cfg(all(feature = "bundled", target_os = "linux"))]
 pub use ofd::active as ofd_locks_active;
 pub use options::{limits, Backoff, Durability, Options, OptionsPatch, QueueOptions, Retention};
 pub use payload::Payload;

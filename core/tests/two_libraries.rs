@@ -5,7 +5,7 @@
 //! honker's close never pulls the WAL or the shared memory from under the
 //! other library's open connection.
 
-#![cfg(target_os = "linux")]
+#![cfg(all(feature = "bundled", target_os = "linux"))]
 
 #[path = "common/system_sqlite.rs"]
 mod system_sqlite;

@@ -5,7 +5,7 @@
 //! library already has open with `UNSAFE`, and opens it normally otherwise
 //! (ADR 13).
 
-#![cfg(target_os = "linux")]
+#![cfg(all(feature = "bundled", target_os = "linux"))]
 
 #[path = "common/system_sqlite.rs"]
 mod system_sqlite;

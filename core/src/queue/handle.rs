@@ -140,6 +140,49 @@ impl Queue {
         self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
     }
 
+    /// [`enqueue_many_in`](Self::enqueue_many_in) on a connection to this
+    /// file that the application opened itself (GRDB's, say), inside
+    /// whatever transaction it has open there: the jobs commit or roll back
+    /// with the application's own writes on it. In autocommit mode the call
+    /// is its own transaction. The queue's defaults apply, as for any
+    /// enqueue. The same build requirement and checks as
+    /// [`Database::register_functions_on`](crate::Database::register_functions_on).
+    ///
+    /// # Safety
+    /// As for [`Database::register_functions_on`](crate::Database::register_functions_on).
+    pub unsafe fn enqueue_many_on<P: Into<Payload>>(
+        &self,
+        db: *mut libsqlite3_sys::sqlite3,
+        payloads: impl IntoIterator<Item = P>,
+        options: &EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        self.db.inner.check_open()?;
+        // SAFETY: per the contract.
+        unsafe { self.db.check_foreign(db)? };
+        let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
+        if options.dedupe_key.is_some() && payloads.len() > 1 {
+            return Err(Error::invalid(
+                "enqueue_many: one dedupe key cannot cover several jobs; enqueue them one by one",
+            ));
+        }
+        for p in &payloads {
+            self.check_enqueue(p, options)?;
+        }
+        if payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: open (checked above, and the contract), used by this thread
+        // for the call; no cache.
+        let conn = unsafe { crate::raw::Conn::new(db, None) };
+        let autocommit = conn.is_autocommit();
+        let now = self.db.inner.now();
+        let done = crate::sql::atomically(conn, || self.insert(conn, &payloads, options, now))?;
+        if autocommit {
+            self.db.foreign_committed();
+        }
+        Ok(done)
+    }
+
     fn check_enqueue(&self, payload: &Payload, o: &EnqueueOptions) -> Result<()> {
         payload.validate(self.db.options().max_payload_bytes)?;
         o.check()

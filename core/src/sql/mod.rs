@@ -287,7 +287,7 @@ fn call(state: &FnState, conn: Conn<'_>, args: &[ValueRef<'_>]) -> Result<Out> {
 /// - otherwise in a `BEGIN IMMEDIATE` transaction of its own, which waits for
 ///   the write lock under the connection's busy timeout instead of failing
 ///   on a stale read snapshot.
-fn atomically<T>(conn: Conn<'_>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn atomically<T>(conn: Conn<'_>, f: impl FnOnce() -> Result<T>) -> Result<T> {
     if conn.write_statement_running() {
         return f();
     }
