@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # swift-test.sh: builds libhonker_swift, checks the generated Swift sources
 # are current, and runs `swift build` and `swift test` for the Swift package
-# (bindings-swift) inside the cached Debian 13 chroot (scripts/swift-chroot.sh;
+# (bindings-swift; Swift 6 language mode, warnings are errors) inside the
+# cached Debian 13 chroot (scripts/swift-chroot.sh;
 # Debian 12 has no Swift). Prints the XCTest summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,17 @@ sudo=()
 
 bash scripts/swift-bindgen.sh --check
 cargo build --release --locked -q -p honker-swift
+# One SQLite library in an app's process (ADR 18): the library is built on
+# the system SQLite and must define none of SQLite's symbols itself (a
+# bundled copy exported 284, which an app's GRDB or Core Data calls could
+# bind to), while it does call them.
+defined=$(nm -g --defined-only target/release/libhonker_swift.a 2>/dev/null | grep -c ' [TDRB] sqlite3_' || true)
+used=$(nm -g --undefined-only target/release/libhonker_swift.a 2>/dev/null | grep -c ' U sqlite3_' || true)
+if [ "$defined" -ne 0 ] || [ "$used" -eq 0 ]; then
+    echo "swift-test: libhonker_swift.a defines $defined sqlite3_* symbols (want 0) and uses $used (want > 0)" >&2
+    exit 1
+fi
+echo "swift-test: libhonker_swift.a defines no sqlite3_* symbol and calls the system SQLite's"
 root="$(bash scripts/swift-chroot.sh)"
 work="$root/work/honker-swift"
 
@@ -33,4 +45,8 @@ trap cleanup EXIT
 # HONKER_VERSION: the Cargo workspace's, which the version test compares with.
 "${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin TMPDIR=/tmp \
     HONKER_VERSION="$(bash scripts/version.sh)" \
-    /bin/sh -c 'cd /work/honker-swift && swift build --build-tests 2>&1 | tail -n 20 && swift test 2>&1'
+    /bin/sh -c 'cd /work/honker-swift &&
+        if ! swift build --build-tests -Xswiftc -warnings-as-errors >/tmp/swift-build.log 2>&1; then
+            tail -n 60 /tmp/swift-build.log; echo "swift-test: swift build failed"; exit 1
+        fi &&
+        tail -n 3 /tmp/swift-build.log && swift test 2>&1'

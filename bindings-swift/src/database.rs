@@ -85,6 +85,17 @@ pub(crate) fn rows(r: honker::Rows) -> Rows {
     }
 }
 
+/// A connection handle passed from Swift as its address.
+pub(crate) fn handle_ptr(handle: u64) -> R<*mut honker::rusqlite::ffi::sqlite3> {
+    let addr = usize::try_from(handle).map_err(|_| {
+        honker::Error::new(
+            honker::ErrorKind::InvalidArgument,
+            format!("connection handle {handle:#x} is not an address"),
+        )
+    })?;
+    Ok(std::ptr::with_exposed_provenance_mut(addr))
+}
+
 pub(crate) fn params(p: Vec<SqlValue>) -> Vec<Value> {
     p.into_iter().map(Value::from).collect()
 }
@@ -182,6 +193,20 @@ impl Database {
         Ok(Arc::new(Database {
             db: honker::Database::open_with(path, self::options(options)?)?,
         }))
+    }
+
+    /// Registers honker's SQL functions on a connection to this file that
+    /// the app opened itself (GRDB's `sqlite3` handle, as an address): see
+    /// core's `Database::register_functions_on`. The handle must stay open
+    /// for the call and belong to the system SQLite, which this library is
+    /// built on (it has no SQLite of its own).
+    pub fn register_functions(&self, handle: u64) -> R<()> {
+        let db = handle_ptr(handle)?;
+        // SAFETY: the Swift caller passes an open connection of the process's
+        // one SQLite library (this library links the system's and defines
+        // none), used by no other thread during the call (documented).
+        unsafe { self.db.register_functions_on(db)? };
+        Ok(())
     }
 
     /// `open` on a `ManualClock` (tests).

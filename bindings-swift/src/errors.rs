@@ -19,7 +19,7 @@ pub enum HonkerError {
     Closed { message: String },
     Timeout { message: String },
     RateLimited { message: String },
-    Sqlite { message: String },
+    Sqlite { message: String, sqlite_code: i32 },
     Internal { message: String },
     Unsafe { message: String },
     RolledBack { message: String },
@@ -48,7 +48,7 @@ impl HonkerError {
             E::Closed { message } => ("CLOSED", message),
             E::Timeout { message } => ("TIMEOUT", message),
             E::RateLimited { message } => ("RATE_LIMITED", message),
-            E::Sqlite { message } => ("SQLITE", message),
+            E::Sqlite { message, .. } => ("SQLITE", message),
             E::Internal { message } => ("INTERNAL", message),
             E::Unsafe { message } => ("UNSAFE", message),
             E::RolledBack { message } => ("ROLLED_BACK", message),
@@ -71,7 +71,10 @@ impl From<honker::Error> for HonkerError {
             K::Closed => HonkerError::Closed { message },
             K::Timeout => HonkerError::Timeout { message },
             K::RateLimited => HonkerError::RateLimited { message },
-            K::Sqlite => HonkerError::Sqlite { message },
+            K::Sqlite => HonkerError::Sqlite {
+                message,
+                sqlite_code: e.sqlite_code().unwrap_or(1),
+            },
             K::Unsafe => HonkerError::Unsafe { message },
             K::RolledBack => HonkerError::RolledBack { message },
             // </generated: error-from>
@@ -95,6 +98,16 @@ pub fn error_codes() -> Vec<String> {
         .iter()
         .map(|k| k.code().to_owned())
         .collect()
+}
+
+/// Forbids (or allows again) waiting on this thread: honker calls made
+/// meanwhile fail at once with `BUSY`, having changed nothing, where they
+/// would wait for a lock. Returns the previous setting, to restore on the
+/// same thread right after (Swift's fast path: an uncontended write runs on
+/// the caller's thread instead of hopping to another and back).
+#[uniffi::export]
+pub fn set_waiting_forbidden(forbidden: bool) -> bool {
+    honker::set_waiting_forbidden(forbidden)
 }
 
 /// The library version.

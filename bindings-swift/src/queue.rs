@@ -23,6 +23,18 @@ pub struct EnqueueOptions {
     pub expires_ms: Option<u64>,
 }
 
+fn core_options(options: EnqueueOptions) -> R<honker::EnqueueOptions> {
+    Ok(honker::EnqueueOptions {
+        delay: opt_ms("delay", options.delay_ms)?,
+        run_at: options.run_at_ms,
+        priority: options.priority,
+        max_attempts: options.max_attempts,
+        dedupe_key: options.dedupe_key,
+        expires: opt_ms("expires", options.expires_ms)?,
+        backoff: None,
+    })
+}
+
 /// A job rebuilt from its lease: see `Queue::job`.
 #[derive(Debug, uniffi::Record)]
 pub struct RebuiltJob {
@@ -131,17 +143,26 @@ impl Queue {
         options: EnqueueOptions,
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<Enqueued>> {
-        let o = honker::EnqueueOptions {
-            delay: opt_ms("delay", options.delay_ms)?,
-            run_at: options.run_at_ms,
-            priority: options.priority,
-            max_attempts: options.max_attempts,
-            dedupe_key: options.dedupe_key,
-            expires: opt_ms("expires", options.expires_ms)?,
-            backoff: None,
-        };
+        let o = core_options(options)?;
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
         let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
+        Ok(done.into_iter().map(Enqueued::from).collect())
+    }
+
+    /// `enqueue_many` on a connection to this file that the app opened
+    /// itself (GRDB's handle, as an address), inside whatever transaction it
+    /// has open there: core's `Queue::enqueue_many_on`.
+    pub fn enqueue_many_on(
+        &self,
+        handle: u64,
+        payloads: Vec<Payload>,
+        options: EnqueueOptions,
+    ) -> R<Vec<Enqueued>> {
+        let db = crate::database::handle_ptr(handle)?;
+        let o = core_options(options)?;
+        let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
+        // SAFETY: as for `Database::register_functions`.
+        let done = unsafe { self.q.enqueue_many_on(db, payloads, &o)? };
         Ok(done.into_iter().map(Enqueued::from).collect())
     }
 

@@ -288,6 +288,14 @@ pub fn without_waiting<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     f()
 }
 
+/// [`without_waiting`] for a host that cannot pass a closure through its
+/// FFI (Swift, through UniFFI): sets this thread's flag and returns the one
+/// it replaces, which the caller must restore on the same thread after its
+/// call (before anything else runs there).
+pub fn set_waiting_forbidden(forbidden: bool) -> bool {
+    NO_WAIT.with(|w| w.replace(forbidden))
+}
+
 /// Whether this thread is inside [`without_waiting`] (for bindings that keep
 /// locks of their own and must not wait on them there either).
 pub fn waiting_forbidden() -> bool {

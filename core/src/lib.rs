@@ -87,7 +87,7 @@ mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 #[cfg(feature = "rusqlite")]
-pub use connection::{waiting_forbidden, without_waiting};
+pub use connection::{set_waiting_forbidden, waiting_forbidden, without_waiting};
 #[cfg(feature = "rusqlite")]
 pub use database::{Database, Rows};
 pub use error::{Error, ErrorKind, Result};

@@ -24,6 +24,13 @@ public typealias ManualClock = HonkerNative.ManualClock
 extension HonkerError {
     /// The stable code shared by every language and the SQL functions.
     public var code: String { errorCode(error: self) }
+
+    /// SQLite's (extended) result code for an `SQLITE` error (`19`
+    /// constraint, `2067` unique constraint, `10` I/O…), nil for the others.
+    public var sqliteCode: Int32? {
+        if case .Sqlite(_, let code) = self { return code }
+        return nil
+    }
 }
 
 // `description` (core's `CODE: message`) is generated; declaring the
@@ -50,12 +57,40 @@ public let honkerVersion: String = version()
 // ----- helpers ---------------------------------------------------------------
 
 /// Runs a blocking native call on a background thread and awaits it.
-func offThread<T>(_ body: @escaping () throws -> T) async throws -> T {
+func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global(qos: .utility).async {
             continuation.resume(with: Result { try body() })
         }
     }
+}
+
+/// Runs a short native call that may write: right here on the caller's
+/// thread when it can finish without waiting for any lock (an uncontended
+/// write in WAL: tens of µs, where the two thread hops cost 40–55 µs), or,
+/// where it would wait, on a background thread as `offThread` does — so the
+/// caller's thread (the main actor's, in an app) never waits on a lock.
+/// Where waiting is forbidden a call fails at once with `BUSY`, having
+/// changed nothing (core's `without_waiting`), and is then run again off
+/// the thread. Off under `durabilityFull`, where every commit waits for an
+/// fsync.
+func soon<T: Sendable>(_ inline: Bool, isolation: isolated (any Actor)? = #isolation,
+                       _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    if inline {
+        // No suspension point until the flag is restored: same thread.
+        let previous = setWaitingForbidden(forbidden: true)
+        do {
+            let value = try body()
+            _ = setWaitingForbidden(forbidden: previous)
+            return value
+        } catch HonkerError.Busy {
+            _ = setWaitingForbidden(forbidden: previous)
+        } catch {
+            _ = setWaitingForbidden(forbidden: previous)
+            throw error
+        }
+    }
+    return try await offThread(body)
 }
 
 /// Seconds as the core's milliseconds: a finite, non-negative number, or
@@ -117,6 +152,8 @@ func decode<T: Decodable>(_ payload: Payload, as type: T.Type) throws -> T {
 /// An open honker file. Thread-safe; share it.
 public final class Database: @unchecked Sendable {
     public let native: HonkerNative.Database
+    /// Whether short writes may run on the caller's thread (`soon`).
+    let inline: Bool
 
     /// Opens (creating if needed) the file at `path`: WAL mode, honker's
     /// tables migrated, your own tables left alone. An option left `nil`
@@ -129,6 +166,7 @@ public final class Database: @unchecked Sendable {
         let options = OpenOptions(durability: durabilityFull.map { $0 ? "full" : "normal" },
                                   busyTimeoutMs: try millis("busyTimeout", busyTimeout),
                                   readers: readers, maxPayloadBytes: maxPayloadBytes)
+        inline = durabilityFull != true
         if let clock {
             native = try HonkerNative.Database.openWithClock(path: path, options: options, clock: clock)
         } else {
@@ -144,7 +182,7 @@ public final class Database: @unchecked Sendable {
     public func queue(_ name: String, lease: TimeInterval? = nil, maxAttempts: UInt32? = nil,
                       backoffBase: TimeInterval? = nil, backoffMax: TimeInterval? = nil,
                       backoffJitter: Double? = nil) throws -> Queue {
-        Queue(try native.queue(name: name, options: QueueOptions(
+        Queue(inline: inline, try native.queue(name: name, options: QueueOptions(
             leaseMs: try millis("lease", lease), maxAttempts: maxAttempts,
             backoffBaseMs: try millis("backoffBase", backoffBase),
             backoffMaxMs: try millis("backoffMax", backoffMax),
@@ -165,6 +203,31 @@ public final class Database: @unchecked Sendable {
             try? tx.native.rollback()
             throw error
         }
+    }
+
+    /// `transaction` for async code: waits for the writer (another
+    /// transaction of this process, another process's lock) and runs `body`
+    /// on a background thread, never on the caller's (the main actor stays
+    /// responsive). `body` itself is synchronous: a transaction holds the
+    /// file's one writer, so nothing in it should wait on anything else.
+    @discardableResult
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
+        try await offThread { try self.transaction(body) }
+    }
+
+    /// Registers honker's SQL functions (`honker_enqueue`, `honker_ack`, …;
+    /// docs/sql.md) on a connection to this file that your app already
+    /// holds, so that its own transactions can call them: with GRDB,
+    /// `try db.registerFunctions(on: grdbDb.sqliteConnection!)` inside
+    /// `dbPool.write { }` (or in `Configuration.prepareDatabase`, once per
+    /// connection). They stay registered until that connection closes.
+    /// honker runs on the system SQLite, the library GRDB and Core Data use,
+    /// so this is the same library's handle; iOS cannot load extensions,
+    /// and this is the route instead. A handle to another file throws
+    /// `.InvalidArgument`. A commit on that connection wakes this process's
+    /// consumers through the file watcher.
+    public func registerFunctions(on connection: OpaquePointer) throws {
+        try native.registerFunctions(handle: UInt64(UInt(bitPattern: connection)))
     }
 
     /// Starts a transaction that you finish yourself with `commit()` or
@@ -325,8 +388,11 @@ public struct JobRecord: Sendable {
 /// A handle on one queue. Thread-safe.
 public final class Queue: @unchecked Sendable {
     public let native: HonkerNative.Queue
+    /// See `soon`.
+    let inline: Bool
 
-    init(_ native: HonkerNative.Queue) {
+    init(inline: Bool, _ native: HonkerNative.Queue) {
+        self.inline = inline
         self.native = native
     }
 
@@ -349,21 +415,68 @@ public final class Queue: @unchecked Sendable {
                                           priority: Int32 = 0, maxAttempts: UInt32? = nil,
                                           dedupeKey: String? = nil, expires: TimeInterval? = nil,
                                           tx: Transaction? = nil) throws -> [Enqueued] {
-        let options = EnqueueOptions(
+        let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
+                                         maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
+        return try native.enqueueMany(payloads: try payloads.map(encode), options: options, tx: tx?.native)
+    }
+
+    /// `enqueue` for async code: the write (and any wait for the writer)
+    /// runs on a background thread, never on the caller's.
+    @discardableResult
+    public func enqueue<P: Encodable & Sendable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil,
+                                                 priority: Int32 = 0, maxAttempts: UInt32? = nil,
+                                                 dedupeKey: String? = nil,
+                                                 expires: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> Enqueued {
+        try await enqueueMany([payload], delay: delay, runAt: runAt, priority: priority,
+                              maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)[0]
+    }
+
+    /// `enqueueMany` for async code (see `enqueue`).
+    @discardableResult
+    public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil,
+                                                     runAt: Date? = nil, priority: Int32 = 0,
+                                                     maxAttempts: UInt32? = nil, dedupeKey: String? = nil,
+                                                     expires: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
+        let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
+                                         maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
+        let (native, encoded) = (self.native, try payloads.map(encode))
+        return try await soon(inline) { try native.enqueueMany(payloads: encoded, options: options, tx: nil) }
+    }
+
+    /// Adds a job on a connection to this file that your app opened itself
+    /// (GRDB's `db.sqliteConnection`), inside whatever transaction it has
+    /// open there: the job commits or rolls back with your rows, in GRDB's
+    /// own `write { db in … }`. In autocommit mode it is its own
+    /// transaction. This queue's defaults apply. The connection must be
+    /// open, on this file, and not used by another thread during the call
+    /// (inside GRDB's `write` closure it is yours).
+    @discardableResult
+    public func enqueue<P: Encodable>(_ payload: P, on connection: OpaquePointer, delay: TimeInterval? = nil,
+                                      runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil,
+                                      dedupeKey: String? = nil, expires: TimeInterval? = nil) throws -> Enqueued {
+        let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
+                                         maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
+        return try native.enqueueManyOn(handle: UInt64(UInt(bitPattern: connection)),
+                                        payloads: [try encode(payload)], options: options)[0]
+    }
+
+    func enqueueOptions(delay: TimeInterval?, runAt: Date?, priority: Int32, maxAttempts: UInt32?,
+                        dedupeKey: String?, expires: TimeInterval?) throws -> EnqueueOptions {
+        EnqueueOptions(
             delayMs: try millis("delay", delay),
             runAtMs: try runAt.map { try epochMillis("runAt", $0) },
             priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey,
             expiresMs: try millis("expires", expires))
-        return try native.enqueueMany(payloads: try payloads.map(encode), options: options, tx: tx?.native)
     }
 
     /// Leases up to `n` due jobs to `workerId`, waiting up to `wait` for work.
     public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
-                           wait: TimeInterval = 0) async throws -> [Job] {
+                           wait: TimeInterval = 0, isolation: isolated (any Actor)? = #isolation) async throws -> [Job] {
         let native = self.native
         let leaseMs = try millis("lease", lease) ?? native.leaseMs()
         let waitMs = try millis("wait", wait)
-        let jobs = try await offThread {
+        // A claim that waits for work by design never runs here.
+        let jobs = try await soon(inline && waitMs == 0) {
             try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: waitMs, tx: nil)
         }
         return jobs.map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
@@ -399,17 +512,17 @@ public final class Queue: @unchecked Sendable {
 
     /// Acks several jobs in one transaction; returns how many were still held.
     @discardableResult
-    public func ackMany(_ jobs: [Job]) async throws -> UInt64 {
+    public func ackMany(_ jobs: [Job], isolation: isolated (any Actor)? = #isolation) async throws -> UInt64 {
         let native = self.native
         let leases = jobs.map { LeaseRecord(id: $0.id, token: $0.token) }
-        return try await offThread { try native.ackMany(leases: leases, tx: nil) }
+        return try await soon(inline) { try native.ackMany(leases: leases, tx: nil) }
     }
 
     /// Cancels a live job; false if it had already finished.
     @discardableResult
-    public func cancel(_ id: Int64, reason: String? = nil) async throws -> Bool {
+    public func cancel(_ id: Int64, reason: String? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
         let native = self.native
-        return try await offThread { try native.cancel(id: id, reason: reason, tx: nil) }
+        return try await soon(inline) { try native.cancel(id: id, reason: reason, tx: nil) }
     }
 
     public func job(_ id: Int64) async throws -> JobRecord {
@@ -434,9 +547,9 @@ public final class Queue: @unchecked Sendable {
         return try decode(p, as: type)
     }
 
-    public func stats() async throws -> QueueStats {
+    public func stats(isolation: isolated (any Actor)? = #isolation) async throws -> QueueStats {
         let native = self.native
-        return try await offThread { try native.stats() }
+        return try await soon(inline) { try native.stats() }
     }
 
     /// Dead letters with ids above `afterId`, oldest first (paged).
@@ -446,9 +559,9 @@ public final class Queue: @unchecked Sendable {
     }
 
     @discardableResult
-    public func requeueDead(_ id: Int64) async throws -> Bool {
+    public func requeueDead(_ id: Int64, isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
         let native = self.native
-        return try await offThread { try native.requeueDead(id: id) }
+        return try await soon(inline) { try native.requeueDead(id: id) }
     }
 
     @discardableResult
@@ -524,6 +637,12 @@ public final class Job: @unchecked Sendable {
         return date(expiresMs)
     }
 
+    private func extended(to until: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        expiresMs = until
+    }
+
     private func renewing(_ r: HonkerNative.KeepAlive?) {
         lock.lock()
         defer { lock.unlock() }
@@ -537,16 +656,16 @@ public final class Job: @unchecked Sendable {
     }
 
     /// Completes the job, saving `result` if given.
-    public func ack<R: Encodable>(result: R) async throws {
+    public func ack<R: Encodable>(result: R, isolation: isolated (any Actor)? = #isolation) async throws {
         let (native, id, token) = (queue.native, id, token)
         let payload = try encode(result)
-        try await offThread { try native.ack(id: id, token: token, result: payload, tx: nil) }
+        try await soon(queue.inline) { try native.ack(id: id, token: token, result: payload, tx: nil) }
         settle(())
     }
 
-    public func ack() async throws {
+    public func ack(isolation: isolated (any Actor)? = #isolation) async throws {
         let (native, id, token) = (queue.native, id, token)
-        try await offThread { try native.ack(id: id, token: token, result: nil, tx: nil) }
+        try await soon(queue.inline) { try native.ack(id: id, token: token, result: nil, tx: nil) }
         settle(())
     }
 
@@ -559,45 +678,43 @@ public final class Job: @unchecked Sendable {
     /// Another attempt after `delay` (default: the job's backoff); dead when
     /// its attempts are used up. Returns the new state.
     @discardableResult
-    public func retry(delay: TimeInterval? = nil, error: String? = nil) async throws -> String {
+    public func retry(delay: TimeInterval? = nil, error: String? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
         let delayMs = try millis("delay", delay)
-        return settle(try await offThread {
+        return settle(try await soon(queue.inline) {
             try native.retry(id: id, token: token, delayMs: delayMs, error: error, tx: nil)
         })
     }
 
     /// Dead-letters the job now.
-    public func fail(_ error: String) async throws {
+    public func fail(_ error: String, isolation: isolated (any Actor)? = #isolation) async throws {
         let (native, id, token) = (queue.native, id, token)
-        try await offThread { try native.fail(id: id, token: token, error: error, tx: nil) }
+        try await soon(queue.inline) { try native.fail(id: id, token: token, error: error, tx: nil) }
         settle(())
     }
 
     /// Gives the job back now, without using up an attempt.
-    public func release() async throws {
+    public func release(isolation: isolated (any Actor)? = #isolation) async throws {
         let (native, id, token) = (queue.native, id, token)
-        try await offThread { try native.release(id: id, token: token, tx: nil) }
+        try await soon(queue.inline) { try native.release(id: id, token: token, tx: nil) }
         settle(())
     }
 
     /// Gives the job back to run after `delay`, without using up an attempt.
     @discardableResult
-    public func snooze(_ delay: TimeInterval) async throws -> String {
+    public func snooze(_ delay: TimeInterval, isolation: isolated (any Actor)? = #isolation) async throws -> String {
         let (native, id, token) = (queue.native, id, token)
         let delayMs = try millis("delay", delay)
-        return settle(try await offThread { try native.snooze(id: id, token: token, delayMs: delayMs, tx: nil) })
+        return settle(try await soon(queue.inline) { try native.snooze(id: id, token: token, delayMs: delayMs, tx: nil) })
     }
 
     /// Extends the lease by `extend` (default: the claim's lease) from now.
     @discardableResult
-    public func heartbeat(extend: TimeInterval? = nil) async throws -> Date {
+    public func heartbeat(extend: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> Date {
         let (native, id, token) = (queue.native, id, token)
         let ms = try millis("extend", extend) ?? leaseMs
-        let until = try await offThread { try native.heartbeat(id: id, token: token, extendMs: ms) }
-        lock.lock()
-        expiresMs = until
-        lock.unlock()
+        let until = try await soon(queue.inline) { try native.heartbeat(id: id, token: token, extendMs: ms) }
+        extended(to: until)
         return date(until)
     }
 

@@ -66,6 +66,8 @@ public struct TaskEnvelope<Args: Encodable>: Encodable {
     }
 }
 
+extension TaskEnvelope: Sendable where Args: Sendable {}
+
 private struct EnvelopeName: Decodable { let task: String }
 private struct EnvelopeArgs<T: Decodable>: Decodable { let args: T }
 

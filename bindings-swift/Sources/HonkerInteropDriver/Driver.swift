@@ -9,6 +9,7 @@ import HonkerNative
 
 struct Unsupported: Error {}
 
+@MainActor
 final class Driver {
     var db: Honker.Database?
     var tx: Honker.Transaction?
@@ -165,7 +166,7 @@ extension Driver {
         try worker.handle(name, lease: (s["lease_ms"] as! NSNumber).doubleValue / 1000) { (job: Job) in
             let i = (try? job.payload(as: [String: Int].self))?["i"]
             try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
-            try db.transaction { tx in
+            try await db.transaction { tx in
                 try tx.execute("INSERT INTO \(table) (job_id, attempts, worker) VALUES (?, ?, ?)",
                                [.integer(value: job.id), .integer(value: Int64(job.attempts)), .text(value: workerId)])
             }
@@ -234,8 +235,8 @@ struct Main {
                 reply = ["error": "INTERNAL", "message": "\(error)"]
             }
             let data = try! JSONSerialization.data(withJSONObject: reply, options: [.fragmentsAllowed])
-            print(String(decoding: data, as: UTF8.self))
-            fflush(stdout)
+            // One unbuffered write per answer (print's stdout is buffered).
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
     }
 }

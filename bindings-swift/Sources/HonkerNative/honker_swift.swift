@@ -834,6 +834,15 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
      */
     func queue(name: String, options: QueueOptions) throws  -> Queue
     
+    /**
+     * Registers honker's SQL functions on a connection to this file that
+     * the app opened itself (GRDB's `sqlite3` handle, as an address): see
+     * core's `Database::register_functions_on`. The handle must stay open
+     * for the call and belong to the system SQLite, which this library is
+     * built on (it has no SQLite of its own).
+     */
+    func registerFunctions(handle: UInt64) throws 
+    
 }
 /**
  * An open honker file.
@@ -993,6 +1002,22 @@ open func queue(name: String, options: QueueOptions)throws  -> Queue  {
         FfiConverterTypeQueueOptions_lower(options),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Registers honker's SQL functions on a connection to this file that
+     * the app opened itself (GRDB's `sqlite3` handle, as an address): see
+     * core's `Database::register_functions_on`. The handle must stay open
+     * for the call and belong to the system SQLite, which this library is
+     * built on (it has no SQLite of its own).
+     */
+open func registerFunctions(handle: UInt64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_register_functions(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(handle),uniffiCallStatus
+    )
+}
 }
     
 
@@ -1392,6 +1417,13 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transaction?) throws  -> [Enqueued]
     
+    /**
+     * `enqueue_many` on a connection to this file that the app opened
+     * itself (GRDB's handle, as an address), inside whatever transaction it
+     * has open there: core's `Queue::enqueue_many_on`.
+     */
+    func enqueueManyOn(handle: UInt64, payloads: [Payload], options: EnqueueOptions) throws  -> [Enqueued]
+    
     func fail(id: Int64, token: String, error: String, tx: Transaction?) throws 
     
     func getJob(id: Int64) throws  -> JobInfo
@@ -1587,6 +1619,23 @@ open func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transact
         FfiConverterSequenceTypePayload.lower(payloads),
         FfiConverterTypeEnqueueOptions_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `enqueue_many` on a connection to this file that the app opened
+     * itself (GRDB's handle, as an address), inside whatever transaction it
+     * has open there: core's `Queue::enqueue_many_on`.
+     */
+open func enqueueManyOn(handle: UInt64, payloads: [Payload], options: EnqueueOptions)throws  -> [Enqueued]  {
+    return try  FfiConverterSequenceTypeEnqueued.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_enqueue_many_on(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(handle),
+        FfiConverterSequenceTypePayload.lower(payloads),
+        FfiConverterTypeEnqueueOptions_lower(options),uniffiCallStatus
     )
 })
 }
@@ -3541,7 +3590,7 @@ enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     )
     case RateLimited(message: String
     )
-    case Sqlite(message: String
+    case Sqlite(message: String, sqliteCode: Int32
     )
     case Internal(message: String
     )
@@ -3614,7 +3663,8 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
             message: try FfiConverterString.read(from: &buf)
             )
         case 9: return .Sqlite(
-            message: try FfiConverterString.read(from: &buf)
+            message: try FfiConverterString.read(from: &buf), 
+            sqliteCode: try FfiConverterInt32.read(from: &buf)
             )
         case 10: return .Internal(
             message: try FfiConverterString.read(from: &buf)
@@ -3677,9 +3727,10 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
             FfiConverterString.write(message, into: &buf)
             
         
-        case let .Sqlite(message):
+        case let .Sqlite(message,sqliteCode):
             writeInt(&buf, Int32(9))
             FfiConverterString.write(message, into: &buf)
+            FfiConverterInt32.write(sqliteCode, into: &buf)
             
         
         case let .Internal(message):
@@ -4329,6 +4380,21 @@ public func errorCodes() -> [String]  {
 })
 }
 /**
+ * Forbids (or allows again) waiting on this thread: honker calls made
+ * meanwhile fail at once with `BUSY`, having changed nothing, where they
+ * would wait for a lock. Returns the previous setting, to restore on the
+ * same thread right after (Swift's fast path: an uncontended write runs on
+ * the caller's thread instead of hopping to another and back).
+ */
+public func setWaitingForbidden(forbidden: Bool) -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_func_set_waiting_forbidden(
+        FfiConverterBool.lower(forbidden),uniffiCallStatus
+    )
+})
+}
+/**
  * The library version.
  */
 public func version() -> String  {
@@ -4360,6 +4426,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_func_error_codes() != 39385) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_func_set_waiting_forbidden() != 46853) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_func_version() != 24167) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4382,6 +4451,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_queue() != 59446) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_register_functions() != 37778) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_manualclock_advance() != 12026) {
@@ -4448,6 +4520,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 31237) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many_on() != 1203) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_fail() != 16087) {

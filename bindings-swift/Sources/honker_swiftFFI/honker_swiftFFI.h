@@ -298,6 +298,11 @@ RustBuffer uniffi_honker_swift_fn_method_database_query(uint64_t ptr, RustBuffer
 uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer name, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_REGISTER_FUNCTIONS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_REGISTER_FUNCTIONS
+void uniffi_honker_swift_fn_method_database_register_functions(uint64_t ptr, uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_MANUALCLOCK
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_MANUALCLOCK
 uint64_t uniffi_honker_swift_fn_clone_manualclock(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -461,6 +466,11 @@ RustBuffer uniffi_honker_swift_fn_method_queue_dead_letters(uint64_t ptr, int64_
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
 RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many(uint64_t ptr, RustBuffer payloads, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY_ON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY_ON
+RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many_on(uint64_t ptr, uint64_t handle, RustBuffer payloads, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_FAIL
@@ -627,6 +637,11 @@ RustBuffer uniffi_honker_swift_fn_func_error_code(RustBuffer error, RustCallStat
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_ERROR_CODES
 RustBuffer uniffi_honker_swift_fn_func_error_codes(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SET_WAITING_FORBIDDEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SET_WAITING_FORBIDDEN
+int8_t uniffi_honker_swift_fn_func_set_waiting_forbidden(int8_t forbidden, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_VERSION
@@ -907,6 +922,12 @@ uint16_t uniffi_honker_swift_checksum_func_error_codes(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SET_WAITING_FORBIDDEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SET_WAITING_FORBIDDEN
+uint16_t uniffi_honker_swift_checksum_func_set_waiting_forbidden(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_VERSION
 uint16_t uniffi_honker_swift_checksum_func_version(void
@@ -952,6 +973,12 @@ uint16_t uniffi_honker_swift_checksum_method_database_query(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_QUEUE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_QUEUE
 uint16_t uniffi_honker_swift_checksum_method_database_queue(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_REGISTER_FUNCTIONS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_REGISTER_FUNCTIONS
+uint16_t uniffi_honker_swift_checksum_method_database_register_functions(void
     
 );
 #endif
@@ -1084,6 +1111,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_dead_letters(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY
 uint16_t uniffi_honker_swift_checksum_method_queue_enqueue_many(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY_ON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY_ON
+uint16_t uniffi_honker_swift_checksum_method_queue_enqueue_many_on(void
     
 );
 #endif

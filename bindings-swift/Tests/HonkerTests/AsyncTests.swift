@@ -18,7 +18,7 @@ final class AsyncTests: XCTestCase {
             return sent
         }
         try await Task.sleep(nanoseconds: 100_000_000) // the claim is waiting
-        try emails.enqueue(Email(to: "alice@example.com", template: "order-confirmed"))
+        try await emails.enqueue(Email(to: "alice@example.com", template: "order-confirmed"))
         while try await emails.stats().ready + emails.stats().running > 0 {
             try await Task.sleep(nanoseconds: 5_000_000)
         }
@@ -39,7 +39,7 @@ final class AsyncTests: XCTestCase {
         waiter.cancel()
         // The cancelled claim's thread still waits: this job wakes it, and the
         // job it claims for nobody must come back at once.
-        let e = try q.enqueue("x")
+        let e = try await q.enqueue("x")
         let handed = try await waiter.value
         XCTAssertEqual(handed, 0)
         var job: Job?
@@ -58,7 +58,7 @@ final class AsyncTests: XCTestCase {
     func testBreakingOutOfTheLoopReleasesTheBufferedJobs() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")
-        for i in 0..<3 { try q.enqueue("job \(i)") }
+        for i in 0..<3 { try await q.enqueue("job \(i)") }
         for try await job in q.claim(workerId: "w", batch: 3, wait: 0.1) {
             try await job.ack()
             break

@@ -9,7 +9,7 @@ final class ErrorsTests: XCTestCase {
         let cases: [HonkerError] = [
             .Busy(message: ""), .LeaseLost(message: ""), .NotFound(message: ""),
             .InvalidArgument(message: ""), .SchemaTooNew(message: ""), .Closed(message: ""),
-            .Timeout(message: ""), .RateLimited(message: ""), .Sqlite(message: ""),
+            .Timeout(message: ""), .RateLimited(message: ""), .Sqlite(message: "", sqliteCode: 1),
             .Internal(message: ""), .Unsafe(message: ""), .RolledBack(message: ""),
         ]
         XCTAssertEqual(cases.map(\.code).sorted(), honkerErrorCodes.sorted())
@@ -33,7 +33,7 @@ final class ErrorsTests: XCTestCase {
     func testBadDurationsOnAClaimedJobAreInvalidArgumentNotATrap() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        try q.enqueue("job")
+        try await q.enqueue("job")
         let job = try await q.claimBatch(workerId: "w")[0]
         let calls: [() async throws -> Void] = [
             { _ = try await job.snooze(.infinity) },
@@ -57,7 +57,7 @@ final class ErrorsTests: XCTestCase {
     func testBadArgumentsAreInvalidArgumentAndChangeNothing() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        try q.enqueue("seed")
+        try await q.enqueue("seed")
         let before = try snapshot(t.db)
         let calls: [() async throws -> Void] = [
             { try q.enqueue("x", maxAttempts: 0) },

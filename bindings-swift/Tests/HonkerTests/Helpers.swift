@@ -1,6 +1,7 @@
 // Shared helpers: a fresh file per test, on a clock the test moves.
 import Foundation
 import Honker
+import XCTest
 
 func tempPath() -> String {
     let dir = FileManager.default.temporaryDirectory
@@ -33,4 +34,15 @@ func snapshot(_ db: Database) throws -> [[Row]] {
 struct Email: Codable, Equatable {
     var to: String
     var template: String
+}
+
+/// `XCTAssertThrowsError` for async code (its autoclosure cannot await).
+func assertThrows<T>(_ body: () async throws -> T, file: StaticString = #filePath, line: UInt = #line,
+                     _ check: (Error) -> Void = { _ in }) async {
+    do {
+        _ = try await body()
+        XCTFail("no error was thrown", file: file, line: line)
+    } catch {
+        check(error)
+    }
 }

@@ -9,7 +9,7 @@ final class QueueTests: XCTestCase {
     func testEnqueueClaimAck() async throws {
         let t = try testDb()
         let q = try t.db.queue("emails")
-        let e = try q.enqueue(Email(to: "alice@example.com", template: "order-confirmed"))
+        let e = try await q.enqueue(Email(to: "alice@example.com", template: "order-confirmed"))
         XCTAssertFalse(e.existing)
         let jobs = try await q.claimBatch(workerId: "mailer-1", n: 32)
         XCTAssertEqual(jobs.map { $0.id }, [e.id])
@@ -23,7 +23,7 @@ final class QueueTests: XCTestCase {
     func testLapsedLeaseIsReclaimedThenDeadLetteredWithTheLastError() async throws {
         let t = try testDb()
         let q = try t.db.queue("emails", lease: 30, maxAttempts: 2)
-        try q.enqueue(["n": 1])
+        try await q.enqueue(["n": 1])
         let first = try await q.claimBatch(workerId: "w1")[0]
         try t.clock.advance(ms: 31_000) // the worker died: its lease lapses
         let again = try await q.claimBatch(workerId: "w2")[0]
@@ -47,9 +47,9 @@ final class QueueTests: XCTestCase {
     func testDelayAndPriority() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        try q.enqueue("later", delay: 5)
-        try q.enqueue("low")
-        try q.enqueue("high", priority: 10)
+        try await q.enqueue("later", delay: 5)
+        try await q.enqueue("low")
+        try await q.enqueue("high", priority: 10)
         var got = try await q.claimBatch(workerId: "w", n: 10).map { try $0.payload(as: String.self) }
         XCTAssertEqual(got, ["high", "low"])
         try t.clock.advance(ms: 5_000)
@@ -69,7 +69,7 @@ final class QueueTests: XCTestCase {
     func testReleaseSnoozeHeartbeatAndCancel() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", lease: 10)
-        let e = try q.enqueue("x")
+        let e = try await q.enqueue("x")
         var job = try await q.claimBatch(workerId: "w")[0]
         try await job.release()
         job = try await q.claimBatch(workerId: "w")[0]
@@ -94,7 +94,7 @@ final class QueueTests: XCTestCase {
     func testResultsAndBytes() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        let e = try q.enqueue(Data([0, 255, 7]))
+        let e = try await q.enqueue(Data([0, 255, 7]))
         let job = try await q.claimBatch(workerId: "w")[0]
         XCTAssertEqual(try job.payload(as: Data.self), Data([0, 255, 7]))
         try await job.ack(result: ["sent": true])
@@ -105,13 +105,13 @@ final class QueueTests: XCTestCase {
     func testDeadLettersPurgeAndRequeueAll() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", maxAttempts: 1)
-        try q.enqueueMany(["a", "b", "c"])
+        try await q.enqueueMany(["a", "b", "c"])
         for job in try await q.claimBatch(workerId: "w", n: 3) { try await job.fail("bad") }
         let requeued = try await q.requeueAllDead()
         XCTAssertEqual(requeued, 3)
         let acked = try await q.ackMany(try await q.claimBatch(workerId: "w", n: 3))
         XCTAssertEqual(acked, 3)
-        try q.enqueue("d")
+        try await q.enqueue("d")
         try await q.claimBatch(workerId: "w")[0].fail("bad")
         let purged = try await q.purgeDead()
         XCTAssertEqual(purged, 1)
@@ -120,7 +120,7 @@ final class QueueTests: XCTestCase {
     func testAJobRecordCarriesEveryFieldAndMaintainPrunesPastRetention() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", maxAttempts: 1)
-        let e = try q.enqueue("a", priority: 7, dedupeKey: "k", expires: 3600)
+        let e = try await q.enqueue("a", priority: 7, dedupeKey: "k", expires: 3600)
         let record = try await q.job(e.id)
         XCTAssertEqual(record.priority, 7)
         XCTAssertEqual(record.dedupeKey, "k")
@@ -142,7 +142,7 @@ final class QueueTests: XCTestCase {
     func testKeepAliveRenewsTheLease() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", lease: 30)
-        try q.enqueue("x")
+        try await q.enqueue("x")
         let job = try await q.claimBatch(workerId: "w")[0]
         let first = job.leaseExpiresAt
         try await job.keepAlive(every: 0.01) {
@@ -160,7 +160,7 @@ final class QueueTests: XCTestCase {
     func testKeepAliveStopsAndReportsWhenTheLeaseIsLost() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", lease: 30)
-        let e = try q.enqueue("x")
+        let e = try await q.enqueue("x")
         let job = try await q.claimBatch(workerId: "w")[0]
         do {
             try await job.keepAlive(every: 0.01) {
@@ -177,7 +177,7 @@ final class QueueTests: XCTestCase {
     func testAJobIsRebuiltFromItsLease() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        let e = try q.enqueue("x")
+        let e = try await q.enqueue("x")
         let claimed = try await q.claimBatch(workerId: "w")[0]
         let job = try await q.job(id: claimed.id, token: claimed.token)
         XCTAssertEqual(job.id, e.id)
@@ -197,7 +197,7 @@ final class QueueTests: XCTestCase {
         } catch HonkerError.NotFound {
             // never existed
         }
-        let stale = try q.enqueue("y")
+        let stale = try await q.enqueue("y")
         do {
             _ = try await q.job(id: stale.id, token: "not-the-token")
             XCTFail("rebuilt a job nobody holds")
@@ -210,9 +210,9 @@ final class QueueTests: XCTestCase {
         // maxPayloadBytes and readers used to be fixed at 1 MiB and 4.
         let db = try Database(path: tempPath(), readers: 2, maxPayloadBytes: 16)
         let q = try db.queue("q")
-        try q.enqueue("short")
+        try await q.enqueue("short")
         do {
-            try q.enqueue(String(repeating: "x", count: 64))
+            try await q.enqueue(String(repeating: "x", count: 64))
             XCTFail("a payload over maxPayloadBytes was accepted")
         } catch HonkerError.InvalidArgument {
             // over the limit given here

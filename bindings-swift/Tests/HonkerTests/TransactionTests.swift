@@ -10,7 +10,7 @@ final class TransactionTests: XCTestCase {
     func testTheOrderAndItsEmailCommitTogether() async throws {
         let t = try testDb()
         let emails = try t.db.queue("emails")
-        try t.db.transaction { tx in
+        try await t.db.transaction { tx in
             try tx.execute("INSERT INTO orders (user_id, status) VALUES (?, ?)", [42, "paid"])
             try emails.enqueue(Email(to: "alice@example.com", template: "order-confirmed"), tx: tx)
         }
@@ -41,30 +41,34 @@ final class TransactionTests: XCTestCase {
     func testAThrownErrorRollsBackTheOrderAndItsJob() async throws {
         let t = try testDb()
         let emails = try t.db.queue("emails")
-        XCTAssertThrowsError(try t.db.transaction { tx in
-            try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')")
-            try emails.enqueue(Email(to: "x", template: "y"), tx: tx)
-            throw PaymentFailed()
-        })
+        await assertThrows {
+            try await t.db.transaction { tx in
+                try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'paid')")
+                try emails.enqueue(Email(to: "x", template: "y"), tx: tx)
+                throw PaymentFailed()
+            }
+        }
         XCTAssertEqual(try t.db.query("SELECT count(*) AS n FROM orders")[0]["n"], SqlValue.integer(value: 0))
         let stats = try await emails.stats()
         XCTAssertEqual(stats.ready, 0)
-        try emails.enqueue("after") // the writer is free again
+        try await emails.enqueue("after") // the writer is free again
     }
 
     func testAckInsideTheTransactionThatRecordsTheEffect() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
-        try q.enqueue(["n": 1])
+        try await q.enqueue(["n": 1])
         let job = try await q.claimBatch(workerId: "w")[0]
-        XCTAssertThrowsError(try t.db.transaction { tx in
-            try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'sent')")
-            try job.ack(tx: tx)
-            throw PaymentFailed()
-        })
+        await assertThrows {
+            try await t.db.transaction { tx in
+                try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'sent')")
+                try job.ack(tx: tx)
+                throw PaymentFailed()
+            }
+        }
         var stats = try await q.stats()
         XCTAssertEqual(stats.running, 1)
-        try t.db.transaction { tx in
+        try await t.db.transaction { tx in
             try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'sent')")
             try job.ack(tx: tx)
         }

@@ -53,7 +53,7 @@ final class WorkerTests: XCTestCase {
     func testConcurrencyLimitIsReachedAndNeverExceeded() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")
-        try q.enqueueMany(Array(0..<40))
+        try await q.enqueueMany(Array(0..<40))
         let gauge = Gauge()
         let worker = try Worker(db, concurrency: 8)
         try worker.handle("q", concurrency: 4) { (_: Job) in
@@ -72,14 +72,14 @@ final class WorkerTests: XCTestCase {
     func testOutcomesResultsAndTheTaskEnvelope() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")
-        let ok = try q.enqueue(["kind": "ok"])
-        let permanent = try q.enqueue(["kind": "permanent"])
-        let retry = try q.enqueue(["kind": "retry"])
-        let snooze = try q.enqueue(["kind": "snooze"])
-        let thrown = try q.enqueue(["kind": "thrown"])
+        let ok = try await q.enqueue(["kind": "ok"])
+        let permanent = try await q.enqueue(["kind": "permanent"])
+        let retry = try await q.enqueue(["kind": "retry"])
+        let snooze = try await q.enqueue(["kind": "snooze"])
+        let thrown = try await q.enqueue(["kind": "thrown"])
         let tasks = try db.queue("tasks")
-        let add = try tasks.enqueue(TaskEnvelope(task: "add", args: [2, 3]))
-        let unknown = try tasks.enqueue(TaskEnvelope(task: "nope", args: [1]))
+        let add = try await tasks.enqueue(TaskEnvelope(task: "add", args: [2, 3]))
+        let unknown = try await tasks.enqueue(TaskEnvelope(task: "nope", args: [1]))
         let events = Events()
         let worker = try Worker(db, concurrency: 4)
         for kind in WorkerEvent.Kind.allCases { worker.on(kind) { events.add($0) } }
@@ -132,7 +132,7 @@ final class WorkerTests: XCTestCase {
     func testATimedOutHandlerIsCancelledAndItsJobRetried() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q", backoffBase: 3600)
-        let e = try q.enqueue("slow")
+        let e = try await q.enqueue("slow")
         let gauge = Gauge()
         let worker = try Worker(db)
         try worker.handle("q", timeout: 0.2) { (_: Job) in
@@ -160,7 +160,7 @@ final class WorkerTests: XCTestCase {
     func testAHandlerRunningFiveTimesItsLeaseIsNotDuplicated() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")
-        let e = try q.enqueue("long")
+        let e = try await q.enqueue("long")
         let gauge = Gauge()
         let worker = try Worker(db, workerId: "a")
         try worker.handle("q", lease: 0.3) { (_: Job) in
@@ -184,8 +184,8 @@ final class WorkerTests: XCTestCase {
     func testCancellingRunDrainsThenReleasesWhatStillRuns() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")
-        let short = try q.enqueue("short")
-        let long = try q.enqueue("long")
+        let short = try await q.enqueue("short")
+        let long = try await q.enqueue("long")
         let gauge = Gauge()
         let worker = try Worker(db, concurrency: 2, grace: 0.5)
         try worker.handle("q") { (job: Job) in
@@ -204,7 +204,7 @@ final class WorkerTests: XCTestCase {
         let run = Task { try await worker.run() }
         try await eventually(5, "both handlers") { gauge.seen.0 == 2 }
         run.cancel()
-        let after = try q.enqueue("after")
+        let after = try await q.enqueue("after")
         let stopped = Date()
         try await run.value
         XCTAssertLessThan(Date().timeIntervalSince(stopped), 2, "run outlived its grace")
@@ -223,7 +223,7 @@ final class WorkerTests: XCTestCase {
         let db = try Database(path: tempPath())
         try db.execute("CREATE TABLE sent (job_id INTEGER)")
         let q = try db.queue("q")
-        let e = try q.enqueue("x")
+        let e = try await q.enqueue("x")
         let events = Events()
         let worker = try Worker(db)
         worker.on(.settled) { events.add($0) }
