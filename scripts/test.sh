@@ -104,6 +104,14 @@ for t in core/tests/*.rs; do
 done
 cargo test -p honker --no-default-features --features rusqlite --locked --lib "${system_tests[@]}" 2>&1 | tee -a "$log"
 
+step "Apple targets: core and the Swift library type-check and pass clippy for iOS and macOS (never built or run here)"
+# The kqueue watcher and every cfg(target_vendor = "apple") path compile;
+# linking and running them needs Apple's SDK (docs/swift.md).
+rustup target add aarch64-apple-ios aarch64-apple-darwin >/dev/null 2>&1 ||
+    rustup target add aarch64-apple-ios aarch64-apple-darwin
+cargo clippy --locked -q -p honker-swift --target aarch64-apple-ios -- -D warnings
+cargo clippy --locked -q -p honker-swift --target aarch64-apple-darwin -- -D warnings
+
 step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
 honker_python_venv
 # The build backend (maturin) comes from the venv, so no isolated build env

@@ -12,7 +12,8 @@
 //! ack 32 · W5 4 processes draining 20,000 (NORMAL and FULL) · W6 wake latency
 //! from a producer process's commit to a waiting consumer process's claim,
 //! and the idle consumer's CPU · W7 claim latency with 0 vs 100k
-//! running/scheduled/dead rows.
+//! running/scheduled/dead rows · W8 idle wake-ups of the watcher thread, on
+//! the inotify path and the timed one (`HONKER_WATCHER=portable`).
 //!
 //! Timing goals are reported here, never asserted in tests.
 
@@ -107,6 +108,9 @@ fn main() {
     }
     if run("W7") {
         w7(dir.path(), scale.w7);
+    }
+    if run("W8") {
+        w6::idle_wakeups(dir.path());
     }
 }
 
@@ -358,6 +362,7 @@ fn child(args: &[String]) {
             println!("{done}");
         }
         "w6-consumer" => w6::consumer(path, &args[2..]),
+        "w8-idle" => w6::idle_consumer(path),
         other => panic!("unknown child mode {other}"),
     }
 }

@@ -128,3 +128,95 @@ pub fn consumer(path: &Path, _args: &[String]) {
     let (cpu, wall) = (cpu_us() - c0, t0.elapsed().as_micros());
     println!("idle {cpu} {wall}");
 }
+
+/// Context switches so far of this process's watcher threads (each is one
+/// wake-up of a sleeping thread, or a preemption of a running one).
+fn watcher_switches() -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "honker-watcher" {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
+/// W8: idle wake-ups of the watcher thread per second, and the process's
+/// CPU, with one consumer waiting and with none (the file still open), on
+/// Linux's inotify path and on the timed path that platforms without
+/// inotify take (`HONKER_WATCHER=portable`, as Apple's without kqueue
+/// events would; Apple's own kqueue path is not run here).
+pub fn idle_wakeups(dir: &Path) {
+    for mode in ["inotify", "portable"] {
+        let path = dir.join(format!("w8-{mode}.db"));
+        drop(Database::open(&path).unwrap());
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["child", "w8-idle", &path.to_string_lossy(), "normal"]);
+        if mode == "portable" {
+            cmd.env("HONKER_WATCHER", "portable");
+        } else {
+            cmd.env_remove("HONKER_WATCHER");
+        }
+        let out = cmd.output().expect("spawn idle consumer");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<f64> = text
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        println!(
+            "{:<44} waiting: {:.1} wake-ups/s, {:.3} % of a core; nobody waiting: {:.1} wake-ups/s  \
+             (goal <= 10/s{})",
+            format!("W8 idle watcher ({mode})"),
+            v[0],
+            v[1],
+            v[2],
+            if v[0] <= 10.0 && v[2] <= 10.0 { "" } else { ", MISSED" }
+        );
+    }
+}
+
+pub fn idle_consumer(path: &Path) {
+    let db = Database::open(path).unwrap();
+    let q = db.queue("idle").unwrap();
+    let wait = ClaimOptions {
+        wait: Duration::from_secs(IDLE_SECS),
+        ..ClaimOptions::default()
+    };
+    // One short wait first: the watcher thread starts.
+    let short = ClaimOptions {
+        wait: Duration::from_millis(300),
+        ..ClaimOptions::default()
+    };
+    assert!(q.claim_with("consumer", 1, &short).unwrap().is_empty());
+    let (s0, c0, t0) = (watcher_switches(), cpu_us(), Instant::now());
+    assert!(q.claim_with("consumer", 1, &wait).unwrap().is_empty());
+    let secs = t0.elapsed().as_secs_f64();
+    let waiting = (watcher_switches() - s0) as f64 / secs;
+    let cpu = 100.0 * (cpu_us() - c0) as f64 / 1e6 / secs;
+    // Nobody waits now; the file stays open.
+    std::thread::sleep(Duration::from_millis(100));
+    let (s1, t1) = (watcher_switches(), Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = (watcher_switches() - s1) as f64 / t1.elapsed().as_secs_f64();
+    println!("{waiting} {cpu} {idle}");
+    drop(db);
+}

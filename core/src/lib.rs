@@ -106,6 +106,9 @@ pub use queue::{
 pub use queue::{Job, Queue};
 #[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
+#[cfg(feature = "rusqlite")]
+#[doc(hidden)]
+pub use watcher::watcher_parks;
 
 /// The rusqlite version honker is built on, for parameters and values.
 #[cfg(feature = "rusqlite")]

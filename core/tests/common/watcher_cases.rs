@@ -1,0 +1,122 @@
+// The cases of watcher_idle.rs (inotify) and watcher_timed.rs (the timed
+// path), included by both; `FORCE_TIMED_PATH` says which.
+
+use std::time::{Duration, Instant};
+
+use honker::rusqlite::Connection;
+use honker::{ClaimOptions, Database, EnqueueOptions};
+use serde_json::json;
+
+/// The watcher counters are the process's: one test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn open(dir: &tempfile::TempDir) -> Database {
+    if FORCE_TIMED_PATH {
+        // Before the first watcher of this process starts (every test sets
+        // the same value, so the order of tests does not matter).
+        std::env::set_var("HONKER_WATCHER", "portable");
+    }
+    Database::open(dir.path().join("app.db")).unwrap()
+}
+
+fn claim_in_thread(db: &Database, wait: Duration) -> std::thread::JoinHandle<(usize, Duration)> {
+    let q = db.queue("q").unwrap();
+    std::thread::spawn(move || {
+        let t = Instant::now();
+        let jobs = q
+            .claim_with("w", 10, &ClaimOptions { lease: None, wait })
+            .unwrap();
+        for j in &jobs {
+            j.ack().unwrap();
+        }
+        (jobs.len(), t.elapsed())
+    })
+}
+
+/// Another connection's commit (here the app's own, through honker's SQL
+/// functions: nothing tells this process's waiters but the watcher).
+fn commit_elsewhere(dir: &tempfile::TempDir, db: &Database) {
+    let app = Connection::open(dir.path().join("app.db")).unwrap();
+    // SAFETY: an open connection of this binary's SQLite, this thread's.
+    unsafe { db.register_functions_on(app.handle()).unwrap() };
+    app.query_row(
+        "SELECT honker_enqueue('q', '{}', NULL, NULL, 0, NULL, NULL)",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_waiting_claim_is_woken_by_another_connections_commit() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let waiter = claim_in_thread(&db, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    commit_elsewhere(&dir, &db);
+    let (got, waited) = waiter.join().unwrap();
+    assert_eq!(got, 1);
+    // Woken by the watcher, not by the claim's own re-check (every 10 ×
+    // the 100 ms fallback = 1 s on inotify) or its wait running out.
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+}
+
+#[test]
+fn the_watcher_sleeps_while_nobody_waits_and_catches_up_when_someone_does() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let q = db.queue("q").unwrap();
+    // A first wait starts the watcher thread.
+    let short = ClaimOptions {
+        lease: None,
+        wait: Duration::from_millis(50),
+    };
+    assert!(q.claim_with("w", 1, &short).unwrap().is_empty());
+    assert!(watcher::watcher_threads() >= 1);
+    // Nobody waits now: the watcher parks and stays asleep, through other
+    // connections' commits too.
+    std::thread::sleep(Duration::from_millis(500));
+    let (parks, switches) = (honker::watcher_parks(), watcher::watcher_switches());
+    commit_elsewhere(&dir, &db);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(honker::watcher_parks(), parks, "still asleep: not woken even once");
+    assert!(
+        watcher::watcher_switches() - switches <= 1,
+        "the parked watcher ran {} times in 0.7 s",
+        watcher::watcher_switches() - switches
+    );
+    // A waiter comes: the job committed meanwhile is claimable at once, and
+    // a later commit elsewhere wakes it.
+    let got = q.claim_with("w", 1, &short).unwrap();
+    assert_eq!(got.len(), 1);
+    got[0].ack().unwrap();
+    let waiter = claim_in_thread(&db, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    commit_elsewhere(&dir, &db);
+    assert_eq!(waiter.join().unwrap().0, 1);
+    // Its wait over, the watcher parks again.
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(honker::watcher_parks() > parks);
+}
+
+#[test]
+fn this_processs_own_commit_wakes_a_waiting_claim_without_the_watcher() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let waiter = claim_in_thread(&db, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    db.queue("q")
+        .unwrap()
+        .enqueue(json!({}), &EnqueueOptions::default())
+        .unwrap();
+    let (got, waited) = waiter.join().unwrap();
+    assert_eq!(got, 1);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+}
