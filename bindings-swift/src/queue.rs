@@ -64,6 +64,28 @@ impl Queue {
     }
 }
 
+/// Ends one waiting call at once (core's `runtime::Cancel`): Swift's task
+/// cancellation handler calls `cancel()`.
+#[derive(Debug, uniffi::Object)]
+pub struct CancelToken {
+    c: honker::runtime::Cancel,
+}
+
+#[uniffi::export]
+impl CancelToken {
+    /// A token for waits on `queue`'s file.
+    #[uniffi::constructor]
+    pub fn new(queue: Arc<Queue>) -> Arc<CancelToken> {
+        Arc::new(CancelToken {
+            c: honker::runtime::Cancel::new(queue.q.database()),
+        })
+    }
+
+    pub fn cancel(&self) {
+        self.c.cancel();
+    }
+}
+
 /// See `Queue::claimer`.
 #[derive(Debug, uniffi::Object)]
 pub struct Claimer {
@@ -183,6 +205,45 @@ impl Queue {
                 .claim_in(tx, &worker_id, n, &honker::ClaimOptions { lease, wait })
         })?;
         Ok(jobs.into_iter().map(ClaimedJob::from).collect())
+    }
+
+    /// `claim` (outside a transaction) that `cancel` ends at once, with no
+    /// jobs; jobs claimed as it was cancelled are released, not returned.
+    pub fn claim_cancellable(
+        &self,
+        worker_id: String,
+        n: u32,
+        lease_ms: Option<u64>,
+        wait_ms: u64,
+        cancel: Arc<CancelToken>,
+    ) -> R<Vec<ClaimedJob>> {
+        let n = honker::validate::batch(i64::from(n))?;
+        let lease = opt_ms("lease", lease_ms)?;
+        let wait = ms("wait", wait_ms)?;
+        let jobs = cancel.c.claim(
+            &self.q,
+            &worker_id,
+            n,
+            &honker::ClaimOptions { lease, wait },
+        )?;
+        if cancel.c.is_cancelled() {
+            for j in jobs {
+                let _ = j.release();
+            }
+            return Ok(Vec::new());
+        }
+        Ok(jobs.into_iter().map(ClaimedJob::from).collect())
+    }
+
+    /// `wait_result` that `cancel` ends at once (`TIMEOUT`).
+    pub fn wait_result_cancellable(
+        &self,
+        id: i64,
+        timeout_ms: u64,
+        cancel: Arc<CancelToken>,
+    ) -> R<Option<Payload>> {
+        let t = ms("timeout", timeout_ms)?;
+        Ok(cancel.c.wait_result(&self.q, id, t)?.map(Into::into))
     }
 
     /// The running job that `(id, token)` leases, rebuilt (core's

@@ -329,3 +329,44 @@ fn stopping_a_keep_alive_does_not_wait_for_a_renewal_stuck_behind_the_callers_tr
     tx.commit().unwrap();
     assert_eq!(q.stats().unwrap().running, 0);
 }
+
+#[test]
+fn a_cancel_token_ends_a_waiting_claim_and_a_result_wait_at_once() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let cancel = honker::runtime::Cancel::new(&t.db);
+    let (q2, c2) = (q.clone(), cancel.clone());
+    let waiter = std::thread::spawn(move || {
+        let started = Instant::now();
+        let jobs = c2
+            .claim(
+                &q2,
+                "w",
+                4,
+                &honker::ClaimOptions {
+                    lease: None,
+                    wait: Duration::from_secs(30),
+                },
+            )
+            .unwrap();
+        (jobs.len(), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    cancel.cancel();
+    let (n, took) = waiter.join().unwrap();
+    assert_eq!(n, 0);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(cancel.is_cancelled());
+    // A cancelled token ends later waits before they start.
+    let e = q.enqueue(json!(1), &EnqueueOptions::default()).unwrap();
+    let err = cancel
+        .wait_result(&q, e.id, Duration::from_secs(30))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.message().contains("cancelled"), "{err}");
+    assert!(cancel
+        .claim(&q, "w", 1, &honker::ClaimOptions::default())
+        .unwrap()
+        .is_empty());
+    assert_eq!(q.stats().unwrap().ready, 1, "the job was left alone");
+}

@@ -470,14 +470,36 @@ public final class Queue: @unchecked Sendable {
     }
 
     /// Leases up to `n` due jobs to `workerId`, waiting up to `wait` for work.
+    /// Cancelling the task ends the wait at once (`CancellationError`),
+    /// claiming nothing.
     public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
                            wait: TimeInterval = 0, isolation: isolated (any Actor)? = #isolation) async throws -> [Job] {
         let native = self.native
         let leaseMs = try millis("lease", lease) ?? native.leaseMs()
         let waitMs = try millis("wait", wait)
-        // A claim that waits for work by design never runs here.
-        let jobs = try await soon(inline && waitMs == 0) {
-            try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: waitMs, tx: nil)
+        try Task.checkCancellation()
+        let jobs: [ClaimedJob]
+        if waitMs == 0 {
+            jobs = try await soon(inline) {
+                try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: nil)
+            }
+        } else {
+            // A claim that waits for work by design: off the thread, and
+            // ended at once by the task's cancellation (what it claimed as
+            // it was cancelled goes back).
+            let cancel = CancelToken(queue: native)
+            jobs = try await withTaskCancellationHandler {
+                try await offThread {
+                    try native.claimCancellable(workerId: workerId, n: n, leaseMs: leaseMs,
+                                                waitMs: waitMs, cancel: cancel)
+                }
+            } onCancel: {
+                cancel.cancel()
+            }
+        }
+        if Task.isCancelled {
+            for j in jobs { _ = try? native.release(id: j.id, token: j.token, tx: nil) }
+            throw CancellationError()
         }
         return jobs.map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
     }
@@ -538,12 +560,22 @@ public final class Queue: @unchecked Sendable {
     }
 
     /// Waits (off the caller's thread) up to `timeout` for the job's result.
+    /// Cancelling the task ends the wait at once (`CancellationError`).
     public func waitResult<T: Decodable>(_ id: Int64, as type: T.Type, timeout: TimeInterval) async throws -> T? {
         let native = self.native
         let timeoutMs = try millis("timeout", timeout)
-        guard let p = try await offThread({ try native.waitResult(id: id, timeoutMs: timeoutMs) }) else {
-            return nil
+        let cancel = CancelToken(queue: native)
+        let payload: Payload?
+        do {
+            payload = try await withTaskCancellationHandler {
+                try await offThread { try native.waitResultCancellable(id: id, timeoutMs: timeoutMs, cancel: cancel) }
+            } onCancel: {
+                cancel.cancel()
+            }
+        } catch HonkerError.Timeout where Task.isCancelled {
+            throw CancellationError()
         }
+        guard let p = payload else { return nil }
         return try decode(p, as: type)
     }
 

@@ -634,6 +634,142 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * Ends one waiting call at once (core's `runtime::Cancel`): Swift's task
+ * cancellation handler calls `cancel()`.
+ */
+public protocol CancelTokenProtocol: AnyObject, Sendable {
+    
+    func cancel() 
+    
+}
+/**
+ * Ends one waiting call at once (core's `runtime::Cancel`): Swift's task
+ * cancellation handler calls `cancel()`.
+ */
+open class CancelToken: CancelTokenProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_canceltoken(self.handle, $0) }
+    }
+    /**
+     * A token for waits on `queue`'s file.
+     */
+public convenience init(queue: Queue) {
+    let handle =
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_constructor_canceltoken_new(
+        FfiConverterTypeQueue_lower(queue),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_canceltoken(handle, $0) }
+    }
+
+    
+
+    
+open func cancel()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_canceltoken_cancel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCancelToken: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = CancelToken
+
+    public static func lift(_ handle: UInt64) throws -> CancelToken {
+        return CancelToken(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: CancelToken) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelToken {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: CancelToken, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelToken_lift(_ handle: UInt64) throws -> CancelToken {
+    return try FfiConverterTypeCancelToken.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelToken_lower(_ value: CancelToken) -> UInt64 {
+    return FfiConverterTypeCancelToken.lower(value)
+}
+
+
+
+
+
+
+/**
  * See `Queue::claimer`.
  */
 public protocol ClaimerProtocol: AnyObject, Sendable {
@@ -1407,6 +1543,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?) throws  -> [ClaimedJob]
     
     /**
+     * `claim` (outside a transaction) that `cancel` ends at once, with no
+     * jobs; jobs claimed as it was cancelled are released, not returned.
+     */
+    func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken) throws  -> [ClaimedJob]
+    
+    /**
      * The claim stream (core's `runtime::Claimer`): `next(wait_ms)` hands
      * out one job at a time; `close()`, or dropping it, releases the jobs
      * claimed but not handed out.
@@ -1473,6 +1615,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func stats() throws  -> QueueStats
     
     func waitResult(id: Int64, timeoutMs: UInt64) throws  -> Payload?
+    
+    /**
+     * `wait_result` that `cancel` ends at once (`TIMEOUT`).
+     */
+    func waitResultCancellable(id: Int64, timeoutMs: UInt64, cancel: CancelToken) throws  -> Payload?
     
 }
 /**
@@ -1579,6 +1726,24 @@ open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, t
         FfiConverterOptionUInt64.lower(leaseMs),
         FfiConverterUInt64.lower(waitMs),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `claim` (outside a transaction) that `cancel` ends at once, with no
+     * jobs; jobs claimed as it was cancelled are released, not returned.
+     */
+open func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken)throws  -> [ClaimedJob]  {
+    return try  FfiConverterSequenceTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_claim_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(workerId),
+        FfiConverterUInt32.lower(n),
+        FfiConverterOptionUInt64.lower(leaseMs),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
     )
 })
 }
@@ -1827,6 +1992,21 @@ open func waitResult(id: Int64, timeoutMs: UInt64)throws  -> Payload?  {
             self.uniffiCloneHandle(),
         FfiConverterInt64.lower(id),
         FfiConverterUInt64.lower(timeoutMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `wait_result` that `cancel` ends at once (`TIMEOUT`).
+     */
+open func waitResultCancellable(id: Int64, timeoutMs: UInt64, cancel: CancelToken)throws  -> Payload?  {
+    return try  FfiConverterOptionTypePayload.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_wait_result_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(id),
+        FfiConverterUInt64.lower(timeoutMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
     )
 })
 }
@@ -4477,6 +4657,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_transaction_rollback() != 45143) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_canceltoken_cancel() != 61909) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_claimer_buffered() != 37033) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4511,6 +4694,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claim() != 13173) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_claim_cancellable() != 60053) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {
@@ -4573,6 +4759,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_wait_result() != 63179) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_queue_wait_result_cancellable() != 43542) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_worker_cancelled() != 54526) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4613,6 +4802,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 59782) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_constructor_canceltoken_new() != 21802) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_worker_new() != 33818) {

@@ -363,6 +363,26 @@ RustBuffer uniffi_honker_swift_fn_method_transaction_query(uint64_t ptr, RustBuf
 void uniffi_honker_swift_fn_method_transaction_rollback(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CANCELTOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CANCELTOKEN
+uint64_t uniffi_honker_swift_fn_clone_canceltoken(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CANCELTOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CANCELTOKEN
+void uniffi_honker_swift_fn_free_canceltoken(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_CANCELTOKEN_NEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_CANCELTOKEN_NEW
+uint64_t uniffi_honker_swift_fn_constructor_canceltoken_new(uint64_t queue, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CANCELTOKEN_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CANCELTOKEN_CANCEL
+void uniffi_honker_swift_fn_method_canceltoken_cancel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CLAIMER
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CLAIMER
 uint64_t uniffi_honker_swift_fn_clone_claimer(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -451,6 +471,11 @@ int8_t uniffi_honker_swift_fn_method_queue_cancel(uint64_t ptr, int64_t id, Rust
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIM
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIM
 RustBuffer uniffi_honker_swift_fn_method_queue_claim(uint64_t ptr, RustBuffer worker_id, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIM_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIM_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_queue_claim_cancellable(uint64_t ptr, RustBuffer worker_id, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLAIMER
@@ -551,6 +576,11 @@ RustBuffer uniffi_honker_swift_fn_method_queue_stats(uint64_t ptr, RustCallStatu
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT
 RustBuffer uniffi_honker_swift_fn_method_queue_wait_result(uint64_t ptr, int64_t id, uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_queue_wait_result_cancellable(uint64_t ptr, int64_t id, uint64_t timeout_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_WORKER
@@ -1024,6 +1054,12 @@ uint16_t uniffi_honker_swift_checksum_method_transaction_rollback(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CANCELTOKEN_CANCEL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CANCELTOKEN_CANCEL
+uint16_t uniffi_honker_swift_checksum_method_canceltoken_cancel(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_BUFFERED
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_BUFFERED
 uint16_t uniffi_honker_swift_checksum_method_claimer_buffered(void
@@ -1093,6 +1129,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_cancel(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM
 uint16_t uniffi_honker_swift_checksum_method_queue_claim(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLAIM_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_queue_claim_cancellable(void
     
 );
 #endif
@@ -1216,6 +1258,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_wait_result(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_queue_wait_result_cancellable(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
 uint16_t uniffi_honker_swift_checksum_method_worker_cancelled(void
@@ -1297,6 +1345,12 @@ uint16_t uniffi_honker_swift_checksum_constructor_database_open_with_clock(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 uint16_t uniffi_honker_swift_checksum_constructor_manualclock_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_CANCELTOKEN_NEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_CANCELTOKEN_NEW
+uint16_t uniffi_honker_swift_checksum_constructor_canceltoken_new(void
     
 );
 #endif

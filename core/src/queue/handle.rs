@@ -725,6 +725,17 @@ impl Queue {
     /// without one (or does not exist), and `TIMEOUT` if it is still live at
     /// the deadline.
     pub fn wait_result(&self, id: i64, timeout: Duration) -> Result<Option<Payload>> {
+        self.wait_result_until(id, timeout, &|| false)
+    }
+
+    /// [`wait_result`](Self::wait_result) that fails with `TIMEOUT` as soon
+    /// as `stop()` says so (its setter pokes the database's signal).
+    pub(crate) fn wait_result_until(
+        &self,
+        id: i64,
+        timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
         refuse_waiting("wait_result")?;
@@ -733,6 +744,9 @@ impl Queue {
         let recheck = self.db.recheck_interval();
         loop {
             let seen = signal.generation();
+            if stop() {
+                return Err(crate::runtime::cancelled());
+            }
             {
                 // Liveness first, then the result: an ack removes the job and
                 // saves its result in one commit, so once a read finds the job

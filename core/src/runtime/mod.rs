@@ -8,6 +8,8 @@
 //!   `next` that is waiting. Dropping it closes it, so a loop that stops
 //!   early (Swift's `for try await … break`, Python's bare `for … break`, a
 //!   JavaScript `for await` that returns) never leaves jobs to lapse.
+//! - [`Cancel`]: ends one waiting call (a claim, `wait_result`) at once
+//!   when the host's task is cancelled.
 //! - [`KeepAlive`]: lease renewal with one meaning on every surface: renew
 //!   every third of the lease (or as told), retry after a transient error,
 //!   and stop and report when the lease is lost.
@@ -22,6 +24,7 @@
 //! Stream readers and listeners will take the subscription shape. [`OffThreadDrop`] is how a binding holds
 //! them when its wrapper is dropped on a thread that must not wait.
 
+mod cancel;
 mod claimer;
 mod keepalive;
 mod off_thread;
@@ -29,6 +32,8 @@ mod outcome;
 mod task_table;
 mod worker;
 
+pub(crate) use cancel::cancelled;
+pub use cancel::Cancel;
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;

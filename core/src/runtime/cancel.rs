@@ -1,0 +1,81 @@
+//! A cancellation token for one waiting call (a claim with a wait,
+//! `wait_result`): a host whose task is cancelled (Swift's task
+//! cancellation, an `AbortSignal`) sets it from any thread, and the wait
+//! ends at once instead of when its time runs out.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::payload::Payload;
+use crate::queue::{ClaimOptions, Job, Queue};
+use crate::Database;
+
+/// See the module docs. Cheap to clone; every clone is the same token.
+#[derive(Clone, Debug)]
+pub struct Cancel {
+    flag: Arc<AtomicBool>,
+    db: Database,
+}
+
+impl Cancel {
+    /// A token for waits on `db`'s file.
+    pub fn new(db: &Database) -> Cancel {
+        Cancel {
+            flag: Arc::new(AtomicBool::new(false)),
+            db: db.clone(),
+        }
+    }
+
+    /// Ends the waits that take this token, now and later. Idempotent.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.db.poke();
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// [`Queue::claim_with`] that returns early, with no jobs, once
+    /// cancelled (also if cancelled before it starts). Jobs it claimed are
+    /// returned even if the token is set meanwhile: the caller checks
+    /// [`is_cancelled`](Self::is_cancelled) and releases them.
+    pub fn claim(
+        &self,
+        queue: &Queue,
+        worker_id: &str,
+        n: usize,
+        options: &ClaimOptions,
+    ) -> Result<Vec<Job>> {
+        if self.is_cancelled() {
+            return Ok(Vec::new());
+        }
+        queue.claim_until(
+            worker_id,
+            n,
+            options.lease,
+            options.wait,
+            &mut || {},
+            &|| self.is_cancelled(),
+        )
+    }
+
+    /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")
+    /// once cancelled.
+    pub fn wait_result(
+        &self,
+        queue: &Queue,
+        id: i64,
+        timeout: Duration,
+    ) -> Result<Option<Payload>> {
+        queue.wait_result_until(id, timeout, &|| self.is_cancelled())
+    }
+}
+
+/// The error of a cancelled wait.
+pub(crate) fn cancelled() -> Error {
+    Error::new(ErrorKind::Timeout, "the wait was cancelled")
+}
