@@ -54,7 +54,13 @@ let package = Package(
             dependencies: ["Honker", "HonkerNative"],
             path: "Sources/HonkerInteropDriver"
         ),
-        // Swift vs Python on the queue workloads (bench/README.md).
+        // Every bad input, one process per case (BadInputProcessTests).
+        .executableTarget(
+            name: "HonkerBadInputs",
+            dependencies: ["Honker"],
+            path: "Sources/HonkerBadInputs"
+        ),
+        // Swift vs Python on the queue workloads (bench/swift/run.py).
         .executableTarget(
             name: "HonkerBench",
             dependencies: ["Honker"],

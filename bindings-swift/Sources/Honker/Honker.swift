@@ -133,7 +133,14 @@ func encode<P: Encodable>(_ payload: P) throws -> Payload {
     if let data = payload as? Data {
         return .bytes(data: data)
     }
-    let data = try encoder.encode(payload)
+    let data: Data
+    do {
+        data = try encoder.encode(payload)
+    } catch let e as EncodingError {
+        // A value JSON cannot carry (an infinite or NaN Double): the same
+        // coded error as every other surface, not Foundation's own.
+        throw HonkerError.InvalidArgument(message: "payload is not JSON-encodable: \(e)")
+    }
     return .json(text: String(decoding: data, as: UTF8.self))
 }
 
