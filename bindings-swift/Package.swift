@@ -11,12 +11,28 @@
 // Linux (and scripts/swift-test.sh): the static library is expected in
 // ./lib (cargo build --release -p honker-swift, then copy
 // target/release/libhonker_swift.a); libsqlite3-dev provides sqlite3.h.
-// Apple platforms: scripts/apple-xcframework.sh builds the library as an
-// XCFramework, used as a binary target instead (docs/swift.md, "Apple
-// platforms"); Apple builds are not run in this repository's CI.
+// Apple platforms: the library as an XCFramework binary target, built by
+// scripts/apple-xcframework.sh (docs/swift.md, "Apple platforms"); Apple
+// builds are not run in this repository's CI.
 import PackageDescription
 
 let libDir = Context.packageDirectory + "/lib"
+
+/// A release's XCFramework (scripts/apple-xcframework.sh --url prints this
+/// line with the zip's checksum): set in a tagged release so that an app can
+/// add the package by Git URL. Left nil, Apple builds use a local
+/// build/HonkerFFI.xcframework made by that script.
+let release: (url: String, checksum: String)? = nil
+
+#if os(Linux)
+// The static library in ./lib, the generated header and module map.
+let ffi: Target = .systemLibrary(name: "honker_swiftFFI", path: "Sources/honker_swiftFFI")
+let ffiLinker: [LinkerSetting] = [.unsafeFlags(["-L", libDir]), .linkedLibrary("honker_swift")]
+#else
+let ffi: Target = release.map { .binaryTarget(name: "honker_swiftFFI", url: $0.url, checksum: $0.checksum) }
+    ?? .binaryTarget(name: "honker_swiftFFI", path: "build/HonkerFFI.xcframework")
+let ffiLinker: [LinkerSetting] = []
+#endif
 
 let package = Package(
     name: "Honker",
@@ -27,15 +43,13 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
-        .systemLibrary(name: "honker_swiftFFI", path: "Sources/honker_swiftFFI"),
+        ffi,
         .target(
             name: "HonkerNative",
             dependencies: ["honker_swiftFFI", "CSQLite"],
             path: "Sources/HonkerNative",
             exclude: ["README.md"],
-            linkerSettings: [
-                .unsafeFlags(["-L", libDir]),
-                .linkedLibrary("honker_swift"),
+            linkerSettings: ffiLinker + [
                 .linkedLibrary("sqlite3"),
                 .linkedLibrary("m"),
                 .linkedLibrary("dl", .when(platforms: [.linux])),

@@ -55,9 +55,10 @@ fi
 #   (the shell, and /usr/bin/python3's stdlib sqlite3).
 # - libsqlite3-dev: core's tests on the system SQLite (the Swift package's
 #   build mode, without `bundled`) link Debian's libsqlite3 (3.40.1).
+# - shellcheck: scripts/apple-xcframework.sh, which CI cannot run (no macOS).
 # - strace: the crash-point and error-point suite (tests-faults) injects
 #   SIGKILL and write errors with it.
-honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace
+honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace shellcheck
 # Node (the Node binding and the demo's mailer): the machine's own if it has
 # one (Node 20 here), else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm

@@ -104,13 +104,30 @@ for t in core/tests/*.rs; do
 done
 cargo test -p honker --no-default-features --features rusqlite --locked --lib "${system_tests[@]}" 2>&1 | tee -a "$log"
 
-step "Apple targets: core and the Swift library type-check and pass clippy for iOS and macOS (never built or run here)"
-# The kqueue watcher and every cfg(target_vendor = "apple") path compile;
-# linking and running them needs Apple's SDK (docs/swift.md).
-rustup target add aarch64-apple-ios aarch64-apple-darwin >/dev/null 2>&1 ||
-    rustup target add aarch64-apple-ios aarch64-apple-darwin
+step "Apple: core and the Swift library for iOS (clippy; the release static library checked; nothing linked or run here)"
+# Every cfg(target_vendor = "apple") path (the kqueue watcher) compiles
+# without warnings; the iOS static library as scripts/apple-xcframework.sh
+# builds it defines no sqlite3_* symbol (it runs on the system SQLite, ADR
+# 18) and calls them; its size once stripped is printed. Linking and running
+# need Apple's SDK (docs/swift.md); llvm-nm/llvm-strip come from rustup.
+rustup target add aarch64-apple-ios >/dev/null 2>&1 || rustup target add aarch64-apple-ios
+rustup component add llvm-tools >/dev/null 2>&1 || rustup component add llvm-tools
 cargo clippy --locked -q -p honker-swift --target aarch64-apple-ios -- -D warnings
-cargo clippy --locked -q -p honker-swift --target aarch64-apple-darwin -- -D warnings
+CARGO_PROFILE_RELEASE_DEBUG=0 cargo rustc --locked -q --release -p honker-swift \
+    --target aarch64-apple-ios --crate-type staticlib
+llvm_bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+ios_lib=target/aarch64-apple-ios/release/libhonker_swift.a
+ios_defined=$("$llvm_bin/llvm-nm" -g "$ios_lib" 2>/dev/null | grep -cE ' [TDRBSC] _sqlite3_' || true)
+ios_used=$("$llvm_bin/llvm-nm" -g "$ios_lib" 2>/dev/null | grep -cE ' U _sqlite3_' || true)
+if [ "$ios_defined" -ne 0 ] || [ "$ios_used" -eq 0 ]; then
+    echo "test.sh: the iOS library defines $ios_defined sqlite3_* symbols (want 0), uses $ios_used (want > 0)" >&2
+    exit 1
+fi
+cp "$ios_lib" "$work/ios.a"
+"$llvm_bin/llvm-strip" -S -x "$work/ios.a"
+echo "iOS libhonker_swift.a: no sqlite3_* defined, $ios_used references to the system's; $(stat -c %s "$ios_lib") bytes, $(stat -c %s "$work/ios.a") stripped"
+bash scripts/apple-xcframework.sh --dry-run >/dev/null
+shellcheck scripts/apple-xcframework.sh
 
 step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
 honker_python_venv
