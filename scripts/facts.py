@@ -358,10 +358,13 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
         + "".join(f'    "{c}": {class_name(c)},\n' for c in codes)
         + "}"
     )
+
     # SQLITE also carries SQLite's (extended) result code: Swift's
     # `.Sqlite(message:sqliteCode:)`, `error.sqliteCode`.
     def swift_fields(c):
-        return "message: String, sqlite_code: i32" if c == "SQLITE" else "message: String"
+        return (
+            "message: String, sqlite_code: i32" if c == "SQLITE" else "message: String"
+        )
 
     def swift_pattern(c):
         return "message, .." if c == "SQLITE" else "message"
@@ -376,7 +379,8 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
 
     swift_enum = "\n".join(f"    {pascal(c)} {{ {swift_fields(c)} }}," for c in codes)
     swift_parts = "\n".join(
-        f'            E::{pascal(c)} {{ {swift_pattern(c)} }} => ("{c}", message),' for c in codes
+        f'            E::{pascal(c)} {{ {swift_pattern(c)} }} => ("{c}", message),'
+        for c in codes
     )
     swift_from = "\n".join(
         f"            K::{pascal(c)} => HonkerError::{pascal(c)} {{{swift_value(c)}}},"

@@ -10,6 +10,8 @@ sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
 
 bash scripts/swift-bindgen.sh --check
+# docs/swift.md's examples, compiled below as part of the tests.
+python3 scripts/swift-docs-examples.py --check
 cargo build --release --locked -q -p honker-swift
 # One SQLite library in an app's process (ADR 18): the library is built on
 # the system SQLite and must define none of SQLite's symbols itself (a

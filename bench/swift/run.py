@@ -111,7 +111,10 @@ def main() -> None:
     root = chroot_root()
     if not (root / "work/honker-swift/Package.swift").exists():
         raise SystemExit("run scripts/swift-test.sh first: it prepares the package")
-    in_chroot(root, "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null")
+    in_chroot(
+        root,
+        "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null",
+    )
     tmp = Path(tempfile.mkdtemp(prefix="honker-swift-bench-"))
     try:
         print(f"{'workload':36} {'python':>10} {'swift':>10} {'swift/python':>13}")

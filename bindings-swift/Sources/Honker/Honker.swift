@@ -765,7 +765,11 @@ public final class Job: @unchecked Sendable {
     /// `.LeaseLost`: the work's outcome can no longer be recorded, and the
     /// job runs again elsewhere (at-least-once). An error from `body` is
     /// thrown as it is.
-    public func keepAlive<T>(every: TimeInterval? = nil, _ body: () async throws -> T) async throws -> T {
+    ///
+    /// `body` runs in the caller's isolation (the main actor's, from SwiftUI
+    /// code), so it may touch the caller's state.
+    public func keepAlive<T>(every: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation,
+                             _ body: () async throws -> sending T) async throws -> sending T {
         let everyMs = try millis("every", every)
         let native = queue.native
         let renewal = try native.keepAlive(id: id, token: token, leaseMs: leaseMs, everyMs: everyMs)
@@ -788,6 +792,15 @@ public final class Job: @unchecked Sendable {
     }
 }
 
+/// Closes its claimer when the iterator goes away (a `break` out of `for try
+/// await`): the buffered jobs go back then and there, not when the last
+/// reference to the claimer (a background thread's, a moment later) is gone.
+final class ClaimerHandle: @unchecked Sendable {
+    let claimer: Claimer
+    init(_ claimer: Claimer) { self.claimer = claimer }
+    deinit { _ = claimer.close() }
+}
+
 /// See `Queue.claim(workerId:)`.
 public struct ClaimSequence: AsyncSequence {
     public typealias Element = Job
@@ -806,16 +819,17 @@ public struct ClaimSequence: AsyncSequence {
     /// (a `break` out of `for try await`), not left to their lease.
     public struct Iterator: AsyncIteratorProtocol {
         let sequence: ClaimSequence
-        var claimer: Claimer?
+        var handle: ClaimerHandle?
         var leaseMs: UInt64 = 0
 
         public mutating func next() async throws -> Job? {
             let s = sequence
-            if claimer == nil {
+            if handle == nil {
                 leaseMs = try millis("lease", s.lease) ?? s.queue.native.leaseMs()
-                claimer = try s.queue.native.claimer(workerId: s.workerId, batch: s.batch, leaseMs: leaseMs)
+                handle = ClaimerHandle(try s.queue.native.claimer(workerId: s.workerId, batch: s.batch,
+                                                                  leaseMs: leaseMs))
             }
-            guard let claimer else { return nil }
+            guard let claimer = handle?.claimer else { return nil }
             let waitMs = try millis("wait", s.wait)
             while true {
                 if Task.isCancelled || claimer.isClosed() {
