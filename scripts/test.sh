@@ -258,6 +258,7 @@ cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/python/run.py --smoke
 "$HONKER_VENV/bin/python" bench/python/w3_schema.py --smoke >/dev/null
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
+"$HONKER_VENV/bin/python" bench/swift/run.py --smoke
 
 report_timings
 echo

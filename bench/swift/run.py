@@ -11,7 +11,7 @@ calls), built in release mode and run in the Debian 13 chroot
 package that scripts/swift-test.sh prepares. Each figure is the median of
 `--runs` runs, the two languages alternating. Ratios are the result;
 nothing is asserted. `--smoke` checks the benchmark works (its numbers mean
-nothing).
+nothing), on the debug build that scripts/swift-test.sh already made.
 """
 
 from __future__ import annotations
@@ -89,12 +89,12 @@ def python_rate(workload: str, n: int, tmp: Path) -> float:
     return r["ops"] / r["seconds"]
 
 
-def swift_rate(root: Path, workload: str, n: int) -> float:
+def swift_rate(root: Path, workload: str, n: int, config: str) -> float:
     db = f"/tmp/honker-bench-{workload}.db"
     fill = f"$bench fill {db} {n} >/dev/null && " if workload in ("W3", "W4") else ""
     out = in_chroot(
         root,
-        f"bench=/work/honker-swift/.build/release/HonkerBench; rm -f {db} {db}-wal {db}-shm; "
+        f"bench=/work/honker-swift/.build/{config}/HonkerBench; rm -f {db} {db}-wal {db}-shm; "
         f"{fill}$bench {workload} {db} {n}; rm -f {db} {db}-wal {db}-shm",
     )
     r = json.loads(out.strip().splitlines()[-1])
@@ -111,10 +111,12 @@ def main() -> None:
     root = chroot_root()
     if not (root / "work/honker-swift/Package.swift").exists():
         raise SystemExit("run scripts/swift-test.sh first: it prepares the package")
-    in_chroot(
-        root,
-        "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null",
-    )
+    config = "debug" if args.smoke else "release"
+    if not args.smoke:
+        in_chroot(
+            root,
+            "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null",
+        )
     tmp = Path(tempfile.mkdtemp(prefix="honker-swift-bench-"))
     try:
         print(f"{'workload':36} {'python':>10} {'swift':>10} {'swift/python':>13}")
@@ -122,7 +124,7 @@ def main() -> None:
             py, sw = [], []
             for _ in range(runs):
                 py.append(python_rate(w, n, tmp))
-                sw.append(swift_rate(root, w, n))
+                sw.append(swift_rate(root, w, n, config))
             p, s = statistics.median(py), statistics.median(sw)
             mark = "" if s >= 0.9 * p else "  !"
             print(f"{NAMES[w]:36} {p:10.0f} {s:10.0f} {s / p:12.2f}x{mark}")
