@@ -129,32 +129,6 @@ pub fn consumer(path: &Path, _args: &[String]) {
     println!("idle {cpu} {wall}");
 }
 
-/// Context switches so far of this process's watcher threads (each is one
-/// wake-up of a sleeping thread, or a preemption of a running one).
-fn watcher_switches() -> u64 {
-    let mut total = 0;
-    for task in std::fs::read_dir("/proc/self/task")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim() != "honker-watcher" {
-            continue;
-        }
-        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-        for line in status.lines() {
-            if let Some(v) = line
-                .strip_prefix("voluntary_ctxt_switches:")
-                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-            {
-                total += v.trim().parse::<u64>().unwrap_or(0);
-            }
-        }
-    }
-    total
-}
-
 /// W8: idle wake-ups of the watcher thread per second, and the process's
 /// CPU, with one consumer waiting and with none (the file still open), on
 /// Linux's inotify path and on the timed path that platforms without
@@ -207,16 +181,16 @@ pub fn idle_consumer(path: &Path) {
         ..ClaimOptions::default()
     };
     assert!(q.claim_with("consumer", 1, &short).unwrap().is_empty());
-    let (s0, c0, t0) = (watcher_switches(), cpu_us(), Instant::now());
+    let (s0, c0, t0) = (honker::watcher_context_switches(), cpu_us(), Instant::now());
     assert!(q.claim_with("consumer", 1, &wait).unwrap().is_empty());
     let secs = t0.elapsed().as_secs_f64();
-    let waiting = (watcher_switches() - s0) as f64 / secs;
+    let waiting = (honker::watcher_context_switches() - s0) as f64 / secs;
     let cpu = 100.0 * (cpu_us() - c0) as f64 / 1e6 / secs;
     // Nobody waits now; the file stays open.
     std::thread::sleep(Duration::from_millis(100));
-    let (s1, t1) = (watcher_switches(), Instant::now());
+    let (s1, t1) = (honker::watcher_context_switches(), Instant::now());
     std::thread::sleep(Duration::from_secs(3));
-    let idle = (watcher_switches() - s1) as f64 / t1.elapsed().as_secs_f64();
+    let idle = (honker::watcher_context_switches() - s1) as f64 / t1.elapsed().as_secs_f64();
     println!("{waiting} {cpu} {idle}");
     drop(db);
 }

@@ -108,7 +108,7 @@ pub use queue::{Job, Queue};
 pub use transaction::Transaction;
 #[cfg(feature = "rusqlite")]
 #[doc(hidden)]
-pub use watcher::watcher_parks;
+pub use watcher::{watcher_context_switches, watcher_parks};
 
 /// The rusqlite version honker is built on, for parameters and values.
 #[cfg(feature = "rusqlite")]

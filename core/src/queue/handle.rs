@@ -125,6 +125,19 @@ impl Queue {
         payloads: impl IntoIterator<Item = P>,
         options: &EnqueueOptions,
     ) -> Result<Vec<Enqueued>> {
+        let payloads = self.checked_payloads(payloads, options)?;
+        if payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
+    }
+
+    /// The payloads of an enqueue, each checked, with its options.
+    fn checked_payloads<P: Into<Payload>>(
+        &self,
+        payloads: impl IntoIterator<Item = P>,
+        options: &EnqueueOptions,
+    ) -> Result<Vec<Payload>> {
         let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
         if options.dedupe_key.is_some() && payloads.len() > 1 {
             return Err(Error::invalid(
@@ -134,10 +147,7 @@ impl Queue {
         for p in &payloads {
             self.check_enqueue(p, options)?;
         }
-        if payloads.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
+        Ok(payloads)
     }
 
     /// [`enqueue_many_in`](Self::enqueue_many_in) on a connection to this
@@ -159,15 +169,7 @@ impl Queue {
         self.db.inner.check_open()?;
         // SAFETY: per the contract.
         unsafe { self.db.check_foreign(db)? };
-        let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
-        if options.dedupe_key.is_some() && payloads.len() > 1 {
-            return Err(Error::invalid(
-                "enqueue_many: one dedupe key cannot cover several jobs; enqueue them one by one",
-            ));
-        }
-        for p in &payloads {
-            self.check_enqueue(p, options)?;
-        }
+        let payloads = self.checked_payloads(payloads, options)?;
         if payloads.is_empty() {
             return Ok(Vec::new());
         }

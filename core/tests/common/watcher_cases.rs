@@ -82,14 +82,14 @@ fn the_watcher_sleeps_while_nobody_waits_and_catches_up_when_someone_does() {
     // Nobody waits now: the watcher parks and stays asleep, through other
     // connections' commits too.
     std::thread::sleep(Duration::from_millis(500));
-    let (parks, switches) = (honker::watcher_parks(), watcher::watcher_switches());
+    let (parks, switches) = (honker::watcher_parks(), honker::watcher_context_switches());
     commit_elsewhere(&dir, &db);
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(honker::watcher_parks(), parks, "still asleep: not woken even once");
     assert!(
-        watcher::watcher_switches() - switches <= 1,
+        honker::watcher_context_switches() - switches <= 1,
         "the parked watcher ran {} times in 0.7 s",
-        watcher::watcher_switches() - switches
+        honker::watcher_context_switches() - switches
     );
     // A waiter comes: the job committed meanwhile is claimable at once, and
     // a later commit elsewhere wakes it.
