@@ -778,3 +778,41 @@ fn an_outcome_that_cannot_be_written_frees_the_slot_and_leaves_the_lease_to_laps
         "not released: its handler ran, so it waits for the lease to lapse"
     );
 }
+
+/// Once `drain` returns, every outcome recorded meanwhile is in the file:
+/// the task leaves the running set only after its transaction commits (it
+/// used to leave before, so a drain, and `run()` returning in Python, could
+/// come a moment before the last ack: a job still `running` right after).
+/// Durability `full` makes each commit an fsync, widening that moment.
+#[test]
+fn drain_returns_only_after_the_outcomes_being_recorded_have_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path().join("w.db"),
+        honker::Options {
+            durability: honker::Durability::Full,
+            ..honker::Options::default()
+        },
+    )
+    .unwrap();
+    let q = db.queue("q").unwrap();
+    for round in 0..30 {
+        q.enqueue(json!(round), &EnqueueOptions::default()).unwrap();
+        let w = worker(&db, 1);
+        w.register(&q, HandlerOptions::default()).unwrap();
+        let task = w.next(Duration::from_secs(5)).unwrap().unwrap();
+        let id = task.job().id;
+        let w2 = w.clone();
+        let handler = thread::spawn(move || w2.complete(task, Outcome::Ack(None)).unwrap());
+        // Drain as the completion goes in (start together).
+        let drained = w.drain(Duration::from_secs(30)).unwrap();
+        assert_eq!(drained.released, 0);
+        let st = q.stats().unwrap();
+        assert_eq!(
+            (st.ready, st.running),
+            (0, 0),
+            "round {round}: drain returned before job {id}'s ack was in the file"
+        );
+        assert_eq!(handler.join().unwrap().finished, Finished::Acked);
+    }
+}

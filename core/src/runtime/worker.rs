@@ -182,9 +182,23 @@ struct State {
     buffered: VecDeque<u64>,
     /// Slots set aside for claims in flight ([`Reservation`]).
     reserved: usize,
+    /// Outcomes taken out of `running` whose transaction has not committed
+    /// yet: `drain` waits for them too, so that once it returns every
+    /// outcome is in the file (not a moment later).
+    recording: usize,
     next_key: u64,
     /// Where the next claim round starts, so no queue starves another.
     round: usize,
+}
+
+/// See [`Inner::start_recording`].
+struct Recording<'a>(&'a Inner);
+
+impl Drop for Recording<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().recording -= 1;
+        self.0.db.poke();
+    }
 }
 
 #[derive(Debug)]
@@ -456,7 +470,7 @@ impl Worker {
         task.done = true;
         let ran = task.started.elapsed();
         let inner = &self.inner;
-        let state = inner.remove(task.key);
+        let (state, _recording) = inner.start_recording(task.key);
         let job = &task.job;
         let report = |finished| Report {
             job_id: job.id,
@@ -567,8 +581,11 @@ impl Worker {
         loop {
             let seen = signal.generation();
             let due = inner.tick();
-            if !inner.state.lock().running.values().any(Running::live) {
-                return Ok(DrainReport::default());
+            {
+                let st = inner.state.lock();
+                if st.recording == 0 && !st.running.values().any(Running::live) {
+                    return Ok(DrainReport::default());
+                }
             }
             let now = Instant::now();
             if now >= end || inner.hurry.load(Ordering::SeqCst) {
@@ -664,6 +681,17 @@ impl Inner {
         let mut st = self.state.lock();
         st.buffered.retain(|k| *k != key);
         st.take(key)
+    }
+
+    /// [`remove`](Self::remove) for an outcome being recorded: counted in
+    /// `State::recording` until the returned guard drops (after the commit,
+    /// or on any error), under the same lock, so `drain` never sees the task
+    /// gone before its outcome is in the file.
+    fn start_recording(&self, key: u64) -> (Option<Running>, Recording<'_>) {
+        let mut st = self.state.lock();
+        st.buffered.retain(|k| *k != key);
+        st.recording += 1;
+        (st.take(key), Recording(self))
     }
 
     /// Queues with room, from where the last round stopped.
