@@ -208,7 +208,8 @@ impl Queue {
     }
 
     /// `claim` (outside a transaction) that `cancel` ends at once, with no
-    /// jobs; jobs claimed as it was cancelled are released, not returned.
+    /// jobs (core's `Cancel::claim`: jobs claimed as it was cancelled are
+    /// released, not returned).
     pub fn claim_cancellable(
         &self,
         worker_id: String,
@@ -226,12 +227,6 @@ impl Queue {
             n,
             &honker::ClaimOptions { lease, wait },
         )?;
-        if cancel.c.is_cancelled() {
-            for j in jobs {
-                let _ = j.release();
-            }
-            return Ok(Vec::new());
-        }
         Ok(jobs.into_iter().map(ClaimedJob::from).collect())
     }
 

@@ -221,10 +221,7 @@ impl Database {
         schema::check_not_too_new(writer.raw())?;
         enable_wal(writer.sql(), options.busy_timeout)?;
         schema::migrate(writer.raw(), options.clock.now_ms())?;
-        let config = crate::sql::SqlConfig {
-            clock: Arc::clone(&options.clock),
-            max_payload_bytes: options.max_payload_bytes,
-        };
+        let config = crate::sql::SqlConfig::of(&options);
         // SAFETY: the handle is open; the functions share the writer's cache,
         // which the writer clears before it closes.
         unsafe {
@@ -283,10 +280,7 @@ impl Database {
         self.inner.check_open()?;
         // SAFETY: per the contract.
         unsafe { self.check_foreign(db)? };
-        let config = crate::sql::SqlConfig {
-            clock: Arc::clone(&self.inner.options.clock),
-            max_payload_bytes: self.inner.options.max_payload_bytes,
-        };
+        let config = crate::sql::SqlConfig::of(&self.inner.options);
         // SAFETY: `db` is open (contract); without a cache the functions keep
         // nothing of the connection between calls, so it may close any time.
         unsafe { crate::sql::register_handle(db, config, None) }
@@ -321,12 +315,6 @@ impl Database {
             )));
         }
         Ok(())
-    }
-
-    /// After a write on a foreign connection that committed by itself (it
-    /// was in autocommit mode): wakes this process's waiters at once.
-    pub(crate) fn foreign_committed(&self) {
-        self.poke();
     }
 
     /// The canonical path of the database file.

@@ -1544,7 +1544,8 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     /**
      * `claim` (outside a transaction) that `cancel` ends at once, with no
-     * jobs; jobs claimed as it was cancelled are released, not returned.
+     * jobs (core's `Cancel::claim`: jobs claimed as it was cancelled are
+     * released, not returned).
      */
     func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken) throws  -> [ClaimedJob]
     
@@ -1732,7 +1733,8 @@ open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, t
     
     /**
      * `claim` (outside a transaction) that `cancel` ends at once, with no
-     * jobs; jobs claimed as it was cancelled are released, not returned.
+     * jobs (core's `Cancel::claim`: jobs claimed as it was cancelled are
+     * released, not returned).
      */
 open func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken)throws  -> [ClaimedJob]  {
     return try  FfiConverterSequenceTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
@@ -4696,7 +4698,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_claim() != 13173) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_claim_cancellable() != 60053) {
+    if (uniffi_honker_swift_checksum_method_queue_claim_cancellable() != 43475) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {

@@ -180,7 +180,8 @@ impl Queue {
         let now = self.db.inner.now();
         let done = crate::sql::atomically(conn, || self.insert(conn, &payloads, options, now))?;
         if autocommit {
-            self.db.foreign_committed();
+            // Committed by itself: this process's waiters wake at once.
+            self.db.poke();
         }
         Ok(done)
     }

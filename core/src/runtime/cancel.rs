@@ -40,9 +40,8 @@ impl Cancel {
     }
 
     /// [`Queue::claim_with`] that returns early, with no jobs, once
-    /// cancelled (also if cancelled before it starts). Jobs it claimed are
-    /// returned even if the token is set meanwhile: the caller checks
-    /// [`is_cancelled`](Self::is_cancelled) and releases them.
+    /// cancelled (also if cancelled before it starts). Jobs it claimed as
+    /// the token was set are released (no attempt spent), not returned.
     pub fn claim(
         &self,
         queue: &Queue,
@@ -53,14 +52,21 @@ impl Cancel {
         if self.is_cancelled() {
             return Ok(Vec::new());
         }
-        queue.claim_until(
+        let jobs = queue.claim_until(
             worker_id,
             n,
             options.lease,
             options.wait,
             &mut || {},
             &|| self.is_cancelled(),
-        )
+        )?;
+        if self.is_cancelled() {
+            for j in jobs {
+                let _ = j.release();
+            }
+            return Ok(Vec::new());
+        }
+        Ok(jobs)
     }
 
     /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")

@@ -38,6 +38,17 @@ pub struct SqlConfig {
     pub max_payload_bytes: usize,
 }
 
+impl SqlConfig {
+    /// What a database opened with `options` gives its functions.
+    #[cfg(feature = "rusqlite")]
+    pub(crate) fn of(options: &crate::Options) -> SqlConfig {
+        SqlConfig {
+            clock: Arc::clone(&options.clock),
+            max_payload_bytes: options.max_payload_bytes,
+        }
+    }
+}
+
 impl Default for SqlConfig {
     fn default() -> SqlConfig {
         SqlConfig {
