@@ -436,6 +436,84 @@ def test_a_sigstopped_worker_loses_its_job_and_its_late_ack_is_refused(tmp_path,
     assert "lease_lost job" in out, out
 
 
+class HeldThreads:
+    """Holds what a Worker hands to its handler threads until ``let_go()``:
+    a handler thread that has not been scheduled yet (a busy host, a process
+    that was stopped between the hand-out and the start)."""
+
+    def __init__(self, w: honker.Worker) -> None:
+        self.calls: list[tuple] = []
+        self.gate = threading.Event()
+        real = w._pool.submit
+
+        def submit(fn, *args) -> None:
+            self.calls.append(args)
+
+            def later() -> None:
+                self.gate.wait()
+                real(fn, *args)
+
+            threading.Thread(target=later, daemon=True).start()
+
+        w._pool.submit = submit  # type: ignore[method-assign]
+
+    def let_go(self) -> None:
+        self.gate.set()
+        time.sleep(0.3)  # time for a handler that would (wrongly) start
+
+
+def unstarted_worker(rdb, lease: float, grace: float):
+    q = rdb.queue("work")
+    job_id = q.enqueue({"i": 0}).id
+    w = honker.Worker(rdb, concurrency=1, grace=grace)
+    ran: list[int] = []
+    events: list[str] = []
+    w.register("work", lambda job: ran.append(job.id), lease=lease)
+    for kind in honker.worker.KINDS:
+        w.on(kind, lambda e: events.append(e.kind))
+    held = HeldThreads(w)
+    runner = threading.Thread(target=w.run, kwargs={"signals": False}, daemon=True)
+    runner.start()
+    wait_until(lambda: held.calls)
+    return q, job_id, w, runner, held, ran, events
+
+
+def test_a_task_whose_lease_was_lost_before_its_handler_started_never_starts(rdb):
+    """The CI flake of the interop sigstop play: run() returned while the
+    handler thread had not yet started, so the lost lease was reported (and
+    the handler started) after it. Now run() finishes such a task itself
+    before it returns, and the thread that gets to it later does nothing."""
+    q, job_id, w, runner, held, ran, events = unstarted_worker(rdb, lease=0.3, grace=5)
+    # Another process took the job (this one's lease lapsed while it could
+    # not renew); the worker's next renewal finds it lost.
+    rdb.execute(
+        "UPDATE _honker_jobs SET lease_token = 'theirs', worker_id = 'rescuer',"
+        " attempts = attempts + 1"
+    )
+    job = held.calls[0][3]
+    wait_until(lambda: job.cancelled)
+    w.stop()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert events == ["lease_lost"], "reported before run() returned, no start"
+    held.let_go()
+    assert ran == [] and events == ["lease_lost"], "the handler never ran"
+    info = q.get_job(job_id)
+    assert (info.state, info.attempts) == ("running", 2), "the rescuer's job is untouched"
+
+
+def test_a_task_released_by_the_drain_before_its_handler_started_never_starts(rdb):
+    q, job_id, w, runner, held, ran, events = unstarted_worker(rdb, lease=30, grace=0.2)
+    w.stop()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert events == ["released"]
+    held.let_go()
+    assert ran == [] and events == ["released"], "the handler never ran"
+    info = q.get_job(job_id)
+    assert (info.state, info.attempts) == ("ready", 0), "released, attempt given back"
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_sigterm_taken_by_another_thread_still_stops_run_at_once(rdb, kind):
     """The kernel hands a process's signal to any thread that does not block

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import itertools
 import logging
 import os
 import queue as _queue
@@ -161,6 +162,15 @@ class Worker:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pool = _Pool(concurrency)
+        # Sync tasks handed to the pool whose handler has not started, by
+        # key; and handlers between that decision and their `start` event.
+        # Once run() has drained, it finishes the unstarted itself: no
+        # handler starts after run() returns.
+        self._unstarted: dict[int, tuple[_native.Task, Job]] = {}
+        self._starting = 0
+        self._closed = False
+        self._start_cv = threading.Condition()
+        self._keys = itertools.count()
 
     @property
     def grace(self) -> float:
@@ -304,6 +314,7 @@ class Worker:
                     native.stop()
                     wait.call(native.drain)
                     wait.call(feeder.join)
+                    wait.call(lambda: self._close(native))
         finally:
             self._on_stop = None
             self._restore_signals(previous)
@@ -411,12 +422,27 @@ class Worker:
         job = Job(reg.queue, self.worker_id, task.job, reg.lease or reg.queue._lease)
         job._task = task
         handler = self._handler(reg, job)
-        if isinstance(handler, Permanent):
-            self._pool.submit(self._finish, native, task, job, "permanent", None, str(handler))
-        elif loop is not None and _is_async(handler):
+        if loop is not None and not isinstance(handler, Permanent) and _is_async(handler):
             loop.call_soon_threadsafe(self._start_async, native, task, job, handler)
         else:
-            self._pool.submit(self._run_sync, native, task, job, handler)
+            key = next(self._keys)
+            with self._start_cv:
+                self._unstarted[key] = (task, job)
+            self._pool.submit(self._run_sync, native, key, task, job, handler)
+
+    def _close(self, native: _native.Worker) -> None:
+        """After the drain: the tasks whose handler has not started never
+        start (finished here as released: the drain released what was still
+        ours, or the lease was lost), and the handlers that did start have
+        had their `start` event."""
+        with self._start_cv:
+            self._closed = True
+            left = list(self._unstarted.values())
+            self._unstarted.clear()
+        for task, job in left:
+            self._finish(native, task, job, "release", None, None)
+        with self._start_cv:
+            self._start_cv.wait_for(lambda: self._starting == 0)
 
     @staticmethod
     def _handler(reg: _Registration, job: Job) -> Handler | Permanent:
@@ -436,9 +462,32 @@ class Worker:
         return handler if handler is not None else Permanent(f"no handler for task {name}")
 
     def _run_sync(
-        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+        self,
+        native: _native.Worker,
+        key: int,
+        task: _native.Task,
+        job: Job,
+        handler: Handler | Permanent,
     ) -> None:
-        self._emit("start", task.queue, job, None)
+        with self._start_cv:
+            if self._unstarted.pop(key, None) is None:
+                return  # run() finished it
+            # Given up on before it started (a lease lost while this process
+            # was stopped, a drain's release): the handler does not run.
+            skip = self._closed or job.cancelled
+            if not skip:
+                self._starting += 1
+        if skip:
+            self._finish(native, task, job, "release", None, None)
+            return
+        if isinstance(handler, Permanent):
+            self._started_one()
+            self._finish(native, task, job, "permanent", None, str(handler))
+            return
+        try:
+            self._emit("start", task.queue, job, None)
+        finally:
+            self._started_one()
         try:
             result = handler(job)
             if inspect.isawaitable(result):  # an async handler under run(): its own loop
@@ -450,6 +499,11 @@ class Worker:
         else:
             self._finish(native, task, job, "ack", result, None)
 
+    def _started_one(self) -> None:
+        with self._start_cv:
+            self._starting -= 1
+            self._start_cv.notify_all()
+
     def _start_async(
         self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
     ) -> None:
@@ -460,6 +514,10 @@ class Worker:
     async def _run_async(
         self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
     ) -> None:
+        if job.cancelled:  # given up on before it started: see _run_sync
+            if not self._finish(native, task, job, "release", None, None, on_loop=True):
+                await _threads.run(self._finish, native, task, job, "release", None, None)
+            return
         self._emit("start", task.queue, job, None)
         remaining = task.remaining
         try:
@@ -574,12 +632,17 @@ class Worker:
         feeder: threading.Thread,
     ) -> None:
         await _threads.run(native.drain)
+        # The feeder's last dispatches reach this loop before its join does.
+        await _threads.run(feeder.join)
+        await _threads.run(self._close, native)
+        # Tasks created by those dispatches take their first step (a task
+        # given up on finishes there without running its handler).
+        await asyncio.sleep(0)
         # What outlived the grace period was released: cancel it and wait.
         for t in list(running):
             t.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
-        await _threads.run(feeder.join)
 
 
 _LEVELS = {
