@@ -123,25 +123,19 @@ func date(_ ms: Int64) -> Date {
     Date(timeIntervalSince1970: TimeInterval(ms) / 1000)
 }
 
-let encoder: JSONEncoder = {
-    let e = JSONEncoder()
-    e.outputFormatting = [.sortedKeys]
-    return e
-}()
-
+/// A payload as core takes it: `Data` as bytes, anything else as JSON text
+/// (PayloadEncoder.swift: JSONEncoder's output with sorted keys).
 func encode<P: Encodable>(_ payload: P) throws -> Payload {
-    if let data = payload as? Data {
-        return .bytes(data: data)
+    if P.self == Data.self {
+        return .bytes(data: payload as! Data)
     }
-    let data: Data
     do {
-        data = try encoder.encode(payload)
+        return .json(text: try PayloadJSON.encode(payload))
     } catch let e as EncodingError {
         // A value JSON cannot carry (an infinite or NaN Double): the same
         // coded error as every other surface, not Foundation's own.
         throw HonkerError.InvalidArgument(message: "payload is not JSON-encodable: \(e)")
     }
-    return .json(text: String(decoding: data, as: UTF8.self))
 }
 
 func decode<T: Decodable>(_ payload: Payload, as type: T.Type) throws -> T {
