@@ -6,6 +6,8 @@
 //! cargo run --release -p honker-bench            # everything
 //! cargo run --release -p honker-bench -- W3 W6   # some workloads
 //! cargo run --release -p honker-bench -- --quick # smaller counts
+//! cargo run --release -p honker-bench --no-default-features -- W2 W4
+//!                                     # on the system SQLite (ADR 18)
 //! ```
 //!
 //! W1 enqueue 1/tx · W2 enqueue 1,000/tx · W3 claim 1 + ack 1 · W4 claim 32 +
@@ -75,11 +77,17 @@ fn main() {
     let run = |w: &str| only.is_empty() || only.contains(&w);
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "honker core benchmark ({} mode); temp dir {}",
+        "honker core benchmark ({} mode, SQLite {}{}); temp dir {}",
         if std::ptr::eq(scale, &QUICK) {
             "quick"
         } else {
             "full"
+        },
+        rusqlite::version(),
+        if cfg!(feature = "bundled") {
+            ", bundled"
+        } else {
+            ", the system's"
         },
         dir.path().display()
     );
