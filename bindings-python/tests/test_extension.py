@@ -50,3 +50,37 @@ def test_stdlib_outbox_commits_and_rolls_back_with_the_business_row(tmp_path):
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[{'order': 2}]"
+
+
+def test_a_sql_only_worker_sleeps_until_next_claim_at_and_sweeps_expired(tmp_path):
+    """Honker's contracts, as its clients call them over stdlib sqlite3:
+    ``honker_queue_next_claim_at`` in unix seconds (0: nothing coming), then
+    the job is claimable from that second; ``honker_sweep_expired`` counts."""
+    import time
+
+    conn = stdlib(tmp_path / "worker.db")
+    conn.execute("SELECT honker_bootstrap()")
+    one = lambda sql, *args: conn.execute(sql, args).fetchone()[0]  # noqa: E731
+    assert one("SELECT honker_queue_next_claim_at('q')") == 0
+    one("SELECT honker_enqueue('q', '{\"n\": 1}', NULL, 1.2, 0, 3, NULL)")
+    before = time.time()
+    assert json.loads(one("SELECT honker_claim_batch('q', 'w', 1, 30)")) == []
+    at = one("SELECT honker_queue_next_claim_at('q')")
+    assert int(before + 1.2) <= at <= int(before + 1.2) + 2, (before, at)
+    time.sleep(max(0.0, at - time.time()))
+    jobs = json.loads(one("SELECT honker_claim_batch('q', 'w', 1, 30)"))
+    assert [j["attempts"] for j in jobs] == [1], "claimable from that second"
+    # The lease is the next claim time now: a lapse 30 s on, rounded up.
+    assert (
+        int(time.time()) + 29
+        <= one("SELECT honker_queue_next_claim_at('q')")
+        <= int(time.time()) + 31
+    )
+
+    one("SELECT honker_enqueue('q', '{}', NULL, NULL, 0, 3, 0.05)")
+    time.sleep(0.1)
+    assert one("SELECT honker_sweep_expired('q')") == 1
+    assert one("SELECT honker_sweep_expired('q')") == 0
+    stats = json.loads(one("SELECT honker_queue_stats('q')"))
+    assert (stats["expired"], stats["running"]) == (1, 1)
+    conn.close()

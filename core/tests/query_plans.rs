@@ -145,6 +145,15 @@ fn check_all(conn: &Connection) {
     );
     assert_plan(
         conn,
+        "NEXT_CLAIM_AT",
+        sql::NEXT_CLAIM_AT,
+        &[
+            "INDEX _honker_jobs_scheduled (queue=? AND run_at>?)",
+            "INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)",
+        ],
+    );
+    assert_plan(
+        conn,
         "LIST_DEAD",
         sql::LIST_DEAD,
         &["INDEX _honker_finished_queue (queue=? AND state=? AND id>?)"],

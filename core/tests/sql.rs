@@ -241,6 +241,13 @@ fn bad_sql_calls_are_coded_and_change_nothing() {
             "SELECT honker_ack_batch('not json', 'w')",
             "INVALID_ARGUMENT",
         ),
+        ("SELECT honker_queue_next_claim_at('')", "INVALID_ARGUMENT"),
+        (
+            "SELECT honker_queue_next_claim_at(NULL)",
+            "INVALID_ARGUMENT",
+        ),
+        ("SELECT honker_sweep_expired(NULL)", "INVALID_ARGUMENT"),
+        ("SELECT honker_sweep_expired(7)", "INVALID_ARGUMENT"),
     ] {
         let err = select(&t, sql).unwrap_err();
         assert!(
@@ -352,4 +359,127 @@ fn every_registered_function_is_documented_in_docs_sql_md() {
             "docs/sql.md does not document {name}"
         );
     }
+}
+
+/// Honker's `honker_queue_next_claim_at(queue)` and `honker_sweep_expired(queue)`
+/// (reference/honker-ancestor.md §3) keep Honker's contracts: unix seconds (0
+/// when nothing is coming) and a count.
+#[test]
+fn honkers_next_claim_at_and_sweep_expired_keep_honkers_contract() {
+    use std::time::Duration;
+    let t = test_db();
+    let now_s = 1_700_000_000;
+    let next = |t: &common::TestDb| select(t, "SELECT honker_queue_next_claim_at('q')").unwrap();
+    let q = t.db.queue("q").unwrap();
+    assert_eq!(
+        next(&t),
+        Value::Integer(0),
+        "an empty queue: nothing is coming"
+    );
+    let at = |secs: f64| EnqueueOptions {
+        delay: Some(Duration::from_secs_f64(secs)),
+        ..EnqueueOptions::default()
+    };
+    // A job due in 90.5 s: claimable from the second after (rounded up).
+    q.enqueue(json!("later"), &at(90.5)).unwrap();
+    assert_eq!(next(&t), Value::Integer(now_s + 91));
+    // A ready job is claimable now, not "next"; its lease of 30 s is.
+    let ready = q
+        .enqueue(json!("now"), &EnqueueOptions::default())
+        .unwrap()
+        .id;
+    assert_eq!(
+        next(&t),
+        Value::Integer(now_s + 91),
+        "only future times count"
+    );
+    let claimed = q
+        .claim_with(
+            "w",
+            1,
+            &honker::ClaimOptions {
+                lease: Some(Duration::from_secs(30)),
+                wait: Duration::ZERO,
+            },
+        )
+        .unwrap();
+    assert_eq!(claimed[0].id, ready);
+    assert_eq!(
+        next(&t),
+        Value::Integer(now_s + 30),
+        "the lease lapses first"
+    );
+    // What will not be claimable is ignored: a job that expires before it is
+    // due, and a lease on its last attempt (dead-lettered, not reclaimed).
+    // (Our enqueue refuses an expiry before the due time; Honker's enqueue
+    // accepts it: written here by hand.)
+    let first = q.enqueue(json!("expires first"), &at(5.0)).unwrap().id;
+    let tx = t.db.transaction().unwrap();
+    let expiry = 1_700_000_002_000i64;
+    tx.execute(
+        &format!("UPDATE _honker_jobs SET expires_at = {expiry} WHERE id = {first}"),
+        [],
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    t.clock.advance(Duration::from_secs(3));
+    assert_eq!(next(&t), Value::Integer(now_s + 30));
+    let last = q
+        .enqueue(
+            json!("last attempt"),
+            &EnqueueOptions {
+                max_attempts: Some(1),
+                ..EnqueueOptions::default()
+            },
+        )
+        .unwrap()
+        .id;
+    t.clock.advance(Duration::from_secs(1));
+    let mut got = q
+        .claim_with(
+            "w",
+            1,
+            &honker::ClaimOptions {
+                lease: Some(Duration::from_secs(10)),
+                wait: Duration::ZERO,
+            },
+        )
+        .unwrap();
+    assert_eq!(got.pop().map(|j| j.id), Some(last));
+    assert_eq!(
+        next(&t),
+        Value::Integer(now_s + 30),
+        "not the last attempt's lapse at +14 s"
+    );
+
+    // honker_sweep_expired: the count of jobs that expired before they
+    // started (the claim above already finished the first one).
+    let stats: Json =
+        serde_json::from_str(&text(select(&t, "SELECT honker_queue_stats('q')").unwrap())).unwrap();
+    assert_eq!(stats["expired"], 1);
+    q.enqueue(
+        json!("expires"),
+        &EnqueueOptions {
+            expires: Some(Duration::from_secs(1)),
+            ..EnqueueOptions::default()
+        },
+    )
+    .unwrap();
+    t.clock.advance(Duration::from_secs(2));
+    assert_eq!(
+        select(&t, "SELECT honker_sweep_expired('q')").unwrap(),
+        Value::Integer(1)
+    );
+    assert_eq!(
+        select(&t, "SELECT honker_sweep_expired('q')").unwrap(),
+        Value::Integer(0),
+        "already swept"
+    );
+    let stats: Json =
+        serde_json::from_str(&text(select(&t, "SELECT honker_queue_stats('q')").unwrap())).unwrap();
+    assert_eq!(stats["expired"], 2);
+    assert_eq!(
+        select(&t, "SELECT honker_sweep_expired('other')").unwrap(),
+        Value::Integer(0)
+    );
 }

@@ -193,15 +193,7 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
         let why = format!("undecodable row: {column} holds {kind}");
         archive(conn, id, JobState::Dead, Some(&why), now)?;
     }
-    for id in ids(conn, statements::DUE_EXPIRED, queue, now)? {
-        archive(
-            conn,
-            id,
-            JobState::Expired,
-            Some("expired before it started"),
-            now,
-        )?;
-    }
+    expire(conn, queue, now)?;
     conn.prepare_cached(statements::PROMOTE)?
         .execute(params![queue, now])?;
     for id in ids(conn, statements::LAPSED_EXHAUSTED, queue, now)? {
@@ -216,6 +208,31 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     conn.prepare_cached(statements::RECLAIM)?
         .execute(params![queue, now])?;
     Ok(())
+}
+
+/// Moves `queue`'s jobs whose expiry passed before they started to the
+/// finished records (`expired`); how many.
+pub(crate) fn expire(conn: Conn<'_>, queue: &str, now: i64) -> Result<usize> {
+    let expired = ids(conn, statements::DUE_EXPIRED, queue, now)?;
+    for &id in &expired {
+        archive(
+            conn,
+            id,
+            JobState::Expired,
+            Some("expired before it started"),
+            now,
+        )?;
+    }
+    Ok(expired.len())
+}
+
+/// The earliest moment (ms) after `now` at which one of `queue`'s jobs
+/// becomes claimable: a scheduled job's due time or a lease's lapse (not a
+/// job that will expire first, nor a lease on its last attempt, which is
+/// dead-lettered rather than reclaimed). `None`: nothing is coming.
+pub(crate) fn next_claim_at(conn: Conn<'_>, queue: &str, now: i64) -> Result<Option<i64>> {
+    conn.prepare_cached(statements::NEXT_CLAIM_AT)?
+        .query_one(params![queue, now], |r| r.get(0))
 }
 
 fn ids(conn: Conn<'_>, sql: &'static str, queue: &str, now: i64) -> Result<Vec<i64>> {

@@ -28,7 +28,28 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_queue_stats", 1, DIRECT_ONLY, queue_stats),
     SqlFn::atomic("honker_requeue_dead", -1, DIRECT_ONLY, requeue_dead),
     SqlFn::atomic("honker_purge_dead", -1, DIRECT_ONLY, purge_dead),
+    // Honker's contracts (ADR 15): seconds, counts.
+    SqlFn::atomic("honker_queue_next_claim_at", 1, DIRECT_ONLY, next_claim_at),
+    SqlFn::atomic("honker_sweep_expired", 1, DIRECT_ONLY, sweep_expired),
 ];
+
+/// Honker's `honker_queue_next_claim_at(queue)`: the unix second from which
+/// a job of `queue` is next claimable (rounded up, so that a worker asleep
+/// until then finds it), or 0 when nothing is coming.
+fn next_claim_at(c: &Call<'_>) -> Result<Out> {
+    let queue = c.args.name(0)?;
+    let next = ops::next_claim_at(c.conn, queue, c.now)?;
+    Ok(Out::Int(next.map_or(0, |ms| {
+        ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
+    })))
+}
+
+/// Honker's `honker_sweep_expired(queue)`: finishes (`expired`) the jobs of
+/// `queue` whose expiry passed before they started; how many.
+fn sweep_expired(c: &Call<'_>) -> Result<Out> {
+    let queue = c.args.name(0)?;
+    Ok(Out::Int(ops::expire(c.conn, queue, c.now)? as i64))
+}
 
 fn enqueue(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;

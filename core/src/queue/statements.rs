@@ -47,6 +47,22 @@ pub const DUE_EXPIRED: &str = "
 SELECT id FROM _honker_jobs
 WHERE queue = ?1 AND expires_at <= ?2 AND state IN ('ready', 'scheduled')";
 
+/// ?1 queue, ?2 now. Honker's `honker_queue_next_claim_at`: the earliest
+/// moment after now at which a job becomes claimable, ignoring what will not
+/// be (an expired job, a lapsing lease on its last attempt). Each arm walks
+/// its partial index in order and stops at the first match.
+pub const NEXT_CLAIM_AT: &str = "
+SELECT min(t) FROM (
+  SELECT * FROM (SELECT run_at AS t FROM _honker_jobs
+                 WHERE queue = ?1 AND state = 'scheduled' AND run_at > ?2
+                   AND (expires_at IS NULL OR expires_at > ?2)
+                 ORDER BY run_at LIMIT 1)
+  UNION ALL
+  SELECT * FROM (SELECT lease_expires_at AS t FROM _honker_jobs
+                 WHERE queue = ?1 AND state = 'running' AND lease_expires_at > ?2
+                   AND attempts < max_attempts
+                 ORDER BY lease_expires_at LIMIT 1))";
+
 /// ?1 queue, ?2 now. Makes due scheduled jobs ready.
 pub const PROMOTE: &str = "
 UPDATE _honker_jobs SET state = 'ready'
