@@ -475,19 +475,21 @@ class Worker:
             # Given up on before it started (a lease lost while this process
             # was stopped, a drain's release): the handler does not run.
             skip = self._closed or job.cancelled
-            if not skip:
+            permanent = isinstance(handler, Permanent)
+            if not (skip or permanent):
                 self._starting += 1
         if skip:
             self._finish(native, task, job, "release", None, None)
             return
         if isinstance(handler, Permanent):
-            self._started_one()
             self._finish(native, task, job, "permanent", None, str(handler))
             return
         try:
             self._emit("start", task.queue, job, None)
         finally:
-            self._started_one()
+            with self._start_cv:
+                self._starting -= 1
+                self._start_cv.notify_all()
         try:
             result = handler(job)
             if inspect.isawaitable(result):  # an async handler under run(): its own loop
@@ -498,11 +500,6 @@ class Worker:
                 raise
         else:
             self._finish(native, task, job, "ack", result, None)
-
-    def _started_one(self) -> None:
-        with self._start_cv:
-            self._starting -= 1
-            self._start_cv.notify_all()
 
     def _start_async(
         self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
@@ -515,8 +512,7 @@ class Worker:
         self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
     ) -> None:
         if job.cancelled:  # given up on before it started: see _run_sync
-            if not self._finish(native, task, job, "release", None, None, on_loop=True):
-                await _threads.run(self._finish, native, task, job, "release", None, None)
+            await self._finish_async(native, task, job, ("release", None, None))
             return
         self._emit("start", task.queue, job, None)
         remaining = task.remaining
@@ -539,6 +535,17 @@ class Worker:
             outcome = _outcome(e)
         else:
             outcome = ("ack", result, None)
+        await self._finish_async(native, task, job, outcome)
+
+    async def _finish_async(
+        self,
+        native: _native.Worker,
+        task: _native.Task,
+        job: Job,
+        outcome: tuple[str, Any, str | None],
+    ) -> None:
+        """`_finish` from the event loop: on it where nothing waits, else on
+        a thread."""
         if not self._finish(native, task, job, *outcome, on_loop=True):
             await _threads.run(self._finish, native, task, job, *outcome)
 

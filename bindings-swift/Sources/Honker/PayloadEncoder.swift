@@ -322,8 +322,8 @@ private func write(_ node: JSONNode, into out: inout [UInt8]) {
     switch node {
     case .null: out.append(contentsOf: "null".utf8)
     case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-    case .int(let i): writeInt(i, into: &out)
-    case .uint(let u): writeUInt(u, into: &out)
+    case .int(let i): writeInteger(i, into: &out)
+    case .uint(let u): writeInteger(u, into: &out)
     case .double(let d): writeNumber(d.description, into: &out)
     case .float(let f): writeNumber(f.description, into: &out)
     case .string(let s): writeString(s, into: &out)
@@ -371,11 +371,7 @@ private func sortedIndices(_ keys: [String]) -> [Int] {
     return keys.indices.sorted { precedes(keys[$0], keys[$1]) }
 }
 
-private func writeUInt(_ value: UInt64, into out: inout [UInt8]) {
-    out.append(contentsOf: String(value).utf8)
-}
-
-private func writeInt(_ value: Int64, into out: inout [UInt8]) {
+private func writeInteger<I: BinaryInteger>(_ value: I, into out: inout [UInt8]) {
     out.append(contentsOf: String(value).utf8)
 }
 

@@ -10,7 +10,9 @@ use super::{ops, EnqueueOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::QueueOptions;
 use crate::raw::Conn;
-use crate::sql::{job_json, payload_json, secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sql::{
+    job_json, ms_secs_up, payload_json, secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY,
+};
 use crate::validate;
 
 /// The queue's functions: name, argument count (-1: variable), flags, call.
@@ -39,9 +41,7 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
 fn next_claim_at(c: &Call<'_>) -> Result<Out> {
     let queue = c.args.name(0)?;
     let next = ops::next_claim_at(c.conn, queue, c.now)?;
-    Ok(Out::Int(next.map_or(0, |ms| {
-        ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
-    })))
+    Ok(Out::Int(next.map_or(0, ms_secs_up)))
 }
 
 /// Honker's `honker_sweep_expired(queue)`: finishes (`expired`) the jobs of

@@ -325,6 +325,12 @@ pub(crate) fn secs_ms(s: f64) -> i64 {
     (s * 1000.0).round() as i64
 }
 
+/// Milliseconds as Honker's whole seconds, rounded up: the first second at
+/// or after `ms` (a time in Honker's contract is "from then on").
+pub(crate) fn ms_secs_up(ms: i64) -> i64 {
+    ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
+}
+
 pub(crate) fn payload_json(p: &Payload) -> Json {
     match p {
         Payload::Json(t) => serde_json::from_str(t).unwrap_or(Json::Null),
