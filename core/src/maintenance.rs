@@ -54,7 +54,7 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     }
     let keep = duration_ms(r.results);
     report.results = batches(db, max_batches, |conn, now| {
-        retention::prune_results(conn, now.saturating_sub(keep), BATCH)
+        retention::prune_results(conn, now.saturating_sub(keep), now, BATCH)
     })?;
     Ok(report)
 }

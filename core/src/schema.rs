@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "state checks",
         sql: include_str!("migrations/0002_state_checks.sql"),
     },
+    Migration {
+        version: 3,
+        name: "honker names",
+        sql: include_str!("migrations/0003_honker_names.sql"),
+    },
 ];
 
 /// The schema version this build writes.

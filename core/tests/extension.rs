@@ -139,9 +139,10 @@ fn the_seed_sql_runs_as_written_in_the_sqlite3_shell() {
     let jobs: Json = serde_json::from_str(lines[2]).unwrap();
     assert_eq!(jobs.as_array().unwrap().len(), 1);
     assert_eq!(jobs[0]["id"], id);
-    assert_eq!(jobs[0]["payload"]["to"], "alice@example.com");
+    // Honker's rows: the payload as a JSON string, the lease in seconds.
+    assert_eq!(jobs[0]["payload"], r#"{"to":"alice@example.com"}"#);
     assert_eq!(jobs[0]["worker_id"], "mailer-1");
-    assert_eq!(jobs[0]["lease_token"].as_str().unwrap().len(), 32);
+    assert!(jobs[0]["claim_expires_at"].as_i64().unwrap() > 1_700_000_000);
 
     let out = run(format!(
         "{load}SELECT honker_ack_batch('[{id}]', 'mailer-1');\n"
@@ -265,7 +266,7 @@ fn a_job_enqueued_through_rust_is_claimed_and_acked_through_sql() {
 
     let r = sql(
         &f.path,
-        json!(["SELECT honker_claim_batch('emails', 'sql-1', 10, 60)"]),
+        json!(["SELECT honker_queue_claim('emails', 'sql-1', 10, 60000)"]),
     );
     let jobs: Json = serde_json::from_str(one(&r[0]).as_str().unwrap()).unwrap();
     assert_eq!(jobs.as_array().unwrap().len(), 2);
@@ -277,19 +278,22 @@ fn a_job_enqueued_through_rust_is_claimed_and_acked_through_sql() {
         &f.path,
         json!([
             // A stale token is fenced: LEASE_LOST, nothing changes.
-            ["SELECT honker_ack(?, 'sql-1', ?)", [b, "0".repeat(32)]],
-            // Another worker does not hold the lease.
+            ["SELECT honker_job_ack('emails', ?, ?)", [b, "0".repeat(32)]],
+            // Honker's form: another worker does not hold the lease (0).
             ["SELECT honker_ack(?, 'sql-2')", [a]],
-            // The holder acks by id; the other job with its token.
+            // The holder acks one by worker id (Honker's form), the other
+            // with its token (ours).
+            ["SELECT honker_ack(?, 'sql-1')", [a]],
             [
-                "SELECT honker_ack_batch(?, 'sql-1')",
-                [json!([a, [b, token_b]]).to_string()]
+                "SELECT honker_job_ack_many('emails', ?)",
+                [json!([[b, token_b]]).to_string()]
             ],
         ]),
     );
     assert!(error(&r[0]).starts_with("LEASE_LOST: "), "{}", r[0]);
-    assert!(error(&r[1]).starts_with("LEASE_LOST: "), "{}", r[1]);
-    assert_eq!(one(&r[2]), 2);
+    assert_eq!(one(&r[1]), 0);
+    assert_eq!(one(&r[2]), 1);
+    assert_eq!(one(&r[3]), 1);
 
     let s = q.stats().unwrap();
     assert_eq!((s.ready, s.running), (0, 0));
@@ -374,15 +378,15 @@ fn bad_arguments_give_coded_errors_and_change_nothing() {
                 "SELECT honker_enqueue('emails', ?, NULL, NULL, 0, 3, NULL)",
                 [big]
             ],
-            "SELECT honker_enqueue('emails', '{}')",
+            "SELECT honker_queue_enqueue('emails')",
             "SELECT honker_claim_batch('emails', 'w', -1, 60)",
             "SELECT honker_claim_batch('emails', NULL, 1, 60)",
             "SELECT honker_claim_batch('emails', 'w', 1, -5)",
-            "SELECT honker_ack(999, 'w')",
-            ["SELECT honker_ack(?, 'w')", [id]],
+            "SELECT honker_job_ack('emails', 999, 'tok')",
+            ["SELECT honker_job_ack('emails', ?, 'tok')", [id]],
             "SELECT honker_ack_batch('not json', 'w')",
-            "SELECT honker_retry(999, 'w', 1, 'boom')",
-            "SELECT honker_get_job(999)",
+            "SELECT honker_job_retry('emails', 999, 'tok', 1000, 'boom')",
+            "SELECT honker_job_get('emails', 999)",
             "SELECT honker_cancel(-3)",
             "SELECT honker_queue_stats('')",
         ]),
@@ -515,7 +519,7 @@ fn the_extension_loads_into_the_sqlite_the_bindings_bundle() {
     assert_eq!(lines[1], "load rc=0: ok", "{text}");
     assert_eq!(lines[3], "1", "{text}");
     let jobs: Json = serde_json::from_str(lines[4]).unwrap();
-    assert_eq!(jobs[0]["payload"]["to"], "alice@example.com");
+    assert_eq!(jobs[0]["payload"], r#"{"to":"alice@example.com"}"#);
     assert_eq!(lines[5], "1", "{text}");
     assert_eq!(lines[6], "exec rc=0: ok", "{text}");
     let db = Database::open(&f.path).unwrap();

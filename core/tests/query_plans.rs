@@ -122,7 +122,6 @@ fn check_all(conn: &Connection) {
         ("DELETE_JOB", sql::DELETE_JOB),
         ("GET_LIVE", sql::GET_LIVE),
         ("ARCHIVE", sql::ARCHIVE),
-        ("LEASE_BY_TOKEN", sql::LEASE_BY_TOKEN),
         ("LEASE_BY_WORKER", sql::LEASE_BY_WORKER),
     ] {
         assert_plan(conn, name, q, &[pk]);
@@ -168,8 +167,23 @@ fn check_all(conn: &Connection) {
         conn,
         "PRUNE_RESULTS",
         sql::PRUNE_RESULTS,
-        &["_honker_results_age (created_at<?)"],
+        &[
+            "_honker_results_age (created_at<?)",
+            "_honker_results_expiry (expires_at<?)",
+        ],
     );
+    assert_plan(
+        conn,
+        "SWEEP_RESULTS",
+        sql::SWEEP_RESULTS,
+        &["_honker_results_expiry (expires_at<?)"],
+    );
+    for (name, q) in [
+        ("GET_RESULT", sql::GET_RESULT),
+        ("GET_RESULT_BY_ID", sql::GET_RESULT_BY_ID),
+    ] {
+        assert_plan(conn, name, q, &["INTEGER PRIMARY KEY"]);
+    }
 }
 
 #[test]

@@ -100,7 +100,11 @@ fn lapsed_lease_is_reclaimed_then_dead_lettered() {
     let info = q.get_job(id).unwrap();
     assert_eq!(info.state, JobState::Dead);
     assert_eq!(info.attempts, 2);
-    assert!(info.last_error.unwrap().contains("lease expired"));
+    assert_eq!(
+        info.last_error.as_deref(),
+        Some("max attempts exceeded"),
+        "Honker's words"
+    );
     assert_eq!(q.stats().unwrap().dead, 1);
 }
 

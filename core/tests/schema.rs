@@ -98,7 +98,10 @@ fn contents(conn: &Connection) -> Vec<Vec<Vec<honker::rusqlite::types::Value>>> 
     vec![
         dump(conn, "SELECT * FROM _honker_jobs ORDER BY id"),
         dump(conn, "SELECT * FROM _honker_finished ORDER BY id"),
-        dump(conn, "SELECT * FROM _honker_results ORDER BY job_id"),
+        dump(
+            conn,
+            "SELECT job_id, queue, value, created_at FROM _honker_results ORDER BY job_id",
+        ),
         dump(
             conn,
             "SELECT seq FROM sqlite_sequence WHERE name = '_honker_jobs'",

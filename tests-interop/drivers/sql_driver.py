@@ -1,10 +1,11 @@
-"""The SQL surface of tests-interop: the honker_* functions through the
-stdlib sqlite3 module of Debian's /usr/bin/python3 with libhonker_ext loaded
-(HONKER_EXT). One JSON step per line on stdin, one JSON answer per line on
-stdout. The SQL surface reports errors as text starting with the stable code
-(docs/sql.md); that prefix is its structured error, and it is all this reads.
-Operations SQL cannot express (per-job backoff at enqueue) answer
-{"unsupported": ...} and the runner skips that combination."""
+"""The SQL surface of tests-interop: honker's own SQL forms (honker_queue_*,
+honker_job_*, honker_dead_*: ms, (id, token), coded errors; docs/sql.md)
+through the stdlib sqlite3 module of Debian's /usr/bin/python3 with
+libhonker_ext loaded (HONKER_EXT). One JSON step per line on stdin, one JSON
+answer per line on stdout. The SQL surface reports errors as text starting
+with the stable code; that prefix is its structured error, and it is all
+this reads. Operations SQL cannot express answer {"unsupported": ...} and the
+runner skips that combination."""
 
 import json
 import os
@@ -76,37 +77,32 @@ class Driver:
         if op == "exec":
             rows = self.conn.execute(s["sql"], s.get("params", [])).fetchall()
             return [list(r) for r in rows] if self.conn.in_transaction else None
-        if "backoff_base_ms" in s or "backoff_jitter" in s:
-            return UNSUPPORTED
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "enqueue":
-            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
-            args = [q, json.dumps(s["payload"]), None, delay, s.get("priority", 0),
-                    s.get("max_attempts", 3), None]  # fmt: skip
-            if "dedupe_key" in s:
-                before = self.one("SELECT coalesce(max(id), 0) FROM _honker_jobs")
-                job_id = self.one(
-                    "SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?, ?)",
-                    [*args, s["dedupe_key"]],
-                )
-                return {"id": job_id, "existing": job_id <= before}
-            return {
-                "id": self.one("SELECT honker_enqueue(?, ?, ?, ?, ?, ?, ?)", args),
-                "existing": False,
-            }
+            options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")
+                       if k in s}  # fmt: skip
+            backoff = {k[len("backoff_"):]: s[k] for k in ("backoff_base_ms", "backoff_max_ms",
+                       "backoff_jitter") if k in s}  # fmt: skip
+            if backoff:
+                options["backoff"] = backoff
+            before = self.one("SELECT coalesce(max(id), 0) FROM _honker_jobs")
+            job_id = self.one(
+                "SELECT honker_queue_enqueue(?, ?, ?)",
+                [q, json.dumps(s["payload"]), json.dumps(options)],
+            )
+            return {"id": job_id, "existing": job_id <= before}
         if op == "claim":
-            lease = s["lease_ms"] / 1000 if "lease_ms" in s else None
             deadline = time.monotonic() + s.get("wait_ms", 0) / 1000
             while True:
                 jobs = json.loads(
                     self.one(
-                        "SELECT honker_claim_batch(?, ?, ?, ?)",
-                        [q, worker, s.get("n", 1), lease],
+                        "SELECT honker_queue_claim(?, ?, ?, ?)",
+                        [q, worker, s.get("n", 1), s.get("lease_ms")],
                     )
                 )
                 if jobs or time.monotonic() >= deadline:
                     break
-                time.sleep(0.01)  # SQL has no wake-ups: a client polls
+                time.sleep(0.01)  # a SQL client without the watcher polls
             return [
                 {
                     "id": j["id"],
@@ -116,35 +112,26 @@ class Driver:
                 }
                 for j in jobs
             ]
+        held = [q, s.get("id"), s.get("token")]
         if op == "ack":
-            return self.none(
-                "SELECT honker_ack(?, ?, ?)", [s["id"], worker, s["token"]]
-            )
+            return self.none("SELECT honker_job_ack(?, ?, ?)", held)
         if op == "retry":
-            delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
             return self.one(
-                "SELECT honker_retry(?, ?, ?, ?, ?)",
-                [s["id"], worker, delay, s.get("error"), s["token"]],
+                "SELECT honker_job_retry(?, ?, ?, ?, ?)",
+                [*held, s.get("delay_ms"), s.get("error")],
             )
         if op == "fail":
-            return self.none(
-                "SELECT honker_fail(?, ?, ?, ?)",
-                [s["id"], worker, s["error"], s["token"]],
-            )
+            return self.none("SELECT honker_job_fail(?, ?, ?, ?)", [*held, s["error"]])
         if op == "release":
-            return self.none(
-                "SELECT honker_release(?, ?, ?)", [s["id"], worker, s["token"]]
-            )
+            return self.none("SELECT honker_job_release(?, ?, ?)", held)
         if op == "heartbeat":
-            ext = s["extend_ms"] / 1000 if "extend_ms" in s else None
             return self.one(
-                "SELECT honker_heartbeat(?, ?, ?, ?)",
-                [s["id"], worker, ext, s["token"]],
+                "SELECT honker_job_heartbeat(?, ?, ?, ?)", [*held, s.get("extend_ms")]
             )
         if op == "requeue_dead":
-            return self.one("SELECT honker_requeue_dead(?, ?)", [q, s["id"]]) == 1
+            return self.one("SELECT honker_dead_requeue(?, ?)", [q, s["id"]]) == 1
         if op == "get_job":
-            j = json.loads(self.one("SELECT honker_get_job(?)", [s["id"]]))
+            j = json.loads(self.one("SELECT honker_job_get(?, ?)", [q, s["id"]]))
             return {"state": j["state"], "attempts": j["attempts"], "last_error": j["last_error"],
                     "run_at_ms": j["run_at"], "now_ms": round(time.time() * 1000)}  # fmt: skip
         if op == "stats":

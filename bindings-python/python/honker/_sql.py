@@ -1,5 +1,5 @@
 """What the ORM integrations (honker.sqlalchemy, honker.django) share: the
-``honker_enqueue`` call for ``Queue.enqueue``'s options, and honker's
+``honker_queue_enqueue`` call for ``Queue.enqueue``'s options, and honker's
 exception for a SQL error that carries a honker code."""
 
 from __future__ import annotations
@@ -25,25 +25,24 @@ def enqueue_call(
     expires: Seconds | None,
     placeholder: str = "?",
 ) -> tuple[str, list[Any]]:
-    """The ``SELECT honker_enqueue(...)`` statement and its parameters
+    """The ``SELECT honker_queue_enqueue(...)`` statement and its parameters
     (docs/sql.md), with the driver's placeholder. Bytes-like payloads are
     stored as BLOBs, anything else as JSON text (as ``Queue.enqueue``)."""
     if isinstance(payload, (bytes, bytearray, memoryview)):
         value: Any = bytes(payload)
     else:
         value = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    args = [
-        queue,
-        value,
-        epoch("run_at", run_at),
-        seconds("delay", delay),
-        priority,
-        max_attempts,
-        seconds("expires", expires),
-    ]
+    options: dict[str, Any] = {"priority": priority, "max_attempts": max_attempts}
+    at = epoch("run_at", run_at)
+    if at is not None:
+        options["run_at"] = round(at * 1000)
+    for key, secs in (("delay_ms", seconds("delay", delay)), ("expires_ms", seconds("expires", expires))):
+        if secs is not None:
+            options[key] = secs * 1000
     if dedupe_key is not None:
-        args.append(dedupe_key)
-    return f"SELECT honker_enqueue({', '.join([placeholder] * len(args))})", args
+        options["dedupe_key"] = dedupe_key
+    sql = f"SELECT honker_queue_enqueue({placeholder}, {placeholder}, {placeholder})"
+    return sql, [queue, value, json.dumps(options)]
 
 
 @contextmanager

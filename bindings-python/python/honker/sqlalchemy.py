@@ -18,7 +18,7 @@ use ``honker.open``), or claim through the SQL functions on this engine.
 
 ``setup(engine)`` hands transactions to SQLAlchemy: the ``sqlite3`` module's
 own transaction handling (a deferred ``BEGIN`` sent lazily before the first
-INSERT/UPDATE/DELETE, so a ``SELECT honker_enqueue(...)`` before it ran in
+INSERT/UPDATE/DELETE, so a ``SELECT honker_queue_enqueue(...)`` before it ran in
 autocommit and committed on its own) is turned off, and every transaction
 SQLAlchemy begins starts with ``BEGIN IMMEDIATE``. The cost: every session
 takes the file's write lock when it begins, read-only ones too, so sessions

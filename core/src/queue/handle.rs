@@ -720,7 +720,7 @@ impl Queue {
     pub fn get_result(&self, id: i64) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         let reader = self.db.inner.reader()?;
-        ops::get_result(reader.raw(), &self.name, id)
+        ops::get_result(reader.raw(), &self.name, id, self.db.inner.now())
     }
 
     /// Waits up to `timeout` for job `id`'s result. Returns `Some(result)` as
@@ -759,7 +759,7 @@ impl Queue {
                 let live = ops::get_job(reader.raw(), &self.name, id, self.db.inner.now())?
                     .is_some_and(|j| !j.state.is_finished());
                 if !live {
-                    return ops::get_result(reader.raw(), &self.name, id);
+                    return ops::get_result(reader.raw(), &self.name, id, self.db.inner.now());
                 }
             }
             let now = Instant::now();

@@ -79,6 +79,11 @@ fn dedupe_holder(conn: Conn<'_>, queue: &str, key: Option<&str>) -> Result<i64> 
         .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))
 }
 
+/// The error of a job dead-lettered because it has no attempt left when a
+/// claim meets it (its lease lapsed on the last attempt, or it is ready with
+/// none): Honker's words, which its clients and operators match.
+pub(crate) const EXHAUSTED: &str = "max attempts exceeded";
+
 /// A job as handed out by [`claim`].
 #[derive(Debug)]
 pub(crate) struct Claimed {
@@ -120,6 +125,12 @@ pub(crate) fn claim(
         let mut lease = conn.prepare_cached(statements::LEASE)?;
         for row in picked {
             match row {
+                // A ready job with no attempt left (a row written by hand, or
+                // imported): Honker dead-letters it at claim, and so do we.
+                Ok(job) if job.attempts >= job.max_attempts => {
+                    damaged += 1;
+                    archive(conn, job.id, JobState::Dead, Some(EXHAUSTED), now)?;
+                }
                 Ok(mut job) => {
                     job.lease_token = crate::raw::random_token();
                     job.attempts += 1;
@@ -147,6 +158,7 @@ pub(crate) fn claim(
                 }
             }
         }
+        // Skipped rows (damaged, exhausted) left the ready set: pick again.
         if damaged == 0 || jobs.len() >= n {
             return Ok(jobs);
         }
@@ -197,13 +209,7 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
     conn.prepare_cached(statements::PROMOTE)?
         .execute(params![queue, now])?;
     for id in ids(conn, statements::LAPSED_EXHAUSTED, queue, now)? {
-        archive(
-            conn,
-            id,
-            JobState::Dead,
-            Some("lease expired on the last attempt"),
-            now,
-        )?;
+        archive(conn, id, JobState::Dead, Some(EXHAUSTED), now)?;
     }
     conn.prepare_cached(statements::RECLAIM)?
         .execute(params![queue, now])?;
@@ -279,11 +285,6 @@ pub(crate) fn job_queue(conn: Conn<'_>, id: i64) -> Result<Option<String>> {
         .query_row(params![id], |r| r.get(0))
 }
 
-/// Whether job `id` was ever handed out (ids are never reused).
-pub(crate) fn existed(conn: Conn<'_>, id: i64) -> Result<bool> {
-    Ok(id > 0 && id <= max_id(conn)?)
-}
-
 fn max_id(conn: Conn<'_>) -> Result<i64> {
     Ok(conn
         .prepare_cached(statements::MAX_ID)?
@@ -291,50 +292,33 @@ fn max_id(conn: Conn<'_>) -> Result<i64> {
         .unwrap_or(0))
 }
 
-/// The queue of a job leased under `token`, for callers that know the token
-/// but not the queue (the SQL functions).
-pub(crate) fn lease_by_token(conn: Conn<'_>, id: i64, token: &str) -> Result<(String, String)> {
-    let queue: Option<String> = conn
-        .prepare_cached(statements::LEASE_BY_TOKEN)?
-        .query_row(params![id, token], |r| r.get(0))?;
-    match queue {
-        Some(q) => Ok((q, token.to_owned())),
-        None => Err(orphan_error(conn, id)),
-    }
+/// A lease found by Honker's ownership rule ([`lease_by_worker`]).
+#[derive(Debug)]
+pub(crate) struct WorkerLease {
+    pub queue: String,
+    pub token: String,
+    pub expires_at: i64,
 }
 
-/// The queue and token of a live (unexpired) lease on `id` held by
-/// `worker_id`: the SQL functions' token-less ownership rule.
+/// The lease on `id` held by `worker_id` (and taken by the claim that
+/// counted `attempt`, when given): Honker's ownership rule, for its SQL
+/// forms. `None` when the worker holds none.
 pub(crate) fn lease_by_worker(
     conn: Conn<'_>,
     id: i64,
     worker_id: &str,
-    now: i64,
-) -> Result<(String, String)> {
-    let lease: Option<(String, String)> = conn
-        .prepare_cached(statements::LEASE_BY_WORKER)?
-        .query_row(params![id, worker_id, now], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    lease.ok_or_else(|| match orphan_error(conn, id) {
-        // No token was given: say whose lease it is not, not which token.
-        e if e.kind() == crate::ErrorKind::LeaseLost => Error::new(
-            crate::ErrorKind::LeaseLost,
-            format!(
-                "job {id} holds no live lease of worker {worker_id:?}: another worker holds \
-                 it, its lease lapsed and it was reclaimed, or it already finished"
-            ),
-        ),
-        e => e,
-    })
-}
-
-/// `LEASE_LOST` for a job that exists or existed, `NOT_FOUND` otherwise.
-fn orphan_error(conn: Conn<'_>, id: i64) -> Error {
-    let known = || -> Result<bool> { Ok(job_queue(conn, id)?.is_some() || existed(conn, id)?) };
-    match known() {
-        Ok(true) => Error::lease_lost(id),
-        Ok(false) => Error::not_found(format!("no job {id}")),
-        Err(e) => e,
-    }
+    attempt: Option<i64>,
+) -> Result<Option<WorkerLease>> {
+    conn.prepare_cached(statements::LEASE_BY_WORKER)?.query_row(
+        params![id, worker_id, attempt],
+        |r| {
+            Ok(WorkerLease {
+                queue: r.get(0)?,
+                token: r.get(1)?,
+                expires_at: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// Acks a leased job: deletes it (or archives it as completed when
@@ -360,8 +344,7 @@ pub(crate) fn ack(
         }
     }
     if let Some(value) = result {
-        conn.prepare_cached(statements::SAVE_RESULT)?
-            .execute(params![id, queue, value, now])?;
+        save_result(conn, queue, id, value, None, now)?;
     }
     Ok(())
 }
@@ -562,10 +545,43 @@ pub(crate) fn get_job(conn: Conn<'_>, queue: &str, id: i64, now: i64) -> Result<
     Ok(None)
 }
 
-/// The saved result of a job, if any.
-pub(crate) fn get_result(conn: Conn<'_>, queue: &str, id: i64) -> Result<Option<Payload>> {
+/// Saves (or replaces) job `id`'s result, kept until `expires_at` (ms) when
+/// given, else until retention.
+pub(crate) fn save_result(
+    conn: Conn<'_>,
+    queue: &str,
+    id: i64,
+    value: &Payload,
+    expires_at: Option<i64>,
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(statements::SAVE_RESULT)?
+        .execute(params![id, queue, value, now, expires_at])?;
+    Ok(())
+}
+
+/// The saved result of a job, if any and not expired.
+pub(crate) fn get_result(
+    conn: Conn<'_>,
+    queue: &str,
+    id: i64,
+    now: i64,
+) -> Result<Option<Payload>> {
     conn.prepare_cached(statements::GET_RESULT)?
-        .query_row(params![id, queue], |r| r.get(0))
+        .query_row(params![id, queue, now], |r| r.get(0))
+}
+
+/// The saved result of job `id` in any queue, if not expired (Honker's
+/// results are keyed by job id alone).
+pub(crate) fn get_result_by_id(conn: Conn<'_>, id: i64, now: i64) -> Result<Option<Payload>> {
+    conn.prepare_cached(statements::GET_RESULT_BY_ID)?
+        .query_row(params![id, now], |r| r.get(0))
+}
+
+/// Deletes every expired result; how many.
+pub(crate) fn sweep_results(conn: Conn<'_>, now: i64) -> Result<usize> {
+    conn.prepare_cached(statements::SWEEP_RESULTS)?
+        .execute(params![now])
 }
 
 /// A page of dead letters with ids above `after`.

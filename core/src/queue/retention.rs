@@ -21,9 +21,9 @@ pub(crate) fn prune_finished(
         .execute(params![state, before, batch as i64])
 }
 
-/// Deletes up to `batch` saved results older than `before` (ms); returns how
-/// many.
-pub(crate) fn prune_results(conn: Conn<'_>, before: i64, batch: usize) -> Result<usize> {
+/// Deletes up to `batch` saved results older than `before` (ms), and up to
+/// `batch` expired at `now`; returns how many.
+pub(crate) fn prune_results(conn: Conn<'_>, before: i64, now: i64, batch: usize) -> Result<usize> {
     conn.prepare_cached(PRUNE_RESULTS)?
-        .execute(params![before, batch as i64])
+        .execute(params![before, batch as i64, now])
 }

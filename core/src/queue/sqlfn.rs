@@ -1,103 +1,165 @@
 //! The queue's SQL functions (the SQL surface of `queue::ops`): one row per
-//! function in [`FUNCTIONS`], registered by `crate::sql` with the flags of
-//! its row. Conventions: docs/sql.md and ADR 15.
+//! (name, arity) in [`FUNCTIONS`], registered by `crate::sql` with the flags
+//! of its row. Two contracts over the same `ops` (ADR 15, docs/sql.md):
+//! ours here (`honker_queue_*`, `honker_job_*`, `honker_dead_*`: ms,
+//! `(id, token)`, coded errors) and Honker's in [`honker`] (Honker's names
+//! and arities: seconds, worker ids, 1/0).
 
-use std::time::Duration;
-
-use serde_json::{json, Value as Json};
+use serde_json::{json, Map, Value as Json};
 
 use super::{ops, EnqueueOptions};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::QueueOptions;
-use crate::raw::Conn;
-use crate::sql::{
-    job_json, ms_secs_up, payload_json, secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY,
-};
+use crate::options::{Backoff, QueueOptions};
+use crate::sql::{job_json, payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
-/// The queue's functions: name, argument count (-1: variable), flags, call.
+mod honker;
+
+/// The queue's functions: name, argument count (-1: variable, the call
+/// checks), flags, call.
 pub(crate) const FUNCTIONS: &[SqlFn] = &[
-    SqlFn::atomic("honker_enqueue", -1, DIRECT_ONLY, enqueue),
-    SqlFn::atomic("honker_claim_batch", 4, DIRECT_ONLY, claim_batch),
-    SqlFn::atomic("honker_ack", -1, DIRECT_ONLY, ack),
-    SqlFn::atomic("honker_ack_batch", 2, DIRECT_ONLY, ack_batch),
-    SqlFn::atomic("honker_retry", -1, DIRECT_ONLY, retry),
-    SqlFn::atomic("honker_fail", -1, DIRECT_ONLY, fail),
-    SqlFn::atomic("honker_heartbeat", -1, DIRECT_ONLY, heartbeat),
-    SqlFn::atomic("honker_release", -1, DIRECT_ONLY, release),
-    SqlFn::atomic("honker_cancel", -1, DIRECT_ONLY, cancel),
-    SqlFn::atomic("honker_get_job", 1, DIRECT_ONLY, get_job),
+    SqlFn::atomic("honker_queue_enqueue", -1, DIRECT_ONLY, queue_enqueue),
+    SqlFn::atomic("honker_queue_claim", 4, DIRECT_ONLY, queue_claim),
     SqlFn::atomic("honker_queue_stats", 1, DIRECT_ONLY, queue_stats),
-    SqlFn::atomic("honker_requeue_dead", -1, DIRECT_ONLY, requeue_dead),
-    SqlFn::atomic("honker_purge_dead", -1, DIRECT_ONLY, purge_dead),
-    // Honker's contracts (ADR 15): seconds, counts.
-    SqlFn::atomic("honker_queue_next_claim_at", 1, DIRECT_ONLY, next_claim_at),
-    SqlFn::atomic("honker_sweep_expired", 1, DIRECT_ONLY, sweep_expired),
+    SqlFn::atomic("honker_job_ack", -1, DIRECT_ONLY, job_ack),
+    SqlFn::atomic("honker_job_ack_many", 2, DIRECT_ONLY, job_ack_many),
+    SqlFn::atomic("honker_job_retry", 5, DIRECT_ONLY, job_retry),
+    SqlFn::atomic("honker_job_fail", 4, DIRECT_ONLY, job_fail),
+    SqlFn::atomic("honker_job_release", 3, DIRECT_ONLY, job_release),
+    SqlFn::atomic("honker_job_snooze", 4, DIRECT_ONLY, job_snooze),
+    SqlFn::atomic("honker_job_heartbeat", 4, DIRECT_ONLY, job_heartbeat),
+    SqlFn::atomic("honker_job_cancel", -1, DIRECT_ONLY, job_cancel),
+    SqlFn::atomic("honker_job_get", 2, DIRECT_ONLY, job_get),
+    SqlFn::atomic("honker_dead_requeue", -1, DIRECT_ONLY, dead_requeue),
+    SqlFn::atomic("honker_dead_purge", -1, DIRECT_ONLY, dead_purge),
+    // Honker's names at Honker's arities, with Honker's contracts.
+    SqlFn::atomic("honker_enqueue", 7, DIRECT_ONLY, honker::enqueue),
+    SqlFn::atomic("honker_claim_batch", 4, DIRECT_ONLY, honker::claim_batch),
+    SqlFn::atomic("honker_ack", 2, DIRECT_ONLY, honker::ack),
+    SqlFn::atomic("honker_ack", 3, DIRECT_ONLY, honker::ack),
+    SqlFn::atomic("honker_ack_batch", 2, DIRECT_ONLY, honker::ack_batch),
+    SqlFn::atomic("honker_retry", 4, DIRECT_ONLY, honker::retry),
+    SqlFn::atomic("honker_retry", 5, DIRECT_ONLY, honker::retry),
+    SqlFn::atomic("honker_fail", 3, DIRECT_ONLY, honker::fail),
+    SqlFn::atomic("honker_fail", 4, DIRECT_ONLY, honker::fail),
+    SqlFn::atomic("honker_heartbeat", 3, DIRECT_ONLY, honker::heartbeat),
+    SqlFn::atomic("honker_heartbeat", 4, DIRECT_ONLY, honker::heartbeat),
+    SqlFn::atomic("honker_cancel", 1, DIRECT_ONLY, honker::cancel),
+    SqlFn::atomic("honker_cancel", 2, DIRECT_ONLY, honker::cancel),
+    SqlFn::atomic("honker_get_job", 1, DIRECT_ONLY, honker::get_job),
+    SqlFn::atomic(
+        "honker_queue_next_claim_at",
+        1,
+        DIRECT_ONLY,
+        honker::next_claim_at,
+    ),
+    SqlFn::atomic(
+        "honker_sweep_expired",
+        1,
+        DIRECT_ONLY,
+        honker::sweep_expired,
+    ),
+    SqlFn::atomic("honker_result_save", 3, DIRECT_ONLY, honker::result_save),
+    SqlFn::atomic("honker_result_get", 1, DIRECT_ONLY, honker::result_get),
+    SqlFn::atomic("honker_result_sweep", 0, DIRECT_ONLY, honker::result_sweep),
 ];
 
-/// Honker's `honker_queue_next_claim_at(queue)`: the unix second from which
-/// a job of `queue` is next claimable (rounded up, so that a worker asleep
-/// until then finds it), or 0 when nothing is coming.
-fn next_claim_at(c: &Call<'_>) -> Result<Out> {
-    let queue = c.args.name(0)?;
-    let next = ops::next_claim_at(c.conn, queue, c.now)?;
-    Ok(Out::Int(next.map_or(0, ms_secs_up)))
-}
-
-/// Honker's `honker_sweep_expired(queue)`: finishes (`expired`) the jobs of
-/// `queue` whose expiry passed before they started; how many.
-fn sweep_expired(c: &Call<'_>) -> Result<Out> {
-    let queue = c.args.name(0)?;
-    Ok(Out::Int(ops::expire(c.conn, queue, c.now)? as i64))
-}
-
-fn enqueue(c: &Call<'_>) -> Result<Out> {
+/// `honker_queue_enqueue(queue, payload[, options])` → the job's id (the
+/// live duplicate's id when `dedupe_key` matched one). `options` is a JSON
+/// object: `run_at` (ms since the epoch) or `delay_ms`, `priority`,
+/// `max_attempts`, `dedupe_key`, `expires_ms`, `backoff` (`base_ms`,
+/// `max_ms`, `jitter`).
+fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    let config = c.config;
-    a.count(7, 8)?;
+    a.count(2, 3)?;
     let queue = a.name(0)?;
     let payload = a.payload(1)?;
-    payload.validate(config.max_payload_bytes)?;
-    let priority = a.opt_int(4, "priority")?.unwrap_or(0);
-    let dedupe = if a.len() > 7 {
-        a.opt_text(7, "dedupe_key")?
+    payload.validate(c.config.max_payload_bytes)?;
+    let options = if a.has(2) {
+        enqueue_options(a.opt_text(2, "options")?)?
     } else {
-        None
-    };
-    let options = EnqueueOptions {
-        run_at: a.opt_seconds(2, "run_at")?.map(secs_ms),
-        delay: a.opt_seconds(3, "delay_s")?.map(Duration::from_secs_f64),
-        priority: i32::try_from(priority)
-            .map_err(|_| Error::invalid(format!("priority {priority} is out of range")))?,
-        // Out-of-range values become 0, which the check refuses.
-        max_attempts: a
-            .opt_int(5, "max_attempts")?
-            .map(|n| u32::try_from(n).unwrap_or(0)),
-        expires: a.opt_seconds(6, "expires_s")?.map(Duration::from_secs_f64),
-        dedupe_key: dedupe.map(str::to_owned),
-        backoff: None,
+        EnqueueOptions::default()
     };
     options.check()?;
-    let job = options.resolve(&QueueOptions::default(), now)?;
-    let (id, _) = ops::enqueue(conn, queue, &job, std::slice::from_ref(&payload), now)?[0];
+    let job = options.resolve(&QueueOptions::default(), c.now)?;
+    let (id, _) = ops::enqueue(c.conn, queue, &job, std::slice::from_ref(&payload), c.now)?[0];
     Ok(Out::Int(id))
 }
 
-fn claim_batch(c: &Call<'_>) -> Result<Out> {
+/// The options object of `honker_queue_enqueue`; an unknown key or a value
+/// of the wrong type is `INVALID_ARGUMENT`.
+fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
+    let mut o = EnqueueOptions::default();
+    let Some(text) = text else { return Ok(o) };
+    let bad = |what: &str| Error::invalid(format!("honker_queue_enqueue: options: {what}"));
+    let obj: Map<String, Json> = match serde_json::from_str(text) {
+        Ok(Json::Object(m)) => m,
+        _ => return Err(bad("must be a JSON object")),
+    };
+    let int = |k: &str, v: &Json| {
+        v.as_i64()
+            .ok_or_else(|| bad(&format!("{k} must be an integer")))
+    };
+    let ms = |k: &str, v: &Json| -> Result<std::time::Duration> {
+        let n = v
+            .as_f64()
+            .ok_or_else(|| bad(&format!("{k} must be a number of ms")))?;
+        validate::millis(k, n)
+    };
+    for (k, v) in &obj {
+        match k.as_str() {
+            "run_at" => o.run_at = Some(int(k, v)?),
+            "delay_ms" => o.delay = Some(ms(k, v)?),
+            "priority" => {
+                o.priority =
+                    i32::try_from(int(k, v)?).map_err(|_| bad("priority is out of range"))?;
+            }
+            "max_attempts" => o.max_attempts = Some(u32::try_from(int(k, v)?).unwrap_or(0)),
+            "dedupe_key" => {
+                o.dedupe_key = Some(
+                    v.as_str()
+                        .ok_or_else(|| bad("dedupe_key must be text"))?
+                        .into(),
+                );
+            }
+            "expires_ms" => o.expires = Some(ms(k, v)?),
+            "backoff" => {
+                let b = v
+                    .as_object()
+                    .ok_or_else(|| bad("backoff must be an object"))?;
+                let mut backoff = Backoff::default();
+                for (bk, bv) in b {
+                    match bk.as_str() {
+                        "base_ms" => backoff.base = ms(bk, bv)?,
+                        "max_ms" => backoff.max = ms(bk, bv)?,
+                        "jitter" => {
+                            backoff.jitter =
+                                bv.as_f64().ok_or_else(|| bad("jitter must be a number"))?;
+                        }
+                        other => return Err(bad(&format!("unknown backoff key {other:?}"))),
+                    }
+                }
+                o.backoff = Some(backoff);
+            }
+            other => return Err(bad(&format!("unknown key {other:?}"))),
+        }
+    }
+    Ok(o)
+}
+
+/// `honker_queue_claim(queue, worker, n, lease_ms)` → a JSON array of jobs
+/// with our fields (`lease_token`, ms times).
+fn queue_claim(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
     let queue = a.name(0)?;
     let worker = a.text(1, "worker_id")?;
     validate::key("worker id", worker)?;
     let n = validate::batch(a.int(2, "n")?)?;
     let lease = a
-        .opt_seconds(3, "visibility_s")?
-        .unwrap_or(QueueOptions::default().lease.as_secs_f64());
-    let lease_ms = validate::lease(std::time::Duration::from_secs_f64(lease))?;
-    let jobs = ops::claim(conn, queue, worker, n, lease_ms, now)?;
+        .opt_ms(3, "lease_ms")?
+        .unwrap_or(QueueOptions::default().lease);
+    let lease_ms = validate::lease(lease)?;
+    let jobs = ops::claim(c.conn, queue, worker, n, lease_ms, c.now)?;
     let out: Vec<Json> = jobs
         .iter()
         .map(|j| {
@@ -113,41 +175,56 @@ fn claim_batch(c: &Call<'_>) -> Result<Out> {
     Ok(Out::Text(Json::Array(out).to_string()))
 }
 
-fn ack(c: &Call<'_>) -> Result<Out> {
+/// The (queue, id, token) a `honker_job_*` call names, checked.
+fn held<'a>(a: &'a Args<'_>) -> Result<(&'a str, i64, &'a str)> {
+    Ok((
+        a.name(0)?,
+        validate::job_id(a.int(1, "job_id")?)?,
+        a.text(2, "lease_token")?,
+    ))
+}
+
+/// `honker_job_ack(queue, id, token[, result])` → 1; `LEASE_LOST` when the
+/// token no longer holds the job. The result (JSON text or a BLOB) is saved
+/// in the same transaction.
+fn job_ack(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(2, 3)?;
-    let (queue, token) = lease(a, conn, 0, 1, 2, now)?;
-    ops::ack(conn, &queue, a.int(0, "job_id")?, &token, None, false, now)?;
+    a.count(3, 4)?;
+    let (queue, id, token) = held(a)?;
+    let result = match a.raw(3) {
+        crate::raw::ValueRef::Null => None,
+        _ => {
+            let p = a.payload(3)?;
+            p.validate(c.config.max_payload_bytes)?;
+            Some(p)
+        }
+    };
+    ops::ack(c.conn, queue, id, token, result.as_ref(), false, c.now)?;
     Ok(Out::Int(1))
 }
 
-fn ack_batch(c: &Call<'_>) -> Result<Out> {
+/// `honker_job_ack_many(queue, '[[id, token], …]')` → how many were acked
+/// (a pair whose lease was lost is skipped).
+fn job_ack_many(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    let list: Json = serde_json::from_str(a.text(0, "job ids")?).map_err(|_| {
-        Error::invalid("honker_ack_batch expects a JSON array of ids or [id, token] pairs")
-    })?;
-    let items = list
-        .as_array()
-        .ok_or_else(|| Error::invalid("honker_ack_batch expects a JSON array"))?;
+    let queue = a.name(0)?;
+    let bad = || Error::invalid("honker_job_ack_many expects a JSON array of [id, token] pairs");
+    let list: Json = serde_json::from_str(a.text(1, "pairs")?).map_err(|_| bad())?;
+    let items = list.as_array().ok_or_else(bad)?;
     validate::batch(i64::try_from(items.len()).unwrap_or(i64::MAX).max(1))?;
-    let worker = a.text(1, "worker_id")?;
+    let pairs = items
+        .iter()
+        .map(|item| match item.as_array().map(Vec::as_slice) {
+            Some([id, token]) => match (id.as_i64(), token.as_str()) {
+                (Some(id), Some(token)) => Ok((validate::job_id(id)?, token)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut acked = 0i64;
-    for item in items {
-        let (id, token) = match item {
-            Json::Number(n) => (n.as_i64(), None),
-            Json::Array(pair) if pair.len() == 2 => (pair[0].as_i64(), pair[1].as_str()),
-            _ => (None, None),
-        };
-        let id = id.ok_or_else(|| Error::invalid("job ids must be integers"))?;
-        let resolved = match token {
-            Some(t) => ops::lease_by_token(conn, id, t),
-            None => ops::lease_by_worker(conn, id, worker, now),
-        };
-        match resolved.and_then(|(q, t)| ops::ack(conn, &q, id, &t, None, false, now)) {
+    for (id, token) in pairs {
+        match ops::ack(c.conn, queue, id, token, None, false, c.now) {
             Ok(()) => acked += 1,
             Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {}
             Err(e) => return Err(e),
@@ -156,104 +233,91 @@ fn ack_batch(c: &Call<'_>) -> Result<Out> {
     Ok(Out::Int(acked))
 }
 
-fn retry(c: &Call<'_>) -> Result<Out> {
+/// `honker_job_retry(queue, id, token, delay_ms, error)` → the state it went
+/// to (`ready`, `scheduled`, `dead`); a NULL delay uses the job's backoff.
+fn job_retry(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(4, 5)?;
-    let (queue, token) = lease(a, conn, 0, 1, 4, now)?;
-    let delay = a.opt_seconds(2, "delay_s")?.map(secs_ms);
-    let error = a.opt_text(3, "error")?.map(validate::clip_error);
-    let state = ops::retry(conn, &queue, a.int(0, "job_id")?, &token, delay, error, now)?;
+    let (queue, id, token) = held(a)?;
+    let delay = a.opt_ms(3, "delay_ms")?.map(crate::clock::duration_ms);
+    let error = a.opt_text(4, "error")?.map(validate::clip_error);
+    let state = ops::retry(c.conn, queue, id, token, delay, error, c.now)?;
     Ok(Out::Text(state.as_str().into()))
 }
 
-fn fail(c: &Call<'_>) -> Result<Out> {
+/// `honker_job_fail(queue, id, token, error)` → 1 (dead-lettered).
+fn job_fail(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(3, 4)?;
-    let (queue, token) = lease(a, conn, 0, 1, 3, now)?;
-    let error = validate::clip_error(a.opt_text(2, "error")?.unwrap_or("failed"));
-    ops::fail(conn, &queue, a.int(0, "job_id")?, &token, error, now)?;
+    let (queue, id, token) = held(a)?;
+    let error = validate::clip_error(a.opt_text(3, "error")?.unwrap_or("failed"));
+    ops::fail(c.conn, queue, id, token, error, c.now)?;
     Ok(Out::Int(1))
 }
 
-fn heartbeat(c: &Call<'_>) -> Result<Out> {
-    let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(3, 4)?;
-    let (queue, token) = lease(a, conn, 0, 1, 3, now)?;
-    let extend = a
-        .opt_seconds(2, "extend_s")?
-        .unwrap_or(QueueOptions::default().lease.as_secs_f64());
-    let ms = validate::lease(std::time::Duration::from_secs_f64(extend))?;
-    Ok(Out::Int(ops::heartbeat(
-        conn,
-        &queue,
-        a.int(0, "job_id")?,
-        &token,
-        ms,
-        now,
-    )?))
-}
-
-fn release(c: &Call<'_>) -> Result<Out> {
-    let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(2, 3)?;
-    let (queue, token) = lease(a, conn, 0, 1, 2, now)?;
-    let state = ops::release(conn, &queue, a.int(0, "job_id")?, &token, None, now)?;
+/// `honker_job_release(queue, id, token)` → the state it went back to; the
+/// attempt is not counted.
+fn job_release(c: &Call<'_>) -> Result<Out> {
+    let (queue, id, token) = held(&c.args)?;
+    let state = ops::release(c.conn, queue, id, token, None, c.now)?;
     Ok(Out::Text(state.as_str().into()))
 }
 
-fn cancel(c: &Call<'_>) -> Result<Out> {
+/// `honker_job_snooze(queue, id, token, delay_ms)` → the state it went back
+/// to; the attempt is not counted.
+fn job_snooze(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    a.count(1, 2)?;
-    let id = validate::job_id(a.int(0, "job_id")?)?;
-    let reason = if a.len() > 1 {
-        a.opt_text(1, "reason")?
+    let (queue, id, token) = held(a)?;
+    let delay = a
+        .opt_ms(3, "delay_ms")?
+        .ok_or_else(|| Error::invalid("honker_job_snooze: delay_ms must not be NULL"))?;
+    let delay = validate::delay("delay_ms", delay)?;
+    let state = ops::release(c.conn, queue, id, token, Some(delay), c.now)?;
+    Ok(Out::Text(state.as_str().into()))
+}
+
+/// `honker_job_heartbeat(queue, id, token, extend_ms)` → the new lease
+/// expiry (ms).
+fn job_heartbeat(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let (queue, id, token) = held(a)?;
+    let extend = a
+        .opt_ms(3, "extend_ms")?
+        .unwrap_or(QueueOptions::default().lease);
+    let ms = validate::lease(extend)?;
+    Ok(Out::Int(ops::heartbeat(
+        c.conn, queue, id, token, ms, c.now,
+    )?))
+}
+
+/// `honker_job_cancel(queue, id[, reason])` → 1, or 0 when the job had
+/// already finished; `NOT_FOUND` when it never existed in `queue`.
+fn job_cancel(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    a.count(2, 3)?;
+    let queue = a.name(0)?;
+    let id = validate::job_id(a.int(1, "job_id")?)?;
+    let reason = if a.has(2) {
+        a.opt_text(2, "reason")?
     } else {
         None
     };
-    Ok(match ops::job_queue(conn, id)? {
-        Some(queue) => Out::Int(i64::from(ops::cancel(
-            conn,
-            &queue,
-            id,
-            reason.map(validate::clip_error),
-            now,
-        )?)),
-        // Acked (or pruned): already finished.
-        None if ops::existed(conn, id)? => Out::Int(0),
-        None => return Err(Error::not_found(format!("no job {id}"))),
-    })
+    let cancelled = ops::cancel(c.conn, queue, id, reason.map(validate::clip_error), c.now)?;
+    Ok(Out::Int(i64::from(cancelled)))
 }
 
-fn get_job(c: &Call<'_>) -> Result<Out> {
+/// `honker_job_get(queue, id)` → the job as a JSON object, in any state
+/// until retention removes it; `NOT_FOUND` otherwise.
+fn job_get(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    let id = validate::job_id(a.int(0, "job_id")?)?;
-    let info = match ops::job_queue(conn, id)? {
-        Some(queue) => ops::get_job(conn, &queue, id, now)?,
-        None => None,
-    };
-    Ok(match info {
-        Some(info) => Out::Text(job_json(&info).to_string()),
-        None => return Err(Error::not_found(format!("no job {id}"))),
-    })
+    let queue = a.name(0)?;
+    let id = validate::job_id(a.int(1, "job_id")?)?;
+    match ops::get_job(c.conn, queue, id, c.now)? {
+        Some(info) => Ok(Out::Text(job_json(&info).to_string())),
+        None => Err(Error::not_found(format!("no job {id} in queue {queue:?}"))),
+    }
 }
 
 fn queue_stats(c: &Call<'_>) -> Result<Out> {
-    let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
-    let s = ops::stats(conn, a.name(0)?, now)?;
+    let s = ops::stats(c.conn, c.args.name(0)?, c.now)?;
     Ok(Out::Text(
         json!({
             "ready": s.ready, "scheduled": s.scheduled, "running": s.running,
@@ -265,56 +329,30 @@ fn queue_stats(c: &Call<'_>) -> Result<Out> {
     ))
 }
 
-fn requeue_dead(c: &Call<'_>) -> Result<Out> {
+/// `honker_dead_requeue(queue[, id])` → how many dead letters went back.
+fn dead_requeue(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
     a.count(1, 2)?;
-    let id = if a.len() > 1 {
+    let id = if a.has(1) {
         a.opt_int(1, "job_id")?
     } else {
         None
     };
     let id = id.map(validate::job_id).transpose()?;
     Ok(Out::Int(
-        ops::requeue_dead(conn, a.name(0)?, id, now)? as i64
+        ops::requeue_dead(c.conn, a.name(0)?, id, c.now)? as i64
     ))
 }
 
-fn purge_dead(c: &Call<'_>) -> Result<Out> {
+/// `honker_dead_purge(queue[, older_than_ms])` → how many were deleted.
+fn dead_purge(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let conn = c.conn;
-    let now = c.now;
     a.count(1, 2)?;
-    let age = if a.len() > 1 {
-        a.opt_seconds(1, "older_than_s")?
+    let age = if a.has(1) {
+        a.opt_ms(1, "older_than_ms")?
     } else {
         None
     };
-    let before = age.map_or(i64::MAX, |s| now - secs_ms(s));
-    Ok(Out::Int(ops::purge_dead(conn, a.name(0)?, before)? as i64))
-}
-
-/// The (queue, token) of the lease on job `id_at` held by the worker at
-/// `worker_at`: fenced by the token at `token_at` when given, else "this
-/// worker holds a live lease".
-fn lease(
-    a: &Args<'_>,
-    conn: Conn<'_>,
-    id_at: usize,
-    worker_at: usize,
-    token_at: usize,
-    now: i64,
-) -> Result<(String, String)> {
-    let id = validate::job_id(a.int(id_at, "job_id")?)?;
-    let worker = a.text(worker_at, "worker_id")?;
-    let token = if a.len() > token_at {
-        a.opt_text(token_at, "token")?
-    } else {
-        None
-    };
-    match token {
-        Some(t) => ops::lease_by_token(conn, id, t),
-        None => ops::lease_by_worker(conn, id, worker, now),
-    }
+    let before = age.map_or(i64::MAX, |d| c.now - crate::clock::duration_ms(d));
+    Ok(Out::Int(ops::purge_dead(c.conn, a.name(0)?, before)? as i64))
 }

@@ -115,14 +115,13 @@ pub const ACK: &str = "
 DELETE FROM _honker_jobs
 WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
 
-/// ?1 id, ?2 token. The queue of a job leased under that token.
-pub const LEASE_BY_TOKEN: &str = "
-SELECT queue FROM _honker_jobs WHERE id = ?1 AND lease_token = ?2 AND state = 'running'";
-
-/// ?1 id, ?2 worker_id, ?3 now. Queue and token of the worker's live lease.
+/// ?1 id, ?2 worker_id, ?3 attempt (NULL: any). Queue, token and lease
+/// expiry of the worker's lease (Honker's ownership rule: worker id, and the
+/// claim's attempt number when fenced). A lapsed lease that nobody reclaimed
+/// is still the worker's (DESIGN §14).
 pub const LEASE_BY_WORKER: &str = "
-SELECT queue, lease_token FROM _honker_jobs
-WHERE id = ?1 AND worker_id = ?2 AND state = 'running' AND lease_expires_at > ?3";
+SELECT queue, lease_token, lease_expires_at FROM _honker_jobs
+WHERE id = ?1 AND worker_id = ?2 AND state = 'running' AND (?3 IS NULL OR attempts = ?3)";
 
 /// ?1 id, ?2 queue, ?3 token. The leased job's retry state.
 pub const LEASED: &str = "
@@ -158,13 +157,24 @@ FROM _honker_jobs WHERE id = ?1";
 /// ?1 id.
 pub const DELETE_JOB: &str = "DELETE FROM _honker_jobs WHERE id = ?1";
 
-/// ?1 job id, ?2 queue, ?3 value, ?4 now.
+/// ?1 job id, ?2 queue, ?3 value, ?4 now, ?5 expires_at (NULL: kept until
+/// retention).
 pub const SAVE_RESULT: &str = "
-INSERT OR REPLACE INTO _honker_results (job_id, queue, value, created_at)
-VALUES (?1, ?2, ?3, ?4)";
+INSERT OR REPLACE INTO _honker_results (job_id, queue, value, created_at, expires_at)
+VALUES (?1, ?2, ?3, ?4, ?5)";
 
-/// ?1 job id, ?2 queue.
-pub const GET_RESULT: &str = "SELECT value FROM _honker_results WHERE job_id = ?1 AND queue = ?2";
+/// ?1 job id, ?2 queue, ?3 now. A result that has not expired.
+pub const GET_RESULT: &str = "
+SELECT value FROM _honker_results
+WHERE job_id = ?1 AND queue = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
+
+/// ?1 job id, ?2 now. Honker's `honker_result_get`: by id alone.
+pub const GET_RESULT_BY_ID: &str = "
+SELECT value FROM _honker_results
+WHERE job_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)";
+
+/// ?1 now. Honker's `honker_result_sweep`: every expired result.
+pub const SWEEP_RESULTS: &str = "DELETE FROM _honker_results WHERE expires_at <= ?1";
 
 /// ?1 id. Which queue holds the live job, if any.
 pub const LIVE_QUEUE: &str = "SELECT queue FROM _honker_jobs WHERE id = ?1";
@@ -273,7 +283,10 @@ pub const PRUNE_FINISHED: &str = "
 DELETE FROM _honker_finished WHERE id IN (
     SELECT id FROM _honker_finished WHERE state = ?1 AND finished_at < ?2 LIMIT ?3)";
 
-/// ?1 created before, ?2 limit.
+/// ?1 created before, ?2 limit, ?3 now. Results past the retention age, and
+/// expired ones.
 pub const PRUNE_RESULTS: &str = "
 DELETE FROM _honker_results WHERE job_id IN (
-    SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)";
+    SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)
+ OR job_id IN (
+    SELECT job_id FROM _honker_results WHERE expires_at <= ?3 LIMIT ?2)";

@@ -1,6 +1,8 @@
 //! Argument access for the SQL functions, with coded errors naming the
 //! function and the argument.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 use crate::raw::ValueRef;
@@ -82,6 +84,55 @@ impl Args<'_> {
                 self.name
             ))),
         }
+    }
+
+    /// An integer, or a REAL holding a whole number (better-sqlite3 and
+    /// other JavaScript drivers bind every number as REAL): Honker's forms
+    /// accept both.
+    pub(crate) fn opt_whole(&self, i: usize, what: &str) -> Result<Option<i64>> {
+        match self.raw(i) {
+            ValueRef::Real(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+            _ => self.opt_int(i, what),
+        }
+    }
+
+    pub(crate) fn whole(&self, i: usize, what: &str) -> Result<i64> {
+        self.opt_whole(i, what)?
+            .ok_or_else(|| Error::invalid(format!("{}: {what} must not be NULL", self.name)))
+    }
+
+    /// A finite number (integer or REAL), of any sign.
+    pub(crate) fn opt_number(&self, i: usize, what: &str) -> Result<Option<f64>> {
+        match self.raw(i) {
+            ValueRef::Null => Ok(None),
+            ValueRef::Integer(n) => Ok(Some(n as f64)),
+            ValueRef::Real(f) if f.is_finite() => Ok(Some(f)),
+            _ => Err(Error::invalid(format!(
+                "{}: {what} must be a finite number",
+                self.name
+            ))),
+        }
+    }
+
+    /// An optional argument: NULL when absent.
+    pub(crate) fn has(&self, i: usize) -> bool {
+        i < self.len()
+    }
+
+    /// A duration in milliseconds (our forms), integer or REAL.
+    pub(crate) fn opt_ms(&self, i: usize, what: &str) -> Result<Option<Duration>> {
+        let ms = match self.raw(i) {
+            ValueRef::Null => return Ok(None),
+            ValueRef::Integer(n) => n as f64,
+            ValueRef::Real(f) => f,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "{}: {what} must be a number of milliseconds",
+                    self.name
+                )))
+            }
+        };
+        validate::millis(what, ms).map(Some)
     }
 
     pub(crate) fn int(&self, i: usize, what: &str) -> Result<i64> {

@@ -1,13 +1,14 @@
 //! The SQL surface: honker's queue as SQL functions, registered on honker's
-//! own connections (so `tx.execute("SELECT honker_enqueue(...)")` works) and,
+//! own connections (so `tx.execute("SELECT honker_queue_enqueue(...)")` works) and,
 //! by the loadable extension, on any SQLite connection. One implementation:
 //! every function converts its arguments and calls the same `queue::ops` as
 //! the Rust API.
 //!
-//! Conventions (the established Honker SQL API): times are given in seconds
-//! (fractions allowed) and returned as INTEGER milliseconds since the Unix
-//! epoch, as stored; errors are raised with the stable code first
-//! (`LEASE_LOST: ...`). Every function that writes is `SQLITE_DIRECTONLY`, so
+//! Conventions (ADR 15): Honker's names at Honker's arities keep Honker's
+//! contracts (seconds, worker ids, 1/0); our forms (`honker_queue_*`,
+//! `honker_job_*`, `honker_dead_*`) take and return INTEGER milliseconds,
+//! identify a lease by (id, token) and raise errors with the stable code
+//! first (`LEASE_LOST: ...`). Every function that writes is `SQLITE_DIRECTONLY`, so
 //! a view or trigger inside a hostile database file cannot call it; pure ones
 //! are `SQLITE_INNOCUOUS`. Registering performs no DDL: `honker_bootstrap()`
 //! does.
@@ -226,6 +227,8 @@ unsafe extern "C" fn destroy(p: *mut c_void) {
 pub(crate) enum Out {
     Int(i64),
     Text(String),
+    Blob(Vec<u8>),
+    Null,
 }
 
 unsafe extern "C" fn x_func(
@@ -259,6 +262,13 @@ unsafe extern "C" fn x_func(
                 }
                 Err(_) => ffi::sqlite3_result_error_toobig(ctx),
             },
+            Ok(Out::Blob(b)) => match c_int::try_from(b.len()) {
+                Ok(n) => {
+                    ffi::sqlite3_result_blob(ctx, b.as_ptr().cast(), n, ffi::SQLITE_TRANSIENT())
+                }
+                Err(_) => ffi::sqlite3_result_error_toobig(ctx),
+            },
+            Ok(Out::Null) => ffi::sqlite3_result_null(ctx),
             Err(e) => {
                 let msg = e.to_string();
                 let n = c_int::try_from(msg.len()).unwrap_or(c_int::MAX);
