@@ -17,12 +17,14 @@ nothing), on the debug build that scripts/swift-test.sh already made.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,14 +93,36 @@ def python_rate(workload: str, n: int, tmp: Path) -> float:
 
 def swift_rate(root: Path, workload: str, n: int, config: str) -> float:
     db = f"/tmp/honker-bench-{workload}.db"
+    clean = f"rm -f {db} {db}-wal {db}-shm"
     fill = f"$bench fill {db} {n} >/dev/null && " if workload in ("W3", "W4") else ""
+    # The bench's exit status is the command's (a failed run must not look
+    # like an empty result).
     out = in_chroot(
         root,
-        f"bench=/work/honker-swift/.build/{config}/HonkerBench; rm -f {db} {db}-wal {db}-shm; "
-        f"{fill}$bench {workload} {db} {n}; rm -f {db} {db}-wal {db}-shm",
+        f"bench=/work/honker-swift/.build/{config}/HonkerBench; {clean}; "
+        f"{fill}$bench {workload} {db} {n}; rc=$?; {clean}; exit $rc",
     )
-    r = json.loads(out.strip().splitlines()[-1])
+    lines = out.strip().splitlines()
+    if not lines:
+        raise SystemExit(f"HonkerBench {workload} printed nothing")
+    r = json.loads(lines[-1])
     return r["ops"] / r["seconds"]
+
+
+@contextlib.contextmanager
+def proc_mounted(root: Path) -> Iterator[None]:
+    """/proc in the chroot while the benchmark runs: Swift reads its
+    arguments (and its tools their libraries) through it. Mounted here if
+    scripts/swift-test.sh (which unmounts what it mounted) is not running."""
+    proc = root / "proc"
+    mounted = subprocess.run(["mountpoint", "-q", str(proc)]).returncode == 0
+    if not mounted:
+        subprocess.run(["mount", "-t", "proc", "proc", str(proc)], check=True)
+    try:
+        yield
+    finally:
+        if not mounted:
+            subprocess.run(["umount", str(proc)], check=False)
 
 
 def main() -> None:
@@ -112,7 +136,14 @@ def main() -> None:
     if not (root / "work/honker-swift/Package.swift").exists():
         raise SystemExit("run scripts/swift-test.sh first: it prepares the package")
     config = "debug" if args.smoke else "release"
-    if not args.smoke:
+    with proc_mounted(root):
+        run(root, config, counts, runs, args.smoke)
+
+
+def run(
+    root: Path, config: str, counts: dict[str, int], runs: int, smoke: bool
+) -> None:
+    if not smoke:
         in_chroot(
             root,
             "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null",
