@@ -20,6 +20,10 @@ if readelf -S "$dir/libhonker_ext.so" | grep -q '\.debug_'; then
     echo "check-extension-archive: libhonker_ext.so carries debug info" >&2
     exit 1
 fi
+# Honker's watcher C ABI, which Honker's Go, Bun, .NET and C++ clients look up.
+exported=$(nm -D --defined-only "$dir/libhonker_ext.so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
+want="honker_watcher_close honker_watcher_open honker_watcher_open_v2 honker_watcher_wait sqlite3_honkerext_init "
+[ "$exported" = "$want" ] || { echo "check-extension-archive: exports '$exported', not '$want'" >&2; exit 1; }
 shell=$(sqlite3 "$work/app.db" ".load $dir/libhonker_ext" "SELECT honker_version();" "SELECT honker_bootstrap() > 0;" \
     "SELECT honker_enqueue('q', '{\"n\":1}', NULL, NULL, 0, 3, NULL);" | tr '\n' ' ')
 [ "$shell" = "$version 1 1 " ] || { echo "check-extension-archive: the sqlite3 shell printed '$shell'" >&2; exit 1; }

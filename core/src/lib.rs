@@ -82,7 +82,6 @@ pub mod surface;
 #[cfg(feature = "rusqlite")]
 mod transaction;
 pub mod validate;
-#[cfg(feature = "rusqlite")]
 mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};

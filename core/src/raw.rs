@@ -271,6 +271,77 @@ impl<'a> Conn<'a> {
     }
 }
 
+/// A connection honker opens and owns on whatever SQLite this build reaches:
+/// in the loadable extension, the host's library through its function table
+/// (the watcher's private reader there, DESIGN §6: the watcher opens nothing
+/// but an SQLite connection). Read-write without create: a missing file is an
+/// error, not a new empty database.
+#[cfg(not(feature = "rusqlite"))]
+#[derive(Debug)]
+pub(crate) struct OwnedDb {
+    db: *mut ffi::sqlite3,
+    cache: StmtCache,
+}
+
+// SAFETY: the connection is opened NOMUTEX and used by one thread at a time
+// (its owner); it moves between threads only whole.
+#[cfg(not(feature = "rusqlite"))]
+unsafe impl Send for OwnedDb {}
+
+#[cfg(not(feature = "rusqlite"))]
+impl OwnedDb {
+    pub(crate) fn open(
+        path: &std::path::Path,
+        busy_timeout: std::time::Duration,
+    ) -> Result<OwnedDb> {
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| Error::invalid("a database path must not contain NUL"))?;
+        let mut db = ptr::null_mut();
+        let flags = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_NOMUTEX;
+        // SAFETY: a NUL-terminated path and an out-pointer; on failure SQLite
+        // may still hand back a handle, which is closed below.
+        let rc = unsafe { ffi::sqlite3_open_v2(c_path.as_ptr(), &mut db, flags, ptr::null()) };
+        let owned = OwnedDb {
+            db,
+            cache: StmtCache::default(),
+        };
+        if rc != ffi::SQLITE_OK {
+            let message = if db.is_null() {
+                String::from("out of memory")
+            } else {
+                owned.raw().errmsg()
+            };
+            return Err(sqlite_error(
+                rc,
+                format!("cannot open {}: {message}", path.display()),
+            ));
+        }
+        let ms = c_int::try_from(busy_timeout.as_millis()).unwrap_or(c_int::MAX);
+        // SAFETY: the connection is open.
+        unsafe { ffi::sqlite3_busy_timeout(db, ms) };
+        Ok(owned)
+    }
+
+    pub(crate) fn raw(&self) -> Conn<'_> {
+        // SAFETY: open, owned by `self`, used by its owner's thread; the
+        // cache holds its statements only.
+        unsafe { Conn::new(self.db, Some(&self.cache)) }
+    }
+}
+
+#[cfg(not(feature = "rusqlite"))]
+impl Drop for OwnedDb {
+    fn drop(&mut self) {
+        self.cache.clear();
+        if !self.db.is_null() {
+            // SAFETY: no statement is live (the cache was cleared, and none
+            // is checked out while `self` is being dropped).
+            unsafe { ffi::sqlite3_close(self.db) };
+        }
+    }
+}
+
 /// The error for SQLite result code `code` (extended codes allowed).
 pub(crate) fn sqlite_error(code: c_int, message: String) -> Error {
     let kind = match code & 0xff {

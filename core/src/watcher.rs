@@ -39,12 +39,25 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use rusqlite::Connection;
 
-use crate::connection::HConn;
-
-use crate::connection::open_reader;
 use crate::error::{Error, Result};
+use crate::raw::{params, Conn};
+
+/// The watcher's private connection, which only reads `PRAGMA data_version`:
+/// one of honker's own readers, or (in the loadable extension, which has no
+/// rusqlite) a connection opened on the host's SQLite through its function
+/// table.
+#[cfg(feature = "rusqlite")]
+type Reader = crate::connection::HConn;
+#[cfg(not(feature = "rusqlite"))]
+type Reader = crate::raw::OwnedDb;
+
+fn open_private(path: &Path, busy_timeout: Duration) -> Result<Reader> {
+    #[cfg(feature = "rusqlite")]
+    return crate::connection::open_reader(path, busy_timeout);
+    #[cfg(not(feature = "rusqlite"))]
+    return crate::raw::OwnedDb::open(path, busy_timeout);
+}
 
 /// A generation counter that threads can wait on.
 #[derive(Debug, Default)]
@@ -242,25 +255,33 @@ fn start(
     fallback: Duration,
     signal: &Arc<Signal>,
 ) -> Result<Running> {
-    let conn = open_reader(path, busy_timeout)?;
+    let conn = open_private(path, busy_timeout)?;
+    // The version every later commit is told apart from, read before this
+    // returns: a commit made right after is seen even if the thread has not
+    // started yet.
+    let last = data_version(conn.raw());
     let stop = Arc::new(Stop::new()?);
     let notifier = Notifier::new(path, &stop);
     let (sig, st) = (Arc::clone(signal), Arc::clone(&stop));
     // Counted from before the spawn, so a fork() racing it is refused too.
+    #[cfg(feature = "rusqlite")]
     let live = crate::fork::Live::new();
     let thread = std::thread::Builder::new()
         .name("honker-watcher".into())
         .spawn(move || {
+            #[cfg(feature = "rusqlite")]
             let _live = live;
-            run(conn, notifier, &sig, &st, fallback)
+            run(conn, last, notifier, &sig, &st, fallback)
         })
         .map_err(|e| Error::internal(format!("cannot start the watcher thread: {e}")))?;
     Ok(Running { stop, thread })
 }
 
-fn data_version(conn: &Connection) -> Option<i64> {
-    conn.prepare_cached("PRAGMA data_version")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+const DATA_VERSION: &str = "PRAGMA data_version";
+
+fn data_version(conn: Conn<'_>) -> Option<i64> {
+    conn.prepare_cached(DATA_VERSION)
+        .and_then(|mut s| s.query_one(params![], |r| r.get(0)))
         .ok()
 }
 
@@ -273,7 +294,7 @@ const SETTLE: Duration = Duration::from_millis(50);
 
 /// Reads `data_version`; on a change (or an unreadable version: a spurious
 /// wake is cheap, a missed one is not) bumps the signal and returns true.
-fn check(conn: &Connection, last: &mut Option<i64>, signal: &Signal) -> bool {
+fn check(conn: Conn<'_>, last: &mut Option<i64>, signal: &Signal) -> bool {
     let now = data_version(conn);
     if now != *last || now.is_none() {
         *last = now;
@@ -283,9 +304,15 @@ fn check(conn: &Connection, last: &mut Option<i64>, signal: &Signal) -> bool {
     false
 }
 
-fn run(conn: HConn, mut notifier: Notifier, signal: &Signal, stop: &Stop, fallback: Duration) {
-    let conn = conn.sql();
-    let mut last = data_version(conn);
+fn run(
+    reader: Reader,
+    mut last: Option<i64>,
+    mut notifier: Notifier,
+    signal: &Signal,
+    stop: &Stop,
+    fallback: Duration,
+) {
+    let conn = reader.raw();
     loop {
         // Nobody waits: sleep until somebody does. `last` is from before,
         // so a commit made meanwhile shows as a change at once after.

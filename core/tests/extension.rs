@@ -526,3 +526,95 @@ fn the_extension_loads_into_the_sqlite_the_bindings_bundle() {
     assert_eq!(count(&db, "_honker_jobs"), 0);
     common::assert_integrity(&db);
 }
+
+/// `extension/tests/watcher_client.c`, Honker's non-Rust bindings' use of the
+/// watcher C ABI, built against the system's libsqlite3.so.0 (once per run).
+fn watcher_client() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watcher_client");
+        let out = Command::new("cc")
+            .args(["-O2", "-Wall", "-Werror", "-o"])
+            .arg(&bin)
+            .arg("-I")
+            .arg(root.join("extension/sqlite3"))
+            .arg(root.join("extension/tests/watcher_client.c"))
+            .arg("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")
+            .arg("-ldl")
+            .output()
+            .expect("cc");
+        assert!(
+            out.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        bin
+    })
+}
+
+fn run_watcher_client(db: &Path, mode: &str) -> String {
+    let out = Command::new(watcher_client())
+        .arg(extension())
+        .arg(db)
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "watcher_client {mode}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn field<'a>(out: &'a str, key: &str) -> Vec<&'a str> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")))
+        .unwrap_or_else(|| panic!("no {key} in {out}"))
+        .split(' ')
+        .collect()
+}
+
+/// The watcher C ABI as Honker's Go, Bun, .NET and C++ bindings call it: a
+/// commit by another process wakes a 10 s wait well before its timeout, a
+/// wait with nothing committed returns 0 at its timeout, bad arguments are
+/// refused with a message, and a call before the extension is loaded into any
+/// connection returns NULL with the reason instead of crashing.
+#[test]
+fn the_watcher_c_abi_wakes_on_another_process_commit_and_times_out() {
+    let f = file();
+    let out = run_watcher_client(&f.path, "wake");
+    let timeout = field(&out, "timeout");
+    assert_eq!(timeout[0], "0", "{out}");
+    let after: f64 = timeout[2].parse().unwrap();
+    assert!((280.0..5_000.0).contains(&after), "{out}");
+    let woke = field(&out, "woke");
+    assert_eq!(woke[0], "1", "{out}");
+    // The commit came 500 ms after the wait began; the wait ended after it
+    // (the row is there) and long before its 10 s timeout.
+    let after: f64 = woke[2].parse().unwrap();
+    assert!((490.0..5_000.0).contains(&after), "{out}");
+    assert_eq!(
+        woke[6], "1",
+        "the woken client sees the committed row: {out}"
+    );
+    assert!(field(&out, "bad_backend")
+        .join(" ")
+        .starts_with("INVALID_ARGUMENT: unknown watcher backend"));
+    assert!(field(&out, "bad_poll")
+        .join(" ")
+        .starts_with("INVALID_ARGUMENT: watcher poll interval"));
+
+    let g = file();
+    let out = run_watcher_client(&g.path, "before");
+    assert_eq!(field(&out, "open"), ["NULL"], "{out}");
+    assert!(
+        field(&out, "error")
+            .join(" ")
+            .starts_with("CLOSED: honker_ext is not loaded"),
+        "{out}"
+    );
+    assert_eq!(field(&out, "wait_null"), ["-1"], "{out}");
+}

@@ -36,7 +36,10 @@ def enqueue_call(
     at = epoch("run_at", run_at)
     if at is not None:
         options["run_at"] = round(at * 1000)
-    for key, secs in (("delay_ms", seconds("delay", delay)), ("expires_ms", seconds("expires", expires))):
+    for key, secs in (
+        ("delay_ms", seconds("delay", delay)),
+        ("expires_ms", seconds("expires", expires)),
+    ):
         if secs is not None:
             options[key] = secs * 1000
     if dedupe_key is not None:

@@ -60,8 +60,10 @@ impl Default for SqlConfig {
 }
 
 mod args;
+mod watch;
 
 pub(crate) use args::Args;
+pub use watch::HostWatch;
 
 /// Flags of a function that must not run from a view or trigger of the
 /// database file (every function that reads or writes honker's tables).
@@ -141,9 +143,13 @@ fn tables() -> impl Iterator<Item = &'static SqlFn> {
     CORE.iter().chain(crate::queue::sqlfn::FUNCTIONS)
 }
 
-/// The name and argument count (-1: variable) of every SQL function.
+/// The name and argument count (-1: variable) of every SQL function (the
+/// watcher's are registered by the loadable extension only).
 pub fn functions() -> Vec<(&'static str, i32)> {
-    tables().map(|f| (f.name, f.n_arg)).collect()
+    tables()
+        .chain(watch::FUNCTIONS)
+        .map(|f| (f.name, f.n_arg))
+        .collect()
 }
 
 /// Registers every honker SQL function on a rusqlite connection.
@@ -165,11 +171,23 @@ pub(crate) unsafe fn register_handle(
     config: SqlConfig,
     cache: Option<Arc<StmtCache>>,
 ) -> Result<()> {
-    for f in tables() {
+    // SAFETY: as this function's.
+    unsafe { register_fns(db, tables(), &config, cache.as_ref()) }
+}
+
+/// # Safety
+/// As [`register_handle`].
+unsafe fn register_fns(
+    db: *mut ffi::sqlite3,
+    fns: impl Iterator<Item = &'static SqlFn>,
+    config: &SqlConfig,
+    cache: Option<&Arc<StmtCache>>,
+) -> Result<()> {
+    for f in fns {
         let state = Box::new(FnState {
             f,
             config: config.clone(),
-            cache: cache.clone(),
+            cache: cache.cloned(),
         });
         let c_name = CString::new(f.name).map_err(|_| Error::internal("function name"))?;
         // SAFETY: `db` is open (contract). Ownership of `state` passes to
@@ -206,8 +224,16 @@ pub(crate) unsafe fn register_handle(
 /// calling crate reaches through libsqlite3-sys.
 #[doc(hidden)]
 pub unsafe fn register_extension(db: *mut ffi::sqlite3) -> Result<()> {
+    watch::host_ready();
     // SAFETY: per the contract; no cache.
-    unsafe { register_handle(db, SqlConfig::default(), None) }
+    unsafe {
+        register_fns(
+            db,
+            tables().chain(watch::FUNCTIONS),
+            &SqlConfig::default(),
+            None,
+        )
+    }
 }
 
 /// One registered function: its name and what it needs.
