@@ -171,6 +171,9 @@ echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_i
 "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 no_rust_path=$(bash scripts/no-rust-path.sh "$wheel_venv/bin")
 py_log="$work/pytest.log"
+# A non-Python Honker client for test_honker_clients.py (Bun, from npm).
+HONKER_BUN=$(bash scripts/bun.sh)
+export HONKER_BUN
 (cd bindings-python && PATH="$no_rust_path" "$wheel_venv/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 # Type checkers see honker's types (py.typed and the stubs are in the wheel):
 # a user's script over the whole API passes mypy --strict, and runs.

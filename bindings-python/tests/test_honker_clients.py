@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import honker
 import pytest
@@ -242,3 +244,40 @@ def test_the_sqlite3_shell_as_a_honker_client(tmp_path):
         (1, "a@x.com"),
     ]
     assert lines[4:] == ["0", "2", "1", "1", '{"sent":true}', "0"]
+
+
+def bun() -> str:
+    """The Bun runtime scripts/test.sh installs (scripts/bun.sh); in CI its
+    absence is a failure, elsewhere a skip."""
+    path = os.environ.get("HONKER_BUN")
+    if not path:
+        if os.environ.get("CI"):
+            pytest.fail("HONKER_BUN is not set: scripts/test.sh installs Bun for this test")
+        pytest.skip("HONKER_BUN is not set (scripts/bun.sh installs Bun)")
+    return path
+
+
+def test_a_bun_client_drains_a_queue_waiting_through_the_watcher_c_abi(tmp_path):
+    """A non-Python host: Bun's own SQLite with the extension loaded, the
+    watcher C ABI through bun:ffi (extension/tests/bun_client.ts, written from
+    Honker's Bun client's calls). Jobs come from this process over stdlib
+    sqlite3 while the Bun worker sleeps; a delayed one wakes it by deadline."""
+    path = str(tmp_path / "bun.db")
+    one = caller(client(path))
+    ext = honker.extension_path()[: -len(".so")]
+    script = Path(__file__).resolve().parents[2] / "extension" / "tests" / "bun_client.ts"
+    worker = subprocess.Popen(
+        [bun(), str(script), path, ext, "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    time.sleep(1.0)  # the worker has found nothing and sleeps in the watcher
+    for i in range(3):
+        enqueue(one, "bun", {"n": i})
+        time.sleep(0.1)
+    enqueue(one, "bun", {"n": "later"}, delay=1)
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err.decode()
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["done"] == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": "later"}], result
+    assert 1 in result["waits"], "woken by this process's commits"
+    assert result["waits"][-1] == 0, "the delayed job: woken by its deadline"
+    assert json.loads(one("SELECT honker_queue_stats(?)", "bun"))["ready"] == 0

@@ -618,3 +618,68 @@ fn the_watcher_c_abi_wakes_on_another_process_commit_and_times_out() {
     );
     assert_eq!(field(&out, "wait_null"), ["-1"], "{out}");
 }
+
+/// Honker's (name, arity) pairs for the queue, results and the watcher
+/// (reference/honker-ancestor.md §3 and its later fenced arities) are all
+/// registered in the extension, at exactly those arities (a probe of
+/// `pragma_function_list`, as Honker's bindings make, finds them); none of
+/// Honker's names exists at another arity, and ours never take one of
+/// Honker's names (ADR 15). Streams, pub/sub, the scheduler, locks and rate
+/// limits bring theirs with their primitives (issues 22–25).
+#[test]
+fn honkers_names_are_registered_at_honkers_arities_only() {
+    let honkers: &[(&str, &[i64])] = &[
+        ("honker_bootstrap", &[0]),
+        ("honker_enqueue", &[7]),
+        ("honker_claim_batch", &[4]),
+        ("honker_ack", &[2, 3]),
+        ("honker_ack_batch", &[2]),
+        ("honker_retry", &[4, 5]),
+        ("honker_fail", &[3, 4]),
+        ("honker_heartbeat", &[3, 4]),
+        ("honker_cancel", &[1, 2]),
+        ("honker_get_job", &[1]),
+        ("honker_queue_next_claim_at", &[1]),
+        ("honker_sweep_expired", &[1]),
+        ("honker_result_save", &[3]),
+        ("honker_result_get", &[1]),
+        ("honker_result_sweep", &[0]),
+        ("honker_update_watcher_open", &[2, 3]),
+        ("honker_update_watcher_wait", &[2]),
+        ("honker_update_watcher_close", &[1]),
+    ];
+    let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
+    let out = Command::new(shell)
+        .arg(":memory:")
+        .arg(format!(".load {}", extension().display()))
+        .arg("SELECT name || ' ' || narg FROM pragma_function_list WHERE name LIKE 'honker%'")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let registered: Vec<(String, i64)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (name, n) = l.split_once(' ').unwrap();
+            (name.to_owned(), n.parse().unwrap())
+        })
+        .collect();
+    for (name, arities) in honkers {
+        let mut found: Vec<i64> = registered
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|&(_, a)| a)
+            .collect();
+        found.sort();
+        assert_eq!(&found, arities, "{name}");
+    }
+    // Ours: honker_version, and names under our nouns only.
+    for (name, _) in &registered {
+        let ours = ["honker_queue_", "honker_job_", "honker_dead_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            || name == "honker_version";
+        let honker = honkers.iter().any(|(n, _)| n == name);
+        assert!(ours ^ honker || name == "honker_queue_next_claim_at", "{name}");
+    }
+}
