@@ -54,7 +54,10 @@ pub unsafe extern "C" fn sqlite3_honkerext_init(
         honker::sql::register_extension(db)
     }));
     match result {
-        Ok(Ok(())) => ffi::SQLITE_OK,
+        // Never unloaded when the connection that loaded it closes: the
+        // watcher's thread runs this library's code, and its handles must
+        // outlive any one connection (Honker's extension does the same).
+        Ok(Ok(())) => ffi::SQLITE_OK_LOAD_PERMANENTLY as c_int,
         Ok(Err(e)) => {
             // SAFETY: as above.
             unsafe { set_error(err_msg, &e.to_string()) };
