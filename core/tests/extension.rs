@@ -600,6 +600,11 @@ fn the_watcher_c_abi_wakes_on_another_process_commit_and_times_out() {
         woke[6], "1",
         "the woken client sees the committed row: {out}"
     );
+    assert_eq!(
+        field(&out, "watcher_threads"),
+        ["1"],
+        "the C ABI and the SQL functions share the process's one watcher per file: {out}"
+    );
     assert!(field(&out, "bad_backend")
         .join(" ")
         .starts_with("INVALID_ARGUMENT: unknown watcher backend"));
@@ -680,6 +685,9 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             .any(|p| name.starts_with(p))
             || name == "honker_version";
         let honker = honkers.iter().any(|(n, _)| n == name);
-        assert!(ours ^ honker || name == "honker_queue_next_claim_at", "{name}");
+        assert!(
+            ours ^ honker || name == "honker_queue_next_claim_at",
+            "{name}"
+        );
     }
 }

@@ -15,6 +15,7 @@
  * Output: one "key value..." line per fact. Built by core/tests/extension.rs
  * and bench/watcher-abi.sh with the system's libsqlite3.so.0. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
@@ -98,6 +99,25 @@ static pid_t committer(const char *db, int go[2], int done_[2], int delay_us) {
     _exit(0);
 }
 
+/* Threads of this process named honker-watcher (the extension's). */
+static int watcher_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f) && !strncmp(comm, "honker-watcher", 14)) n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
 static int rows(sqlite3 *c) {
     sqlite3_stmt *s;
     sqlite3_prepare_v2(c, "SELECT count(*) FROM t", -1, &s, 0);
@@ -150,6 +170,16 @@ int main(int argc, char **argv) {
     void *h = w_open(db, "", 1, err, sizeof err);
     if (!h) die("open_v2", err);
     if (!strcmp(mode, "wake")) {
+        /* A SQL watcher on the same file shares the process's one watcher. */
+        char sql[4200];
+        snprintf(sql, sizeof sql, "SELECT honker_update_watcher_open('%s', NULL)", db);
+        if (sqlite3_exec(c, sql, 0, 0, 0) != SQLITE_OK) die("sql watcher", sqlite3_errmsg(c));
+        /* (A new thread takes its name as it starts: give it a moment.) */
+        int threads = 0;
+        for (int i = 0; i < 100 && watcher_threads() == 0; i++) usleep(10000);
+        usleep(100000);
+        threads = watcher_threads();
+        printf("watcher_threads %d\n", threads);
         double t0 = now_ms();
         int r = w_wait(h, 300);
         printf("timeout %d after_ms %.0f\n", r, now_ms() - t0);
