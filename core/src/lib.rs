@@ -78,6 +78,7 @@ mod raw;
 pub mod runtime;
 pub mod schema;
 pub mod sql;
+pub mod stream;
 pub mod surface;
 #[cfg(feature = "rusqlite")]
 mod transaction;

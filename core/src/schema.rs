@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "honker names",
         sql: include_str!("migrations/0003_honker_names.sql"),
     },
+    Migration {
+        version: 4,
+        name: "streams",
+        sql: include_str!("migrations/0004_streams.sql"),
+    },
 ];
 
 /// The schema version this build writes.

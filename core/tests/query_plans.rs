@@ -197,3 +197,49 @@ fn hot_statements_use_their_partial_indexes() {
     conn.execute_batch("ANALYZE").unwrap();
     check_all(conn);
 }
+
+/// 1,000,000 events over 10 streams and 100 consumers: publish, read, the
+/// consumer offsets and info are index seeks (ADR 20).
+#[test]
+fn stream_statements_seek_their_keys() {
+    use honker::stream::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    let now = 1_700_000_000_000i64;
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
+         INSERT INTO _honker_stream_events (stream, offset, key, payload, created_at)
+         SELECT 's' || (i % 10), i / 10 + 1, NULL, '{{}}', {now} FROM n;
+         INSERT INTO _honker_streams (name, last_offset, created_at)
+         SELECT DISTINCT stream, 100000, {now} FROM _honker_stream_events;
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99)
+         INSERT INTO _honker_stream_offsets (stream, consumer, next_offset, updated_at)
+         SELECT 's' || (i % 10), 'c' || i, i * 100 + 1, {now} FROM n;"
+    ))
+    .unwrap();
+    let check = |conn: &Connection| {
+        for (name, q) in [("ADVANCE", st::ADVANCE), ("LAST_OFFSET", st::LAST_OFFSET)] {
+            assert_plan(conn, name, q, &["PRIMARY KEY (name=?)"]);
+        }
+        let offset_index = "_honker_stream_events_offset (stream=?";
+        for (name, q) in [
+            ("READ_AFTER", st::READ_AFTER),
+            ("FIRST_OFFSET", st::FIRST_OFFSET),
+            ("LENGTH", st::LENGTH),
+        ] {
+            assert_plan(conn, name, q, &[offset_index]);
+        }
+        assert_plan(conn, "READ_AFTER", st::READ_AFTER, &["offset>?"]);
+        for (name, q) in [
+            ("GET_POSITION", st::GET_POSITION),
+            ("CONSUMERS", st::CONSUMERS),
+            ("FIND_KEY", st::FIND_KEY),
+        ] {
+            assert_plan(conn, name, q, &["PRIMARY KEY (stream=?"]);
+        }
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}

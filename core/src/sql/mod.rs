@@ -140,7 +140,9 @@ const CORE: &[SqlFn] = &[
 
 /// Every function, table by table: the core's, then each primitive's.
 fn tables() -> impl Iterator<Item = &'static SqlFn> {
-    CORE.iter().chain(crate::queue::sqlfn::FUNCTIONS)
+    CORE.iter()
+        .chain(crate::queue::sqlfn::FUNCTIONS)
+        .chain(crate::stream::sqlfn::FUNCTIONS)
 }
 
 /// The name and argument count (-1: variable) of every SQL function (the

@@ -68,7 +68,15 @@ pub fn count(db: &Database, sql_from_where: &str) -> i64 {
 /// changed nothing.
 pub fn snapshot(db: &Database) -> String {
     let mut out = String::new();
-    for t in ["_honker_jobs", "_honker_finished", "_honker_results"] {
+    for t in [
+        "_honker_jobs",
+        "_honker_finished",
+        "_honker_results",
+        "_honker_streams",
+        "_honker_stream_events",
+        "_honker_stream_offsets",
+        "_honker_stream_publish_keys",
+    ] {
         let rows = db
             .query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
             .expect("snapshot");

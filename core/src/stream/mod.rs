@@ -1,0 +1,17 @@
+//! Durable streams with independent consumers (ADR 20): an append-only log
+//! per stream with dense, gap-free offsets from 1, published inside the
+//! caller's transaction (the outbox for events), and each consumer's place
+//! ("the next offset to read", never expiring).
+//!
+//! This part is the storage, the operations and the SQL surface (Honker's
+//! four stream functions with Honker's contracts, and ours). The handle
+//! (`db.stream(..)`), subscriptions, retention, pub/sub and the bindings are
+//! issue 22's next parts.
+//!
+//! Semantics are at-least-once for a consumer that commits after handling an
+//! event; committing the offset in the transaction that records the event's
+//! effect makes a local projection effectively exactly-once.
+
+pub(crate) mod ops;
+pub(crate) mod sqlfn;
+pub mod statements;

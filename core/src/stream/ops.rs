@@ -1,0 +1,221 @@
+//! The stream operations on a connection already inside a write transaction
+//! (or a read, for the readers). Nothing here validates names or reads the
+//! clock; the callers did.
+
+use super::statements;
+use crate::error::{Error, Result};
+use crate::payload::Payload;
+use crate::raw::{params, Conn};
+
+/// How long a publish's idempotency key keeps returning its original offset.
+pub(crate) const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// One event as read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Event {
+    pub offset: i64,
+    pub key: Option<String>,
+    pub payload: Payload,
+    pub created_at: i64,
+}
+
+/// A stable digest of a payload (FNV-1a, 64 bits, with the kind first): the
+/// same in every process, language and version, to tell a retried publish
+/// from a key reused for another payload.
+fn digest(p: &Payload) -> i64 {
+    let (tag, bytes): (u8, &[u8]) = match p {
+        Payload::Json(t) => (b'j', t.as_bytes()),
+        Payload::Bytes(b) => (b'b', b),
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in std::iter::once(&tag).chain(bytes) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// Appends `payloads` to `stream` under `key` (a per-event label, stored),
+/// returning their offsets, consecutive. With an `idempotency` key (one
+/// payload only): a publish with the same key and payload within the window
+/// returns the first one's offset and appends nothing; the same key with
+/// another payload is `INVALID_ARGUMENT`.
+pub(crate) fn publish(
+    conn: Conn<'_>,
+    stream: &str,
+    key: Option<&str>,
+    idempotency: Option<&str>,
+    payloads: &[Payload],
+    now: i64,
+) -> Result<Vec<i64>> {
+    let n = payloads.len() as i64;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if let Some(k) = idempotency {
+        if n != 1 {
+            return Err(Error::invalid(
+                "an idempotency key names one event, not a batch",
+            ));
+        }
+        let found: Option<(i64, i64, i64)> = conn
+            .prepare_cached(statements::FIND_KEY)?
+            .query_row(params![stream, k], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        if let Some((offset, d, at)) = found {
+            if at > now - IDEMPOTENCY_WINDOW_MS {
+                if d == digest(&payloads[0]) {
+                    return Ok(vec![offset]);
+                }
+                return Err(Error::invalid(format!(
+                    "idempotency key {k:?} was used for another payload in stream {stream:?} \
+                     (offset {offset})"
+                )));
+            }
+        }
+    }
+    conn.prepare_cached(statements::ENSURE_STREAM)?
+        .execute(params![stream, now])?;
+    conn.prepare_cached(statements::ADVANCE)?
+        .execute(params![stream, n])?;
+    let last = last_offset(conn, stream)?;
+    let first = last - n + 1;
+    let mut insert = conn.prepare_cached(statements::INSERT_EVENT)?;
+    for (i, p) in payloads.iter().enumerate() {
+        insert.execute(params![stream, first + i as i64, key, p, now])?;
+    }
+    if let Some(k) = idempotency {
+        conn.prepare_cached(statements::SAVE_KEY)?.execute(params![
+            stream,
+            k,
+            first,
+            digest(&payloads[0]),
+            now
+        ])?;
+    }
+    Ok((first..=last).collect())
+}
+
+/// Up to `limit` events of `stream` with offsets above `after`, in order.
+pub(crate) fn read(conn: Conn<'_>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
+    conn.prepare_cached(statements::READ_AFTER)?.query_map(
+        params![stream, after, limit as i64],
+        |r| {
+            Ok(Event {
+                offset: r.get(0)?,
+                key: r.get(1)?,
+                payload: r.get(2)?,
+                created_at: r.get(3)?,
+            })
+        },
+    )
+}
+
+/// The last offset published to `stream` (0: none yet).
+pub(crate) fn last_offset(conn: Conn<'_>, stream: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(statements::LAST_OFFSET)?
+        .query_row(params![stream], |r| r.get(0))?
+        .unwrap_or(0))
+}
+
+/// The first retained offset of `stream`, if it holds any event.
+pub(crate) fn first_offset(conn: Conn<'_>, stream: &str) -> Result<Option<i64>> {
+    conn.prepare_cached(statements::FIRST_OFFSET)?
+        .query_row(params![stream], |r| r.get(0))
+}
+
+/// A consumer's next offset, if it ever committed one.
+pub(crate) fn position(conn: Conn<'_>, stream: &str, consumer: &str) -> Result<Option<i64>> {
+    conn.prepare_cached(statements::GET_POSITION)?
+        .query_row(params![stream, consumer], |r| r.get(0))
+}
+
+/// Checks that `next` is a place a consumer can be: from 1 to one past the
+/// last event.
+fn check_next(conn: Conn<'_>, stream: &str, next: i64) -> Result<()> {
+    let last = last_offset(conn, stream)?;
+    if next < 1 || next > last + 1 {
+        return Err(Error::invalid(format!(
+            "offset {next} is outside stream {stream:?} (its next offset to read is between 1 \
+             and {})",
+            last + 1
+        )));
+    }
+    Ok(())
+}
+
+/// Commits "the next offset to read" for `consumer`; never moves it back.
+/// Returns the consumer's next offset after the commit. `checked`: refuse an
+/// offset past the end (Honker's form accepts any).
+pub(crate) fn commit(
+    conn: Conn<'_>,
+    stream: &str,
+    consumer: &str,
+    next: i64,
+    now: i64,
+    checked: bool,
+) -> Result<i64> {
+    if checked {
+        check_next(conn, stream, next)?;
+    }
+    conn.prepare_cached(statements::COMMIT)?
+        .execute(params![stream, consumer, next, now])?;
+    Ok(position(conn, stream, consumer)?.unwrap_or(next))
+}
+
+/// Moves `consumer` to `next`, either way (an explicit rewind or skip).
+pub(crate) fn seek(
+    conn: Conn<'_>,
+    stream: &str,
+    consumer: &str,
+    next: i64,
+    now: i64,
+) -> Result<()> {
+    check_next(conn, stream, next)?;
+    conn.prepare_cached(statements::SEEK)?
+        .execute(params![stream, consumer, next, now])?;
+    Ok(())
+}
+
+/// A consumer's place and how far behind it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConsumerInfo {
+    pub consumer: String,
+    pub next_offset: i64,
+    pub lag: i64,
+}
+
+/// What `info` reports of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Info {
+    pub length: i64,
+    pub first_offset: Option<i64>,
+    pub last_offset: i64,
+    pub consumers: Vec<ConsumerInfo>,
+}
+
+/// The stream's length, offsets and every consumer's position and lag
+/// (events published and not yet passed: exact, offsets being dense).
+pub(crate) fn info(conn: Conn<'_>, stream: &str) -> Result<Info> {
+    let last = last_offset(conn, stream)?;
+    let consumers =
+        conn.prepare_cached(statements::CONSUMERS)?
+            .query_map(params![stream], |r| {
+                let next: i64 = r.get(1)?;
+                Ok(ConsumerInfo {
+                    consumer: r.get(0)?,
+                    next_offset: next,
+                    lag: (last - (next - 1)).max(0),
+                })
+            })?;
+    Ok(Info {
+        length: conn
+            .prepare_cached(statements::LENGTH)?
+            .query_one(params![stream], |r| r.get(0))?,
+        first_offset: first_offset(conn, stream)?,
+        last_offset: last,
+        consumers,
+    })
+}

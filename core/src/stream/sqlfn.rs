@@ -1,0 +1,163 @@
+//! The streams' SQL functions: ours (`honker_stream_append`, `_read`,
+//! `_commit`, `_seek`, `_position`, `_info`: ms, "next offset to read",
+//! coded errors) and Honker's four in [`honker`] (ADR 15, ADR 20).
+
+use serde_json::{json, Map, Value as Json};
+
+use super::ops;
+use crate::error::{Error, Result};
+use crate::sql::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::validate;
+
+mod honker;
+
+pub(crate) const FUNCTIONS: &[SqlFn] = &[
+    SqlFn::atomic("honker_stream_append", -1, DIRECT_ONLY, append),
+    SqlFn::atomic("honker_stream_read", 3, DIRECT_ONLY, read),
+    SqlFn::atomic("honker_stream_commit", 3, DIRECT_ONLY, commit),
+    SqlFn::atomic("honker_stream_seek", 3, DIRECT_ONLY, seek),
+    SqlFn::atomic("honker_stream_position", 2, DIRECT_ONLY, position),
+    SqlFn::atomic("honker_stream_info", 1, DIRECT_ONLY, info),
+    // Honker's names at Honker's arities, with Honker's contracts.
+    SqlFn::atomic("honker_stream_publish", 3, DIRECT_ONLY, honker::publish),
+    SqlFn::atomic(
+        "honker_stream_read_since",
+        3,
+        DIRECT_ONLY,
+        honker::read_since,
+    ),
+    SqlFn::atomic(
+        "honker_stream_save_offset",
+        3,
+        DIRECT_ONLY,
+        honker::save_offset,
+    ),
+    SqlFn::atomic(
+        "honker_stream_get_offset",
+        2,
+        DIRECT_ONLY,
+        honker::get_offset,
+    ),
+];
+
+/// A stream name argument, checked.
+fn stream<'a>(a: &'a Args<'_>, i: usize) -> Result<&'a str> {
+    let s = a.text(i, "stream")?;
+    validate::name("stream", s)?;
+    Ok(s)
+}
+
+/// A consumer name argument, checked.
+fn consumer<'a>(a: &'a Args<'_>, i: usize) -> Result<&'a str> {
+    let c = a.text(i, "consumer")?;
+    validate::name("consumer", c)?;
+    Ok(c)
+}
+
+/// `honker_stream_append(stream, payload[, options])` → the event's offset.
+/// `options`: a JSON object with `key` (a label stored with the event) and
+/// `idempotency_key` (a retried append returns the original offset).
+fn append(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    a.count(2, 3)?;
+    let name = stream(a, 0)?;
+    let payload = a.payload(1)?;
+    payload.validate(c.config.max_payload_bytes)?;
+    let (mut key, mut idem) = (None, None);
+    if a.has(2) {
+        if let Some(text) = a.opt_text(2, "options")? {
+            let bad = |w: &str| Error::invalid(format!("honker_stream_append: options: {w}"));
+            let obj: Map<String, Json> = match serde_json::from_str(text) {
+                Ok(Json::Object(m)) => m,
+                _ => return Err(bad("must be a JSON object")),
+            };
+            for (k, v) in obj {
+                let text = match v {
+                    Json::String(s) => s,
+                    _ => return Err(bad(&format!("{k} must be text"))),
+                };
+                validate::key(&k, &text)?;
+                match k.as_str() {
+                    "key" => key = Some(text),
+                    "idempotency_key" => idem = Some(text),
+                    other => return Err(bad(&format!("unknown key {other:?}"))),
+                }
+            }
+        }
+    }
+    let offsets = ops::publish(
+        c.conn,
+        name,
+        key.as_deref(),
+        idem.as_deref(),
+        std::slice::from_ref(&payload),
+        c.now,
+    )?;
+    Ok(Out::Int(offsets[0]))
+}
+
+/// `honker_stream_read(stream, after, limit)` → a JSON array of events with
+/// offsets above `after`: `offset, key, payload, created_at` (ms).
+fn read(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let name = stream(a, 0)?;
+    let after = a.int(1, "after")?;
+    if after < 0 {
+        return Err(Error::invalid(format!(
+            "after must not be negative, got {after}"
+        )));
+    }
+    let limit = validate::batch(a.int(2, "limit")?)?;
+    let events: Vec<Json> = ops::read(c.conn, name, after, limit)?
+        .iter()
+        .map(|e| {
+            json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
+                   "created_at": e.created_at})
+        })
+        .collect();
+    Ok(Out::Text(Json::Array(events).to_string()))
+}
+
+/// `honker_stream_commit(stream, consumer, next_offset)` → the consumer's
+/// next offset after it (a commit never moves it back; past the end is
+/// `INVALID_ARGUMENT`). Inside the caller's transaction it commits with it.
+fn commit(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let (name, who) = (stream(a, 0)?, consumer(a, 1)?);
+    let next = a.int(2, "next_offset")?;
+    Ok(Out::Int(ops::commit(c.conn, name, who, next, c.now, true)?))
+}
+
+/// `honker_stream_seek(stream, consumer, next_offset)` → the offset: moves
+/// the consumer either way.
+fn seek(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let (name, who) = (stream(a, 0)?, consumer(a, 1)?);
+    let next = a.int(2, "next_offset")?;
+    ops::seek(c.conn, name, who, next, c.now)?;
+    Ok(Out::Int(next))
+}
+
+/// `honker_stream_position(stream, consumer)` → its next offset, or NULL if
+/// it never committed one.
+fn position(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let (name, who) = (stream(a, 0)?, consumer(a, 1)?);
+    Ok(ops::position(c.conn, name, who)?.map_or(Out::Null, Out::Int))
+}
+
+/// `honker_stream_info(stream)` → JSON `{length, first_offset, last_offset,
+/// consumers: [{consumer, next_offset, lag}]}`.
+fn info(c: &Call<'_>) -> Result<Out> {
+    let i = ops::info(c.conn, stream(&c.args, 0)?)?;
+    let consumers: Vec<Json> = i
+        .consumers
+        .iter()
+        .map(|c| json!({"consumer": c.consumer, "next_offset": c.next_offset, "lag": c.lag}))
+        .collect();
+    Ok(Out::Text(
+        json!({"length": i.length, "first_offset": i.first_offset,
+               "last_offset": i.last_offset, "consumers": consumers})
+        .to_string(),
+    ))
+}

@@ -1,0 +1,295 @@
+//! Streams through SQL on honker's own connection (ADR 20): dense per-stream
+//! offsets that a rollback leaves without a gap, idempotent publishes,
+//! consumer offsets as "the next to read" that commit with the caller's
+//! transaction, info with exact lag, Honker's four stream functions with
+//! Honker's contracts, and coded errors that change nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::test_db;
+use honker::Value;
+use serde_json::{json, Value as Json};
+
+fn one(t: &common::TestDb, sql: &str) -> honker::Result<Value> {
+    let tx = t.db.transaction()?;
+    let v = tx.query(sql, [])?.rows.remove(0).remove(0);
+    tx.commit()?;
+    Ok(v)
+}
+
+fn int(t: &common::TestDb, sql: &str) -> i64 {
+    match one(t, sql).unwrap() {
+        Value::Integer(n) => n,
+        v => panic!("{sql}: {v:?}"),
+    }
+}
+
+fn json_of(t: &common::TestDb, sql: &str) -> Json {
+    match one(t, sql).unwrap() {
+        Value::Text(s) => serde_json::from_str(&s).unwrap(),
+        v => panic!("{sql}: {v:?}"),
+    }
+}
+
+#[test]
+fn offsets_are_dense_per_stream_and_a_rollback_leaves_no_gap() {
+    let t = test_db();
+    assert_eq!(
+        int(&t, "SELECT honker_stream_append('orders', '{\"n\":1}')"),
+        1
+    );
+    assert_eq!(
+        int(&t, "SELECT honker_stream_append('orders', '{\"n\":2}')"),
+        2
+    );
+    assert_eq!(
+        int(&t, "SELECT honker_stream_append('audit', '\"a\"')"),
+        1,
+        "per stream"
+    );
+    // Published inside a transaction that rolls back: no event, no gap.
+    let tx = t.db.transaction().unwrap();
+    tx.query(
+        "SELECT honker_stream_append('orders', '{\"n\":\"rolled back\"}')",
+        [],
+    )
+    .unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(
+        int(
+            &t,
+            "SELECT honker_stream_append('orders', '{\"n\":3}', '{\"key\":\"user-7\"}')"
+        ),
+        3
+    );
+    let events = json_of(&t, "SELECT honker_stream_read('orders', 0, 10)");
+    assert_eq!(
+        events,
+        json!([
+            {"offset": 1, "key": null, "payload": {"n": 1}, "created_at": 1_700_000_000_000i64},
+            {"offset": 2, "key": null, "payload": {"n": 2}, "created_at": 1_700_000_000_000i64},
+            {"offset": 3, "key": "user-7", "payload": {"n": 3}, "created_at": 1_700_000_000_000i64},
+        ])
+    );
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_read('orders', 2, 10)")[0]["offset"],
+        3
+    );
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_read('orders', 0, 1)")
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_read('none', 0, 10)"),
+        json!([])
+    );
+}
+
+#[test]
+fn an_idempotent_publish_returns_the_original_offset_within_its_window() {
+    let t = test_db();
+    let sql =
+        "SELECT honker_stream_append('s', '{\"order\":9}', '{\"idempotency_key\":\"order-9\"}')";
+    assert_eq!(int(&t, sql), 1);
+    // The producer that died after commit retries: the same offset, nothing new.
+    assert_eq!(int(&t, sql), 1);
+    assert_eq!(json_of(&t, "SELECT honker_stream_info('s')")["length"], 1);
+    // The same key for another payload is a mistake, and changes nothing.
+    let before = t.snapshot();
+    let err = one(
+        &t,
+        "SELECT honker_stream_append('s', '{\"order\":10}', '{\"idempotency_key\":\"order-9\"}')",
+    )
+    .unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("INVALID_ARGUMENT: idempotency key"),
+        "{err}"
+    );
+    assert_eq!(t.snapshot(), before);
+    // After the 24 h window the key is free again.
+    t.clock.advance(Duration::from_secs(24 * 3600 + 1));
+    assert_eq!(int(&t, sql), 2);
+}
+
+#[test]
+fn a_consumer_offset_is_the_next_to_read_and_commits_with_the_callers_transaction() {
+    let t = test_db();
+    for i in 0..5 {
+        int(&t, &format!("SELECT honker_stream_append('s', '{i}')"));
+    }
+    assert_eq!(
+        one(&t, "SELECT honker_stream_position('s', 'proj')").unwrap(),
+        Value::Null
+    );
+    // The projection and its offset in one transaction that rolls back: both gone.
+    t.db.execute("CREATE TABLE projection (n INTEGER)", [])
+        .unwrap();
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO projection VALUES (0)", []).unwrap();
+    tx.query("SELECT honker_stream_commit('s', 'proj', 2)", [])
+        .unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(
+        one(&t, "SELECT honker_stream_position('s', 'proj')").unwrap(),
+        Value::Null
+    );
+    // Committed with the rows: both there.
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO projection VALUES (0), (1)", [])
+        .unwrap();
+    tx.query("SELECT honker_stream_commit('s', 'proj', 3)", [])
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(int(&t, "SELECT honker_stream_position('s', 'proj')"), 3);
+    // A commit never moves back; seek does, explicitly.
+    assert_eq!(int(&t, "SELECT honker_stream_commit('s', 'proj', 2)"), 3);
+    assert_eq!(int(&t, "SELECT honker_stream_seek('s', 'proj', 1)"), 1);
+    assert_eq!(
+        int(&t, "SELECT honker_stream_commit('s', 'proj', 6)"),
+        6,
+        "one past the end"
+    );
+    int(&t, "SELECT honker_stream_commit('s', 'slow', 2)");
+    let info = json_of(&t, "SELECT honker_stream_info('s')");
+    assert_eq!(
+        info,
+        json!({"length": 5, "first_offset": 1, "last_offset": 5, "consumers": [
+            {"consumer": "proj", "next_offset": 6, "lag": 0},
+            {"consumer": "slow", "next_offset": 2, "lag": 4},
+        ]})
+    );
+    // An idle consumer's offset never expires.
+    t.clock.advance(Duration::from_secs(90 * 86_400));
+    assert_eq!(int(&t, "SELECT honker_stream_position('s', 'slow')"), 2);
+}
+
+#[test]
+fn honkers_stream_functions_keep_honkers_contracts() {
+    let t = test_db();
+    assert_eq!(
+        int(
+            &t,
+            "SELECT honker_stream_publish('orders', NULL, '{\"n\":1}')"
+        ),
+        1
+    );
+    assert_eq!(
+        int(
+            &t,
+            "SELECT honker_stream_publish('orders', 'k', '{\"n\":2}')"
+        ),
+        2
+    );
+    // read_since: offsets above x, payload a JSON string, seconds, the topic.
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_read_since('orders', 0, 10)"),
+        json!([
+            {"offset": 1, "topic": "orders", "key": null, "payload": "{\"n\":1}", "created_at": 1_700_000_000},
+            {"offset": 2, "topic": "orders", "key": "k", "payload": "{\"n\":2}", "created_at": 1_700_000_000},
+        ])
+    );
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_read_since('orders', 1, 10.0)")[0]["offset"],
+        2
+    );
+    // Offsets: Honker's is "last processed"; it only advances (1/0).
+    assert_eq!(int(&t, "SELECT honker_stream_get_offset('c', 'orders')"), 0);
+    assert_eq!(
+        int(&t, "SELECT honker_stream_save_offset('c', 'orders', 1)"),
+        1
+    );
+    assert_eq!(int(&t, "SELECT honker_stream_get_offset('c', 'orders')"), 1);
+    assert_eq!(
+        int(&t, "SELECT honker_stream_save_offset('c', 'orders', 1)"),
+        0
+    );
+    assert_eq!(
+        int(&t, "SELECT honker_stream_save_offset('c', 'orders', 0)"),
+        0,
+        "never back"
+    );
+    // Ours sees the same place as "next to read".
+    assert_eq!(int(&t, "SELECT honker_stream_position('orders', 'c')"), 2);
+    assert_eq!(
+        int(&t, "SELECT honker_stream_save_offset('c', 'orders', 2)"),
+        1
+    );
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_info('orders')")["consumers"][0]["lag"],
+        0
+    );
+}
+
+#[test]
+fn bad_stream_calls_are_coded_and_change_nothing() {
+    let t = test_db();
+    int(&t, "SELECT honker_stream_append('s', '1')");
+    let before = t.snapshot();
+    for (sql, code) in [
+        ("SELECT honker_stream_append('', '1')", "INVALID_ARGUMENT"),
+        ("SELECT honker_stream_append(NULL, '1')", "INVALID_ARGUMENT"),
+        (
+            "SELECT honker_stream_append('s', '{oops')",
+            "INVALID_ARGUMENT",
+        ),
+        ("SELECT honker_stream_append('s', NULL)", "INVALID_ARGUMENT"),
+        ("SELECT honker_stream_append('s')", "INVALID_ARGUMENT"),
+        (
+            "SELECT honker_stream_append('s', '1', '{\"nope\":\"x\"}')",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_append('s', '1', '{\"key\":5}')",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_append('s', '1', '{\"key\":\"\"}')",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_append('s', '1', 'not json')",
+            "INVALID_ARGUMENT",
+        ),
+        ("SELECT honker_stream_read('s', -1, 10)", "INVALID_ARGUMENT"),
+        ("SELECT honker_stream_read('s', 0, 0)", "INVALID_ARGUMENT"),
+        (
+            "SELECT honker_stream_read('s', 0, 100000)",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_commit('s', 'c', 0)",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_commit('s', 'c', 3)",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_commit('s', '', 1)",
+            "INVALID_ARGUMENT",
+        ),
+        ("SELECT honker_stream_seek('s', 'c', 9)", "INVALID_ARGUMENT"),
+        (
+            "SELECT honker_stream_publish('s', NULL, '{oops')",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_save_offset('c', 's', -1)",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_stream_read_since('s', 0, -1)",
+            "INVALID_ARGUMENT",
+        ),
+    ] {
+        let err = one(&t, sql).unwrap_err();
+        assert!(err.message().contains(&format!("{code}: ")), "{sql}: {err}");
+    }
+    assert_eq!(t.snapshot(), before);
+}
