@@ -226,11 +226,23 @@ fn stream_statements_seek_their_keys() {
         for (name, q) in [
             ("READ_AFTER", st::READ_AFTER),
             ("FIRST_OFFSET", st::FIRST_OFFSET),
-            ("LENGTH", st::LENGTH),
         ] {
             assert_plan(conn, name, q, &[offset_index]);
         }
+        // A count over either (stream, …) index, without touching the rows.
+        assert_plan(
+            conn,
+            "LENGTH",
+            st::LENGTH,
+            &["USING COVERING INDEX", "(stream=?)"],
+        );
         assert_plan(conn, "READ_AFTER", st::READ_AFTER, &["offset>?"]);
+        assert_plan(
+            conn,
+            "FIRST_AT",
+            st::FIRST_AT,
+            &["_honker_stream_events_time (stream=? AND created_at>?)"],
+        );
         for (name, q) in [
             ("GET_POSITION", st::GET_POSITION),
             ("CONSUMERS", st::CONSUMERS),

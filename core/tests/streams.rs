@@ -293,3 +293,179 @@ fn bad_stream_calls_are_coded_and_change_nothing() {
     }
     assert_eq!(t.snapshot(), before);
 }
+
+// ----- the Rust handle and subscriptions ------------------------------------
+
+use honker::runtime::{AutoCommit, Subscription};
+use honker::stream::{PublishOptions, Start};
+
+#[test]
+fn the_stream_handle_publishes_inside_the_callers_transaction() {
+    let t = test_db();
+    let s = t.db.stream("orders").unwrap();
+    assert_eq!(
+        s.publish(json!({"n": 1}), &PublishOptions::default())
+            .unwrap(),
+        1
+    );
+    let tx = t.db.transaction().unwrap();
+    s.publish_tx(&tx, json!({"n": "gone"}), &PublishOptions::default())
+        .unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(
+        s.publish_many([json!(2), json!(3)], Some("batch")).unwrap(),
+        vec![2, 3]
+    );
+    let retry = PublishOptions {
+        idempotency_key: Some("order-4".into()),
+        ..PublishOptions::default()
+    };
+    assert_eq!(s.publish(json!(4), &retry).unwrap(), 4);
+    assert_eq!(s.publish(json!(4), &retry).unwrap(), 4);
+    let events = s.read(0, 10).unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.offset).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(events[1].key.as_deref(), Some("batch"));
+    assert_eq!(events[3].payload.as_json().unwrap(), json!(4));
+    let info = s.info().unwrap();
+    assert_eq!(
+        (info.length, info.first_offset, info.last_offset),
+        (4, Some(1), 4)
+    );
+    assert!(t.db.stream("").is_err());
+    assert!(s.read(-1, 10).is_err());
+    assert!(s.publish_many(Vec::<Json>::new(), None).unwrap().is_empty());
+}
+
+#[test]
+fn a_subscription_hands_out_each_event_once_and_resumes_where_it_committed() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((1..=5).map(|i| json!(i)), None).unwrap();
+    let sub = s.subscribe("proj", Start::Beginning).unwrap();
+    let w = Duration::ZERO;
+    let got: Vec<i64> = (0..3)
+        .map(|_| sub.next(w).unwrap().unwrap().offset)
+        .collect();
+    assert_eq!(got, [1, 2, 3]);
+    // Closing commits what was passed: events 1 and 2 (3 was handed out but
+    // `next` was not called again, so it is not known to be processed).
+    sub.close().unwrap();
+    assert_eq!(s.position("proj").unwrap(), Some(3));
+    assert_eq!(sub.next(w).unwrap(), None, "closed");
+    let sub = s.subscribe("proj", Start::Latest).unwrap();
+    let rest: Vec<i64> = std::iter::from_fn(|| sub.next(w).unwrap().map(|e| e.offset)).collect();
+    assert_eq!(
+        rest,
+        [3, 4, 5],
+        "a stored offset wins over the start position"
+    );
+    drop(sub);
+    assert_eq!(s.position("proj").unwrap(), Some(6), "dropped: committed");
+    assert_eq!(s.info().unwrap().consumers[0].lag, 0);
+}
+
+#[test]
+fn start_positions_apply_only_without_a_committed_offset() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((1..=3).map(|i| json!(i)), None).unwrap();
+    t.clock.advance(Duration::from_secs(10));
+    let later = 1_700_000_010_000i64;
+    s.publish_many((4..=5).map(|i| json!(i)), None).unwrap();
+    assert_eq!(s.start("a", Start::Beginning).unwrap(), 1);
+    assert_eq!(s.start("b", Start::Latest).unwrap(), 6);
+    assert_eq!(s.start("c", Start::Offset(4)).unwrap(), 4);
+    assert_eq!(s.start("d", Start::Time(later)).unwrap(), 4);
+    assert_eq!(s.start("e", Start::Time(later + 1)).unwrap(), 6);
+    // Stored at once: a restart with another start changes nothing.
+    assert_eq!(s.start("b", Start::Beginning).unwrap(), 6);
+    let err = s.start("f", Start::Offset(7)).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
+    assert_eq!(
+        s.position("f").unwrap(),
+        None,
+        "a refused start stores nothing"
+    );
+}
+
+#[test]
+fn a_subscription_commit_inside_a_rolled_back_transaction_leaves_the_offset() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((1..=2).map(|i| json!(i)), None).unwrap();
+    let sub = Subscription::new(&s, "proj", Start::Beginning, 10, None).unwrap();
+    let e = sub.next(Duration::ZERO).unwrap().unwrap();
+    let tx = t.db.transaction().unwrap();
+    sub.commit_tx(&tx, &e).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(s.position("proj").unwrap(), Some(1));
+    let tx = t.db.transaction().unwrap();
+    sub.commit_tx(&tx, &e).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(s.position("proj").unwrap(), Some(2));
+    // Without auto-commit, close commits nothing more.
+    sub.next(Duration::ZERO).unwrap().unwrap();
+    sub.next(Duration::ZERO).unwrap();
+    sub.close().unwrap();
+    assert_eq!(s.position("proj").unwrap(), Some(2));
+}
+
+#[test]
+fn a_waiting_subscription_wakes_on_a_publish_and_auto_commits_every_n() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let sub = Subscription::new(
+        &s,
+        "live",
+        Start::Latest,
+        10,
+        Some(AutoCommit {
+            every: 2,
+            interval: Duration::from_secs(3600),
+        }),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let got = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| sub.next(Duration::from_secs(10)).unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+        s.publish(json!("hello"), &PublishOptions::default())
+            .unwrap();
+        waiter.join().unwrap()
+    });
+    assert_eq!(got.unwrap().payload.as_json().unwrap(), json!("hello"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "woken, not timed out"
+    );
+    s.publish_many((0..3).map(|i| json!(i)), None).unwrap();
+    // This `next` passes event 1: one passed, not committed yet.
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 2);
+    assert_eq!(s.position("live").unwrap(), Some(1), "one passed: not yet");
+    // Two passed (1, 2): committed "next = 3".
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 3);
+    assert_eq!(s.position("live").unwrap(), Some(3));
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 4);
+    assert_eq!(s.position("live").unwrap(), Some(3));
+    // A closed subscription's waiting `next` returns at once.
+    let sub = std::sync::Arc::new(sub);
+    let s2 = std::sync::Arc::clone(&sub);
+    let waiter = std::thread::spawn(move || {
+        // Drain what is left, then wait.
+        while s2.next(Duration::ZERO).unwrap().is_some() {}
+        s2.next(Duration::from_secs(30)).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = std::time::Instant::now();
+    sub.close().unwrap();
+    assert_eq!(waiter.join().unwrap(), None);
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        s.position("live").unwrap(),
+        Some(5),
+        "all four passed and committed"
+    );
+}

@@ -24,6 +24,9 @@ CREATE TABLE main._honker_stream_events (
 
 CREATE UNIQUE INDEX main._honker_stream_events_offset
     ON _honker_stream_events (stream, offset);
+-- Start positions by time, and retention by age.
+CREATE INDEX main._honker_stream_events_time
+    ON _honker_stream_events (stream, created_at);
 
 CREATE TABLE main._honker_stream_offsets (
     stream      TEXT    NOT NULL,

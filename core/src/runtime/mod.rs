@@ -29,6 +29,7 @@ mod claimer;
 mod keepalive;
 mod off_thread;
 mod outcome;
+mod subscription;
 mod task_table;
 mod worker;
 
@@ -38,5 +39,6 @@ pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use off_thread::OffThreadDrop;
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
+pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;
 pub use worker::{HandlerOptions, Task, Worker, WorkerOptions};

@@ -219,3 +219,41 @@ pub(crate) fn info(conn: Conn<'_>, stream: &str) -> Result<Info> {
         consumers,
     })
 }
+
+/// Where a consumer starts: its committed offset if it has one, else `start`
+/// resolved now and stored (so that a consumer killed before its first
+/// commit resumes there, not at a new "latest").
+pub(crate) fn start(
+    conn: Conn<'_>,
+    stream: &str,
+    consumer: &str,
+    start: super::Start,
+    now: i64,
+) -> Result<i64> {
+    if let Some(next) = position(conn, stream, consumer)? {
+        return Ok(next);
+    }
+    let last = last_offset(conn, stream)?;
+    let first = first_offset(conn, stream)?;
+    let next = match start {
+        super::Start::Beginning => first.unwrap_or(last + 1),
+        super::Start::Latest => last + 1,
+        super::Start::Offset(n) => {
+            check_next(conn, stream, n)?;
+            if first.is_some_and(|f| n < f) {
+                return Err(Error::invalid(format!(
+                    "offset {n} of stream {stream:?} is no longer retained (the first is {})",
+                    first.unwrap_or_default()
+                )));
+            }
+            n
+        }
+        super::Start::Time(t) => conn
+            .prepare_cached(statements::FIRST_AT)?
+            .query_row(params![stream, t], |r| r.get::<i64>(0))?
+            .unwrap_or(last + 1),
+    };
+    conn.prepare_cached(statements::START)?
+        .execute(params![stream, consumer, next, now])?;
+    Ok(position(conn, stream, consumer)?.unwrap_or(next))
+}

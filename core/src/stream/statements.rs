@@ -63,3 +63,18 @@ WHERE stream = ?1 AND key = ?2";
 pub const SAVE_KEY: &str = "
 INSERT OR REPLACE INTO _honker_stream_publish_keys (stream, key, offset, digest, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// ?1 stream, ?2 time (ms). The first event published at or after it: the
+/// first entry of the time index from there (ties in insertion order, which
+/// is offset order). Forced: the planner would rather walk the offset index
+/// and filter, which reads the whole stream for a recent time.
+pub const FIRST_AT: &str = "
+SELECT offset FROM _honker_stream_events INDEXED BY _honker_stream_events_time
+WHERE stream = ?1 AND created_at >= ?2 ORDER BY created_at LIMIT 1";
+
+/// ?1 stream, ?2 consumer, ?3 next offset, ?4 now. A consumer's first place;
+/// a stored one wins.
+pub const START: &str = "
+INSERT INTO _honker_stream_offsets (stream, consumer, next_offset, updated_at)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (stream, consumer) DO NOTHING";
