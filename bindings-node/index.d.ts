@@ -18,7 +18,8 @@ export type ErrorCode =
   | 'SQLITE'
   | 'INTERNAL'
   | 'UNSAFE'
-  | 'ROLLED_BACK';
+  | 'ROLLED_BACK'
+  | 'TRIMMED';
 // </generated: error-codes>
 
 /** Every state a job can be in (`JobInfo.state`). */
@@ -45,6 +46,8 @@ export class InternalError extends HonkerError {}
 export class Unsafe extends HonkerError {}
 /** SQLite itself ended the transaction; nothing of it was committed. */
 export class RolledBack extends HonkerError {}
+/** Retention removed events a reader had not read; the message says how many. */
+export class Trimmed extends HonkerError {}
 
 /**
  * An error from another SQLite driver (better-sqlite3's `SqliteError`, ...)
@@ -213,6 +216,12 @@ export interface MaintenanceReport {
   completed: number;
   /** Results removed. */
   results: number;
+  /** Stream events removed by their streams' retention. */
+  streamEvents: number;
+  /** Idempotency keys of publishes forgotten after their window. */
+  publishKeys: number;
+  /** Notifications removed after their channels' window. */
+  notifications: number;
 }
 // </generated: record-MaintenanceReport>
 
@@ -389,6 +398,7 @@ declare const honker: {
   RateLimited: typeof RateLimited;
   Unsafe: typeof Unsafe;
   RolledBack: typeof RolledBack;
+  Trimmed: typeof Trimmed;
   SqliteError: typeof SqliteError;
   InternalError: typeof InternalError;
   fromSqliteError: typeof fromSqliteError;

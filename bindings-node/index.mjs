@@ -23,6 +23,7 @@ export const {
   RateLimited,
   Unsafe,
   RolledBack,
+  Trimmed,
   SqliteError,
   InternalError,
   fromSqliteError,

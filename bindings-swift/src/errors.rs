@@ -23,6 +23,7 @@ pub enum HonkerError {
     Internal { message: String },
     Unsafe { message: String },
     RolledBack { message: String },
+    Trimmed { message: String },
     // </generated: error-enum>
 }
 
@@ -52,6 +53,7 @@ impl HonkerError {
             E::Internal { message } => ("INTERNAL", message),
             E::Unsafe { message } => ("UNSAFE", message),
             E::RolledBack { message } => ("ROLLED_BACK", message),
+            E::Trimmed { message } => ("TRIMMED", message),
             // </generated: error-parts>
         }
     }
@@ -77,6 +79,7 @@ impl From<honker::Error> for HonkerError {
             },
             K::Unsafe => HonkerError::Unsafe { message },
             K::RolledBack => HonkerError::RolledBack { message },
+            K::Trimmed => HonkerError::Trimmed { message },
             // </generated: error-from>
             _ => HonkerError::Internal { message },
         }

@@ -49,12 +49,16 @@ pub enum ErrorKind {
     /// journal, an interrupt): nothing of it was committed, and every later
     /// call on it fails with this code until it is rolled back or dropped.
     RolledBack,
+    /// A reader asked for stream events (or notifications) that retention
+    /// already removed; the message says how many were missed. The reader
+    /// goes on from the oldest retained one.
+    Trimmed,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (used by bindings to check that their
     /// mapping is total).
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Busy,
         ErrorKind::LeaseLost,
         ErrorKind::NotFound,
@@ -67,6 +71,7 @@ impl ErrorKind {
         ErrorKind::Internal,
         ErrorKind::Unsafe,
         ErrorKind::RolledBack,
+        ErrorKind::Trimmed,
     ];
 
     /// The stable, upper-case code for this kind, e.g. `"LEASE_LOST"`.
@@ -84,6 +89,7 @@ impl ErrorKind {
             ErrorKind::Internal => "INTERNAL",
             ErrorKind::Unsafe => "UNSAFE",
             ErrorKind::RolledBack => "ROLLED_BACK",
+            ErrorKind::Trimmed => "TRIMMED",
         }
     }
 
@@ -108,6 +114,8 @@ pub struct Error {
     message: String,
     /// The SQLite (extended) result code, for errors that came from SQLite.
     sqlite_code: Option<i32>,
+    /// For `TRIMMED`: how many events (or notifications) the reader missed.
+    missed: Option<u64>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -121,6 +129,7 @@ impl Error {
             kind,
             message: message.into(),
             sqlite_code: None,
+            missed: None,
             source: None,
         }
     }
@@ -130,6 +139,7 @@ impl Error {
             kind,
             message,
             sqlite_code: Some(code),
+            missed: None,
             source: None,
         }
     }
@@ -138,6 +148,25 @@ impl Error {
     /// (for example 2067, `SQLITE_CONSTRAINT_UNIQUE`).
     pub fn sqlite_code(&self) -> Option<i32> {
         self.sqlite_code
+    }
+
+    /// For `TRIMMED`: how many events (or notifications) retention removed
+    /// before the reader got to them.
+    pub fn missed(&self) -> Option<u64> {
+        self.missed
+    }
+
+    /// `TRIMMED`: `missed` items of `what` were removed before the reader
+    /// read them; it goes on from `resumes_at`.
+    pub(crate) fn trimmed(what: &str, missed: u64, resumes_at: i64) -> Error {
+        let mut e = Error::new(
+            ErrorKind::Trimmed,
+            format!(
+                "{what}: retention removed {missed} not yet read; reading goes on from                  {resumes_at}, the oldest retained"
+            ),
+        );
+        e.missed = Some(missed);
+        e
     }
 
     /// The stable category.
@@ -255,6 +284,7 @@ impl From<rusqlite::Error> for Error {
             kind,
             message: err.to_string(),
             sqlite_code: err.sqlite_error().map(|e| e.extended_code),
+            missed: None,
             source: Some(Box::new(err)),
         }
     }

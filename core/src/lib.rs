@@ -54,6 +54,7 @@
 // only the Database API.
 #![cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
 
+pub mod channel;
 #[cfg(feature = "rusqlite")]
 mod checkpoint;
 mod clock;
@@ -77,6 +78,7 @@ mod raw;
 #[cfg(feature = "rusqlite")]
 pub mod runtime;
 pub mod schema;
+mod settings;
 pub mod sql;
 pub mod stream;
 pub mod surface;

@@ -1,5 +1,7 @@
 //! Retention: removing finished jobs and results once they are past their
-//! lifetime ([`crate::Retention`]). One entry point, [`run`], used by
+//! lifetime ([`crate::Retention`]), stream events past their stream's
+//! retention, publish keys past their window, and notifications past their
+//! channel's window. One entry point, [`run`], used by
 //! `Database::maintain` (everything) and after commits (a bounded slice).
 //!
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
@@ -28,6 +30,12 @@ pub struct MaintenanceReport {
     pub completed: usize,
     /// Results removed.
     pub results: usize,
+    /// Stream events removed by their streams' retention.
+    pub stream_events: usize,
+    /// Idempotency keys of publishes forgotten after their window.
+    pub publish_keys: usize,
+    /// Notifications removed after their channels' window.
+    pub notifications: usize,
 }
 
 /// Prunes up to `max_batches` batches per kind of record.
@@ -56,6 +64,28 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     report.results = batches(db, max_batches, |conn, now| {
         retention::prune_results(conn, now.saturating_sub(keep), now, BATCH)
     })?;
+    let streams = {
+        let reader = db.reader()?;
+        crate::stream::retention::names(reader.raw())?
+    };
+    for name in &streams {
+        report.stream_events += batches(db, max_batches, |conn, now| {
+            crate::stream::retention::trim(conn, name, now, BATCH)
+        })?;
+    }
+    report.publish_keys = batches(db, max_batches, |conn, now| {
+        crate::stream::retention::sweep_keys(conn, now, BATCH)
+    })?;
+    let channels = {
+        let reader = db.reader()?;
+        crate::channel::ops::names(reader.raw())?
+    };
+    for name in &channels {
+        report.notifications += batches(db, max_batches, |conn, now| {
+            let last = crate::channel::ops::last_seq(conn, name)?;
+            crate::channel::ops::trim(conn, name, last, now, BATCH)
+        })?;
+    }
     Ok(report)
 }
 

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "streams",
         sql: include_str!("migrations/0004_streams.sql"),
     },
+    Migration {
+        version: 5,
+        name: "channels",
+        sql: include_str!("migrations/0005_channels.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -131,6 +131,12 @@ macro_rules! records {
                 completed: [u64] = completed,
                 #[doc = "Results removed."]
                 results: [u64] = results,
+                #[doc = "Stream events removed by their streams' retention."]
+                stream_events: [u64] = stream_events,
+                #[doc = "Idempotency keys of publishes forgotten after their window."]
+                publish_keys: [u64] = publish_keys,
+                #[doc = "Notifications removed after their channels' window."]
+                notifications: [u64] = notifications,
             }
         }
     };

@@ -656,12 +656,17 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
         ("honker_stream_read_since", &[3]),
         ("honker_stream_save_offset", &[3]),
         ("honker_stream_get_offset", &[2]),
+        ("honker_notify", &[2]),
+        ("notify", &[2]),
     ];
     let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
     let out = Command::new(shell)
         .arg(":memory:")
         .arg(format!(".load {}", extension().display()))
-        .arg("SELECT name || ' ' || narg FROM pragma_function_list WHERE name LIKE 'honker%'")
+        .arg(
+            "SELECT name || ' ' || narg FROM pragma_function_list \
+             WHERE name LIKE 'honker%' OR name = 'notify'",
+        )
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -690,6 +695,7 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             "honker_job_",
             "honker_dead_",
             "honker_stream_",
+            "honker_channel_",
         ]
         .iter()
         .any(|p| name.starts_with(p))

@@ -247,9 +247,70 @@ fn stream_statements_seek_their_keys() {
             ("GET_POSITION", st::GET_POSITION),
             ("CONSUMERS", st::CONSUMERS),
             ("FIND_KEY", st::FIND_KEY),
+            ("MIN_CONSUMER", st::MIN_CONSUMER),
         ] {
             assert_plan(conn, name, q, &["PRIMARY KEY (stream=?"]);
         }
+        // Retention: a range of the offset index, and the keys' age index.
+        assert_plan(
+            conn,
+            "TRIM_BELOW",
+            st::TRIM_BELOW,
+            &["_honker_stream_events_offset (stream=? AND offset<?)"],
+        );
+        assert_plan(
+            conn,
+            "HEAD_FROM",
+            st::HEAD_FROM,
+            &[
+                "PRIMARY KEY (name=?)",
+                "_honker_stream_events_offset (stream=? AND offset>?)",
+            ],
+        );
+        assert_plan(
+            conn,
+            "SWEEP_KEYS",
+            st::SWEEP_KEYS,
+            &["_honker_stream_publish_keys_age (created_at<?)"],
+        );
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}
+
+#[test]
+fn channel_statements_seek_their_keys() {
+    use honker::channel::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    let now = 1_700_000_000_000i64;
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
+         INSERT INTO _honker_channel_messages (channel, seq, payload, created_at)
+         SELECT 'c' || (i % 10), i / 10 + 1, '{{}}', {now} FROM n;
+         INSERT INTO _honker_channels (name, last_seq, created_at)
+         SELECT DISTINCT channel, 100000, {now} FROM _honker_channel_messages;"
+    ))
+    .unwrap();
+    let check = |conn: &Connection| {
+        assert_plan(conn, "ADVANCE", st::ADVANCE, &["PRIMARY KEY (name=?)"]);
+        let index = "_honker_channel_messages_channel (channel=?";
+        assert_plan(conn, "READ_AFTER", st::READ_AFTER, &[index, "id>?"]);
+        assert_plan(conn, "HEAD", st::HEAD, &["PRIMARY KEY (name=?)", index]);
+        assert_plan(
+            conn,
+            "HEAD_AFTER",
+            st::HEAD_AFTER,
+            &["PRIMARY KEY (name=?)", "id>?"],
+        );
+        assert_plan(
+            conn,
+            "TRIM",
+            st::TRIM,
+            &[index, "USING INTEGER PRIMARY KEY (rowid=?)"],
+        );
     };
     check(conn);
     conn.execute_batch("ANALYZE").unwrap();

@@ -297,7 +297,7 @@ fn bad_stream_calls_are_coded_and_change_nothing() {
 // ----- the Rust handle and subscriptions ------------------------------------
 
 use honker::runtime::{AutoCommit, Subscription};
-use honker::stream::{PublishOptions, Start};
+use honker::stream::{PublishOptions, Start, StreamRetention};
 
 #[test]
 fn the_stream_handle_publishes_inside_the_callers_transaction() {
@@ -467,5 +467,226 @@ fn a_waiting_subscription_wakes_on_a_publish_and_auto_commits_every_n() {
         s.position("live").unwrap(),
         Some(5),
         "all four passed and committed"
+    );
+}
+
+#[test]
+fn retention_by_count_and_passed_never_drops_what_a_consumer_still_needs() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    assert_eq!(s.retention().unwrap(), StreamRetention::default());
+    s.publish_many((1..=10).map(|i| json!(i)), None).unwrap();
+    s.start("slow", Start::Offset(3)).unwrap();
+    s.start("fast", Start::Offset(9)).unwrap();
+    s.set_retention(&StreamRetention {
+        max_age: None,
+        max_count: Some(2),
+        trim_passed: false,
+    })
+    .unwrap();
+    // The count limit says "keep 9 and 10", but "slow" still needs 3.
+    assert_eq!(s.trim().unwrap(), 2);
+    assert_eq!(s.info().unwrap().first_offset, Some(3));
+    s.commit("slow", 6).unwrap();
+    assert_eq!(t.db.maintain().unwrap().stream_events, 3, "3, 4, 5");
+    assert_eq!(s.info().unwrap().first_offset, Some(6));
+    // trim_passed: everything both consumers passed (below 6) is gone
+    // already; with slow at 9 too, 6..8 go.
+    s.set_retention(&StreamRetention {
+        max_age: None,
+        max_count: None,
+        trim_passed: true,
+    })
+    .unwrap();
+    s.commit("slow", 9).unwrap();
+    assert_eq!(s.trim().unwrap(), 3);
+    let info = s.info().unwrap();
+    assert_eq!((info.first_offset, info.length), (Some(9), 2));
+    // Offsets continue after a trim; nobody saw a TRIMMED.
+    assert_eq!(
+        s.publish(json!(11), &PublishOptions::default()).unwrap(),
+        11
+    );
+    let sub = s.subscribe("slow", Start::Beginning).unwrap();
+    let got: Vec<i64> =
+        std::iter::from_fn(|| sub.next(Duration::ZERO).unwrap().map(|e| e.offset)).collect();
+    assert_eq!(got, [9, 10, 11]);
+}
+
+#[test]
+fn the_age_limit_trims_unread_events_and_the_consumer_is_told_how_many() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((1..=5).map(|i| json!(i)), None).unwrap();
+    let sub = Subscription::new(&s, "c", Start::Beginning, 2, None).unwrap();
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 1);
+    // 8 days later (the default age limit is 7 days), 2 more events.
+    t.clock.advance(Duration::from_secs(8 * 86_400));
+    s.publish_many((6..=7).map(|i| json!(i)), None).unwrap();
+    // The subscription holds 2 in its buffer; events 1-5 are trimmed (by
+    // the slice of maintenance that follows a commit, or by this call).
+    t.db.maintain().unwrap();
+    assert_eq!(s.info().unwrap().first_offset, Some(6));
+    assert_eq!(
+        sub.next(Duration::ZERO).unwrap().unwrap().offset,
+        2,
+        "buffered"
+    );
+    let err = sub.next(Duration::ZERO).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::Trimmed);
+    assert_eq!(err.missed(), Some(3), "{err}");
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 6);
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 7);
+    assert_eq!(sub.next(Duration::ZERO).unwrap(), None);
+    // A consumer whose committed place was trimmed: TRIMMED on its first read.
+    s.start("late", Start::Offset(6)).unwrap();
+    t.clock.advance(Duration::from_secs(8 * 86_400));
+    assert_eq!(s.trim().unwrap(), 2);
+    s.publish(json!(8), &PublishOptions::default()).unwrap();
+    let late = s.subscribe("late", Start::Beginning).unwrap();
+    let err = late.next(Duration::ZERO).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.missed()),
+        (honker::ErrorKind::Trimmed, Some(2))
+    );
+    assert_eq!(late.next(Duration::ZERO).unwrap().unwrap().offset, 8);
+    late.close().unwrap();
+    assert_eq!(
+        s.position("late").unwrap(),
+        Some(8),
+        "the missed count as passed"
+    );
+    // Everything trimmed and nothing new: a consumer behind is told too.
+    s.start("idle", Start::Offset(8)).unwrap();
+    t.clock.advance(Duration::from_secs(8 * 86_400));
+    s.trim().unwrap();
+    let idle = Subscription::new(&s, "idle", Start::Beginning, 10, None).unwrap();
+    let err = idle.next(Duration::ZERO).unwrap_err();
+    assert_eq!(err.missed(), Some(1));
+    assert_eq!(idle.next(Duration::ZERO).unwrap(), None);
+    // A start before the first retained event is TRIMMED and stores nothing.
+    s.publish(json!(9), &PublishOptions::default()).unwrap();
+    let err = s.start("new", Start::Offset(2)).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.missed()),
+        (honker::ErrorKind::Trimmed, Some(7))
+    );
+    assert_eq!(s.position("new").unwrap(), None);
+}
+
+#[test]
+fn retention_settings_are_checked_shared_and_reachable_from_sql() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let before = t.snapshot();
+    for bad in [
+        StreamRetention {
+            max_age: Some(Duration::from_millis(10)),
+            ..StreamRetention::default()
+        },
+        StreamRetention {
+            max_count: Some(0),
+            ..StreamRetention::default()
+        },
+    ] {
+        let err = s.set_retention(&bad).unwrap_err();
+        assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    for sql in [
+        "SELECT honker_stream_set_retention('s', '{\"max_count\": 0}')",
+        "SELECT honker_stream_set_retention('s', '{\"max_age_ms\": -5}')",
+        "SELECT honker_stream_set_retention('s', '{\"bogus\": 1}')",
+        "SELECT honker_stream_set_retention('s', '[]')",
+        "SELECT honker_stream_set_retention('s', '{\"trim_passed\": 1}')",
+    ] {
+        let err = one(&t, sql).unwrap_err();
+        assert!(err.message().contains("INVALID_ARGUMENT: "), "{sql}: {err}");
+    }
+    assert_eq!(t.snapshot(), before, "nothing changed");
+    assert_eq!(
+        json_of(&t, "SELECT honker_stream_retention('s')"),
+        json!({"max_age_ms": 604_800_000, "max_count": null, "trim_passed": false})
+    );
+    assert_eq!(
+        json_of(
+            &t,
+            "SELECT honker_stream_set_retention('s', '{\"max_age_ms\": null, \"max_count\": 3}')"
+        ),
+        json!({"max_age_ms": null, "max_count": 3, "trim_passed": false})
+    );
+    // Another connection (another process) sees it.
+    let other = t.reopen();
+    assert_eq!(
+        other.stream("s").unwrap().retention().unwrap(),
+        StreamRetention {
+            max_age: None,
+            max_count: Some(3),
+            trim_passed: false
+        }
+    );
+    s.publish_many((1..=5).map(|i| json!(i)), None).unwrap();
+    assert_eq!(int(&t, "SELECT honker_stream_trim('s')"), 2);
+    assert_eq!(int(&t, "SELECT honker_stream_trim('s')"), 0);
+}
+
+#[test]
+fn publish_keys_are_forgotten_after_their_window() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let o = PublishOptions {
+        idempotency_key: Some("k".into()),
+        ..PublishOptions::default()
+    };
+    assert_eq!(s.publish(json!(1), &o).unwrap(), 1);
+    assert_eq!(t.db.maintain().unwrap().publish_keys, 0);
+    t.clock.advance(Duration::from_secs(25 * 3600));
+    assert_eq!(t.db.maintain().unwrap().publish_keys, 1);
+    assert_eq!(t.count("_honker_stream_publish_keys"), 0);
+    assert_eq!(s.publish(json!(2), &o).unwrap(), 2, "a new event");
+}
+
+#[test]
+fn a_temp_trigger_publishes_on_insert_and_a_stored_one_cannot() {
+    let t = test_db();
+    let tx = t.db.transaction().unwrap();
+    tx.execute(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)",
+        [],
+    )
+    .unwrap();
+    tx.execute(
+        "CREATE TEMP TRIGGER orders_cdc AFTER INSERT ON orders BEGIN \
+         SELECT honker_stream_append('orders', json_object('id', NEW.id, 'total', NEW.total)); END",
+        [],
+    )
+    .unwrap();
+    tx.execute("INSERT INTO orders (total) VALUES (10), (20)", [])
+        .unwrap();
+    tx.commit().unwrap();
+    let events = t.db.stream("orders").unwrap().read(0, 10).unwrap();
+    let payloads: Vec<Json> = events
+        .iter()
+        .map(|e| e.payload.as_json().unwrap())
+        .collect();
+    assert_eq!(
+        payloads,
+        [json!({"id": 1, "total": 10}), json!({"id": 2, "total": 20})]
+    );
+    // A trigger stored in the file cannot call it (DIRECTONLY).
+    let tx = t.db.transaction().unwrap();
+    tx.execute(
+        "CREATE TRIGGER stored AFTER INSERT ON orders BEGIN \
+         SELECT honker_stream_append('orders', '1'); END",
+        [],
+    )
+    .unwrap();
+    let err = tx
+        .execute("INSERT INTO orders (total) VALUES (30)", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("unsafe use"), "{err}");
+    drop(tx);
+    assert_eq!(
+        t.db.stream("orders").unwrap().info().unwrap().last_offset,
+        2
     );
 }

@@ -36,6 +36,7 @@ from .errors import (
     SchemaTooNew,
     SqliteError,
     Timeout,
+    Trimmed,
     Unsafe,
 )
 from .extension import extension_path, load_extension
@@ -68,6 +69,7 @@ __all__ = [
     "SqliteError",
     "Timeout",
     "Transaction",
+    "Trimmed",
     "Unsafe",
     "Worker",
     "WorkerEvent",

@@ -32,7 +32,7 @@ _JobInfo = tuple[
     int | None,
 ]
 _QueueStats = tuple[int, int, int, int, int, int, int, int, int | None]
-_MaintenanceReport = tuple[int, int, int, int]
+_MaintenanceReport = tuple[int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
 class ManualClock:

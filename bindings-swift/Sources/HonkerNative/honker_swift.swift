@@ -3110,6 +3110,18 @@ public struct MaintenanceReport: Equatable, Hashable {
      * Results removed.
      */
     public var results: UInt64
+    /**
+     * Stream events removed by their streams' retention.
+     */
+    public var streamEvents: UInt64
+    /**
+     * Idempotency keys of publishes forgotten after their window.
+     */
+    public var publishKeys: UInt64
+    /**
+     * Notifications removed after their channels' window.
+     */
+    public var notifications: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3125,11 +3137,23 @@ public struct MaintenanceReport: Equatable, Hashable {
          */completed: UInt64, 
         /**
          * Results removed.
-         */results: UInt64) {
+         */results: UInt64, 
+        /**
+         * Stream events removed by their streams' retention.
+         */streamEvents: UInt64, 
+        /**
+         * Idempotency keys of publishes forgotten after their window.
+         */publishKeys: UInt64, 
+        /**
+         * Notifications removed after their channels' window.
+         */notifications: UInt64) {
         self.dead = dead
         self.cancelled = cancelled
         self.completed = completed
         self.results = results
+        self.streamEvents = streamEvents
+        self.publishKeys = publishKeys
+        self.notifications = notifications
     }
 
     
@@ -3151,7 +3175,10 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 dead: FfiConverterUInt64.read(from: &buf), 
                 cancelled: FfiConverterUInt64.read(from: &buf), 
                 completed: FfiConverterUInt64.read(from: &buf), 
-                results: FfiConverterUInt64.read(from: &buf)
+                results: FfiConverterUInt64.read(from: &buf), 
+                streamEvents: FfiConverterUInt64.read(from: &buf), 
+                publishKeys: FfiConverterUInt64.read(from: &buf), 
+                notifications: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -3160,6 +3187,9 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.cancelled, into: &buf)
         FfiConverterUInt64.write(value.completed, into: &buf)
         FfiConverterUInt64.write(value.results, into: &buf)
+        FfiConverterUInt64.write(value.streamEvents, into: &buf)
+        FfiConverterUInt64.write(value.publishKeys, into: &buf)
+        FfiConverterUInt64.write(value.notifications, into: &buf)
     }
 }
 
@@ -3780,6 +3810,8 @@ enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     )
     case RolledBack(message: String
     )
+    case Trimmed(message: String
+    )
 
     
 
@@ -3857,6 +3889,9 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
         case 12: return .RolledBack(
             message: try FfiConverterString.read(from: &buf)
             )
+        case 13: return .Trimmed(
+            message: try FfiConverterString.read(from: &buf)
+            )
 
          default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -3927,6 +3962,11 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
         
         case let .RolledBack(message):
             writeInt(&buf, Int32(12))
+            FfiConverterString.write(message, into: &buf)
+            
+        
+        case let .Trimmed(message):
+            writeInt(&buf, Int32(13))
             FfiConverterString.write(message, into: &buf)
             
         }

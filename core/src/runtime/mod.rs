@@ -21,12 +21,14 @@
 //!   gracefully, releasing what outlives the grace period. [`TaskTable`]
 //!   keeps its tasks by key for hosts that hold a number per job.
 //!
-//! Stream readers and listeners will take the subscription shape. [`OffThreadDrop`] is how a binding holds
+//! [`Subscription`] (a stream's independent consumer) and [`Listener`] (a
+//! channel's) take the same shape. [`OffThreadDrop`] is how a binding holds
 //! them when its wrapper is dropped on a thread that must not wait.
 
 mod cancel;
 mod claimer;
 mod keepalive;
+mod listener;
 mod off_thread;
 mod outcome;
 mod subscription;
@@ -37,6 +39,7 @@ pub(crate) use cancel::cancelled;
 pub use cancel::Cancel;
 pub use claimer::Claimer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
+pub use listener::Listener;
 pub use off_thread::OffThreadDrop;
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
 pub use subscription::{AutoCommit, Subscription};

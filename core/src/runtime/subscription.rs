@@ -113,6 +113,11 @@ impl Subscription {
 
     /// The next event, waiting up to `wait` for one to be published. `None`
     /// when the wait ran out or the subscription was closed.
+    ///
+    /// If retention removed events this consumer had not read (the stream's
+    /// age limit), this call fails once with `TRIMMED` and
+    /// [`Error::missed`] set to how many; the next call goes on from the
+    /// oldest retained event.
     pub fn next(&self, wait: Duration) -> Result<Option<Event>> {
         let deadline = Instant::now().checked_add(wait);
         {
@@ -134,11 +139,35 @@ impl Subscription {
             {
                 let mut s = self.state.lock();
                 if s.buffer.is_empty() {
-                    let events = self.stream.read(s.read_from - 1, self.batch)?;
-                    if let Some(last) = events.last() {
-                        s.read_from = last.offset + 1;
-                    }
+                    let expected = s.read_from;
+                    let events = self.stream.read(expected - 1, self.batch)?;
+                    // Offsets are dense: a gap before the first event read,
+                    // or nothing to read below the last offset, means
+                    // retention removed events this consumer had not read.
+                    let resume = match events.first() {
+                        Some(e) => e.offset,
+                        None => match self.stream.head_from(expected)? {
+                            // Published since the read: read it now.
+                            (_, Some(_)) => continue,
+                            (last, None) => (last + 1).max(expected),
+                        },
+                    };
+                    s.read_from = events.last().map_or(resume, |e| e.offset + 1);
                     s.buffer.extend(events);
+                    if resume > expected {
+                        // The missed events will never be read: they count
+                        // as passed, and the next commit moves past them.
+                        s.passed = s.passed.max(resume);
+                        return Err(Error::trimmed(
+                            &format!(
+                                "stream {:?}, consumer {:?}",
+                                self.stream.name(),
+                                self.consumer
+                            ),
+                            (resume - expected) as u64,
+                            resume,
+                        ));
+                    }
                 }
                 if let Some(e) = s.buffer.pop_front() {
                     s.handed = Some(e.offset + 1);

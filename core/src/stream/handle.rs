@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::ops;
 use super::types::{Event, PublishOptions, Start, StreamInfo};
+use super::StreamRetention;
 use crate::database::Database;
 use crate::error::Result;
 use crate::payload::Payload;
@@ -208,6 +209,43 @@ impl Stream {
             100,
             Some(crate::runtime::AutoCommit::default()),
         )
+    }
+
+    /// Sets this stream's retention (every process sees it; see
+    /// [`StreamRetention`]). Trimming happens in maintenance.
+    pub fn set_retention(&self, retention: &StreamRetention) -> Result<()> {
+        retention.validate()?;
+        self.write(None, |conn, now| {
+            super::retention::set(conn, &self.name, retention, now)
+        })
+    }
+
+    /// This stream's retention (the defaults where none was set).
+    pub fn retention(&self) -> Result<StreamRetention> {
+        let reader = self.db.inner.reader()?;
+        super::retention::get(reader.raw(), &self.name)
+    }
+
+    /// Applies the retention now, in batches of short transactions; returns
+    /// how many events were removed. (Maintenance does this for every stream.)
+    pub fn trim(&self) -> Result<usize> {
+        let mut total = 0;
+        loop {
+            let n = self.write(None, |conn, now| {
+                super::retention::trim(conn, &self.name, now, crate::maintenance::BATCH)
+            })?;
+            total += n;
+            if n < crate::maintenance::BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// In one snapshot: the last offset and the first retained event at or
+    /// above `from`.
+    pub(crate) fn head_from(&self, from: i64) -> Result<(i64, Option<i64>)> {
+        let reader = self.db.inner.reader()?;
+        ops::head_from(reader.raw(), &self.name, from)
     }
 
     /// Length, first and last offsets, and every consumer's place and lag.

@@ -3,10 +3,10 @@
 //! caller's transaction (the outbox for events), and each consumer's place
 //! ("the next offset to read", never expiring).
 //!
-//! This part is the storage, the operations, the [`Stream`] handle
-//! (`db.stream(..)`), [`Subscription`](crate::runtime::Subscription) and the
-//! SQL surface (Honker's four stream functions with Honker's contracts, and
-//! ours). Retention, pub/sub and the bindings are issue 22's next parts.
+//! The storage, the operations, the [`Stream`] handle (`db.stream(..)`),
+//! [`Subscription`](crate::runtime::Subscription), [`retention`] and the SQL
+//! surface (Honker's four stream functions with Honker's contracts, and
+//! ours).
 //!
 //! Semantics are at-least-once for a consumer that commits after handling an
 //! event; committing the offset in the transaction that records the event's
@@ -15,10 +15,12 @@
 #[cfg(feature = "rusqlite")]
 mod handle;
 pub(crate) mod ops;
+pub(crate) mod retention;
 pub(crate) mod sqlfn;
 pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]
 pub use handle::Stream;
+pub use retention::StreamRetention;
 pub use types::{ConsumerInfo, Event, PublishOptions, Start, StreamInfo};

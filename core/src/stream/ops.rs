@@ -126,6 +126,15 @@ pub(crate) fn first_offset(conn: Conn<'_>, stream: &str) -> Result<Option<i64>> 
         .query_row(params![stream], |r| r.get(0))
 }
 
+/// In one snapshot: the stream's last offset and its first event at or above
+/// `from`, if any (see [`statements::HEAD_FROM`]).
+pub(crate) fn head_from(conn: Conn<'_>, stream: &str, from: i64) -> Result<(i64, Option<i64>)> {
+    Ok(conn
+        .prepare_cached(statements::HEAD_FROM)?
+        .query_row(params![stream, from], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .unwrap_or((0, None)))
+}
+
 /// A consumer's next offset, if it ever committed one.
 pub(crate) fn position(conn: Conn<'_>, stream: &str, consumer: &str) -> Result<Option<i64>> {
     conn.prepare_cached(statements::GET_POSITION)?
@@ -240,11 +249,13 @@ pub(crate) fn start(
         super::Start::Latest => last + 1,
         super::Start::Offset(n) => {
             check_next(conn, stream, n)?;
-            if first.is_some_and(|f| n < f) {
-                return Err(Error::invalid(format!(
-                    "offset {n} of stream {stream:?} is no longer retained (the first is {})",
-                    first.unwrap_or_default()
-                )));
+            let retained = first.unwrap_or(last + 1);
+            if n < retained {
+                return Err(Error::trimmed(
+                    &format!("stream {stream:?} from offset {n}"),
+                    (retained - n) as u64,
+                    retained,
+                ));
             }
             n
         }

@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use super::ops;
+use super::retention::{self, StreamRetention};
 use crate::error::{Error, Result};
 use crate::sql::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
@@ -18,6 +19,9 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_stream_seek", 3, DIRECT_ONLY, seek),
     SqlFn::atomic("honker_stream_position", 2, DIRECT_ONLY, position),
     SqlFn::atomic("honker_stream_info", 1, DIRECT_ONLY, info),
+    SqlFn::atomic("honker_stream_retention", 1, DIRECT_ONLY, retention),
+    SqlFn::atomic("honker_stream_set_retention", 2, DIRECT_ONLY, set_retention),
+    SqlFn::atomic("honker_stream_trim", 1, DIRECT_ONLY, trim),
     // Honker's names at Honker's arities, with Honker's contracts.
     SqlFn::atomic("honker_stream_publish", 3, DIRECT_ONLY, honker::publish),
     SqlFn::atomic(
@@ -160,4 +164,74 @@ fn info(c: &Call<'_>) -> Result<Out> {
                "last_offset": i.last_offset, "consumers": consumers})
         .to_string(),
     ))
+}
+
+fn retention_json(r: &StreamRetention) -> Out {
+    Out::Text(
+        json!({"max_age_ms": r.max_age.map(crate::clock::duration_ms),
+               "max_count": r.max_count, "trim_passed": r.trim_passed})
+        .to_string(),
+    )
+}
+
+/// `honker_stream_retention(stream)` → JSON `{max_age_ms, max_count,
+/// trim_passed}` (null: no such limit).
+fn retention(c: &Call<'_>) -> Result<Out> {
+    Ok(retention_json(&retention::get(
+        c.conn,
+        stream(&c.args, 0)?,
+    )?))
+}
+
+/// `honker_stream_set_retention(stream, options)` → the new retention as
+/// JSON. `options`: a JSON object with any of `max_age_ms` (a positive
+/// integer, or null: forever), `max_count` (a positive integer, or null: no
+/// count limit), `trim_passed` (true/false); keys left out keep their value.
+fn set_retention(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let name = stream(a, 0)?;
+    let bad = |w: &str| Error::invalid(format!("honker_stream_set_retention: options: {w}"));
+    let obj: Map<String, Json> = match serde_json::from_str(a.text(1, "options")?) {
+        Ok(Json::Object(m)) => m,
+        _ => return Err(bad("must be a JSON object")),
+    };
+    let mut r = retention::get(c.conn, name)?;
+    let positive = |k: &str, v: &Json| -> Result<Option<u64>> {
+        match v {
+            Json::Null => Ok(None),
+            Json::Number(n) => match n.as_u64() {
+                Some(n) if n > 0 => Ok(Some(n)),
+                _ => Err(bad(&format!("{k} must be a positive integer or null"))),
+            },
+            _ => Err(bad(&format!("{k} must be a positive integer or null"))),
+        }
+    };
+    for (k, v) in &obj {
+        match k.as_str() {
+            "max_age_ms" => r.max_age = positive(k, v)?.map(std::time::Duration::from_millis),
+            "max_count" => r.max_count = positive(k, v)?,
+            "trim_passed" => {
+                r.trim_passed = v
+                    .as_bool()
+                    .ok_or_else(|| bad("trim_passed must be true or false"))?
+            }
+            other => return Err(bad(&format!("unknown key {other:?}"))),
+        }
+    }
+    r.validate()?;
+    retention::set(c.conn, name, &r, c.now)?;
+    Ok(retention_json(&r))
+}
+
+/// `honker_stream_trim(stream)` → how many events its retention removed now.
+fn trim(c: &Call<'_>) -> Result<Out> {
+    let name = stream(&c.args, 0)?;
+    let mut total = 0;
+    loop {
+        let n = retention::trim(c.conn, name, c.now, 1000)?;
+        total += n;
+        if n < 1000 {
+            return Ok(Out::Int(total as i64));
+        }
+    }
 }

@@ -78,3 +78,29 @@ pub const START: &str = "
 INSERT INTO _honker_stream_offsets (stream, consumer, next_offset, updated_at)
 VALUES (?1, ?2, ?3, ?4)
 ON CONFLICT (stream, consumer) DO NOTHING";
+
+/// ?1 stream. The lowest next offset of its consumers (NULL: none).
+pub const MIN_CONSUMER: &str = "
+SELECT min(next_offset) FROM _honker_stream_offsets WHERE stream = ?1";
+
+/// ?1 stream, ?2 offset. Trims the events below ?2 (the caller bounds the
+/// range to one batch).
+pub const TRIM_BELOW: &str = "
+DELETE FROM _honker_stream_events WHERE stream = ?1 AND offset < ?2";
+
+/// ?1 stream, ?2 offset. In one snapshot: the last offset, and the first
+/// event at or above ?2 (NULL: none) — a reader with nothing to read tells
+/// "nothing new" from "trimmed past me".
+pub const HEAD_FROM: &str = "
+SELECT s.last_offset,
+       (SELECT e.offset FROM _honker_stream_events e
+        WHERE e.stream = ?1 AND e.offset >= ?2 ORDER BY e.offset LIMIT 1)
+FROM _honker_streams s WHERE s.name = ?1";
+
+/// Every stream's name.
+pub const NAMES: &str = "SELECT name FROM _honker_streams ORDER BY name";
+
+/// ?1 cutoff, ?2 limit. Forgets idempotency keys older than the window.
+pub const SWEEP_KEYS: &str = "
+DELETE FROM _honker_stream_publish_keys WHERE (stream, key) IN (
+    SELECT stream, key FROM _honker_stream_publish_keys WHERE created_at < ?1 LIMIT ?2)";
