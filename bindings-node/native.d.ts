@@ -239,6 +239,16 @@ export interface ClaimedJob {
   token: string
 }
 
+/** A consumer's place in a stream. */
+export interface ConsumerInfo {
+  /** The consumer's name. */
+  consumer: string
+  /** The next offset it reads. */
+  nextOffset: number
+  /** Events published that it has not passed yet. */
+  lag: number
+}
+
 /**
  * What an enqueue returns: the job's id, and whether a live job already held the
  * dedupe key (then `id` is that job's).
@@ -324,10 +334,28 @@ export interface MaintenanceReport {
   completed: number
   /** Results removed. */
   results: number
+  /** Stream events removed by their streams' retention. */
+  streamEvents: number
+  /** Idempotency keys of publishes forgotten after their window. */
+  publishKeys: number
+  /** Notifications removed after their channels' window. */
+  notifications: number
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */
 export declare function newWorker(db: Database, workerId: string, concurrency: number): Out<Worker>
+
+/** One notification, as a listener receives it. */
+export interface Notification {
+  /** Its id: global, increasing in commit order, never reused. */
+  id: number
+  /** Its number within its channel, dense from 1. */
+  seq: number
+  /** Its payload. */
+  payload: PayloadIo
+  /** When it was sent. */
+  createdAtMs: number
+}
 
 /** Opens (creating if needed) the honker file at `path`. */
 export declare function open(path: string, options?: OpenOptions | undefined | null): Promise<Out<Database>>
@@ -397,6 +425,18 @@ export interface Rebuilt {
 export interface Rows {
   columns: Array<string>
   rows: Array<Array<SqlOut>>
+}
+
+/** One event of a stream. */
+export interface StreamEvent {
+  /** Its offset: dense and gap-free from 1 within its stream. */
+  offset: number
+  /** The label it was published with, if any. */
+  key?: string
+  /** Its payload. */
+  payload: PayloadIo
+  /** When it was published. */
+  createdAtMs: number
 }
 
 /** A job handed out by `next`, until `complete` takes it by `key`. */

@@ -152,9 +152,9 @@ def py_name(field: dict) -> str:
     )
 
 
-def py_record(f: dict, name: str) -> str:
+def py_record(f: dict, name: str, cls: str | None = None) -> str:
     """A frozen dataclass's fields (with docs) and `_from(row)`, from the
-    native tuple."""
+    native tuple (`cls`: the Python class, when its name differs)."""
     fields = record(f, name)["fields"]
     lines = []
     for fl in fields:
@@ -165,7 +165,7 @@ def py_record(f: dict, name: str) -> str:
     lines += [
         "",
         "    @classmethod",
-        f"    def _from(cls, row: tuple[Any, ...]) -> {name}:",
+        f"    def _from(cls, row: tuple[Any, ...]) -> {cls or name}:",
         "        return cls(",
     ]
     for i, fl in enumerate(fields):
@@ -236,8 +236,11 @@ def pyi_tuples(f: dict) -> str:
 
 
 def py_names(f: dict, name: str) -> str:
-    names = ", ".join(f'"{fl["name"]}"' for fl in record(f, name)["fields"])
-    return f"_{snake(name).upper()}_FIELDS = ({names})"
+    quoted = [f'"{fl["name"]}"' for fl in record(f, name)["fields"]]
+    line = f"_{snake(name).upper()}_FIELDS = ({', '.join(quoted)})"
+    if len(line) > 100:  # as ruff format wraps it
+        line = f"_{snake(name).upper()}_FIELDS = (\n" + "".join(f"    {q},\n" for q in quoted) + ")"
+    return line
 
 
 def snake(name: str) -> str:
@@ -404,6 +407,15 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 py_record(f, n),
             )
             for n in ("JobInfo", "QueueStats")
+        ],
+        *[
+            (
+                "bindings-python/python/honker/stream.py",
+                f"record-{n}",
+                "    #",
+                py_record(f, n, {"StreamEvent": "Event"}.get(n)),
+            )
+            for n in ("StreamEvent", "ConsumerInfo", "Notification")
         ],
         (
             "bindings-python/python/honker/queue.py",

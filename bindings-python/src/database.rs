@@ -101,6 +101,42 @@ impl Database {
         self.db.path().to_path_buf()
     }
 
+    /// A handle on the stream `name`.
+    fn stream(&self, name: &str) -> PyResult<crate::stream::Stream> {
+        Ok(crate::stream::Stream {
+            stream: self.db.stream(name).py()?,
+        })
+    }
+
+    /// Sends a notification (inside `tx` if given); returns its id.
+    #[pyo3(signature = (channel, payload, *, tx = None))]
+    fn notify(
+        &self,
+        py: Python<'_>,
+        channel: &str,
+        payload: &Bound<'_, PyAny>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        crate::stream::notify(py, &self.db, channel, payload, tx.as_deref())
+    }
+
+    /// Listens on `channel` from now on.
+    fn listen(&self, py: Python<'_>, channel: &str) -> PyResult<crate::stream::Listener> {
+        crate::stream::listen(py, &self.db, channel)
+    }
+
+    /// The channel's window `(max_age_s, max_count)`, after setting it to
+    /// `set` if given.
+    #[pyo3(signature = (channel, set = None))]
+    fn channel_retention(
+        &self,
+        py: Python<'_>,
+        channel: &str,
+        set: Option<(f64, u64)>,
+    ) -> PyResult<(f64, u64)> {
+        crate::stream::channel_retention(py, &self.db, channel, set)
+    }
+
     #[pyo3(signature = (name, *, lease = None, max_attempts = None, backoff_base = None,
                         backoff_max = None, backoff_jitter = None))]
     fn queue(

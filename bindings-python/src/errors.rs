@@ -11,7 +11,12 @@ pub(crate) fn to_py(err: honker::Error) -> PyErr {
             .import("honker.errors")
             .and_then(|m| m.getattr("class_for_code"))
             .and_then(|f| f.call1((err.code(),)));
-        match class.and_then(|c| c.call1((err.code(), err.message()))) {
+        let exc = class.and_then(|c| c.call1((err.code(), err.message())));
+        let exc = match (exc, err.missed()) {
+            (Ok(e), Some(n)) => e.setattr("missed", n).map(|()| e),
+            (exc, _) => exc,
+        };
+        match exc {
             Ok(exc) => PyErr::from_value(exc),
             Err(e) => e,
         }

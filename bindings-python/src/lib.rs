@@ -4,7 +4,8 @@
 //! (context managers, iterators, `datetime`) in the pure-Python package.
 //!
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
-//! transaction), `queue.rs` ↔ `core/src/queue/`.
+//! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔ `core/src/stream/` and
+//! `core/src/channel/`.
 
 mod clock;
 mod database;
@@ -13,6 +14,7 @@ mod json;
 mod queue;
 mod records;
 mod runtime;
+mod stream;
 mod worker;
 
 use pyo3::prelude::*;
@@ -33,6 +35,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::Queue>()?;
     m.add_class::<runtime::Claimer>()?;
     m.add_class::<runtime::KeepAlive>()?;
+    m.add_class::<stream::Stream>()?;
+    m.add_class::<stream::Subscription>()?;
+    m.add_class::<stream::Listener>()?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::Task>()?;
     Ok(())

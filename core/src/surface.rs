@@ -121,6 +121,40 @@ macro_rules! records {
                 oldest_ready_age_ms: [Option<i64>] = oldest_ready_age_ms,
             }
 
+            #[doc = "One event of a stream."]
+            StreamEvent from $crate::stream::Event {
+                #[doc = "Its offset: dense and gap-free from 1 within its stream."]
+                offset: [i64] = offset,
+                #[doc = "The label it was published with, if any."]
+                key: [Option<String>] = key,
+                #[doc = "Its payload."]
+                payload: [Payload] = payload,
+                #[doc = "When it was published."]
+                created_at_ms: [i64] = created_at,
+            }
+
+            #[doc = "A consumer's place in a stream."]
+            ConsumerInfo from $crate::stream::ConsumerInfo {
+                #[doc = "The consumer's name."]
+                consumer: [String] = consumer,
+                #[doc = "The next offset it reads."]
+                next_offset: [i64] = next_offset,
+                #[doc = "Events published that it has not passed yet."]
+                lag: [i64] = lag,
+            }
+
+            #[doc = "One notification, as a listener receives it."]
+            Notification from $crate::channel::Notification {
+                #[doc = "Its id: global, increasing in commit order, never reused."]
+                id: [i64] = id,
+                #[doc = "Its number within its channel, dense from 1."]
+                seq: [i64] = seq,
+                #[doc = "Its payload."]
+                payload: [Payload] = payload,
+                #[doc = "When it was sent."]
+                created_at_ms: [i64] = created_at,
+            }
+
             #[doc = "What one maintenance pass removed, by kind of record."]
             MaintenanceReport from $crate::MaintenanceReport {
                 #[doc = "Dead letters removed."]

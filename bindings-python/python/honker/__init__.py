@@ -41,14 +41,26 @@ from .errors import (
 )
 from .extension import extension_path, load_extension
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
+from .stream import (
+    ConsumerInfo,
+    Event,
+    Listener,
+    Notification,
+    Stream,
+    StreamInfo,
+    StreamRetention,
+    Subscription,
+)
 from .worker import Permanent, Retry, Snooze, Worker, WorkerEvent
 
 __all__ = [
     "Busy",
     "Claimer",
     "Closed",
+    "ConsumerInfo",
     "Database",
     "Enqueued",
+    "Event",
     "HonkerError",
     "InternalError",
     "InvalidArgument",
@@ -56,8 +68,10 @@ __all__ = [
     "JobInfo",
     "KeepAlive",
     "LeaseLost",
+    "Listener",
     "ManualClock",
     "NotFound",
+    "Notification",
     "Permanent",
     "Queue",
     "QueueStats",
@@ -67,6 +81,10 @@ __all__ = [
     "SchemaTooNew",
     "Snooze",
     "SqliteError",
+    "Stream",
+    "StreamInfo",
+    "StreamRetention",
+    "Subscription",
     "Timeout",
     "Transaction",
     "Trimmed",

@@ -96,6 +96,28 @@ def main(path: Path) -> None:
     except honker.InvalidArgument as e:
         code: str = e.code
         assert code == "INVALID_ARGUMENT"
+    orders = db.stream("orders")
+    with db.transaction() as tx:
+        at: int = orders.publish({"order": 1}, key="o-1", tx=tx)
+    offsets: list[int] = orders.publish_many([2, 3])
+    with orders.subscribe("billing", start="beginning", auto_commit=False) as sub:
+        event: honker.Event | None = sub.next(wait=0)
+        assert event is not None and event.offset == at and event.key == "o-1"
+        sub.commit(event)
+    sinfo: honker.StreamInfo = orders.info()
+    assert sinfo.last_offset == offsets[-1] and sinfo.consumers[0].next_offset == 2
+    orders.set_retention(max_age=dt.timedelta(days=1), max_count=None)
+    kept: honker.StreamRetention = orders.retention()
+    assert kept.max_age == 86400.0
+    with db.listen("cache", wait=0) as listener:
+        nid: int = db.notify("cache", {"evict": 1})
+        note: honker.Notification | None = listener.next()
+        assert note is not None and note.id == nid and note.payload == {"evict": 1}
+    try:
+        orders.subscribe("x", start=1).close()  # raises Trimmed below retention
+    except honker.Trimmed as t:
+        missed: int = t.missed
+        assert missed >= 0
     conn = sqlite3.connect(":memory:")
     ext: str = honker.extension_path()
     assert ext.endswith(".so") and conn is not None

@@ -2697,6 +2697,85 @@ public func FfiConverterTypeClaimedJob_lower(_ value: ClaimedJob) -> RustBuffer 
 }
 
 
+/**
+ * A consumer's place in a stream.
+ */
+public struct ConsumerInfo: Equatable, Hashable {
+    /**
+     * The consumer's name.
+     */
+    public var consumer: String
+    /**
+     * The next offset it reads.
+     */
+    public var nextOffset: Int64
+    /**
+     * Events published that it has not passed yet.
+     */
+    public var lag: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The consumer's name.
+         */consumer: String, 
+        /**
+         * The next offset it reads.
+         */nextOffset: Int64, 
+        /**
+         * Events published that it has not passed yet.
+         */lag: Int64) {
+        self.consumer = consumer
+        self.nextOffset = nextOffset
+        self.lag = lag
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ConsumerInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConsumerInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConsumerInfo {
+        return
+            try ConsumerInfo(
+                consumer: FfiConverterString.read(from: &buf), 
+                nextOffset: FfiConverterInt64.read(from: &buf), 
+                lag: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ConsumerInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.consumer, into: &buf)
+        FfiConverterInt64.write(value.nextOffset, into: &buf)
+        FfiConverterInt64.write(value.lag, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConsumerInfo_lift(_ buf: RustBuffer) throws -> ConsumerInfo {
+    return try FfiConverterTypeConsumerInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConsumerInfo_lower(_ value: ConsumerInfo) -> RustBuffer {
+    return FfiConverterTypeConsumerInfo.lower(value)
+}
+
+
 public struct EnqueueOptions: Equatable, Hashable {
     public var delayMs: UInt64?
     public var runAtMs: Int64?
@@ -3209,6 +3288,95 @@ public func FfiConverterTypeMaintenanceReport_lower(_ value: MaintenanceReport) 
 }
 
 
+/**
+ * One notification, as a listener receives it.
+ */
+public struct Notification: Equatable, Hashable {
+    /**
+     * Its id: global, increasing in commit order, never reused.
+     */
+    public var id: Int64
+    /**
+     * Its number within its channel, dense from 1.
+     */
+    public var seq: Int64
+    /**
+     * Its payload.
+     */
+    public var payload: Payload
+    /**
+     * When it was sent.
+     */
+    public var createdAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its id: global, increasing in commit order, never reused.
+         */id: Int64, 
+        /**
+         * Its number within its channel, dense from 1.
+         */seq: Int64, 
+        /**
+         * Its payload.
+         */payload: Payload, 
+        /**
+         * When it was sent.
+         */createdAtMs: Int64) {
+        self.id = id
+        self.seq = seq
+        self.payload = payload
+        self.createdAtMs = createdAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Notification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Notification {
+        return
+            try Notification(
+                id: FfiConverterInt64.read(from: &buf), 
+                seq: FfiConverterInt64.read(from: &buf), 
+                payload: FfiConverterTypePayload.read(from: &buf), 
+                createdAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Notification, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.id, into: &buf)
+        FfiConverterInt64.write(value.seq, into: &buf)
+        FfiConverterTypePayload.write(value.payload, into: &buf)
+        FfiConverterInt64.write(value.createdAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotification_lift(_ buf: RustBuffer) throws -> Notification {
+    return try FfiConverterTypeNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNotification_lower(_ value: Notification) -> RustBuffer {
+    return FfiConverterTypeNotification.lower(value)
+}
+
+
 public struct OpenOptions: Equatable, Hashable {
     /**
      * `"normal"` or `"full"` (fsync every commit). Every field: `None` is
@@ -3614,6 +3782,95 @@ public func FfiConverterTypeRows_lift(_ buf: RustBuffer) throws -> Rows {
 #endif
 public func FfiConverterTypeRows_lower(_ value: Rows) -> RustBuffer {
     return FfiConverterTypeRows.lower(value)
+}
+
+
+/**
+ * One event of a stream.
+ */
+public struct StreamEvent: Equatable, Hashable {
+    /**
+     * Its offset: dense and gap-free from 1 within its stream.
+     */
+    public var offset: Int64
+    /**
+     * The label it was published with, if any.
+     */
+    public var key: String?
+    /**
+     * Its payload.
+     */
+    public var payload: Payload
+    /**
+     * When it was published.
+     */
+    public var createdAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its offset: dense and gap-free from 1 within its stream.
+         */offset: Int64, 
+        /**
+         * The label it was published with, if any.
+         */key: String?, 
+        /**
+         * Its payload.
+         */payload: Payload, 
+        /**
+         * When it was published.
+         */createdAtMs: Int64) {
+        self.offset = offset
+        self.key = key
+        self.payload = payload
+        self.createdAtMs = createdAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StreamEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStreamEvent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StreamEvent {
+        return
+            try StreamEvent(
+                offset: FfiConverterInt64.read(from: &buf), 
+                key: FfiConverterOptionString.read(from: &buf), 
+                payload: FfiConverterTypePayload.read(from: &buf), 
+                createdAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StreamEvent, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.offset, into: &buf)
+        FfiConverterOptionString.write(value.key, into: &buf)
+        FfiConverterTypePayload.write(value.payload, into: &buf)
+        FfiConverterInt64.write(value.createdAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamEvent_lift(_ buf: RustBuffer) throws -> StreamEvent {
+    return try FfiConverterTypeStreamEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamEvent_lower(_ value: StreamEvent) -> RustBuffer {
+    return FfiConverterTypeStreamEvent.lower(value)
 }
 
 

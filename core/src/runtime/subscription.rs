@@ -211,9 +211,13 @@ impl Subscription {
     }
 
     fn commit_in(&self, tx: Option<&Transaction>, event: &Event) -> Result<()> {
-        let next = self
-            .stream
-            .commit_in(tx, &self.consumer, event.offset + 1)?;
+        self.commit_offset(tx, event.offset)
+    }
+
+    /// Commits the place after the event at `offset` (inside `tx` if given):
+    /// for hosts that hand events across as records and keep only offsets.
+    pub fn commit_offset(&self, tx: Option<&Transaction>, offset: i64) -> Result<()> {
+        let next = self.stream.commit_in(tx, &self.consumer, offset + 1)?;
         let mut s = self.state.lock();
         if tx.is_none() {
             s.committed = s.committed.max(next);

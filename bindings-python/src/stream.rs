@@ -1,0 +1,358 @@
+//! Streams and channels for Python (`honker::stream`, `honker::channel`,
+//! `honker::runtime::{Subscription, Listener}`): events and notifications
+//! cross as the tuples of core's records table; the package wraps them.
+//! Every call that may wait or write runs without the GIL; subscriptions and
+//! listeners are dropped off the GIL (a subscription's drop commits).
+
+use honker::runtime::OffThreadDrop;
+use honker::stream::{PublishOptions, Start, StreamRetention};
+use pyo3::prelude::*;
+
+use crate::database::{secs, Transaction};
+use crate::errors::{invalid, IntoPyResult as _};
+use crate::json::payload_from_py;
+use crate::records::{ConsumerInfo, Notification, StreamEvent};
+
+fn in_tx<R>(
+    tx: Option<&Transaction>,
+    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
+) -> honker::Result<R> {
+    match tx {
+        Some(t) => t.with(|tx| f(Some(tx))),
+        None => f(None),
+    }
+}
+
+/// `start`: "beginning", "latest", an offset (int), or a time in ms
+/// (`("time", ms)`; the package converts datetimes).
+fn start_from_py(start: &Bound<'_, PyAny>) -> PyResult<Start> {
+    if let Ok(s) = start.extract::<String>() {
+        return match s.as_str() {
+            "beginning" => Ok(Start::Beginning),
+            "latest" => Ok(Start::Latest),
+            other => Err(invalid(format!(
+                "start must be 'beginning', 'latest', an offset or a datetime, got {other:?}"
+            ))),
+        };
+    }
+    if let Ok((kind, ms)) = start.extract::<(String, i64)>() {
+        if kind == "time" {
+            return Ok(Start::Time(ms));
+        }
+    }
+    match start.extract::<i64>() {
+        Ok(n) => Ok(Start::Offset(n)),
+        Err(_) => Err(invalid(
+            "start must be 'beginning', 'latest', an offset or a datetime",
+        )),
+    }
+}
+
+/// A handle on one stream (see `Database.stream`).
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Stream {
+    pub(crate) stream: honker::stream::Stream,
+}
+
+#[pymethods]
+impl Stream {
+    #[getter]
+    fn name(&self) -> &str {
+        self.stream.name()
+    }
+
+    /// Appends one event; returns its offset.
+    #[pyo3(signature = (payload, *, key = None, idempotency_key = None, tx = None))]
+    fn publish(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        key: Option<String>,
+        idempotency_key: Option<String>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let payload = payload_from_py(payload)?;
+        let o = PublishOptions {
+            key,
+            idempotency_key,
+        };
+        let s = &self.stream;
+        let tx = tx.as_deref();
+        py.detach(|| {
+            in_tx(tx, |t| match t {
+                Some(t) => s.publish_tx(t, payload, &o),
+                None => s.publish(payload, &o),
+            })
+        })
+        .py()
+    }
+
+    /// Appends events in one transaction; returns their offsets.
+    #[pyo3(signature = (payloads, *, key = None, tx = None))]
+    fn publish_many(
+        &self,
+        py: Python<'_>,
+        payloads: Vec<Bound<'_, PyAny>>,
+        key: Option<String>,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<Vec<i64>> {
+        let payloads = payloads
+            .iter()
+            .map(payload_from_py)
+            .collect::<PyResult<Vec<_>>>()?;
+        let s = &self.stream;
+        let tx = tx.as_deref();
+        py.detach(|| {
+            in_tx(tx, |t| match t {
+                Some(t) => s.publish_many_tx(t, payloads, key.as_deref()),
+                None => s.publish_many(payloads, key.as_deref()),
+            })
+        })
+        .py()
+    }
+
+    /// Up to `limit` events with offsets above `after`.
+    fn read(&self, py: Python<'_>, after: i64, limit: usize) -> PyResult<Vec<StreamEvent>> {
+        let s = &self.stream;
+        let events = py.detach(|| s.read(after, limit)).py()?;
+        Ok(events.into_iter().map(StreamEvent::from).collect())
+    }
+
+    /// Commits `next_offset` for `consumer`; returns its next offset after.
+    #[pyo3(signature = (consumer, next_offset, *, tx = None))]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        consumer: &str,
+        next_offset: i64,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let s = &self.stream;
+        let tx = tx.as_deref();
+        py.detach(|| {
+            in_tx(tx, |t| match t {
+                Some(t) => s.commit_tx(t, consumer, next_offset),
+                None => s.commit(consumer, next_offset),
+            })
+        })
+        .py()
+    }
+
+    fn seek(&self, py: Python<'_>, consumer: &str, next_offset: i64) -> PyResult<()> {
+        let s = &self.stream;
+        py.detach(|| s.seek(consumer, next_offset)).py()
+    }
+
+    fn position(&self, py: Python<'_>, consumer: &str) -> PyResult<Option<i64>> {
+        let s = &self.stream;
+        py.detach(|| s.position(consumer)).py()
+    }
+
+    /// `(length, first_offset, last_offset, [consumer tuples])`.
+    fn info(&self, py: Python<'_>) -> PyResult<(i64, Option<i64>, i64, Vec<ConsumerInfo>)> {
+        let s = &self.stream;
+        let i = py.detach(|| s.info()).py()?;
+        Ok((
+            i.length,
+            i.first_offset,
+            i.last_offset,
+            i.consumers.into_iter().map(ConsumerInfo::from).collect(),
+        ))
+    }
+
+    /// `(max_age_s or None, max_count or None, trim_passed)`.
+    fn retention(&self, py: Python<'_>) -> PyResult<(Option<f64>, Option<u64>, bool)> {
+        let s = &self.stream;
+        let r = py.detach(|| s.retention()).py()?;
+        Ok((
+            r.max_age.map(|d| d.as_secs_f64()),
+            r.max_count,
+            r.trim_passed,
+        ))
+    }
+
+    #[pyo3(signature = (max_age, max_count, trim_passed))]
+    fn set_retention(
+        &self,
+        py: Python<'_>,
+        max_age: Option<f64>,
+        max_count: Option<i64>,
+        trim_passed: bool,
+    ) -> PyResult<()> {
+        let max_age = max_age.map(|s| secs("max_age", s)).transpose()?;
+        let max_count = match max_count {
+            None => None,
+            Some(n) => Some(
+                u64::try_from(n)
+                    .map_err(|_| invalid(format!("max_count must be positive, got {n}")))?,
+            ),
+        };
+        let r = StreamRetention {
+            max_age,
+            max_count,
+            trim_passed,
+        };
+        let s = &self.stream;
+        py.detach(|| s.set_retention(&r)).py()
+    }
+
+    fn trim(&self, py: Python<'_>) -> PyResult<usize> {
+        let s = &self.stream;
+        py.detach(|| s.trim()).py()
+    }
+
+    /// An independent consumer; `auto_commit`: `(every, interval_s)` or None.
+    #[pyo3(signature = (consumer, start, *, batch = 100, auto_commit = None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        consumer: &str,
+        start: &Bound<'_, PyAny>,
+        batch: usize,
+        auto_commit: Option<(usize, f64)>,
+    ) -> PyResult<Subscription> {
+        let start = start_from_py(start)?;
+        let auto = match auto_commit {
+            None => None,
+            Some((every, interval)) => Some(honker::runtime::AutoCommit {
+                every,
+                interval: secs("auto_commit interval", interval)?,
+            }),
+        };
+        let s = &self.stream;
+        let sub = py
+            .detach(|| honker::runtime::Subscription::new(s, consumer, start, batch, auto))
+            .py()?;
+        Ok(Subscription {
+            s: OffThreadDrop::new(sub),
+        })
+    }
+}
+
+/// See `Stream.subscribe`.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Subscription {
+    s: OffThreadDrop<honker::runtime::Subscription>,
+}
+
+#[pymethods]
+impl Subscription {
+    /// The next event, waiting up to `wait` seconds; None when the wait ran
+    /// out or the subscription was closed. `TRIMMED` (once) when retention
+    /// removed events it had not read.
+    fn next(&self, py: Python<'_>, wait: f64) -> PyResult<Option<StreamEvent>> {
+        let wait = secs("wait", wait)?;
+        let s: &honker::runtime::Subscription = &self.s;
+        let e = py.detach(|| s.next(wait)).py()?;
+        Ok(e.map(StreamEvent::from))
+    }
+
+    /// Commits the place after the event at `offset`.
+    #[pyo3(signature = (offset, *, tx = None))]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        tx: Option<PyRef<'_, Transaction>>,
+    ) -> PyResult<()> {
+        let s: &honker::runtime::Subscription = &self.s;
+        let tx = tx.as_deref();
+        py.detach(|| in_tx(tx, |t| s.commit_offset(t, offset))).py()
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let s: &honker::runtime::Subscription = &self.s;
+        py.detach(|| s.close()).py()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.s.is_closed()
+    }
+
+    #[getter]
+    fn consumer(&self) -> String {
+        self.s.consumer().to_owned()
+    }
+}
+
+/// See `Database.listen`.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Listener {
+    l: OffThreadDrop<honker::runtime::Listener>,
+}
+
+#[pymethods]
+impl Listener {
+    /// The next notification, waiting up to `wait` seconds; None when the
+    /// wait ran out or the listener was closed. `TRIMMED` (once) when the
+    /// channel's window moved past notifications it had not read.
+    fn next(&self, py: Python<'_>, wait: f64) -> PyResult<Option<Notification>> {
+        let wait = secs("wait", wait)?;
+        let l: &honker::runtime::Listener = &self.l;
+        let n = py.detach(|| l.next(wait)).py()?;
+        Ok(n.map(Notification::from))
+    }
+
+    fn close(&self) {
+        self.l.close();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.l.is_closed()
+    }
+
+    #[getter]
+    fn channel(&self) -> String {
+        self.l.channel().to_owned()
+    }
+}
+
+/// `Database.notify`.
+pub(crate) fn notify(
+    py: Python<'_>,
+    db: &honker::Database,
+    channel: &str,
+    payload: &Bound<'_, PyAny>,
+    tx: Option<&Transaction>,
+) -> PyResult<i64> {
+    let payload = payload_from_py(payload)?;
+    py.detach(|| {
+        in_tx(tx, |t| match t {
+            Some(t) => db.notify_tx(t, channel, payload),
+            None => db.notify(channel, payload),
+        })
+    })
+    .py()
+}
+
+/// `Database.listen`.
+pub(crate) fn listen(py: Python<'_>, db: &honker::Database, channel: &str) -> PyResult<Listener> {
+    let l = py.detach(|| db.listen(channel)).py()?;
+    Ok(Listener {
+        l: OffThreadDrop::new(l),
+    })
+}
+
+/// `Database.channel_retention` / `set_channel_retention`.
+pub(crate) fn channel_retention(
+    py: Python<'_>,
+    db: &honker::Database,
+    channel: &str,
+    set: Option<(f64, u64)>,
+) -> PyResult<(f64, u64)> {
+    let ch = db.channel(channel).py()?;
+    if let Some((age, count)) = set {
+        let r = honker::channel::ChannelRetention {
+            max_age: secs("max_age", age)?,
+            max_count: count,
+        };
+        py.detach(|| ch.set_retention(&r)).py()?;
+    }
+    let r = py.detach(|| ch.retention()).py()?;
+    Ok((r.max_age.as_secs_f64(), r.max_count))
+}

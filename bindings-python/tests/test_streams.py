@@ -1,0 +1,422 @@
+"""Streams with independent consumers, and notify/listen, through Python:
+the outbox for events (publish and commit inside the caller's
+transaction), each event once per consumer, TRIMMED with the missed count,
+cancellation that loses nothing, several processes, bounded memory, and
+typed errors that change nothing. Mirrors core/tests/streams.rs and
+core/tests/channels.rs."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import honker
+import pytest
+
+
+def events_of(db: honker.Database, stream: str) -> list[tuple]:
+    return db.query(
+        "SELECT offset, payload FROM _honker_stream_events WHERE stream = ? ORDER BY offset",
+        [stream],
+    )
+
+
+def test_publish_commits_or_rolls_back_with_the_business_row(db):
+    orders = db.stream("orders")
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO orders (id, status) VALUES (1, 'new')")
+        assert orders.publish({"order": 1}, key="order-1", tx=tx) == 1
+    with pytest.raises(RuntimeError), db.transaction() as tx:
+        tx.execute("INSERT INTO orders (id, status) VALUES (2, 'new')")
+        orders.publish({"order": 2}, tx=tx)
+        raise RuntimeError("payment failed")
+    # The rolled-back publish left no event and no gap: the next offset is 2.
+    assert orders.publish({"order": 3}) == 2
+    assert [(e.offset, e.key, e.payload) for e in orders.read()] == [
+        (1, "order-1", {"order": 1}),
+        (2, None, {"order": 3}),
+    ]
+    assert db.query("SELECT id FROM orders") == [(1,)]
+
+
+def test_a_retried_publish_with_its_idempotency_key_returns_the_first_offset(db):
+    s = db.stream("payments")
+    first = s.publish({"paid": 10}, idempotency_key="charge-7")
+    s.publish({"paid": 11})
+    assert s.publish({"paid": 10}, idempotency_key="charge-7") == first
+    assert s.info().length == 2
+
+
+def test_publish_many_read_pages_and_bytes_payloads(db):
+    s = db.stream("log")
+    assert s.publish_many([{"n": i} for i in range(5)]) == [1, 2, 3, 4, 5]
+    assert s.publish(b"\x00\xffraw") == 6
+    assert [e.offset for e in s.read(after=2, limit=2)] == [3, 4]
+    assert s.read(after=5)[0].payload == b"\x00\xffraw"
+    assert isinstance(s.read()[0].created_at, dt.datetime)
+    assert s.read(after=6) == []
+
+
+def test_each_consumer_reads_every_event_once_in_order_from_its_own_place(db):
+    s = db.stream("orders")
+    s.publish_many(range(1, 6))
+    with s.subscribe("billing", auto_commit=False) as billing:
+        got = [billing.next(wait=0).payload for _ in range(3)]
+        billing.commit(2)  # events up to 2 are processed: billing reads 3 next
+    assert got == [1, 2, 3]
+    assert s.position("billing") == 3
+    with s.subscribe("billing", auto_commit=False) as billing:
+        assert [billing.next(wait=0).offset for _ in range(3)] == [3, 4, 5]
+        assert billing.next(wait=0) is None
+    # Another consumer is independent and starts at the beginning. Closing
+    # commits what it passed: the fifth event was handed out but not passed
+    # (its handler may have failed), so it is read again (at-least-once).
+    with s.subscribe("search") as search:
+        assert [e.payload for e in (search.next(wait=0) for _ in range(5))] == [1, 2, 3, 4, 5]
+    info = s.info()
+    assert (info.length, info.first_offset, info.last_offset) == (5, 1, 5)
+    assert {c.consumer: (c.next_offset, c.lag) for c in info.consumers} == {
+        "billing": (3, 3),
+        "search": (5, 1),
+    }
+
+
+def test_commit_inside_the_callers_transaction_rolls_back_with_it(db):
+    db.execute("CREATE TABLE totals (n INTEGER)")
+    s = db.stream("orders")
+    s.publish_many([5, 7])
+    sub = s.subscribe("projection", auto_commit=False)
+    e = sub.next(wait=0)
+    with pytest.raises(RuntimeError), db.transaction() as tx:
+        tx.execute("INSERT INTO totals VALUES (?)", [e.payload])
+        sub.commit(e, tx=tx)
+        raise RuntimeError("crash before commit")
+    assert s.position("projection") == 1
+    assert db.query("SELECT n FROM totals") == []
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO totals VALUES (?)", [e.payload])
+        sub.commit(e, tx=tx)
+    assert s.position("projection") == 2
+    assert db.query("SELECT n FROM totals") == [(5,)]
+    sub.close()
+
+
+def test_auto_commit_every_n_events_and_at_close(db):
+    s = db.stream("orders")
+    s.publish_many(range(10))
+    sub = s.subscribe("audit", commit_every=4, commit_interval=3600)
+    for _ in range(6):
+        sub.next(wait=0)
+    # Six handed out; five processed (the sixth counts when the next is
+    # asked for): one automatic commit after the fourth event passed.
+    assert s.position("audit") == 5
+    sub.close()
+    assert s.position("audit") == 6
+    assert sub.closed
+    assert list(sub) == []
+
+
+def test_start_positions(db, clock):
+    s = db.stream("orders")
+    s.publish_many(["a", "b"])
+    clock.advance(60)
+    s.publish("c")
+    with s.subscribe("late", start="latest") as late:
+        assert late.next(wait=0) is None
+        s.publish("d")
+        assert late.next(wait=0).payload == "d"
+    with s.subscribe("mid", start=2) as mid:
+        assert mid.next(wait=0).payload == "b"
+    since = dt.datetime.fromtimestamp(clock.now() - 1, tz=dt.timezone.utc)
+    with s.subscribe("since", start=since) as by_time:
+        assert by_time.next(wait=0).payload == "c"
+    # A stored place wins over start: "late" resumes at "d", which it was
+    # handed but never passed.
+    with s.subscribe("late", start="beginning") as late:
+        assert late.next(wait=0).payload == "d"
+        assert late.next(wait=0) is None
+    assert s.position("late") == 5
+
+
+def test_sync_iteration_wakes_on_a_publish_from_another_thread(db):
+    s = db.stream("orders")
+    sub = s.subscribe("t", wait=5)
+
+    def later() -> None:
+        time.sleep(0.2)
+        s.publish("woke")
+
+    import threading
+
+    t = threading.Thread(target=later)
+    t.start()
+    started = time.monotonic()
+    event = next(iter(sub))
+    t.join()
+    assert event.payload == "woke"
+    assert time.monotonic() - started < 4  # woken, not timed out
+    sub.close()
+
+
+def test_async_iteration_and_cancellation_lose_nothing(db):
+    s = db.stream("orders")
+
+    async def main() -> list[int]:
+        got: list[int] = []
+        async with s.subscribe("async", wait=5) as sub:
+            # A task waiting on an empty stream is cancelled mid-wait...
+            waiting = asyncio.ensure_future(sub.__anext__())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            # ...and the event published next is still handed out, once.
+            await s.publish_many_async([1, 2, 3])
+            async for event in sub:
+                got.append(event.payload)
+                if len(got) == 3:
+                    break
+            await sub.commit_async(3)
+        return got
+
+    assert asyncio.run(main()) == [1, 2, 3]
+    assert s.position("async") == 4
+
+
+def test_a_consumer_behind_age_retention_gets_trimmed_once_with_the_missed_count(db, clock):
+    s = db.stream("metrics")
+    assert s.retention() == (7 * 86400.0, None, False)
+    s.set_retention(max_age=60)
+    assert s.retention() == (60.0, None, False)
+    s.publish_many(range(5))
+    s.subscribe("slow").close()  # stores its place: offset 1
+    clock.advance(120)
+    s.publish_many([5, 6])
+    assert s.trim() == 5
+    sub = s.subscribe("slow")
+    with pytest.raises(honker.Trimmed) as trimmed:
+        sub.next(wait=0)
+    assert trimmed.value.missed == 5
+    assert trimmed.value.code == "TRIMMED"
+    assert [sub.next(wait=0).payload for _ in range(2)] == [5, 6]
+    sub.close()
+    # An explicit start below the first retained offset is TRIMMED too.
+    with pytest.raises(honker.Trimmed):
+        s.subscribe("new", start=2).next(wait=0)
+
+
+def test_count_retention_never_removes_what_a_consumer_has_not_passed(db):
+    s = db.stream("audit")
+    s.set_retention(max_age=None, max_count=2)
+    s.publish_many(range(6))
+    with s.subscribe("reader", auto_commit=False) as r:
+        r.next(wait=0)
+        r.commit(2)  # the next it reads is 3
+    assert db.maintain()["stream_events"] == 2  # offsets 1 and 2: passed, over count
+    assert [e.offset for e in s.read()] == [3, 4, 5, 6]
+
+
+def test_notify_and_listen_in_commit_order_after_commit(db):
+    with db.listen("cache", wait=0) as listener:
+        db.notify("cache", {"evict": "user:1"})
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO orders (id) VALUES (9)")
+            db.notify("cache", "in-tx", tx=tx)
+        with pytest.raises(RuntimeError), db.transaction() as tx:
+            db.notify("cache", "rolled back", tx=tx)
+            raise RuntimeError("no")
+        db.notify("cache", b"bytes")
+        db.notify("other", "elsewhere")
+        got = [listener.next() for _ in range(4)]
+    assert [n.payload for n in got[:3]] == [{"evict": "user:1"}, "in-tx", b"bytes"]
+    assert [n.seq for n in got[:3]] == [1, 2, 3]
+    assert got[3] is None
+    assert got[0].id < got[1].id < got[2].id
+
+
+def test_a_listener_sees_only_what_was_committed_after_it_started(db):
+    db.notify("jobs", "before")
+    listener = db.listen("jobs", wait=0)
+    db.notify("jobs", "after")
+    assert [n.payload for n in iter(listener.next, None)] == ["after"]
+    listener.close()
+    assert listener.closed
+    assert list(listener) == []
+
+
+def test_async_listen_cancellation_loses_nothing(db):
+    async def main() -> list[str]:
+        async with db.listen("ui", wait=5) as listener:
+            waiting = asyncio.ensure_future(listener.__anext__())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await db.notify_async("ui", "one")
+            await db.notify_async("ui", "two")
+            got = []
+            async for n in listener:
+                got.append(n.payload)
+                if len(got) == 2:
+                    break
+            return got
+
+    assert asyncio.run(main()) == ["one", "two"]
+
+
+def test_a_listener_behind_the_window_gets_trimmed_then_the_rest(db):
+    assert db.channel_retention("busy") == (3600.0, 100_000)
+    db.set_channel_retention("busy", max_age=60, max_count=3)
+    assert db.channel_retention("busy") == (60.0, 3)
+    listener = db.listen("busy", wait=0)
+    for i in range(10):
+        db.notify("busy", i)
+    assert db.maintain()["notifications"] == 7
+    with pytest.raises(honker.Trimmed) as trimmed:
+        listener.next()
+    assert trimmed.value.missed == 7
+    assert [n.payload for n in iter(listener.next, None)] == [7, 8, 9]
+    listener.close()
+
+
+def test_honkers_notifications_view_reads_ours(db):
+    db.notify("orders", {"id": 1})
+    assert db.query("SELECT channel, payload FROM _honker_notifications") == [
+        ("orders", '{"id":1}')
+    ]
+
+
+PUBLISHER = """
+import honker, sys
+db = honker.open(sys.argv[1])
+s = db.stream("orders")
+for i in range(int(sys.argv[2])):
+    s.publish({"n": i})
+db.notify("done", "published")
+db.close()
+"""
+
+
+def test_events_published_by_another_process_wake_this_one(path):
+    db = honker.open(path)
+    sub = db.stream("orders").subscribe("here", wait=10)
+    listener = db.listen("done", wait=10)
+    proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(path), "50"])
+    got = [next(sub).payload["n"] for _ in range(50)]
+    assert got == list(range(50))
+    assert next(iter(listener)).payload == "published"
+    assert proc.wait(60) == 0
+    sub.close()
+    listener.close()
+    db.close()
+
+
+CONSUMER = """
+import honker, sys, time
+db = honker.open(sys.argv[1])
+db.execute("CREATE TABLE IF NOT EXISTS seen (offset INTEGER PRIMARY KEY)")
+sub = db.stream("orders").subscribe("projector", auto_commit=False, wait=1)
+for event in sub:
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO seen VALUES (?)", [event.offset])
+        sub.commit(event, tx=tx)
+    if event.offset == int(sys.argv[2]):
+        print("ready", flush=True)
+        time.sleep(60)  # killed here
+"""
+
+
+def test_a_sigkilled_consumer_resumes_at_its_committed_offset(path):
+    db = honker.open(path)
+    s = db.stream("orders")
+    s.publish_many(range(20))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CONSUMER, str(path), "8"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert s.position("projector") == 9
+    # A new process picks up exactly where the dead one committed; the
+    # primary key on `seen` would fail if any event were processed twice.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CONSUMER, str(path), "20"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "ready"
+    proc.kill()
+    proc.wait(30)
+    assert db.query("SELECT count(*), min(offset), max(offset) FROM seen") == [(20, 1, 20)]
+    db.close()
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc")
+def test_memory_stays_flat_while_a_consumer_reads_a_million_events(path):
+    db = honker.open(path)
+    s = db.stream("firehose")
+    for start in range(0, 1_000_000, 10_000):
+        s.publish_many([{"i": i} for i in range(start, start + 10_000)])
+    sub = s.subscribe("reader", batch=500, commit_every=10_000)
+    after_100k = 0
+    for n, event in enumerate(sub, start=1):
+        if n == 100_000:
+            after_100k = rss_bytes()
+        if n == 1_000_000:
+            assert event.payload == {"i": 999_999}
+            break
+    growth = rss_bytes() - after_100k
+    sub.close()
+    assert s.position("reader") == 1_000_000  # the last was handed out, not passed
+    assert growth < 32 * 1024 * 1024, f"RSS grew {growth / 2**20:.1f} MiB from 100k to 1M"
+    db.close()
+
+
+def test_bad_input_is_a_typed_error_and_changes_nothing(db):
+    s = db.stream("orders")
+    s.publish("kept")
+    before = (events_of(db, "orders"), db.query("SELECT * FROM _honker_stream_offsets"))
+    with pytest.raises(honker.InvalidArgument):
+        db.stream("")
+    with pytest.raises(TypeError):  # as json.dumps raises it
+        s.publish(object())
+    with pytest.raises(TypeError):
+        s.publish_many(["ok", {1, 2}])
+    with pytest.raises(honker.InvalidArgument):
+        s.publish(float("nan"))
+    assert s.publish_many([]) == []
+    with pytest.raises(honker.InvalidArgument):
+        s.subscribe("c", start="middle")
+    with pytest.raises(honker.InvalidArgument):
+        s.subscribe("c", start=1.5)  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
+        s.subscribe("c", batch=0)
+    with pytest.raises(honker.InvalidArgument):
+        s.commit("c", -1)
+    with pytest.raises(honker.InvalidArgument):
+        s.set_retention(max_age=-1)
+    with pytest.raises(honker.InvalidArgument):
+        s.set_retention(max_age=60, max_count=0)
+    with pytest.raises(honker.InvalidArgument):
+        s.read(limit=-1)
+    assert (events_of(db, "orders"), db.query("SELECT * FROM _honker_stream_offsets")) == before
+    assert s.retention() == (7 * 86400.0, None, False)
+    with pytest.raises(honker.InvalidArgument):
+        db.notify("ch", "x" * (64 * 1024 + 1))
+    with pytest.raises(honker.InvalidArgument):
+        db.notify("", "x")
+    with pytest.raises(honker.InvalidArgument):
+        db.set_channel_retention("ch", max_age=0.5, max_count=10)
+    with pytest.raises(honker.InvalidArgument):
+        db.set_channel_retention("ch", max_age=60, max_count=0)
+    assert db.query("SELECT count(*) FROM _honker_channel_messages") == [(0,)]
+    assert db.channel_retention("ch") == (3600.0, 100_000)
