@@ -4,7 +4,7 @@
 //! ("the next offset to read", never expiring).
 //!
 //! The storage, the operations, the [`Stream`] handle (`db.stream(..)`),
-//! [`Subscription`](crate::runtime::Subscription), [`retention`] and the SQL
+//! [`Subscription`](crate::runtime::Subscription), retention ([`StreamRetention`]) and the SQL
 //! surface (Honker's four stream functions with Honker's contracts, and
 //! ours).
 //!
