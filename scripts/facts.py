@@ -239,7 +239,11 @@ def py_names(f: dict, name: str) -> str:
     quoted = [f'"{fl["name"]}"' for fl in record(f, name)["fields"]]
     line = f"_{snake(name).upper()}_FIELDS = ({', '.join(quoted)})"
     if len(line) > 100:  # as ruff format wraps it
-        line = f"_{snake(name).upper()}_FIELDS = (\n" + "".join(f"    {q},\n" for q in quoted) + ")"
+        line = (
+            f"_{snake(name).upper()}_FIELDS = (\n"
+            + "".join(f"    {q},\n" for q in quoted)
+            + ")"
+        )
     return line
 
 
