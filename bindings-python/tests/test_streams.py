@@ -401,6 +401,8 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
     with pytest.raises(honker.InvalidArgument):
         s.subscribe("c", batch=0)
     with pytest.raises(honker.InvalidArgument):
+        s.subscribe("c", commit_interval=None)  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
         s.commit("c", -1)
     with pytest.raises(honker.InvalidArgument):
         s.set_retention(max_age=-1)

@@ -23,15 +23,19 @@ import concurrent.futures
 import dataclasses
 import datetime as _dt
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
 from . import _args, _threads
 from ._time import Seconds, from_ms, seconds
 
 if TYPE_CHECKING:
     from . import _native
+    from ._native import Listener as _NativeListener
+    from ._native import Subscription as _NativeSubscription
     from .database import Database, Transaction
+
+T = TypeVar("T")
 
 Start = Union[str, int, _dt.datetime]
 """Where a consumer with no committed offset starts: ``"beginning"``,
@@ -183,7 +187,53 @@ class _Waiter:
         return result
 
 
-class Subscription:
+class _Reader(Generic[T]):
+    """What a subscription and a listener share: ``next(wait)``, the sync
+    and async iterators (waiting on honker's threads, one native ``next`` at
+    a time), and ``closed``."""
+
+    _row: Callable[[tuple[Any, ...]], T]
+
+    def __init__(self, native: Any, wait: float) -> None:
+        self._native = native
+        self._wait = wait
+        self._waiter = _Waiter()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._native.closed)
+
+    def next(self, wait: Seconds | None = None) -> T | None:
+        """The next item, waiting up to ``wait`` seconds (default: this
+        reader's), or None."""
+        w = seconds("wait", wait)
+        row = self._native.next(self._wait if w is None else w)
+        return None if row is None else self._row(row)
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        while True:
+            if self._native.closed:
+                raise StopIteration
+            row = self._native.next(self._wait)
+            if row is not None:
+                return self._row(row)
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        while True:
+            if self._native.closed:
+                raise StopAsyncIteration
+            row = await self._waiter.next(self._native.next, self._wait)
+            if row is not None:
+                return self._row(row)
+
+
+class Subscription(_Reader[Event]):
     """``for event in stream.subscribe(...)`` (threads) and
     ``async for event in stream.subscribe(...)`` (asyncio): each event once,
     in offset order, from the consumer's committed place, sleeping until
@@ -198,48 +248,16 @@ class Subscription:
     the task that iterates stops it, and no event is lost by it.
     """
 
-    def __init__(self, stream: Stream, native: _native.Subscription, wait: float) -> None:
+    _row = Event._from
+    _native: _NativeSubscription
+
+    def __init__(self, stream: Stream, native: _NativeSubscription, wait: float) -> None:
+        super().__init__(native, wait)
         self._stream = stream
-        self._native = native
-        self._wait = wait
-        self._waiter = _Waiter()
 
     @property
     def consumer(self) -> str:
         return self._native.consumer
-
-    @property
-    def closed(self) -> bool:
-        return self._native.closed
-
-    def next(self, wait: Seconds | None = None) -> Event | None:
-        """The next event, waiting up to ``wait`` seconds (default: this
-        subscription's), or None."""
-        w = seconds("wait", wait)
-        row = self._native.next(self._wait if w is None else w)
-        return None if row is None else Event._from(row)
-
-    def __iter__(self) -> Iterator[Event]:
-        return self
-
-    def __next__(self) -> Event:
-        while True:
-            if self._native.closed:
-                raise StopIteration
-            row = self._native.next(self._wait)
-            if row is not None:
-                return Event._from(row)
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self
-
-    async def __anext__(self) -> Event:
-        while True:
-            if self._native.closed:
-                raise StopAsyncIteration
-            row = await self._waiter.next(self._native.next, self._wait)
-            if row is not None:
-                return Event._from(row)
 
     def commit(self, event: Event | int, tx: Transaction | None = None) -> None:
         """Commits the place after ``event`` (an :class:`Event` or its
@@ -416,6 +434,8 @@ class Stream:
         _args.integer("batch", batch, _args.SIZE)
         _args.integer("commit_every", commit_every, _args.SIZE)
         interval = seconds("commit_interval", commit_interval)
+        if interval is None:
+            raise _args._bad("commit_interval must be a duration, got None")
         w = seconds("wait", wait) or 0.0
         auto = (commit_every, interval) if auto_commit else None
         native = self._db._write(
@@ -425,53 +445,22 @@ class Stream:
         return Subscription(self, native, w)
 
 
-class Listener:
+class Listener(_Reader[Notification]):
     """``for n in db.listen(channel)`` and ``async for n in
     db.listen(channel)``: every notification committed after it started, in
     commit order, each once. Behind the channel's window it raises
     :class:`honker.Trimmed` once (``.missed``); iterate again to go on.
     Cancelling the iterating task stops it without losing a notification."""
 
-    def __init__(self, native: _native.Listener, wait: float) -> None:
-        self._native = native
-        self._wait = wait
-        self._waiter = _Waiter()
+    _row = Notification._from
+    _native: _NativeListener
+
+    def __init__(self, native: _NativeListener, wait: float) -> None:
+        super().__init__(native, wait)
 
     @property
     def channel(self) -> str:
         return self._native.channel
-
-    @property
-    def closed(self) -> bool:
-        return self._native.closed
-
-    def next(self, wait: Seconds | None = None) -> Notification | None:
-        """The next notification, waiting up to ``wait`` seconds, or None."""
-        w = seconds("wait", wait)
-        row = self._native.next(self._wait if w is None else w)
-        return None if row is None else Notification._from(row)
-
-    def __iter__(self) -> Iterator[Notification]:
-        return self
-
-    def __next__(self) -> Notification:
-        while True:
-            if self._native.closed:
-                raise StopIteration
-            row = self._native.next(self._wait)
-            if row is not None:
-                return Notification._from(row)
-
-    def __aiter__(self) -> AsyncIterator[Notification]:
-        return self
-
-    async def __anext__(self) -> Notification:
-        while True:
-            if self._native.closed:
-                raise StopAsyncIteration
-            row = await self._waiter.next(self._native.next, self._wait)
-            if row is not None:
-                return Notification._from(row)
 
     def close(self) -> None:
         """Stops listening and wakes a waiting iteration."""
