@@ -239,6 +239,18 @@ impl Transaction {
     }
 }
 
+/// Runs `f` inside `tx` when one is given, else on its own (every verb that
+/// takes `tx=`). Call with the GIL released.
+pub(crate) fn in_tx<R>(
+    tx: Option<&Transaction>,
+    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
+) -> honker::Result<R> {
+    match tx {
+        Some(t) => t.with(|tx| f(Some(tx))),
+        None => f(None),
+    }
+}
+
 #[pymethods]
 impl Transaction {
     #[pyo3(signature = (sql, params = None))]

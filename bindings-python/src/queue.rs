@@ -10,7 +10,7 @@ use std::time::Duration;
 use honker::{ClaimOptions, EnqueueOptions, Lease, RetryOptions};
 use pyo3::prelude::*;
 
-use crate::database::{secs, Transaction};
+use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
 use crate::records::{ClaimedJob, Enqueued, JobInfo, Payload, QueueStats};
@@ -24,17 +24,6 @@ pub struct Queue {
 
 pub(crate) fn lease(job_id: i64, token: String) -> Lease {
     Lease { job_id, token }
-}
-
-/// Runs `f` inside `tx` when one is given, else on its own.
-fn in_tx<R>(
-    tx: Option<&Transaction>,
-    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
-) -> honker::Result<R> {
-    match tx {
-        Some(t) => t.with(|tx| f(Some(tx))),
-        None => f(None),
-    }
 }
 
 #[pymethods]

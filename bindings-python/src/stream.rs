@@ -8,20 +8,10 @@ use honker::runtime::OffThreadDrop;
 use honker::stream::{PublishOptions, Start, StreamRetention};
 use pyo3::prelude::*;
 
-use crate::database::{secs, Transaction};
+use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::json::payload_from_py;
 use crate::records::{ConsumerInfo, Notification, StreamEvent};
-
-fn in_tx<R>(
-    tx: Option<&Transaction>,
-    f: impl FnOnce(Option<&honker::Transaction>) -> honker::Result<R>,
-) -> honker::Result<R> {
-    match tx {
-        Some(t) => t.with(|tx| f(Some(tx))),
-        None => f(None),
-    }
-}
 
 /// `start`: "beginning", "latest", an offset (int), or a time in ms
 /// (`("time", ms)`; the package converts datetimes).

@@ -420,5 +420,7 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
         db.set_channel_retention("ch", max_age=0.5, max_count=10)
     with pytest.raises(honker.InvalidArgument):
         db.set_channel_retention("ch", max_age=60, max_count=0)
+    with pytest.raises(honker.InvalidArgument):
+        db.set_channel_retention("ch", max_age=None, max_count=10)  # type: ignore[arg-type]
     assert db.query("SELECT count(*) FROM _honker_channel_messages") == [(0,)]
     assert db.channel_retention("ch") == (3600.0, 100_000)

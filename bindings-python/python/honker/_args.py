@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._time import Seconds, seconds
 from .errors import InvalidArgument
 
 U32 = (0, 2**32 - 1)
@@ -31,6 +32,14 @@ def integer(name: str, value: Any, bounds: tuple[int, int]) -> int:
 
 def optional_integer(name: str, value: Any, bounds: tuple[int, int]) -> int | None:
     return None if value is None else integer(name, value, bounds)
+
+
+def duration(name: str, value: Seconds) -> float:
+    """A duration that must be given (``seconds`` lets None through)."""
+    s = seconds(name, value)
+    if s is None:
+        raise _bad(f"{name} must be a duration, got None")
+    return s
 
 
 def text(name: str, value: Any) -> str:

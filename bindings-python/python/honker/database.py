@@ -252,8 +252,7 @@ class Database:
         (1 s to 7 days; 1 to 10,000,000)."""
         _args.text("channel", channel)
         _args.integer("max_count", max_count, _args.SIZE)
-        age = seconds("max_age", max_age)
-        assert age is not None
+        age = _args.duration("max_age", max_age)
         self._write(None, lambda: self._native.channel_retention(channel, (age, max_count)))
 
     def transaction(self) -> Transaction:

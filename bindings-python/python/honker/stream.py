@@ -161,6 +161,10 @@ def _start(start: Start) -> Any:
     return start
 
 
+def _offset(event: Event | int) -> int:
+    return _args.integer("offset", event.offset if isinstance(event, Event) else event, _args.I64)
+
+
 class _Waiter:
     """One native ``next`` at a time, on honker's threads, for asyncio: a
     cancelled ``__anext__`` leaves its wait running, and the next
@@ -263,14 +267,12 @@ class Subscription(_Reader[Event]):
         """Commits the place after ``event`` (an :class:`Event` or its
         offset): it and everything before it are processed. With ``tx``, the
         offset commits or rolls back with your transaction."""
-        offset = event.offset if isinstance(event, Event) else event
-        _args.integer("offset", offset, _args.I64)
+        offset = _offset(event)
         t = _args.transaction(tx)
         self._stream._db._write(tx, lambda: self._native.commit(offset, tx=t))
 
     async def commit_async(self, event: Event | int, tx: Transaction | None = None) -> None:
-        offset = event.offset if isinstance(event, Event) else event
-        _args.integer("offset", offset, _args.I64)
+        offset = _offset(event)
         t = _args.transaction(tx)
         await self._stream._db._write_async(tx, lambda: self._native.commit(offset, tx=t))
 
@@ -433,9 +435,7 @@ class Stream:
         _args.text("consumer", consumer)
         _args.integer("batch", batch, _args.SIZE)
         _args.integer("commit_every", commit_every, _args.SIZE)
-        interval = seconds("commit_interval", commit_interval)
-        if interval is None:
-            raise _args._bad("commit_interval must be a duration, got None")
+        interval = _args.duration("commit_interval", commit_interval)
         w = seconds("wait", wait) or 0.0
         auto = (commit_every, interval) if auto_commit else None
         native = self._db._write(
