@@ -30,6 +30,8 @@ scope = {
     "mailer": Mailer(),
 }
 quickstart, *others = blocks
+streams = next(b for b in others if "db.stream(" in b)
+others.remove(streams)
 exec(compile(quickstart, readme, "exec"), scope)
 
 
@@ -49,5 +51,17 @@ scope["db"].queue("emails").enqueue({"to": "bob@example.com", "template": "welco
 for code in others:
     exec(compile(code, readme, "exec"), scope)
 assert mailed == [("bob@example.com", "welcome")], mailed
-scope["db"].close()
+
+# The streams section: the publish commits with the order's update; the
+# projection's write and its offset commit together.
+db = scope["db"]
+db.execute("CREATE TABLE revenue (total INTEGER)")
+db.execute("INSERT INTO revenue VALUES (0)")
+listener = db.listen("dashboard", wait=1)
+exec(compile(streams, readme, "exec"), {"db": db, "order_id": 1})
+assert db.query("SELECT status FROM orders WHERE id = 1") == [("paid",)]
+assert db.query("SELECT total FROM revenue") == [(1,)]
+assert db.stream("orders").position("revenue") == 2
+assert next(listener).payload == {"order": 1}
+db.close()
 print("README quickstart ok on CPython", sys.version.split()[0])

@@ -223,7 +223,7 @@ def test_count_retention_never_removes_what_a_consumer_has_not_passed(db):
 
 
 def test_notify_and_listen_in_commit_order_after_commit(db):
-    with db.listen("cache", wait=0) as listener:
+    with db.listen("cache") as listener:
         db.notify("cache", {"evict": "user:1"})
         with db.transaction() as tx:
             tx.execute("INSERT INTO orders (id) VALUES (9)")
@@ -233,7 +233,7 @@ def test_notify_and_listen_in_commit_order_after_commit(db):
             raise RuntimeError("no")
         db.notify("cache", b"bytes")
         db.notify("other", "elsewhere")
-        got = [listener.next() for _ in range(4)]
+        got = [listener.next(wait=0) for _ in range(4)]
     assert [n.payload for n in got[:3]] == [{"evict": "user:1"}, "in-tx", b"bytes"]
     assert [n.seq for n in got[:3]] == [1, 2, 3]
     assert got[3] is None
@@ -242,9 +242,9 @@ def test_notify_and_listen_in_commit_order_after_commit(db):
 
 def test_a_listener_sees_only_what_was_committed_after_it_started(db):
     db.notify("jobs", "before")
-    listener = db.listen("jobs", wait=0)
+    listener = db.listen("jobs")
     db.notify("jobs", "after")
-    assert [n.payload for n in iter(listener.next, None)] == ["after"]
+    assert [n.payload for n in iter(lambda: listener.next(wait=0), None)] == ["after"]
     listener.close()
     assert listener.closed
     assert list(listener) == []
@@ -274,14 +274,14 @@ def test_a_listener_behind_the_window_gets_trimmed_then_the_rest(db):
     assert db.channel_retention("busy") == (3600.0, 100_000)
     db.set_channel_retention("busy", max_age=60, max_count=3)
     assert db.channel_retention("busy") == (60.0, 3)
-    listener = db.listen("busy", wait=0)
+    listener = db.listen("busy")
     for i in range(10):
         db.notify("busy", i)
     assert db.maintain()["notifications"] == 7
     with pytest.raises(honker.Trimmed) as trimmed:
-        listener.next()
+        listener.next(wait=0)
     assert trimmed.value.missed == 7
-    assert [n.payload for n in iter(listener.next, None)] == [7, 8, 9]
+    assert [n.payload for n in iter(lambda: listener.next(wait=0), None)] == [7, 8, 9]
     listener.close()
 
 
@@ -416,6 +416,11 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
         db.notify("ch", "x" * (64 * 1024 + 1))
     with pytest.raises(honker.InvalidArgument):
         db.notify("", "x")
+    for wait in (None, 0, -1):
+        with pytest.raises(honker.InvalidArgument):
+            db.listen("ch", wait=wait)  # type: ignore[arg-type]
+        with pytest.raises(honker.InvalidArgument):
+            s.subscribe("c", wait=wait)  # type: ignore[arg-type]
     with pytest.raises(honker.InvalidArgument):
         db.set_channel_retention("ch", max_age=0.5, max_count=10)
     with pytest.raises(honker.InvalidArgument):

@@ -42,6 +42,14 @@ def duration(name: str, value: Seconds) -> float:
     return s
 
 
+def wait(value: Seconds) -> float:
+    """A reader's wait between checks: positive (0 would make iterating spin)."""
+    s = duration("wait", value)
+    if not s > 0:
+        raise _bad(f"wait must be positive, got {value!r} (next(wait=0) polls once)")
+    return s
+
+
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise _bad(f"{name} must be a str, got {type(value).__name__} {value!r}")

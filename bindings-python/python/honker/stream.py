@@ -436,7 +436,7 @@ class Stream:
         _args.integer("batch", batch, _args.SIZE)
         _args.integer("commit_every", commit_every, _args.SIZE)
         interval = _args.duration("commit_interval", commit_interval)
-        w = seconds("wait", wait) or 0.0
+        w = _args.wait(wait)
         auto = (commit_every, interval) if auto_commit else None
         native = self._db._write(
             None,

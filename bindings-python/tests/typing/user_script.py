@@ -109,7 +109,7 @@ def main(path: Path) -> None:
     orders.set_retention(max_age=dt.timedelta(days=1), max_count=None)
     kept: honker.StreamRetention = orders.retention()
     assert kept.max_age == 86400.0
-    with db.listen("cache", wait=0) as listener:
+    with db.listen("cache", wait=0.5) as listener:
         nid: int = db.notify("cache", {"evict": 1})
         note: honker.Notification | None = listener.next()
         assert note is not None and note.id == nid and note.payload == {"evict": 1}
