@@ -42,6 +42,18 @@ export declare class Database {
   /** Prunes past retention. */
   maintain(): Promise<Out<MaintenanceReport>>
   close(): Promise<Out<undefined>>
+  /** Sends a notification (after commit, with `tx`); resolves to its id. */
+  notify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Promise<Out<number>>
+  tryNotify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Out<number>
+  /** A handle on a stream (writes nothing). */
+  stream(name: string): Out<Stream>
+  /**
+   * Starts listening on `channel` now, here (one read of the channel's
+   * head, so what commits after this call returns is heard).
+   */
+  listen(channel: string): Out<Listener>
+  /** The channel's window; with `set`, sets it first (for every process). */
+  channelRetention(channel: string, set?: ChannelWindow | undefined | null): Promise<Out<ChannelWindow>>
 }
 
 /** See `Queue.keepAlive`. */
@@ -53,6 +65,21 @@ export declare class KeepAlive {
   get leaseExpiresAt(): number | null
   /** Stops renewing; resolves to whether the lease was lost meanwhile. */
   stop(): Promise<Out<boolean>>
+}
+
+/** See `Database.listen`. */
+export declare class Listener {
+  /**
+   * The next notification, waiting up to `wait` ms; null when the wait
+   * ran out or the listener was closed. TRIMMED (once, with `missed`) when
+   * the channel's window moved past notifications it had not read.
+   */
+  next(wait: number): Promise<Out<Notification | undefined | null>>
+  tryNext(wait: number): Out<Notification | undefined | null>
+  /** Stops listening and wakes a waiting `next`. */
+  close(): void
+  get closed(): boolean
+  get channel(): string
 }
 
 /** A clock that only moves when told to (tests: `new ManualClock(ms)`). */
@@ -138,6 +165,64 @@ export declare class Queue {
   keepAlive(id: number, token: string, leaseMs: number, every?: number | undefined | null): Out<KeepAlive>
 }
 
+/** A handle on one stream. */
+export declare class Stream {
+  get name(): string
+  /**
+   * Applies the retention now (in batches); resolves to how many events
+   * went.
+   */
+  trim(): Promise<Out<number>>
+  /**
+   * An independent consumer from its committed offset, or `start` if it
+   * has none (stored at once); `autoCommit` null commits only when told.
+   */
+  subscribe(consumer: string, start: StartArg, batch: number, autoCommit?: AutoCommitArg | undefined | null): Promise<Out<Subscription>>
+  /** Appends one event; resolves to its offset. */
+  publish(payload: PayloadIo, options?: PublishArgs | undefined | null): Promise<Out<number>>
+  tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null): Out<number>
+  /** Appends events in one transaction; resolves to their offsets. */
+  publishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null): Promise<Out<Array<number>>>
+  tryPublishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null): Out<Array<number>>
+  /** Up to `limit` events with offsets above `after`. */
+  read(after: number, limit: number): Promise<Out<Array<StreamEvent>>>
+  tryRead(after: number, limit: number): Out<Array<StreamEvent>>
+  /** Commits `nextOffset` for `consumer` (never back); resolves to its next offset. */
+  commit(consumer: string, nextOffset: number, tx?: number | undefined | null): Promise<Out<number>>
+  tryCommit(consumer: string, nextOffset: number, tx?: number | undefined | null): Out<number>
+  seek(consumer: string, nextOffset: number): Promise<Out<undefined>>
+  trySeek(consumer: string, nextOffset: number): Out<undefined>
+  position(consumer: string): Promise<Out<number | undefined | null>>
+  tryPosition(consumer: string): Out<number | undefined | null>
+  info(): Promise<Out<StreamInfo>>
+  tryInfo(): Out<StreamInfo>
+  retention(): Promise<Out<Retention>>
+  tryRetention(): Out<Retention>
+  setRetention(maxAge: number | undefined | null, maxCount: number | undefined | null, trimPassed: boolean): Promise<Out<undefined>>
+  trySetRetention(maxAge: number | undefined | null, maxCount: number | undefined | null, trimPassed: boolean): Out<undefined>
+}
+
+/** See `Stream.subscribe`. */
+export declare class Subscription {
+  /**
+   * The next event, waiting up to `wait` ms; null when the wait ran out
+   * or the subscription was closed. TRIMMED (once, with `missed`) when
+   * retention removed events it had not read.
+   */
+  next(wait: number): Promise<Out<StreamEvent | undefined | null>>
+  tryNext(wait: number): Out<StreamEvent | undefined | null>
+  /** Commits the place after the event at `offset`. */
+  commit(offset: number, tx?: number | undefined | null): Promise<Out<undefined>>
+  tryCommit(offset: number, tx?: number | undefined | null): Out<undefined>
+  /**
+   * Stops: with auto-commit, commits the place after the last event
+   * passed, and wakes a waiting `next`.
+   */
+  close(): Promise<Out<undefined>>
+  get closed(): boolean
+  get consumer(): string
+}
+
 /** An open write transaction, known to queue calls by `id`. */
 export declare class Transaction {
   get id(): number
@@ -207,6 +292,19 @@ export declare class Worker {
    * their leases, then releases the rest; resolves to how many.
    */
   drain(grace: number): Promise<Out<number>>
+}
+
+export interface AutoCommitArg {
+  /** Commit after this many events passed. */
+  every: number
+  /** ... or this many ms after the last commit. */
+  interval: number
+}
+
+/** A channel's window; `maxAge` in ms. */
+export interface ChannelWindow {
+  maxAge: number
+  maxCount: number
 }
 
 export interface ClaimArgs {
@@ -283,6 +381,8 @@ export interface Failure {
   /** The stable error code (`LEASE_LOST`, ...). */
   code: string
   message: string
+  /** `TRIMMED`: how many events or notifications the reader missed. */
+  missed?: number
 }
 
 /** A job in any state, as a lookup or the dead letters report it (no lease token). */
@@ -381,6 +481,16 @@ export interface OpenOptions {
  */
 export declare function openWithClock(path: string, options: OpenOptions | undefined | null, clock: ManualClock): Out<Database>
 
+export interface PublishArgs {
+  key?: string
+  /**
+   * A retried publish with this key (within 24 h) returns the original
+   * offset and appends nothing.
+   */
+  idempotencyKey?: string
+  tx?: number
+}
+
 export interface QueueOptions {
   /** Lease length (ms). 60,000. */
   lease?: number
@@ -422,9 +532,26 @@ export interface Rebuilt {
   workerId: string
 }
 
+/** A stream's retention; `maxAge` in ms. */
+export interface Retention {
+  maxAge?: number
+  maxCount?: number
+  trimPassed: boolean
+}
+
 export interface Rows {
   columns: Array<string>
   rows: Array<Array<SqlOut>>
+}
+
+/**
+ * Where a consumer with no committed offset starts: `kind` is
+ * "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
+ * since the Unix epoch).
+ */
+export interface StartArg {
+  kind: string
+  at?: number
 }
 
 /** One event of a stream. */
@@ -437,6 +564,13 @@ export interface StreamEvent {
   payload: PayloadIo
   /** When it was published. */
   createdAtMs: number
+}
+
+export interface StreamInfo {
+  length: number
+  firstOffset?: number
+  lastOffset: number
+  consumers: Array<ConsumerInfo>
 }
 
 /** A job handed out by `next`, until `complete` takes it by `key`. */

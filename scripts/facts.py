@@ -346,6 +346,17 @@ def swift_job_record(f: dict) -> str:
     return "\n".join(lines + ["    }"])
 
 
+NODE_RECORDS = (
+    "Enqueued",
+    "JobInfo",
+    "QueueStats",
+    "MaintenanceReport",
+    "StreamEvent",
+    "ConsumerInfo",
+    "Notification",
+)
+
+
 def blocks(f: dict) -> list[tuple[str, str, str, str]]:
     """(file, block name, comment prefix, content) for every generated table."""
     codes, states = f["error_codes"], f["job_states"]
@@ -441,11 +452,11 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
         ),
         *[
             ("bindings-node/index.d.ts", f"record-{n}", "//", ts_record(f, n))
-            for n in ("Enqueued", "JobInfo", "QueueStats", "MaintenanceReport")
+            for n in NODE_RECORDS
         ],
         *[
             ("bindings-node/index.js", f"record-{n}", "//", js_converter(f, n))
-            for n in ("Enqueued", "JobInfo", "QueueStats", "MaintenanceReport")
+            for n in NODE_RECORDS
         ],
         (
             "bindings-swift/Sources/Honker/Honker.swift",

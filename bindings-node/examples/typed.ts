@@ -11,6 +11,14 @@ import honker, {
   Permanent,
   Retry,
   Snooze,
+  Trimmed,
+  type ChannelRetention,
+  type Listener,
+  type Stream,
+  type StreamEvent,
+  type StreamInfo,
+  type StreamRetention,
+  type Subscription,
   type ErrorCode,
   type WorkerEvent,
   type Job,
@@ -111,5 +119,55 @@ export async function everything(path: string): Promise<void> {
   await done;
   void running;
   void [codes, honker.version, honker.ERROR_CLASSES.LEASE_LOST, ext];
+
+  // Streams and pub/sub.
+  const orders: Stream = db.stream('orders');
+  const offset: number = await db.transaction(async (tx) =>
+    orders.publish({ id: 1 }, { tx, key: 'user-1', idempotencyKey: 'order-1' }),
+  );
+  const offsets: number[] = await orders.publishMany([1, 2], { key: 'k' });
+  const page: StreamEvent[] = await orders.read({ after: 0, limit: 10 });
+  const next: number = await orders.commit('audit', 2);
+  await orders.seek('audit', 1);
+  const pos: number | null = await orders.position('audit');
+  const sinfo: StreamInfo = await orders.info();
+  const lag: number = sinfo.consumers[0]?.lag ?? 0;
+  await orders.setRetention({ maxAge: null, maxCount: 1000, trimPassed: true });
+  const kept: StreamRetention = await orders.retention();
+  const trimmed: number = await orders.trim();
+  const sub: Subscription = orders.subscribe('projector', {
+    start: new Date(0),
+    batch: 100,
+    autoCommit: false,
+    commitEvery: 500,
+    commitInterval: 2000,
+    wait: 1000,
+    signal: stopper.signal,
+  });
+  try {
+    for await (const event of sub) {
+      const at: Date = event.createdAt;
+      const key: string | null = event.key;
+      await db.transaction(async (tx) => sub.commit(event, { tx }));
+      void [at, key, event.offset, event.payload];
+    }
+  } catch (e) {
+    if (e instanceof Trimmed) {
+      const missed: number = e.missed;
+      void missed;
+    }
+  } finally {
+    await sub.close();
+  }
+  const id: number = await db.notify('ui', { changed: offset });
+  const listener: Listener = db.listen('ui', { signal: stopper.signal });
+  for await (const n of listener) {
+    const seq: number = n.seq;
+    void [seq, n.id, n.payload, n.createdAt, listener.channel, listener.closed];
+    break;
+  }
+  await db.setChannelRetention('ui', { maxAge: 60_000, maxCount: 100 });
+  const window: ChannelRetention = await db.channelRetention('ui');
+  void [offsets, page, next, pos, lag, kept, trimmed, id, window, sub.consumer];
   await db.close();
 }

@@ -13,7 +13,7 @@ use honker::rusqlite::types::Value;
 use napi::bindgen_prelude::{Buffer, Either4};
 use napi_derive::napi;
 
-use crate::errors::{blocking, ms, now, opt_ms, out, Out};
+use crate::errors::{blocking, ms, now, opt_ms, out, Op, Out};
 use crate::queue::Queue;
 use crate::records::MaintenanceReport;
 
@@ -199,12 +199,13 @@ pub struct Database {
     txs: Arc<Txs>,
 }
 
-/// A blocking core call with its arguments, ready to run on any thread.
-type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
-
 impl Database {
     pub(crate) fn core(&self) -> &honker::Database {
         &self.db
+    }
+
+    pub(crate) fn txs(&self) -> Arc<Txs> {
+        Arc::clone(&self.txs)
     }
 
     fn opened(&self, r: Out<honker::Transaction>) -> Out<Transaction> {

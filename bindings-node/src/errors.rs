@@ -17,6 +17,8 @@ pub struct Failure {
     /// The stable error code (`LEASE_LOST`, ...).
     pub code: String,
     pub message: String,
+    /// `TRIMMED`: how many events or notifications the reader missed.
+    pub missed: Option<i64>,
 }
 
 /// A call's value or its failure.
@@ -27,6 +29,7 @@ pub(crate) fn failure(e: &honker::Error) -> Failure {
         honker_error: true,
         code: e.code().to_owned(),
         message: e.message().to_owned(),
+        missed: e.missed().map(|n| n as i64),
     }
 }
 
@@ -50,6 +53,7 @@ pub(crate) fn now<T>(op: impl FnOnce() -> honker::Result<T>) -> Out<T> {
             honker_error: true,
             code: WOULD_WAIT.to_owned(),
             message: e.message().to_owned(),
+            missed: None,
         }),
         r => out(r),
     }
@@ -78,3 +82,37 @@ pub(crate) fn ms(what: &str, v: f64) -> honker::Result<Duration> {
 pub(crate) fn opt_ms(what: &str, v: Option<f64>) -> honker::Result<Option<Duration>> {
     v.map(|v| ms(what, v)).transpose()
 }
+
+/// A blocking core call with its arguments, ready to run on any thread.
+pub(crate) type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
+
+/// Exports each verb of `impl Type` twice from its one `*_op` (declared
+/// once, in the table): `verb` runs it on tokio's blocking pool and returns
+/// a Promise; `tryVerb` runs it on the JS thread without waiting and
+/// reports `WOULD_WAIT` where it would (`now`). index.js picks between them.
+/// The caller imports `blocking`, `now` and `Out`.
+// Docs are `#[doc = "..."]` literals in the table: napi's type definitions
+// misread doc comments passed through a macro.
+macro_rules! verbs {
+    (impl $type:ident; $(
+        $(#[$doc:meta])*
+        $verb:ident / $try_verb:ident ($($arg:ident: $ty:ty),*) -> $out:ty = $op:ident;
+    )*) => {
+        #[napi]
+        impl $type {
+            $(
+                $(#[$doc])*
+                #[napi]
+                pub async fn $verb(&self, $($arg: $ty),*) -> napi::Result<Out<$out>> {
+                    blocking(self.$op($($arg),*)).await
+                }
+
+                #[napi]
+                pub fn $try_verb(&self, $($arg: $ty),*) -> Out<$out> {
+                    now(self.$op($($arg),*))
+                }
+            )*
+        }
+    };
+}
+pub(crate) use verbs;

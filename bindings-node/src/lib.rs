@@ -5,7 +5,8 @@
 //! objects, `for await`, `Date`, error classes) in `index.js`.
 //!
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
-//! transaction), `queue.rs` ↔ `core/src/queue/`.
+//! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔
+//! `core/src/stream/` and `core/src/channel/`.
 //!
 //! Durations cross as milliseconds (Node's unit: `setTimeout`, BullMQ), times
 //! as milliseconds since the Unix epoch.
@@ -22,6 +23,7 @@ mod errors;
 mod queue;
 mod records;
 mod runtime;
+mod stream;
 mod worker;
 
 use napi_derive::napi;

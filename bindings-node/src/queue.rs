@@ -13,7 +13,7 @@ use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, Lease, Payload};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
-use crate::errors::{blocking, invalid, ms, now, opt_ms, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, verbs, Op, Out};
 use crate::records::{
     payload_in, payload_out, ClaimedJob, Enqueued, JobInfo, PayloadIo, QueueStats,
 };
@@ -71,9 +71,6 @@ impl Queue {
 pub(crate) fn lease(id: i64, token: String) -> Lease {
     Lease { job_id: id, token }
 }
-
-/// A blocking core call with its arguments, ready to run on any thread.
-type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
 
 impl Queue {
     fn enqueue_op(
@@ -279,36 +276,8 @@ impl Queue {
     }
 }
 
-/// Exports each verb twice from its one `*_op` (declared once, here):
-/// `verb` runs it on tokio's blocking pool and returns a Promise;
-/// `tryVerb` runs it on the JS thread without waiting and reports
-/// `WOULD_WAIT` where it would (errors.rs). index.js picks between them.
-// Docs are `#[doc = "..."]` literals in the table: napi's type definitions
-// misread doc comments passed through a macro.
-macro_rules! verbs {
-    ($(
-        $(#[$doc:meta])*
-        $verb:ident / $try_verb:ident ($($arg:ident: $ty:ty),*) -> $out:ty = $op:ident;
-    )*) => {
-        #[napi]
-        impl Queue {
-            $(
-                $(#[$doc])*
-                #[napi]
-                pub async fn $verb(&self, $($arg: $ty),*) -> napi::Result<Out<$out>> {
-                    blocking(self.$op($($arg),*)).await
-                }
-
-                #[napi]
-                pub fn $try_verb(&self, $($arg: $ty),*) -> Out<$out> {
-                    now(self.$op($($arg),*))
-                }
-            )*
-        }
-    };
-}
-
 verbs! {
+    impl Queue;
     enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueOptions>)
         -> Vec<Enqueued> = enqueue_op;
     #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]

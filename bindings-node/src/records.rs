@@ -39,10 +39,6 @@ macro_rules! emit {
     (@fields $v:ident [$($rdoc:tt)*] $name:ident $core:path [$($decl:tt)*] [$($conv:tt)*]) => {
         $($rdoc)*
         #[napi(object)]
-        // Every record is in native.d.ts; the stream and channel records
-        // (StreamEvent, ConsumerInfo, Notification) wait for their Node
-        // forms (issue 22), so none is constructed yet.
-        #[allow(dead_code)]
         pub struct $name { $($decl)* }
 
         impl From<$core> for $name {

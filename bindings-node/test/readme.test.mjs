@@ -48,3 +48,18 @@ test("the README's Worker snippet runs", () => {
     fs.rmSync(file);
   }
 });
+
+test("the README's streams snippet runs", () => {
+  const readme = fs.readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const code = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].find((m) => m[1].includes('db.stream('))[1];
+  const prelude = "import { open } from 'honker';\nconst db = await open('app.db');\n";
+  const file = path.join(here, `.readme-streams-${process.pid}.mjs`);
+  fs.writeFileSync(file, prelude + code + 'await db.close();\n');
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  try {
+    const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(out.trim(), 'event 1 paid\nheard 7');
+  } finally {
+    fs.rmSync(file);
+  }
+});

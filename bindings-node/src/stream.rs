@@ -1,0 +1,430 @@
+//! Streams and channels for Node (`honker::stream`, `honker::channel`,
+//! `honker::runtime::{Subscription, Listener}`): every verb once as an
+//! operation, exported async and `try*` (errors.rs's `verbs!`); a
+//! subscription's and a listener's waits run on tokio's blocking pool, and
+//! their last reference is dropped there (a subscription's drop commits).
+
+use std::sync::Arc;
+
+use honker::runtime::OffThreadDrop;
+use honker::stream::{PublishOptions, Start, StreamRetention};
+use napi_derive::napi;
+
+use crate::database::{with_tx, Database, Txs};
+use crate::errors::{blocking, invalid, ms, now, out, verbs, Op, Out};
+use crate::records::{payload_in, ConsumerInfo, Notification, PayloadIo, StreamEvent};
+
+#[napi(object)]
+pub struct PublishArgs {
+    pub key: Option<String>,
+    /// A retried publish with this key (within 24 h) returns the original
+    /// offset and appends nothing.
+    pub idempotency_key: Option<String>,
+    pub tx: Option<u32>,
+}
+
+/// Where a consumer with no committed offset starts: `kind` is
+/// "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
+/// since the Unix epoch).
+#[napi(object)]
+pub struct StartArg {
+    pub kind: String,
+    pub at: Option<i64>,
+}
+
+#[napi(object)]
+pub struct AutoCommitArg {
+    /// Commit after this many events passed.
+    pub every: u32,
+    /// ... or this many ms after the last commit.
+    pub interval: f64,
+}
+
+#[napi(object)]
+pub struct StreamInfo {
+    pub length: i64,
+    pub first_offset: Option<i64>,
+    pub last_offset: i64,
+    pub consumers: Vec<ConsumerInfo>,
+}
+
+/// A stream's retention; `maxAge` in ms.
+#[napi(object)]
+pub struct Retention {
+    pub max_age: Option<f64>,
+    pub max_count: Option<i64>,
+    pub trim_passed: bool,
+}
+
+/// A channel's window; `maxAge` in ms.
+#[napi(object)]
+pub struct ChannelWindow {
+    pub max_age: f64,
+    pub max_count: i64,
+}
+
+fn start(s: StartArg) -> honker::Result<Start> {
+    match (s.kind.as_str(), s.at) {
+        ("beginning", None) => Ok(Start::Beginning),
+        ("latest", None) => Ok(Start::Latest),
+        ("offset", Some(n)) => Ok(Start::Offset(n)),
+        ("time", Some(t)) => Ok(Start::Time(t)),
+        (k, _) => Err(invalid(format!(
+            "start must be 'beginning', 'latest', an offset or a Date, got {k:?}"
+        ))),
+    }
+}
+
+fn count(what: &str, n: Option<i64>) -> honker::Result<Option<u64>> {
+    n.map(|n| u64::try_from(n).map_err(|_| invalid(format!("{what} must be positive, got {n}"))))
+        .transpose()
+}
+
+/// A handle on one stream.
+#[napi]
+pub struct Stream {
+    s: honker::stream::Stream,
+    txs: Arc<Txs>,
+}
+
+impl Stream {
+    fn parts(&self) -> (honker::stream::Stream, Arc<Txs>) {
+        (self.s.clone(), Arc::clone(&self.txs))
+    }
+
+    fn publish_op(&self, payload: PayloadIo, options: Option<PublishArgs>) -> Op<i64> {
+        let (s, txs) = self.parts();
+        let payload = payload_in(payload);
+        Box::new(move || {
+            let (o, tx) = match options {
+                Some(a) => (
+                    PublishOptions {
+                        key: a.key,
+                        idempotency_key: a.idempotency_key,
+                    },
+                    a.tx,
+                ),
+                None => (PublishOptions::default(), None),
+            };
+            with_tx(&txs, tx, |t| match t {
+                Some(t) => s.publish_tx(t, payload, &o),
+                None => s.publish(payload, &o),
+            })
+        })
+    }
+
+    fn publish_many_op(
+        &self,
+        payloads: Vec<PayloadIo>,
+        key: Option<String>,
+        tx: Option<u32>,
+    ) -> Op<Vec<i64>> {
+        let (s, txs) = self.parts();
+        let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
+        Box::new(move || {
+            with_tx(&txs, tx, |t| match t {
+                Some(t) => s.publish_many_tx(t, payloads, key.as_deref()),
+                None => s.publish_many(payloads, key.as_deref()),
+            })
+        })
+    }
+
+    fn read_op(&self, after: i64, limit: u32) -> Op<Vec<StreamEvent>> {
+        let s = self.s.clone();
+        Box::new(move || {
+            let events = s.read(after, limit as usize)?;
+            Ok(events.into_iter().map(StreamEvent::from).collect())
+        })
+    }
+
+    fn commit_op(&self, consumer: String, next_offset: i64, tx: Option<u32>) -> Op<i64> {
+        let (s, txs) = self.parts();
+        Box::new(move || {
+            with_tx(&txs, tx, |t| match t {
+                Some(t) => s.commit_tx(t, &consumer, next_offset),
+                None => s.commit(&consumer, next_offset),
+            })
+        })
+    }
+
+    fn seek_op(&self, consumer: String, next_offset: i64) -> Op<()> {
+        let s = self.s.clone();
+        Box::new(move || s.seek(&consumer, next_offset))
+    }
+
+    fn position_op(&self, consumer: String) -> Op<Option<i64>> {
+        let s = self.s.clone();
+        Box::new(move || s.position(&consumer))
+    }
+
+    fn info_op(&self) -> Op<StreamInfo> {
+        let s = self.s.clone();
+        Box::new(move || {
+            let i = s.info()?;
+            Ok(StreamInfo {
+                length: i.length,
+                first_offset: i.first_offset,
+                last_offset: i.last_offset,
+                consumers: i.consumers.into_iter().map(ConsumerInfo::from).collect(),
+            })
+        })
+    }
+
+    fn retention_op(&self) -> Op<Retention> {
+        let s = self.s.clone();
+        Box::new(move || {
+            let r = s.retention()?;
+            Ok(Retention {
+                max_age: r.max_age.map(|d| d.as_secs_f64() * 1000.0),
+                max_count: r.max_count.map(|n| n as i64),
+                trim_passed: r.trim_passed,
+            })
+        })
+    }
+
+    fn set_retention_op(
+        &self,
+        max_age: Option<f64>,
+        max_count: Option<i64>,
+        trim_passed: bool,
+    ) -> Op<()> {
+        let s = self.s.clone();
+        Box::new(move || {
+            let r = StreamRetention {
+                max_age: max_age.map(|v| ms("maxAge", v)).transpose()?,
+                max_count: count("maxCount", max_count)?,
+                trim_passed,
+            };
+            s.set_retention(&r)
+        })
+    }
+}
+
+#[napi]
+impl Stream {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.s.name().to_owned()
+    }
+
+    /// Applies the retention now (in batches); resolves to how many events
+    /// went.
+    #[napi]
+    pub async fn trim(&self) -> napi::Result<Out<i64>> {
+        let s = self.s.clone();
+        blocking(move || s.trim().map(|n| n as i64)).await
+    }
+
+    /// An independent consumer from its committed offset, or `start` if it
+    /// has none (stored at once); `autoCommit` null commits only when told.
+    #[napi]
+    pub async fn subscribe(
+        &self,
+        consumer: String,
+        start: StartArg,
+        batch: u32,
+        auto_commit: Option<AutoCommitArg>,
+    ) -> napi::Result<Out<Subscription>> {
+        let s = self.s.clone();
+        let txs = Arc::clone(&self.txs);
+        blocking(move || {
+            let auto = match auto_commit {
+                Some(a) => Some(honker::runtime::AutoCommit {
+                    every: a.every as usize,
+                    interval: ms("commitInterval", a.interval)?,
+                }),
+                None => None,
+            };
+            let sub = honker::runtime::Subscription::new(
+                &s,
+                &consumer,
+                self::start(start)?,
+                batch as usize,
+                auto,
+            )?;
+            Ok(Subscription {
+                s: OffThreadDrop::new(sub),
+                txs,
+            })
+        })
+        .await
+    }
+}
+
+verbs! {
+    impl Stream;
+    #[doc = "Appends one event; resolves to its offset."]
+    publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>) -> i64 = publish_op;
+    #[doc = "Appends events in one transaction; resolves to their offsets."]
+    publish_many / try_publish_many (payloads: Vec<PayloadIo>, key: Option<String>, tx: Option<u32>)
+        -> Vec<i64> = publish_many_op;
+    #[doc = "Up to `limit` events with offsets above `after`."]
+    read / try_read (after: i64, limit: u32) -> Vec<StreamEvent> = read_op;
+    #[doc = "Commits `nextOffset` for `consumer` (never back); resolves to its next offset."]
+    commit / try_commit (consumer: String, next_offset: i64, tx: Option<u32>) -> i64 = commit_op;
+    seek / try_seek (consumer: String, next_offset: i64) -> () = seek_op;
+    position / try_position (consumer: String) -> Option<i64> = position_op;
+    info / try_info () -> StreamInfo = info_op;
+    retention / try_retention () -> Retention = retention_op;
+    set_retention / try_set_retention (max_age: Option<f64>, max_count: Option<i64>, trim_passed: bool)
+        -> () = set_retention_op;
+}
+
+/// See `Stream.subscribe`.
+#[napi]
+pub struct Subscription {
+    s: OffThreadDrop<honker::runtime::Subscription>,
+    txs: Arc<Txs>,
+}
+
+impl Subscription {
+    fn inner(&self) -> Arc<honker::runtime::Subscription> {
+        self.s.shared()
+    }
+
+    fn next_op(&self, wait: f64) -> Op<Option<StreamEvent>> {
+        let s = self.inner();
+        Box::new(move || Ok(s.next(ms("wait", wait)?)?.map(StreamEvent::from)))
+    }
+
+    fn commit_op(&self, offset: i64, tx: Option<u32>) -> Op<()> {
+        let (s, txs) = (self.inner(), Arc::clone(&self.txs));
+        Box::new(move || with_tx(&txs, tx, |t| s.commit_offset(t, offset)))
+    }
+}
+
+verbs! {
+    impl Subscription;
+    #[doc = "The next event, waiting up to `wait` ms; null when the wait ran out"]
+    #[doc = "or the subscription was closed. TRIMMED (once, with `missed`) when"]
+    #[doc = "retention removed events it had not read."]
+    next / try_next (wait: f64) -> Option<StreamEvent> = next_op;
+    #[doc = "Commits the place after the event at `offset`."]
+    commit / try_commit (offset: i64, tx: Option<u32>) -> () = commit_op;
+}
+
+#[napi]
+impl Subscription {
+    /// Stops: with auto-commit, commits the place after the last event
+    /// passed, and wakes a waiting `next`.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<Out<()>> {
+        let s = self.inner();
+        blocking(move || s.close()).await
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.s.is_closed()
+    }
+
+    #[napi(getter)]
+    pub fn consumer(&self) -> String {
+        self.s.consumer().to_owned()
+    }
+}
+
+/// See `Database.listen`.
+#[napi]
+pub struct Listener {
+    l: OffThreadDrop<honker::runtime::Listener>,
+}
+
+impl Listener {
+    fn next_op(&self, wait: f64) -> Op<Option<Notification>> {
+        let l = self.l.shared();
+        Box::new(move || Ok(l.next(ms("wait", wait)?)?.map(Notification::from)))
+    }
+}
+
+verbs! {
+    impl Listener;
+    #[doc = "The next notification, waiting up to `wait` ms; null when the wait"]
+    #[doc = "ran out or the listener was closed. TRIMMED (once, with `missed`) when"]
+    #[doc = "the channel's window moved past notifications it had not read."]
+    next / try_next (wait: f64) -> Option<Notification> = next_op;
+}
+
+#[napi]
+impl Listener {
+    /// Stops listening and wakes a waiting `next`.
+    #[napi]
+    pub fn close(&self) {
+        self.l.close();
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.l.is_closed()
+    }
+
+    #[napi(getter)]
+    pub fn channel(&self) -> String {
+        self.l.channel().to_owned()
+    }
+}
+
+impl Database {
+    fn notify_op(&self, channel: String, payload: PayloadIo, tx: Option<u32>) -> Op<i64> {
+        let (db, txs) = (self.core().clone(), self.txs());
+        let payload = payload_in(payload);
+        Box::new(move || {
+            with_tx(&txs, tx, |t| match t {
+                Some(t) => db.notify_tx(t, &channel, payload),
+                None => db.notify(&channel, payload),
+            })
+        })
+    }
+}
+
+verbs! {
+    impl Database;
+    #[doc = "Sends a notification (after commit, with `tx`); resolves to its id."]
+    notify / try_notify (channel: String, payload: PayloadIo, tx: Option<u32>) -> i64 = notify_op;
+}
+
+#[napi]
+impl Database {
+    /// A handle on a stream (writes nothing).
+    #[napi]
+    pub fn stream(&self, name: String) -> Out<Stream> {
+        out(self
+            .core()
+            .stream(&name)
+            .map(|s| Stream { s, txs: self.txs() }))
+    }
+
+    /// Starts listening on `channel` now, here (one read of the channel's
+    /// head, so what commits after this call returns is heard).
+    #[napi]
+    pub fn listen(&self, channel: String) -> Out<Listener> {
+        out(self.core().listen(&channel).map(|l| Listener {
+            l: OffThreadDrop::new(l),
+        }))
+    }
+
+    /// The channel's window; with `set`, sets it first (for every process).
+    #[napi]
+    pub async fn channel_retention(
+        &self,
+        channel: String,
+        set: Option<ChannelWindow>,
+    ) -> napi::Result<Out<ChannelWindow>> {
+        let db = self.core().clone();
+        blocking(move || {
+            let ch = db.channel(&channel)?;
+            if let Some(w) = set {
+                ch.set_retention(&honker::channel::ChannelRetention {
+                    max_age: ms("maxAge", w.max_age)?,
+                    max_count: count("maxCount", Some(w.max_count))?.unwrap_or(0),
+                })?;
+            }
+            let r = ch.retention()?;
+            Ok(ChannelWindow {
+                max_age: r.max_age.as_secs_f64() * 1000.0,
+                max_count: r.max_count as i64,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,441 @@
+// Streams and pub/sub through Node: the outbox for events, independent
+// consumers with committed places, start positions, TRIMMED, AbortSignal,
+// other processes, a SIGKILLed consumer and memory over 1,000,000 events.
+// Mirrors bindings-python/tests/test_streams.py.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { test } from 'node:test';
+import honker from '../index.js';
+import { tempPath, testDb } from './helpers.mjs';
+
+const index = createRequire(import.meta.url).resolve('../index.js');
+
+async function events(db, stream) {
+  const rows = await db.query(
+    'SELECT "offset" AS o FROM _honker_stream_events WHERE stream = ? ORDER BY 1',
+    [stream],
+  );
+  return rows.map((r) => r.o);
+}
+
+test('publish commits or rolls back with the business row, leaving no gap', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'new')");
+      await s.publish({ order: 1 }, { tx });
+      throw new Error('payment declined');
+    }),
+    /payment declined/,
+  );
+  assert.deepEqual(await events(db, 'orders'), []);
+  const offset = await db.transaction(async (tx) => {
+    await tx.execute("INSERT INTO orders (user_id, status) VALUES (2, 'new')");
+    return s.publish({ order: 2 }, { tx, key: 'user-2' });
+  });
+  assert.equal(offset, 1); // dense from 1: the rolled-back one left no gap
+  const [e] = await s.read();
+  assert.deepEqual([e.offset, e.key, e.payload], [1, 'user-2', { order: 2 }]);
+  assert.ok(e.createdAt instanceof Date);
+  // Inside db.transaction() a call without { tx } would wait for itself.
+  await assert.rejects(
+    db.transaction(() => s.publish('x')),
+    (err) => err instanceof honker.InvalidArgument && /pass the transaction/.test(err.message),
+  );
+});
+
+test('a retried publish with its idempotency key resolves to the first offset', async () => {
+  const { db } = await testDb();
+  const s = db.stream('payments');
+  const first = await s.publish({ amount: 5 }, { idempotencyKey: 'charge-9' });
+  assert.equal(await s.publish({ amount: 5 }, { idempotencyKey: 'charge-9' }), first);
+  await assert.rejects(s.publish({ amount: 6 }, { idempotencyKey: 'charge-9' }), honker.InvalidArgument);
+  assert.deepEqual(await events(db, 'payments'), [first]);
+});
+
+test('publishMany, read pages, Buffer payloads', async () => {
+  const { db } = await testDb();
+  const s = db.stream('raw');
+  assert.deepEqual(await s.publishMany([Buffer.from([1, 2]), 'two', { three: 3 }]), [1, 2, 3]);
+  const page = await s.read({ after: 1, limit: 1 });
+  assert.deepEqual(
+    page.map((e) => e.payload),
+    ['two'],
+  );
+  const [bytes] = await s.read({ limit: 1 });
+  assert.ok(Buffer.isBuffer(bytes.payload));
+  assert.deepEqual([...bytes.payload], [1, 2]);
+  assert.deepEqual(await s.publishMany([]), []);
+});
+
+test('each consumer reads every event once, in order, from its own place', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([1, 2, 3, 4]);
+  const read = async (consumer, n) => {
+    const got = [];
+    const sub = s.subscribe(consumer, { wait: 50 });
+    for await (const e of sub) {
+      got.push(e.payload);
+      if (got.length === n) break; // break closes and commits what was passed
+    }
+    return got;
+  };
+  assert.deepEqual(await read('a', 2), [1, 2]);
+  assert.deepEqual(await read('b', 4), [1, 2, 3, 4]);
+  // a passed 1 only (2 was handed out, then break): at-least-once, 2 again.
+  assert.deepEqual(await read('a', 3), [2, 3, 4]);
+  const info = await s.info();
+  assert.deepEqual([info.length, info.firstOffset, info.lastOffset], [4, 1, 4]);
+  assert.deepEqual(
+    info.consumers.map((c) => [c.consumer, c.nextOffset, c.lag]),
+    [
+      ['a', 4, 1],
+      ['b', 4, 1],
+    ],
+  );
+  assert.equal(await s.position('nobody'), null);
+});
+
+test('a commit inside the caller\'s transaction rolls back with it', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany(['a', 'b']);
+  const sub = s.subscribe('projector', { autoCommit: false, wait: 50 });
+  const first = (await sub.next()).value;
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'projected')");
+      await sub.commit(first, { tx });
+      throw new Error('projection failed');
+    }),
+    /projection failed/,
+  );
+  assert.equal(await s.position('projector'), 1);
+  await db.transaction(async (tx) => {
+    await tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'projected')");
+    await sub.commit(first, { tx });
+  });
+  assert.equal(await s.position('projector'), 2);
+  await sub.close(); // no auto-commit: the place stays where it was committed
+  assert.equal(await s.position('projector'), 2);
+  assert.equal(sub.closed, true);
+  assert.deepEqual(await sub.next(), { done: true, value: undefined });
+});
+
+test('auto-commit every N events and at close', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([1, 2, 3, 4, 5]);
+  const sub = s.subscribe('c', { commitEvery: 2, commitInterval: 3_600_000, wait: 50 });
+  for (let i = 0; i < 4; i++) await sub.next();
+  assert.equal(await s.position('c'), 3); // two passed, committed
+  await sub.close();
+  assert.equal(await s.position('c'), 4); // the fourth was handed out, not passed
+});
+
+test('start positions; a stored offset wins; past the end and before the first are refused', async () => {
+  const { db, clock } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([1, 2]);
+  const t = new Date(clock.now() + 1);
+  clock.advance(1000);
+  await s.publishMany([3, 4]);
+  const firstOf = async (consumer, start) => {
+    const sub = s.subscribe(consumer, { start, autoCommit: false, wait: 20 });
+    const r = await Promise.race([sub.next(), new Promise((res) => setTimeout(res, 100, null))]);
+    await sub.close();
+    return r && r.value.payload;
+  };
+  assert.equal(await firstOf('b', 'beginning'), 1);
+  assert.equal(await firstOf('o', 3), 3);
+  assert.equal(await firstOf('t', t), 3);
+  assert.equal(await firstOf('l', 'latest'), null);
+  assert.equal(await s.position('l'), 5);
+  assert.equal(await firstOf('o', 'beginning'), 3); // its stored place wins
+  await s.seek('o', 2);
+  assert.equal(await firstOf('o', 'latest'), 2);
+  await assert.rejects(s.subscribe('far', { start: 9 }).next(), honker.InvalidArgument);
+  assert.equal(await s.position('far'), null);
+});
+
+test('a consumer behind age retention gets Trimmed once with the missed count', async () => {
+  const { db, clock } = await testDb();
+  const s = db.stream('metrics');
+  assert.deepEqual(await s.retention(), { maxAge: 7 * 86_400_000, maxCount: null, trimPassed: false });
+  await s.setRetention({ maxAge: 60_000 });
+  assert.deepEqual(await s.retention(), { maxAge: 60_000, maxCount: null, trimPassed: false });
+  await s.publishMany([0, 1, 2, 3, 4]);
+  await s.subscribe('slow').close(); // stores its place: offset 1
+  clock.advance(120_000);
+  await s.publishMany([5, 6]);
+  assert.equal(await s.trim(), 5);
+  const sub = s.subscribe('slow', { wait: 50 });
+  const got = [];
+  for (;;) {
+    try {
+      for await (const e of sub) {
+        got.push(e.payload);
+        if (e.payload === 6) break;
+      }
+      break;
+    } catch (e) {
+      assert.ok(e instanceof honker.Trimmed);
+      assert.equal(e.code, 'TRIMMED');
+      assert.equal(e.missed, 5);
+      got.push(`missed ${e.missed}`);
+    }
+  }
+  assert.deepEqual(got, ['missed 5', 5, 6]);
+  // An explicit start below the first retained offset is Trimmed too.
+  await assert.rejects(s.subscribe('new', { start: 2 }).next(), honker.Trimmed);
+});
+
+test('count retention never removes what a consumer has not passed; trimPassed removes what all passed', async () => {
+  const { db } = await testDb();
+  const s = db.stream('audit');
+  await s.setRetention({ maxAge: null, maxCount: 2 });
+  await s.publishMany([1, 2, 3, 4, 5, 6]);
+  await s.commit('reader', 3);
+  assert.equal((await db.maintain()).streamEvents, 2); // 1 and 2: passed, over count
+  assert.deepEqual(await events(db, 'audit'), [3, 4, 5, 6]);
+  await s.setRetention({ maxAge: null, trimPassed: true });
+  await s.commit('reader', 5);
+  assert.equal(await s.trim(), 2);
+  assert.deepEqual(await events(db, 'audit'), [5, 6]);
+});
+
+test('an AbortSignal ends a waiting iteration at once, and a loop body keeps its event', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  const ac = new AbortController();
+  const sub = s.subscribe('c', { wait: 10_000, signal: ac.signal });
+  const started = Date.now();
+  setTimeout(() => ac.abort(), 100);
+  for await (const e of sub) assert.fail(`nothing was published, got ${e}`);
+  assert.ok(Date.now() - started < 2000, `abort took ${Date.now() - started} ms`);
+  assert.equal(sub.closed, true);
+  // An already aborted signal: the iteration ends before it starts.
+  const l = db.listen('ch', { signal: AbortSignal.abort() });
+  assert.deepEqual(await l.next(), { done: true, value: undefined });
+  // Symbol.asyncDispose (what `await using` calls on leaving its block)
+  // closes and commits.
+  await s.publishMany([1, 2]);
+  const u = s.subscribe('d', { wait: 50 });
+  await u.next();
+  await u.next();
+  await u[Symbol.asyncDispose]();
+  assert.equal(await s.position('d'), 2);
+});
+
+test('notify and listen: after commit, in commit order, each once', async () => {
+  const { db } = await testDb();
+  const l = db.listen('orders', { wait: 50 });
+  assert.equal(l.channel, 'orders');
+  await db.notify('orders', 'one');
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await db.notify('orders', 'rolled back', { tx });
+      throw new Error('no');
+    }),
+  );
+  await db.transaction(async (tx) => {
+    await db.notify('orders', 'two', { tx });
+    await db.notify('orders', { n: 3 }, { tx });
+  });
+  await db.notify('other', 'elsewhere');
+  const got = [];
+  for await (const n of l) {
+    got.push([n.seq, n.payload]);
+    if (got.length === 3) break;
+  }
+  assert.deepEqual(got, [
+    [1, 'one'],
+    [2, 'two'],
+    [3, { n: 3 }],
+  ]);
+  assert.equal(l.closed, true);
+  // A listener hears only what commits after it started.
+  const late = db.listen('orders', { wait: 20 });
+  await db.notify('orders', 'four');
+  assert.equal((await late.next()).value.payload, 'four');
+  await late.close();
+});
+
+test('a listener behind the window gets Trimmed with the count, then the rest', async () => {
+  const { db } = await testDb();
+  assert.deepEqual(await db.channelRetention('busy'), { maxAge: 3_600_000, maxCount: 100_000 });
+  await db.setChannelRetention('busy', { maxAge: 60_000, maxCount: 3 });
+  assert.deepEqual(await db.channelRetention('busy'), { maxAge: 60_000, maxCount: 3 });
+  const l = db.listen('busy', { wait: 50 });
+  for (let i = 0; i < 10; i++) await db.notify('busy', i);
+  assert.equal((await db.maintain()).notifications, 7);
+  await assert.rejects(l.next(), (e) => e instanceof honker.Trimmed && e.missed === 7);
+  const rest = [];
+  for await (const n of l) {
+    rest.push(n.payload);
+    if (rest.length === 3) break;
+  }
+  assert.deepEqual(rest, [7, 8, 9]);
+});
+
+// Another process: a publisher (and notifier) in a child.
+const PUBLISHER = `
+const honker = require(process.argv[1]);
+(async () => {
+  const db = await honker.open(process.argv[2]);
+  const s = db.stream('orders');
+  for (let i = 0; i < Number(process.argv[3]); i++) await s.publish({ n: i });
+  await db.notify('done', 'published');
+  await db.close();
+})();
+`;
+
+test('events and notifications from another process wake this one', async () => {
+  const file = tempPath();
+  const db = await honker.open(file);
+  const sub = db.stream('orders').subscribe('here', { wait: 10_000 });
+  const l = db.listen('done', { wait: 10_000 });
+  const child = spawn(process.execPath, ['-e', PUBLISHER, index, file, '50'], { stdio: 'inherit' });
+  const got = [];
+  for await (const e of sub) {
+    got.push(e.payload.n);
+    if (got.length === 50) break;
+  }
+  assert.deepEqual(
+    got,
+    Array.from({ length: 50 }, (_, i) => i),
+  );
+  assert.equal((await l.next()).value.payload, 'published');
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 0);
+  await l.close();
+  await db.close();
+});
+
+const CONSUMER = `
+const honker = require(process.argv[1]);
+(async () => {
+  const db = await honker.open(process.argv[2]);
+  await db.execute('CREATE TABLE IF NOT EXISTS seen ("offset" INTEGER PRIMARY KEY)');
+  const sub = db.stream('orders').subscribe('projector', { autoCommit: false });
+  for await (const e of sub) {
+    await db.transaction(async (tx) => {
+      await tx.execute('INSERT INTO seen VALUES (?)', [e.offset]);
+      await sub.commit(e, { tx });
+    });
+    if (e.offset === Number(process.argv[3])) {
+      process.stdout.write('ready\\n');
+      await new Promise((r) => setTimeout(r, 60_000)); // killed here
+    }
+  }
+})();
+`;
+
+async function consumeUntil(file, offset) {
+  const child = spawn(process.execPath, ['-e', CONSUMER, index, file, String(offset)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = await once(child.stdout, 'data');
+  assert.equal(String(line).trim(), 'ready');
+  child.kill('SIGKILL');
+  await once(child, 'exit');
+}
+
+test('a SIGKILLed consumer resumes at its committed offset', async () => {
+  const file = tempPath();
+  const db = await honker.open(file);
+  const s = db.stream('orders');
+  await s.publishMany(Array.from({ length: 20 }, (_, i) => i));
+  await consumeUntil(file, 8);
+  assert.equal(await s.position('projector'), 9);
+  await consumeUntil(file, 20);
+  // The primary key on `seen` would have failed on any event processed twice.
+  assert.deepEqual(await db.query('SELECT count(*) AS n, min("offset") AS lo, max("offset") AS hi FROM seen'), [
+    { n: 20, lo: 1, hi: 20 },
+  ]);
+  await db.close();
+});
+
+const rss = () => {
+  const pages = Number(fs.readFileSync('/proc/self/statm', 'utf8').split(' ')[1]);
+  return pages * 4096;
+};
+
+test('memory stays flat while a consumer reads 1,000,000 events', { skip: !fs.existsSync('/proc/self/statm') }, async () => {
+  const file = tempPath();
+  const db = await honker.open(file);
+  const s = db.stream('firehose');
+  for (let start = 0; start < 1_000_000; start += 10_000) {
+    await s.publishMany(Array.from({ length: 10_000 }, (_, i) => ({ i: start + i })));
+  }
+  const sub = s.subscribe('reader', { batch: 500, commitEvery: 10_000 });
+  let n = 0;
+  let after100k = 0;
+  for await (const e of sub) {
+    n++;
+    if (n === 100_000) {
+      globalThis.gc?.();
+      after100k = rss();
+    }
+    if (n === 1_000_000) {
+      assert.deepEqual(e.payload, { i: 999_999 });
+      break;
+    }
+  }
+  globalThis.gc?.();
+  const growth = rss() - after100k;
+  assert.equal(await s.position('reader'), 1_000_000); // the last was handed out, not passed
+  assert.ok(growth < 32 * 1024 * 1024, `RSS grew ${(growth / 2 ** 20).toFixed(1)} MiB from 100k to 1M`);
+  await db.close();
+});
+
+test('bad input is a typed error and changes nothing', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publish('kept');
+  const before = JSON.stringify([await events(db, 'orders'), await db.query('SELECT * FROM _honker_stream_offsets')]);
+  const bad = (fn) => assert.throws(fn, honker.InvalidArgument);
+  const badAsync = (p) => assert.rejects(p, honker.InvalidArgument);
+  bad(() => db.stream(''));
+  bad(() => db.stream(7));
+  await badAsync(s.publish(NaN));
+  await badAsync(s.publish(new Map()));
+  await badAsync(s.publishMany(['ok', () => 1]));
+  await badAsync(s.publish('x', { key: 5 }));
+  bad(() => s.subscribe('c', { start: 'middle' }));
+  bad(() => s.subscribe('c', { start: 1.5 }));
+  bad(() => s.subscribe('c', { start: new Date(NaN) }));
+  bad(() => s.subscribe('c', { wait: 0 }));
+  bad(() => s.subscribe('c', { wait: null }));
+  bad(() => s.subscribe('c', { commitInterval: null }));
+  bad(() => s.subscribe('c', { autoCommit: 'yes' }));
+  bad(() => s.subscribe('c', { signal: {} }));
+  await badAsync(s.subscribe('c', { batch: 0 }).next());
+  await badAsync(s.subscribe('c', { commitInterval: -1 }).next());
+  await badAsync(s.commit('c', -1));
+  await badAsync(s.commit('c'));
+  await badAsync(s.setRetention({ maxAge: -1 }));
+  await badAsync(s.setRetention({}));
+  await badAsync(s.setRetention({ maxAge: 60_000, maxCount: 0 }));
+  await badAsync(s.read({ limit: -1 }));
+  await badAsync(s.read({ after: -1 }));
+  const sub = s.subscribe('c2', { autoCommit: false });
+  await badAsync(sub.commit('x'));
+  await sub.close();
+  assert.equal(
+    JSON.stringify([await events(db, 'orders'), await db.query('SELECT * FROM _honker_stream_offsets WHERE consumer != ?', ['c2'])]),
+    before,
+  );
+  assert.deepEqual(await s.retention(), { maxAge: 7 * 86_400_000, maxCount: null, trimPassed: false });
+  await badAsync(db.notify('ch', 'x'.repeat(64 * 1024 + 1)));
+  await badAsync(db.notify('', 'x'));
+  bad(() => db.listen(''));
+  bad(() => db.listen('ch', { wait: -5 }));
+  await badAsync(db.setChannelRetention('ch', { maxAge: 500, maxCount: 10 }));
+  await badAsync(db.setChannelRetention('ch', { maxAge: 60_000 }));
+});
