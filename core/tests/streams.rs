@@ -690,3 +690,38 @@ fn a_temp_trigger_publishes_on_insert_and_a_stored_one_cannot() {
         2
     );
 }
+
+#[test]
+fn a_cancel_token_ends_a_waiting_subscription_and_listener_and_loses_nothing() {
+    let t = test_db();
+    let s = t.db.stream("orders").unwrap();
+    let sub = std::sync::Arc::new(
+        honker::runtime::Subscription::new(&s, "c", honker::stream::Start::Beginning, 10, None)
+            .unwrap(),
+    );
+    let listener = std::sync::Arc::new(t.db.listen("ch").unwrap());
+    let cancel = honker::runtime::Cancel::new(&t.db);
+    let (sub2, l2, c2) = (sub.clone(), listener.clone(), cancel.clone());
+    let waiter = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let e = c2.next_event(&sub2, Duration::from_secs(30)).unwrap();
+        let n = c2.next_notification(&l2, Duration::from_secs(30)).unwrap();
+        (e.is_none(), n.is_none(), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    cancel.cancel();
+    let (no_event, no_note, took) = waiter.join().unwrap();
+    assert!(no_event && no_note);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Both stay open: what comes next is still handed out, once.
+    assert!(!sub.is_closed() && !listener.is_closed());
+    s.publish(json!(1), &Default::default()).unwrap();
+    t.db.notify("ch", json!("n")).unwrap();
+    assert_eq!(sub.next(Duration::ZERO).unwrap().unwrap().offset, 1);
+    assert_eq!(listener.next(Duration::ZERO).unwrap().unwrap().seq, 1);
+    // A cancelled token ends later waits before they start.
+    assert!(cancel
+        .next_event(&sub, Duration::from_secs(30))
+        .unwrap()
+        .is_none());
+}

@@ -69,6 +69,27 @@ impl Cancel {
         Ok(jobs)
     }
 
+    /// [`Subscription::next`](super::Subscription::next) that returns `None`
+    /// once cancelled; the subscription stays open and loses nothing (an
+    /// event taken as the token was set is returned).
+    pub fn next_event(
+        &self,
+        sub: &super::Subscription,
+        wait: Duration,
+    ) -> Result<Option<crate::stream::Event>> {
+        sub.next_until(wait, &|| self.is_cancelled())
+    }
+
+    /// [`Listener::next`](super::Listener::next) that returns `None` once
+    /// cancelled; the listener stays open.
+    pub fn next_notification(
+        &self,
+        listener: &super::Listener,
+        wait: Duration,
+    ) -> Result<Option<crate::channel::Notification>> {
+        listener.next_until(wait, &|| self.is_cancelled())
+    }
+
     /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")
     /// once cancelled.
     pub fn wait_result(

@@ -58,12 +58,22 @@ impl Listener {
     /// The next notification, waiting up to `wait`; `None` when the wait ran
     /// out or the listener was closed.
     pub fn next(&self, wait: Duration) -> Result<Option<Notification>> {
+        self.next_until(wait, &|| false)
+    }
+
+    /// [`next`](Self::next) that also returns `None` once `stop` says so
+    /// (checked at each wake-up).
+    pub(crate) fn next_until(
+        &self,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Notification>> {
         let deadline = Instant::now().checked_add(wait);
         let db = self.channel.database();
         let signal = db.wait_signal()?;
         let recheck = db.recheck_interval();
         loop {
-            if self.is_closed() {
+            if self.is_closed() || stop() {
                 return Ok(None);
             }
             let seen = signal.generation();

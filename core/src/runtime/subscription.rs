@@ -119,6 +119,17 @@ impl Subscription {
     /// [`Error::missed`] set to how many; the next call goes on from the
     /// oldest retained event.
     pub fn next(&self, wait: Duration) -> Result<Option<Event>> {
+        self.next_until(wait, &|| false)
+    }
+
+    /// [`next`](Self::next) that also returns `None` once `stop` says so
+    /// (checked at each wake-up: [`Cancel`](super::Cancel) pokes the file's
+    /// signal). An event already taken is still returned.
+    pub(crate) fn next_until(
+        &self,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Event>> {
         let deadline = Instant::now().checked_add(wait);
         {
             let mut s = self.state.lock();
@@ -132,7 +143,7 @@ impl Subscription {
         let signal = self.stream.database().wait_signal()?;
         let recheck = self.stream.database().recheck_interval();
         loop {
-            if self.is_closed() {
+            if self.is_closed() || stop() {
                 return Ok(None);
             }
             let seen = signal.generation();
