@@ -379,19 +379,23 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
 
     # SQLITE also carries SQLite's (extended) result code: Swift's
     # `.Sqlite(message:sqliteCode:)`, `error.sqliteCode`.
+    # TRIMMED also carries how many the reader missed (`.Trimmed(message:missed:)`).
+    extra = {
+        "SQLITE": ("sqlite_code: i32", "sqlite_code: e.sqlite_code().unwrap_or(1)"),
+        "TRIMMED": ("missed: u64", "missed: e.missed().unwrap_or(0)"),
+    }
+
     def swift_fields(c):
-        return (
-            "message: String, sqlite_code: i32" if c == "SQLITE" else "message: String"
-        )
+        return f"message: String, {extra[c][0]}" if c in extra else "message: String"
 
     def swift_pattern(c):
-        return "message, .." if c == "SQLITE" else "message"
+        return "message, .." if c in extra else "message"
 
     def swift_value(c):
-        if c == "SQLITE":  # as rustfmt lays it out
+        if c in extra:  # as rustfmt lays it out
             return (
                 "\n                message,\n"
-                "                sqlite_code: e.sqlite_code().unwrap_or(1),\n            "
+                f"                {extra[c][1]},\n            "
             )
         return " message "
 

@@ -23,7 +23,7 @@ pub enum HonkerError {
     Internal { message: String },
     Unsafe { message: String },
     RolledBack { message: String },
-    Trimmed { message: String },
+    Trimmed { message: String, missed: u64 },
     // </generated: error-enum>
 }
 
@@ -53,7 +53,7 @@ impl HonkerError {
             E::Internal { message } => ("INTERNAL", message),
             E::Unsafe { message } => ("UNSAFE", message),
             E::RolledBack { message } => ("ROLLED_BACK", message),
-            E::Trimmed { message } => ("TRIMMED", message),
+            E::Trimmed { message, .. } => ("TRIMMED", message),
             // </generated: error-parts>
         }
     }
@@ -79,7 +79,10 @@ impl From<honker::Error> for HonkerError {
             },
             K::Unsafe => HonkerError::Unsafe { message },
             K::RolledBack => HonkerError::RolledBack { message },
-            K::Trimmed => HonkerError::Trimmed { message },
+            K::Trimmed => HonkerError::Trimmed {
+                message,
+                missed: e.missed().unwrap_or(0),
+            },
             // </generated: error-from>
             _ => HonkerError::Internal { message },
         }

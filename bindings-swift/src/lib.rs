@@ -12,6 +12,7 @@ mod database;
 mod errors;
 mod queue;
 mod records;
+mod stream;
 mod worker;
 
 uniffi::setup_scaffolding!();

@@ -81,8 +81,22 @@ impl CancelToken {
         })
     }
 
+    /// A token for waits on `db`'s file (a subscription's, a listener's).
+    #[uniffi::constructor]
+    pub fn for_database(db: Arc<crate::database::Database>) -> Arc<CancelToken> {
+        Arc::new(CancelToken {
+            c: honker::runtime::Cancel::new(db.core()),
+        })
+    }
+
     pub fn cancel(&self) {
         self.c.cancel();
+    }
+}
+
+impl CancelToken {
+    pub(crate) fn core(&self) -> &honker::runtime::Cancel {
+        &self.c
     }
 }
 

@@ -709,6 +709,18 @@ public convenience init(queue: Queue) {
     }
 
     
+    /**
+     * A token for waits on `db`'s file (a subscription's, a listener's).
+     */
+public static func forDatabase(db: Database) -> CancelToken  {
+    return try!  FfiConverterTypeCancelToken_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_constructor_canceltoken_for_database(
+        FfiConverterTypeDatabase_lower(db),uniffiCallStatus
+    )
+})
+}
+    
 
     
 open func cancel()  {try! rustCall() {
@@ -979,6 +991,26 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
      */
     func registerFunctions(handle: UInt64) throws 
     
+    /**
+     * The channel's window; with `set`, sets it first (for every process).
+     */
+    func channelRetention(channel: String, set: ChannelRetentionRecord?) throws  -> ChannelRetentionRecord
+    
+    /**
+     * Starts listening on `channel` now.
+     */
+    func listen(channel: String) throws  -> Listener
+    
+    /**
+     * Sends a notification (after commit, with `tx`); returns its id.
+     */
+    func notify(channel: String, payload: Payload, tx: Transaction?) throws  -> Int64
+    
+    /**
+     * A handle on a stream (writes nothing).
+     */
+    func stream(name: String) throws  -> Stream
+    
 }
 /**
  * An open honker file.
@@ -1154,6 +1186,61 @@ open func registerFunctions(handle: UInt64)throws   {try rustCallWithError(FfiCo
         FfiConverterUInt64.lower(handle),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * The channel's window; with `set`, sets it first (for every process).
+     */
+open func channelRetention(channel: String, set: ChannelRetentionRecord?)throws  -> ChannelRetentionRecord  {
+    return try  FfiConverterTypeChannelRetentionRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_channel_retention(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(channel),
+        FfiConverterOptionTypeChannelRetentionRecord.lower(set),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Starts listening on `channel` now.
+     */
+open func listen(channel: String)throws  -> Listener  {
+    return try  FfiConverterTypeListener_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_listen(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(channel),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Sends a notification (after commit, with `tx`); returns its id.
+     */
+open func notify(channel: String, payload: Payload, tx: Transaction?)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_notify(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(channel),
+        FfiConverterTypePayload_lower(payload),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A handle on a stream (writes nothing).
+     */
+open func stream(name: String)throws  -> Stream  {
+    return try  FfiConverterTypeStream_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_stream(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
 }
     
 
@@ -1373,6 +1460,197 @@ public func FfiConverterTypeKeepAlive_lift(_ handle: UInt64) throws -> KeepAlive
 #endif
 public func FfiConverterTypeKeepAlive_lower(_ value: KeepAlive) -> UInt64 {
     return FfiConverterTypeKeepAlive.lower(value)
+}
+
+
+
+
+
+
+/**
+ * See `Database::listen`.
+ */
+public protocol ListenerProtocol: AnyObject, Sendable {
+    
+    func channel()  -> String
+    
+    /**
+     * Stops listening and wakes a waiting `next`.
+     */
+    func close() 
+    
+    func isClosed()  -> Bool
+    
+    /**
+     * The next notification, waiting up to `wait_ms`; `None` when the wait
+     * ran out or the listener was closed. `Trimmed` (once, with `missed`)
+     * when the channel's window moved past notifications it had not read.
+     */
+    func next(waitMs: UInt64) throws  -> Notification?
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled.
+     */
+    func nextCancellable(waitMs: UInt64, cancel: CancelToken) throws  -> Notification?
+    
+}
+/**
+ * See `Database::listen`.
+ */
+open class Listener: ListenerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_listener(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_listener(handle, $0) }
+    }
+
+    
+
+    
+open func channel() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_listener_channel(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops listening and wakes a waiting `next`.
+     */
+open func close()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_listener_close(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_listener_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next notification, waiting up to `wait_ms`; `None` when the wait
+     * ran out or the listener was closed. `Trimmed` (once, with `missed`)
+     * when the channel's window moved past notifications it had not read.
+     */
+open func next(waitMs: UInt64)throws  -> Notification?  {
+    return try  FfiConverterOptionTypeNotification.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_listener_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled.
+     */
+open func nextCancellable(waitMs: UInt64, cancel: CancelToken)throws  -> Notification?  {
+    return try  FfiConverterOptionTypeNotification.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_listener_next_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeListener: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Listener
+
+    public static func lift(_ handle: UInt64) throws -> Listener {
+        return Listener(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Listener) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Listener {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Listener, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListener_lift(_ handle: UInt64) throws -> Listener {
+    return try FfiConverterTypeListener.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeListener_lower(_ value: Listener) -> UInt64 {
+    return FfiConverterTypeListener.lower(value)
 }
 
 
@@ -2064,6 +2342,523 @@ public func FfiConverterTypeQueue_lower(_ value: Queue) -> UInt64 {
 
 
 /**
+ * A handle on one stream.
+ */
+public protocol StreamProtocol: AnyObject, Sendable {
+    
+    /**
+     * Commits `next_offset` for `consumer` (never back); returns its next
+     * offset.
+     */
+    func commit(consumer: String, nextOffset: Int64, tx: Transaction?) throws  -> Int64
+    
+    func info() throws  -> StreamInfo
+    
+    func name()  -> String
+    
+    func position(consumer: String) throws  -> Int64?
+    
+    /**
+     * Appends one event; returns its offset.
+     */
+    func publish(payload: Payload, key: String?, idempotencyKey: String?, tx: Transaction?) throws  -> Int64
+    
+    /**
+     * Appends events in one transaction; returns their offsets.
+     */
+    func publishMany(payloads: [Payload], key: String?, tx: Transaction?) throws  -> [Int64]
+    
+    /**
+     * Up to `limit` events with offsets above `after`.
+     */
+    func read(after: Int64, limit: UInt32) throws  -> [StreamEvent]
+    
+    func retention() throws  -> StreamRetentionRecord
+    
+    func seek(consumer: String, nextOffset: Int64) throws 
+    
+    func setRetention(retention: StreamRetentionRecord) throws 
+    
+    /**
+     * An independent consumer from its committed offset, or `start` if it
+     * has none (stored at once); `auto_commit` none commits only when told.
+     */
+    func subscribe(consumer: String, start: StartPosition, batch: UInt32, autoCommit: AutoCommitOptions?) throws  -> Subscription
+    
+    /**
+     * Applies the retention now; returns how many events went.
+     */
+    func trim() throws  -> UInt64
+    
+}
+/**
+ * A handle on one stream.
+ */
+open class Stream: StreamProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_stream(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_stream(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Commits `next_offset` for `consumer` (never back); returns its next
+     * offset.
+     */
+open func commit(consumer: String, nextOffset: Int64, tx: Transaction?)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_commit(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(consumer),
+        FfiConverterInt64.lower(nextOffset),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+open func info()throws  -> StreamInfo  {
+    return try  FfiConverterTypeStreamInfo_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_info(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func position(consumer: String)throws  -> Int64?  {
+    return try  FfiConverterOptionInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_position(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(consumer),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Appends one event; returns its offset.
+     */
+open func publish(payload: Payload, key: String?, idempotencyKey: String?, tx: Transaction?)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_publish(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePayload_lower(payload),
+        FfiConverterOptionString.lower(key),
+        FfiConverterOptionString.lower(idempotencyKey),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Appends events in one transaction; returns their offsets.
+     */
+open func publishMany(payloads: [Payload], key: String?, tx: Transaction?)throws  -> [Int64]  {
+    return try  FfiConverterSequenceInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_publish_many(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypePayload.lower(payloads),
+        FfiConverterOptionString.lower(key),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Up to `limit` events with offsets above `after`.
+     */
+open func read(after: Int64, limit: UInt32)throws  -> [StreamEvent]  {
+    return try  FfiConverterSequenceTypeStreamEvent.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_read(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(after),
+        FfiConverterUInt32.lower(limit),uniffiCallStatus
+    )
+})
+}
+    
+open func retention()throws  -> StreamRetentionRecord  {
+    return try  FfiConverterTypeStreamRetentionRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_retention(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func seek(consumer: String, nextOffset: Int64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_seek(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(consumer),
+        FfiConverterInt64.lower(nextOffset),uniffiCallStatus
+    )
+}
+}
+    
+open func setRetention(retention: StreamRetentionRecord)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_set_retention(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeStreamRetentionRecord_lower(retention),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * An independent consumer from its committed offset, or `start` if it
+     * has none (stored at once); `auto_commit` none commits only when told.
+     */
+open func subscribe(consumer: String, start: StartPosition, batch: UInt32, autoCommit: AutoCommitOptions?)throws  -> Subscription  {
+    return try  FfiConverterTypeSubscription_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_subscribe(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(consumer),
+        FfiConverterTypeStartPosition_lower(start),
+        FfiConverterUInt32.lower(batch),
+        FfiConverterOptionTypeAutoCommitOptions.lower(autoCommit),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Applies the retention now; returns how many events went.
+     */
+open func trim()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_trim(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStream: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Stream
+
+    public static func lift(_ handle: UInt64) throws -> Stream {
+        return Stream(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Stream) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Stream {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Stream, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStream_lift(_ handle: UInt64) throws -> Stream {
+    return try FfiConverterTypeStream.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStream_lower(_ value: Stream) -> UInt64 {
+    return FfiConverterTypeStream.lower(value)
+}
+
+
+
+
+
+
+/**
+ * See `Stream::subscribe`. Its last reference is dropped on another
+ * thread (the drop commits: a write that may wait for the writer).
+ */
+public protocol SubscriptionProtocol: AnyObject, Sendable {
+    
+    /**
+     * Stops: with auto-commit, commits the place after the last event
+     * passed, and wakes a waiting `next`.
+     */
+    func close() throws 
+    
+    /**
+     * Commits the place after the event at `offset`.
+     */
+    func commit(offset: Int64, tx: Transaction?) throws 
+    
+    func consumer()  -> String
+    
+    func isClosed()  -> Bool
+    
+    /**
+     * The next event, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the subscription was closed. `Trimmed` (once, with `missed`) when
+     * retention removed events it had not read.
+     */
+    func next(waitMs: UInt64) throws  -> StreamEvent?
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled (Swift's
+     * task cancellation); the subscription stays open and loses nothing.
+     */
+    func nextCancellable(waitMs: UInt64, cancel: CancelToken) throws  -> StreamEvent?
+    
+}
+/**
+ * See `Stream::subscribe`. Its last reference is dropped on another
+ * thread (the drop commits: a write that may wait for the writer).
+ */
+open class Subscription: SubscriptionProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_subscription(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_subscription(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Stops: with auto-commit, commits the place after the last event
+     * passed, and wakes a waiting `next`.
+     */
+open func close()throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_close(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Commits the place after the event at `offset`.
+     */
+open func commit(offset: Int64, tx: Transaction?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_commit(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+}
+}
+    
+open func consumer() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_consumer(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next event, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the subscription was closed. `Trimmed` (once, with `missed`) when
+     * retention removed events it had not read.
+     */
+open func next(waitMs: UInt64)throws  -> StreamEvent?  {
+    return try  FfiConverterOptionTypeStreamEvent.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled (Swift's
+     * task cancellation); the subscription stays open and loses nothing.
+     */
+open func nextCancellable(waitMs: UInt64, cancel: CancelToken)throws  -> StreamEvent?  {
+    return try  FfiConverterOptionTypeStreamEvent.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_subscription_next_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSubscription: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Subscription
+
+    public static func lift(_ handle: UInt64) throws -> Subscription {
+        return Subscription(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Subscription) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Subscription {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Subscription, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSubscription_lift(_ handle: UInt64) throws -> Subscription {
+    return try FfiConverterTypeSubscription.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSubscription_lower(_ value: Subscription) -> UInt64 {
+    return FfiConverterTypeSubscription.lower(value)
+}
+
+
+
+
+
+
+/**
  * An open write transaction.
  */
 public protocol TransactionProtocol: AnyObject, Sendable {
@@ -2556,6 +3351,114 @@ public func FfiConverterTypeWorker_lower(_ value: Worker) -> UInt64 {
 }
 
 
+
+
+public struct AutoCommitOptions: Equatable, Hashable {
+    public var every: UInt32
+    public var intervalMs: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(every: UInt32, intervalMs: UInt64) {
+        self.every = every
+        self.intervalMs = intervalMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AutoCommitOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAutoCommitOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AutoCommitOptions {
+        return
+            try AutoCommitOptions(
+                every: FfiConverterUInt32.read(from: &buf), 
+                intervalMs: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AutoCommitOptions, into buf: inout [UInt8]) {
+        FfiConverterUInt32.write(value.every, into: &buf)
+        FfiConverterUInt64.write(value.intervalMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAutoCommitOptions_lift(_ buf: RustBuffer) throws -> AutoCommitOptions {
+    return try FfiConverterTypeAutoCommitOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAutoCommitOptions_lower(_ value: AutoCommitOptions) -> RustBuffer {
+    return FfiConverterTypeAutoCommitOptions.lower(value)
+}
+
+
+public struct ChannelRetentionRecord: Equatable, Hashable {
+    public var maxAgeMs: UInt64
+    public var maxCount: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(maxAgeMs: UInt64, maxCount: UInt64) {
+        self.maxAgeMs = maxAgeMs
+        self.maxCount = maxCount
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ChannelRetentionRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeChannelRetentionRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ChannelRetentionRecord {
+        return
+            try ChannelRetentionRecord(
+                maxAgeMs: FfiConverterUInt64.read(from: &buf), 
+                maxCount: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ChannelRetentionRecord, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.maxAgeMs, into: &buf)
+        FfiConverterUInt64.write(value.maxCount, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeChannelRetentionRecord_lift(_ buf: RustBuffer) throws -> ChannelRetentionRecord {
+    return try FfiConverterTypeChannelRetentionRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeChannelRetentionRecord_lower(_ value: ChannelRetentionRecord) -> RustBuffer {
+    return FfiConverterTypeChannelRetentionRecord.lower(value)
+}
 
 
 /**
@@ -3874,6 +4777,126 @@ public func FfiConverterTypeStreamEvent_lower(_ value: StreamEvent) -> RustBuffe
 }
 
 
+public struct StreamInfo: Equatable, Hashable {
+    public var length: Int64
+    public var firstOffset: Int64?
+    public var lastOffset: Int64
+    public var consumers: [ConsumerInfo]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(length: Int64, firstOffset: Int64?, lastOffset: Int64, consumers: [ConsumerInfo]) {
+        self.length = length
+        self.firstOffset = firstOffset
+        self.lastOffset = lastOffset
+        self.consumers = consumers
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StreamInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStreamInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StreamInfo {
+        return
+            try StreamInfo(
+                length: FfiConverterInt64.read(from: &buf), 
+                firstOffset: FfiConverterOptionInt64.read(from: &buf), 
+                lastOffset: FfiConverterInt64.read(from: &buf), 
+                consumers: FfiConverterSequenceTypeConsumerInfo.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StreamInfo, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.length, into: &buf)
+        FfiConverterOptionInt64.write(value.firstOffset, into: &buf)
+        FfiConverterInt64.write(value.lastOffset, into: &buf)
+        FfiConverterSequenceTypeConsumerInfo.write(value.consumers, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamInfo_lift(_ buf: RustBuffer) throws -> StreamInfo {
+    return try FfiConverterTypeStreamInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamInfo_lower(_ value: StreamInfo) -> RustBuffer {
+    return FfiConverterTypeStreamInfo.lower(value)
+}
+
+
+public struct StreamRetentionRecord: Equatable, Hashable {
+    public var maxAgeMs: UInt64?
+    public var maxCount: UInt64?
+    public var trimPassed: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(maxAgeMs: UInt64?, maxCount: UInt64?, trimPassed: Bool) {
+        self.maxAgeMs = maxAgeMs
+        self.maxCount = maxCount
+        self.trimPassed = trimPassed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension StreamRetentionRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStreamRetentionRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StreamRetentionRecord {
+        return
+            try StreamRetentionRecord(
+                maxAgeMs: FfiConverterOptionUInt64.read(from: &buf), 
+                maxCount: FfiConverterOptionUInt64.read(from: &buf), 
+                trimPassed: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: StreamRetentionRecord, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt64.write(value.maxAgeMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.maxCount, into: &buf)
+        FfiConverterBool.write(value.trimPassed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamRetentionRecord_lift(_ buf: RustBuffer) throws -> StreamRetentionRecord {
+    return try FfiConverterTypeStreamRetentionRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStreamRetentionRecord_lower(_ value: StreamRetentionRecord) -> RustBuffer {
+    return FfiConverterTypeStreamRetentionRecord.lower(value)
+}
+
+
 /**
  * A finished task, for the hooks.
  */
@@ -4067,7 +5090,7 @@ enum HonkerError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     )
     case RolledBack(message: String
     )
-    case Trimmed(message: String
+    case Trimmed(message: String, missed: UInt64
     )
 
     
@@ -4147,7 +5170,8 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
             message: try FfiConverterString.read(from: &buf)
             )
         case 13: return .Trimmed(
-            message: try FfiConverterString.read(from: &buf)
+            message: try FfiConverterString.read(from: &buf), 
+            missed: try FfiConverterUInt64.read(from: &buf)
             )
 
          default: throw UniffiInternalError.unexpectedEnumCase
@@ -4222,9 +5246,10 @@ public struct FfiConverterTypeHonkerError: FfiConverterRustBuffer {
             FfiConverterString.write(message, into: &buf)
             
         
-        case let .Trimmed(message):
+        case let .Trimmed(message,missed):
             writeInt(&buf, Int32(13))
             FfiConverterString.write(message, into: &buf)
+            FfiConverterUInt64.write(missed, into: &buf)
             
         }
     }
@@ -4422,6 +5447,98 @@ public func FfiConverterTypeSqlValue_lower(_ value: SqlValue) -> RustBuffer {
 }
 
 
+
+/**
+ * Where a consumer with no committed offset starts.
+ */
+
+public enum StartPosition: Equatable, Hashable {
+    
+    case beginning
+    case latest
+    case offset(offset: Int64
+    )
+    /**
+     * The first event published at or after this time (ms since the epoch).
+     */
+    case time(ms: Int64
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension StartPosition: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeStartPosition: FfiConverterRustBuffer {
+    typealias SwiftType = StartPosition
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StartPosition {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .beginning
+        
+        case 2: return .latest
+        
+        case 3: return .offset(offset: try FfiConverterInt64.read(from: &buf)
+        )
+        
+        case 4: return .time(ms: try FfiConverterInt64.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: StartPosition, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .beginning:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .latest:
+            writeInt(&buf, Int32(2))
+        
+        
+        case let .offset(offset):
+            writeInt(&buf, Int32(3))
+            FfiConverterInt64.write(offset, into: &buf)
+            
+        
+        case let .time(ms):
+            writeInt(&buf, Int32(4))
+            FfiConverterInt64.write(ms, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStartPosition_lift(_ buf: RustBuffer) throws -> StartPosition {
+    return try FfiConverterTypeStartPosition.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeStartPosition_lower(_ value: StartPosition) -> RustBuffer {
+    return FfiConverterTypeStartPosition.lower(value)
+}
+
+
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
@@ -4569,6 +5686,54 @@ fileprivate struct FfiConverterOptionTypeTransaction: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeAutoCommitOptions: FfiConverterRustBuffer {
+    typealias SwiftType = AutoCommitOptions?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAutoCommitOptions.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAutoCommitOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeChannelRetentionRecord: FfiConverterRustBuffer {
+    typealias SwiftType = ChannelRetentionRecord?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeChannelRetentionRecord.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeChannelRetentionRecord.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeClaimedJob: FfiConverterRustBuffer {
     typealias SwiftType = ClaimedJob?
 
@@ -4585,6 +5750,54 @@ fileprivate struct FfiConverterOptionTypeClaimedJob: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeClaimedJob.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeNotification: FfiConverterRustBuffer {
+    typealias SwiftType = Notification?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeNotification.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeNotification.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeStreamEvent: FfiConverterRustBuffer {
+    typealias SwiftType = StreamEvent?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeStreamEvent.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeStreamEvent.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4641,6 +5854,31 @@ fileprivate struct FfiConverterOptionTypePayload: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceInt64: FfiConverterRustBuffer {
+    typealias SwiftType = [Int64]
+
+    public static func write(_ value: [Int64], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterInt64.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Int64] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Int64]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterInt64.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -4683,6 +5921,31 @@ fileprivate struct FfiConverterSequenceTypeClaimedJob: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeClaimedJob.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeConsumerInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [ConsumerInfo]
+
+    public static func write(_ value: [ConsumerInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeConsumerInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ConsumerInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ConsumerInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeConsumerInfo.read(from: &buf))
         }
         return seq
     }
@@ -4758,6 +6021,31 @@ fileprivate struct FfiConverterSequenceTypeLeaseRecord: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeLeaseRecord.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeStreamEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [StreamEvent]
+
+    public static func write(_ value: [StreamEvent], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeStreamEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [StreamEvent] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [StreamEvent]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeStreamEvent.read(from: &buf))
         }
         return seq
     }
@@ -4935,6 +6223,18 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_register_functions() != 37778) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_database_channel_retention() != 35024) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_listen() != 50845) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_notify() != 14781) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_stream() != 32588) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_manualclock_advance() != 12026) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5061,6 +6361,75 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_wait_result_cancellable() != 43542) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_listener_channel() != 3286) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_listener_close() != 46636) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_listener_is_closed() != 28075) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_listener_next() != 1686) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_listener_next_cancellable() != 1019) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_commit() != 12360) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_info() != 10842) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_name() != 57909) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_position() != 52615) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_publish() != 4442) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_publish_many() != 55194) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_read() != 23504) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_retention() != 14588) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_seek() != 33651) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_set_retention() != 35208) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_subscribe() != 1556) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_trim() != 7056) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_close() != 33656) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_commit() != 55918) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_consumer() != 50487) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_is_closed() != 25846) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_next() != 3668) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_subscription_next_cancellable() != 40497) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_worker_cancelled() != 54526) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5101,6 +6470,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 59782) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_constructor_canceltoken_for_database() != 36561) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_canceltoken_new() != 21802) {

@@ -303,6 +303,26 @@ uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer n
 void uniffi_honker_swift_fn_method_database_register_functions(uint64_t ptr, uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
+RustBuffer uniffi_honker_swift_fn_method_database_channel_retention(uint64_t ptr, RustBuffer channel, RustBuffer set, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_LISTEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_LISTEN
+uint64_t uniffi_honker_swift_fn_method_database_listen(uint64_t ptr, RustBuffer channel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_NOTIFY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_NOTIFY
+int64_t uniffi_honker_swift_fn_method_database_notify(uint64_t ptr, RustBuffer channel, RustBuffer payload, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_STREAM
+uint64_t uniffi_honker_swift_fn_method_database_stream(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_MANUALCLOCK
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_MANUALCLOCK
 uint64_t uniffi_honker_swift_fn_clone_manualclock(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -371,6 +391,11 @@ uint64_t uniffi_honker_swift_fn_clone_canceltoken(uint64_t handle, RustCallStatu
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CANCELTOKEN
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_CANCELTOKEN
 void uniffi_honker_swift_fn_free_canceltoken(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_CANCELTOKEN_FOR_DATABASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_CANCELTOKEN_FOR_DATABASE
+uint64_t uniffi_honker_swift_fn_constructor_canceltoken_for_database(uint64_t db, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_CANCELTOKEN_NEW
@@ -581,6 +606,151 @@ RustBuffer uniffi_honker_swift_fn_method_queue_wait_result(uint64_t ptr, int64_t
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 RustBuffer uniffi_honker_swift_fn_method_queue_wait_result_cancellable(uint64_t ptr, int64_t id, uint64_t timeout_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_LISTENER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_LISTENER
+uint64_t uniffi_honker_swift_fn_clone_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_LISTENER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_LISTENER
+void uniffi_honker_swift_fn_free_listener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_CHANNEL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_CHANNEL
+RustBuffer uniffi_honker_swift_fn_method_listener_channel(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_CLOSE
+void uniffi_honker_swift_fn_method_listener_close(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_IS_CLOSED
+int8_t uniffi_honker_swift_fn_method_listener_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_NEXT
+RustBuffer uniffi_honker_swift_fn_method_listener_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LISTENER_NEXT_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_listener_next_cancellable(uint64_t ptr, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_STREAM
+uint64_t uniffi_honker_swift_fn_clone_stream(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_STREAM
+void uniffi_honker_swift_fn_free_stream(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_COMMIT
+int64_t uniffi_honker_swift_fn_method_stream_commit(uint64_t ptr, RustBuffer consumer, int64_t next_offset, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_INFO
+RustBuffer uniffi_honker_swift_fn_method_stream_info(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_NAME
+RustBuffer uniffi_honker_swift_fn_method_stream_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_POSITION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_POSITION
+RustBuffer uniffi_honker_swift_fn_method_stream_position(uint64_t ptr, RustBuffer consumer, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH
+int64_t uniffi_honker_swift_fn_method_stream_publish(uint64_t ptr, RustBuffer payload, RustBuffer key, RustBuffer idempotency_key, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH_MANY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH_MANY
+RustBuffer uniffi_honker_swift_fn_method_stream_publish_many(uint64_t ptr, RustBuffer payloads, RustBuffer key, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_READ
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_READ
+RustBuffer uniffi_honker_swift_fn_method_stream_read(uint64_t ptr, int64_t after, uint32_t limit, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_RETENTION
+RustBuffer uniffi_honker_swift_fn_method_stream_retention(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SEEK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SEEK
+void uniffi_honker_swift_fn_method_stream_seek(uint64_t ptr, RustBuffer consumer, int64_t next_offset, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SET_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SET_RETENTION
+void uniffi_honker_swift_fn_method_stream_set_retention(uint64_t ptr, RustBuffer retention, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SUBSCRIBE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_SUBSCRIBE
+uint64_t uniffi_honker_swift_fn_method_stream_subscribe(uint64_t ptr, RustBuffer consumer, RustBuffer start, uint32_t batch, RustBuffer auto_commit, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_TRIM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_TRIM
+uint64_t uniffi_honker_swift_fn_method_stream_trim(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SUBSCRIPTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SUBSCRIPTION
+uint64_t uniffi_honker_swift_fn_clone_subscription(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SUBSCRIPTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SUBSCRIPTION
+void uniffi_honker_swift_fn_free_subscription(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_CLOSE
+void uniffi_honker_swift_fn_method_subscription_close(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_COMMIT
+void uniffi_honker_swift_fn_method_subscription_commit(uint64_t ptr, int64_t offset, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_CONSUMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_CONSUMER
+RustBuffer uniffi_honker_swift_fn_method_subscription_consumer(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_IS_CLOSED
+int8_t uniffi_honker_swift_fn_method_subscription_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_NEXT
+RustBuffer uniffi_honker_swift_fn_method_subscription_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SUBSCRIPTION_NEXT_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_subscription_next_cancellable(uint64_t ptr, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_WORKER
@@ -1012,6 +1182,30 @@ uint16_t uniffi_honker_swift_checksum_method_database_register_functions(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
+uint16_t uniffi_honker_swift_checksum_method_database_channel_retention(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_LISTEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_LISTEN
+uint16_t uniffi_honker_swift_checksum_method_database_listen(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_NOTIFY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_NOTIFY
+uint16_t uniffi_honker_swift_checksum_method_database_notify(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_STREAM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_STREAM
+uint16_t uniffi_honker_swift_checksum_method_database_stream(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_MANUALCLOCK_ADVANCE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_MANUALCLOCK_ADVANCE
 uint16_t uniffi_honker_swift_checksum_method_manualclock_advance(void
@@ -1264,6 +1458,144 @@ uint16_t uniffi_honker_swift_checksum_method_queue_wait_result_cancellable(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_CHANNEL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_CHANNEL
+uint16_t uniffi_honker_swift_checksum_method_listener_channel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_CLOSE
+uint16_t uniffi_honker_swift_checksum_method_listener_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_IS_CLOSED
+uint16_t uniffi_honker_swift_checksum_method_listener_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT
+uint16_t uniffi_honker_swift_checksum_method_listener_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_listener_next_cancellable(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_COMMIT
+uint16_t uniffi_honker_swift_checksum_method_stream_commit(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_INFO
+uint16_t uniffi_honker_swift_checksum_method_stream_info(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_NAME
+uint16_t uniffi_honker_swift_checksum_method_stream_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_POSITION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_POSITION
+uint16_t uniffi_honker_swift_checksum_method_stream_position(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_PUBLISH
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_PUBLISH
+uint16_t uniffi_honker_swift_checksum_method_stream_publish(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_PUBLISH_MANY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_PUBLISH_MANY
+uint16_t uniffi_honker_swift_checksum_method_stream_publish_many(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_READ
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_READ
+uint16_t uniffi_honker_swift_checksum_method_stream_read(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_RETENTION
+uint16_t uniffi_honker_swift_checksum_method_stream_retention(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SEEK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SEEK
+uint16_t uniffi_honker_swift_checksum_method_stream_seek(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SET_RETENTION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SET_RETENTION
+uint16_t uniffi_honker_swift_checksum_method_stream_set_retention(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SUBSCRIBE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_SUBSCRIBE
+uint16_t uniffi_honker_swift_checksum_method_stream_subscribe(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_TRIM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_TRIM
+uint16_t uniffi_honker_swift_checksum_method_stream_trim(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_CLOSE
+uint16_t uniffi_honker_swift_checksum_method_subscription_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_COMMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_COMMIT
+uint16_t uniffi_honker_swift_checksum_method_subscription_commit(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_CONSUMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_CONSUMER
+uint16_t uniffi_honker_swift_checksum_method_subscription_consumer(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_IS_CLOSED
+uint16_t uniffi_honker_swift_checksum_method_subscription_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_NEXT
+uint16_t uniffi_honker_swift_checksum_method_subscription_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SUBSCRIPTION_NEXT_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_subscription_next_cancellable(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
 uint16_t uniffi_honker_swift_checksum_method_worker_cancelled(void
@@ -1345,6 +1677,12 @@ uint16_t uniffi_honker_swift_checksum_constructor_database_open_with_clock(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_MANUALCLOCK_NEW
 uint16_t uniffi_honker_swift_checksum_constructor_manualclock_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_CANCELTOKEN_FOR_DATABASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_CONSTRUCTOR_CANCELTOKEN_FOR_DATABASE
+uint16_t uniffi_honker_swift_checksum_constructor_canceltoken_for_database(void
     
 );
 #endif

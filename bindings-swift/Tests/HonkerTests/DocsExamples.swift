@@ -98,6 +98,30 @@ enum DocsExamples {
     }
 
     // docs/swift.md, example 4
+    struct Synced: Codable, Sendable { var noteId: Int }
+    @MainActor
+    static func example4() async throws {
+
+        let db = try Database(path: try appDatabasePath())
+        let changes = try db.stream("changes")
+        try await db.transaction { tx in
+            try tx.execute("UPDATE notes SET title = ? WHERE id = ?", ["Groceries", 7])
+            try changes.publish(Synced(noteId: 7), key: "note-7", tx: tx)   // commits with the update
+        }
+        let uploader = try await changes.subscribe(consumer: "uploader", autoCommit: false)
+        let syncing = Task {
+            for try await event in uploader {                 // waits off the main actor; ends on cancel
+                print(try event.payload(as: Synced.self).noteId)   // your sync call here
+                try await uploader.commit(event)              // the next event to read is the one after
+            }
+        }
+        let refresh = try db.listen("ui")
+        try await db.notify("ui", ["changed": 7])
+        for try await message in refresh { print(message.seq); break }
+        syncing.cancel()                                       // ends at once; nothing handed out is lost
+    }
+
+    // docs/swift.md, example 5
     static func placeOrder(dbPool: DatabasePool, honker: Database, emails: Queue) throws {
         try dbPool.write { db in                      // GRDB's transaction
             try db.execute(sql: "INSERT INTO orders (user_id, status) VALUES (?, ?)", arguments: [42, "paid"])
@@ -112,14 +136,14 @@ enum DocsExamples {
         config.prepareDatabase { db in try honker.registerFunctions(on: db.sqliteConnection!) }
     }
 
-    // docs/swift.md, example 5
+    // docs/swift.md, example 6
     static func appDatabasePath() throws -> String {
         let dir = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
         return dir.appendingPathComponent("app.db").path
     }
 
-    // docs/swift.md, example 6
+    // docs/swift.md, example 7
     static func protectForBackgroundWork(path: String) throws {
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes(
@@ -127,14 +151,14 @@ enum DocsExamples {
         }
     }
 
-    // docs/swift.md, example 7
+    // docs/swift.md, example 8
     static func handleRefresh(outbox: Outbox) async {
         let sending = Task { await outbox.send() }
         try? await Task.sleep(nanoseconds: 25_000_000_000)   // BGAppRefreshTask: about 30 s
         sending.cancel()                                      // releases what it had not sent
     }
 
-    // docs/swift.md, example 8
+    // docs/swift.md, example 9
     static func startUpload(_ job: Job, session: URLSession, request: URLRequest, file: URL) async throws {
         try await job.heartbeat(extend: 3600)                // a background upload may take long
         let task = session.uploadTask(with: request, fromFile: file)

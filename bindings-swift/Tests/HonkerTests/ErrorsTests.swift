@@ -11,7 +11,7 @@ final class ErrorsTests: XCTestCase {
             .InvalidArgument(message: ""), .SchemaTooNew(message: ""), .Closed(message: ""),
             .Timeout(message: ""), .RateLimited(message: ""), .Sqlite(message: "", sqliteCode: 1),
             .Internal(message: ""), .Unsafe(message: ""), .RolledBack(message: ""),
-            .Trimmed(message: ""),
+            .Trimmed(message: "", missed: 0),
         ]
         XCTAssertEqual(cases.map(\.code).sorted(), honkerErrorCodes.sorted())
     }
