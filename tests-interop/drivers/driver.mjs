@@ -7,6 +7,7 @@ import honker from '../../bindings-node/index.js';
 
 let db = null;
 let tx = null; // { tx, done(commit) } while a transaction is open
+const listeners = new Map();
 const UNSUPPORTED = Symbol('unsupported');
 
 function queue(s) {
@@ -68,13 +69,55 @@ async function run(s) {
       await db.execute(s.sql, s.params ?? []);
       return null;
   }
-  const q = queue(s);
-  const native = q._native; // acting on a lease another surface handed over
   const call = async (p) => {
     const r = await p;
     if (r && r.honkerError) throw Object.assign(new Error(r.message), { code: r.code });
     return r;
   };
+  // A reader's native next (one wait of wait_ms; null when it ran out).
+  const decode = (raw) => (typeof raw.payload === 'string' ? JSON.parse(raw.payload) : raw.payload);
+  switch (s.op) {
+    case 'publish':
+      return db.stream(s.stream).publish(s.payload, { key: s.key, tx: txFor(s) });
+    case 'consume': {
+      const sub = db.stream(s.stream).subscribe(s.consumer, { autoCommit: false, wait: s.wait_ms ?? 1000 });
+      const native = await sub._opening;
+      const got = [];
+      while (got.length < s.n) {
+        const raw = await call(native.next(s.wait_ms ?? 1000));
+        if (!raw) break;
+        got.push({ offset: raw.offset, payload: decode(raw) });
+      }
+      if (got.length) await sub.commit(got[got.length - 1].offset);
+      await sub.close();
+      return got;
+    }
+    case 'stream_info': {
+      const i = await db.stream(s.stream).info();
+      return {
+        length: i.length,
+        last_offset: i.lastOffset,
+        lag: Object.fromEntries(i.consumers.map((c) => [c.consumer, c.lag])),
+      };
+    }
+    case 'notify':
+      return db.notify(s.channel, s.payload, { tx: txFor(s) });
+    case 'listen':
+      listeners.set(s.channel, db.listen(s.channel));
+      return null;
+    case 'heard': {
+      const native = listeners.get(s.channel)._opening;
+      const heard = [];
+      while (heard.length < s.n) {
+        const raw = await call(native.next(s.wait_ms ?? 1000));
+        if (!raw) break;
+        heard.push(decode(raw));
+      }
+      return heard;
+    }
+  }
+  const q = queue(s);
+  const native = q._native; // acting on a lease another surface handed over
   switch (s.op) {
     case 'enqueue': {
       const e = await q.enqueue(s.payload, {

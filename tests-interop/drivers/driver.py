@@ -17,6 +17,7 @@ class Driver:
     def __init__(self) -> None:
         self.db: honker.Database | None = None
         self.tx: honker.Transaction | None = None
+        self.listeners: dict[str, honker.Listener] = {}
 
     def queue(self, s: dict) -> honker.Queue:
         assert self.db is not None
@@ -62,6 +63,8 @@ class Driver:
                 return [list(r) for r in self.tx.query(s["sql"], s.get("params", []))]
             self.db.execute(s["sql"], s.get("params", []))
             return None
+        if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
+            return self.events(op, s)
         q = self.queue(s)
         if op == "enqueue":
             e = q.enqueue(
@@ -130,6 +133,45 @@ class Driver:
         if op == "work":
             return self.work(s)
         return UNSUPPORTED
+
+    def events(self, op: str, s: dict):
+        assert self.db is not None
+        if op == "publish":
+            st = self.db.stream(s["stream"])
+            return st.publish(s["payload"], key=s.get("key"), tx=self.tx_for(s))
+        if op == "consume":
+            st = self.db.stream(s["stream"])
+            wait = s.get("wait_ms", 1000) / 1000
+            got = []
+            with st.subscribe(s["consumer"], auto_commit=False, wait=wait) as sub:
+                while len(got) < s["n"]:
+                    e = sub.next(wait)
+                    if e is None:
+                        break
+                    got.append(e)
+                if got:
+                    sub.commit(got[-1])
+            return [{"offset": e.offset, "payload": e.payload} for e in got]
+        if op == "stream_info":
+            i = self.db.stream(s["stream"]).info()
+            return {
+                "length": i.length,
+                "last_offset": i.last_offset,
+                "lag": {c.consumer: c.lag for c in i.consumers},
+            }
+        if op == "notify":
+            return self.db.notify(s["channel"], s["payload"], tx=self.tx_for(s))
+        if op == "listen":
+            self.listeners[s["channel"]] = self.db.listen(s["channel"])
+            return None
+        listener = self.listeners[s["channel"]]
+        heard = []
+        while len(heard) < s["n"]:
+            n = listener.next(s.get("wait_ms", 1000) / 1000)
+            if n is None:
+                break
+            heard.append(n.payload)
+        return heard
 
     def work(self, s: dict) -> dict:
         """Runs honker.Worker on the queue until nothing is left to run: each

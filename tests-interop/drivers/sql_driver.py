@@ -28,6 +28,7 @@ class Driver:
     def __init__(self):
         self.conn = None
         self.in_tx = self.dead = False
+        self.listening = {}  # channel -> the last notification id seen
 
     def one(self, sql, params=()):
         return self.conn.execute(sql, params).fetchone()[0]
@@ -72,11 +73,96 @@ class Driver:
                 ) from e
             raise
 
+    def poll(self, read, n: int, wait_ms: int) -> list:
+        """Up to n items from read(), polling (a SQL client has no watcher)
+        for up to wait_ms after each."""
+        got = []
+        deadline = time.monotonic() + wait_ms / 1000
+        while len(got) < n:
+            items = read(n - len(got))
+            got += items
+            if items:
+                deadline = time.monotonic() + wait_ms / 1000
+            elif time.monotonic() >= deadline:
+                break
+            else:
+                time.sleep(0.01)
+        return got
+
+    def events(self, op: str, s: dict):
+        if op == "publish":
+            options = json.dumps({"key": s["key"]} if "key" in s else {})
+            return self.one(
+                "SELECT honker_stream_append(?, ?, ?)",
+                [s["stream"], json.dumps(s["payload"]), options],
+            )
+        if op == "consume":
+            stream, consumer = s["stream"], s["consumer"]
+            place = [
+                self.one("SELECT honker_stream_position(?, ?)", [stream, consumer]) or 1
+            ]
+
+            def read(n):
+                rows = json.loads(
+                    self.one(
+                        "SELECT honker_stream_read(?, ?, ?)", [stream, place[0] - 1, n]
+                    )
+                )
+                if rows:
+                    place[0] = rows[-1]["offset"] + 1
+                return rows
+
+            got = self.poll(read, s["n"], s.get("wait_ms", 1000))
+            if got:
+                self.one(
+                    "SELECT honker_stream_commit(?, ?, ?)", [stream, consumer, place[0]]
+                )
+            return [{"offset": e["offset"], "payload": e["payload"]} for e in got]
+        if op == "stream_info":
+            i = json.loads(self.one("SELECT honker_stream_info(?)", [s["stream"]]))
+            return {
+                "length": i["length"],
+                "last_offset": i["last_offset"],
+                "lag": {c["consumer"]: c["lag"] for c in i["consumers"]},
+            }
+        if op == "notify":
+            return self.one(
+                "SELECT honker_notify(?, ?)", [s["channel"], json.dumps(s["payload"])]
+            )
+        channel = s["channel"]
+        if op == "listen":
+            # Listening starts after the newest notification in the window.
+            last = 0
+            while True:
+                page = json.loads(
+                    self.one("SELECT honker_channel_read(?, ?, 1000)", [channel, last])
+                )
+                if not page:
+                    break
+                last = page[-1]["id"]
+            self.listening[channel] = last
+            return None
+
+        def heard(n):
+            rows = json.loads(
+                self.one(
+                    "SELECT honker_channel_read(?, ?, ?)",
+                    [channel, self.listening[channel], n],
+                )
+            )
+            if rows:
+                self.listening[channel] = rows[-1]["id"]
+            return rows
+
+        return [m["payload"] for m in self.poll(heard, s["n"], s.get("wait_ms", 1000))]
+
     def step_in_tx(self, s: dict):
         op = s["op"]
         if op == "exec":
             rows = self.conn.execute(s["sql"], s.get("params", [])).fetchall()
             return [list(r) for r in rows] if self.conn.in_transaction else None
+        if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
+            return self.events(op, s)
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")

@@ -13,6 +13,7 @@ struct Unsupported: Error {}
 final class Driver {
     var db: Honker.Database?
     var tx: Honker.Transaction?
+    var listeners: [String: HonkerNative.Listener] = [:]
 
     func queue(_ s: [String: Any]) throws -> Honker.Queue {
         try db!.queue(s["queue"] as! String,
@@ -42,6 +43,57 @@ final class Driver {
             return (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? NSNull()
         case .bytes(let data):
             return data.base64EncodedString()
+        }
+    }
+
+    func payloadOf(_ s: [String: Any]) throws -> Payload {
+        .json(text: String(decoding: try JSONSerialization.data(withJSONObject: s["payload"]!,
+                                                                options: [.fragmentsAllowed]), as: UTF8.self))
+    }
+
+    /// Streams and channels through the native objects (one wait of
+    /// `wait_ms` per item, off the main actor).
+    func events(_ op: String, _ s: [String: Any]) async throws -> Any {
+        let native = db!.native
+        let waitMs = (s["wait_ms"] as? NSNumber)?.uint64Value ?? 1000
+        let n = (s["n"] as? NSNumber)?.intValue ?? 1
+        switch op {
+        case "publish":
+            return try native.stream(name: s["stream"] as! String).publish(
+                payload: try payloadOf(s), key: s["key"] as? String, idempotencyKey: nil, tx: txFor(s))
+        case "consume":
+            let (stream, consumer) = (try native.stream(name: s["stream"] as! String), s["consumer"] as! String)
+            let sub = try await Task.detached {
+                try stream.subscribe(consumer: consumer, start: .beginning, batch: 100, autoCommit: nil)
+            }.value
+            var got: [[String: Any]] = []
+            while got.count < n {
+                guard let e = try await Task.detached(operation: { try sub.next(waitMs: waitMs) }).value else { break }
+                got.append(["offset": e.offset, "payload": json(e.payload)])
+            }
+            if let last = got.last?["offset"] as? Int64 { try sub.commit(offset: last, tx: nil) }
+            try sub.close()
+            return got
+        case "stream_info":
+            let i = try native.stream(name: s["stream"] as! String).info()
+            var lag: [String: Any] = [:]
+            for c in i.consumers { lag[c.consumer] = c.lag }
+            return ["length": i.length, "last_offset": i.lastOffset, "lag": lag]
+        case "notify":
+            return try native.notify(channel: s["channel"] as! String, payload: try payloadOf(s), tx: txFor(s))
+        case "listen":
+            listeners[s["channel"] as! String] = try native.listen(channel: s["channel"] as! String)
+            return NSNull()
+        default:  // heard
+            guard let l = listeners[s["channel"] as! String] else {
+                throw HonkerError.InvalidArgument(message: "listen first")
+            }
+            var heard: [Any] = []
+            while heard.count < n {
+                guard let m = try await Task.detached(operation: { try l.next(waitMs: waitMs) }).value else { break }
+                heard.append(json(m.payload))
+            }
+            return heard
         }
     }
 
@@ -79,6 +131,8 @@ final class Driver {
             }
             try db!.execute(sql, params(s))
             return NSNull()
+        case "publish", "consume", "stream_info", "notify", "listen", "heard":
+            return try await events(op, s)
         default:
             break
         }

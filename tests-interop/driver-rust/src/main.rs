@@ -17,6 +17,7 @@ struct Driver {
     db: Option<Database>,
     tx: Option<Transaction>,
     queue_options: HashMap<String, QueueOptions>,
+    listeners: HashMap<String, honker::runtime::Listener>,
 }
 
 type Out = Result<Json, honker::Error>;
@@ -110,6 +111,91 @@ impl Driver {
         }
     }
 
+    fn events(&mut self, step: &Json) -> Out {
+        let wait = ms(step, "wait_ms")?.unwrap_or(Duration::from_secs(1));
+        let n = step["n"].as_u64().unwrap_or(1) as usize;
+        match s(step, "op") {
+            "publish" => {
+                let stream = self.db()?.stream(s(step, "stream"))?;
+                let o = honker::stream::PublishOptions {
+                    key: step["key"].as_str().map(str::to_owned),
+                    idempotency_key: None,
+                };
+                let payload = Payload::from(&step["payload"]);
+                let offset = match self.tx(step) {
+                    Some(tx) => stream.publish_tx(tx, payload, &o)?,
+                    None => stream.publish(payload, &o)?,
+                };
+                Ok(json!(offset))
+            }
+            "consume" => {
+                let stream = self.db()?.stream(s(step, "stream"))?;
+                let sub = honker::runtime::Subscription::new(
+                    &stream,
+                    s(step, "consumer"),
+                    honker::stream::Start::Beginning,
+                    100,
+                    None,
+                )?;
+                let mut got = Vec::new();
+                while got.len() < n {
+                    match sub.next(wait)? {
+                        Some(e) => got.push(e),
+                        None => break,
+                    }
+                }
+                if let Some(last) = got.last() {
+                    sub.commit(last)?;
+                }
+                sub.close()?;
+                Ok(Json::Array(
+                    got.iter()
+                        .map(|e| {
+                            json!({"offset": e.offset,
+                                   "payload": e.payload.as_json().unwrap_or(Json::Null)})
+                        })
+                        .collect(),
+                ))
+            }
+            "stream_info" => {
+                let i = self.db()?.stream(s(step, "stream"))?.info()?;
+                let lag: serde_json::Map<String, Json> = i
+                    .consumers
+                    .iter()
+                    .map(|c| (c.consumer.clone(), json!(c.lag)))
+                    .collect();
+                Ok(json!({"length": i.length, "last_offset": i.last_offset, "lag": lag}))
+            }
+            "notify" => {
+                let (db, channel) = (self.db()?, s(step, "channel"));
+                let payload = Payload::from(&step["payload"]);
+                let id = match self.tx(step) {
+                    Some(tx) => db.notify_tx(tx, channel, payload)?,
+                    None => db.notify(channel, payload)?,
+                };
+                Ok(json!(id))
+            }
+            "listen" => {
+                let l = self.db()?.listen(s(step, "channel"))?;
+                self.listeners.insert(s(step, "channel").to_owned(), l);
+                Ok(Json::Null)
+            }
+            _ => {
+                let l = self.listeners.get(s(step, "channel")).ok_or_else(|| {
+                    honker::Error::new(ErrorKind::InvalidArgument, "listen first")
+                })?;
+                let mut heard = Vec::new();
+                while heard.len() < n {
+                    match l.next(wait)? {
+                        Some(m) => heard.push(m.payload.as_json().unwrap_or(Json::Null)),
+                        None => break,
+                    }
+                }
+                Ok(Json::Array(heard))
+            }
+        }
+    }
+
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
             "open" => {
@@ -151,6 +237,9 @@ impl Driver {
                     .iter()
                     .map(|r| r.iter().map(value_json).collect::<Vec<_>>())
                     .collect::<Vec<_>>()))
+            }
+            "publish" | "consume" | "stream_info" | "notify" | "listen" | "heard" => {
+                self.events(step)
             }
             "enqueue" => {
                 let q = self.queue(step)?;
@@ -288,6 +377,7 @@ fn main() {
         db: None,
         tx: None,
         queue_options: HashMap::new(),
+        listeners: HashMap::new(),
     };
     let stdout = std::io::stdout();
     for line in std::io::stdin().lock().lines() {
