@@ -6,12 +6,23 @@
 
 use honker::runtime::OffThreadDrop;
 use honker::stream::{PublishOptions, Start, StreamRetention};
+use std::time::Duration;
+
 use pyo3::prelude::*;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::json::payload_from_py;
 use crate::records::{ConsumerInfo, Notification, StreamEvent};
+
+/// A fast path's result: where it would have waited (`BUSY` under
+/// `without_waiting`), nothing, and the caller waits properly.
+fn ready<T>(r: honker::Result<Option<T>>) -> PyResult<Option<T>> {
+    match r {
+        Err(e) if e.kind() == honker::ErrorKind::Busy => Ok(None),
+        r => r.py(),
+    }
+}
 
 /// `start`: "beginning", "latest", an offset (int), or a time in ms
 /// (`("time", ms)`; the package converts datetimes).
@@ -239,6 +250,15 @@ impl Subscription {
         Ok(e.map(StreamEvent::from))
     }
 
+    /// The next event if one is there without waiting for anything (a
+    /// lock, a wake-up): the asyncio iterator's fast path. None: wait with
+    /// `next` on a thread.
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<StreamEvent>> {
+        let s: &honker::runtime::Subscription = &self.s;
+        ready(py.detach(|| honker::without_waiting(|| s.next(Duration::ZERO))))
+            .map(|e| e.map(StreamEvent::from))
+    }
+
     /// Commits the place after the event at `offset`.
     #[pyo3(signature = (offset, *, tx = None))]
     fn commit(
@@ -285,6 +305,13 @@ impl Listener {
         let l: &honker::runtime::Listener = &self.l;
         let n = py.detach(|| l.next(wait)).py()?;
         Ok(n.map(Notification::from))
+    }
+
+    /// See `Subscription.try_next`.
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Notification>> {
+        let l: &honker::runtime::Listener = &self.l;
+        ready(py.detach(|| honker::without_waiting(|| l.next(Duration::ZERO))))
+            .map(|n| n.map(Notification::from))
     }
 
     fn close(&self) {

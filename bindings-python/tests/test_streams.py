@@ -429,3 +429,34 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
         db.set_channel_retention("ch", max_age=None, max_count=10)  # type: ignore[arg-type]
     assert db.query("SELECT count(*) FROM _honker_channel_messages") == [(0,)]
     assert db.channel_retention("ch") == (3600.0, 100_000)
+
+
+def test_async_iteration_over_a_backlog_lets_other_tasks_run(db):
+    # Events already there are taken without a thread hop; the iterator
+    # still yields to the loop regularly, so a long backlog never starves it.
+    s = db.stream("backlog")
+    s.publish_many(range(5000))
+
+    async def main() -> tuple[int, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.ensure_future(tick())
+        await asyncio.sleep(0)
+        seen = 0
+        async with s.subscribe("fast") as sub:
+            async for event in sub:
+                seen += 1
+                if event.payload == 4999:
+                    break
+        ticker.cancel()
+        return seen, ticks
+
+    seen, ticks = asyncio.run(main())
+    assert seen == 5000
+    assert ticks >= 5000 // 256, f"the loop ran other tasks only {ticks} times"

@@ -165,6 +165,9 @@ def _offset(event: Event | int) -> int:
     return _args.integer("offset", event.offset if isinstance(event, Event) else event, _args.I64)
 
 
+_FAST_MAX = 256
+
+
 class _Waiter:
     """One native ``next`` at a time, on honker's threads, for asyncio: a
     cancelled ``__anext__`` leaves its wait running, and the next
@@ -202,6 +205,7 @@ class _Reader(Generic[T]):
         self._native = native
         self._wait = wait
         self._waiter = _Waiter()
+        self._streak = 0
 
     @property
     def closed(self) -> bool:
@@ -232,6 +236,18 @@ class _Reader(Generic[T]):
         while True:
             if self._native.closed:
                 raise StopAsyncIteration
+            if self._waiter._pending is None:
+                # What is buffered or already committed is taken right here
+                # (no lock waited for, no thread hop); every _FAST_MAX in a
+                # row yield to the loop so a backlog never starves it.
+                row = self._native.try_next()
+                if row is not None:
+                    self._streak += 1
+                    if self._streak >= _FAST_MAX:
+                        self._streak = 0
+                        await asyncio.sleep(0)
+                    return self._row(row)
+            self._streak = 0
             row = await self._waiter.next(self._native.next, self._wait)
             if row is not None:
                 return self._row(row)
