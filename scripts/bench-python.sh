@@ -2,7 +2,8 @@
 # The Python benchmark (bench/python/run.py) with everything it compares:
 # this repository's binding and the stdlib sqlite3 module (the test venv),
 # Honker 0.2.4 from PyPI (its own venv: same module name), and the core
-# benchmark's raw rusqlite figures. Arguments go to run.py (--quick, ...).
+# benchmark's raw rusqlite figures, then bench/python/streams.py. Arguments go
+# to run.py (--quick, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -17,5 +18,9 @@ if [ ! -x "$old/bin/python" ]; then
     /usr/bin/python3 -m venv "$old"
     "$old/bin/pip" install -q --disable-pip-version-check honker==0.2.4
 fi
-exec "$HONKER_VENV/bin/python" bench/python/run.py --honker024 "$old/bin/python" \
+"$HONKER_VENV/bin/python" bench/python/run.py --honker024 "$old/bin/python" \
     --rust target/release/honker-bench "$@"
+# Streams and pub/sub against Honker 0.2.4's (--smoke passes through).
+smoke=()
+for a in "$@"; do [ "$a" = "--smoke" ] && smoke=(--smoke); done
+exec "$HONKER_VENV/bin/python" bench/python/streams.py --honker024 "$old/bin/python" "${smoke[@]}"
