@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from run import fresh  # bench/python/run.py: a fresh file in the scratch folder
+
 SCALES = {
     "full": {
         "publish1": 3_000,
@@ -196,13 +198,6 @@ def run(
     if out.returncode != 0:
         raise SystemExit(f"{library} {workload} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def fresh(tmp: Path, name: str) -> Path:
-    p = tmp / f"{name}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{p}{suffix}").unlink(missing_ok=True)
-    return p
 
 
 def latency(

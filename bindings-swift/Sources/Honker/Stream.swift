@@ -141,6 +141,24 @@ func positiveMillis(_ wait: TimeInterval) throws -> UInt64 {
     return ms
 }
 
+/// The next item of a subscription or listener: each wait runs off the
+/// caller's thread and ends at once when the Task is cancelled (nil). An
+/// item taken as the Task was cancelled is still returned: dropping it would
+/// count it as processed.
+func cancellableNext<T: Sendable>(_ db: Database, closed: @escaping @Sendable () -> Bool,
+                                  _ next: @escaping @Sendable (CancelToken) throws -> T?) async throws -> T? {
+    let cancel = CancelToken.forDatabase(db: db.native)
+    while true {
+        if Task.isCancelled || closed() { return nil }
+        let item = try await withTaskCancellationHandler {
+            try await offThread { try next(cancel) }
+        } onCancel: {
+            cancel.cancel()
+        }
+        if let item { return item }
+    }
+}
+
 /// A handle on one stream. Thread-safe.
 public final class Stream: @unchecked Sendable {
     public let native: HonkerNative.Stream
@@ -319,18 +337,9 @@ public final class Subscription: AsyncSequence, @unchecked Sendable {
 
         public mutating func next() async throws -> StreamEvent? {
             let (native, waitMs) = (sub.native, sub.waitMs)
-            let cancel = CancelToken.forDatabase(db: sub.db.native)
-            while true {
-                if Task.isCancelled || native.isClosed() { return nil }
-                let event = try await withTaskCancellationHandler {
-                    try await offThread { try native.nextCancellable(waitMs: waitMs, cancel: cancel) }
-                } onCancel: {
-                    cancel.cancel()
-                }
-                // An event taken as the Task was cancelled is still handed
-                // out: dropping it would count it as processed.
-                if let e = event { return StreamEvent(e) }
-            }
+            return try await cancellableNext(sub.db, closed: { native.isClosed() }) {
+                try native.nextCancellable(waitMs: waitMs, cancel: $0)
+            }.map(StreamEvent.init)
         }
     }
 }
@@ -365,16 +374,9 @@ public final class Listener: AsyncSequence, @unchecked Sendable {
 
         public mutating func next() async throws -> ChannelMessage? {
             let (native, waitMs) = (listener.native, listener.waitMs)
-            let cancel = CancelToken.forDatabase(db: listener.db.native)
-            while true {
-                if Task.isCancelled || native.isClosed() { return nil }
-                let message = try await withTaskCancellationHandler {
-                    try await offThread { try native.nextCancellable(waitMs: waitMs, cancel: cancel) }
-                } onCancel: {
-                    cancel.cancel()
-                }
-                if let m = message { return ChannelMessage(m) }
-            }
+            return try await cancellableNext(listener.db, closed: { native.isClosed() }) {
+                try native.nextCancellable(waitMs: waitMs, cancel: $0)
+            }.map(ChannelMessage.init)
         }
     }
 }
