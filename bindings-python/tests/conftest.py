@@ -71,3 +71,38 @@ def honker_worker(path: Path, queue: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+class HonkerListener:
+    """A honker listener in another process (``honker.open`` there): it
+    listens on ``channel`` before the constructor returns, then prints the
+    payload (JSON) of the first notification it hears."""
+
+    def __init__(self, path: Path, channel: str) -> None:
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import honker, json, sys\n"
+                "db = honker.open(sys.argv[1])\n"
+                "listener = db.listen(sys.argv[2], wait=30)\n"
+                "print('ready', flush=True)\n"
+                "print(json.dumps(next(listener).payload), flush=True)\n",
+                str(path),
+                channel,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def heard(self) -> object:
+        import json
+
+        out, _ = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0
+        return json.loads(out)

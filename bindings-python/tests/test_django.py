@@ -13,7 +13,7 @@ import django
 import honker
 import honker.django as hdj
 import pytest
-from conftest import honker_worker
+from conftest import HonkerListener, honker_worker
 from django.conf import settings
 
 DB = Path(tempfile.mkdtemp(prefix="honker-django-")) / "app.db"
@@ -118,3 +118,27 @@ def test_a_honker_worker_in_another_process_handles_the_job():
     connection.close()
     assert honker_worker(DB, "emails") == "alice@example.com"
     assert rows("SELECT count(*) FROM _honker_jobs") == [(0,)]
+
+
+def test_publish_and_notify_commit_with_the_atomic_block_or_not_at_all():
+    import json
+
+    listener = HonkerListener(DB, "dashboard")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        add_order(1)
+        hdj.publish("orders", {"order": 1})
+        hdj.notify("dashboard", {"order": 1})
+        raise RuntimeError("payment declined")
+    with transaction.atomic():
+        add_order(2)
+        offset = hdj.publish("orders", {"order": 2}, key="o-2")
+        hdj.notify("dashboard", {"order": 2})
+    [(raw,)] = rows(f"SELECT honker_stream_read('orders', {offset - 1}, 100)")
+    assert [(e["key"], e["payload"]) for e in json.loads(raw)] == [("o-2", {"order": 2})]
+    assert listener.heard() == {"order": 2}
+    with pytest.raises(honker.InvalidArgument):
+        hdj.publish("orders", {"order": 3})  # outside atomic: refused
+    with pytest.raises(honker.InvalidArgument):
+        hdj.notify("dashboard", {"order": 3})
+    [(raw,)] = rows(f"SELECT honker_stream_read('orders', {offset}, 100)")
+    assert json.loads(raw) == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import honker
 import honker.sqlalchemy as hsa
 import pytest
-from conftest import honker_worker
+from conftest import HonkerListener, honker_worker
 from sqlalchemy import Integer, String, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -116,3 +116,38 @@ def test_a_honker_worker_in_another_process_handles_the_job(engine, path):
     engine.dispose()
     assert honker_worker(path, "emails") == "alice@example.com"
     assert jobs(engine) == []
+
+
+def events(engine) -> list[dict]:
+    import json
+
+    with engine.connect() as c:
+        raw = c.execute(text("SELECT honker_stream_read('orders', 0, 100)")).scalar_one()
+    return [{k: e[k] for k in ("offset", "key", "payload")} for e in json.loads(raw)]
+
+
+def test_publish_and_notify_commit_with_the_session_or_not_at_all(engine, path):
+    listener = HonkerListener(path, "dashboard")
+    with pytest.raises(RuntimeError), Session(engine) as session, session.begin():
+        session.add(Order(id=1, status="declined"))
+        session.flush()
+        hsa.publish(session, "orders", {"order": 1})
+        hsa.notify(session, "dashboard", {"order": 1})
+        raise RuntimeError("payment declined")
+    assert events(engine) == []
+    with Session(engine) as session, session.begin():
+        session.add(Order(id=2, status="paid"))
+        assert hsa.publish(session, "orders", {"order": 2}, key="o-2", idempotency_key="p-2") == 1
+        assert hsa.notify(session, "dashboard", {"order": 2}) > 0
+    # The producer that retried after a lost answer gets the first offset.
+    with Session(engine) as session, session.begin():
+        assert hsa.publish(session, "orders", {"order": 2}, idempotency_key="p-2") == 1
+    assert events(engine) == [{"offset": 1, "key": "o-2", "payload": {"order": 2}}]
+    # The rolled-back notification was never delivered; the committed one was.
+    assert listener.heard() == {"order": 2}
+    with Session(engine) as session, session.begin():
+        with pytest.raises(honker.InvalidArgument):
+            hsa.publish(session, "", {"x": 1})
+        with pytest.raises(honker.InvalidArgument):
+            hsa.notify(session, "dashboard", "x" * (64 * 1024 + 1))
+    assert events(engine) == [{"offset": 1, "key": "o-2", "payload": {"order": 2}}]

@@ -1,6 +1,7 @@
 """What the ORM integrations (honker.sqlalchemy, honker.django) share: the
-``honker_queue_enqueue`` call for ``Queue.enqueue``'s options, and honker's
-exception for a SQL error that carries a honker code."""
+``honker_queue_enqueue``, ``honker_stream_append`` and ``honker_notify`` calls
+for the bindings' options, and honker's exception for a SQL error that
+carries a honker code."""
 
 from __future__ import annotations
 
@@ -11,6 +12,40 @@ from typing import Any
 
 from ._time import Seconds, When, epoch, seconds
 from .errors import HonkerError, class_for_code
+
+
+def _payload(payload: Any) -> Any:
+    """Bytes-like payloads as BLOBs, anything else as JSON text."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return bytes(payload)
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def publish_call(
+    stream: str,
+    payload: Any,
+    *,
+    key: str | None,
+    idempotency_key: str | None,
+    placeholder: str = "?",
+) -> tuple[str, list[Any]]:
+    """The ``SELECT honker_stream_append(...)`` statement for
+    ``Stream.publish``'s options (it returns the event's offset)."""
+    options = {
+        k: v for k, v in (("key", key), ("idempotency_key", idempotency_key)) if v is not None
+    }
+    p = placeholder
+    return f"SELECT honker_stream_append({p}, {p}, {p})", [
+        stream,
+        _payload(payload),
+        json.dumps(options),
+    ]
+
+
+def notify_call(channel: str, payload: Any, placeholder: str = "?") -> tuple[str, list[Any]]:
+    """The ``SELECT honker_notify(...)`` statement (it returns the id)."""
+    p = placeholder
+    return f"SELECT honker_notify({p}, {p})", [channel, _payload(payload)]
 
 
 def enqueue_call(
@@ -28,10 +63,7 @@ def enqueue_call(
     """The ``SELECT honker_queue_enqueue(...)`` statement and its parameters
     (docs/sql.md), with the driver's placeholder. Bytes-like payloads are
     stored as BLOBs, anything else as JSON text (as ``Queue.enqueue``)."""
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        value: Any = bytes(payload)
-    else:
-        value = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    value = _payload(payload)
     options: dict[str, Any] = {"priority": priority, "max_attempts": max_attempts}
     at = epoch("run_at", run_at)
     if at is not None:

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._sql import enqueue_call, honker_errors
+from ._sql import enqueue_call, honker_errors, notify_call, publish_call
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
 
-__all__ = ["enqueue", "setup"]
+__all__ = ["enqueue", "notify", "publish", "setup"]
 
 
 def setup(using: str | None = None) -> None:
@@ -101,15 +101,6 @@ def enqueue(
     The options are :meth:`honker.Queue.enqueue`'s. Returns the job id (with
     a dedupe key a live job holds: that job's id). Outside ``atomic`` it
     refuses (``InvalidArgument``) instead of committing the job on its own."""
-    from django.db import connections
-
-    wrapper = connections[using]
-    if not wrapper.in_atomic_block:
-        raise InvalidArgument(
-            "INVALID_ARGUMENT",
-            "honker.django.enqueue runs inside transaction.atomic(), so that the job commits "
-            "with your rows; outside it, the job would commit on its own",
-        )
     sql, args = enqueue_call(
         queue,
         payload,
@@ -121,6 +112,46 @@ def enqueue(
         expires=expires,
         placeholder="%s",
     )
+    return _run(using, sql, args, "enqueue", "the job")
+
+
+def publish(
+    stream: str,
+    payload: Any,
+    *,
+    using: str = "default",
+    key: str | None = None,
+    idempotency_key: str | None = None,
+) -> int:
+    """Publishes an event on Django's connection ``using``, inside the
+    current ``transaction.atomic`` block (the outbox for events). The
+    options are :meth:`honker.Stream.publish`'s. Returns its offset. Outside
+    ``atomic`` it refuses (``InvalidArgument``)."""
+    sql, args = publish_call(
+        stream, payload, key=key, idempotency_key=idempotency_key, placeholder="%s"
+    )
+    return _run(using, sql, args, "publish", "the event")
+
+
+def notify(channel: str, payload: Any, *, using: str = "default") -> int:
+    """Sends a notification on Django's connection ``using``, delivered only
+    if the current ``transaction.atomic`` block commits. Returns its id.
+    Outside ``atomic`` it refuses (``InvalidArgument``)."""
+    sql, args = notify_call(channel, payload, placeholder="%s")
+    return _run(using, sql, args, "notify", "the notification")
+
+
+def _run(using: str, sql: str, args: list[Any], verb: str, what: str) -> Any:
+    """Runs one honker call inside the current ``atomic`` block."""
+    from django.db import connections
+
+    wrapper = connections[using]
+    if not wrapper.in_atomic_block:
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            f"honker.django.{verb} runs inside transaction.atomic(), so that {what} commits "
+            f"with your rows; outside it, {what} would commit on its own",
+        )
     with honker_errors(), wrapper.cursor() as cursor:
         cursor.execute(sql, args)
         return cursor.fetchone()[0]

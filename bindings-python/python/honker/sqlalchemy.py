@@ -8,7 +8,10 @@
     with Session(engine) as session, session.begin():
         session.add(Order(user_id=42, status="paid"))
         honker.sqlalchemy.enqueue(session, "emails", {"to": "alice@example.com"})
-    # the order and its email job committed together, or neither did
+        honker.sqlalchemy.publish(session, "orders", {"order": 42, "status": "paid"})
+        honker.sqlalchemy.notify(session, "dashboard", {"order": 42})
+    # the order, its email job, its event and the notification committed
+    # together, or none did
 
 One SQLite library serves the file: the stdlib ``sqlite3`` module's, with
 honker's extension loaded into each of the engine's connections. Do not also
@@ -35,12 +38,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ._sql import enqueue_call, honker_errors
+from ._sql import enqueue_call, honker_errors, notify_call, publish_call
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
 
-__all__ = ["enqueue", "setup"]
+__all__ = ["enqueue", "notify", "publish", "setup"]
 
 
 def setup(engine: Any) -> None:
@@ -90,14 +93,6 @@ def enqueue(
     Refuses (``InvalidArgument``) a connection that is not inside a
     transaction instead of committing the job on its own: call
     :func:`setup` on the engine."""
-    conn = _connection(session_or_connection)
-    dbapi = conn.connection.dbapi_connection
-    if not dbapi.in_transaction:
-        raise InvalidArgument(
-            "INVALID_ARGUMENT",
-            "this connection is not inside a transaction, so the job would commit on its "
-            "own: call honker.sqlalchemy.setup(engine) before the engine's first connection",
-        )
     sql, args = enqueue_call(
         queue,
         payload,
@@ -108,6 +103,44 @@ def enqueue(
         dedupe_key=dedupe_key,
         expires=expires,
     )
+    return _run(session_or_connection, sql, args, "the job")
+
+
+def publish(
+    session_or_connection: Any,
+    stream: str,
+    payload: Any,
+    *,
+    key: str | None = None,
+    idempotency_key: str | None = None,
+) -> int:
+    """Publishes an event on the ORM's own connection, inside its current
+    transaction (the outbox for events): it exists only if your rows
+    commit. The options are :meth:`honker.Stream.publish`'s. Returns the
+    event's offset. Refuses a connection outside a transaction, as
+    :func:`enqueue` does."""
+    sql, args = publish_call(stream, payload, key=key, idempotency_key=idempotency_key)
+    return _run(session_or_connection, sql, args, "the event")
+
+
+def notify(session_or_connection: Any, channel: str, payload: Any) -> int:
+    """Sends a notification on the ORM's own connection, delivered to every
+    listener (any process) only if the current transaction commits. Returns
+    its id. Refuses a connection outside a transaction."""
+    sql, args = notify_call(channel, payload)
+    return _run(session_or_connection, sql, args, "the notification")
+
+
+def _run(session_or_connection: Any, sql: str, args: list[Any], what: str) -> Any:
+    """Runs one honker call inside the connection's open transaction."""
+    conn = _connection(session_or_connection)
+    dbapi = conn.connection.dbapi_connection
+    if not dbapi.in_transaction:
+        raise InvalidArgument(
+            "INVALID_ARGUMENT",
+            f"this connection is not inside a transaction, so {what} would commit on its "
+            "own: call honker.sqlalchemy.setup(engine) before the engine's first connection",
+        )
     with honker_errors():
         return conn.exec_driver_sql(sql, tuple(args)).scalar_one()
 
