@@ -40,9 +40,10 @@ function post(port, agent, body) {
   });
 }
 
-// The web app: each POST /orders inserts an order and enqueues its email in
-// one transaction that awaits the payment API meanwhile.
-async function orderServer(db, emails) {
+// The web app: each POST /orders inserts an order and enqueues its email
+// (and, with `stream`, publishes its event and notifies the dashboard) in one
+// transaction that awaits the payment API meanwhile.
+async function orderServer(db, emails, stream) {
   await db.execute('CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT)');
   const server = http.createServer(async (req, res) => {
     let body = '';
@@ -54,6 +55,10 @@ async function orderServer(db, emails) {
         const [{ id }] = await tx.query('SELECT last_insert_rowid() AS id');
         await sleep(5 + Math.random() * 15); // the payment API
         await emails.enqueue({ order: id }, { tx });
+        if (stream) {
+          await stream.publish({ order: id }, { tx });
+          await db.notify('dashboard', { order: id }, { tx });
+        }
         return id;
       });
       res.writeHead(200).end(JSON.stringify({ id }));
@@ -239,5 +244,50 @@ test('inside a transaction, a write of the same context without { tx } fails at 
     await q.enqueue({ n: 2 }, { tx });
   });
   assert.equal((await q.stats()).ready, 1);
+  await db.close();
+});
+
+test('the server publishes and notifies while a subscription and a listener in its process keep up', async () => {
+  // 300 concurrent order transactions each publish an event and notify; an
+  // auto-committing subscription and a listener in the same process see
+  // every one once, in commit order (dense offsets), and the loop never stalls.
+  const n = 300;
+  const db = await honker.open(tempPath());
+  const orders = db.stream('orders');
+  const { server, port } = await orderServer(db, db.queue('emails'), orders);
+  const listener = db.listen('dashboard');
+  const events = [];
+  const heard = [];
+  const consuming = (async () => {
+    for await (const e of orders.subscribe('projector', { commitEvery: 50 })) {
+      events.push([e.offset, e.payload.order]);
+      if (events.length === n) break;
+    }
+  })();
+  const listening = (async () => {
+    for await (const m of listener) {
+      heard.push(m.payload.order);
+      if (heard.length === n) break;
+    }
+  })();
+  const t = ticker();
+  await placeOrders(port, n);
+  await Promise.all([consuming, listening]);
+  const { worst } = t.stop();
+  server.close();
+  assert.deepEqual(
+    events.map(([o]) => o),
+    Array.from({ length: n }, (_, i) => i + 1),
+  );
+  assert.deepEqual(
+    [...events.map(([, id]) => id)].sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => i + 1),
+  );
+  assert.deepEqual(
+    heard,
+    events.map(([, id]) => id),
+  );
+  assert.ok(worst < 250, `the loop stalled for ${worst.toFixed(1)} ms`);
+  assert.equal(await orders.position('projector'), n); // the last was handed out, then closed
   await db.close();
 });
