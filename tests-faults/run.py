@@ -170,10 +170,35 @@ def check(r: dict, expect_finish: bool) -> list[str]:
                 jobs[m] = jobs.get(m, 0) + 1
                 if table == "_honker_jobs":
                     live.add(m)
+        # The outbox's events and the projector's committed place.
+        events = conn.execute(
+            'SELECT "offset", payload FROM _honker_stream_events WHERE stream = ? ORDER BY 1',
+            ["events"],
+        ).fetchall()
+        place = conn.execute(
+            "SELECT next_offset FROM _honker_stream_offsets WHERE stream = ? AND consumer = ?",
+            ["events", "projector"],
+        ).fetchall()
     except sqlite3.DatabaseError as e:
         return problems + [f"the file does not open: {e}"]
     finally:
         conn.close()
+    offsets = [o for o, _ in events]
+    if offsets != list(range(1, len(offsets) + 1)):
+        problems.append(f"event offsets are not dense from 1: {offsets}")
+    evented = [json.loads(p)["m"] for _, p in events]
+    outboxed = {m for m in ledger if m.startswith("o")}
+    if sorted(evented) != sorted(outboxed):
+        problems.append(
+            f"events {sorted(evented)} differ from business rows {sorted(outboxed)}"
+        )
+    # Projected rows are exactly the events before the committed place.
+    next_offset = place[0][0] if place else 1
+    projected = {m[len("read:") :] for m in ledger if m.startswith("read:")}
+    if projected != {m for o, m in zip(offsets, evented) if o < next_offset}:
+        problems.append(
+            f"projection {sorted(projected)} disagrees with the place {next_offset}"
+        )
     a_rows = {m for m, w in ledger.items() if w == "A"}
     b_rows = {m for m, w in ledger.items() if w == "B"}
     for m in sorted(ok - a_rows - {m for m in ok if m.startswith("big")}):

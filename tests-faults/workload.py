@@ -37,8 +37,9 @@ class Log:
         os.write(self.fd, (line + "\n").encode())
 
 
-def unit(log: Log, marker: str, work) -> None:
-    """One unit of work: logged before, and after its commit returned OK."""
+def unit(log: Log, marker: str, work) -> bool:
+    """One unit of work: logged before, and after its commit returned OK.
+    Whether it did."""
     log(f"try {marker}")
     try:
         work()
@@ -46,15 +47,43 @@ def unit(log: Log, marker: str, work) -> None:
         raise
     except honker.HonkerError as e:
         log(f"error {marker} {e.code}")
-        return
+        return False
     log(f"ok {marker}")
+    return True
 
 
 def outbox(db, q, marker: str) -> None:
-    """A business row and its job, in one transaction."""
+    """A business row, its job and its event, in one transaction."""
     with db.transaction() as tx:
         tx.execute("INSERT INTO ledger (marker, writer) VALUES (?, 'A')", [marker])
         q.enqueue({"m": marker}, tx=tx)
+        db.stream("events").publish({"m": marker}, tx=tx)
+
+
+def project(db, log: Log) -> None:
+    """An independent consumer whose projection row ("read:M") and offset
+    commit in one transaction, event by event."""
+    try:
+        sub = db.stream("events").subscribe("projector", auto_commit=False)
+        events = [e for e in iter(lambda: sub.next(wait=0), None)][:5]
+    except honker.InternalError:
+        raise
+    except honker.HonkerError as e:
+        log(f"error subscribe {e.code}")
+        return
+    for event in events:
+
+        def read(event=event) -> None:
+            with db.transaction() as tx:
+                tx.execute(
+                    "INSERT INTO ledger (marker, writer) VALUES (?, 'A')",
+                    [f"read:{event.payload['m']}"],
+                )
+                sub.commit(event, tx=tx)
+
+        # A commit after a later event would pass the failed one: stop.
+        if not unit(log, f"read:{event.payload['m']}", read):
+            return
 
 
 def main() -> None:
@@ -153,6 +182,7 @@ def main() -> None:
 
             unit(log, f"ack:{m}", ack)
 
+    project(db, log)
     for i in range(14, 18):
         unit(log, f"o{i}", lambda m=f"o{i}": outbox(db, q, m))
     try:
