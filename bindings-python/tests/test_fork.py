@@ -368,3 +368,50 @@ def test_inherited_jobs_claimers_and_keep_alives_refuse_quietly_in_the_child(tmp
     child, parent = out.strip().splitlines()
     assert child.split() == ["CLOSED"] * 4
     assert parent.split() == ["0", "2", "0", "ok"]
+
+
+def test_inherited_streams_subscriptions_and_listeners_refuse_quietly_in_the_child(tmp_path):
+    # The child's copies of a stream, a subscription (auto-commit on) and a
+    # listener are CLOSED; closing or dropping them there commits nothing,
+    # and the parent's subscription goes on from its own place.
+    out = run_script(
+        """
+        import gc, os, sys, honker
+        db = honker.open(sys.argv[1])
+        s = db.stream("events")
+        s.publish_many(["a", "b", "c"])
+        sub = s.subscribe("projector", commit_every=1)
+        listener = db.listen("ch")
+        first = sub.next(wait=0)  # "a", handed out, not passed
+        pid = os.fork()
+        if pid == 0:
+            codes = []
+            for call in (lambda: s.publish("x"), lambda: sub.next(wait=0),
+                         lambda: listener.next(wait=0), lambda: db.notify("ch", 1)):
+                try:
+                    call()
+                    codes.append("ok")
+                except honker.HonkerError as e:
+                    codes.append(e.code)
+            try:
+                sub.close()
+            except honker.HonkerError as e:
+                codes.append(e.code)
+            del sub, listener
+            gc.collect()
+            os.write(1, (" ".join(codes) + "\\n").encode())
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        untouched = s.position("projector")  # the child committed nothing
+        rest = [sub.next(wait=0).payload, sub.next(wait=0).payload]
+        sub.close()
+        print(os.waitstatus_to_exitcode(status), untouched, first.payload, *rest,
+              s.position("projector"),
+              s.info().length, db.query("PRAGMA integrity_check")[0][0])
+        db.close()
+        """,
+        str(tmp_path / "a.db"),
+    )
+    child, parent = out.strip().splitlines()
+    assert child.split()[:4] == ["CLOSED"] * 4
+    assert parent.split() == ["0", "1", "a", "b", "c", "3", "3", "ok"]
