@@ -75,11 +75,6 @@ fn start(s: StartArg) -> honker::Result<Start> {
     }
 }
 
-fn count(what: &str, n: Option<i64>) -> honker::Result<Option<u64>> {
-    n.map(|n| u64::try_from(n).map_err(|_| invalid(format!("{what} must be positive, got {n}"))))
-        .transpose()
-}
-
 /// A handle on one stream.
 #[napi]
 pub struct Stream {
@@ -192,7 +187,9 @@ impl Stream {
         Box::new(move || {
             let r = StreamRetention {
                 max_age: max_age.map(|v| ms("maxAge", v)).transpose()?,
-                max_count: count("maxCount", max_count)?,
+                max_count: max_count
+                    .map(|n| honker::validate::count("maxCount", n))
+                    .transpose()?,
                 trim_passed,
             };
             s.set_retention(&r)
@@ -416,7 +413,7 @@ impl Database {
             if let Some(w) = set {
                 ch.set_retention(&honker::channel::ChannelRetention {
                     max_age: ms("maxAge", w.max_age)?,
-                    max_count: count("maxCount", Some(w.max_count))?.unwrap_or(0),
+                    max_count: honker::validate::count("maxCount", w.max_count)?,
                 })?;
             }
             let r = ch.retention()?;

@@ -182,13 +182,10 @@ impl Stream {
         trim_passed: bool,
     ) -> PyResult<()> {
         let max_age = max_age.map(|s| secs("max_age", s)).transpose()?;
-        let max_count = match max_count {
-            None => None,
-            Some(n) => Some(
-                u64::try_from(n)
-                    .map_err(|_| invalid(format!("max_count must be positive, got {n}")))?,
-            ),
-        };
+        let max_count = max_count
+            .map(|n| honker::validate::count("max_count", n))
+            .transpose()
+            .py()?;
         let r = StreamRetention {
             max_age,
             max_count,

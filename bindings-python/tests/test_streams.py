@@ -409,6 +409,8 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
     with pytest.raises(honker.InvalidArgument):
         s.set_retention(max_age=60, max_count=0)
     with pytest.raises(honker.InvalidArgument):
+        s.set_retention(max_age=60, max_count=-1)
+    with pytest.raises(honker.InvalidArgument):
         s.read(limit=-1)
     assert (events_of(db, "orders"), db.query("SELECT * FROM _honker_stream_offsets")) == before
     assert s.retention() == (7 * 86400.0, None, False)

@@ -96,6 +96,12 @@ pub fn timestamp_ms(what: &str, ms: i64) -> Result<i64> {
     Ok(ms)
 }
 
+/// A count (a retention's `max_count`) from a language whose integers may
+/// be negative: not negative (its own range is checked where it is used).
+pub fn count(what: &str, n: i64) -> Result<u64> {
+    u64::try_from(n).map_err(|_| Error::invalid(format!("{what} must not be negative, got {n}")))
+}
+
 /// A job id: positive.
 pub fn job_id(id: i64) -> Result<i64> {
     if id <= 0 {
