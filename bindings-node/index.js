@@ -273,6 +273,12 @@ function text(name, v) {
   return v;
 }
 
+// A string argument, or undefined.
+function optText(name, v) {
+  if (v !== undefined && v !== null) text(name, v);
+  return v ?? undefined;
+}
+
 // An integer argument within its native type's range, or undefined.
 function int(name, v, lo, hi) {
   if (v === undefined || v === null) return undefined;
@@ -280,6 +286,12 @@ function int(name, v, lo, hi) {
     throw invalid(`${name} must be an integer between ${lo} and ${hi}, got ${describe(v)}`);
   }
   return v;
+}
+
+// A required integer argument.
+function need(name, v, lo, hi) {
+  if (v === undefined || v === null) throw invalid(`${name} must be given`);
+  return int(name, v, lo, hi);
 }
 
 const I32 = [-(2 ** 31), 2 ** 31 - 1];
@@ -632,7 +644,7 @@ class Queue {
     const list = Array.from(payloads, encode);
     int('priority', priority, ...I32);
     int('maxAttempts', maxAttempts, ...U32);
-    if (dedupeKey !== undefined && dedupeKey !== null) text('dedupeKey', dedupeKey);
+    optText('dedupeKey', dedupeKey);
     const opts = {
       delay: optMs('delay', delay),
       runAt: epochMs('runAt', runAt),
@@ -999,17 +1011,6 @@ function readerOptions(options) {
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('signal must be an AbortSignal');
   return { wait, signal };
-}
-
-function optText(name, v) {
-  if (v !== undefined && v !== null) text(name, v);
-  return v ?? undefined;
-}
-
-// A required integer argument.
-function need(name, v, lo, hi) {
-  if (v === undefined || v === null) throw invalid(`${name} must be given`);
-  return int(name, v, lo, hi);
 }
 
 function startArg(start) {
