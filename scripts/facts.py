@@ -183,6 +183,71 @@ def py_record(f: dict, name: str, cls: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def py_item(f: dict, name: str, cls: str) -> str:
+    """The body of a record a reader hands out one per item (an event, a
+    notification): slotted and read-only, built from the native tuple in one
+    unpacking, its payload decoded and its time converted on first use (a
+    reader that looks only at offsets pays for neither)."""
+    fields = record(f, name)["fields"]
+
+    def slot(fl: dict) -> str:
+        return "_raw" if field_kind(fl)[0] == "payload" else f"_{fl['name']}"
+
+    slots = [slot(fl) for fl in fields]
+    has_payload = "_raw" in slots
+    every = slots + (["_payload"] if has_payload else [])
+    every.sort()
+    lines = [
+        f"    __slots__ = ({', '.join(f'{s!r}'.replace(chr(39), chr(34)) for s in every)})",
+        "",
+    ]
+    lines += ["    def __init__(self, row: tuple[Any, ...]) -> None:", "        ("]
+    lines += [f"            self.{s}," for s in slots]
+    lines += ["        ) = row"]
+    if has_payload:
+        lines.append("        self._payload: Any = _UNSET")
+    for fl in fields:
+        kind, opt = field_kind(fl)
+        ty = PY_TYPES[kind] + (" | None" if opt else "")
+        raw = f"self.{slot(fl)}"
+        lines += ["", "    @property", f"    def {py_name(fl)}(self) -> {ty}:"]
+        lines.append(f'        """{fl["doc"]}"""')
+        if kind == "instant":
+            lines.append(f"        return from_ms({raw})  # type: ignore[return-value]")
+        elif kind == "payload":
+            lines += [
+                "        if self._payload is _UNSET:",
+                f"            self._payload = _decode({raw})",
+                "        return self._payload",
+            ]
+        elif kind == "duration":
+            v = f"None if {raw} is None else {raw} / 1000" if opt else f"{raw} / 1000"
+            lines.append(f"        return {v}")
+        else:
+            lines.append(f"        return {raw}  # type: ignore[no-any-return]")
+    names = [py_name(fl) for fl in fields]
+    lines += [
+        "",
+        "    def _fields(self) -> tuple[Any, ...]:",
+        f"        return ({', '.join(f'self.{n}' for n in names)})",
+        "",
+        "    def __eq__(self, other: object) -> bool:",
+        f"        if not isinstance(other, {cls}):",
+        "            return NotImplemented",
+        "        return self._fields() == other._fields()",
+        "",
+        "    __hash__ = None  # type: ignore[assignment]  # the payload may be a dict",
+        "",
+        "    def __repr__(self) -> str:",
+        f"        fields = zip({tuple(names)!r}, self._fields())".replace(
+            chr(39), chr(34)
+        ),
+        f"        return f\"{cls}({{', '.join(f'{{k}}={{v!r}}' for k, v in fields)}})\"",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def py_job_unpack(f: dict) -> str:
     """`Job.__init__`'s unpacking of the claimed tuple: times stay ms until
     first use (`_run_at_ms`), the payload stays raw (`_raw`)."""
@@ -432,9 +497,18 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 "bindings-python/python/honker/stream.py",
                 f"record-{n}",
                 "    #",
-                py_record(f, n, {"StreamEvent": "Event"}.get(n)),
+                py_record(f, n),
             )
-            for n in ("StreamEvent", "ConsumerInfo", "Notification")
+            for n in ("ConsumerInfo",)
+        ],
+        *[
+            (
+                "bindings-python/python/honker/stream.py",
+                f"record-{n}",
+                "    #",
+                py_item(f, n, cls),
+            )
+            for n, cls in (("StreamEvent", "Event"), ("Notification", "Notification"))
         ],
         (
             "bindings-python/python/honker/queue.py",

@@ -63,6 +63,31 @@ def test_publish_many_read_pages_and_bytes_payloads(db):
     assert s.read(after=6) == []
 
 
+def test_events_and_notifications_are_read_only_values(db):
+    s = db.stream("log")
+    s.publish({"n": 1}, key="k")
+    first, again = s.read()[0], s.read()[0]
+    assert first == again and first is not again
+    assert first.payload is first.payload  # decoded once, on first use
+    assert repr(first).startswith("Event(offset=1, key='k', payload={'n': 1}, created_at=")
+    for name, value in (("offset", 2), ("payload", {}), ("created_at", None), ("extra", 1)):
+        with pytest.raises(AttributeError):
+            setattr(first, name, value)
+    s.publish({"n": 1}, key="k")
+    assert s.read(after=1)[0] != first  # another offset (and time)
+    assert first != (1, "k", {"n": 1})
+    with pytest.raises(TypeError):
+        hash(first)  # like a frozen dataclass holding a dict
+    listener = db.listen("ch")
+    db.notify("ch", [1])
+    heard = listener.next(wait=1)
+    assert heard is not None and (heard.seq, heard.payload) == (1, [1])
+    assert repr(heard).startswith(f"Notification(id={heard.id}, seq=1, payload=[1], ")
+    with pytest.raises(AttributeError):
+        heard.seq = 2  # type: ignore[misc]
+    listener.close()
+
+
 def test_each_consumer_reads_every_event_once_in_order_from_its_own_place(db):
     s = db.stream("orders")
     s.publish_many(range(1, 6))
