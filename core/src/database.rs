@@ -455,8 +455,9 @@ impl Database {
 
     /// How often a waiter re-checks on its own, without any wake-up: a safety
     /// net (the watcher already re-reads the file every `watch_fallback`), so
-    /// ten times that.
-    pub(crate) fn recheck_interval(&self) -> std::time::Duration {
+    /// ten times that. A loop waiting on a [`crate::Readiness`] passes it
+    /// as its timeout.
+    pub fn recheck_interval(&self) -> std::time::Duration {
         self.inner.options.watch_fallback * 10
     }
 
@@ -469,6 +470,17 @@ impl Database {
         if !self.inner.in_forked_child() {
             self.inner.signal.bump();
         }
+    }
+
+    /// A descriptor an event loop can watch for this file's commits (from
+    /// any process), with the watcher thread running: see [`Readiness`] for
+    /// the protocol. Each reader on a loop takes its own.
+    ///
+    /// [`Readiness`]: crate::Readiness
+    #[cfg(unix)]
+    pub fn readiness(&self) -> Result<crate::Readiness> {
+        crate::queue::refuse_waiting("Database::readiness")?;
+        crate::Readiness::new(self.wait_signal()?)
     }
 
     /// The file's change signal, with its watcher thread running: for code

@@ -75,6 +75,8 @@ mod payload;
 mod pool;
 pub mod queue;
 mod raw;
+#[cfg(all(unix, feature = "rusqlite"))]
+mod readiness;
 #[cfg(feature = "rusqlite")]
 pub mod runtime;
 pub mod schema;
@@ -106,6 +108,8 @@ pub use queue::{
 };
 #[cfg(feature = "rusqlite")]
 pub use queue::{Job, Queue};
+#[cfg(all(unix, feature = "rusqlite"))]
+pub use readiness::Readiness;
 #[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
 #[cfg(feature = "rusqlite")]

@@ -70,6 +70,10 @@ pub(crate) struct Signal {
     /// polling: what an idle app on battery needs), woken by the first
     /// waiter and by a stop request.
     idle: Condvar,
+    /// Event loops' descriptors ([`crate::Readiness`]), written on a bump
+    /// while armed.
+    #[cfg(all(unix, feature = "rusqlite"))]
+    pipes: Mutex<Vec<Arc<crate::readiness::Pipe>>>,
 }
 
 impl Signal {
@@ -82,9 +86,38 @@ impl Signal {
     pub(crate) fn bump(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
+            #[cfg(all(unix, feature = "rusqlite"))]
+            for pipe in self.pipes.lock().iter() {
+                pipe.wake();
+            }
             let _guard = self.lock.lock();
             self.cv.notify_all();
         }
+    }
+
+    #[cfg(all(unix, feature = "rusqlite"))]
+    pub(crate) fn register(&self, pipe: &Arc<crate::readiness::Pipe>) {
+        self.pipes.lock().push(Arc::clone(pipe));
+    }
+
+    #[cfg(all(unix, feature = "rusqlite"))]
+    pub(crate) fn unregister(&self, pipe: &Arc<crate::readiness::Pipe>) {
+        self.pipes.lock().retain(|p| !Arc::ptr_eq(p, pipe));
+    }
+
+    /// One more waiter that does not sleep here (an armed readiness
+    /// descriptor): the watcher runs until [`remove_waiter`](Self::remove_waiter).
+    #[cfg(all(unix, feature = "rusqlite"))]
+    pub(crate) fn add_waiter(&self) {
+        let _guard = self.lock.lock();
+        if self.waiters.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    #[cfg(all(unix, feature = "rusqlite"))]
+    pub(crate) fn remove_waiter(&self) {
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Blocks until the generation differs from `seen` or `deadline` passes.

@@ -120,3 +120,70 @@ fn this_processs_own_commit_wakes_a_waiting_claim_without_the_watcher() {
     assert_eq!(got, 1);
     assert!(waited < Duration::from_secs(10), "{waited:?}");
 }
+
+/// Whether `fd` becomes readable within `within`.
+fn readable(fd: std::os::fd::RawFd, within: Duration) -> bool {
+    let mut fds = [libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: a valid one-element pollfd array.
+    unsafe { libc::poll(fds.as_mut_ptr(), 1, within.as_millis() as i32) > 0 }
+}
+
+#[test]
+fn an_armed_readiness_descriptor_becomes_readable_on_another_connections_commit() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let ready = db.readiness().unwrap();
+    ready.arm();
+    ready.drain();
+    assert!(!readable(ready.fd(), Duration::from_millis(200)), "nothing committed yet");
+    let t = Instant::now();
+    commit_elsewhere(&dir, &db);
+    assert!(readable(ready.fd(), Duration::from_secs(5)));
+    // Woken by the watcher (inotify at once; the timed path within a tick).
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(ready.drain(), "a wake-up was pending");
+    assert!(!readable(ready.fd(), Duration::ZERO), "drained");
+    // Disarmed: commits leave it alone, and the watcher may park (nobody
+    // else waits).
+    ready.disarm();
+    assert!(!ready.is_armed());
+    std::thread::sleep(Duration::from_millis(300));
+    let parks = honker::watcher_parks();
+    commit_elsewhere(&dir, &db);
+    assert!(!readable(ready.fd(), Duration::from_millis(500)));
+    assert_eq!(honker::watcher_parks(), parks, "the parked watcher stayed asleep");
+    // Armed again: the commit made meanwhile is not a wake-up of its own
+    // (the reader looks after arming anyway); the next commit is.
+    ready.arm();
+    ready.arm(); // idempotent: one waiter
+    commit_elsewhere(&dir, &db);
+    assert!(readable(ready.fd(), Duration::from_secs(5)));
+    // wake() from another thread (a close request) makes it readable too.
+    ready.drain();
+    std::thread::sleep(Duration::from_millis(300));
+    ready.drain();
+    ready.wake();
+    assert!(readable(ready.fd(), Duration::ZERO));
+    ready.disarm();
+    ready.disarm();
+    // Dropped: unregistered and disarmed; the watcher parks again.
+    drop(ready);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(honker::watcher_parks() > parks);
+}
+
+#[test]
+fn readiness_is_refused_on_a_closed_database_and_inside_without_waiting() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let e = honker::without_waiting(|| db.readiness().map(drop)).unwrap_err();
+    assert_eq!(e.kind(), honker::ErrorKind::InvalidArgument, "{e}");
+    db.close().unwrap();
+    assert_eq!(db.readiness().unwrap_err().kind(), honker::ErrorKind::Closed);
+}

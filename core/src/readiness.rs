@@ -1,0 +1,148 @@
+//! A descriptor an event loop can watch (asyncio's `add_reader`, libuv's
+//! poll handle): readable once the file may have changed since it was last
+//! drained, while it is armed.
+//!
+//! A reader on an event loop waits for commits through this instead of a
+//! thread: the watcher thread writes a byte to each armed descriptor when it
+//! bumps the file's signal, and the loop thread wakes straight from its
+//! selector. That is one thread hand-off per wake-up instead of three (the
+//! watcher to a waiting pool thread, the pool thread to the loop).
+//!
+//! The protocol, which loses no wake-up: [`arm`](Readiness::arm), then
+//! [`drain`](Readiness::drain), then look (a non-waiting `next`); if there
+//! was nothing, wait until the descriptor is readable (or a re-check
+//! interval passes) and start again from `drain`; [`disarm`](Readiness::disarm)
+//! once done waiting. A commit after the drain writes the descriptor, so the
+//! wait returns at once. An armed descriptor keeps the watcher thread
+//! running (it counts as a waiter); a disarmed one costs nothing.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::watcher::Signal;
+
+/// The pipe the watcher writes to; shared between a [`Readiness`] and the
+/// signal's list of descriptors to wake.
+#[derive(Debug)]
+pub(crate) struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    armed: AtomicBool,
+}
+
+impl Pipe {
+    fn new() -> io::Result<Pipe> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a valid array of two ints.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: pipe succeeded, so both fds are open and now owned here.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        for fd in [&read, &write] {
+            let raw = fd.as_raw_fd();
+            // SAFETY: fcntl on an fd we own, with valid commands and flags.
+            let ok = unsafe {
+                let fl = libc::fcntl(raw, libc::F_GETFL);
+                fl >= 0
+                    && libc::fcntl(raw, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+                    && libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC) == 0
+            };
+            if !ok {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(Pipe {
+            read,
+            write,
+            armed: AtomicBool::new(false),
+        })
+    }
+
+    /// The watcher's side: one byte if armed. A full pipe (EAGAIN) is
+    /// already readable, which is all a wake-up means.
+    pub(crate) fn wake(&self) {
+        if self.armed.load(Ordering::SeqCst) {
+            let b = 1u8;
+            // SAFETY: writes one byte from a valid buffer to an open fd.
+            unsafe { libc::write(self.write.as_raw_fd(), std::ptr::addr_of!(b).cast(), 1) };
+        }
+    }
+}
+
+/// A descriptor that becomes readable when the database file may have
+/// changed, from [`Database::readiness`](crate::Database::readiness). Unix
+/// only (a pipe). Dropping it unregisters it.
+#[derive(Debug)]
+pub struct Readiness {
+    signal: Arc<Signal>,
+    pipe: Arc<Pipe>,
+}
+
+impl Readiness {
+    pub(crate) fn new(signal: Arc<Signal>) -> Result<Readiness> {
+        let pipe = Arc::new(
+            Pipe::new()
+                .map_err(|e| Error::internal(format!("cannot create a readiness pipe: {e}")))?,
+        );
+        signal.register(&pipe);
+        Ok(Readiness { signal, pipe })
+    }
+
+    /// The descriptor to watch for readability. Valid while this lives.
+    pub fn fd(&self) -> RawFd {
+        self.pipe.read.as_raw_fd()
+    }
+
+    /// From now on, changes make the descriptor readable (and the watcher
+    /// runs). Idempotent.
+    pub fn arm(&self) {
+        if !self.pipe.armed.swap(true, Ordering::SeqCst) {
+            self.signal.add_waiter();
+        }
+    }
+
+    /// Changes no longer write the descriptor; the watcher may park if
+    /// nothing else waits. Idempotent.
+    pub fn disarm(&self) {
+        if self.pipe.armed.swap(false, Ordering::SeqCst) {
+            self.signal.remove_waiter();
+        }
+    }
+
+    /// Whether it is armed.
+    pub fn is_armed(&self) -> bool {
+        self.pipe.armed.load(Ordering::SeqCst)
+    }
+
+    /// Empties the descriptor (it is not readable after this until the next
+    /// change). Returns whether anything was pending.
+    pub fn drain(&self) -> bool {
+        let mut buf = [0u8; 64];
+        let mut any = false;
+        loop {
+            // SAFETY: reads into a valid buffer of its length from an open fd.
+            let n = unsafe { libc::read(self.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return any;
+            }
+            any = true;
+        }
+    }
+
+    /// Makes the descriptor readable now if armed (a close or stop request
+    /// from another thread, so that the loop looks again).
+    pub fn wake(&self) {
+        self.pipe.wake();
+    }
+}
+
+impl Drop for Readiness {
+    fn drop(&mut self) {
+        self.disarm();
+        self.signal.unregister(&self.pipe);
+    }
+}
