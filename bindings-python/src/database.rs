@@ -95,6 +95,19 @@ impl Database {
         self.db.options().busy_timeout.as_secs_f64()
     }
 
+    /// A pipe that becomes readable, while armed, when the file may have
+    /// changed (any process's commit): what an asyncio reader waits on.
+    fn readiness(&self) -> PyResult<crate::stream::Readiness> {
+        Ok(crate::stream::Readiness::new(self.db.readiness().py()?))
+    }
+
+    /// How often a waiter looks again without a wake-up (seconds): the
+    /// timeout of a wait on `readiness`.
+    #[getter]
+    fn recheck_interval(&self) -> f64 {
+        self.db.recheck_interval().as_secs_f64()
+    }
+
     /// The canonical path of the file.
     #[getter]
     fn path(&self) -> PathBuf {

@@ -9,18 +9,29 @@ use honker::stream::{PublishOptions, Start, StreamRetention};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt as _;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::json::payload_from_py;
 use crate::records::{ConsumerInfo, Notification, StreamEvent};
 
-/// A fast path's result: where it would have waited (`BUSY` under
-/// `without_waiting`), nothing, and the caller waits properly.
-fn ready<T>(r: honker::Result<Option<T>>) -> PyResult<Option<T>> {
+/// A fast path's result as Python sees it: the item; None when there is
+/// nothing now (wait for a wake-up: `Database.readiness`, or `next` on a
+/// thread); False where it would have waited for a lock (`BUSY` under
+/// `without_waiting`: call `next` on a thread, which waits for it).
+fn taken<'py, T, R>(py: Python<'py>, r: honker::Result<Option<T>>) -> PyResult<Bound<'py, PyAny>>
+where
+    R: IntoPyObject<'py> + From<T>,
+{
     match r {
-        Err(e) if e.kind() == honker::ErrorKind::Busy => Ok(None),
-        r => r.py(),
+        Err(e) if e.kind() == honker::ErrorKind::Busy => {
+            Ok(false.into_pyobject(py)?.to_owned().into_any())
+        }
+        r => match r.py()? {
+            Some(item) => R::from(item).into_bound_py_any(py),
+            None => Ok(py.None().into_bound(py)),
+        },
     }
 }
 
@@ -248,12 +259,14 @@ impl Subscription {
     }
 
     /// The next event if one is there without waiting for anything (a
-    /// lock, a wake-up): the asyncio iterator's fast path. None: wait with
-    /// `next` on a thread.
-    fn try_next(&self, py: Python<'_>) -> PyResult<Option<StreamEvent>> {
+    /// lock, a wake-up): the asyncio iterator's fast path. None: nothing
+    /// now; False: a lock is held, wait with `next` on a thread.
+    fn try_next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s: &honker::runtime::Subscription = &self.s;
-        ready(py.detach(|| honker::without_waiting(|| s.next(Duration::ZERO))))
-            .map(|e| e.map(StreamEvent::from))
+        taken::<_, StreamEvent>(
+            py,
+            py.detach(|| honker::without_waiting(|| s.next(Duration::ZERO))),
+        )
     }
 
     /// Commits the place after the event at `offset`.
@@ -305,10 +318,12 @@ impl Listener {
     }
 
     /// See `Subscription.try_next`.
-    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Notification>> {
+    fn try_next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let l: &honker::runtime::Listener = &self.l;
-        ready(py.detach(|| honker::without_waiting(|| l.next(Duration::ZERO))))
-            .map(|n| n.map(Notification::from))
+        taken::<_, Notification>(
+            py,
+            py.detach(|| honker::without_waiting(|| l.next(Duration::ZERO))),
+        )
     }
 
     fn close(&self) {
@@ -369,4 +384,44 @@ pub(crate) fn channel_retention(
     }
     let r = py.detach(|| ch.retention()).py()?;
     Ok((r.max_age.as_secs_f64(), r.max_count))
+}
+
+/// See `Database.readiness`: a pipe the watcher writes while armed, for
+/// asyncio's `add_reader` (core's `Readiness`, whose protocol the package's
+/// readers follow).
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Readiness {
+    r: honker::Readiness,
+}
+
+impl Readiness {
+    pub(crate) fn new(r: honker::Readiness) -> Readiness {
+        Readiness { r }
+    }
+}
+
+#[pymethods]
+impl Readiness {
+    fn fileno(&self) -> i32 {
+        self.r.fd()
+    }
+
+    fn arm(&self) {
+        self.r.arm();
+    }
+
+    fn disarm(&self) {
+        self.r.disarm();
+    }
+
+    /// Empties the pipe; whether a wake-up was pending.
+    fn drain(&self) -> bool {
+        self.r.drain()
+    }
+
+    #[getter]
+    fn armed(&self) -> bool {
+        self.r.is_armed()
+    }
 }

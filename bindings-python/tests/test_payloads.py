@@ -138,3 +138,38 @@ def test_a_cycle_is_rejected(db):
     with pytest.raises(ValueError, match="Circular"):
         q.enqueue(cyclic)
     assert q.stats().ready == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"i":0}',
+        ' {"a": 1} ',  # another writer's spacing (SQL, another language)
+        "\n[1, 2]\n",
+        '{"a":1}  ',
+        '"x"',
+        "1e5",
+        "NaN",
+        "-Infinity",
+        '{"a":1} {"b":2}',  # two values: json.loads's "Extra data"
+        "[1,2] trailing",
+        "{",
+        "",
+        '{"big": 123456789012345678901234567890}',
+        '"\\ud83c\\udf89 \\u2028"',
+    ],
+)
+def test_stored_text_decodes_exactly_as_json_loads_does(text):
+    from honker._payload import decode
+
+    try:
+        want = json.loads(text)
+    except json.JSONDecodeError as e:
+        with pytest.raises(json.JSONDecodeError) as got:
+            decode(text)
+        assert (got.value.msg, got.value.pos) == (e.msg, e.pos)
+        return
+    got = decode(text)
+    assert got == want or (got != got and want != want)  # NaN
+    assert type(got) is type(want)
+    assert decode(b'{"a":1}') == b'{"a":1}' and decode(None) is None

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -177,8 +178,6 @@ def test_sync_iteration_wakes_on_a_publish_from_another_thread(db):
         time.sleep(0.2)
         s.publish("woke")
 
-    import threading
-
     t = threading.Thread(target=later)
     t.start()
     started = time.monotonic()
@@ -339,6 +338,142 @@ def test_events_published_by_another_process_wake_this_one(path):
     assert proc.wait(60) == 0
     sub.close()
     listener.close()
+    db.close()
+
+
+def test_async_readers_wake_on_the_loop_from_another_process_and_release_the_loop(
+    path, monkeypatch
+):
+    # The asyncio iterators wait in the loop's selector on core's readiness
+    # pipe (no thread): another process's commits wake them, a close from
+    # another task ends them at once, and an iterator left after `break`
+    # takes its pipe off the loop within one iteration.
+    from honker import _threads
+
+    submitted = []
+    real_submit = _threads.submit
+
+    def submit(fn, *args, **kwargs):
+        submitted.append(fn)
+        return real_submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(_threads, "submit", submit)
+    # Re-checks every 50 s (10 x the 5 s fallback): anything sooner is the
+    # pipe's doing.
+    db = honker.open(path, watch_fallback=5)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        sub = db.stream("orders").subscribe("here", wait=30)
+        listener = db.listen("done", wait=30)
+        proc = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(path), "50"])
+        got = []
+        started = time.monotonic()
+        async for e in sub:
+            if not got:
+                assert time.monotonic() - started < 10  # woken, not re-checked
+            got.append(e.payload["n"])
+            if len(got) == 50:
+                break
+        assert got == list(range(50))
+        async for n in listener:
+            assert n.payload == "published"
+            break
+        assert await loop.run_in_executor(None, proc.wait, 60) == 0
+        assert submitted == []  # nothing waited on honker's threads
+        await asyncio.sleep(0)
+        assert sub._ready is not None  # it waited (the publisher started later)
+        for reader in (sub, listener):
+            if reader._ready is None:
+                continue  # never waited: the notification was there
+            fd = reader._ready[1].fileno()
+            with pytest.raises(KeyError):
+                loop._selector.get_key(fd)  # type: ignore[attr-defined]
+
+        # A close from another task ends a waiting iterator at once.
+        async def close_soon() -> None:
+            await asyncio.sleep(0.2)
+            listener.close()
+
+        closer = asyncio.ensure_future(close_soon())
+        started = time.monotonic()
+        async for _ in listener:
+            raise AssertionError("nothing was sent")
+        assert time.monotonic() - started < 5  # not its 30 s wait, nor the 50 s re-check
+        await closer
+        sub.close()
+
+    asyncio.run(main())
+    db.close()
+
+
+def test_async_readers_without_add_reader_wait_on_threads(db):
+    # A loop without add_reader (Windows' proactor) still works: the
+    # iterator falls back to waiting on honker's threads.
+    class NoReaders(asyncio.SelectorEventLoop):
+        def add_reader(self, *args: object) -> None:  # type: ignore[override]
+            raise NotImplementedError
+
+    s = db.stream("orders")
+    sub = s.subscribe("t", wait=5)
+
+    async def main() -> str:
+        asyncio.get_running_loop().call_later(0.2, lambda: s.publish("woke"))
+        async for e in sub:
+            return str(e.payload)
+        raise AssertionError("ended")
+
+    loop = NoReaders()
+    try:
+        started = time.monotonic()
+        assert loop.run_until_complete(main()) == "woke"
+        assert time.monotonic() - started < 4
+    finally:
+        loop.close()
+    assert sub._no_ready
+    sub.close()
+
+
+def test_an_async_subscription_goes_on_while_another_connection_holds_the_write_lock(
+    path, monkeypatch
+):
+    # Auto-commit after every event needs the write lock; while another
+    # connection holds it, the fast path cannot commit (False, not None) and
+    # the iterator takes the next event on a thread instead, without
+    # waiting for the lock: nothing is lost, nothing spins, and the place is
+    # committed once the lock is free.
+    import sqlite3
+
+    from honker import _threads
+
+    submitted = []
+    real_submit = _threads.submit
+
+    def submit(fn, *args, **kwargs):
+        submitted.append(fn)
+        return real_submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(_threads, "submit", submit)
+    db = honker.open(path)
+    s = db.stream("orders")
+    s.publish_many([1, 2, 3])
+    sub = s.subscribe("t", commit_every=1, wait=5)
+    other = sqlite3.connect(path, isolation_level=None)
+
+    async def main() -> list[int]:
+        got = [(await sub.__anext__()).payload]
+        other.execute("BEGIN IMMEDIATE")
+        got.append((await sub.__anext__()).payload)
+        got.append((await sub.__anext__()).payload)
+        assert len(submitted) == 2  # each on a thread: the commit was refused
+        other.execute("COMMIT")
+        return got
+
+    assert asyncio.run(main()) == [1, 2, 3]
+    assert s.position("t") == 1  # event 1 counts as processed only at the next ask: locked out
+    sub.close()
+    assert s.position("t") == 3  # 1 and 2 passed; 3 was handed out, not passed
+    other.close()
     db.close()
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import _args, _threads
+from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
 from .errors import HonkerError
 
@@ -26,12 +26,6 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
-
-
-def _decode(raw: str | bytes | None) -> Any:
-    if isinstance(raw, str):
-        return json.loads(raw)
-    return raw
 
 
 def _tx(tx: Transaction | None) -> Any:

@@ -22,11 +22,12 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime as _dt
-import json
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
 from . import _args, _threads
+from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 
 if TYPE_CHECKING:
@@ -44,12 +45,6 @@ after it)."""
 
 
 _UNSET: Any = object()
-
-
-def _decode(raw: str | bytes | None) -> Any:
-    if isinstance(raw, str):
-        return json.loads(raw)
-    return raw
 
 
 class Event:
@@ -253,18 +248,37 @@ class _Waiter:
         return result
 
 
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class _Reader(Generic[T]):
     """What a subscription and a listener share: ``next(wait)``, the sync
-    and async iterators (waiting on honker's threads, one native ``next`` at
-    a time), and ``closed``."""
+    and async iterators, and ``closed``.
+
+    The sync iterator waits in native code. The async one takes what is
+    there on the loop thread without waiting (buffered, already committed),
+    and otherwise waits for a commit on the loop itself: core's readiness
+    pipe, which the watcher thread writes, under ``add_reader`` (one thread
+    hand-off per wake-up). Where the loop has no ``add_reader`` (Windows'
+    proactor), or a lock is held, it waits on honker's threads instead, one
+    native ``next`` at a time."""
 
     _row: Callable[[tuple[Any, ...]], T]
 
-    def __init__(self, native: Any, wait: float) -> None:
+    def __init__(self, native: Any, wait: float, db: _native.Database) -> None:
         self._native = native
         self._wait = wait
+        self._db = db
         self._waiter = _Waiter()
         self._streak = 0
+        # The readiness pipe, made at the first wait (a forked child makes
+        # its own); the loop it is registered with; the wait it would end.
+        self._ready: tuple[int, _native.Readiness] | None = None
+        self._no_ready = not hasattr(db, "readiness")  # not on Windows
+        self._on_loop: asyncio.AbstractEventLoop | None = None
+        self._until: asyncio.Future[None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -291,25 +305,91 @@ class _Reader(Generic[T]):
     def __aiter__(self) -> AsyncIterator[T]:
         return self
 
+    def _readiness(self) -> _native.Readiness | None:
+        if self._no_ready:
+            return None
+        pid = os.getpid()
+        if self._ready is None or self._ready[0] != pid:
+            self._ready = (pid, self._db.readiness())
+            self._on_loop = None
+        return self._ready[1]
+
+    def _readable(self) -> None:
+        """The loop's reader callback: drains the pipe (so that it is not
+        readable again until the next change) and ends the wait, if any."""
+        if self._ready is not None:
+            self._ready[1].drain()
+        if self._until is not None:
+            _wake(self._until)
+
+    async def _sleep(self, ready: _native.Readiness) -> None:
+        """Until a change (the pipe was readable, and is drained) or the
+        re-check interval, on the loop. The pipe stays registered with the
+        loop from one wait to the next (``_unregister_idle``): removing it
+        would be a system call between the wake-up and the item."""
+        loop = asyncio.get_running_loop()
+        if self._on_loop is not loop:
+            loop.add_reader(ready.fileno(), self._readable)  # NotImplementedError: proactor
+            self._on_loop = loop
+        fut = self._until = loop.create_future()
+        timer = loop.call_later(self._db.recheck_interval, _wake, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._until = None
+
+    def _unregister_idle(self) -> None:
+        """Soon after an item was handed out: unless the reader is waiting
+        again by now (a consumer that keeps up), its pipe leaves the loop, so
+        that an abandoned iterator holds nothing of the loop's."""
+        loop = self._on_loop
+        if self._until is None and loop is not None and self._ready is not None:
+            self._on_loop = None
+            loop.remove_reader(self._ready[1].fileno())
+
     async def __anext__(self) -> T:
-        while True:
-            if self._native.closed:
-                raise StopAsyncIteration
-            if self._waiter._pending is None:
-                # What is buffered or already committed is taken right here
-                # (no lock waited for, no thread hop); every _FAST_MAX in a
-                # row yield to the loop so a backlog never starves it.
-                row = self._native.try_next()
+        ready: _native.Readiness | None = None
+        try:
+            while True:
+                if self._native.closed:
+                    raise StopAsyncIteration
+                if self._waiter._pending is None:
+                    # None: nothing now; False: a lock is held (wait on a
+                    # thread, which waits for it).
+                    row = self._native.try_next()
+                    if row:
+                        # Every _FAST_MAX in a row yield to the loop, so a
+                        # backlog never starves it.
+                        self._streak += 1
+                        if self._streak >= _FAST_MAX:
+                            self._streak = 0
+                            await asyncio.sleep(0)
+                        return self._row(row)
+                    self._streak = 0
+                    if row is None and ready is None:
+                        ready = self._readiness()
+                        if ready is not None:
+                            # Armed, then drained, then looked at again: a
+                            # commit after the drain makes the pipe readable.
+                            ready.arm()
+                            ready.drain()
+                            continue
+                    if row is None and ready is not None:
+                        try:
+                            await self._sleep(ready)  # drained when it returns
+                        except NotImplementedError:  # a loop without add_reader
+                            self._no_ready, ready = True, None
+                        continue
+                self._streak = 0
+                row = await self._waiter.next(self._native.next, self._wait)
                 if row is not None:
-                    self._streak += 1
-                    if self._streak >= _FAST_MAX:
-                        self._streak = 0
-                        await asyncio.sleep(0)
                     return self._row(row)
-            self._streak = 0
-            row = await self._waiter.next(self._native.next, self._wait)
-            if row is not None:
-                return self._row(row)
+        finally:
+            if ready is not None:
+                ready.disarm()
+                if self._on_loop is not None:
+                    self._on_loop.call_soon(self._unregister_idle)
 
 
 class Subscription(_Reader[Event]):
@@ -323,15 +403,16 @@ class Subscription(_Reader[Event]):
     retention gets :class:`honker.Trimmed` once (``.missed`` says how many);
     iterate again to go on from the oldest retained event.
 
-    Waiting happens on honker's threads, never on the event loop; cancelling
-    the task that iterates stops it, and no event is lost by it.
+    Nothing waits on the event loop (the async iterator sleeps in the
+    loop's selector until a commit); cancelling the task that iterates stops
+    it, and no event is lost by it.
     """
 
     _row = Event
     _native: _NativeSubscription
 
     def __init__(self, stream: Stream, native: _NativeSubscription, wait: float) -> None:
-        super().__init__(native, wait)
+        super().__init__(native, wait, stream._db._native)
         self._stream = stream
 
     @property
@@ -530,8 +611,8 @@ class Listener(_Reader[Notification]):
     _row = Notification
     _native: _NativeListener
 
-    def __init__(self, native: _NativeListener, wait: float) -> None:
-        super().__init__(native, wait)
+    def __init__(self, native: _NativeListener, wait: float, db: _native.Database) -> None:
+        super().__init__(native, wait, db)
 
     @property
     def channel(self) -> str:
