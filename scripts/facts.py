@@ -183,11 +183,12 @@ def py_record(f: dict, name: str, cls: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def py_item(f: dict, name: str, cls: str) -> str:
+def py_item(f: dict, name: str) -> str:
     """The body of a record a reader hands out one per item (an event, a
     notification): slotted and read-only, built from the native tuple in one
     unpacking, its payload decoded and its time converted on first use (a
-    reader that looks only at offsets pays for neither)."""
+    reader that looks only at offsets pays for neither). Equality and repr
+    come from `_Item`, by `_names`."""
     fields = record(f, name)["fields"]
 
     def slot(fl: dict) -> str:
@@ -197,8 +198,11 @@ def py_item(f: dict, name: str, cls: str) -> str:
     has_payload = "_raw" in slots
     every = slots + (["_payload"] if has_payload else [])
     every.sort()
+    quoted = [f'"{n}"' for n in every]
+    names = [f'"{py_name(fl)}"' for fl in fields]
     lines = [
-        f"    __slots__ = ({', '.join(f'{s!r}'.replace(chr(39), chr(34)) for s in every)})",
+        f"    __slots__ = ({', '.join(quoted)})",
+        f"    _names = ({', '.join(names)})",
         "",
     ]
     lines += ["    def __init__(self, row: tuple[Any, ...]) -> None:", "        ("]
@@ -225,26 +229,7 @@ def py_item(f: dict, name: str, cls: str) -> str:
             lines.append(f"        return {v}")
         else:
             lines.append(f"        return {raw}  # type: ignore[no-any-return]")
-    names = [py_name(fl) for fl in fields]
-    lines += [
-        "",
-        "    def _fields(self) -> tuple[Any, ...]:",
-        f"        return ({', '.join(f'self.{n}' for n in names)})",
-        "",
-        "    def __eq__(self, other: object) -> bool:",
-        f"        if not isinstance(other, {cls}):",
-        "            return NotImplemented",
-        "        return self._fields() == other._fields()",
-        "",
-        "    __hash__ = None  # type: ignore[assignment]  # the payload may be a dict",
-        "",
-        "    def __repr__(self) -> str:",
-        f"        fields = zip({tuple(names)!r}, self._fields())".replace(
-            chr(39), chr(34)
-        ),
-        f"        return f\"{cls}({{', '.join(f'{{k}}={{v!r}}' for k, v in fields)}})\"",
-        "",
-    ]
+    lines.append("")  # ruff format's blank line before the end marker
     return "\n".join(lines)
 
 
@@ -506,9 +491,9 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 "bindings-python/python/honker/stream.py",
                 f"record-{n}",
                 "    #",
-                py_item(f, n, cls),
+                py_item(f, n),
             )
-            for n, cls in (("StreamEvent", "Event"), ("Notification", "Notification"))
+            for n in ("StreamEvent", "Notification")
         ],
         (
             "bindings-python/python/honker/queue.py",

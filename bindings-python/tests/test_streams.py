@@ -341,23 +341,27 @@ def test_events_published_by_another_process_wake_this_one(path):
     db.close()
 
 
-def test_async_readers_wake_on_the_loop_from_another_process_and_release_the_loop(
-    path, monkeypatch
-):
+@pytest.fixture
+def submitted(monkeypatch) -> list:
+    """What the test hands to honker's threads (the async readers' slow path)."""
+    from honker import _threads
+
+    calls: list = []
+    real_submit = _threads.submit
+
+    def submit(fn, *args, **kwargs):
+        calls.append(fn)
+        return real_submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(_threads, "submit", submit)
+    return calls
+
+
+def test_async_readers_wake_on_the_loop_from_another_process_and_release_the_loop(path, submitted):
     # The asyncio iterators wait in the loop's selector on core's readiness
     # pipe (no thread): another process's commits wake them, a close from
     # another task ends them at once, and an iterator left after `break`
     # takes its pipe off the loop within one iteration.
-    from honker import _threads
-
-    submitted = []
-    real_submit = _threads.submit
-
-    def submit(fn, *args, **kwargs):
-        submitted.append(fn)
-        return real_submit(fn, *args, **kwargs)
-
-    monkeypatch.setattr(_threads, "submit", submit)
     # Re-checks every 50 s (10 x the 5 s fallback): anything sooner is the
     # pipe's doing.
     db = honker.open(path, watch_fallback=5)
@@ -435,7 +439,7 @@ def test_async_readers_without_add_reader_wait_on_threads(db):
 
 
 def test_an_async_subscription_goes_on_while_another_connection_holds_the_write_lock(
-    path, monkeypatch
+    path, submitted
 ):
     # Auto-commit after every event needs the write lock; while another
     # connection holds it, the fast path cannot commit (False, not None) and
@@ -444,16 +448,6 @@ def test_an_async_subscription_goes_on_while_another_connection_holds_the_write_
     # committed once the lock is free.
     import sqlite3
 
-    from honker import _threads
-
-    submitted = []
-    real_submit = _threads.submit
-
-    def submit(fn, *args, **kwargs):
-        submitted.append(fn)
-        return real_submit(fn, *args, **kwargs)
-
-    monkeypatch.setattr(_threads, "submit", submit)
     db = honker.open(path)
     s = db.stream("orders")
     s.publish_many([1, 2, 3])
