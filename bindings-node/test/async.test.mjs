@@ -68,13 +68,16 @@ test('the ticker keeps its rhythm while another process holds the write lock', a
   const q = db.queue('q');
   await q.enqueue({ n: 1 });
   const holder = spawn('/usr/bin/python3', ['-c', HOLD_LOCK, file, '0.5']);
+  // Listened for from the start: the holder may exit before the claim's
+  // result reaches this code.
+  const exited = new Promise((r) => holder.once('exit', r));
   await new Promise((resolve) => holder.stdout.once('data', resolve)); // "locked"
   const t = ticker();
   const started = performance.now();
   const [job] = await q.claimBatch('w'); // waits for the lock, off the loop
   const waited = performance.now() - started;
   clearInterval(t.timer);
-  await new Promise((r) => holder.once('exit', r));
+  await exited;
   assert.ok(waited > 200, `the claim should have waited (${waited} ms)`);
   assert.ok(t.worst < 100, `the loop stalled for ${t.worst.toFixed(1)} ms`);
   await job.ack();
