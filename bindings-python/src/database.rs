@@ -97,6 +97,8 @@ impl Database {
 
     /// A pipe that becomes readable, while armed, when the file may have
     /// changed (any process's commit): what an asyncio reader waits on.
+    /// Unix only (the package falls back to threads where it is missing).
+    #[cfg(unix)]
     fn readiness(&self) -> PyResult<crate::stream::Readiness> {
         Ok(crate::stream::Readiness::new(self.db.readiness().py()?))
     }

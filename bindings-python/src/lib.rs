@@ -38,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<stream::Subscription>()?;
     m.add_class::<stream::Listener>()?;
+    #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::Task>()?;

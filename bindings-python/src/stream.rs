@@ -25,9 +25,7 @@ where
     R: IntoPyObject<'py> + From<T>,
 {
     match r {
-        Err(e) if e.kind() == honker::ErrorKind::Busy => {
-            Ok(false.into_pyobject(py)?.to_owned().into_any())
-        }
+        Err(e) if e.kind() == honker::ErrorKind::Busy => false.into_bound_py_any(py),
         r => match r.py()? {
             Some(item) => R::from(item).into_bound_py_any(py),
             None => Ok(py.None().into_bound(py)),
@@ -388,19 +386,22 @@ pub(crate) fn channel_retention(
 
 /// See `Database.readiness`: a pipe the watcher writes while armed, for
 /// asyncio's `add_reader` (core's `Readiness`, whose protocol the package's
-/// readers follow).
+/// readers follow). Unix only.
+#[cfg(unix)]
 #[pyclass(module = "honker._native", frozen)]
 #[derive(Debug)]
 pub struct Readiness {
     r: honker::Readiness,
 }
 
+#[cfg(unix)]
 impl Readiness {
     pub(crate) fn new(r: honker::Readiness) -> Readiness {
         Readiness { r }
     }
 }
 
+#[cfg(unix)]
 #[pymethods]
 impl Readiness {
     fn fileno(&self) -> i32 {

@@ -435,6 +435,7 @@ def test_async_readers_without_add_reader_wait_on_threads(db):
     finally:
         loop.close()
     assert sub._no_ready
+    assert sub._ready is not None and not sub._ready[1].armed  # left disarmed
     sub.close()
 
 

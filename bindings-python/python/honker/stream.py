@@ -376,6 +376,7 @@ class _Reader(Generic[T]):
                         try:
                             await self._sleep(ready)  # drained when it returns
                         except NotImplementedError:  # a loop without add_reader
+                            ready.disarm()  # or the watcher would run for it forever
                             self._no_ready, ready = True, None
                         continue
                 self._streak = 0
