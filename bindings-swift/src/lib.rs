@@ -12,6 +12,7 @@ mod database;
 mod errors;
 mod queue;
 mod records;
+mod signals;
 mod stream;
 mod worker;
 

@@ -245,11 +245,16 @@ public final class Worker: @unchecked Sendable {
         let native = self.native
         let graceMs = try millis("grace", grace)
         let running = RunningHandlers()
-        let sources = signals ? installSignals() : []
+        // The first signal stops, a second ends the grace.
+        let relayed = try signals ? SignalRelay.shared.add { [weak self] in
+            guard let self else { return }
+            if self.native.isStopping() { self.endGrace() }
+            self.stop()
+        } : nil
         let poller = Task { await self.watch(running) }
         defer {
             poller.cancel()
-            for s in sources { s.cancel() }
+            if let relayed { SignalRelay.shared.remove(relayed) }
         }
         await withTaskCancellationHandler {
             while !native.isStopping() {
@@ -291,21 +296,6 @@ public final class Worker: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return hurried
-    }
-
-    private func installSignals() -> [DispatchSourceSignal] {
-        [SIGTERM, SIGINT].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [weak self] in
-                guard let self else { return }
-                if self.native.isStopping() { self.endGrace() }
-                self.stop()
-            }
-            source.setCancelHandler { signal(sig, SIG_DFL) }
-            source.resume()
-            return source
-        }
     }
 
     /// Cancels the Task of each handler core gave up on (its timeout, a
@@ -478,5 +468,72 @@ final class RunningHandlers: @unchecked Sendable {
     /// Blocks up to `seconds` for every handler to return; whether they did.
     func wait(_ seconds: TimeInterval) -> Bool {
         group.wait(timeout: .now() + seconds) == .success
+    }
+}
+
+/// SIGTERM and SIGINT for the workers that run with `signals`. Native
+/// code's handler writes each signal's number to a pipe (a self-pipe: all
+/// a signal handler may safely do); a dispatch source on the other end
+/// tells every such worker, once per signal. The process's own handlers
+/// are back when the last one returns. (libdispatch's signal sources did
+/// not do on Linux: registered asynchronously after the disposition is
+/// set to SIG_IGN, they lost a signal sent in between, and a second
+/// worker's source in one process never received its signal.)
+final class SignalRelay: @unchecked Sendable {
+    static let shared = SignalRelay()
+
+    private let lock = NSLock()
+    private var listeners: [UInt64: @Sendable () -> Void] = [:]
+    private var nextId: UInt64 = 0
+    private var fd: Int32 = -1
+    private var source: DispatchSourceRead?
+
+    /// Calls `listener` on each SIGTERM or SIGINT from now until `remove`.
+    func add(_ listener: @escaping @Sendable () -> Void) throws -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        if listeners.isEmpty {
+            // Under the lock, which the reader takes too: what the pipe
+            // held before (discarded here) reaches no listener.
+            fd = try signalRelayInstall()
+            if source == nil {
+                let s = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
+                s.setEventHandler { [unowned self] in self.relay() }
+                s.resume()
+                source = s
+            }
+        }
+        nextId += 1
+        listeners[nextId] = listener
+        return nextId
+    }
+
+    func remove(_ id: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        if listeners.removeValue(forKey: id) != nil, listeners.isEmpty {
+            signalRelayUninstall()
+        }
+    }
+
+    private func relay() {
+        lock.lock()
+        var buf = [UInt8](repeating: 0, count: 64)
+        var signals = 0
+        while true {
+            let n = read(fd, &buf, buf.count)
+            if n > 0 {
+                signals += n
+            } else if n < 0, errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        let targets = Array(listeners.values)
+        lock.unlock()
+        for _ in 0..<signals {
+            for listener in targets { listener() }
+        }
     }
 }

@@ -6171,6 +6171,30 @@ public func version() -> String  {
     )
 })
 }
+/**
+ * Installs the relay's SIGTERM and SIGINT handler (saving the process's
+ * own, which [`signal_relay_uninstall`] restores) and returns the read end
+ * of its pipe: one byte, the signal's number, per signal received. The
+ * same descriptor each time; what it held before is discarded. Fails if
+ * already installed.
+ */
+public func signalRelayInstall()throws  -> Int32  {
+    return try  FfiConverterInt32.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_func_signal_relay_install(uniffiCallStatus
+    )
+})
+}
+/**
+ * Puts back the SIGTERM and SIGINT dispositions that
+ * [`signal_relay_install`] replaced. Idempotent.
+ */
+public func signalRelayUninstall()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_func_signal_relay_uninstall(uniffiCallStatus
+    )
+}
+}
 
 private enum InitializationResult {
     case ok
@@ -6197,6 +6221,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_func_version() != 24167) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_func_signal_relay_install() != 13967) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_func_signal_relay_uninstall() != 46929) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_begin() != 54968) {

@@ -850,6 +850,18 @@ RustBuffer uniffi_honker_swift_fn_func_version(RustCallStatus *_Nonnull out_stat
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SIGNAL_RELAY_INSTALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SIGNAL_RELAY_INSTALL
+int32_t uniffi_honker_swift_fn_func_signal_relay_install(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SIGNAL_RELAY_UNINSTALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_SIGNAL_RELAY_UNINSTALL
+void uniffi_honker_swift_fn_func_signal_relay_uninstall(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_FFI_HONKER_SWIFT_RUSTBUFFER_ALLOC
 #define UNIFFI_FFIDEF_FFI_HONKER_SWIFT_RUSTBUFFER_ALLOC
 RustBuffer ffi_honker_swift_rustbuffer_alloc(uint64_t size, RustCallStatus *_Nonnull out_status
@@ -1131,6 +1143,18 @@ uint16_t uniffi_honker_swift_checksum_func_set_waiting_forbidden(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_VERSION
 uint16_t uniffi_honker_swift_checksum_func_version(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_INSTALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_INSTALL
+uint16_t uniffi_honker_swift_checksum_func_signal_relay_install(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_UNINSTALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_UNINSTALL
+uint16_t uniffi_honker_swift_checksum_func_signal_relay_uninstall(void
     
 );
 #endif

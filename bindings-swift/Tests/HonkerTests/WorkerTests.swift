@@ -219,6 +219,42 @@ final class WorkerTests: XCTestCase {
         XCTAssertEqual(gauge.total, 2)
     }
 
+    /// SIGTERM sent by the first handler, the moment the worker has begun:
+    /// run's signal sources are registered by then (libdispatch registers
+    /// them asynchronously; a signal in between was ignored). Twice, one
+    /// worker after another in this process: the second run's sources
+    /// must catch SIGTERM too.
+    func testSigtermFromTheFirstHandlerStopsEachWorkerInTurn() async throws {
+        let db = try Database(path: tempPath())
+        for round in 0..<2 {
+            let q = try db.queue("q\(round)")
+            let first = try await q.enqueue("first \(round)")
+            let second = try await q.enqueue("second \(round)")
+            let worker = try Worker(db, concurrency: 1, grace: 5)
+            try worker.handle("q\(round)") { (job: Job) in
+                if try job.payload(as: String.self).hasPrefix("first") {
+                    kill(getpid(), SIGTERM)
+                    try await Task.sleep(nanoseconds: 100_000_000)
+                }
+            }
+            let run = Task { try await worker.run(signals: true) }
+            // A lost SIGTERM leaves run waiting for jobs: stop it, and fail.
+            let guardTask = Task {
+                try await Task.sleep(nanoseconds: 10_000_000_000)
+                if !worker.isStopping {
+                    XCTFail("round \(round): SIGTERM did not stop the worker")
+                    worker.stop()
+                }
+            }
+            try await run.value
+            guardTask.cancel()
+            let firstAcked = try await acked(q, first.id)
+            XCTAssertTrue(firstAcked, "round \(round): the running handler finished in its grace")
+            let s = try await q.job(second.id)
+            XCTAssertEqual(s.attempts, 0, "round \(round): claimed after SIGTERM")
+        }
+    }
+
     func testAHandlerThatAcksItsJobItselfOnlyFreesItsSlot() async throws {
         let db = try Database(path: tempPath())
         try db.execute("CREATE TABLE sent (job_id INTEGER)")
