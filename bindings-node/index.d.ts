@@ -225,6 +225,8 @@ export interface MaintenanceReport {
   publishKeys: number;
   /** Notifications removed after their channels' window. */
   notifications: number;
+  /** Consumer group members removed after their group's idle time. */
+  groupMembers: number;
 }
 // </generated: record-MaintenanceReport>
 

@@ -415,6 +415,7 @@ function maintenanceReport(d) {
     streamEvents: d.streamEvents,
     publishKeys: d.publishKeys,
     notifications: d.notifications,
+    groupMembers: d.groupMembers,
   };
 }
 // </generated: record-MaintenanceReport>

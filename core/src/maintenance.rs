@@ -36,6 +36,9 @@ pub struct MaintenanceReport {
     pub publish_keys: usize,
     /// Notifications removed after their channels' window.
     pub notifications: usize,
+    /// Consumer group members removed after their group's idle time
+    /// (holding nothing).
+    pub group_members: usize,
 }
 
 /// Prunes up to `max_batches` batches per kind of record.
@@ -75,6 +78,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     }
     report.publish_keys = batches(db, max_batches, |conn, now| {
         crate::stream::retention::sweep_keys(conn, now, BATCH)
+    })?;
+    report.group_members = batches(db, max_batches, |conn, now| {
+        crate::stream::group::ops::sweep_members(conn, now, BATCH)
     })?;
     let channels = {
         let reader = db.reader()?;

@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "channels",
         sql: include_str!("migrations/0005_channels.sql"),
     },
+    Migration {
+        version: 6,
+        name: "groups",
+        sql: include_str!("migrations/0006_groups.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -171,6 +171,8 @@ macro_rules! records {
                 publish_keys: [u64] = publish_keys,
                 #[doc = "Notifications removed after their channels' window."]
                 notifications: [u64] = notifications,
+                #[doc = "Consumer group members removed after their group's idle time."]
+                group_members: [u64] = group_members,
             }
         }
     };

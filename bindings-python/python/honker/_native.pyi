@@ -35,7 +35,7 @@ _QueueStats = tuple[int, int, int, int, int, int, int, int, int | None]
 _StreamEvent = tuple[int, str | None, _Payload, int]
 _ConsumerInfo = tuple[str, int, int]
 _Notification = tuple[int, int, _Payload, int]
-_MaintenanceReport = tuple[int, int, int, int, int, int, int]
+_MaintenanceReport = tuple[int, int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
 class ManualClock:

@@ -35,6 +35,7 @@ _MAINTENANCE_REPORT_FIELDS = (
     "stream_events",
     "publish_keys",
     "notifications",
+    "group_members",
 )
 # </generated: record-MaintenanceReport>
 

@@ -12,6 +12,7 @@
 //! event; committing the offset in the transaction that records the event's
 //! effect makes a local projection effectively exactly-once.
 
+pub mod group;
 #[cfg(feature = "rusqlite")]
 mod handle;
 pub(crate) mod ops;

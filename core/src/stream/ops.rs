@@ -242,9 +242,19 @@ pub(crate) fn start(
     if let Some(next) = position(conn, stream, consumer)? {
         return Ok(next);
     }
+    let next = resolve(conn, stream, start)?;
+    conn.prepare_cached(statements::START)?
+        .execute(params![stream, consumer, next, now])?;
+    Ok(position(conn, stream, consumer)?.unwrap_or(next))
+}
+
+/// The next offset to read that `start` names now (a consumer's or a
+/// group's first place). An offset below the first retained event is
+/// `TRIMMED`.
+pub(crate) fn resolve(conn: Conn<'_>, stream: &str, start: super::Start) -> Result<i64> {
     let last = last_offset(conn, stream)?;
     let first = first_offset(conn, stream)?;
-    let next = match start {
+    Ok(match start {
         super::Start::Beginning => first.unwrap_or(last + 1),
         super::Start::Latest => last + 1,
         super::Start::Offset(n) => {
@@ -263,8 +273,5 @@ pub(crate) fn start(
             .prepare_cached(statements::FIRST_AT)?
             .query_row(params![stream, t], |r| r.get::<i64>(0))?
             .unwrap_or(last + 1),
-    };
-    conn.prepare_cached(statements::START)?
-        .execute(params![stream, consumer, next, now])?;
-    Ok(position(conn, stream, consumer)?.unwrap_or(next))
+    })
 }

@@ -10,6 +10,10 @@
 //!   one a consumer still needs (only the age limit may).
 //! - `trim_passed` (default off) also removes every event all consumers have
 //!   passed (a stream with no consumer keeps its events).
+//! - A consumer group counts as a consumer at the lowest of its cursor and
+//!   the events it holds (pending and dead): `max_count` and `trim_passed`
+//!   never remove those; the age limit does, and the group's next claim
+//!   reports them as missed (`TRIMMED`).
 
 use std::time::Duration;
 
@@ -107,9 +111,16 @@ pub(crate) fn set(conn: Conn<'_>, stream: &str, r: &StreamRetention, now: i64) -
 /// The offset below which `stream`'s events may go now.
 fn cut(conn: Conn<'_>, stream: &str, r: &StreamRetention, now: i64) -> Result<i64> {
     let last = super::ops::last_offset(conn, stream)?;
-    let min_next: Option<i64> = conn
+    let consumers: Option<i64> = conn
         .prepare_cached(statements::MIN_CONSUMER)?
         .query_one(params![stream], |r| r.get(0))?;
+    // Every group's cursor and every event a group holds (dead letters
+    // included) count as a consumer's place.
+    let groups = super::group::ops::min_needed(conn, stream)?;
+    let min_next = match (consumers, groups) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let mut cut = 0;
     if let Some(age) = r.max_age {
         let cutoff = now.saturating_sub(duration_ms(age));

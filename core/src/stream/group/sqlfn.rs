@@ -1,0 +1,1 @@
+//! The groups' SQL functions (placeholder module filled below).

@@ -1,0 +1,551 @@
+//! Consumer groups (ADR 21): competing members on a stream under leases and
+//! tokens, dead letters after `max_deliveries`, per-key order, member
+//! removal, several groups on one stream, retention that respects groups,
+//! and typed errors that change nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{json, test_db};
+use honker::stream::group::{GroupEvent, GroupOptions};
+use honker::stream::{PublishOptions, Start};
+use honker::ErrorKind;
+
+fn keyed(k: &str) -> PublishOptions {
+    PublishOptions {
+        key: Some(k.into()),
+        ..PublishOptions::default()
+    }
+}
+
+fn offsets(events: &[GroupEvent]) -> Vec<i64> {
+    events.iter().map(|e| e.offset).collect()
+}
+
+fn opts(max_deliveries: u32, lease_ms: u64) -> GroupOptions {
+    GroupOptions {
+        max_deliveries,
+        lease: Duration::from_millis(lease_ms),
+        ..GroupOptions::default()
+    }
+}
+
+#[test]
+fn each_event_goes_to_one_member_and_a_stale_ack_is_refused() {
+    let t = test_db();
+    let s = t.db.stream("orders").unwrap();
+    for i in 0..6 {
+        s.publish(
+            json(serde_json::json!({ "i": i })),
+            &PublishOptions::default(),
+        )
+        .unwrap();
+    }
+    let g = s.group("mailers").unwrap();
+    assert_eq!(g.create(Start::Beginning, &opts(5, 1000)).unwrap(), 1);
+    let a = g.claim("a", 2, None).unwrap().events;
+    let b = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&a), vec![1, 2]);
+    assert_eq!(offsets(&b), vec![3, 4, 5, 6]);
+    assert!(g.claim("c", 10, None).unwrap().events.is_empty());
+    assert_eq!(a[0].deliveries, 1);
+    assert_eq!(a[0].payload, json(serde_json::json!({ "i": 0 })));
+
+    // a's lease lapses; c reclaims event 1 (delivery 2); a's late ack is
+    // refused and changes nothing; c's ack succeeds.
+    g.ack(&a[1]).unwrap();
+    t.clock.advance(Duration::from_millis(1001));
+    for e in &b {
+        g.heartbeat(e, Some(Duration::from_secs(60))).unwrap();
+    }
+    let c = g.claim("c", 10, None).unwrap().events;
+    assert_eq!(offsets(&c), vec![1]);
+    assert_eq!(c[0].deliveries, 2);
+    let before = t.snapshot();
+    let err = g.ack(&a[0]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseLost, "{err}");
+    assert!(g.heartbeat(&a[0], None).is_err());
+    assert!(g.release(&a[0]).is_err());
+    assert_eq!(t.snapshot(), before, "a refused outcome changed the file");
+    g.ack(&c[0]).unwrap();
+    for e in &b {
+        g.ack(e).unwrap();
+    }
+    let info = g.info().unwrap();
+    assert_eq!(
+        (info.next_offset, info.lag, info.pending, info.dead),
+        (7, 0, 0, 0)
+    );
+    assert_eq!(
+        info.members
+            .iter()
+            .map(|m| m.member.as_str())
+            .collect::<Vec<_>>(),
+        ["a", "b", "c"]
+    );
+}
+
+#[test]
+fn a_lapsed_lease_that_nobody_reclaimed_is_still_honoured() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish(json(serde_json::json!(1)), &PublishOptions::default())
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 100)).unwrap();
+    let e = g.claim("a", 1, None).unwrap().events.remove(0);
+    t.clock.advance(Duration::from_secs(10));
+    g.ack(&e).unwrap();
+    assert!(g.claim("b", 1, None).unwrap().events.is_empty());
+}
+
+#[test]
+fn reclaimed_events_come_first_oldest_idle_first_with_their_delivery_count() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for i in 0..5 {
+        s.publish(json(serde_json::json!(i)), &PublishOptions::default())
+            .unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 1000)).unwrap();
+    let first = g
+        .claim("a", 1, Some(Duration::from_millis(500)))
+        .unwrap()
+        .events;
+    let second = g
+        .claim("a", 1, Some(Duration::from_millis(200)))
+        .unwrap()
+        .events;
+    assert_eq!((first[0].offset, second[0].offset), (1, 2));
+    t.clock.advance(Duration::from_millis(600));
+    // Event 2's lease ended first (at 200 ms): it has been idle longest.
+    let got = g.claim("b", 3, None).unwrap().events;
+    assert_eq!(offsets(&got), vec![2, 1, 3]);
+    assert_eq!(
+        got.iter().map(|e| e.deliveries).collect::<Vec<_>>(),
+        vec![2, 2, 1]
+    );
+}
+
+#[test]
+fn a_poison_event_dies_after_max_deliveries_and_can_be_redriven() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for i in 0..3 {
+        s.publish(json(serde_json::json!(i)), &PublishOptions::default())
+            .unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(3, 1000)).unwrap();
+    // Event 1 fails each time; the others flow meanwhile.
+    let mut acked = vec![];
+    for round in 1..=3 {
+        let got = g.claim("a", 10, None).unwrap().events;
+        for e in got {
+            if e.offset == 1 {
+                assert_eq!(e.deliveries, round);
+                let died = g.retry(&e, None, Some("boom")).unwrap();
+                assert_eq!(died, round == 3);
+            } else {
+                g.ack(&e).unwrap();
+                acked.push(e.offset);
+            }
+        }
+    }
+    assert_eq!(acked, vec![2, 3]);
+    assert!(g.claim("a", 10, None).unwrap().events.is_empty());
+    let dead = g.dead(0, 10).unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (
+            dead[0].offset,
+            dead[0].deliveries,
+            dead[0].last_error.as_deref()
+        ),
+        (1, 3, Some("boom"))
+    );
+    assert_eq!(dead[0].payload, Some(json(serde_json::json!(0))));
+    assert_eq!(g.info().unwrap().dead, 1);
+
+    // A lapse on the last delivery is a death too.
+    s.publish(
+        json(serde_json::json!("lapses")),
+        &PublishOptions::default(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let got = g.claim("a", 10, None).unwrap().events;
+        assert_eq!(offsets(&got), vec![4]);
+        t.clock.advance(Duration::from_millis(1001));
+    }
+    assert!(g.claim("b", 10, None).unwrap().events.is_empty());
+    let dead = g.dead(0, 10).unwrap();
+    assert_eq!(offsets_dead(&dead), vec![1, 4]);
+    assert!(dead[1]
+        .last_error
+        .as_deref()
+        .unwrap()
+        .contains("lease expired (member a)"));
+
+    // Re-driven: deliveries start again.
+    g.redrive(1).unwrap();
+    assert_eq!(g.redrive(1).unwrap_err().kind(), ErrorKind::NotFound);
+    let got = g.claim("b", 10, None).unwrap().events;
+    assert_eq!((got[0].offset, got[0].deliveries), (1, 1));
+    g.ack(&got[0]).unwrap();
+    assert_eq!(g.redrive_all().unwrap(), 1);
+    let got = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&got), vec![4]);
+    // fail: dead at once.
+    g.fail(&got[0], "invalid address").unwrap();
+    assert_eq!(
+        g.dead(0, 10).unwrap()[0].last_error.as_deref(),
+        Some("invalid address")
+    );
+}
+
+fn offsets_dead(d: &[honker::stream::group::DeadEvent]) -> Vec<i64> {
+    d.iter().map(|e| e.offset).collect()
+}
+
+#[test]
+fn events_of_one_key_go_in_order_and_one_at_a_time() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    // k1: 1, 3, 5; k2: 2, 6; no key: 4, 7.
+    for (i, k) in ["k1", "k2", "k1", "", "k1", "k2", ""].iter().enumerate() {
+        let o = if k.is_empty() {
+            PublishOptions::default()
+        } else {
+            keyed(k)
+        };
+        s.publish(json(serde_json::json!(i + 1)), &o).unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 1000)).unwrap();
+    let a = g.claim("a", 10, None).unwrap().events;
+    assert_eq!(
+        offsets(&a),
+        vec![1, 2, 4, 7],
+        "one per key, every keyless one"
+    );
+    assert!(g.claim("b", 10, None).unwrap().events.is_empty());
+    // A retried head keeps its key: 3 still waits.
+    let e1 = &a[0];
+    g.retry(e1, Some(Duration::from_millis(50)), Some("later"))
+        .unwrap();
+    assert!(g.claim("b", 10, None).unwrap().events.is_empty());
+    t.clock.advance(Duration::from_millis(50));
+    let again = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&again), vec![1]);
+    g.ack(&again[0]).unwrap();
+    // Its ack gives 3 its turn; acking 2 gives 6.
+    g.ack(&a[1]).unwrap();
+    let b = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&b), vec![3, 6]);
+    // A dead head frees its key too.
+    g.fail(&b[0], "poison").unwrap();
+    let c = g.claim("c", 10, None).unwrap().events;
+    assert_eq!(offsets(&c), vec![5]);
+    // Re-driven while its key is busy, the dead one waits for it.
+    g.redrive(3).unwrap();
+    assert!(g.claim("c", 10, None).unwrap().events.is_empty());
+    g.ack(&c[0]).unwrap();
+    assert_eq!(offsets(&g.claim("c", 10, None).unwrap().events), vec![3]);
+}
+
+#[test]
+fn removing_a_member_that_holds_events_needs_force_and_frees_them_at_once() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for i in 0..2 {
+        s.publish(json(serde_json::json!(i)), &PublishOptions::default())
+            .unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 60_000)).unwrap();
+    let held = g.claim("a", 2, None).unwrap().events;
+    let before = t.snapshot();
+    let err = g.remove_member("a", false).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert_eq!(t.snapshot(), before);
+    assert_eq!(g.remove_member("a", true).unwrap(), 2);
+    let got = g.claim("b", 2, None).unwrap().events;
+    assert_eq!(offsets(&got), vec![1, 2], "claimable at once");
+    assert_eq!(got[0].deliveries, 2);
+    assert_eq!(g.ack(&held[0]).unwrap_err().kind(), ErrorKind::LeaseLost);
+    assert_eq!(
+        g.remove_member("nobody", false).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn groups_on_one_stream_are_independent_and_start_where_told() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for i in 0..4 {
+        s.publish(json(serde_json::json!(i)), &PublishOptions::default())
+            .unwrap();
+    }
+    let all = s.group("all").unwrap();
+    let new = s.group("new").unwrap();
+    let mid = s.group("mid").unwrap();
+    all.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    assert_eq!(
+        new.create(Start::Latest, &GroupOptions::default()).unwrap(),
+        5
+    );
+    assert_eq!(
+        mid.create(Start::Offset(3), &GroupOptions::default())
+            .unwrap(),
+        3
+    );
+    // Registering again keeps the place, takes the options.
+    all.claim("x", 1, None).unwrap();
+    assert_eq!(all.create(Start::Latest, &opts(2, 5)).unwrap(), 2);
+    assert_eq!(all.info().unwrap().options, opts(2, 5));
+    s.publish(json(serde_json::json!(4)), &PublishOptions::default())
+        .unwrap();
+    assert_eq!(
+        offsets(&all.claim("x", 10, None).unwrap().events),
+        vec![2, 3, 4, 5]
+    );
+    assert_eq!(offsets(&new.claim("x", 10, None).unwrap().events), vec![5]);
+    assert_eq!(
+        offsets(&mid.claim("x", 10, None).unwrap().events),
+        vec![3, 4, 5]
+    );
+    assert!(mid.delete().unwrap());
+    assert_eq!(
+        mid.claim("x", 1, None).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(t.count("_honker_stream_group_events WHERE grp = 'mid'"), 0);
+}
+
+#[test]
+fn retention_keeps_what_a_group_needs_and_an_age_trim_is_reported() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for i in 0..10 {
+        s.publish(json(serde_json::json!(i)), &PublishOptions::default())
+            .unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(1, 60_000)).unwrap();
+    // Delivered 1..3; 1 dies; 2 acked; 3 pending; cursor at 4.
+    let got = g.claim("a", 3, None).unwrap().events;
+    g.fail(&got[0], "x").unwrap();
+    g.ack(&got[1]).unwrap();
+    s.set_retention(&honker::stream::StreamRetention {
+        max_age: None,
+        max_count: Some(1),
+        trim_passed: true,
+    })
+    .unwrap();
+    assert_eq!(s.trim().unwrap(), 0, "the dead letter at 1 is kept");
+    g.redrive(1).unwrap();
+    let again = g.claim("a", 1, None).unwrap().events;
+    g.ack(&again[0]).unwrap();
+    assert_eq!(s.trim().unwrap(), 2, "up to the pending event 3");
+    assert_eq!(s.info().unwrap().first_offset, Some(3));
+
+    // The age limit trims regardless; the next claim reports what the group
+    // lost: event 3 (held) and 4..10 (not taken in).
+    s.set_retention(&honker::stream::StreamRetention {
+        max_age: Some(Duration::from_secs(1)),
+        max_count: None,
+        trim_passed: false,
+    })
+    .unwrap();
+    t.clock.advance(Duration::from_secs(2));
+    assert_eq!(s.trim().unwrap(), 8);
+    s.publish(json(serde_json::json!("new")), &PublishOptions::default())
+        .unwrap();
+    let c = g.claim("a", 10, None).unwrap();
+    assert_eq!(c.missed, 8);
+    assert_eq!(offsets(&c.events), vec![11]);
+    assert_eq!(g.ack(&got[2]).unwrap_err().kind(), ErrorKind::LeaseLost);
+}
+
+#[test]
+fn info_reports_lag_pending_and_the_oldest_pending_age() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    for i in 0..5 {
+        s.publish(json(serde_json::json!(i)), &keyed("k")).unwrap();
+    }
+    t.clock.advance(Duration::from_secs(3));
+    let got = g.claim("a", 5, None).unwrap().events;
+    assert_eq!(offsets(&got), vec![1], "one at a time for key k");
+    let i = g.info().unwrap();
+    assert_eq!((i.next_offset, i.lag, i.pending, i.delivered), (6, 5, 5, 1));
+    assert_eq!(i.oldest_pending_age_ms, Some(3000));
+    assert_eq!(i.members[0].holds, 1);
+}
+
+#[test]
+fn maintenance_removes_idle_members_that_hold_nothing() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish(json(serde_json::json!(1)), &PublishOptions::default())
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(
+        Start::Beginning,
+        &GroupOptions {
+            member_idle: Duration::from_secs(10),
+            lease: Duration::from_secs(3600),
+            ..GroupOptions::default()
+        },
+    )
+    .unwrap();
+    let held = g.claim("holder", 1, None).unwrap().events;
+    g.claim("idle", 1, None).unwrap();
+    t.clock.advance(Duration::from_secs(11));
+    g.claim("fresh", 1, None).unwrap();
+    assert_eq!(t.db.maintain().unwrap().group_members, 1);
+    let names: Vec<String> = g
+        .info()
+        .unwrap()
+        .members
+        .into_iter()
+        .map(|m| m.member)
+        .collect();
+    assert_eq!(names, ["fresh", "holder"]);
+    g.ack(&held[0]).unwrap();
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_changes_nothing() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish(json(serde_json::json!(1)), &PublishOptions::default())
+        .unwrap();
+    assert_eq!(s.group("").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        s.group("a\0b").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let g = s.group("g").unwrap();
+    let before = t.snapshot();
+    assert_eq!(
+        g.claim("m", 1, None).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    for o in [
+        opts(0, 1000),
+        opts(1001, 1000),
+        opts(5, 0),
+        opts(5, 86_400_001),
+        GroupOptions {
+            member_idle: Duration::from_millis(999),
+            ..GroupOptions::default()
+        },
+    ] {
+        assert_eq!(
+            g.create(Start::Beginning, &o).unwrap_err().kind(),
+            ErrorKind::InvalidArgument,
+            "{o:?}"
+        );
+    }
+    assert_eq!(
+        g.create(Start::Offset(5), &GroupOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(t.snapshot(), before);
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let before = t.snapshot();
+    for n in [0, 10_001] {
+        assert_eq!(
+            g.claim("m", n, None).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    assert_eq!(
+        g.claim("", 1, None).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        g.claim("m", 1, Some(Duration::ZERO)).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        g.ack_offset(1, "nope").unwrap_err().kind(),
+        ErrorKind::LeaseLost
+    );
+    assert_eq!(g.redrive(1).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(t.snapshot(), before);
+}
+
+#[test]
+fn a_claim_in_a_transaction_that_rolls_back_claims_nothing() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish(json(serde_json::json!(1)), &PublishOptions::default())
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let tx = t.db.transaction().unwrap();
+    assert_eq!(g.claim_tx(&tx, "a", 1, None).unwrap().events.len(), 1);
+    tx.rollback().unwrap();
+    let e = g.claim("b", 1, None).unwrap().events.remove(0);
+    assert_eq!(e.deliveries, 1);
+    // An ack in the caller's transaction commits with its writes.
+    t.db.execute("CREATE TABLE done (o INTEGER)", []).unwrap();
+    let tx = t.db.transaction().unwrap();
+    tx.execute("INSERT INTO done VALUES (?1)", [e.offset])
+        .unwrap();
+    g.ack_tx(&tx, &e).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(t.count("done"), 0);
+    assert_eq!(
+        g.info().unwrap().delivered,
+        1,
+        "the rolled-back ack left it held"
+    );
+    g.ack(&e).unwrap();
+}
+
+#[test]
+fn events_waiting_behind_a_busy_key_are_taken_in_in_bounded_steps() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((0..5000).map(|i| json(serde_json::json!(i))), Some("hot"))
+        .unwrap();
+    s.publish(json(serde_json::json!("free")), &PublishOptions::default())
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let head = g.claim("a", 1, None).unwrap().events;
+    assert_eq!(offsets(&head), vec![1]);
+    // One bounded step per transaction: `more` until the free one is reached.
+    let tx = t.db.transaction().unwrap();
+    let step = g.claim_tx(&tx, "b", 1, None).unwrap();
+    tx.commit().unwrap();
+    assert!(step.events.is_empty() && step.more);
+    assert_eq!(
+        t.count("_honker_stream_group_events WHERE state = 'waiting'") as usize,
+        honker::stream::group::INTAKE + 1
+    );
+    // claim() goes on by itself.
+    let free = g.claim("b", 1, None).unwrap().events;
+    assert_eq!(offsets(&free), vec![5001]);
+    // Every later claim finds nothing without walking the 4,999 waiting.
+    assert!(g.claim("b", 1, None).unwrap().events.is_empty());
+    g.ack(&head[0]).unwrap();
+    let next = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&next), vec![2]);
+}
