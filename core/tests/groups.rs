@@ -549,3 +549,113 @@ fn events_waiting_behind_a_busy_key_are_taken_in_in_bounded_steps() {
     let next = g.claim("b", 10, None).unwrap().events;
     assert_eq!(offsets(&next), vec![2]);
 }
+
+fn sql(t: &common::TestDb, q: &str) -> honker::Result<honker::Value> {
+    let tx = t.db.transaction()?;
+    let v = tx.query(q, [])?.rows.remove(0).remove(0);
+    tx.commit()?;
+    Ok(v)
+}
+
+/// The code an SQL function's error carries in its message.
+fn code(e: &honker::Error) -> &str {
+    e.message().split(':').next().unwrap_or("")
+}
+
+fn sql_json(t: &common::TestDb, q: &str) -> serde_json::Value {
+    match sql(t, q).unwrap() {
+        honker::Value::Text(s) => serde_json::from_str(&s).unwrap(),
+        v => panic!("{q}: {v:?}"),
+    }
+}
+
+#[test]
+fn the_sql_functions_claim_ack_and_refuse_a_stale_token() {
+    let t = test_db();
+    for k in ["a", "a", "b"] {
+        sql(
+            &t,
+            &format!("SELECT honker_stream_append('s', '{{}}', '{{\"key\": \"{k}\"}}')"),
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        sql(
+            &t,
+            "SELECT honker_group_create('s', 'g', '{\"max_deliveries\": 2, \"lease_ms\": 100}')"
+        )
+        .unwrap(),
+        honker::Value::Integer(1)
+    );
+    let c = sql_json(&t, "SELECT honker_group_claim('s', 'g', 'w1', 10, NULL)");
+    let events = c["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{c}");
+    assert_eq!(
+        (events[0]["offset"].as_i64(), events[1]["offset"].as_i64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(c["missed"], 0);
+    assert_eq!(c["more"], false);
+    let token = events[0]["lease_token"].as_str().unwrap().to_owned();
+    t.clock.advance(Duration::from_millis(101));
+    let c2 = sql_json(&t, "SELECT honker_group_claim('s', 'g', 'w2', 1, 5000)");
+    assert_eq!(c2["events"][0]["offset"], 1);
+    assert_eq!(c2["events"][0]["deliveries"], 2);
+    let err = sql(
+        &t,
+        &format!("SELECT honker_group_ack('s', 'g', 1, '{token}')"),
+    )
+    .unwrap_err();
+    assert_eq!(code(&err), "LEASE_LOST", "{err}");
+    let t2 = c2["events"][0]["lease_token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        sql(
+            &t,
+            &format!("SELECT honker_group_retry('s', 'g', 1, '{t2}', 0, 'boom')")
+        )
+        .unwrap(),
+        honker::Value::Text("dead".into())
+    );
+    let dead = sql_json(&t, "SELECT honker_group_dead('s', 'g', 0, 10)");
+    assert_eq!(dead[0]["last_error"], "boom");
+    // Its death gave key a's next event its turn, after event 3 (idle
+    // longer: its lease lapsed before).
+    let c3 = sql_json(&t, "SELECT honker_group_claim('s', 'g', 'w2', 10, NULL)");
+    assert_eq!(c3["events"][0]["offset"], 3);
+    assert_eq!(c3["events"][1]["offset"], 2);
+    let info = sql_json(&t, "SELECT honker_group_info('s', 'g')");
+    assert_eq!(
+        (info["pending"].as_i64(), info["dead"].as_i64()),
+        (Some(2), Some(1))
+    );
+    let stream_info = sql_json(&t, "SELECT honker_stream_info('s')");
+    assert_eq!(stream_info["groups"][0]["group"], "g");
+    assert_eq!(
+        sql(&t, "SELECT honker_group_redrive('s', 'g')").unwrap(),
+        honker::Value::Integer(1)
+    );
+    for bad in [
+        "SELECT honker_group_claim('s', 'g', 'w', 0, NULL)",
+        "SELECT honker_group_claim('s', 'g', '', 1, NULL)",
+        "SELECT honker_group_claim('s', 'g', 'w', 1, 0)",
+        "SELECT honker_group_create('s', 'h', '{\"max_deliveries\": 0}')",
+        "SELECT honker_group_create('s', 'h', '{\"nope\": 1}')",
+        "SELECT honker_group_create('s', 'h', '[]')",
+        "SELECT honker_group_remove_member('s', 'g', 'w2', 0)",
+    ] {
+        let before = t.snapshot();
+        let err = sql(&t, bad).unwrap_err();
+        assert_eq!(code(&err), "INVALID_ARGUMENT", "{bad}: {err}");
+        assert_eq!(t.snapshot(), before, "{bad}");
+    }
+    let err = sql(&t, "SELECT honker_group_claim('s', 'nope', 'w', 1, NULL)").unwrap_err();
+    assert_eq!(code(&err), "NOT_FOUND", "{err}");
+    assert_eq!(
+        sql(&t, "SELECT honker_group_remove_member('s', 'g', 'w2', 1)").unwrap(),
+        honker::Value::Integer(2)
+    );
+    assert_eq!(
+        sql(&t, "SELECT honker_group_delete('s', 'g')").unwrap(),
+        honker::Value::Integer(1)
+    );
+}

@@ -316,3 +316,115 @@ fn channel_statements_seek_their_keys() {
     conn.execute_batch("ANALYZE").unwrap();
     check(conn);
 }
+
+#[test]
+fn group_statements_seek_their_keys() {
+    use honker::stream::group::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    let now = 1_700_000_000_000i64;
+    // 10 groups on one stream of 100,000 events; group g0 holds them all:
+    // one delivered, the rest of its one key waiting behind it; 1,000 members.
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+         INSERT INTO _honker_stream_events (stream, offset, key, payload, created_at)
+         SELECT 's', i, 'k', '{{}}', {now} FROM n;
+         INSERT INTO _honker_streams (name, last_offset, created_at) VALUES ('s', 100000, {now});
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9)
+         INSERT INTO _honker_stream_groups
+             (stream, grp, next_offset, max_deliveries, lease_ms, member_idle_ms, created_at)
+         SELECT 's', 'g' || i, 100001, 5, 60000, 86400000, {now} FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+         INSERT INTO _honker_stream_group_events
+             (stream, grp, offset, key, state, deliveries, member, token, avail_at, updated_at)
+         SELECT 's', 'g0', i, 'k', CASE i WHEN 1 THEN 'delivered' ELSE 'waiting' END,
+                i = 1, CASE i WHEN 1 THEN 'm1' END, CASE i WHEN 1 THEN 't' END,
+                CASE i WHEN 1 THEN {now} + 60000 END, {now} FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+         INSERT INTO _honker_stream_group_members (stream, grp, member, joined_at, seen_at)
+         SELECT 's', 'g' || (i % 10), 'm' || i, {now}, {now} FROM n;"
+    ))
+    .unwrap();
+    let check = |conn: &Connection| {
+        let pk = "PRIMARY KEY (stream=? AND grp=?";
+        for (name, q) in [
+            ("GET", st::GET),
+            ("ADVANCE", st::ADVANCE),
+            ("DROP_GROUP", st::DROP_GROUP),
+            ("OF_STREAM", st::OF_STREAM),
+        ] {
+            assert_plan(conn, name, q, &["PRIMARY KEY (stream=?"]);
+        }
+        for (name, q) in [
+            ("DELIVER", st::DELIVER),
+            ("HELD", st::HELD),
+            ("FINISH", st::FINISH),
+            ("REQUEUE", st::REQUEUE),
+            ("BURY", st::BURY),
+            ("UNBLOCK", st::UNBLOCK),
+            ("HEARTBEAT", st::HEARTBEAT),
+            ("DEAD_KEY", st::DEAD_KEY),
+            ("REDRIVE", st::REDRIVE),
+            ("FIRST_HELD", st::FIRST_HELD),
+            ("TRIMMED_KEYS", st::TRIMMED_KEYS),
+            ("TRIMMED_HELD", st::TRIMMED_HELD),
+            ("DROP_EVENTS", st::DROP_EVENTS),
+            ("DROP_MEMBERS", st::DROP_MEMBERS),
+            ("REMOVE_MEMBER", st::REMOVE_MEMBER),
+            ("MEMBERS", st::MEMBERS),
+            ("PENDING", st::PENDING),
+            ("OLDEST_PENDING", st::OLDEST_PENDING),
+        ] {
+            assert_plan(conn, name, q, &[pk]);
+        }
+        // The claim's pick never walks the 99,999 waiting events.
+        assert_plan(
+            conn,
+            "PICK",
+            st::PICK,
+            &["_honker_stream_group_events_avail (stream=? AND grp=? AND avail_at<?)"],
+        );
+        for (name, q) in [("KEY_BUSY", st::KEY_BUSY), ("KEY_HEAD", st::KEY_HEAD)] {
+            assert_plan(
+                conn,
+                name,
+                q,
+                &["_honker_stream_group_events_key (stream=? AND grp=? AND key=?)"],
+            );
+        }
+        assert_plan(
+            conn,
+            "HOLDS",
+            st::HOLDS,
+            &["_honker_stream_group_events_member (stream=? AND grp=? AND member=?)"],
+        );
+        assert_plan(
+            conn,
+            "DISOWN",
+            st::DISOWN,
+            &["_honker_stream_group_events_member (stream=? AND grp=? AND member=?)"],
+        );
+        assert_plan(
+            conn,
+            "DEAD",
+            st::DEAD,
+            &["_honker_stream_group_events_dead (stream=? AND grp=? AND offset>?)"],
+        );
+        assert_plan(
+            conn,
+            "INCOMING",
+            st::INCOMING,
+            &["_honker_stream_events_offset (stream=? AND offset>?)"],
+        );
+        assert_plan(
+            conn,
+            "EVENT",
+            st::EVENT,
+            &["_honker_stream_events_offset (stream=? AND offset=?)"],
+        );
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}

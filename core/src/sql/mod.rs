@@ -143,6 +143,7 @@ fn tables() -> impl Iterator<Item = &'static SqlFn> {
     CORE.iter()
         .chain(crate::queue::sqlfn::FUNCTIONS)
         .chain(crate::stream::sqlfn::FUNCTIONS)
+        .chain(crate::stream::group::sqlfn::FUNCTIONS)
         .chain(crate::channel::sqlfn::FUNCTIONS)
 }
 

@@ -250,7 +250,8 @@ impl Stream {
 
     /// Length, first and last offsets, and every consumer's place and lag.
     pub fn info(&self) -> Result<StreamInfo> {
+        let now = self.db.inner.now();
         let reader = self.db.inner.reader()?;
-        Ok(ops::info(reader.raw(), &self.name)?.into())
+        Ok(ops::info(reader.raw(), &self.name, now)?.into())
     }
 }

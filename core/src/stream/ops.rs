@@ -203,11 +203,13 @@ pub(crate) struct Info {
     pub first_offset: Option<i64>,
     pub last_offset: i64,
     pub consumers: Vec<ConsumerInfo>,
+    pub groups: Vec<super::group::GroupInfo>,
 }
 
 /// The stream's length, offsets and every consumer's position and lag
-/// (events published and not yet passed: exact, offsets being dense).
-pub(crate) fn info(conn: Conn<'_>, stream: &str) -> Result<Info> {
+/// (events published and not yet passed: exact, offsets being dense), and
+/// every consumer group's.
+pub(crate) fn info(conn: Conn<'_>, stream: &str, now: i64) -> Result<Info> {
     let last = last_offset(conn, stream)?;
     let consumers =
         conn.prepare_cached(statements::CONSUMERS)?
@@ -226,6 +228,10 @@ pub(crate) fn info(conn: Conn<'_>, stream: &str) -> Result<Info> {
         first_offset: first_offset(conn, stream)?,
         last_offset: last,
         consumers,
+        groups: super::group::ops::of_stream(conn, stream)?
+            .into_iter()
+            .map(|(g, _)| super::group::ops::info(conn, stream, &g, now))
+            .collect::<Result<_>>()?,
     })
 }
 

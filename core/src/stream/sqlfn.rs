@@ -151,9 +151,10 @@ fn position(c: &Call<'_>) -> Result<Out> {
 }
 
 /// `honker_stream_info(stream)` → JSON `{length, first_offset, last_offset,
-/// consumers: [{consumer, next_offset, lag}]}`.
+/// consumers: [{consumer, next_offset, lag}], groups: [...]}` (each group as
+/// `honker_group_info` shows it).
 fn info(c: &Call<'_>) -> Result<Out> {
-    let i = ops::info(c.conn, stream(&c.args, 0)?)?;
+    let i = ops::info(c.conn, stream(&c.args, 0)?, c.now)?;
     let consumers: Vec<Json> = i
         .consumers
         .iter()
@@ -161,7 +162,8 @@ fn info(c: &Call<'_>) -> Result<Out> {
         .collect();
     Ok(Out::Text(
         json!({"length": i.length, "first_offset": i.first_offset,
-               "last_offset": i.last_offset, "consumers": consumers})
+               "last_offset": i.last_offset, "consumers": consumers,
+               "groups": i.groups.iter().map(super::group::sqlfn::info_json).collect::<Vec<_>>()})
         .to_string(),
     ))
 }

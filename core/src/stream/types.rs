@@ -74,6 +74,8 @@ pub struct StreamInfo {
     pub last_offset: i64,
     /// Every consumer, by name.
     pub consumers: Vec<ConsumerInfo>,
+    /// Every consumer group, by name.
+    pub groups: Vec<super::group::GroupInfo>,
 }
 
 impl From<super::ops::Info> for StreamInfo {
@@ -91,6 +93,7 @@ impl From<super::ops::Info> for StreamInfo {
                     lag: c.lag,
                 })
                 .collect(),
+            groups: i.groups,
         }
     }
 }

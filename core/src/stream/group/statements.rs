@@ -56,13 +56,15 @@ SELECT offset, key, payload, created_at FROM _honker_stream_events
 WHERE stream = ?1 AND offset >= ?2 ORDER BY offset LIMIT ?3";
 
 /// ?1 stream, ?2 group, ?3 key. Whether the key has an unfinished event.
+/// Forced (like the next): without statistics the planner would rather
+/// filter the primary key's range, every event the group holds.
 pub const KEY_BUSY: &str = "
-SELECT 1 FROM _honker_stream_group_events
+SELECT 1 FROM _honker_stream_group_events INDEXED BY _honker_stream_group_events_key
 WHERE stream = ?1 AND grp = ?2 AND key = ?3 AND state != 'dead' LIMIT 1";
 
 /// ?1 stream, ?2 group, ?3 key. The key's first unfinished event and its state.
 pub const KEY_HEAD: &str = "
-SELECT offset, state FROM _honker_stream_group_events
+SELECT offset, state FROM _honker_stream_group_events INDEXED BY _honker_stream_group_events_key
 WHERE stream = ?1 AND grp = ?2 AND key = ?3 AND state != 'dead'
 ORDER BY offset LIMIT 1";
 
@@ -125,9 +127,10 @@ SELECT count(*) FROM _honker_stream_group_events
 WHERE stream = ?1 AND grp = ?2 AND member = ?3";
 
 /// ?1 stream, ?2 group, ?3 member, ?4 now. A removed member's events,
-/// claimable at once (their deliveries counted).
+/// claimable at once (their deliveries counted). Forced: it sets the
+/// column it seeks by, and the planner would rather filter the primary key.
 pub const DISOWN: &str = "
-UPDATE _honker_stream_group_events
+UPDATE _honker_stream_group_events INDEXED BY _honker_stream_group_events_member
 SET state = 'ready', avail_at = ?4, member = NULL, token = NULL, updated_at = ?4,
     last_error = 'member ' || ?3 || ' removed'
 WHERE stream = ?1 AND grp = ?2 AND member = ?3";
@@ -154,10 +157,11 @@ WHERE m.seen_at < ?1 - g.member_idle_ms
                   WHERE e.stream = m.stream AND e.grp = m.grp AND e.member = m.member)
 LIMIT ?2";
 
-/// ?1 stream, ?2 group, ?3 after offset, ?4 limit. Dead letters in order.
+/// ?1 stream, ?2 group, ?3 after offset, ?4 limit. Dead letters in order
+/// (forced: the primary key's range would walk every pending event).
 pub const DEAD: &str = "
 SELECT e.offset, e.key, e.deliveries, e.last_error, e.updated_at, v.payload, v.created_at
-FROM _honker_stream_group_events e
+FROM _honker_stream_group_events e INDEXED BY _honker_stream_group_events_dead
 LEFT JOIN _honker_stream_events v ON v.stream = e.stream AND v.offset = e.offset
 WHERE e.stream = ?1 AND e.grp = ?2 AND e.state = 'dead' AND e.offset > ?3
 ORDER BY e.offset LIMIT ?4";
