@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod child;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

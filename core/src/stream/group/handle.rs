@@ -161,7 +161,7 @@ impl Group {
             None => 0,
         };
         self.write(None, |c, s, g, now| {
-            ops::retry(c, s, g, event.offset, &event.token, delay, error, now)
+            ops::retry(c, s, g, (event.offset, &event.token), (delay, error), now)
         })
     }
 

@@ -39,6 +39,15 @@ fn lost(stream: &str, group: &str, offset: i64) -> Error {
     )
 }
 
+/// A row of the claim's pick.
+struct Picked {
+    offset: i64,
+    key: Option<String>,
+    state: String,
+    deliveries: i64,
+    holder: Option<String>,
+}
+
 /// The group's row; `NOT_FOUND` if it was never created.
 pub(crate) fn get(conn: Conn<'_>, stream: &str, group: &str) -> Result<Row> {
     conn.prepare_cached(st::GET)?
@@ -220,16 +229,30 @@ pub(crate) fn claim(
         if want == 0 {
             break;
         }
-        let picked: Vec<(i64, Option<String>, String, i64, Option<String>)> = conn
-            .prepare_cached(st::PICK)?
-            .query_map(params![stream, group, now, want as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?;
+        let picked: Vec<Picked> = conn.prepare_cached(st::PICK)?.query_map(
+            params![stream, group, now, want as i64],
+            |r| {
+                Ok(Picked {
+                    offset: r.get(0)?,
+                    key: r.get(1)?,
+                    state: r.get(2)?,
+                    deliveries: r.get(3)?,
+                    holder: r.get(4)?,
+                })
+            },
+        )?;
         if picked.is_empty() {
             break;
         }
         let mut skipped = 0;
-        for (offset, key, state, deliveries, holder) in picked {
+        for Picked {
+            offset,
+            key,
+            state,
+            deliveries,
+            holder,
+        } in picked
+        {
             if deliveries >= max {
                 // Its last delivery's lease lapsed (or its member was
                 // removed): a poison event must not go round forever.
@@ -384,10 +407,8 @@ pub(crate) fn retry(
     conn: Conn<'_>,
     stream: &str,
     group: &str,
-    offset: i64,
-    token: &str,
-    delay_ms: i64,
-    error: Option<&str>,
+    (offset, token): (i64, &str),
+    (delay_ms, error): (i64, Option<&str>),
     now: i64,
 ) -> Result<bool> {
     let row = get(conn, stream, group)?;

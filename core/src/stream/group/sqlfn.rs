@@ -153,16 +153,8 @@ fn retry(c: &Call<'_>) -> Result<Out> {
         Some(d) => validate::delay("retry delay", d)?,
         None => 0,
     };
-    let died = ops::retry(
-        c.conn,
-        s,
-        g,
-        a.int(2, "offset")?,
-        token(a, 3)?,
-        delay,
-        a.opt_text(5, "error")?,
-        c.now,
-    )?;
+    let held = (a.int(2, "offset")?, token(a, 3)?);
+    let died = ops::retry(c.conn, s, g, held, (delay, a.opt_text(5, "error")?), c.now)?;
     Ok(Out::Text(if died { "dead" } else { "ready" }.into()))
 }
 
