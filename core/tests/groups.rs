@@ -659,3 +659,46 @@ fn the_sql_functions_claim_ack_and_refuse_a_stale_token() {
         honker::Value::Integer(1)
     );
 }
+
+#[test]
+fn a_waiting_claim_wakes_on_a_publish_and_returns_empty_at_its_deadline() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let start = std::time::Instant::now();
+    assert!(g
+        .claim_wait("a", 1, None, Duration::from_millis(100))
+        .unwrap()
+        .events
+        .is_empty());
+    assert!(start.elapsed() >= Duration::from_millis(100));
+    // Another open of the file publishes while the claim waits.
+    let other = t.reopen();
+    let waiter = {
+        let g = g.clone();
+        std::thread::spawn(move || g.claim_wait("a", 1, None, Duration::from_secs(30)))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let published = std::time::Instant::now();
+    other
+        .stream("s")
+        .unwrap()
+        .publish(json(serde_json::json!("hi")), &PublishOptions::default())
+        .unwrap();
+    let got = waiter.join().unwrap().unwrap();
+    assert_eq!(offsets(&got.events), vec![1]);
+    assert!(
+        published.elapsed() < Duration::from_secs(5),
+        "woke by the deadline, not the publish"
+    );
+    let missing = s.group("missing").unwrap();
+    assert_eq!(
+        missing
+            .claim_wait("a", 1, None, Duration::from_millis(10))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+}

@@ -419,6 +419,16 @@ fn group_statements_seek_their_keys() {
         );
         assert_plan(
             conn,
+            "PROBE",
+            st::PROBE,
+            &[
+                "PRIMARY KEY (stream=? AND grp=?)",
+                "PRIMARY KEY (name=?)",
+                "_honker_stream_group_events_avail (stream=? AND grp=? AND avail_at>?)",
+            ],
+        );
+        assert_plan(
+            conn,
             "EVENT",
             st::EVENT,
             &["_honker_stream_events_offset (stream=? AND offset=?)"],

@@ -99,6 +99,75 @@ impl Group {
         }
     }
 
+    /// [`claim`](Self::claim), waiting up to `wait` for something to claim:
+    /// it sleeps on the process's watcher (a commit by any process wakes
+    /// it) and re-checks read-only before taking the write lock. Empty when
+    /// the wait ran out.
+    pub fn claim_wait(
+        &self,
+        member: &str,
+        n: usize,
+        lease: Option<Duration>,
+        wait: Duration,
+    ) -> Result<GroupClaim> {
+        self.claim_until(member, n, lease, wait, &|| false)
+    }
+
+    /// [`claim_wait`](Self::claim_wait) that also returns (empty) once
+    /// `stop` says so, checked on each wake-up.
+    pub(crate) fn claim_until(
+        &self,
+        member: &str,
+        n: usize,
+        lease: Option<Duration>,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<GroupClaim> {
+        validate::name("member", member)?;
+        validate::batch_usize(n)?;
+        lease_ms(lease)?;
+        validate::delay("wait", wait)?;
+        if wait.is_zero() {
+            return self.claim(member, n, lease);
+        }
+        crate::queue::refuse_waiting("a claim with a wait")?;
+        let db = self.stream.database();
+        let deadline = std::time::Instant::now() + wait;
+        let recheck = db.recheck_interval();
+        let signal = db.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            if stop() {
+                return Ok(GroupClaim::default());
+            }
+            let now = db.inner.now();
+            let probe = {
+                let reader = db.inner.reader()?;
+                ops::probe(reader.raw(), self.stream.name(), &self.name, now)?
+            };
+            let next_at = match probe {
+                ops::Probe::Claimable => {
+                    let got = self.claim(member, n, lease)?;
+                    if !got.events.is_empty() || got.missed > 0 {
+                        return Ok(got);
+                    }
+                    None
+                }
+                ops::Probe::NextAt(t) => t,
+            };
+            let start = std::time::Instant::now();
+            if start >= deadline {
+                return Ok(GroupClaim::default());
+            }
+            let mut wake = deadline.min(start + recheck);
+            if let Some(t) = next_at {
+                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
+                wake = wake.min(start + Duration::from_millis(ms));
+            }
+            signal.wait_past(seen, wake);
+        }
+    }
+
     /// [`claim`](Self::claim) inside the caller's transaction: the claim
     /// commits with it. One bounded step: `more` says to claim again.
     pub fn claim_tx(

@@ -674,3 +674,29 @@ pub(crate) fn sweep_members(conn: Conn<'_>, now: i64, batch: usize) -> Result<us
     }
     Ok(idle.len())
 }
+
+/// What a waiting claim's check found.
+pub(crate) enum Probe {
+    /// A claim now may hand something out.
+    Claimable,
+    /// Nothing before this moment (ms; `None`: until something is published
+    /// or given back).
+    NextAt(Option<i64>),
+}
+
+/// The read-only check a waiting claim makes on each wake-up.
+pub(crate) fn probe(conn: Conn<'_>, stream: &str, group: &str, now: i64) -> Result<Probe> {
+    let row: Option<(bool, Option<i64>)> = conn
+        .prepare_cached(st::PROBE)?
+        .query_row(params![stream, group], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let Some((incoming, avail)) = row else {
+        return Err(Error::not_found(format!(
+            "no group {group:?} on stream {stream:?} (create it first)"
+        )));
+    };
+    Ok(match avail {
+        _ if incoming => Probe::Claimable,
+        Some(t) if t <= now => Probe::Claimable,
+        other => Probe::NextAt(other),
+    })
+}

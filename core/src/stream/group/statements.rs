@@ -207,3 +207,14 @@ WHERE stream = ?1 AND grp = ?2 AND offset < ?3";
 pub const TRIMMED_HELD: &str = "
 DELETE FROM _honker_stream_group_events
 WHERE stream = ?1 AND grp = ?2 AND offset < ?3";
+
+/// ?1 stream, ?2 group. A waiting claim's read-only check: whether events
+/// wait to be taken in, and the earliest moment an event the group holds
+/// may be claimed (NULL: none). No row: no such group.
+pub const PROBE: &str = "
+SELECT g.next_offset <= coalesce((SELECT s.last_offset FROM _honker_streams s
+                                  WHERE s.name = ?1), 0),
+       (SELECT e.avail_at FROM _honker_stream_group_events e
+        WHERE e.stream = ?1 AND e.grp = ?2 AND e.avail_at IS NOT NULL
+        ORDER BY e.avail_at LIMIT 1)
+FROM _honker_stream_groups g WHERE g.stream = ?1 AND g.grp = ?2";
