@@ -15,7 +15,10 @@
 //! from a producer process's commit to a waiting consumer process's claim,
 //! and the idle consumer's CPU · W7 claim latency with 0 vs 100k
 //! running/scheduled/dead rows · W8 idle wake-ups of the watcher thread, on
-//! the inotify path and the timed one (`HONKER_WATCHER=portable`).
+//! the inotify path and the timed one (`HONKER_WATCHER=portable`) · W9 a
+//! consumer group's claim 1 + ack 1 and claim 32 + ack 32 next to the
+//! queue's (W3, W4) in the same run, and its claim+ack with 100,000 events
+//! of one key waiting behind an in-flight one next to the same without.
 //!
 //! Timing goals are reported here, never asserted in tests.
 
@@ -37,6 +40,7 @@ struct Scale {
     w5: usize,
     w6: usize,
     w7: usize,
+    w9: usize,
 }
 
 const FULL: Scale = Scale {
@@ -47,6 +51,7 @@ const FULL: Scale = Scale {
     w5: 20_000,
     w6: 300,
     w7: 3_000,
+    w9: 5_000,
 };
 
 const QUICK: Scale = Scale {
@@ -57,6 +62,7 @@ const QUICK: Scale = Scale {
     w5: 2_000,
     w6: 50,
     w7: 300,
+    w9: 500,
 };
 
 fn main() {
@@ -119,6 +125,9 @@ fn main() {
     }
     if run("W8") {
         w6::idle_wakeups(dir.path());
+    }
+    if run("W9") {
+        w9(dir.path(), scale.w9);
     }
 }
 
@@ -393,5 +402,119 @@ fn w7(dir: &Path, n: usize) {
         per(t_full),
         per(t_empty),
         if ratio <= 1.3 { "" } else { ", MISSED" }
+    );
+}
+
+/// A stream of `n` keyless events after `hot` events of key "hot", with a
+/// group at its beginning.
+fn group_stream(
+    dir: &Path,
+    name: &str,
+    hot: usize,
+    n: usize,
+) -> (Database, honker::stream::group::Group) {
+    use honker::stream::{group::GroupOptions, Start};
+    let (db, _) = fresh(dir, name, Durability::Normal);
+    let s = db.stream("orders").unwrap();
+    for chunk in (0..hot).collect::<Vec<_>>().chunks(1000) {
+        s.publish_many(chunk.iter().map(|&i| payload(i)), Some("hot"))
+            .unwrap();
+    }
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        s.publish_many(chunk.iter().map(|&i| payload(i)), None)
+            .unwrap();
+    }
+    let g = s.group("billing").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    (db, g)
+}
+
+fn group_claim_ack(g: &honker::stream::group::Group, batch: usize, rounds: usize) -> Duration {
+    let ((), t) = time(|| {
+        for _ in 0..rounds {
+            let got = g.claim("bench", batch, None).unwrap().events;
+            assert_eq!(got.len(), batch);
+            if batch == 1 {
+                g.ack(&got[0]).unwrap();
+            } else {
+                g.ack_many(&got).unwrap();
+            }
+        }
+    });
+    t
+}
+
+/// Prints a group line against its queue (or no-key) baseline.
+fn report_against(
+    name: &str,
+    ops: usize,
+    t: Duration,
+    base: Duration,
+    base_name: &str,
+    target: f64,
+) {
+    let h = ops as f64 / t.as_secs_f64();
+    let b = ops as f64 / base.as_secs_f64();
+    let ratio = h / b;
+    println!(
+        "{name:<44} {h:>12.0}/s {b:>12.0}/s {ratio:>6.2}x  ({base_name}; target >= {target}x{})",
+        if ratio >= target { "" } else { ", MISSED" }
+    );
+}
+
+fn w9(dir: &Path, n: usize) {
+    println!(
+        "{:<44} {:>14} {:>14}",
+        "  consumer groups", "group", "baseline"
+    );
+    let (db, _) = fresh(dir, "w9-queue1", Durability::Normal);
+    prefill(&db, n);
+    let q1 = claim_ack_honker(&db, 1, n);
+    let (_db, g) = group_stream(dir, "w9-group1", 0, n);
+    let g1 = group_claim_ack(&g, 1, n);
+    report_against(
+        "W9 group claim 1 + ack 1 (events/s)",
+        n,
+        g1,
+        q1,
+        "vs W3, the queue",
+        0.5,
+    );
+
+    let batches = n / 32 * 2;
+    let (db, _) = fresh(dir, "w9-queue32", Durability::Normal);
+    prefill(&db, batches * 32);
+    let q32 = claim_ack_honker(&db, 32, batches);
+    let (_db, g) = group_stream(dir, "w9-group32", 0, batches * 32);
+    let g32 = group_claim_ack(&g, 32, batches);
+    report_against(
+        "W9 group claim 32 + ack 32 (events/s)",
+        batches * 32,
+        g32,
+        q32,
+        "vs W4, the queue",
+        0.5,
+    );
+
+    // 100,000 events of one key wait behind its in-flight first: taken in
+    // once (untimed), then claims of the keyless events after them.
+    let hot = 100_000;
+    let (_db, g) = group_stream(dir, "w9-hot", hot + 1, n + 1);
+    let head = g.claim("holder", 1, None).unwrap().events;
+    assert_eq!(head[0].key.as_deref(), Some("hot"));
+    let first = g.claim("warm", 1, None).unwrap().events;
+    assert_eq!(first[0].key, None);
+    g.ack(&first[0]).unwrap();
+    let th = group_claim_ack(&g, 1, n);
+    let (_db, g) = group_stream(dir, "w9-cold", 0, n);
+    let tc = group_claim_ack(&g, 1, n);
+    report_against(
+        "W9 claim 1 + ack 1, 100k waiting on a key",
+        n,
+        th,
+        tc,
+        "vs no key; target: within 2x",
+        0.5,
     );
 }

@@ -108,6 +108,8 @@ pub use queue::{
 };
 #[cfg(feature = "rusqlite")]
 pub use queue::{Job, Queue};
+#[doc(hidden)]
+pub use raw::vm_steps_on_this_thread;
 #[cfg(all(unix, feature = "rusqlite"))]
 pub use readiness::Readiness;
 #[cfg(feature = "rusqlite")]

@@ -38,6 +38,18 @@ use crate::payload::Payload;
 #[cfg(feature = "rusqlite")]
 const _LINKED_SQLITE: unsafe extern "C" fn() -> c_int = ffi::sqlite3_initialize;
 
+thread_local! {
+    static VM_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The SQLite virtual-machine steps honker's own statements ran on this
+/// thread so far: what tests use to bound the rows an operation visits
+/// (a count that grows with a table's size means a walk).
+#[doc(hidden)]
+pub fn vm_steps_on_this_thread() -> u64 {
+    VM_STEPS.with(std::cell::Cell::get)
+}
+
 /// A fresh lease token: 16 bytes from SQLite's PRNG (ChaCha20, seeded from
 /// the OS) as 32 lowercase hex digits, the same as SQL's
 /// `lower(hex(randomblob(16)))`. A forked child does not repeat its parent's
@@ -415,10 +427,13 @@ impl Stmt<'_> {
 
     fn finish(&mut self) {
         // SAFETY: the statement is live.
-        unsafe {
+        let steps = unsafe {
+            let steps = ffi::sqlite3_stmt_status(self.stmt, ffi::SQLITE_STMTSTATUS_VM_STEP, 1);
             ffi::sqlite3_reset(self.stmt);
             ffi::sqlite3_clear_bindings(self.stmt);
-        }
+            steps
+        };
+        VM_STEPS.with(|c| c.set(c.get() + u64::try_from(steps).unwrap_or(0)));
     }
 
     /// Runs the statement to completion; returns the rows it changed.

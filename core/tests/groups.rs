@@ -702,3 +702,74 @@ fn a_waiting_claim_wakes_on_a_publish_and_returns_empty_at_its_deadline() {
         ErrorKind::NotFound
     );
 }
+
+#[test]
+fn ack_many_acks_all_or_none() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((0..3).map(|i| json(serde_json::json!(i))), None)
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let mut got = g.claim("a", 3, None).unwrap().events;
+    let good = got[0].clone();
+    got[0].token = "stale".into();
+    let before = t.snapshot();
+    assert_eq!(g.ack_many(&got).unwrap_err().kind(), ErrorKind::LeaseLost);
+    assert_eq!(t.snapshot(), before);
+    got[0] = good;
+    g.ack_many(&got).unwrap();
+    assert_eq!(g.info().unwrap().pending, 0);
+}
+
+/// The SQLite VM steps one claim + ack of a keyless event takes.
+fn steps_per_claim(g: &honker::stream::group::Group, rounds: usize) -> u64 {
+    let before = honker::vm_steps_on_this_thread();
+    for _ in 0..rounds {
+        let e = g.claim("m", 1, None).unwrap().events.remove(0);
+        assert_eq!(e.key, None);
+        g.ack(&e).unwrap();
+    }
+    (honker::vm_steps_on_this_thread() - before) / rounds as u64
+}
+
+#[test]
+fn a_claim_visits_no_more_rows_with_20000_waiting_on_a_key() {
+    let hot = 20_000;
+    let setup = |hot: usize| {
+        let t = test_db();
+        let s = t.db.stream("s").unwrap();
+        for chunk in (0..hot).collect::<Vec<_>>().chunks(1000) {
+            s.publish_many(
+                chunk.iter().map(|&i| json(serde_json::json!(i))),
+                Some("hot"),
+            )
+            .unwrap();
+        }
+        s.publish_many((0..200).map(|i| json(serde_json::json!(i))), None)
+            .unwrap();
+        let g = s.group("g").unwrap();
+        g.create(Start::Beginning, &GroupOptions::default())
+            .unwrap();
+        (t, g)
+    };
+    let (_t, plain) = setup(0);
+    let base = steps_per_claim(&plain, 100);
+    let (t, busy) = setup(hot);
+    let head = busy.claim("holder", 1, None).unwrap().events;
+    assert_eq!(head[0].key.as_deref(), Some("hot"));
+    // Taking the waiting events in is paid once, in bounded steps.
+    let e = busy.claim("m", 1, None).unwrap().events.remove(0);
+    busy.ack(&e).unwrap();
+    assert_eq!(
+        t.count("_honker_stream_group_events WHERE state = 'waiting'"),
+        hot as i64 - 1
+    );
+    let with = steps_per_claim(&busy, 100);
+    assert!(
+        with <= base * 2,
+        "a claim behind {hot} waiting events ran {with} VM steps, {base} without"
+    );
+    eprintln!("VM steps per claim + ack: {with} with {hot} waiting, {base} without");
+}

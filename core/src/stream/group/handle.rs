@@ -207,6 +207,18 @@ impl Group {
         self.ack_in(Some(tx), event.offset, &event.token)
     }
 
+    /// Acks several delivered events in one transaction; all or none (a
+    /// stale token anywhere is `LEASE_LOST` and acks nothing).
+    pub fn ack_many(&self, events: &[GroupEvent]) -> Result<()> {
+        validate::batch_usize(events.len().max(1))?;
+        self.write(None, |c, s, g, now| {
+            for e in events {
+                ops::ack(c, s, g, e.offset, &e.token, now)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Acks by offset and token (another process's claim).
     pub fn ack_offset(&self, offset: i64, token: &str) -> Result<()> {
         self.ack_in(None, offset, token)
