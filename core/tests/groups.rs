@@ -773,3 +773,59 @@ fn a_claim_visits_no_more_rows_with_20000_waiting_on_a_key() {
     );
     eprintln!("VM steps per claim + ack: {with} with {hot} waiting, {base} without");
 }
+
+#[test]
+fn a_group_consumer_hands_out_in_order_and_close_releases_its_buffer() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((0..5).map(|i| json(serde_json::json!(i))), None)
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let c = honker::runtime::GroupConsumer::new(&g, "a", 3, None).unwrap();
+    let first = c.next(Duration::ZERO).unwrap().unwrap();
+    assert_eq!(first.offset, 1);
+    assert_eq!(c.buffered(), 2);
+    g.ack(&first).unwrap();
+    // Closing gives the two buffered back at once, their delivery uncounted.
+    assert_eq!(c.close(), 2);
+    assert!(c.next(Duration::ZERO).unwrap().is_none());
+    let other = g.claim("b", 10, None).unwrap().events;
+    assert_eq!(offsets(&other), vec![2, 3, 4, 5]);
+    assert!(other.iter().all(|e| e.deliveries == 1));
+    // A waiting next returns None once closed from another thread.
+    let c = std::sync::Arc::new(honker::runtime::GroupConsumer::new(&g, "c", 1, None).unwrap());
+    let waiter = {
+        let c = c.clone();
+        std::thread::spawn(move || c.next(Duration::from_secs(30)))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    c.close();
+    assert!(waiter.join().unwrap().unwrap().is_none());
+}
+
+#[test]
+fn a_group_consumer_behind_an_age_trim_is_told_once_then_goes_on() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    s.publish_many((0..3).map(|i| json(serde_json::json!(i))), None)
+        .unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    s.set_retention(&honker::stream::StreamRetention {
+        max_age: Some(Duration::from_secs(1)),
+        max_count: None,
+        trim_passed: false,
+    })
+    .unwrap();
+    t.clock.advance(Duration::from_secs(2));
+    s.trim().unwrap();
+    s.publish(json(serde_json::json!("new")), &PublishOptions::default())
+        .unwrap();
+    let c = honker::runtime::GroupConsumer::new(&g, "a", 10, None).unwrap();
+    let err = c.next(Duration::ZERO).unwrap_err();
+    assert_eq!((err.kind(), err.missed()), (ErrorKind::Trimmed, Some(3)));
+    assert_eq!(c.next(Duration::ZERO).unwrap().unwrap().offset, 4);
+}

@@ -27,6 +27,7 @@
 
 mod cancel;
 mod claimer;
+mod group_consumer;
 mod keepalive;
 mod listener;
 mod off_thread;
@@ -38,6 +39,7 @@ mod worker;
 pub(crate) use cancel::cancelled;
 pub use cancel::Cancel;
 pub use claimer::Claimer;
+pub use group_consumer::GroupConsumer;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use listener::Listener;
 pub use off_thread::OffThreadDrop;
