@@ -155,6 +155,55 @@ macro_rules! records {
                 created_at_ms: [i64] = created_at,
             }
 
+            #[doc = "An event delivered to a member of a consumer group, leased until"]
+            #[doc = "`lease_expires_at_ms`."]
+            GroupEvent from $crate::stream::group::GroupEvent {
+                #[doc = "Its offset in the stream."]
+                offset: [i64] = offset,
+                #[doc = "Its key: events of one key are handed out in order, one at a time."]
+                key: [Option<String>] = key,
+                #[doc = "Its payload."]
+                payload: [Payload] = payload,
+                #[doc = "When it was published."]
+                created_at_ms: [i64] = created_at,
+                #[doc = "How many times it has been delivered, this one included."]
+                deliveries: [u32] = deliveries,
+                #[doc = "The lease token every outcome presents."]
+                token: [String] = token,
+                #[doc = "When the lease lapses unless extended."]
+                lease_expires_at_ms: [i64] = lease_expires_at,
+            }
+
+            #[doc = "An event in a consumer group's dead letters."]
+            GroupDeadLetter from $crate::stream::group::DeadEvent {
+                #[doc = "Its offset in the stream."]
+                offset: [i64] = offset,
+                #[doc = "Its key, if any."]
+                key: [Option<String>] = key,
+                #[doc = "Its payload."]
+                payload: [Payload] = payload,
+                #[doc = "When it was published."]
+                created_at_ms: [i64] = created_at,
+                #[doc = "How many times it was delivered."]
+                deliveries: [u32] = deliveries,
+                #[doc = "Its last error."]
+                last_error: [Option<String>] = last_error,
+                #[doc = "When it died."]
+                died_at_ms: [i64] = died_at,
+            }
+
+            #[doc = "A member of a consumer group."]
+            GroupMember from $crate::stream::group::MemberInfo {
+                #[doc = "Its name."]
+                member: [String] = member,
+                #[doc = "When it first claimed."]
+                joined_at_ms: [i64] = joined_at,
+                #[doc = "Its last claim or heartbeat."]
+                seen_at_ms: [i64] = seen_at,
+                #[doc = "How many events it holds now."]
+                holds: [i64] = holds,
+            }
+
             #[doc = "What one maintenance pass removed, by kind of record."]
             MaintenanceReport from $crate::MaintenanceReport {
                 #[doc = "Dead letters removed."]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ops;
-use super::{DeadEvent, GroupClaim, GroupEvent, GroupInfo, GroupOptions};
+use super::{DeadEvent, Delivered, GroupClaim, GroupInfo, GroupOptions};
 use crate::clock::duration_ms;
 use crate::error::Result;
 use crate::stream::{Start, Stream};
@@ -197,31 +197,26 @@ impl Group {
 
     /// Acks a delivered event: the group is done with it, and the next
     /// event of its key gets its turn. A stale token is `LEASE_LOST`.
-    pub fn ack(&self, event: &GroupEvent) -> Result<()> {
-        self.ack_in(None, event.offset, &event.token)
+    pub fn ack(&self, event: &impl Delivered) -> Result<()> {
+        self.ack_in(None, event.offset(), event.token())
     }
 
     /// [`ack`](Self::ack) inside the caller's transaction: the event's
     /// effect and its ack commit together.
-    pub fn ack_tx(&self, tx: &Transaction, event: &GroupEvent) -> Result<()> {
-        self.ack_in(Some(tx), event.offset, &event.token)
+    pub fn ack_tx(&self, tx: &Transaction, event: &impl Delivered) -> Result<()> {
+        self.ack_in(Some(tx), event.offset(), event.token())
     }
 
     /// Acks several delivered events in one transaction; all or none (a
     /// stale token anywhere is `LEASE_LOST` and acks nothing).
-    pub fn ack_many(&self, events: &[GroupEvent]) -> Result<()> {
+    pub fn ack_many<D: Delivered>(&self, events: &[D]) -> Result<()> {
         validate::batch_usize(events.len().max(1))?;
         self.write(None, |c, s, g, now| {
             for e in events {
-                ops::ack(c, s, g, e.offset, &e.token, now)?;
+                ops::ack(c, s, g, e.offset(), e.token(), now)?;
             }
             Ok(())
         })
-    }
-
-    /// Acks by offset and token (another process's claim).
-    pub fn ack_offset(&self, offset: i64, token: &str) -> Result<()> {
-        self.ack_in(None, offset, token)
     }
 
     fn ack_in(&self, tx: Option<&Transaction>, offset: i64, token: &str) -> Result<()> {
@@ -233,7 +228,7 @@ impl Group {
     /// Returns whether it died.
     pub fn retry(
         &self,
-        event: &GroupEvent,
+        event: &impl Delivered,
         delay: Option<Duration>,
         error: Option<&str>,
     ) -> Result<bool> {
@@ -242,35 +237,35 @@ impl Group {
             None => 0,
         };
         self.write(None, |c, s, g, now| {
-            ops::retry(c, s, g, (event.offset, &event.token), (delay, error), now)
+            ops::retry(c, s, g, (event.offset(), event.token()), (delay, error), now)
         })
     }
 
     /// Sends a delivered event to the dead letters now, with `error`.
-    pub fn fail(&self, event: &GroupEvent, error: &str) -> Result<()> {
+    pub fn fail(&self, event: &impl Delivered, error: &str) -> Result<()> {
         self.write(None, |c, s, g, now| {
-            ops::fail(c, s, g, event.offset, &event.token, error, now)
+            ops::fail(c, s, g, event.offset(), event.token(), error, now)
         })
     }
 
     /// Gives a delivered event back, claimable at once, its delivery not
     /// counted.
-    pub fn release(&self, event: &GroupEvent) -> Result<()> {
+    pub fn release(&self, event: &impl Delivered) -> Result<()> {
         self.write(None, |c, s, g, now| {
-            ops::release(c, s, g, event.offset, &event.token, now)
+            ops::release(c, s, g, event.offset(), event.token(), now)
         })
     }
 
     /// Extends the lease to now + `extend` (the group's lease when `None`);
     /// returns its new end (ms).
-    pub fn heartbeat(&self, event: &GroupEvent, extend: Option<Duration>) -> Result<i64> {
+    pub fn heartbeat(&self, event: &impl Delivered, extend: Option<Duration>) -> Result<i64> {
         let extend = lease_ms(extend)?;
         self.write(None, |c, s, g, now| {
             let ms = match extend {
                 Some(ms) => ms,
                 None => duration_ms(ops::get(c, s, g)?.options.lease),
             };
-            ops::heartbeat(c, s, g, event.offset, &event.token, ms, now)
+            ops::heartbeat(c, s, g, event.offset(), event.token(), ms, now)
         })
     }
 

@@ -97,6 +97,43 @@ pub struct GroupEvent {
     pub lease_expires_at: i64,
 }
 
+/// What names a delivered event to its outcome (ack, retry, fail,
+/// release, heartbeat): its offset and its lease token. A [`GroupEvent`],
+/// or `(offset, token)` for an event another process or surface claimed.
+pub trait Delivered {
+    /// The event's offset.
+    fn offset(&self) -> i64;
+    /// The lease token its claim returned.
+    fn token(&self) -> &str;
+}
+
+impl Delivered for GroupEvent {
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+    fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+impl Delivered for (i64, &str) {
+    fn offset(&self) -> i64 {
+        self.0
+    }
+    fn token(&self) -> &str {
+        self.1
+    }
+}
+
+impl Delivered for (i64, String) {
+    fn offset(&self) -> i64 {
+        self.0
+    }
+    fn token(&self) -> &str {
+        &self.1
+    }
+}
+
 /// What one claim took. `missed`: events the stream's age limit removed
 /// before the group handled them (this claim noticed; see `TRIMMED`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -110,17 +147,18 @@ pub struct GroupClaim {
     pub more: bool,
 }
 
-/// An event in a group's dead letters.
+/// An event in a group's dead letters (one the stream's age limit removed
+/// is not listed: the group's next claim drops it, counted as missed).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeadEvent {
     /// Its offset in the stream.
     pub offset: i64,
     /// Its key.
     pub key: Option<String>,
-    /// Its payload (`None`: the stream's age limit removed it).
-    pub payload: Option<Payload>,
-    /// When it was published, if still retained.
-    pub created_at: Option<i64>,
+    /// Its payload.
+    pub payload: Payload,
+    /// When it was published (ms since the epoch).
+    pub created_at: i64,
     /// How many times it was delivered.
     pub deliveries: u32,
     /// Its last error.

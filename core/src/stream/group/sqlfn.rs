@@ -226,8 +226,8 @@ fn remove_member(c: &Call<'_>) -> Result<Out> {
 }
 
 /// `honker_group_dead(stream, group, after, limit)` → JSON array of dead
-/// letters above offset `after`: `offset, key, payload (null if trimmed),
-/// created_at, deliveries, last_error, died_at`.
+/// letters above offset `after`: `offset, key, payload, created_at,
+/// deliveries, last_error, died_at`.
 fn dead(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let (s, g) = names(a)?;
@@ -236,7 +236,7 @@ fn dead(c: &Call<'_>) -> Result<Out> {
         .iter()
         .map(|d| {
             json!({"offset": d.offset, "key": d.key,
-                   "payload": d.payload.as_ref().map(payload_json),
+                   "payload": payload_json(&d.payload),
                    "created_at": d.created_at, "deliveries": d.deliveries,
                    "last_error": d.last_error, "died_at": d.died_at})
         })

@@ -162,7 +162,7 @@ LIMIT ?2";
 pub const DEAD: &str = "
 SELECT e.offset, e.key, e.deliveries, e.last_error, e.updated_at, v.payload, v.created_at
 FROM _honker_stream_group_events e INDEXED BY _honker_stream_group_events_dead
-LEFT JOIN _honker_stream_events v ON v.stream = e.stream AND v.offset = e.offset
+JOIN _honker_stream_events v ON v.stream = e.stream AND v.offset = e.offset
 WHERE e.stream = ?1 AND e.grp = ?2 AND e.state = 'dead' AND e.offset > ?3
 ORDER BY e.offset LIMIT ?4";
 
