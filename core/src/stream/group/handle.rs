@@ -237,7 +237,14 @@ impl Group {
             None => 0,
         };
         self.write(None, |c, s, g, now| {
-            ops::retry(c, s, g, (event.offset(), event.token()), (delay, error), now)
+            ops::retry(
+                c,
+                s,
+                g,
+                (event.offset(), event.token()),
+                (delay, error),
+                now,
+            )
         })
     }
 
