@@ -200,11 +200,15 @@ def py_item(f: dict, name: str) -> str:
     every.sort()
     quoted = [f'"{n}"' for n in every]
     names = [f'"{py_name(fl)}"' for fl in fields]
-    lines = [
-        f"    __slots__ = ({', '.join(quoted)})",
-        f"    _names = ({', '.join(names)})",
-        "",
-    ]
+
+    def assign(name: str, items: list[str]) -> list[str]:
+        line = f"    {name} = ({', '.join(items)})"
+        if len(line) <= 100:
+            return [line]
+        # as ruff format wraps it
+        return [f"    {name} = ("] + [f"        {i}," for i in items] + ["    )"]
+
+    lines = [*assign("__slots__", quoted), *assign("_names", names), ""]
     lines += ["    def __init__(self, row: tuple[Any, ...]) -> None:", "        ("]
     lines += [f"            self.{s}," for s in slots]
     lines += ["        ) = row"]
@@ -495,6 +499,21 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             )
             for n in ("StreamEvent", "Notification")
         ],
+        *[
+            (
+                "bindings-python/python/honker/group.py",
+                f"record-{n}",
+                "    #",
+                py_record(f, n),
+            )
+            for n in ("GroupDeadLetter", "GroupMember")
+        ],
+        (
+            "bindings-python/python/honker/group.py",
+            "record-GroupEvent",
+            "    #",
+            py_item(f, "GroupEvent"),
+        ),
         (
             "bindings-python/python/honker/queue.py",
             "record-ClaimedJob",

@@ -5,11 +5,12 @@
 //!
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
 //! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔ `core/src/stream/` and
-//! `core/src/channel/`.
+//! `core/src/channel/`, `group.rs` ↔ `core/src/stream/group/`.
 
 mod clock;
 mod database;
 mod errors;
+mod group;
 mod json;
 mod queue;
 mod records;
@@ -38,6 +39,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<stream::Subscription>()?;
     m.add_class::<stream::Listener>()?;
+    m.add_class::<group::Group>()?;
+    m.add_class::<group::GroupConsumer>()?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

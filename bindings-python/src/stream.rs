@@ -14,13 +14,14 @@ use pyo3::IntoPyObjectExt as _;
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::json::payload_from_py;
+use crate::group::{info_tuple, Group, InfoTuple};
 use crate::records::{ConsumerInfo, Notification, StreamEvent};
 
 /// A fast path's result as Python sees it: the item; None when there is
 /// nothing now (wait for a wake-up: `Database.readiness`, or `next` on a
 /// thread); False where it would have waited for a lock (`BUSY` under
 /// `without_waiting`: call `next` on a thread, which waits for it).
-fn taken<'py, T, R>(py: Python<'py>, r: honker::Result<Option<T>>) -> PyResult<Bound<'py, PyAny>>
+pub(crate) fn taken<'py, T, R>(py: Python<'py>, r: honker::Result<Option<T>>) -> PyResult<Bound<'py, PyAny>>
 where
     R: IntoPyObject<'py> + From<T>,
 {
@@ -35,7 +36,7 @@ where
 
 /// `start`: "beginning", "latest", an offset (int), or a time in ms
 /// (`("time", ms)`; the package converts datetimes).
-fn start_from_py(start: &Bound<'_, PyAny>) -> PyResult<Start> {
+pub(crate) fn start_from_py(start: &Bound<'_, PyAny>) -> PyResult<Start> {
     if let Ok(s) = start.extract::<String>() {
         return match s.as_str() {
             "beginning" => Ok(Start::Beginning),
@@ -159,8 +160,13 @@ impl Stream {
         py.detach(|| s.position(consumer)).py()
     }
 
-    /// `(length, first_offset, last_offset, [consumer tuples])`.
-    fn info(&self, py: Python<'_>) -> PyResult<(i64, Option<i64>, i64, Vec<ConsumerInfo>)> {
+    /// `(length, first_offset, last_offset, [consumer tuples], [group
+    /// info tuples])`.
+    #[allow(clippy::type_complexity)] // the tuple the package unpacks
+    fn info(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(i64, Option<i64>, i64, Vec<ConsumerInfo>, Vec<InfoTuple>)> {
         let s = &self.stream;
         let i = py.detach(|| s.info()).py()?;
         Ok((
@@ -168,7 +174,15 @@ impl Stream {
             i.first_offset,
             i.last_offset,
             i.consumers.into_iter().map(ConsumerInfo::from).collect(),
+            i.groups.into_iter().map(info_tuple).collect(),
         ))
+    }
+
+    /// A handle on the consumer group `name` (writes nothing).
+    fn group(&self, name: &str) -> PyResult<Group> {
+        Ok(Group {
+            g: self.stream.group(name).py()?,
+        })
     }
 
     /// `(max_age_s or None, max_count or None, trim_passed)`.

@@ -40,6 +40,16 @@ from .errors import (
     Unsafe,
 )
 from .extension import extension_path, load_extension
+from .group import (
+    Group,
+    GroupClaim,
+    GroupConsumer,
+    GroupDeadLetter,
+    GroupEvent,
+    GroupInfo,
+    GroupMember,
+    GroupOptions,
+)
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
 from .stream import (
     ConsumerInfo,
@@ -61,6 +71,14 @@ __all__ = [
     "Database",
     "Enqueued",
     "Event",
+    "Group",
+    "GroupClaim",
+    "GroupConsumer",
+    "GroupDeadLetter",
+    "GroupEvent",
+    "GroupInfo",
+    "GroupMember",
+    "GroupOptions",
     "HonkerError",
     "InternalError",
     "InvalidArgument",

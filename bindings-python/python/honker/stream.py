@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._native import Listener as _NativeListener
     from ._native import Subscription as _NativeSubscription
     from .database import Database, Transaction
+    from .group import Group, GroupInfo
 
 T = TypeVar("T")
 
@@ -146,6 +147,8 @@ class StreamInfo:
     """The last offset published (0: none yet)."""
     consumers: list[ConsumerInfo]
     """Every consumer, by name."""
+    groups: list[GroupInfo] = dataclasses.field(default_factory=list)
+    """Every consumer group, by name."""
 
 
 class StreamRetention(NamedTuple):
@@ -541,9 +544,26 @@ class Stream:
         return self._native.position(consumer)
 
     def info(self) -> StreamInfo:
-        """Length, first/last offsets, and every consumer's place and lag."""
-        length, first, last, consumers = self._native.info()
-        return StreamInfo(length, first, last, [ConsumerInfo._from(c) for c in consumers])
+        """Length, first/last offsets, every consumer's place and lag, and
+        every group's (see :class:`honker.GroupInfo`)."""
+        from .group import GroupInfo
+
+        length, first, last, consumers, groups = self._native.info()
+        return StreamInfo(
+            length,
+            first,
+            last,
+            [ConsumerInfo._from(c) for c in consumers],
+            [GroupInfo._from(g) for g in groups],
+        )
+
+    def group(self, name: str) -> Group:
+        """A handle on the consumer group ``name`` of this stream (creating
+        the handle writes nothing; :meth:`Group.create` makes the group)."""
+        from .group import Group
+
+        _args.text("name", name)
+        return Group(self, self._native.group(name))
 
     def retention(self) -> StreamRetention:
         """This stream's retention (the defaults where none was set: 7 days,

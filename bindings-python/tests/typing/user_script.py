@@ -118,6 +118,21 @@ def main(path: Path) -> None:
     except honker.Trimmed as t:
         missed: int = t.missed
         assert missed >= 0
+    billing: honker.Group = orders.group("billing")
+    billing.create(start="beginning", max_deliveries=3, lease=dt.timedelta(seconds=30))
+    claimed: honker.GroupClaim = billing.claim("member-1", 2)
+    assert claimed.missed == 0 and claimed[0].deliveries == 1
+    claimed[0].ack()
+    died: bool = claimed[1].retry(delay=0, error="flaky")
+    assert not died
+    with billing.consume("member-1", batch=2, wait=0.5) as consumer:
+        ge: honker.GroupEvent | None = consumer.next(wait=0)
+        assert ge is not None and ge.offset == claimed[1].offset
+        ge.fail("poison")
+    dead_events: list[honker.GroupDeadLetter] = billing.dead()
+    ginfo: honker.GroupInfo = billing.info()
+    assert dead_events[0].last_error == "poison" and ginfo.dead == 1
+    assert ginfo.options.max_deliveries == 3 and orders.info().groups[0].group == "billing"
     conn = sqlite3.connect(":memory:")
     ext: str = honker.extension_path()
     assert ext.endswith(".so") and conn is not None

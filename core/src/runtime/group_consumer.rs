@@ -70,7 +70,9 @@ impl GroupConsumer {
     }
 
     /// The next event: a buffered one, or the first of a new claim, waiting
-    /// up to `wait`. `None` when the wait ran out or the consumer was closed.
+    /// up to `wait` (with no wait, it claims only when a read-only check
+    /// finds something claimable: polling an idle group takes no write
+    /// lock). `None` when the wait ran out or the consumer was closed.
     /// `TRIMMED` (with the number missed) when the stream's age limit removed
     /// events before the group handled them; the next call goes on.
     pub fn next(&self, wait: Duration) -> Result<Option<GroupEvent>> {
@@ -80,10 +82,14 @@ impl GroupConsumer {
         if let Some(e) = self.buffer.lock().pop_front() {
             return Ok(Some(e));
         }
-        let stop = || self.is_closed();
-        let got = self
-            .group
-            .claim_until(&self.member, self.batch, self.lease, wait, &stop)?;
+        let got = if wait.is_zero() {
+            self.group
+                .claim_ready(&self.member, self.batch, self.lease)?
+        } else {
+            let stop = || self.is_closed();
+            self.group
+                .claim_until(&self.member, self.batch, self.lease, wait, &stop)?
+        };
         let mut buffer = self.buffer.lock();
         if self.is_closed() {
             drop(buffer);

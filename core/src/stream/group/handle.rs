@@ -168,6 +168,27 @@ impl Group {
         }
     }
 
+    /// [`claim`](Self::claim) only when a read-only check finds something
+    /// claimable (a consumer's poll without waiting: an idle member never
+    /// takes the write lock).
+    pub(crate) fn claim_ready(
+        &self,
+        member: &str,
+        n: usize,
+        lease: Option<Duration>,
+    ) -> Result<GroupClaim> {
+        let db = self.stream.database();
+        let now = db.inner.now();
+        let probe = {
+            let reader = db.inner.reader()?;
+            ops::probe(reader.raw(), self.stream.name(), &self.name, now)?
+        };
+        match probe {
+            ops::Probe::Claimable => self.claim(member, n, lease),
+            ops::Probe::NextAt(_) => Ok(GroupClaim::default()),
+        }
+    }
+
     /// [`claim`](Self::claim) inside the caller's transaction: the claim
     /// commits with it. One bounded step: `more` says to claim again.
     pub fn claim_tx(

@@ -1,0 +1,415 @@
+"""Consumer groups through Python: competing members, each event handled by
+one of them under a lease and a token; per-key order; retries, dead letters
+and re-drive; fenced late outcomes; the ack inside the caller's
+transaction; iterators (sync and async, cancellation losing nothing);
+another process; and typed errors that change nothing. Mirrors
+core/tests/groups.rs."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import subprocess
+import sys
+import threading
+import time
+
+import honker
+import pytest
+
+
+def group_rows(db: honker.Database) -> list:
+    """Everything a group stores, to prove a failed call changed nothing."""
+    return [
+        db.query(f"SELECT * FROM {t} ORDER BY 1, 2")
+        for t in (
+            "_honker_stream_groups",
+            "_honker_stream_group_events",
+            "_honker_stream_group_members",
+        )
+    ]
+
+
+def test_members_compete_and_each_event_goes_to_one_of_them(db):
+    s = db.stream("orders")
+    s.publish_many([{"n": i} for i in range(6)])
+    g = s.group("billing")
+    assert g.create() == 1
+    a = g.claim("a", 4)
+    b = g.claim("b", 4)
+    assert [e.offset for e in a] == [1, 2, 3, 4]
+    assert [e.offset for e in b] == [5, 6]
+    assert a.missed == 0 and isinstance(a, honker.GroupClaim)
+    first = a[0]
+    assert (first.payload, first.key, first.deliveries) == ({"n": 0}, None, 1)
+    assert isinstance(first.created_at, dt.datetime) and first.group is g
+    assert first.lease_expires_at > first.created_at
+    info = g.info()
+    assert (info.next_offset, info.lag, info.pending, info.delivered, info.dead) == (7, 6, 6, 6, 0)
+    assert {m.member: m.holds for m in info.members} == {"a": 4, "b": 2}
+    assert info.options == honker.GroupOptions(5, 60.0, 86400.0)
+    for e in [*a, *b]:
+        e.ack()
+    assert g.claim("a", 10) == []
+    info = g.info()
+    assert (info.lag, info.pending, info.oldest_pending_age) == (0, 0, None)
+    # The stream's info lists the group; a second group is independent.
+    s.group("search").create(start="latest")
+    assert [(gi.group, gi.next_offset) for gi in s.info().groups] == [
+        ("billing", 7),
+        ("search", 7),
+    ]
+
+
+def test_create_is_idempotent_keeps_the_place_and_takes_new_options(db):
+    s = db.stream("orders")
+    s.publish_many([1, 2, 3])
+    g = s.group("g")
+    assert g.create(start=2, max_deliveries=3, lease=30) == 2
+    assert g.create(start="beginning", max_deliveries=7) == 2  # the place is kept
+    assert g.info().options == honker.GroupOptions(7, 60.0, 86400.0)
+    assert g.delete() is True
+    assert g.delete() is False
+    with pytest.raises(honker.NotFound):
+        g.claim("m")
+
+
+def test_events_of_one_key_go_out_in_order_one_at_a_time(db):
+    s = db.stream("orders")
+    for i in range(3):
+        s.publish({"step": i}, key="order-1")
+    s.publish({"other": True}, key="order-2")
+    s.publish({"free": True})
+    g = s.group("fulfil")
+    g.create()
+    a = g.claim("a", 10)
+    # order-1's first event, order-2's, and the unkeyed one: never two of a key.
+    assert [(e.offset, e.key) for e in a] == [(1, "order-1"), (4, "order-2"), (5, None)]
+    assert g.claim("b", 10) == []  # order-1's next waits for its first
+    a[0].ack()
+    [second] = g.claim("b", 10)
+    assert (second.offset, second.payload) == (2, {"step": 1})
+    # A retried event keeps its key's turn: the third does not overtake it.
+    second.retry(error="flaky")
+    [again] = g.claim("a", 10)
+    assert (again.offset, again.deliveries) == (2, 2)
+    again.ack()
+    assert [e.offset for e in g.claim("b", 10)] == [3]
+
+
+def test_a_lapsed_lease_is_reclaimed_and_the_late_outcome_is_refused(db, clock):
+    s = db.stream("orders")
+    s.publish("work")
+    g = s.group("g")
+    g.create(lease=10)
+    [slow] = g.claim("slow")
+    clock.advance(11)
+    [rescued] = g.claim("fast")
+    assert (rescued.offset, rescued.deliveries) == (1, 2)
+    before = group_rows(db)
+    for late in (slow.ack, slow.release, lambda: slow.retry(), lambda: slow.fail("x")):
+        with pytest.raises(honker.LeaseLost) as lost:
+            late()
+        assert lost.value.code == "LEASE_LOST"
+    with pytest.raises(honker.LeaseLost):
+        slow.heartbeat()
+    assert group_rows(db) == before
+    rescued.ack()
+    assert g.info().pending == 0
+
+
+def test_heartbeat_extends_and_release_gives_back_without_counting(db, clock):
+    s = db.stream("orders")
+    s.publish("work")
+    g = s.group("g")
+    g.create(lease=10)
+    [e] = g.claim("m")
+    clock.advance(8)
+    new_end = e.heartbeat(30)
+    assert e.lease_expires_at == new_end
+    assert new_end == dt.datetime.fromtimestamp(clock.now() + 30, tz=dt.timezone.utc)
+    clock.advance(20)  # past the first lease, inside the renewed one
+    assert g.claim("other") == []
+    e.release()
+    [back] = g.claim("other")
+    assert back.deliveries == 1  # the release did not count a delivery
+
+
+def test_a_poison_event_dies_after_max_deliveries_while_the_rest_flows(db):
+    s = db.stream("orders")
+    s.publish("poison", key="k")
+    s.publish("next of k", key="k")
+    s.publish("unrelated")
+    g = s.group("g")
+    g.create(max_deliveries=2)
+    [poison, unrelated] = g.claim("m", 10)
+    assert unrelated.payload == "unrelated"
+    unrelated.ack()
+    assert poison.retry(error="boom 1") is False
+    [poison] = g.claim("m", 10)
+    assert poison.retry(error="boom 2") is True  # its last delivery: dead
+    # Its key is free: the next event of k flows.
+    [nxt] = g.claim("m", 10)
+    assert nxt.payload == "next of k"
+    nxt.ack()
+    [dead] = g.dead()
+    assert (dead.offset, dead.payload, dead.deliveries, dead.last_error) == (
+        1,
+        "poison",
+        2,
+        "boom 2",
+    )
+    assert isinstance(dead.died_at, dt.datetime)
+    assert g.info().dead == 1
+    g.redrive(1)
+    [redriven] = g.claim("m")
+    assert (redriven.offset, redriven.deliveries) == (1, 1)
+    redriven.fail("still broken")
+    assert [d.last_error for d in g.dead()] == ["still broken"]
+    assert g.redrive_all() == 1
+    assert g.dead() == []
+    with pytest.raises(honker.NotFound):
+        g.redrive(3)
+
+
+def test_ack_inside_the_callers_transaction_commits_or_rolls_back_with_the_effect(db):
+    db.execute("CREATE TABLE shipped (offset INTEGER PRIMARY KEY)")
+    s = db.stream("orders")
+    s.publish({"order": 1})
+    g = s.group("ship")
+    g.create()
+    [e] = g.claim("m")
+    with pytest.raises(RuntimeError), db.transaction() as tx:
+        tx.execute("INSERT INTO shipped VALUES (?)", [e.offset])
+        e.ack(tx=tx)
+        raise RuntimeError("crash before commit")
+    assert db.query("SELECT count(*) FROM shipped") == [(0,)]
+    assert g.info().delivered == 1  # still leased: the ack rolled back
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO shipped VALUES (?)", [e.offset])
+        e.ack(tx=tx)
+    assert db.query("SELECT offset FROM shipped") == [(1,)]
+    assert g.info().pending == 0
+
+
+def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db):
+    s = db.stream("orders")
+    s.publish_many(range(4))
+    g = s.group("g")
+    g.create()
+    got = g.claim("m", 4)
+    # All or none: one stale token acks nothing.
+    with pytest.raises(honker.LeaseLost):
+        g.ack_many([got[0], (got[1].offset, "not-the-token")])
+    assert g.info().delivered == 4
+    g.ack_many([got[0], (got[1].offset, got[1].token)])
+    g.ack((got[2].offset, got[2].token))  # as a Node or SQL claimer hands it over
+    g.ack(got[3])
+    assert g.info().pending == 0
+    with pytest.raises(honker.InvalidArgument):
+        g.ack_many([("1", "t")])  # type: ignore[list-item]
+
+
+def test_removing_a_member_that_holds_events_needs_force_and_frees_them(db):
+    s = db.stream("orders")
+    s.publish_many([1, 2])
+    g = s.group("g")
+    g.create()
+    held = g.claim("gone", 2)
+    with pytest.raises(honker.InvalidArgument):
+        g.remove_member("gone")
+    assert g.remove_member("gone", force=True) == 2
+    assert [e.offset for e in g.claim("alive", 2)] == [1, 2]
+    with pytest.raises(honker.LeaseLost):
+        held[0].ack()
+    assert [m.member for m in g.info().members] == ["alive"]
+
+
+def test_a_consumer_iterates_acks_and_releases_its_buffer_on_close(db):
+    s = db.stream("orders")
+    s.publish_many(range(10))
+    g = s.group("g")
+    g.create()
+    got = []
+    with g.consume("m", batch=4) as consumer:
+        for event in consumer:
+            got.append(event.payload)
+            event.ack()
+            if len(got) == 5:
+                break
+        # Claimed 8 (two batches), handed out 5: three are buffered.
+        assert consumer._native.buffered == 3
+    assert consumer.closed
+    assert got == [0, 1, 2, 3, 4]
+    info = g.info()
+    # The buffer went back (pending, not delivered); 9 and 10 were never taken in.
+    assert (info.pending, info.delivered, info.lag) == (3, 0, 5)
+    [e] = g.claim("other")
+    assert (e.offset, e.deliveries) == (6, 1)  # released: no delivery counted
+
+
+def test_a_consumer_polling_an_idle_group_takes_no_write_lock(db, path):
+    s = db.stream("orders")
+    g = s.group("g")
+    g.create()
+    consumer = g.consume("m")
+    # Another connection holds the write lock: an idle poll still answers.
+    other = honker.open(path)
+    with other.transaction() as tx:
+        tx.execute("INSERT INTO orders (id) VALUES (1)")
+        assert consumer.next(wait=0) is None
+    s.publish("now")
+    assert consumer.next(wait=0).payload == "now"
+    consumer.close()
+    other.close()
+
+
+def test_sync_iteration_wakes_on_a_publish_from_another_thread(db):
+    s = db.stream("orders")
+    g = s.group("g")
+    g.create()
+    consumer = g.consume("m", wait=5)
+
+    def later() -> None:
+        time.sleep(0.2)
+        s.publish("woke")
+
+    t = threading.Thread(target=later)
+    t.start()
+    started = time.monotonic()
+    event = next(iter(consumer))
+    t.join()
+    assert event.payload == "woke"
+    assert time.monotonic() - started < 4  # woken, not timed out
+    event.ack()
+    consumer.close()
+
+
+def test_async_iteration_and_cancellation_lose_nothing(db):
+    s = db.stream("orders")
+    g = s.group("g")
+    g.create()
+
+    async def main() -> list[int]:
+        got: list[int] = []
+        async with g.consume("async", wait=5) as consumer:
+            waiting = asyncio.ensure_future(consumer.__anext__())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await s.publish_many_async([1, 2, 3])
+            async for event in consumer:
+                got.append(event.payload)
+                await event.ack_async()
+                if len(got) == 3:
+                    break
+        claimed = await g.claim_async("other", 5)
+        assert claimed == []
+        return got
+
+    assert asyncio.run(main()) == [1, 2, 3]
+    assert g.info().pending == 0
+
+
+def test_a_consumer_behind_age_retention_gets_trimmed_then_goes_on(db, clock):
+    s = db.stream("metrics")
+    s.set_retention(max_age=60)
+    g = s.group("slow")
+    g.create()
+    s.publish_many(range(5))
+    clock.advance(120)
+    s.publish_many([5, 6])
+    assert s.trim() == 5
+    consumer = g.consume("m")
+    with pytest.raises(honker.Trimmed) as trimmed:
+        consumer.next(wait=0)
+    assert trimmed.value.missed == 5
+    assert [consumer.next(wait=0).payload for _ in range(2)] == [5, 6]
+    consumer.close()
+
+
+MEMBER = """
+import honker, sys
+db = honker.open(sys.argv[1])
+g = db.stream("orders").group("g")
+n = int(sys.argv[2])
+for event in g.consume(sys.argv[3], batch=5, wait=10):
+    print(event.offset, flush=True)
+    event.ack()
+    n -= 1
+    if n == 0:
+        break
+db.close()
+"""
+
+
+def test_members_in_other_processes_share_the_events_each_once(path):
+    db = honker.open(path)
+    s = db.stream("orders")
+    g = s.group("g")
+    g.create()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MEMBER, str(path), "30", f"member-{i}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for start in range(0, 60, 10):
+        s.publish_many([{"i": i} for i in range(start, start + 10)])
+    seen = []
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        seen += [int(line) for line in out.split()]
+    # Together they handled all 60, each exactly once (each stops at 30).
+    assert sorted(seen) == list(range(1, 61))
+    assert g.info().pending == 0
+    db.close()
+
+
+def test_bad_input_is_a_typed_error_and_changes_nothing(db):
+    s = db.stream("orders")
+    s.publish("kept")
+    g = s.group("g")
+    g.create()
+    [held] = g.claim("m")
+    before = group_rows(db)
+    for name in ("", "x" * 1000, "nul\0"):
+        with pytest.raises(honker.InvalidArgument):
+            s.group(name)
+        with pytest.raises(honker.InvalidArgument):
+            g.claim(name)
+        with pytest.raises(honker.InvalidArgument):
+            g.consume(name)
+    for bad in (
+        lambda: g.create(max_deliveries=0),
+        lambda: g.create(max_deliveries=1001),
+        lambda: g.create(max_deliveries=-1),
+        lambda: g.create(lease=0),
+        lambda: g.create(lease=-5),
+        lambda: g.create(lease=float("inf")),
+        lambda: g.create(lease=86401),
+        lambda: g.create(member_idle=0.5),
+        lambda: g.create(start="middle"),
+        lambda: g.claim("m", 0),
+        lambda: g.claim("m", 10_001),
+        lambda: g.claim("m", -1),
+        lambda: g.claim("m", lease=0),
+        lambda: g.claim("m", wait=-1),
+        lambda: g.claim("m", wait=float("nan")),
+        lambda: held.retry(delay=-1),
+        lambda: held.heartbeat(0),
+        lambda: g.consume("m", batch=0),
+        lambda: g.consume("m", wait=0),
+        lambda: g.dead(limit=-1),
+        lambda: g.remove_member("m", force="yes"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(honker.InvalidArgument):
+            bad()
+    with pytest.raises(honker.InvalidArgument):
+        s.group("g2").create(start=5)  # past the end (one past the last is 2)
+    assert group_rows(db) == before
+    held.ack()
