@@ -56,6 +56,73 @@ export declare class Database {
   channelRetention(channel: string, set?: ChannelWindow | undefined | null): Promise<Out<ChannelWindow>>
 }
 
+/** A handle on one consumer group of a stream. */
+export declare class Group {
+  /**
+   * Creates the group at `start` (idempotent: an existing group keeps its place and
+   * takes the options); resolves to its next offset.
+   */
+  create(start: StartArg, options?: GroupOptionsArg | undefined | null): Promise<Out<number>>
+  tryCreate(start: StartArg, options?: GroupOptionsArg | undefined | null): Out<number>
+  /** Deletes the group with its pending events, dead letters and members. */
+  delete(): Promise<Out<boolean>>
+  tryDelete(): Out<boolean>
+  /** Up to `n` events for `member`, waiting up to `wait` ms (0: not at all). */
+  claim(member: string, n: number, lease: number | undefined | null, wait: number): Promise<Out<GroupClaim>>
+  tryClaim(member: string, n: number, lease: number | undefined | null, wait: number): Out<GroupClaim>
+  ack(offset: number, token: string, tx?: number | undefined | null): Promise<Out<undefined>>
+  tryAck(offset: number, token: string, tx?: number | undefined | null): Out<undefined>
+  /** Acks several delivered events in one transaction: all or none. */
+  ackMany(events: Array<GroupLease>): Promise<Out<undefined>>
+  tryAckMany(events: Array<GroupLease>): Out<undefined>
+  /** A failed delivery; resolves to whether the event died. */
+  retry(offset: number, token: string, delay?: number | undefined | null, error?: string | undefined | null): Promise<Out<boolean>>
+  tryRetry(offset: number, token: string, delay?: number | undefined | null, error?: string | undefined | null): Out<boolean>
+  fail(offset: number, token: string, error: string): Promise<Out<undefined>>
+  tryFail(offset: number, token: string, error: string): Out<undefined>
+  release(offset: number, token: string): Promise<Out<undefined>>
+  tryRelease(offset: number, token: string): Out<undefined>
+  /** Extends the lease; resolves to its new end (ms since the epoch). */
+  heartbeat(offset: number, token: string, extend?: number | undefined | null): Promise<Out<number>>
+  tryHeartbeat(offset: number, token: string, extend?: number | undefined | null): Out<number>
+  /** Removes `member` (one holding events only with `force`); resolves to how many it held. */
+  removeMember(member: string, force: boolean): Promise<Out<number>>
+  tryRemoveMember(member: string, force: boolean): Out<number>
+  dead(after: number, limit: number): Promise<Out<Array<GroupDeadLetter>>>
+  tryDead(after: number, limit: number): Out<Array<GroupDeadLetter>>
+  redrive(offset: number): Promise<Out<undefined>>
+  tryRedrive(offset: number): Out<undefined>
+  info(): Promise<Out<GroupInfo>>
+  tryInfo(): Out<GroupInfo>
+  get name(): string
+  /** Re-drives every dead letter (in batches); resolves to how many. */
+  redriveAll(): Promise<Out<number>>
+  /**
+   * `member` as a stream of events, claiming `batch` at once, leased for
+   * `lease` ms (the group's when null). Writes nothing until read.
+   */
+  consume(member: string, batch: number, lease?: number | undefined | null): Out<GroupConsumer>
+}
+
+/** See `Group.consume`. */
+export declare class GroupConsumer {
+  /**
+   * The next event, waiting up to `wait` ms; null when the wait ran out or the
+   * consumer was closed. TRIMMED (with `missed`) when the stream's age limit
+   * removed events before the group handled them.
+   */
+  next(wait: number): Promise<Out<GroupEvent | undefined | null>>
+  tryNext(wait: number): Out<GroupEvent | undefined | null>
+  /**
+   * Stops: releases the events claimed and not handed out (their
+   * deliveries not counted) and wakes a waiting `next`; resolves to how
+   * many it released.
+   */
+  close(): Promise<Out<number>>
+  get closed(): boolean
+  get member(): string
+}
+
 /** See `Queue.keepAlive`. */
 export declare class KeepAlive {
   /** Whether the lease was lost (renewal stopped). */
@@ -168,6 +235,8 @@ export declare class Queue {
 /** A handle on one stream. */
 export declare class Stream {
   get name(): string
+  /** A handle on the consumer group `name` (writes nothing). */
+  group(name: string): Out<Group>
   /**
    * Applies the retention now (in batches); resolves to how many events
    * went.
@@ -385,6 +454,105 @@ export interface Failure {
   missed?: number
 }
 
+/**
+ * What one claim delivered, and the events retention removed before the
+ * group handled them (noticed by this claim).
+ */
+export interface GroupClaim {
+  events: Array<GroupEvent>
+  missed: number
+}
+
+/** An event in a consumer group's dead letters. */
+export interface GroupDeadLetter {
+  /** Its offset in the stream. */
+  offset: number
+  /** Its key, if any. */
+  key?: string
+  /** Its payload. */
+  payload: PayloadIo
+  /** When it was published. */
+  createdAtMs: number
+  /** How many times it was delivered. */
+  deliveries: number
+  /** Its last error. */
+  lastError?: string
+  /** When it died. */
+  diedAtMs: number
+}
+
+/**
+ * An event delivered to a member of a consumer group, leased until
+ * `lease_expires_at_ms`.
+ */
+export interface GroupEvent {
+  /** Its offset in the stream. */
+  offset: number
+  /** Its key: events of one key are handed out in order, one at a time. */
+  key?: string
+  /** Its payload. */
+  payload: PayloadIo
+  /** When it was published. */
+  createdAtMs: number
+  /** How many times it has been delivered, this one included. */
+  deliveries: number
+  /** The lease token every outcome presents. */
+  token: string
+  /** When the lease lapses unless extended. */
+  leaseExpiresAtMs: number
+}
+
+/** What `Group.info` (and each of a stream's `groups`) reports. */
+export interface GroupInfo {
+  group: string
+  nextOffset: number
+  lag: number
+  pending: number
+  delivered: number
+  dead: number
+  oldestPendingAgeMs?: number
+  members: Array<GroupMember>
+  options: GroupSettings
+}
+
+/** An event's `(offset, token)`: what an outcome presents. */
+export interface GroupLease {
+  offset: number
+  token: string
+}
+
+/** A member of a consumer group. */
+export interface GroupMember {
+  /** Its name. */
+  member: string
+  /** When it first claimed. */
+  joinedAtMs: number
+  /** Its last claim or heartbeat. */
+  seenAtMs: number
+  /** How many events it holds now. */
+  holds: number
+}
+
+/** A group's options; each left out is core's default. */
+export interface GroupOptionsArg {
+  /** Deliveries before an event goes to the dead letters (5; 1 to 1,000). */
+  maxDeliveries?: number
+  /** The lease a claim takes when it names none (60,000 ms; 1 ms to 24 h). */
+  lease?: number
+  /**
+   * A member idle this long and holding nothing is removed by
+   * maintenance (24 h; 1 s to 365 days).
+   */
+  memberIdle?: number
+}
+
+/** A group's options as stored; durations in ms. */
+export interface GroupSettings {
+  maxDeliveries: number
+  lease: number
+  memberIdle: number
+}
+
 /** A job in any state, as a lookup or the dead letters report it (no lease token). */
 export interface JobInfo {
   /** The job's id. */
@@ -440,6 +608,8 @@ export interface MaintenanceReport {
   publishKeys: number
   /** Notifications removed after their channels' window. */
   notifications: number
+  /** Consumer group members removed after their group's idle time. */
+  groupMembers: number
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */
@@ -571,6 +741,7 @@ export interface StreamInfo {
   firstOffset?: number
   lastOffset: number
   consumers: Array<ConsumerInfo>
+  groups: Array<GroupInfo>
 }
 
 /** A job handed out by `next`, until `complete` takes it by `key`. */

@@ -408,6 +408,9 @@ NODE_RECORDS = (
     "StreamEvent",
     "ConsumerInfo",
     "Notification",
+    "GroupEvent",
+    "GroupDeadLetter",
+    "GroupMember",
 )
 
 

@@ -1,6 +1,11 @@
 // Uses the whole public API with types; `tsc --noEmit` (scripts/test.sh)
 // checks it against index.d.ts. Not run: it only has to type-check.
 import honker, {
+  type Group,
+  type GroupConsumer,
+  type GroupDeadLetter,
+  type GroupEvent,
+  type GroupInfo,
   extensionPath,
   open,
   ManualClock,
@@ -169,5 +174,30 @@ export async function everything(path: string): Promise<void> {
   await db.setChannelRetention('ui', { maxAge: 60_000, maxCount: 100 });
   const window: ChannelRetention = await db.channelRetention('ui');
   void [offsets, page, next, pos, lag, kept, trimmed, id, window, sub.consumer];
+
+  // Consumer groups.
+  const billing: Group = orders.group('billing');
+  const from: number = await billing.create({ start: 'beginning', maxDeliveries: 3, lease: 30_000, memberIdle: 3_600_000 });
+  const claimed = await billing.claim('member-1', { n: 2, lease: 10_000, wait: 0 });
+  const missedNow: number = claimed.missed;
+  for (const e of claimed) {
+    const ge: GroupEvent = e;
+    const deliveries: number = ge.deliveries;
+    const end: Date = await ge.heartbeat({ extend: 5_000 });
+    const died: boolean = await ge.retry({ delay: 0, error: 'flaky' });
+    void [deliveries, end, died, ge.token, ge.leaseExpiresAt];
+  }
+  await billing.ackMany([{ offset: 1, token: 't' }]).catch(() => {});
+  const member: GroupConsumer = billing.consume('member-1', { batch: 5, wait: 1000, signal: stopper.signal });
+  for await (const e of member) {
+    await db.transaction(async (tx) => e.ack({ tx }));
+    break;
+  }
+  await member.close();
+  const ginfo: GroupInfo = await billing.info();
+  const deadLetters: GroupDeadLetter[] = await billing.dead({ after: 0, limit: 10 });
+  const freed: number = await billing.removeMember('member-1', { force: true });
+  const redriven: number = await billing.redriveAll();
+  void [from, missedNow, ginfo.options.maxDeliveries, ginfo.oldestPendingAge, deadLetters, freed, redriven, sinfo.groups];
   await db.close();
 }

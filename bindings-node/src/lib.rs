@@ -6,7 +6,8 @@
 //!
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
 //! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔
-//! `core/src/stream/` and `core/src/channel/`.
+//! `core/src/stream/` and `core/src/channel/`, `group.rs` ↔
+//! `core/src/stream/group/`.
 //!
 //! Durations cross as milliseconds (Node's unit: `setTimeout`, BullMQ), times
 //! as milliseconds since the Unix epoch.
@@ -20,6 +21,7 @@
 
 mod database;
 mod errors;
+mod group;
 mod queue;
 mod records;
 mod runtime;

@@ -46,6 +46,7 @@ pub struct StreamInfo {
     pub first_offset: Option<i64>,
     pub last_offset: i64,
     pub consumers: Vec<ConsumerInfo>,
+    pub groups: Vec<crate::group::GroupInfo>,
 }
 
 /// A stream's retention; `maxAge` in ms.
@@ -63,7 +64,7 @@ pub struct ChannelWindow {
     pub max_count: i64,
 }
 
-fn start(s: StartArg) -> honker::Result<Start> {
+pub(crate) fn start(s: StartArg) -> honker::Result<Start> {
     match (s.kind.as_str(), s.at) {
         ("beginning", None) => Ok(Start::Beginning),
         ("latest", None) => Ok(Start::Latest),
@@ -161,6 +162,11 @@ impl Stream {
                 first_offset: i.first_offset,
                 last_offset: i.last_offset,
                 consumers: i.consumers.into_iter().map(ConsumerInfo::from).collect(),
+                groups: i
+                    .groups
+                    .into_iter()
+                    .map(crate::group::GroupInfo::from)
+                    .collect(),
             })
         })
     }
@@ -202,6 +208,15 @@ impl Stream {
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.s.name().to_owned()
+    }
+
+    /// A handle on the consumer group `name` (writes nothing).
+    #[napi]
+    pub fn group(&self, name: String) -> Out<crate::group::Group> {
+        out(self
+            .s
+            .group(&name)
+            .map(|g| crate::group::Group::new(g, Arc::clone(&self.txs))))
     }
 
     /// Applies the retention now (in batches); resolves to how many events

@@ -13,15 +13,18 @@ use pyo3::IntoPyObjectExt as _;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
-use crate::json::payload_from_py;
 use crate::group::{info_tuple, Group, InfoTuple};
+use crate::json::payload_from_py;
 use crate::records::{ConsumerInfo, Notification, StreamEvent};
 
 /// A fast path's result as Python sees it: the item; None when there is
 /// nothing now (wait for a wake-up: `Database.readiness`, or `next` on a
 /// thread); False where it would have waited for a lock (`BUSY` under
 /// `without_waiting`: call `next` on a thread, which waits for it).
-pub(crate) fn taken<'py, T, R>(py: Python<'py>, r: honker::Result<Option<T>>) -> PyResult<Bound<'py, PyAny>>
+pub(crate) fn taken<'py, T, R>(
+    py: Python<'py>,
+    r: honker::Result<Option<T>>,
+) -> PyResult<Bound<'py, PyAny>>
 where
     R: IntoPyObject<'py> + From<T>,
 {

@@ -1,0 +1,366 @@
+// Consumer groups through Node: competing members under leases and tokens,
+// per-key order, retries, dead letters and re-drive, fenced late outcomes,
+// the ack inside the caller's transaction, the async iterator (AbortSignal,
+// close releasing its buffer), another process, and typed errors that change
+// nothing. Mirrors bindings-python/tests/test_groups.py.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { test } from 'node:test';
+import honker from '../index.js';
+import { tempPath, testDb } from './helpers.mjs';
+
+const index = createRequire(import.meta.url).resolve('../index.js');
+
+/** Everything a group stores, to prove a failed call changed nothing. */
+async function groupRows(db) {
+  const out = [];
+  for (const t of ['_honker_stream_groups', '_honker_stream_group_events', '_honker_stream_group_members']) {
+    out.push(await db.query(`SELECT * FROM ${t} ORDER BY 1, 2`));
+  }
+  return JSON.stringify(out);
+}
+
+test('members compete and each event goes to one of them', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([0, 1, 2, 3, 4, 5].map((n) => ({ n })));
+  const g = s.group('billing');
+  assert.equal(await g.create(), 1);
+  const a = await g.claim('a', { n: 4 });
+  const b = await g.claim('b', { n: 4 });
+  assert.deepEqual(a.map((e) => e.offset), [1, 2, 3, 4]);
+  assert.deepEqual(b.map((e) => e.offset), [5, 6]);
+  assert.equal(a.missed, 0);
+  const [first] = a;
+  assert.ok(first instanceof honker.GroupEvent);
+  assert.deepEqual([first.payload, first.key, first.deliveries], [{ n: 0 }, null, 1]);
+  assert.ok(first.createdAt instanceof Date && first.leaseExpiresAt > first.createdAt);
+  assert.equal(first.group, g);
+  let info = await g.info();
+  assert.deepEqual(
+    [info.nextOffset, info.lag, info.pending, info.delivered, info.dead],
+    [7, 6, 6, 6, 0],
+  );
+  assert.deepEqual(Object.fromEntries(info.members.map((m) => [m.member, m.holds])), { a: 4, b: 2 });
+  assert.deepEqual(info.options, { maxDeliveries: 5, lease: 60_000, memberIdle: 86_400_000 });
+  for (const e of [...a, ...b]) await e.ack();
+  assert.deepEqual([...(await g.claim('a', { n: 10 }))], []);
+  info = await g.info();
+  assert.deepEqual([info.lag, info.pending, info.oldestPendingAge], [0, 0, null]);
+  await s.group('search').create({ start: 'latest' });
+  assert.deepEqual(
+    (await s.info()).groups.map((x) => [x.group, x.nextOffset]),
+    [
+      ['billing', 7],
+      ['search', 7],
+    ],
+  );
+});
+
+test('create is idempotent: it keeps the place and takes new options', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([1, 2, 3]);
+  const g = s.group('g');
+  assert.equal(await g.create({ start: 2, maxDeliveries: 3, lease: 30_000 }), 2);
+  assert.equal(await g.create({ start: 'beginning', maxDeliveries: 7 }), 2);
+  assert.deepEqual((await g.info()).options, { maxDeliveries: 7, lease: 60_000, memberIdle: 86_400_000 });
+  assert.equal(await g.delete(), true);
+  assert.equal(await g.delete(), false);
+  await assert.rejects(g.claim('m'), honker.NotFound);
+});
+
+test('events of one key go out in order, one at a time', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  for (let i = 0; i < 3; i++) await s.publish({ step: i }, { key: 'order-1' });
+  await s.publish({ other: true }, { key: 'order-2' });
+  await s.publish({ free: true });
+  const g = s.group('fulfil');
+  await g.create();
+  const a = await g.claim('a', { n: 10 });
+  assert.deepEqual(
+    a.map((e) => [e.offset, e.key]),
+    [
+      [1, 'order-1'],
+      [4, 'order-2'],
+      [5, null],
+    ],
+  );
+  assert.equal((await g.claim('b', { n: 10 })).length, 0);
+  await a[0].ack();
+  const [second] = await g.claim('b', { n: 10 });
+  assert.deepEqual([second.offset, second.payload], [2, { step: 1 }]);
+  assert.equal(await second.retry({ error: 'flaky' }), false);
+  const [again] = await g.claim('a', { n: 10 });
+  assert.deepEqual([again.offset, again.deliveries], [2, 2]);
+  await again.ack();
+  assert.deepEqual((await g.claim('b', { n: 10 })).map((e) => e.offset), [3]);
+});
+
+test('a lapsed lease is reclaimed and the late outcome is refused', async () => {
+  const { db, clock } = await testDb();
+  const s = db.stream('orders');
+  await s.publish('work');
+  const g = s.group('g');
+  await g.create({ lease: 10_000 });
+  const [slow] = await g.claim('slow');
+  clock.advance(11_000);
+  const [rescued] = await g.claim('fast');
+  assert.deepEqual([rescued.offset, rescued.deliveries], [1, 2]);
+  const before = await groupRows(db);
+  for (const late of [() => slow.ack(), () => slow.release(), () => slow.retry(), () => slow.fail('x'), () => slow.heartbeat()]) {
+    await assert.rejects(late(), (e) => e instanceof honker.LeaseLost && e.code === 'LEASE_LOST');
+  }
+  assert.equal(await groupRows(db), before);
+  await rescued.ack();
+  assert.equal((await g.info()).pending, 0);
+});
+
+test('heartbeat extends the lease; release gives back without counting a delivery', async () => {
+  const { db, clock } = await testDb();
+  const s = db.stream('orders');
+  await s.publish('work');
+  const g = s.group('g');
+  await g.create({ lease: 10_000 });
+  const [e] = await g.claim('m');
+  clock.advance(8_000);
+  const end = await e.heartbeat({ extend: 30_000 });
+  assert.equal(end.getTime(), clock.now() + 30_000);
+  assert.equal(e.leaseExpiresAt, end);
+  clock.advance(20_000);
+  assert.equal((await g.claim('other')).length, 0);
+  await e.release();
+  const [back] = await g.claim('other');
+  assert.equal(back.deliveries, 1);
+});
+
+test('a poison event dies after maxDeliveries while the rest flows; dead letters and re-drive', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publish('poison', { key: 'k' });
+  await s.publish('next of k', { key: 'k' });
+  await s.publish('unrelated');
+  const g = s.group('g');
+  await g.create({ maxDeliveries: 2 });
+  let [poison, unrelated] = await g.claim('m', { n: 10 });
+  await unrelated.ack();
+  assert.equal(await poison.retry({ error: 'boom 1' }), false);
+  [poison] = await g.claim('m', { n: 10 });
+  assert.equal(await poison.retry({ error: 'boom 2' }), true);
+  const [next] = await g.claim('m', { n: 10 });
+  assert.equal(next.payload, 'next of k');
+  await next.ack();
+  const [dead] = await g.dead();
+  assert.deepEqual([dead.offset, dead.payload, dead.deliveries, dead.lastError], [1, 'poison', 2, 'boom 2']);
+  assert.ok(dead.diedAt instanceof Date);
+  await g.redrive(1);
+  const [redriven] = await g.claim('m');
+  assert.deepEqual([redriven.offset, redriven.deliveries], [1, 1]);
+  await redriven.fail('still broken');
+  assert.deepEqual((await g.dead()).map((d) => d.lastError), ['still broken']);
+  assert.equal(await g.redriveAll(), 1);
+  assert.deepEqual(await g.dead(), []);
+  await assert.rejects(g.redrive(3), honker.NotFound);
+});
+
+test("an ack inside the caller's transaction commits or rolls back with the effect", async () => {
+  const { db } = await testDb();
+  await db.execute('CREATE TABLE shipped ("offset" INTEGER PRIMARY KEY)');
+  const s = db.stream('orders');
+  await s.publish({ order: 1 });
+  const g = s.group('ship');
+  await g.create();
+  const [e] = await g.claim('m');
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.execute('INSERT INTO shipped VALUES (?)', [e.offset]);
+      await e.ack({ tx });
+      throw new Error('crash before commit');
+    }),
+    /crash before commit/,
+  );
+  assert.deepEqual(await db.query('SELECT count(*) AS n FROM shipped'), [{ n: 0 }]);
+  assert.equal((await g.info()).delivered, 1);
+  await db.transaction(async (tx) => {
+    await tx.execute('INSERT INTO shipped VALUES (?)', [e.offset]);
+    await e.ack({ tx });
+  });
+  assert.equal((await g.info()).pending, 0);
+});
+
+test('ackMany is all or none; outcomes by { offset, token } from another surface', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([0, 1, 2, 3]);
+  const g = s.group('g');
+  await g.create();
+  const got = await g.claim('m', { n: 4 });
+  await assert.rejects(g.ackMany([got[0], { offset: got[1].offset, token: 'not-the-token' }]), honker.LeaseLost);
+  assert.equal((await g.info()).delivered, 4);
+  await g.ackMany([got[0], { offset: got[1].offset, token: got[1].token }]);
+  await g.ack({ offset: got[2].offset, token: got[2].token });
+  await g.ack(got[3]);
+  assert.equal((await g.info()).pending, 0);
+  await assert.rejects(g.ackMany([[1, 't']]), honker.InvalidArgument);
+});
+
+test('removing a member that holds events needs force, and frees them at once', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([1, 2]);
+  const g = s.group('g');
+  await g.create();
+  const held = await g.claim('gone', { n: 2 });
+  await assert.rejects(g.removeMember('gone'), honker.InvalidArgument);
+  assert.equal(await g.removeMember('gone', { force: true }), 2);
+  assert.deepEqual((await g.claim('alive', { n: 2 })).map((e) => e.offset), [1, 2]);
+  await assert.rejects(held[0].ack(), honker.LeaseLost);
+  assert.deepEqual((await g.info()).members.map((m) => m.member), ['alive']);
+});
+
+test('a consumer iterates, and closing it releases what it buffered', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publishMany([...Array(10).keys()]);
+  const g = s.group('g');
+  await g.create();
+  const got = [];
+  const consumer = g.consume('m', { batch: 4 });
+  for await (const e of consumer) {
+    got.push(e.payload);
+    await e.ack();
+    if (got.length === 5) break; // closes: the three buffered go back
+  }
+  assert.equal(consumer.closed, true);
+  assert.deepEqual(got, [0, 1, 2, 3, 4]);
+  const info = await g.info();
+  assert.deepEqual([info.pending, info.delivered, info.lag], [3, 0, 5]);
+  const [e] = await g.claim('other');
+  assert.deepEqual([e.offset, e.deliveries], [6, 1]);
+});
+
+test('an AbortSignal ends a waiting consumer at once; a publish wakes one', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  const g = s.group('g');
+  await g.create();
+  const ac = new AbortController();
+  const waiting = g.consume('m', { wait: 10_000, signal: ac.signal });
+  const started = Date.now();
+  setTimeout(() => ac.abort(), 100);
+  for await (const e of waiting) assert.fail(`nothing was published, got ${e}`);
+  assert.ok(Date.now() - started < 2000, `abort took ${Date.now() - started} ms`);
+  const c = g.consume('m', { wait: 10_000 });
+  setTimeout(() => s.publish('woke'), 100);
+  const { value } = await c.next();
+  assert.equal(value.payload, 'woke');
+  await value.ack();
+  await c.close();
+});
+
+test('a consumer behind age retention gets Trimmed with the count, then goes on', async () => {
+  const { db, clock } = await testDb();
+  const s = db.stream('metrics');
+  await s.setRetention({ maxAge: 60_000 });
+  const g = s.group('slow');
+  await g.create();
+  await s.publishMany([0, 1, 2, 3, 4]);
+  clock.advance(120_000);
+  await s.publishMany([5, 6]);
+  assert.equal(await s.trim(), 5);
+  const c = g.consume('m', { wait: 50 });
+  await assert.rejects(c.next(), (e) => e instanceof honker.Trimmed && e.missed === 5);
+  assert.deepEqual([(await c.next()).value.payload, (await c.next()).value.payload], [5, 6]);
+  await c.close();
+});
+
+const MEMBER = `
+const honker = require(process.argv[1]);
+(async () => {
+  const db = await honker.open(process.argv[2]);
+  let n = Number(process.argv[3]);
+  for await (const e of db.stream('orders').group('g').consume(process.argv[4], { batch: 5, wait: 10_000 })) {
+    process.stdout.write(e.offset + '\\n');
+    await e.ack();
+    if (--n === 0) break;
+  }
+  await db.close();
+})();
+`;
+
+test('members in other processes share the events, each once', async () => {
+  const file = tempPath();
+  const db = await honker.open(file);
+  const s = db.stream('orders');
+  await s.group('g').create();
+  const children = [0, 1].map((i) =>
+    spawn(process.execPath, ['-e', MEMBER, index, file, '30', `member-${i}`], { stdio: ['ignore', 'pipe', 'inherit'] }),
+  );
+  const outputs = children.map((c) => {
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    return once(c, 'exit').then(([code]) => [code, out]);
+  });
+  for (let start = 0; start < 60; start += 10) {
+    await s.publishMany(Array.from({ length: 10 }, (_, i) => ({ i: start + i })));
+  }
+  const seen = [];
+  for (const [code, out] of await Promise.all(outputs)) {
+    assert.equal(code, 0);
+    seen.push(...out.split('\n').filter(Boolean).map(Number));
+  }
+  assert.deepEqual(
+    seen.sort((x, y) => x - y),
+    Array.from({ length: 60 }, (_, i) => i + 1),
+  );
+  assert.equal((await s.group('g').info()).pending, 0);
+  await db.close();
+});
+
+test('bad input is a typed error and changes nothing', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  await s.publish('kept');
+  const g = s.group('g');
+  await g.create();
+  const [held] = await g.claim('m');
+  const before = await groupRows(db);
+  for (const name of ['', 'x'.repeat(1000), 'nul\0']) {
+    assert.throws(() => s.group(name), honker.InvalidArgument);
+    await assert.rejects(g.claim(name), honker.InvalidArgument);
+    assert.throws(() => g.consume(name), honker.InvalidArgument);
+  }
+  const bad = [
+    () => g.create({ maxDeliveries: 0 }),
+    () => g.create({ maxDeliveries: 1001 }),
+    () => g.create({ maxDeliveries: -1 }),
+    () => g.create({ maxDeliveries: 1.5 }),
+    () => g.create({ lease: 0 }),
+    () => g.create({ lease: -5 }),
+    () => g.create({ lease: Infinity }),
+    () => g.create({ lease: 86_400_001 }),
+    () => g.create({ memberIdle: 500 }),
+    () => g.create({ start: 'middle' }),
+    () => g.claim('m', { n: 0 }),
+    () => g.claim('m', { n: 10_001 }),
+    () => g.claim('m', { n: -1 }),
+    () => g.claim('m', { lease: 0 }),
+    () => g.claim('m', { wait: -1 }),
+    () => g.claim('m', { wait: NaN }),
+    () => held.retry({ delay: -1 }),
+    () => held.heartbeat({ extend: 0 }),
+    () => g.dead({ limit: -1 }),
+    () => g.removeMember('m', { force: 'yes' }),
+    () => s.group('g2').create({ start: 5 }),
+  ];
+  for (const call of bad) {
+    await assert.rejects(async () => call(), honker.InvalidArgument, String(call));
+  }
+  assert.throws(() => g.consume('m', { batch: 0 }), honker.InvalidArgument);
+  assert.throws(() => g.consume('m', { wait: 0 }), honker.InvalidArgument);
+  assert.equal(await groupRows(db), before);
+  await held.ack();
+});
