@@ -696,6 +696,7 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             "honker_dead_",
             "honker_stream_",
             "honker_channel_",
+            "honker_group_",
         ]
         .iter()
         .any(|p| name.starts_with(p))
