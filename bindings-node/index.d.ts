@@ -578,6 +578,10 @@ export class Group {
   claim(member: string, options?: { n?: number; lease?: number; wait?: number }): Promise<GroupEvent[] & { missed: number }>;
   ack(event: GroupEvent | GroupLease, options?: TxOption): Promise<void>;
   ackMany(events: Iterable<GroupEvent | GroupLease>): Promise<void>;
+  retry(event: GroupEvent | GroupLease, options?: { delay?: number; error?: string }): Promise<boolean>;
+  fail(event: GroupEvent | GroupLease, error: string): Promise<void>;
+  release(event: GroupEvent | GroupLease): Promise<void>;
+  heartbeat(event: GroupEvent | GroupLease, options?: { extend?: number }): Promise<Date>;
   removeMember(member: string, options?: { force?: boolean }): Promise<number>;
   dead(options?: { after?: number; limit?: number }): Promise<GroupDeadLetter[]>;
   redrive(offset: number): Promise<void>;

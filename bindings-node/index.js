@@ -1412,55 +1412,22 @@ class GroupEvent {
    * delivery and the event is now dead.
    */
   async retry(options = {}) {
-    const delay = optMs('delay', options.delay);
-    const error = optText('error', options.error);
-    const { _native: n, _db: db } = this._group;
-    return write(
-      db,
-      txId(db, undefined),
-      db._fast,
-      () => n.tryRetry(this.offset, this.token, delay, error),
-      () => n.retry(this.offset, this.token, delay, error),
-    );
+    return this._group.retry(this, options);
   }
 
   /** Sends it to the group's dead letters now, with `error`. */
   async fail(error) {
-    text('error', error);
-    const { _native: n, _db: db } = this._group;
-    await write(
-      db,
-      txId(db, undefined),
-      db._fast,
-      () => n.tryFail(this.offset, this.token, error),
-      () => n.fail(this.offset, this.token, error),
-    );
+    return this._group.fail(this, error);
   }
 
   /** Gives it back, claimable at once, its delivery not counted. */
   async release() {
-    const { _native: n, _db: db } = this._group;
-    await write(
-      db,
-      txId(db, undefined),
-      db._fast,
-      () => n.tryRelease(this.offset, this.token),
-      () => n.release(this.offset, this.token),
-    );
+    return this._group.release(this);
   }
 
   /** Extends the lease to now + `extend` ms (default: the group's lease); resolves to the new end. */
   async heartbeat(options = {}) {
-    const extend = optMs('extend', options.extend);
-    const { _native: n, _db: db } = this._group;
-    const at = await write(
-      db,
-      txId(db, undefined),
-      db._fast,
-      () => n.tryHeartbeat(this.offset, this.token, extend),
-      () => n.heartbeat(this.offset, this.token, extend),
-    );
-    this.leaseExpiresAt = date(at);
+    this.leaseExpiresAt = await this._group.heartbeat(this, options);
     return this.leaseExpiresAt;
   }
 }
@@ -1589,6 +1556,63 @@ class Group {
     const tx = txId(this._db, options.tx);
     const n = this._native;
     await write(this._db, tx, this._db._fast, () => n.tryAck(offset, token, tx), () => n.ack(offset, token, tx));
+  }
+
+  /** `GroupEvent.retry` for an event delivered here or elsewhere (`{ offset, token }`). */
+  async retry(event, options = {}) {
+    const { offset, token } = leaseOf(event);
+    const delay = optMs('delay', options.delay);
+    const error = optText('error', options.error);
+    const n = this._native;
+    return write(
+      this._db,
+      txId(this._db, undefined),
+      this._db._fast,
+      () => n.tryRetry(offset, token, delay, error),
+      () => n.retry(offset, token, delay, error),
+    );
+  }
+
+  /** `GroupEvent.fail` for an event delivered here or elsewhere. */
+  async fail(event, error) {
+    const { offset, token } = leaseOf(event);
+    text('error', error);
+    const n = this._native;
+    await write(
+      this._db,
+      txId(this._db, undefined),
+      this._db._fast,
+      () => n.tryFail(offset, token, error),
+      () => n.fail(offset, token, error),
+    );
+  }
+
+  /** `GroupEvent.release` for an event delivered here or elsewhere. */
+  async release(event) {
+    const { offset, token } = leaseOf(event);
+    const n = this._native;
+    await write(
+      this._db,
+      txId(this._db, undefined),
+      this._db._fast,
+      () => n.tryRelease(offset, token),
+      () => n.release(offset, token),
+    );
+  }
+
+  /** `GroupEvent.heartbeat` for an event delivered here or elsewhere; resolves to the lease's new end. */
+  async heartbeat(event, options = {}) {
+    const { offset, token } = leaseOf(event);
+    const extend = optMs('extend', options.extend);
+    const n = this._native;
+    const at = await write(
+      this._db,
+      txId(this._db, undefined),
+      this._db._fast,
+      () => n.tryHeartbeat(offset, token, extend),
+      () => n.heartbeat(offset, token, extend),
+    );
+    return date(at);
   }
 
   /** Acks several events in one transaction: all or none (a stale token anywhere rejects with LeaseLost). */

@@ -165,6 +165,10 @@ def check(expect: dict, reply: dict, where: str) -> None:
         path, want = expect["equals_path"]
         if not got or at(got, path) != want:
             raise Failure(f"{where}: expected {path} = {want!r}, got {got!r}")
+    if "field" in expect:
+        name, want = expect["field"]
+        if [item.get(name) for item in got] != want:
+            raise Failure(f"{where}: expected each item's {name} to be {want!r}, got {got!r}")
     if "match" in expect:
         for k, v in expect["match"].items():
             if got.get(k) != v:

@@ -192,7 +192,7 @@ test("an ack inside the caller's transaction commits or rolls back with the effe
 });
 
 test('ackMany is all or none; outcomes by { offset, token } from another surface', async () => {
-  const { db } = await testDb();
+  const { db, clock } = await testDb();
   const s = db.stream('orders');
   await s.publishMany([0, 1, 2, 3]);
   const g = s.group('g');
@@ -202,8 +202,16 @@ test('ackMany is all or none; outcomes by { offset, token } from another surface
   assert.equal((await g.info()).delivered, 4);
   await g.ackMany([got[0], { offset: got[1].offset, token: got[1].token }]);
   await g.ack({ offset: got[2].offset, token: got[2].token });
-  await g.ack(got[3]);
-  assert.equal((await g.info()).pending, 0);
+  const lease = { offset: got[3].offset, token: got[3].token };
+  assert.equal((await g.heartbeat(lease, { extend: 30_000 })).getTime(), clock.now() + 30_000);
+  await g.release(lease);
+  let [back] = await g.claim('m');
+  assert.equal(await g.retry({ offset: back.offset, token: back.token }, { error: 'flaky' }), false);
+  [back] = await g.claim('m');
+  await g.fail({ offset: back.offset, token: back.token }, 'poison');
+  assert.deepEqual((await g.dead()).map((d) => d.offset), [4]);
+  const info = await g.info();
+  assert.deepEqual([info.pending, info.dead], [0, 1]);
   await assert.rejects(g.ackMany([[1, 't']]), honker.InvalidArgument);
 });
 

@@ -192,7 +192,7 @@ def test_ack_inside_the_callers_transaction_commits_or_rolls_back_with_the_effec
     assert g.info().pending == 0
 
 
-def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db):
+def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db, clock):
     s = db.stream("orders")
     s.publish_many(range(4))
     g = s.group("g")
@@ -204,8 +204,16 @@ def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db):
     assert g.info().delivered == 4
     g.ack_many([got[0], (got[1].offset, got[1].token)])
     g.ack((got[2].offset, got[2].token))  # as a Node or SQL claimer hands it over
-    g.ack(got[3])
-    assert g.info().pending == 0
+    end = g.heartbeat((got[3].offset, got[3].token), 30)
+    assert end == dt.datetime.fromtimestamp(clock.now() + 30, tz=dt.timezone.utc)
+    g.release((got[3].offset, got[3].token))
+    [back] = g.claim("m")
+    assert g.retry((back.offset, back.token), error="flaky") is False
+    [back] = g.claim("m")
+    g.fail((back.offset, back.token), "poison")
+    assert [d.offset for d in g.dead()] == [4]
+    info = g.info()
+    assert (info.pending, info.dead) == (0, 1)
     with pytest.raises(honker.InvalidArgument):
         g.ack_many([("1", "t")])  # type: ignore[list-item]
 

@@ -116,6 +116,39 @@ async function run(s) {
       return heard;
     }
   }
+  if (s.op.startsWith('group_')) {
+    const g = db.stream(s.stream).group(s.group);
+    switch (s.op) {
+      case 'group_create':
+        return g.create({ maxDeliveries: s.max_deliveries, lease: s.lease_ms });
+      case 'group_claim': {
+        const events = await g.claim(s.member, { n: s.n ?? 1, lease: s.lease_ms, wait: s.wait_ms ?? 0 });
+        return events.map((e) => ({
+          offset: e.offset,
+          key: e.key,
+          deliveries: e.deliveries,
+          token: e.token,
+          payload: e.payload,
+        }));
+      }
+      case 'group_ack':
+        return g.ack({ offset: s.offset, token: s.token }, { tx: txFor(s) });
+      case 'group_retry':
+        return g.retry({ offset: s.offset, token: s.token }, { error: s.error });
+      case 'group_info': {
+        const i = await g.info();
+        return {
+          next_offset: i.nextOffset,
+          lag: i.lag,
+          pending: i.pending,
+          delivered: i.delivered,
+          dead: i.dead,
+          members: Object.fromEntries(i.members.map((m) => [m.member, m.holds])),
+        };
+      }
+    }
+    return UNSUPPORTED;
+  }
   const q = queue(s);
   const native = q._native; // acting on a lease another surface handed over
   switch (s.op) {

@@ -65,6 +65,8 @@ class Driver:
             return None
         if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
             return self.events(op, s)
+        if op.startswith("group_"):
+            return self.group(op, s)
         q = self.queue(s)
         if op == "enqueue":
             e = q.enqueue(
@@ -132,6 +134,46 @@ class Driver:
             return self.drain(q, s)
         if op == "work":
             return self.work(s)
+        return UNSUPPORTED
+
+    def group(self, op: str, s: dict):
+        assert self.db is not None
+        g = self.db.stream(s["stream"]).group(s["group"])
+        if op == "group_create":
+            lease = s["lease_ms"] / 1000 if "lease_ms" in s else None
+            return g.create(max_deliveries=s.get("max_deliveries"), lease=lease)
+        if op == "group_claim":
+            events = g.claim(
+                s["member"],
+                s.get("n", 1),
+                lease=s["lease_ms"] / 1000 if "lease_ms" in s else None,
+                wait=s.get("wait_ms", 0) / 1000,
+            )
+            return [
+                {
+                    "offset": e.offset,
+                    "key": e.key,
+                    "deliveries": e.deliveries,
+                    "token": e.token,
+                    "payload": e.payload,
+                }
+                for e in events
+            ]
+        if op == "group_ack":
+            g.ack((s["offset"], s["token"]), tx=self.tx_for(s))
+            return None
+        if op == "group_retry":
+            return g.retry((s["offset"], s["token"]), error=s.get("error"))
+        if op == "group_info":
+            i = g.info()
+            return {
+                "next_offset": i.next_offset,
+                "lag": i.lag,
+                "pending": i.pending,
+                "delivered": i.delivered,
+                "dead": i.dead,
+                "members": {m.member: m.holds for m in i.members},
+            }
         return UNSUPPORTED
 
     def events(self, op: str, s: dict):

@@ -156,6 +156,61 @@ class Driver:
 
         return [m["payload"] for m in self.poll(heard, s["n"], s.get("wait_ms", 1000))]
 
+    def group(self, op: str, s: dict):
+        sg = [s["stream"], s["group"]]
+        if op == "group_create":
+            options = {k: s[k] for k in ("max_deliveries", "lease_ms") if k in s}
+            return self.one("SELECT honker_group_create(?, ?, ?)", [*sg, json.dumps(options)])
+        if op == "group_claim":
+
+            def claim(n):
+                c = json.loads(
+                    self.one(
+                        "SELECT honker_group_claim(?, ?, ?, ?, ?)",
+                        [*sg, s["member"], n, s.get("lease_ms")],
+                    )
+                )
+                return c["events"]
+
+            # One claim's worth: poll (a SQL client has no watcher) only
+            # while nothing at all was claimable.
+            deadline = time.monotonic() + s.get("wait_ms", 0) / 1000
+            while True:
+                events = claim(s.get("n", 1))
+                if events or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.01)
+            return [
+                {
+                    "offset": e["offset"],
+                    "key": e["key"],
+                    "deliveries": e["deliveries"],
+                    "token": e["lease_token"],
+                    "payload": e["payload"],
+                }
+                for e in events
+            ]
+        if op == "group_ack":
+            self.one("SELECT honker_group_ack(?, ?, ?, ?)", [*sg, s["offset"], s["token"]])
+            return None
+        if op == "group_retry":
+            state = self.one(
+                "SELECT honker_group_retry(?, ?, ?, ?, NULL, ?)",
+                [*sg, s["offset"], s["token"], s.get("error")],
+            )
+            return state == "dead"
+        if op == "group_info":
+            i = json.loads(self.one("SELECT honker_group_info(?, ?)", sg))
+            return {
+                "next_offset": i["next_offset"],
+                "lag": i["lag"],
+                "pending": i["pending"],
+                "delivered": i["delivered"],
+                "dead": i["dead"],
+                "members": {m["member"]: m["holds"] for m in i["members"]},
+            }
+        return UNSUPPORTED
+
     def step_in_tx(self, s: dict):
         op = s["op"]
         if op == "exec":
@@ -163,6 +218,8 @@ class Driver:
             return [list(r) for r in rows] if self.conn.in_transaction else None
         if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
             return self.events(op, s)
+        if op.startswith("group_"):
+            return self.group(op, s)
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")

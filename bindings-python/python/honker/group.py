@@ -472,6 +472,45 @@ class Group:
         t = _args.transaction(tx)
         self._stream._db._write(tx, lambda: self._native.ack(offset, token, tx=t))
 
+    def retry(
+        self,
+        event: GroupEvent | tuple[int, str],
+        delay: Seconds | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """:meth:`GroupEvent.retry` for an event delivered here or elsewhere
+        (``(offset, token)``); returns whether it died."""
+        offset, token = _event_lease(event)
+        d = seconds("delay", delay)
+        if error is not None:
+            _args.text("error", error)
+        return bool(
+            self._stream._db._write(
+                None, lambda: self._native.retry(offset, token, delay=d, error=error)
+            )
+        )
+
+    def fail(self, event: GroupEvent | tuple[int, str], error: str) -> None:
+        """:meth:`GroupEvent.fail` for an event delivered here or elsewhere."""
+        offset, token = _event_lease(event)
+        _args.text("error", error)
+        self._stream._db._write(None, lambda: self._native.fail(offset, token, error))
+
+    def release(self, event: GroupEvent | tuple[int, str]) -> None:
+        """:meth:`GroupEvent.release` for an event delivered here or elsewhere."""
+        offset, token = _event_lease(event)
+        self._stream._db._write(None, lambda: self._native.release(offset, token))
+
+    def heartbeat(
+        self, event: GroupEvent | tuple[int, str], extend: Seconds | None = None
+    ) -> _dt.datetime:
+        """:meth:`GroupEvent.heartbeat` for an event delivered here or
+        elsewhere; returns the lease's new end."""
+        offset, token = _event_lease(event)
+        e = seconds("extend", extend)
+        at = self._stream._db._write(None, lambda: self._native.heartbeat(offset, token, extend=e))
+        return from_ms(at)  # type: ignore[return-value]
+
     def remove_member(self, member: str, *, force: bool = False) -> int:
         """Removes ``member``. One that holds events raises
         :class:`honker.InvalidArgument` unless ``force``, and then its events

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
+use honker::stream::group::GroupOptions;
+use honker::stream::Start;
 use honker::{
     ClaimOptions, Database, EnqueueOptions, ErrorKind, Lease, Payload, QueueOptions, RetryOptions,
     Transaction, Value,
@@ -196,8 +198,80 @@ impl Driver {
         }
     }
 
+    fn group(&mut self, step: &Json) -> Out {
+        let g = self
+            .db()?
+            .stream(s(step, "stream"))?
+            .group(s(step, "group"))?;
+        let lease = || (step["offset"].as_i64().unwrap_or(0), s(step, "token"));
+        match s(step, "op") {
+            "group_create" => {
+                let d = GroupOptions::default();
+                let o = GroupOptions {
+                    max_deliveries: step["max_deliveries"]
+                        .as_u64()
+                        .map_or(d.max_deliveries, |n| n as u32),
+                    lease: ms(step, "lease_ms")?.unwrap_or(d.lease),
+                    ..d
+                };
+                Ok(json!(g.create(Start::Beginning, &o)?))
+            }
+            "group_claim" => {
+                let n = honker::validate::batch(step["n"].as_i64().unwrap_or(1))?;
+                let c = g.claim_wait(
+                    s(step, "member"),
+                    n,
+                    ms(step, "lease_ms")?,
+                    ms(step, "wait_ms")?.unwrap_or_default(),
+                )?;
+                Ok(json!(c
+                    .events
+                    .iter()
+                    .map(|e| json!({
+                        "offset": e.offset,
+                        "key": e.key,
+                        "deliveries": e.deliveries,
+                        "token": e.token,
+                        "payload": e.payload.as_json().unwrap_or(Json::Null),
+                    }))
+                    .collect::<Vec<_>>()))
+            }
+            "group_ack" => {
+                match self.tx(step) {
+                    Some(tx) => g.ack_tx(tx, &lease())?,
+                    None => g.ack(&lease())?,
+                }
+                Ok(Json::Null)
+            }
+            "group_retry" => Ok(json!(g.retry(&lease(), None, step["error"].as_str())?)),
+            "group_info" => {
+                let i = g.info()?;
+                let members: serde_json::Map<String, Json> = i
+                    .members
+                    .iter()
+                    .map(|m| (m.member.clone(), json!(m.holds)))
+                    .collect();
+                Ok(json!({
+                    "next_offset": i.next_offset,
+                    "lag": i.lag,
+                    "pending": i.pending,
+                    "delivered": i.delivered,
+                    "dead": i.dead,
+                    "members": members,
+                }))
+            }
+            op => Err(honker::Error::new(
+                ErrorKind::InvalidArgument,
+                format!("not a group op: {op}"),
+            )),
+        }
+    }
+
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
+            "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_info" => {
+                self.group(step)
+            }
             "open" => {
                 self.tx = None;
                 self.db = Some(Database::open(s(step, "path"))?);
