@@ -829,3 +829,43 @@ fn a_group_consumer_behind_an_age_trim_is_told_once_then_goes_on() {
     assert_eq!((err.kind(), err.missed()), (ErrorKind::Trimmed, Some(3)));
     assert_eq!(c.next(Duration::ZERO).unwrap().unwrap().offset, 4);
 }
+
+#[test]
+fn an_idle_group_consumer_polls_without_the_write_lock_and_a_cancel_ends_its_wait() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &GroupOptions::default())
+        .unwrap();
+    let c = honker::runtime::GroupConsumer::new(&g, "a", 10, None).unwrap();
+    // Another connection holds the write lock: an idle poll answers from a
+    // read-only check, neither waiting for the lock nor failing with BUSY.
+    let other = honker::Database::open(&t.path).unwrap();
+    let held = other.transaction().unwrap();
+    let polled = honker::without_waiting(|| c.next(Duration::ZERO));
+    assert!(matches!(polled, Ok(None)), "{polled:?}");
+    held.rollback().unwrap();
+    // A waiting next ends at once once its token is cancelled (Swift's
+    // Task cancellation), and the consumer stays open.
+    let cancel = honker::runtime::Cancel::new(&t.db);
+    let c = std::sync::Arc::new(c);
+    let waiter = {
+        let (c, cancel) = (c.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            (
+                cancel.next_group_event(&c, Duration::from_secs(30)),
+                started.elapsed(),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    cancel.cancel();
+    let (got, took) = waiter.join().unwrap();
+    assert!(got.unwrap().is_none());
+    assert!(took < Duration::from_secs(10), "the wait ran on: {took:?}");
+    assert!(!c.is_closed());
+    s.publish(json(serde_json::json!("after")), &PublishOptions::default())
+        .unwrap();
+    assert_eq!(c.next(Duration::ZERO).unwrap().unwrap().offset, 1);
+}

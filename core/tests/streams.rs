@@ -162,7 +162,7 @@ fn a_consumer_offset_is_the_next_to_read_and_commits_with_the_callers_transactio
         json!({"length": 5, "first_offset": 1, "last_offset": 5, "consumers": [
             {"consumer": "proj", "next_offset": 6, "lag": 0},
             {"consumer": "slow", "next_offset": 2, "lag": 4},
-        ]})
+        ], "groups": []})
     );
     // An idle consumer's offset never expires.
     t.clock.advance(Duration::from_secs(90 * 86_400));

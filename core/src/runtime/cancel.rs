@@ -90,6 +90,21 @@ impl Cancel {
         listener.next_until(wait, &|| self.is_cancelled())
     }
 
+    /// [`GroupConsumer::next`](super::GroupConsumer::next) that returns
+    /// `None` once cancelled; the consumer stays open and loses nothing (an
+    /// event taken as the token was set is returned, or stays buffered for
+    /// the next call; `close` releases the buffer).
+    pub fn next_group_event(
+        &self,
+        consumer: &super::GroupConsumer,
+        wait: Duration,
+    ) -> Result<Option<crate::stream::group::GroupEvent>> {
+        if self.is_cancelled() {
+            return Ok(None);
+        }
+        consumer.next_until(wait, &|| self.is_cancelled())
+    }
+
     /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")
     /// once cancelled.
     pub fn wait_result(

@@ -76,6 +76,17 @@ impl GroupConsumer {
     /// `TRIMMED` (with the number missed) when the stream's age limit removed
     /// events before the group handled them; the next call goes on.
     pub fn next(&self, wait: Duration) -> Result<Option<GroupEvent>> {
+        self.next_until(wait, &|| false)
+    }
+
+    /// [`next`](Self::next) that also returns `None` once `stop` says so,
+    /// checked on each wake-up (a host's cancellation: what it claimed
+    /// meanwhile stays buffered for the next call, or `close`).
+    pub(crate) fn next_until(
+        &self,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<GroupEvent>> {
         if self.is_closed() {
             return Ok(None);
         }
@@ -86,7 +97,7 @@ impl GroupConsumer {
             self.group
                 .claim_ready(&self.member, self.batch, self.lease)?
         } else {
-            let stop = || self.is_closed();
+            let stop = || self.is_closed() || stop();
             self.group
                 .claim_until(&self.member, self.batch, self.lease, wait, &stop)?
         };
