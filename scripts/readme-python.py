@@ -32,6 +32,8 @@ scope = {
 quickstart, *others = blocks
 streams = next(b for b in others if "db.stream(" in b)
 others.remove(streams)
+groups = next(b for b in others if ".group(" in b)
+others.remove(groups)
 exec(compile(quickstart, readme, "exec"), scope)
 
 
@@ -63,5 +65,13 @@ assert db.query("SELECT status FROM orders WHERE id = 1") == [("paid",)]
 assert db.query("SELECT total FROM revenue") == [(1,)]
 assert db.stream("orders").position("revenue") == 2
 assert next(listener).payload == {"order": 1}
+
+# The consumer groups section: one member invoices the order, and the
+# invoice and the ack commit together.
+db.execute("CREATE TABLE invoices (order_id INTEGER)")
+exec(compile(groups, readme, "exec"), {"db": db, "orders": db.stream("orders")})
+assert db.query("SELECT order_id FROM invoices") == [(1,)]
+billing = db.stream("orders").group("billing").info()
+assert (billing.next_offset, billing.pending) == (2, 0), billing
 db.close()
 print("README quickstart ok on CPython", sys.version.split()[0])

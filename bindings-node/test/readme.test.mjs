@@ -63,3 +63,24 @@ test("the README's streams snippet runs", () => {
     fs.rmSync(file);
   }
 });
+
+test("the README's consumer groups snippet runs", () => {
+  const readme = fs.readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const code = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].find((m) => m[1].includes('.group('))[1];
+  const prelude =
+    "import { open } from 'honker';\nconst db = await open('app.db');\n" +
+    "await db.execute('CREATE TABLE invoices (order_id INTEGER)');\n" +
+    "const orders = db.stream('orders');\nawait orders.publish({ order: 7 }, { key: 'order-7' });\n";
+  const check =
+    "const [row] = await db.query('SELECT order_id FROM invoices');\n" +
+    "const info = await billing.info();\nconsole.log(row.order_id, info.pending, info.delivered);\n";
+  const file = path.join(here, `.readme-groups-${process.pid}.mjs`);
+  fs.writeFileSync(file, prelude + code + check + 'await db.close();\n');
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  try {
+    const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(out.trim(), 'invoiced 7\n7 0 0');
+  } finally {
+    fs.rmSync(file);
+  }
+});
