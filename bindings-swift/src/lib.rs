@@ -10,6 +10,7 @@
 
 mod database;
 mod errors;
+mod group;
 mod queue;
 mod records;
 mod signals;

@@ -40,6 +40,7 @@ pub struct StreamInfo {
     pub first_offset: Option<i64>,
     pub last_offset: i64,
     pub consumers: Vec<ConsumerInfo>,
+    pub groups: Vec<crate::group::GroupInfoRecord>,
 }
 
 #[derive(Debug, uniffi::Record)]
@@ -55,10 +56,25 @@ pub struct ChannelRetentionRecord {
     pub max_count: u64,
 }
 
+pub(crate) fn start(start: StartPosition) -> Start {
+    match start {
+        StartPosition::Beginning => Start::Beginning,
+        StartPosition::Latest => Start::Latest,
+        StartPosition::Offset { offset } => Start::Offset(offset),
+        StartPosition::Time { ms } => Start::Time(ms),
+    }
+}
+
 /// A handle on one stream.
 #[derive(Debug, uniffi::Object)]
 pub struct Stream {
     s: honker::stream::Stream,
+}
+
+impl Stream {
+    pub(crate) fn core(&self) -> &honker::stream::Stream {
+        &self.s
+    }
 }
 
 #[uniffi::export]
@@ -135,6 +151,7 @@ impl Stream {
             first_offset: i.first_offset,
             last_offset: i.last_offset,
             consumers: i.consumers.into_iter().map(ConsumerInfo::from).collect(),
+            groups: i.groups.into_iter().map(Into::into).collect(),
         })
     }
 
@@ -170,12 +187,7 @@ impl Stream {
         batch: u32,
         auto_commit: Option<AutoCommitOptions>,
     ) -> R<Arc<Subscription>> {
-        let start = match start {
-            StartPosition::Beginning => Start::Beginning,
-            StartPosition::Latest => Start::Latest,
-            StartPosition::Offset { offset } => Start::Offset(offset),
-            StartPosition::Time { ms } => Start::Time(ms),
-        };
+        let start = self::start(start);
         let auto = match auto_commit {
             Some(a) => Some(honker::runtime::AutoCommit {
                 every: a.every as usize,

@@ -55,12 +55,14 @@ public struct ChannelMessage: Sendable {
     }
 }
 
-/// Length, first/last offsets and every consumer's place and lag.
+/// Length, first/last offsets, every consumer's place and lag, every group's.
 public struct StreamStatus: Sendable {
     public let length: Int64
     public let firstOffset: Int64?
     public let lastOffset: Int64
     public let consumers: [ConsumerInfo]
+    /// Every consumer group's place, lag and pending events.
+    public let groups: [GroupStatus]
 }
 
 /// A stream's retention: `maxAge` (nil: no age limit; default 7 days),
@@ -84,6 +86,15 @@ public enum StreamStart: Sendable {
     case latest
     case offset(Int64)
     case time(Date)
+}
+
+func startPosition(_ start: StreamStart) throws -> StartPosition {
+    switch start {
+    case .beginning: return .beginning
+    case .latest: return .latest
+    case .offset(let n): return .offset(offset: n)
+    case .time(let t): return .time(ms: try epochMillis("start", t))
+    }
 }
 
 extension Database {
@@ -234,7 +245,7 @@ public final class Stream: @unchecked Sendable {
         let native = self.native
         let i = try await offThread { try native.info() }
         return StreamStatus(length: i.length, firstOffset: i.firstOffset, lastOffset: i.lastOffset,
-                            consumers: i.consumers)
+                            consumers: i.consumers, groups: i.groups.map(GroupStatus.init))
     }
 
     public func retention() async throws -> StreamRetention {
@@ -267,13 +278,7 @@ public final class Stream: @unchecked Sendable {
     public func subscribe(consumer: String, start: StreamStart = .beginning, batch: UInt32 = 100,
                           autoCommit: Bool = true, commitEvery: UInt32 = 1000,
                           commitInterval: TimeInterval = 1, wait: TimeInterval = 1) async throws -> Subscription {
-        let position: StartPosition
-        switch start {
-        case .beginning: position = .beginning
-        case .latest: position = .latest
-        case .offset(let n): position = .offset(offset: n)
-        case .time(let t): position = .time(ms: try epochMillis("start", t))
-        }
+        let position = try startPosition(start)
         let auto = autoCommit
             ? AutoCommitOptions(every: commitEvery, intervalMs: try millis("commitInterval", commitInterval))
             : nil

@@ -97,6 +97,39 @@ final class Driver {
         }
     }
 
+    /// Consumer groups through the native objects; outcomes by `(offset,
+    /// token)`, as another surface hands a lease over.
+    func group(_ op: String, _ s: [String: Any]) async throws -> Any {
+        let g = try db!.native.stream(name: s["stream"] as! String).group(name: s["group"] as! String)
+        let offset = (s["offset"] as? NSNumber)?.int64Value ?? 0
+        let token = s["token"] as? String ?? ""
+        switch op {
+        case "group_create":
+            let options = GroupOptionsRecord(maxDeliveries: (s["max_deliveries"] as? NSNumber)?.uint32Value,
+                                             leaseMs: (s["lease_ms"] as? NSNumber)?.uint64Value, memberIdleMs: nil)
+            return try g.create(start: .beginning, options: options)
+        case "group_claim":
+            let (member, n) = (s["member"] as! String, (s["n"] as? NSNumber)?.uint32Value ?? 1)
+            let (leaseMs, waitMs) = ((s["lease_ms"] as? NSNumber)?.uint64Value, (s["wait_ms"] as? NSNumber)?.uint64Value ?? 0)
+            let c = try await Task.detached { try g.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs) }.value
+            return c.events.map { e -> [String: Any] in
+                ["offset": e.offset, "key": e.key.map { $0 as Any } ?? NSNull(), "deliveries": e.deliveries,
+                 "token": e.token, "payload": json(e.payload)]
+            }
+        case "group_ack":
+            try g.ack(offset: offset, token: token, tx: txFor(s))
+            return NSNull()
+        case "group_retry":
+            return try g.retry(offset: offset, token: token, delayMs: nil, error: s["error"] as? String)
+        default:  // group_info
+            let i = try g.info()
+            var members: [String: Any] = [:]
+            for m in i.members { members[m.member] = m.holds }
+            return ["next_offset": i.nextOffset, "lag": i.lag, "pending": i.pending, "delivered": i.delivered,
+                    "dead": i.dead, "members": members]
+        }
+    }
+
     func run(_ s: [String: Any]) async throws -> Any {
         let op = s["op"] as! String
         switch op {
@@ -133,6 +166,8 @@ final class Driver {
             return NSNull()
         case "publish", "consume", "stream_info", "notify", "listen", "heard":
             return try await events(op, s)
+        case "group_create", "group_claim", "group_ack", "group_retry", "group_info":
+            return try await group(op, s)
         default:
             break
         }

@@ -1294,6 +1294,546 @@ public func FfiConverterTypeDatabase_lower(_ value: Database) -> UInt64 {
 
 
 /**
+ * A handle on one consumer group of a stream.
+ */
+public protocol GroupProtocol: AnyObject, Sendable {
+    
+    func ack(offset: Int64, token: String, tx: Transaction?) throws 
+    
+    /**
+     * Up to `n` events for `member`, waiting up to `wait_ms` (0: not at
+     * all).
+     */
+    func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64) throws  -> GroupClaimRecord
+    
+    /**
+     * `member` as a stream of events, claiming `batch` at once.
+     */
+    func consume(member: String, batch: UInt32, leaseMs: UInt64?) throws  -> GroupConsumer
+    
+    /**
+     * Creates the group at `start` (idempotent: an existing group keeps its
+     * place and takes the options); returns its next offset.
+     */
+    func create(start: StartPosition, options: GroupOptionsRecord) throws  -> Int64
+    
+    func dead(after: Int64, limit: UInt32) throws  -> [GroupDeadLetter]
+    
+    func delete() throws  -> Bool
+    
+    func fail(offset: Int64, token: String, error: String) throws 
+    
+    /**
+     * Extends the lease; returns its new end (ms since the epoch).
+     */
+    func heartbeat(offset: Int64, token: String, extendMs: UInt64?) throws  -> Int64
+    
+    func info() throws  -> GroupInfoRecord
+    
+    func name()  -> String
+    
+    func redrive(offset: Int64) throws 
+    
+    func redriveAll() throws  -> UInt64
+    
+    func release(offset: Int64, token: String) throws 
+    
+    /**
+     * Removes `member` (one holding events only with `force`); returns how
+     * many it held.
+     */
+    func removeMember(member: String, force: Bool) throws  -> Int64
+    
+    /**
+     * Returns whether the event died (its deliveries were spent).
+     */
+    func retry(offset: Int64, token: String, delayMs: UInt64?, error: String?) throws  -> Bool
+    
+}
+/**
+ * A handle on one consumer group of a stream.
+ */
+open class Group: GroupProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_group(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_group(handle, $0) }
+    }
+
+    
+
+    
+open func ack(offset: Int64, token: String, tx: Transaction?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_ack(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterString.lower(token),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Up to `n` events for `member`, waiting up to `wait_ms` (0: not at
+     * all).
+     */
+open func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64)throws  -> GroupClaimRecord  {
+    return try  FfiConverterTypeGroupClaimRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_claim(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(member),
+        FfiConverterUInt32.lower(n),
+        FfiConverterOptionUInt64.lower(leaseMs),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `member` as a stream of events, claiming `batch` at once.
+     */
+open func consume(member: String, batch: UInt32, leaseMs: UInt64?)throws  -> GroupConsumer  {
+    return try  FfiConverterTypeGroupConsumer_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_consume(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(member),
+        FfiConverterUInt32.lower(batch),
+        FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Creates the group at `start` (idempotent: an existing group keeps its
+     * place and takes the options); returns its next offset.
+     */
+open func create(start: StartPosition, options: GroupOptionsRecord)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_create(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeStartPosition_lower(start),
+        FfiConverterTypeGroupOptionsRecord_lower(options),uniffiCallStatus
+    )
+})
+}
+    
+open func dead(after: Int64, limit: UInt32)throws  -> [GroupDeadLetter]  {
+    return try  FfiConverterSequenceTypeGroupDeadLetter.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_dead(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(after),
+        FfiConverterUInt32.lower(limit),uniffiCallStatus
+    )
+})
+}
+    
+open func delete()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_delete(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func fail(offset: Int64, token: String, error: String)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_fail(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterString.lower(token),
+        FfiConverterString.lower(error),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Extends the lease; returns its new end (ms since the epoch).
+     */
+open func heartbeat(offset: Int64, token: String, extendMs: UInt64?)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_heartbeat(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterString.lower(token),
+        FfiConverterOptionUInt64.lower(extendMs),uniffiCallStatus
+    )
+})
+}
+    
+open func info()throws  -> GroupInfoRecord  {
+    return try  FfiConverterTypeGroupInfoRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_info(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func redrive(offset: Int64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_redrive(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),uniffiCallStatus
+    )
+}
+}
+    
+open func redriveAll()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_redrive_all(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func release(offset: Int64, token: String)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_release(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterString.lower(token),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Removes `member` (one holding events only with `force`); returns how
+     * many it held.
+     */
+open func removeMember(member: String, force: Bool)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_remove_member(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(member),
+        FfiConverterBool.lower(force),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Returns whether the event died (its deliveries were spent).
+     */
+open func retry(offset: Int64, token: String, delayMs: UInt64?, error: String?)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_group_retry(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(offset),
+        FfiConverterString.lower(token),
+        FfiConverterOptionUInt64.lower(delayMs),
+        FfiConverterOptionString.lower(error),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroup: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Group
+
+    public static func lift(_ handle: UInt64) throws -> Group {
+        return Group(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Group) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Group {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Group, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroup_lift(_ handle: UInt64) throws -> Group {
+    return try FfiConverterTypeGroup.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroup_lower(_ value: Group) -> UInt64 {
+    return FfiConverterTypeGroup.lower(value)
+}
+
+
+
+
+
+
+/**
+ * See `Group::consume`. Its last reference is dropped on another thread
+ * (the drop releases what it buffered: a write that may wait).
+ */
+public protocol GroupConsumerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Stops: releases the events claimed and not handed out; returns how
+     * many.
+     */
+    func close()  -> UInt64
+    
+    func isClosed()  -> Bool
+    
+    func member()  -> String
+    
+    /**
+     * The next event, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the consumer was closed.
+     */
+    func next(waitMs: UInt64) throws  -> GroupEvent?
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled; the
+     * consumer stays open and loses nothing.
+     */
+    func nextCancellable(waitMs: UInt64, cancel: CancelToken) throws  -> GroupEvent?
+    
+}
+/**
+ * See `Group::consume`. Its last reference is dropped on another thread
+ * (the drop releases what it buffered: a write that may wait).
+ */
+open class GroupConsumer: GroupConsumerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_groupconsumer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_groupconsumer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Stops: releases the events claimed and not handed out; returns how
+     * many.
+     */
+open func close() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_groupconsumer_close(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_groupconsumer_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func member() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_groupconsumer_member(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next event, waiting up to `wait_ms`; `None` when the wait ran out
+     * or the consumer was closed.
+     */
+open func next(waitMs: UInt64)throws  -> GroupEvent?  {
+    return try  FfiConverterOptionTypeGroupEvent.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_groupconsumer_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled; the
+     * consumer stays open and loses nothing.
+     */
+open func nextCancellable(waitMs: UInt64, cancel: CancelToken)throws  -> GroupEvent?  {
+    return try  FfiConverterOptionTypeGroupEvent.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_groupconsumer_next_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupConsumer: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = GroupConsumer
+
+    public static func lift(_ handle: UInt64) throws -> GroupConsumer {
+        return GroupConsumer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: GroupConsumer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupConsumer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: GroupConsumer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupConsumer_lift(_ handle: UInt64) throws -> GroupConsumer {
+    return try FfiConverterTypeGroupConsumer.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupConsumer_lower(_ value: GroupConsumer) -> UInt64 {
+    return FfiConverterTypeGroupConsumer.lower(value)
+}
+
+
+
+
+
+
+/**
  * See `Queue::keep_alive`.
  */
 public protocol KeepAliveProtocol: AnyObject, Sendable {
@@ -2347,6 +2887,11 @@ public func FfiConverterTypeQueue_lower(_ value: Queue) -> UInt64 {
 public protocol StreamProtocol: AnyObject, Sendable {
     
     /**
+     * A handle on the consumer group `name` (writes nothing).
+     */
+    func group(name: String) throws  -> Group
+    
+    /**
      * Commits `next_offset` for `consumer` (never back); returns its next
      * offset.
      */
@@ -2446,6 +2991,19 @@ open class Stream: StreamProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * A handle on the consumer group `name` (writes nothing).
+     */
+open func group(name: String)throws  -> Group  {
+    return try  FfiConverterTypeGroup_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_stream_group(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Commits `next_offset` for `consumer` (never back); returns its next
@@ -3820,6 +4378,566 @@ public func FfiConverterTypeEnqueued_lower(_ value: Enqueued) -> RustBuffer {
 
 
 /**
+ * What one claim delivered, and the events retention removed before the
+ * group handled them.
+ */
+public struct GroupClaimRecord: Equatable, Hashable {
+    public var events: [GroupEvent]
+    public var missed: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(events: [GroupEvent], missed: UInt64) {
+        self.events = events
+        self.missed = missed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupClaimRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupClaimRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupClaimRecord {
+        return
+            try GroupClaimRecord(
+                events: FfiConverterSequenceTypeGroupEvent.read(from: &buf), 
+                missed: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupClaimRecord, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeGroupEvent.write(value.events, into: &buf)
+        FfiConverterUInt64.write(value.missed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupClaimRecord_lift(_ buf: RustBuffer) throws -> GroupClaimRecord {
+    return try FfiConverterTypeGroupClaimRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupClaimRecord_lower(_ value: GroupClaimRecord) -> RustBuffer {
+    return FfiConverterTypeGroupClaimRecord.lower(value)
+}
+
+
+/**
+ * An event in a consumer group's dead letters.
+ */
+public struct GroupDeadLetter: Equatable, Hashable {
+    /**
+     * Its offset in the stream.
+     */
+    public var offset: Int64
+    /**
+     * Its key, if any.
+     */
+    public var key: String?
+    /**
+     * Its payload.
+     */
+    public var payload: Payload
+    /**
+     * When it was published.
+     */
+    public var createdAtMs: Int64
+    /**
+     * How many times it was delivered.
+     */
+    public var deliveries: UInt32
+    /**
+     * Its last error.
+     */
+    public var lastError: String?
+    /**
+     * When it died.
+     */
+    public var diedAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its offset in the stream.
+         */offset: Int64, 
+        /**
+         * Its key, if any.
+         */key: String?, 
+        /**
+         * Its payload.
+         */payload: Payload, 
+        /**
+         * When it was published.
+         */createdAtMs: Int64, 
+        /**
+         * How many times it was delivered.
+         */deliveries: UInt32, 
+        /**
+         * Its last error.
+         */lastError: String?, 
+        /**
+         * When it died.
+         */diedAtMs: Int64) {
+        self.offset = offset
+        self.key = key
+        self.payload = payload
+        self.createdAtMs = createdAtMs
+        self.deliveries = deliveries
+        self.lastError = lastError
+        self.diedAtMs = diedAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupDeadLetter: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupDeadLetter: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupDeadLetter {
+        return
+            try GroupDeadLetter(
+                offset: FfiConverterInt64.read(from: &buf), 
+                key: FfiConverterOptionString.read(from: &buf), 
+                payload: FfiConverterTypePayload.read(from: &buf), 
+                createdAtMs: FfiConverterInt64.read(from: &buf), 
+                deliveries: FfiConverterUInt32.read(from: &buf), 
+                lastError: FfiConverterOptionString.read(from: &buf), 
+                diedAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupDeadLetter, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.offset, into: &buf)
+        FfiConverterOptionString.write(value.key, into: &buf)
+        FfiConverterTypePayload.write(value.payload, into: &buf)
+        FfiConverterInt64.write(value.createdAtMs, into: &buf)
+        FfiConverterUInt32.write(value.deliveries, into: &buf)
+        FfiConverterOptionString.write(value.lastError, into: &buf)
+        FfiConverterInt64.write(value.diedAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupDeadLetter_lift(_ buf: RustBuffer) throws -> GroupDeadLetter {
+    return try FfiConverterTypeGroupDeadLetter.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupDeadLetter_lower(_ value: GroupDeadLetter) -> RustBuffer {
+    return FfiConverterTypeGroupDeadLetter.lower(value)
+}
+
+
+/**
+ * An event delivered to a member of a consumer group, leased until
+ * `lease_expires_at_ms`.
+ */
+public struct GroupEvent: Equatable, Hashable {
+    /**
+     * Its offset in the stream.
+     */
+    public var offset: Int64
+    /**
+     * Its key: events of one key are handed out in order, one at a time.
+     */
+    public var key: String?
+    /**
+     * Its payload.
+     */
+    public var payload: Payload
+    /**
+     * When it was published.
+     */
+    public var createdAtMs: Int64
+    /**
+     * How many times it has been delivered, this one included.
+     */
+    public var deliveries: UInt32
+    /**
+     * The lease token every outcome presents.
+     */
+    public var token: String
+    /**
+     * When the lease lapses unless extended.
+     */
+    public var leaseExpiresAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its offset in the stream.
+         */offset: Int64, 
+        /**
+         * Its key: events of one key are handed out in order, one at a time.
+         */key: String?, 
+        /**
+         * Its payload.
+         */payload: Payload, 
+        /**
+         * When it was published.
+         */createdAtMs: Int64, 
+        /**
+         * How many times it has been delivered, this one included.
+         */deliveries: UInt32, 
+        /**
+         * The lease token every outcome presents.
+         */token: String, 
+        /**
+         * When the lease lapses unless extended.
+         */leaseExpiresAtMs: Int64) {
+        self.offset = offset
+        self.key = key
+        self.payload = payload
+        self.createdAtMs = createdAtMs
+        self.deliveries = deliveries
+        self.token = token
+        self.leaseExpiresAtMs = leaseExpiresAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupEvent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupEvent {
+        return
+            try GroupEvent(
+                offset: FfiConverterInt64.read(from: &buf), 
+                key: FfiConverterOptionString.read(from: &buf), 
+                payload: FfiConverterTypePayload.read(from: &buf), 
+                createdAtMs: FfiConverterInt64.read(from: &buf), 
+                deliveries: FfiConverterUInt32.read(from: &buf), 
+                token: FfiConverterString.read(from: &buf), 
+                leaseExpiresAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupEvent, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.offset, into: &buf)
+        FfiConverterOptionString.write(value.key, into: &buf)
+        FfiConverterTypePayload.write(value.payload, into: &buf)
+        FfiConverterInt64.write(value.createdAtMs, into: &buf)
+        FfiConverterUInt32.write(value.deliveries, into: &buf)
+        FfiConverterString.write(value.token, into: &buf)
+        FfiConverterInt64.write(value.leaseExpiresAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupEvent_lift(_ buf: RustBuffer) throws -> GroupEvent {
+    return try FfiConverterTypeGroupEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupEvent_lower(_ value: GroupEvent) -> RustBuffer {
+    return FfiConverterTypeGroupEvent.lower(value)
+}
+
+
+/**
+ * What `Group::info` (and each of a stream's groups) reports.
+ */
+public struct GroupInfoRecord: Equatable, Hashable {
+    public var group: String
+    public var nextOffset: Int64
+    public var lag: Int64
+    public var pending: Int64
+    public var delivered: Int64
+    public var dead: Int64
+    public var oldestPendingAgeMs: Int64?
+    public var members: [GroupMember]
+    public var maxDeliveries: UInt32
+    public var leaseMs: UInt64
+    public var memberIdleMs: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(group: String, nextOffset: Int64, lag: Int64, pending: Int64, delivered: Int64, dead: Int64, oldestPendingAgeMs: Int64?, members: [GroupMember], maxDeliveries: UInt32, leaseMs: UInt64, memberIdleMs: UInt64) {
+        self.group = group
+        self.nextOffset = nextOffset
+        self.lag = lag
+        self.pending = pending
+        self.delivered = delivered
+        self.dead = dead
+        self.oldestPendingAgeMs = oldestPendingAgeMs
+        self.members = members
+        self.maxDeliveries = maxDeliveries
+        self.leaseMs = leaseMs
+        self.memberIdleMs = memberIdleMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupInfoRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupInfoRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupInfoRecord {
+        return
+            try GroupInfoRecord(
+                group: FfiConverterString.read(from: &buf), 
+                nextOffset: FfiConverterInt64.read(from: &buf), 
+                lag: FfiConverterInt64.read(from: &buf), 
+                pending: FfiConverterInt64.read(from: &buf), 
+                delivered: FfiConverterInt64.read(from: &buf), 
+                dead: FfiConverterInt64.read(from: &buf), 
+                oldestPendingAgeMs: FfiConverterOptionInt64.read(from: &buf), 
+                members: FfiConverterSequenceTypeGroupMember.read(from: &buf), 
+                maxDeliveries: FfiConverterUInt32.read(from: &buf), 
+                leaseMs: FfiConverterUInt64.read(from: &buf), 
+                memberIdleMs: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupInfoRecord, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.group, into: &buf)
+        FfiConverterInt64.write(value.nextOffset, into: &buf)
+        FfiConverterInt64.write(value.lag, into: &buf)
+        FfiConverterInt64.write(value.pending, into: &buf)
+        FfiConverterInt64.write(value.delivered, into: &buf)
+        FfiConverterInt64.write(value.dead, into: &buf)
+        FfiConverterOptionInt64.write(value.oldestPendingAgeMs, into: &buf)
+        FfiConverterSequenceTypeGroupMember.write(value.members, into: &buf)
+        FfiConverterUInt32.write(value.maxDeliveries, into: &buf)
+        FfiConverterUInt64.write(value.leaseMs, into: &buf)
+        FfiConverterUInt64.write(value.memberIdleMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupInfoRecord_lift(_ buf: RustBuffer) throws -> GroupInfoRecord {
+    return try FfiConverterTypeGroupInfoRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupInfoRecord_lower(_ value: GroupInfoRecord) -> RustBuffer {
+    return FfiConverterTypeGroupInfoRecord.lower(value)
+}
+
+
+/**
+ * A member of a consumer group.
+ */
+public struct GroupMember: Equatable, Hashable {
+    /**
+     * Its name.
+     */
+    public var member: String
+    /**
+     * When it first claimed.
+     */
+    public var joinedAtMs: Int64
+    /**
+     * Its last claim or heartbeat.
+     */
+    public var seenAtMs: Int64
+    /**
+     * How many events it holds now.
+     */
+    public var holds: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its name.
+         */member: String, 
+        /**
+         * When it first claimed.
+         */joinedAtMs: Int64, 
+        /**
+         * Its last claim or heartbeat.
+         */seenAtMs: Int64, 
+        /**
+         * How many events it holds now.
+         */holds: Int64) {
+        self.member = member
+        self.joinedAtMs = joinedAtMs
+        self.seenAtMs = seenAtMs
+        self.holds = holds
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupMember: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupMember: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupMember {
+        return
+            try GroupMember(
+                member: FfiConverterString.read(from: &buf), 
+                joinedAtMs: FfiConverterInt64.read(from: &buf), 
+                seenAtMs: FfiConverterInt64.read(from: &buf), 
+                holds: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupMember, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.member, into: &buf)
+        FfiConverterInt64.write(value.joinedAtMs, into: &buf)
+        FfiConverterInt64.write(value.seenAtMs, into: &buf)
+        FfiConverterInt64.write(value.holds, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupMember_lift(_ buf: RustBuffer) throws -> GroupMember {
+    return try FfiConverterTypeGroupMember.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupMember_lower(_ value: GroupMember) -> RustBuffer {
+    return FfiConverterTypeGroupMember.lower(value)
+}
+
+
+/**
+ * A group's options; each `None` is core's default.
+ */
+public struct GroupOptionsRecord: Equatable, Hashable {
+    /**
+     * Deliveries before an event goes to the dead letters (5; 1 to 1,000).
+     */
+    public var maxDeliveries: UInt32?
+    /**
+     * The lease a claim takes when it names none (60 s; 1 ms to 24 h).
+     */
+    public var leaseMs: UInt64?
+    /**
+     * A member idle this long and holding nothing is removed by
+     * maintenance (24 h; 1 s to 365 days).
+     */
+    public var memberIdleMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Deliveries before an event goes to the dead letters (5; 1 to 1,000).
+         */maxDeliveries: UInt32?, 
+        /**
+         * The lease a claim takes when it names none (60 s; 1 ms to 24 h).
+         */leaseMs: UInt64?, 
+        /**
+         * A member idle this long and holding nothing is removed by
+         * maintenance (24 h; 1 s to 365 days).
+         */memberIdleMs: UInt64?) {
+        self.maxDeliveries = maxDeliveries
+        self.leaseMs = leaseMs
+        self.memberIdleMs = memberIdleMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupOptionsRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupOptionsRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupOptionsRecord {
+        return
+            try GroupOptionsRecord(
+                maxDeliveries: FfiConverterOptionUInt32.read(from: &buf), 
+                leaseMs: FfiConverterOptionUInt64.read(from: &buf), 
+                memberIdleMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupOptionsRecord, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt32.write(value.maxDeliveries, into: &buf)
+        FfiConverterOptionUInt64.write(value.leaseMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.memberIdleMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupOptionsRecord_lift(_ buf: RustBuffer) throws -> GroupOptionsRecord {
+    return try FfiConverterTypeGroupOptionsRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupOptionsRecord_lower(_ value: GroupOptionsRecord) -> RustBuffer {
+    return FfiConverterTypeGroupOptionsRecord.lower(value)
+}
+
+
+/**
  * A job in any state, as a lookup or the dead letters report it (no lease token).
  */
 public struct JobInfo: Equatable, Hashable {
@@ -4104,6 +5222,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      * Notifications removed after their channels' window.
      */
     public var notifications: UInt64
+    /**
+     * Consumer group members removed after their group's idle time.
+     */
+    public var groupMembers: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4128,7 +5250,10 @@ public struct MaintenanceReport: Equatable, Hashable {
          */publishKeys: UInt64, 
         /**
          * Notifications removed after their channels' window.
-         */notifications: UInt64) {
+         */notifications: UInt64, 
+        /**
+         * Consumer group members removed after their group's idle time.
+         */groupMembers: UInt64) {
         self.dead = dead
         self.cancelled = cancelled
         self.completed = completed
@@ -4136,6 +5261,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.streamEvents = streamEvents
         self.publishKeys = publishKeys
         self.notifications = notifications
+        self.groupMembers = groupMembers
     }
 
     
@@ -4160,7 +5286,8 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 results: FfiConverterUInt64.read(from: &buf), 
                 streamEvents: FfiConverterUInt64.read(from: &buf), 
                 publishKeys: FfiConverterUInt64.read(from: &buf), 
-                notifications: FfiConverterUInt64.read(from: &buf)
+                notifications: FfiConverterUInt64.read(from: &buf), 
+                groupMembers: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -4172,6 +5299,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.streamEvents, into: &buf)
         FfiConverterUInt64.write(value.publishKeys, into: &buf)
         FfiConverterUInt64.write(value.notifications, into: &buf)
+        FfiConverterUInt64.write(value.groupMembers, into: &buf)
     }
 }
 
@@ -4782,14 +5910,16 @@ public struct StreamInfo: Equatable, Hashable {
     public var firstOffset: Int64?
     public var lastOffset: Int64
     public var consumers: [ConsumerInfo]
+    public var groups: [GroupInfoRecord]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(length: Int64, firstOffset: Int64?, lastOffset: Int64, consumers: [ConsumerInfo]) {
+    public init(length: Int64, firstOffset: Int64?, lastOffset: Int64, consumers: [ConsumerInfo], groups: [GroupInfoRecord]) {
         self.length = length
         self.firstOffset = firstOffset
         self.lastOffset = lastOffset
         self.consumers = consumers
+        self.groups = groups
     }
 
     
@@ -4811,7 +5941,8 @@ public struct FfiConverterTypeStreamInfo: FfiConverterRustBuffer {
                 length: FfiConverterInt64.read(from: &buf), 
                 firstOffset: FfiConverterOptionInt64.read(from: &buf), 
                 lastOffset: FfiConverterInt64.read(from: &buf), 
-                consumers: FfiConverterSequenceTypeConsumerInfo.read(from: &buf)
+                consumers: FfiConverterSequenceTypeConsumerInfo.read(from: &buf), 
+                groups: FfiConverterSequenceTypeGroupInfoRecord.read(from: &buf)
         )
     }
 
@@ -4820,6 +5951,7 @@ public struct FfiConverterTypeStreamInfo: FfiConverterRustBuffer {
         FfiConverterOptionInt64.write(value.firstOffset, into: &buf)
         FfiConverterInt64.write(value.lastOffset, into: &buf)
         FfiConverterSequenceTypeConsumerInfo.write(value.consumers, into: &buf)
+        FfiConverterSequenceTypeGroupInfoRecord.write(value.groups, into: &buf)
     }
 }
 
@@ -5758,6 +6890,30 @@ fileprivate struct FfiConverterOptionTypeClaimedJob: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeGroupEvent: FfiConverterRustBuffer {
+    typealias SwiftType = GroupEvent?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeGroupEvent.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeGroupEvent.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeNotification: FfiConverterRustBuffer {
     typealias SwiftType = Notification?
 
@@ -5971,6 +7127,106 @@ fileprivate struct FfiConverterSequenceTypeEnqueued: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeEnqueued.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeGroupDeadLetter: FfiConverterRustBuffer {
+    typealias SwiftType = [GroupDeadLetter]
+
+    public static func write(_ value: [GroupDeadLetter], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGroupDeadLetter.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GroupDeadLetter] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GroupDeadLetter]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGroupDeadLetter.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeGroupEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [GroupEvent]
+
+    public static func write(_ value: [GroupEvent], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGroupEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GroupEvent] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GroupEvent]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGroupEvent.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeGroupInfoRecord: FfiConverterRustBuffer {
+    typealias SwiftType = [GroupInfoRecord]
+
+    public static func write(_ value: [GroupInfoRecord], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGroupInfoRecord.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GroupInfoRecord] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GroupInfoRecord]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGroupInfoRecord.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeGroupMember: FfiConverterRustBuffer {
+    typealias SwiftType = [GroupMember]
+
+    public static func write(_ value: [GroupMember], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGroupMember.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GroupMember] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GroupMember]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGroupMember.read(from: &buf))
         }
         return seq
     }
@@ -6286,6 +7542,66 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_transaction_rollback() != 45143) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_group_ack() != 47154) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_claim() != 50720) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_consume() != 30274) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_create() != 26352) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_dead() != 8385) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_delete() != 28735) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_fail() != 51450) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_heartbeat() != 61246) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_info() != 49433) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_name() != 12122) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_redrive() != 55336) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_redrive_all() != 37686) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_release() != 29461) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_remove_member() != 41224) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_group_retry() != 38181) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_groupconsumer_close() != 292) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_groupconsumer_is_closed() != 4335) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_groupconsumer_member() != 44752) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_groupconsumer_next() != 21127) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_groupconsumer_next_cancellable() != 61563) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_canceltoken_cancel() != 61909) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6404,6 +7720,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_listener_next_cancellable() != 1019) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_stream_group() != 62972) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_stream_commit() != 12360) {

@@ -383,6 +383,126 @@ RustBuffer uniffi_honker_swift_fn_method_transaction_query(uint64_t ptr, RustBuf
 void uniffi_honker_swift_fn_method_transaction_rollback(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_GROUP
+uint64_t uniffi_honker_swift_fn_clone_group(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_GROUP
+void uniffi_honker_swift_fn_free_group(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_ACK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_ACK
+void uniffi_honker_swift_fn_method_group_ack(uint64_t ptr, int64_t offset, RustBuffer token, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CLAIM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CLAIM
+RustBuffer uniffi_honker_swift_fn_method_group_claim(uint64_t ptr, RustBuffer member, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CONSUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CONSUME
+uint64_t uniffi_honker_swift_fn_method_group_consume(uint64_t ptr, RustBuffer member, uint32_t batch, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CREATE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CREATE
+int64_t uniffi_honker_swift_fn_method_group_create(uint64_t ptr, RustBuffer start, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_DEAD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_DEAD
+RustBuffer uniffi_honker_swift_fn_method_group_dead(uint64_t ptr, int64_t after, uint32_t limit, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_DELETE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_DELETE
+int8_t uniffi_honker_swift_fn_method_group_delete(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_FAIL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_FAIL
+void uniffi_honker_swift_fn_method_group_fail(uint64_t ptr, int64_t offset, RustBuffer token, RustBuffer error, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_HEARTBEAT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_HEARTBEAT
+int64_t uniffi_honker_swift_fn_method_group_heartbeat(uint64_t ptr, int64_t offset, RustBuffer token, RustBuffer extend_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_INFO
+RustBuffer uniffi_honker_swift_fn_method_group_info(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_NAME
+RustBuffer uniffi_honker_swift_fn_method_group_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REDRIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REDRIVE
+void uniffi_honker_swift_fn_method_group_redrive(uint64_t ptr, int64_t offset, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REDRIVE_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REDRIVE_ALL
+uint64_t uniffi_honker_swift_fn_method_group_redrive_all(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_RELEASE
+void uniffi_honker_swift_fn_method_group_release(uint64_t ptr, int64_t offset, RustBuffer token, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REMOVE_MEMBER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_REMOVE_MEMBER
+int64_t uniffi_honker_swift_fn_method_group_remove_member(uint64_t ptr, RustBuffer member, int8_t force, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_RETRY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_RETRY
+int8_t uniffi_honker_swift_fn_method_group_retry(uint64_t ptr, int64_t offset, RustBuffer token, RustBuffer delay_ms, RustBuffer error, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_GROUPCONSUMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_GROUPCONSUMER
+uint64_t uniffi_honker_swift_fn_clone_groupconsumer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_GROUPCONSUMER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_GROUPCONSUMER
+void uniffi_honker_swift_fn_free_groupconsumer(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_CLOSE
+uint64_t uniffi_honker_swift_fn_method_groupconsumer_close(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_IS_CLOSED
+int8_t uniffi_honker_swift_fn_method_groupconsumer_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_MEMBER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_MEMBER
+RustBuffer uniffi_honker_swift_fn_method_groupconsumer_member(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT
+RustBuffer uniffi_honker_swift_fn_method_groupconsumer_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_groupconsumer_next_cancellable(uint64_t ptr, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CANCELTOKEN
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CANCELTOKEN
 uint64_t uniffi_honker_swift_fn_clone_canceltoken(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -651,6 +771,11 @@ uint64_t uniffi_honker_swift_fn_clone_stream(uint64_t handle, RustCallStatus *_N
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_STREAM
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_STREAM
 void uniffi_honker_swift_fn_free_stream(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_GROUP
+uint64_t uniffi_honker_swift_fn_method_stream_group(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_COMMIT
@@ -1272,6 +1397,126 @@ uint16_t uniffi_honker_swift_checksum_method_transaction_rollback(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_ACK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_ACK
+uint16_t uniffi_honker_swift_checksum_method_group_ack(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CLAIM
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CLAIM
+uint16_t uniffi_honker_swift_checksum_method_group_claim(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CONSUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CONSUME
+uint16_t uniffi_honker_swift_checksum_method_group_consume(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CREATE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_CREATE
+uint16_t uniffi_honker_swift_checksum_method_group_create(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_DEAD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_DEAD
+uint16_t uniffi_honker_swift_checksum_method_group_dead(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_DELETE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_DELETE
+uint16_t uniffi_honker_swift_checksum_method_group_delete(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_FAIL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_FAIL
+uint16_t uniffi_honker_swift_checksum_method_group_fail(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_HEARTBEAT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_HEARTBEAT
+uint16_t uniffi_honker_swift_checksum_method_group_heartbeat(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_INFO
+uint16_t uniffi_honker_swift_checksum_method_group_info(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_NAME
+uint16_t uniffi_honker_swift_checksum_method_group_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REDRIVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REDRIVE
+uint16_t uniffi_honker_swift_checksum_method_group_redrive(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REDRIVE_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REDRIVE_ALL
+uint16_t uniffi_honker_swift_checksum_method_group_redrive_all(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_RELEASE
+uint16_t uniffi_honker_swift_checksum_method_group_release(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REMOVE_MEMBER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_REMOVE_MEMBER
+uint16_t uniffi_honker_swift_checksum_method_group_remove_member(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_RETRY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUP_RETRY
+uint16_t uniffi_honker_swift_checksum_method_group_retry(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_CLOSE
+uint16_t uniffi_honker_swift_checksum_method_groupconsumer_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_IS_CLOSED
+uint16_t uniffi_honker_swift_checksum_method_groupconsumer_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_MEMBER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_MEMBER
+uint16_t uniffi_honker_swift_checksum_method_groupconsumer_member(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT
+uint16_t uniffi_honker_swift_checksum_method_groupconsumer_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_groupconsumer_next_cancellable(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CANCELTOKEN_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CANCELTOKEN_CANCEL
 uint16_t uniffi_honker_swift_checksum_method_canceltoken_cancel(void
@@ -1509,6 +1754,12 @@ uint16_t uniffi_honker_swift_checksum_method_listener_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LISTENER_NEXT_CANCELLABLE
 uint16_t uniffi_honker_swift_checksum_method_listener_next_cancellable(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_STREAM_GROUP
+uint16_t uniffi_honker_swift_checksum_method_stream_group(void
     
 );
 #endif

@@ -122,6 +122,31 @@ enum DocsExamples {
     }
 
     // docs/swift.md, example 5
+    struct Upload: Codable, Sendable { var noteId: Int }
+    @MainActor
+    static func example5() async throws {
+
+        let db = try Database(path: try appDatabasePath())
+        let uploads = try db.stream("uploads").group("uploader")
+        try await uploads.create(start: .beginning, options: GroupOptions(maxDeliveries: 5, lease: 60))
+        let member = try uploads.consume(member: "device-1", batch: 10)
+        let worker = Task {
+            for try await event in member {                  // waits off the main actor; ends on cancel
+                do {
+                    print(try event.payload(as: Upload.self).noteId)   // your upload here
+                    try await uploads.ack(event)
+                } catch {
+                    try await uploads.retry(event, delay: 30, error: "\(error)")   // dead after 5
+                }
+            }
+        }
+        worker.cancel()
+        await member.close()                                  // releases what it claimed and did not hand out
+        let status = try await uploads.info()
+        print(status.pending, status.dead)
+    }
+
+    // docs/swift.md, example 6
     static func placeOrder(dbPool: DatabasePool, honker: Database, emails: Queue) throws {
         try dbPool.write { db in                      // GRDB's transaction
             try db.execute(sql: "INSERT INTO orders (user_id, status) VALUES (?, ?)", arguments: [42, "paid"])
@@ -136,14 +161,14 @@ enum DocsExamples {
         config.prepareDatabase { db in try honker.registerFunctions(on: db.sqliteConnection!) }
     }
 
-    // docs/swift.md, example 6
+    // docs/swift.md, example 7
     static func appDatabasePath() throws -> String {
         let dir = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
         return dir.appendingPathComponent("app.db").path
     }
 
-    // docs/swift.md, example 7
+    // docs/swift.md, example 8
     static func protectForBackgroundWork(path: String) throws {
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes(
@@ -151,14 +176,14 @@ enum DocsExamples {
         }
     }
 
-    // docs/swift.md, example 8
+    // docs/swift.md, example 9
     static func handleRefresh(outbox: Outbox) async {
         let sending = Task { await outbox.send() }
         try? await Task.sleep(nanoseconds: 25_000_000_000)   // BGAppRefreshTask: about 30 s
         sending.cancel()                                      // releases what it had not sent
     }
 
-    // docs/swift.md, example 9
+    // docs/swift.md, example 10
     static func startUpload(_ job: Job, session: URLSession, request: URLRequest, file: URL) async throws {
         try await job.heartbeat(extend: 3600)                // a background upload may take long
         let task = session.uploadTask(with: request, fromFile: file)

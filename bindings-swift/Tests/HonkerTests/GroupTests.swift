@@ -1,0 +1,247 @@
+// Consumer groups through Swift: competing members under leases and tokens,
+// per-key order, dead letters and re-drive, fenced late outcomes, the ack
+// inside the caller's transaction, the consumer sequence (Task cancellation
+// losing nothing, close releasing its buffer), and typed errors that change
+// nothing. Mirrors bindings-python/tests/test_groups.py.
+import Foundation
+import Honker
+import XCTest
+
+final class GroupTests: XCTestCase {
+    /// Everything a group stores, to prove a failed call changed nothing.
+    func groupRows(_ db: Database) throws -> [[Row]] {
+        try ["_honker_stream_groups", "_honker_stream_group_events", "_honker_stream_group_members"].map {
+            try db.query("SELECT * FROM \($0) ORDER BY 1, 2")
+        }
+    }
+
+    func testMembersCompeteAndEachEventGoesToOneOfThem() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publishMany([0, 1, 2, 3, 4, 5])
+        let g = try s.group("billing")
+        let from = try await g.create()
+        XCTAssertEqual(from, 1)
+        let a = try await g.claim(member: "a", n: 4)
+        let b = try await g.claim(member: "b", n: 4)
+        XCTAssertEqual(a.events.map(\.offset), [1, 2, 3, 4])
+        XCTAssertEqual(b.events.map(\.offset), [5, 6])
+        XCTAssertEqual(a.missed, 0)
+        XCTAssertEqual(try a.events[0].payload(as: Int.self), 0)
+        XCTAssertEqual(a.events[0].deliveries, 1)
+        XCTAssertGreaterThan(a.events[0].leaseExpiresAt, a.events[0].createdAt)
+        var info = try await g.info()
+        XCTAssertEqual([info.nextOffset, info.lag, info.pending, info.delivered, info.dead], [7, 6, 6, 6, 0])
+        XCTAssertEqual(info.members.map(\.member), ["a", "b"])
+        XCTAssertEqual(info.members.map(\.holds), [4, 2])
+        XCTAssertEqual(info.options, GroupOptions())
+        for e in a.events + b.events { try await g.ack(e) }
+        let none = try await g.claim(member: "a", n: 10)
+        XCTAssertTrue(none.events.isEmpty)
+        info = try await g.info()
+        XCTAssertEqual(info.pending, 0)
+        XCTAssertNil(info.oldestPendingAge)
+        try await s.group("search").create(start: .latest)
+        let status = try await s.info()
+        XCTAssertEqual(status.groups.map(\.group), ["billing", "search"])
+        XCTAssertEqual(status.groups.map(\.nextOffset), [7, 7])
+    }
+
+    func testEventsOfOneKeyGoOutInOrderOneAtATime() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        for i in 0..<3 { try await s.publish(i, key: "order-1") }
+        try await s.publish(10, key: "order-2")
+        try await s.publish(20)
+        let g = try s.group("fulfil")
+        try await g.create()
+        let a = try await g.claim(member: "a", n: 10).events
+        XCTAssertEqual(a.map(\.offset), [1, 4, 5])
+        XCTAssertEqual(a.map(\.key), ["order-1", "order-2", nil])
+        let blocked = try await g.claim(member: "b", n: 10).events
+        XCTAssertTrue(blocked.isEmpty)
+        try await g.ack(a[0])
+        let second = try await g.claim(member: "b", n: 10).events
+        XCTAssertEqual(second.map(\.offset), [2])
+    }
+
+    func testALapsedLeaseIsReclaimedAndTheLateOutcomeIsRefused() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publish("work")
+        let g = try s.group("g")
+        try await g.create(options: GroupOptions(lease: 10))
+        let slow = try await g.claim(member: "slow").events[0]
+        try t.clock.advance(ms: 11_000)
+        let rescued = try await g.claim(member: "fast").events[0]
+        XCTAssertEqual(rescued.deliveries, 2)
+        let before = try groupRows(t.db)
+        await assertThrows({ try await g.ack(slow) }) { e in
+            guard case HonkerError.LeaseLost = e else { return XCTFail("\(e)") }
+        }
+        await assertThrows({ try await g.release(slow) })
+        await assertThrows({ try await g.heartbeat(slow) })
+        XCTAssertEqual(try groupRows(t.db), before)
+        try await g.ack(rescued)
+    }
+
+    func testAPoisonEventDiesAfterMaxDeliveriesAndIsRedriven() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publish("poison", key: "k")
+        try await s.publish("next of k", key: "k")
+        let g = try s.group("g")
+        try await g.create(options: GroupOptions(maxDeliveries: 2))
+        var poison = try await g.claim(member: "m").events[0]
+        let first = try await g.retry(poison, error: "boom 1")
+        XCTAssertFalse(first)
+        poison = try await g.claim(member: "m").events[0]
+        let died = try await g.retry(poison, error: "boom 2")
+        XCTAssertTrue(died)
+        let next = try await g.claim(member: "m").events[0]
+        XCTAssertEqual(try next.payload(as: String.self), "next of k")
+        try await g.ack(next)
+        let dead = try await g.dead()
+        XCTAssertEqual(dead.map(\.offset), [1])
+        XCTAssertEqual(dead[0].lastError, "boom 2")
+        XCTAssertEqual(dead[0].deliveries, 2)
+        try await g.redrive(1)
+        let again = try await g.claim(member: "m").events[0]
+        XCTAssertEqual(again.deliveries, 1)
+        try await g.fail(again, error: "still broken")
+        let redriven = try await g.redriveAll()
+        XCTAssertEqual(redriven, 1)
+        await assertThrows({ try await g.redrive(2) }) { e in
+            guard case HonkerError.NotFound = e else { return XCTFail("\(e)") }
+        }
+    }
+
+    func testAnAckInsideTheCallersTransactionCommitsOrRollsBackWithTheEffect() async throws {
+        let t = try testDb()
+        try t.db.execute("CREATE TABLE shipped (\"offset\" INTEGER PRIMARY KEY)")
+        let s = try t.db.stream("orders")
+        try await s.publish("order")
+        let g = try s.group("ship")
+        try await g.create()
+        let e = try await g.claim(member: "m").events[0]
+        await assertThrows({
+            try await t.db.transaction { tx in
+                try tx.execute("INSERT INTO shipped VALUES (?)", [.integer(value: e.offset)])
+                try g.ack(e, tx: tx)
+                throw HonkerError.InvalidArgument(message: "crash before commit")
+            }
+        })
+        var info = try await g.info()
+        XCTAssertEqual(info.delivered, 1)
+        try await t.db.transaction { tx in
+            try tx.execute("INSERT INTO shipped VALUES (?)", [.integer(value: e.offset)])
+            try g.ack(e, tx: tx)
+        }
+        info = try await g.info()
+        XCTAssertEqual(info.pending, 0)
+        XCTAssertEqual(try t.db.query("SELECT count(*) FROM shipped")[0][0], .integer(value: 1))
+    }
+
+    func testRemovingAMemberNeedsForceAndFreesItsEvents() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publishMany([1, 2])
+        let g = try s.group("g")
+        try await g.create()
+        let held = try await g.claim(member: "gone", n: 2).events
+        await assertThrows({ try await g.removeMember("gone") }) { e in
+            guard case HonkerError.InvalidArgument = e else { return XCTFail("\(e)") }
+        }
+        let freed = try await g.removeMember("gone", force: true)
+        XCTAssertEqual(freed, 2)
+        let taken = try await g.claim(member: "alive", n: 2).events
+        XCTAssertEqual(taken.map(\.offset), [1, 2])
+        await assertThrows({ try await g.ack(held[0]) })
+    }
+
+    func testAConsumerIteratesAndCloseReleasesItsBuffer() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publishMany(Array(0..<10))
+        let g = try s.group("g")
+        try await g.create()
+        let consumer = try g.consume(member: "m", batch: 4, wait: 0.05)
+        var got: [Int] = []
+        for try await e in consumer {
+            got.append(try e.payload(as: Int.self))
+            try await g.ack(e)
+            if got.count == 5 { break }
+        }
+        let released = await consumer.close()
+        XCTAssertEqual(released, 3)
+        XCTAssertEqual(got, [0, 1, 2, 3, 4])
+        let info = try await g.info()
+        XCTAssertEqual([info.pending, info.delivered, info.lag], [3, 0, 5])
+    }
+
+    func testCancellingTheIteratingTaskEndsAWaitAtOnceAndLosesNothing() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        let g = try s.group("g")
+        try await g.create()
+        let consumer = try g.consume(member: "m", wait: 15)
+        let waiting = Task { () -> Int in
+            var n = 0
+            for try await _ in consumer { n += 1 }
+            return n
+        }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let cancelled = Date()
+        waiting.cancel()
+        let n = try await waiting.value
+        let took = Date().timeIntervalSince(cancelled)
+        XCTAssertEqual(n, 0)
+        XCTAssertLessThan(took, 2, "the 15 s wait ran on after cancellation")
+        XCTAssertFalse(consumer.isClosed)
+        try await s.publish("after")
+        for try await e in consumer {
+            XCTAssertEqual(try e.payload(as: String.self), "after")
+            try await g.ack(e)
+            break
+        }
+        await consumer.close()
+    }
+
+    func testBadInputIsATypedErrorAndChangesNothing() async throws {
+        let t = try testDb()
+        let s = try t.db.stream("orders")
+        try await s.publish("kept")
+        let g = try s.group("g")
+        try await g.create()
+        let held = try await g.claim(member: "m").events[0]
+        let before = try groupRows(t.db)
+        func invalid(_ body: () async throws -> Void, line: UInt = #line) async {
+            await assertThrows(body, line: line) { e in
+                guard case HonkerError.InvalidArgument = e else { return XCTFail("\(e)", line: line) }
+            }
+        }
+        for name in ["", String(repeating: "x", count: 1000), "nul\0"] {
+            await invalid { _ = try s.group(name) }
+            await invalid { _ = try await g.claim(member: name) }
+            await invalid { _ = try g.consume(member: name) }
+        }
+        await invalid { try await g.create(options: GroupOptions(maxDeliveries: 0)) }
+        await invalid { try await g.create(options: GroupOptions(maxDeliveries: 1001)) }
+        await invalid { try await g.create(options: GroupOptions(lease: 0)) }
+        await invalid { try await g.create(options: GroupOptions(lease: -5)) }
+        await invalid { try await g.create(options: GroupOptions(lease: .infinity)) }
+        await invalid { try await g.create(options: GroupOptions(lease: .nan)) }
+        await invalid { try await g.create(options: GroupOptions(memberIdle: 0.5)) }
+        await invalid { _ = try await g.claim(member: "m", n: 0) }
+        await invalid { _ = try await g.claim(member: "m", n: 10_001) }
+        await invalid { _ = try await g.claim(member: "m", wait: -1) }
+        await invalid { _ = try await g.claim(member: "m", lease: 0) }
+        await invalid { try await g.retry(held, delay: -1) }
+        await invalid { try await g.heartbeat(held, extend: 0) }
+        await invalid { _ = try g.consume(member: "m", batch: 0) }
+        await invalid { _ = try g.consume(member: "m", wait: 0) }
+        await invalid { try await s.group("g2").create(start: .offset(5)) }
+        XCTAssertEqual(try groupRows(t.db), before)
+        try await g.ack(held)
+    }
+}
