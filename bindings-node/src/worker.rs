@@ -96,7 +96,7 @@ impl Shared {
         self.tasks.keep(t, |key, t| TaskOut {
             key: js_key(key),
             queue: t.queue().to_owned(),
-            job: ClaimedJob::from(t.job().clone()),
+            job: ClaimedJob::from(queue_job(t)),
             remaining_ms: t
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
@@ -262,5 +262,14 @@ impl Worker {
     pub async fn drain(&self, grace: f64) -> napi::Result<Out<u32>> {
         let s = self.shared();
         blocking(move || Ok(s.w.drain(ms("grace", grace)?)?.released as u32)).await
+    }
+}
+
+/// The job of a task of this worker: it registers queues only, so every
+/// task is a queue's (consumer groups' tasks come with their own adapter).
+fn queue_job(t: &honker::runtime::Task) -> honker::Job {
+    match t.work() {
+        honker::runtime::Work::Job(j) => j.clone(),
+        honker::runtime::Work::Event(..) => unreachable!("this worker registers queues only"),
     }
 }

@@ -51,7 +51,10 @@ impl Task {
     /// The job, as `Queue.claim` rows it.
     #[getter]
     fn job(&self) -> PyResult<ClaimedJob> {
-        self.with(|t| ClaimedJob::from(t.job().clone()))
+        self.with(|t| t.job().cloned().map(ClaimedJob::from))?
+            .ok_or_else(|| {
+                crate::errors::invalid("a consumer group's task has no job: see `event`")
+            })
     }
 
     #[getter]

@@ -132,7 +132,7 @@ impl Worker {
             WorkerTask {
                 key,
                 queue: t.queue().to_owned(),
-                job: ClaimedJob::from(t.job().clone()),
+                job: ClaimedJob::from(queue_job(t)),
                 remaining_ms: t
                     .deadline()
                     .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
@@ -185,5 +185,14 @@ impl Worker {
     /// their leases, then releases the rest; returns how many.
     pub fn drain(&self, grace_ms: u64) -> R<u32> {
         Ok(self.s.w.drain(ms("grace", grace_ms)?)?.released as u32)
+    }
+}
+
+/// The job of a task of this worker: it registers queues only, so every
+/// task is a queue's (consumer groups' tasks come with their own adapter).
+fn queue_job(t: &honker::runtime::Task) -> honker::Job {
+    match t.work() {
+        honker::runtime::Work::Job(j) => j.clone(),
+        honker::runtime::Work::Event(..) => unreachable!("this worker registers queues only"),
     }
 }

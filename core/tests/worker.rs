@@ -124,7 +124,7 @@ fn each_outcome_does_what_it_says() {
         w.next(Duration::ZERO).unwrap().is_none(),
         "all four slots are taken"
     );
-    let ids: Vec<i64> = tasks.iter().map(|t| t.job().id).collect();
+    let ids: Vec<i64> = tasks.iter().map(|t| t.job().unwrap().id).collect();
 
     let r = w
         .complete(
@@ -197,7 +197,7 @@ fn a_handler_running_five_times_its_lease_keeps_its_job() {
     )
     .unwrap();
     let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
-    let id = task.job().id;
+    let id = task.job().unwrap().id;
     let w2 = w.clone();
     let handler = thread::spawn(move || {
         thread::sleep(lease * 5);
@@ -265,7 +265,7 @@ fn a_handler_past_its_timeout_has_its_job_retried_and_its_outcome_discarded() {
     )
     .unwrap();
     let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
-    let id = task.job().id;
+    let id = task.job().unwrap().id;
     assert!(task.deadline().is_some());
     let w2 = w.clone();
     let handler = thread::spawn(move || {
@@ -302,7 +302,7 @@ fn shutdown_stops_claiming_releases_the_buffer_and_drain_releases_what_outlives_
     let short1 = w.next(Duration::from_secs(1)).unwrap().unwrap();
     let short2 = w.next(Duration::from_secs(1)).unwrap().unwrap();
     let long = w.next(Duration::from_secs(1)).unwrap().unwrap();
-    let long_id = long.job().id;
+    let long_id = long.job().unwrap().id;
     // One more is claimed (four slots) but not handed out.
     assert_eq!(w.running(), 4);
     assert_eq!(w.shutdown(), 1, "the buffered job is given back");
@@ -348,7 +348,7 @@ fn a_dropped_task_gives_its_job_back() {
     w.register(&t.db.queue("q").unwrap(), HandlerOptions::default())
         .unwrap();
     let task = w.next(Duration::ZERO).unwrap().unwrap();
-    let id = task.job().id;
+    let id = task.job().unwrap().id;
     drop(task); // a handler that panicked
     assert_eq!(w.running(), 0);
     let info = t.db.queue("q").unwrap().get_job(id).unwrap();
@@ -440,7 +440,7 @@ fn release_settled_and_a_refused_result_are_outcomes_too() {
     let mut tasks: Vec<_> = (0..3)
         .map(|_| w.next(Duration::ZERO).unwrap().unwrap())
         .collect();
-    let ids: Vec<i64> = tasks.iter().map(|t| t.job().id).collect();
+    let ids: Vec<i64> = tasks.iter().map(|t| t.job().unwrap().id).collect();
 
     // Cancelled by its host: back at once, no attempt spent.
     let r = w.complete(tasks.remove(0), Outcome::Release).unwrap();
@@ -451,7 +451,7 @@ fn release_settled_and_a_refused_result_are_outcomes_too() {
     // The handler acked it inside its own transaction: only the slot frees.
     let task = tasks.remove(0);
     let tx = t.db.transaction().unwrap();
-    q.ack_tx(&tx, &task.job().lease, None).unwrap();
+    q.ack_tx(&tx, &task.job().unwrap().lease, None).unwrap();
     tx.commit().unwrap();
     let r = w.complete(task, Outcome::Settled).unwrap();
     assert_eq!(r.finished, Finished::Settled);
@@ -478,7 +478,10 @@ fn release_settled_and_a_refused_result_are_outcomes_too() {
     // That completion refilled its slot: the released job is claimed.
     assert_eq!(w.running(), 1);
     let task = w.next(Duration::ZERO).unwrap().unwrap();
-    assert_eq!((task.job().id, task.job().attempts), (ids[0], 1));
+    assert_eq!(
+        (task.job().unwrap().id, task.job().unwrap().attempts),
+        (ids[0], 1)
+    );
 }
 
 #[test]
@@ -494,7 +497,7 @@ fn a_completion_claims_the_next_job_in_its_own_transaction() {
     let w = worker(&t.db, 1);
     w.register(&q, HandlerOptions::default()).unwrap();
     let task = w.next(Duration::ZERO).unwrap().unwrap();
-    assert_eq!(task.job().id, ids[0]);
+    assert_eq!(task.job().unwrap().id, ids[0]);
     assert_eq!(q.get_job(ids[1]).unwrap().state, JobState::Ready);
     let r = w.complete(task, Outcome::Ack(None)).unwrap();
     assert_eq!(r.finished, Finished::Acked);
@@ -506,7 +509,7 @@ fn a_completion_claims_the_next_job_in_its_own_transaction() {
     assert_eq!(q.get_job(ids[2]).unwrap().state, JobState::Ready);
     assert_eq!(w.running(), 1);
     let task = w.next(Duration::ZERO).unwrap().unwrap();
-    assert_eq!(task.job().id, ids[1]);
+    assert_eq!(task.job().unwrap().id, ids[1]);
     // A lost lease (the job cancelled under its handler) refills too.
     assert!(q.cancel(ids[1], None).unwrap());
     let r = w
@@ -555,7 +558,7 @@ fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
     w.register(&db.queue("q").unwrap(), HandlerOptions::default())
         .unwrap();
     let long = w.next(Duration::from_secs(1)).unwrap().unwrap();
-    let id = long.job().id;
+    let id = long.job().unwrap().id;
     // A `next` waiting for a free slot returns None once stopped.
     let w2 = w.clone();
     let waiting = thread::spawn(move || w2.next(Duration::from_secs(30)).unwrap().is_none());
@@ -603,7 +606,7 @@ fn an_outcome_after_the_deadline_is_a_timeout_even_before_the_clock_saw_it() {
     )
     .unwrap();
     let task = w.next(Duration::from_secs(1)).unwrap().unwrap();
-    let id = task.job().id;
+    let id = task.job().unwrap().id;
     // No `next` is outstanding, so the clock does not tick.
     thread::sleep(Duration::from_millis(80));
     // A host that cancelled its handler at the deadline reports a failure.
@@ -662,7 +665,7 @@ fn try_complete_never_waits_and_changes_nothing_when_it_would() {
         w.next(Duration::ZERO).unwrap().unwrap(),
         w.next(Duration::ZERO).unwrap().unwrap(),
     );
-    let (id_a, id_b) = (a.job().id, b.job().id);
+    let (id_a, id_b) = (a.job().unwrap().id, b.job().unwrap().id);
     // Another thread holds the writer: the outcome would wait.
     let (held, release) = (
         Arc::new(std::sync::Barrier::new(2)),
@@ -738,13 +741,13 @@ fn a_task_table_keeps_tasks_by_keys_it_never_reuses() {
         .unwrap();
     let table = TaskTable::default();
     let a = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, t| {
-        (k, t.job().id)
+        (k, t.job().unwrap().id)
     });
     let b = table.keep(w.next(Duration::ZERO).unwrap().unwrap(), |k, _| k);
     assert_ne!(a.0, b);
     assert_eq!(table.gave_up(a.0), None);
     let task = table.take(a.0).unwrap();
-    assert_eq!(task.job().id, a.1);
+    assert_eq!(task.job().unwrap().id, a.1);
     assert_eq!(
         table.take(a.0).unwrap_err().kind(),
         ErrorKind::InvalidArgument
@@ -765,7 +768,7 @@ fn an_outcome_that_cannot_be_written_frees_the_slot_and_leaves_the_lease_to_laps
     w.register(&db.queue("q").unwrap(), HandlerOptions::default())
         .unwrap();
     let task = w.next(Duration::ZERO).unwrap().unwrap();
-    let id = task.job().id;
+    let id = task.job().unwrap().id;
     db.close().unwrap();
     let e = w.complete(task, Outcome::Ack(None)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Closed);
@@ -801,7 +804,7 @@ fn drain_returns_only_after_the_outcomes_being_recorded_have_committed() {
         let w = worker(&db, 1);
         w.register(&q, HandlerOptions::default()).unwrap();
         let task = w.next(Duration::from_secs(5)).unwrap().unwrap();
-        let id = task.job().id;
+        let id = task.job().unwrap().id;
         let w2 = w.clone();
         let handler = thread::spawn(move || w2.complete(task, Outcome::Ack(None)).unwrap());
         // Drain as the completion goes in (start together).

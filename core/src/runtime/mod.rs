@@ -34,6 +34,7 @@ mod off_thread;
 mod outcome;
 mod subscription;
 mod task_table;
+mod work;
 mod worker;
 
 pub(crate) use cancel::cancelled;
@@ -46,4 +47,5 @@ pub use off_thread::OffThreadDrop;
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
 pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;
+pub use work::Work;
 pub use worker::{HandlerOptions, Task, Worker, WorkerOptions};

@@ -139,10 +139,13 @@ impl Finished {
 /// A finished task, for logs and metrics.
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// The job's id.
+    /// The job's id (a group's event: its offset).
     pub job_id: i64,
-    /// Its queue.
+    /// Its queue (for a consumer group's task: the event's stream).
     pub queue: String,
+    /// The consumer group, for a group's task (`job_id` is then the
+    /// event's offset and `attempts` its deliveries).
+    pub group: Option<String>,
     /// Its attempts, counting this run.
     pub attempts: u32,
     /// What became of it.

@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::outcome::{finish, Completion, DrainReport, Finished, Outcome, Report};
+use super::outcome::{Completion, DrainReport, Finished, Outcome, Report};
+use super::work::{lease_gone, Source, Work};
 use crate::database::Database;
 use crate::error::{Error, ErrorKind, Result};
 use crate::queue::ops::Probe;
-use crate::queue::{Job, Queue, RetryOptions};
+use crate::queue::{Job, Queue};
+use crate::stream::group::{Group, GroupEvent};
 use crate::transaction::Transaction;
 use crate::validate;
 
@@ -60,13 +62,14 @@ pub struct HandlerOptions {
     pub lease: Option<Duration>,
 }
 
-/// A job handed to the host to run. Complete it with
+/// A job (or a group's event) handed to the host to run. Complete it with
 /// [`Worker::complete`]; dropped without that, its job is released.
 #[derive(Debug)]
 pub struct Task {
-    job: Job,
+    work: Work,
     key: u64,
     queue_name: String,
+    group_name: Option<String>,
     deadline: Option<Instant>,
     started: Instant,
     worker: Arc<Inner>,
@@ -74,14 +77,35 @@ pub struct Task {
 }
 
 impl Task {
-    /// The job.
-    pub fn job(&self) -> &Job {
-        &self.job
+    /// What it runs: a job, or a group's event.
+    pub fn work(&self) -> &Work {
+        &self.work
     }
 
-    /// The job's queue.
+    /// The job, for a queue's task.
+    pub fn job(&self) -> Option<&Job> {
+        match &self.work {
+            Work::Job(j) => Some(j),
+            Work::Event(..) => None,
+        }
+    }
+
+    /// The event, for a consumer group's task.
+    pub fn event(&self) -> Option<&GroupEvent> {
+        match &self.work {
+            Work::Job(_) => None,
+            Work::Event(_, e) => Some(e),
+        }
+    }
+
+    /// The job's queue, or the event's stream.
     pub fn queue(&self) -> &str {
         &self.queue_name
+    }
+
+    /// The event's group, for a consumer group's task.
+    pub fn group(&self) -> Option<&str> {
+        self.group_name.as_deref()
     }
 
     /// When the handler's time runs out, if its queue has a timeout (for
@@ -131,7 +155,7 @@ impl Drop for Task {
             // A handler that panicked or was abandoned: give the job back.
             if let Some(r) = self.worker.remove(self.key) {
                 if !(r.timed_out || r.lost || r.released) {
-                    let _ = self.job.release();
+                    let _ = self.work.release();
                 }
             }
         }
@@ -203,7 +227,7 @@ impl Drop for Recording<'_> {
 
 #[derive(Debug)]
 struct Registered {
-    queue: Queue,
+    source: Source,
     limit: usize,
     timeout: Option<Duration>,
     lease: Duration,
@@ -217,7 +241,7 @@ struct Registered {
 #[derive(Debug)]
 struct Running {
     slot: usize,
-    job: Job,
+    work: Work,
     lease: Duration,
     renew_at: Instant,
     deadline: Option<Instant>,
@@ -232,22 +256,6 @@ impl Running {
     fn live(&self) -> bool {
         !(self.timed_out || self.lost || self.released)
     }
-}
-
-/// Retries the job of a handler past its timeout, as a failure with the
-/// queue's backoff; a lost lease means another worker already has it.
-fn time_out(job: &Job, timeout: Option<Duration>, tx: Option<&Transaction>) {
-    let _ = job.queue().retry_in(
-        tx,
-        &job.lease,
-        &RetryOptions {
-            delay: None,
-            error: Some(format!(
-                "handler timed out after {} ms",
-                timeout.unwrap_or_default().as_millis()
-            )),
-        },
-    );
 }
 
 /// Slots set aside for a claim in flight, so that two claims (`next`'s
@@ -294,8 +302,28 @@ impl Worker {
     /// attempts, backoff: [`Database::queue_with`]) apply to its claims and
     /// retries. Registering a queue twice is `INVALID_ARGUMENT`.
     pub fn register(&self, queue: &Queue, options: HandlerOptions) -> Result<()> {
-        let q = queue.clone();
-        let queue = q.name();
+        let lease = options.lease.unwrap_or(queue.options().lease);
+        self.add(Source::Queue(queue.clone()), lease, options)
+    }
+
+    /// Runs `group`'s events as its member named by the worker id: each
+    /// event is handed out as a [`Task`] whose [`Task::event`] it is, under
+    /// the group's lease (or `options.lease`), renewed while the handler
+    /// runs. Outcomes map to the group's verbs: `Ack` acks (a result is
+    /// dropped: groups keep none), `Retry` and `Permanent` retry and fail,
+    /// `Release` releases, and `Snooze(delay)` is a retry after `delay`
+    /// (a group has no snooze that spends no delivery). The group must
+    /// exist ([`Group::create`]). At-least-once, as for jobs.
+    pub fn register_group(&self, group: &Group, options: HandlerOptions) -> Result<()> {
+        let lease = match options.lease {
+            Some(l) => l,
+            None => group.info()?.options.lease,
+        };
+        validate::name("member", &self.inner.worker_id)?;
+        self.add(Source::Group(group.clone()), lease, options)
+    }
+
+    fn add(&self, source: Source, lease: Duration, options: HandlerOptions) -> Result<()> {
         let limit = match options.concurrency {
             Some(n) => validate::batch_usize(n)?.min(self.inner.limit),
             None => self.inner.limit,
@@ -306,16 +334,22 @@ impl Worker {
             }
             validate::delay("timeout", t)?;
         }
-        let lease = options.lease.unwrap_or(q.options().lease);
         let lease_ms = validate::lease(lease)?;
         let mut st = self.inner.state.lock();
-        if st.queues.iter().any(|r| r.queue.name() == queue) {
-            return Err(Error::invalid(format!(
-                "queue {queue:?} is already registered with this worker"
-            )));
+        if st.queues.iter().any(|r| r.source.same(&source)) {
+            return Err(Error::invalid(match source.group() {
+                None => format!(
+                    "queue {:?} is already registered with this worker",
+                    source.name()
+                ),
+                Some(g) => format!(
+                    "group {g:?} of stream {:?} is already registered with this worker",
+                    source.name()
+                ),
+            }));
         }
         st.queues.push(Registered {
-            queue: q,
+            source,
             limit,
             timeout: options.timeout,
             lease,
@@ -366,15 +400,15 @@ impl Worker {
             }
             let mut next_at: Option<Instant> = None;
             for slot in inner.free_slots() {
-                let (queue, lease_ms) = inner.claim_args(slot);
-                let (probe, now) = queue.probe()?;
+                let (source, lease_ms) = inner.claim_args(slot);
+                let (probe, now) = source.probe()?;
                 match probe {
                     Probe::Claimable => {
                         // Taken meanwhile by a completion's refill: next queue.
                         let Some(r) = inner.reserve(slot) else {
                             continue;
                         };
-                        let jobs = queue.claim_now(None, &inner.worker_id, r.n, lease_ms)?;
+                        let jobs = source.claim(None, &inner.worker_id, r.n, lease_ms)?;
                         if !jobs.is_empty() {
                             if !inner.buffer(r, jobs) {
                                 return Ok(None); // stopping: released
@@ -471,11 +505,12 @@ impl Worker {
         let ran = task.started.elapsed();
         let inner = &self.inner;
         let (state, _recording) = inner.start_recording(task.key);
-        let job = &task.job;
+        let work = &task.work;
         let report = |finished| Report {
-            job_id: job.id,
+            job_id: work.id(),
             queue: task.queue_name.clone(),
-            attempts: job.attempts,
+            group: task.group_name.clone(),
+            attempts: work.attempts(),
             finished,
             ran,
         };
@@ -485,7 +520,7 @@ impl Worker {
             // Past its deadline before the clock saw it (a host that
             // cancelled the handler at the deadline): timed out all the same.
             Some(r) if r.live() && r.deadline.is_some_and(|d| d <= Instant::now()) => {
-                time_out(job, r.timeout, tx.as_ref());
+                work.time_out(r.timeout, tx.as_ref());
                 Some(Finished::TimedOut)
             }
             _ => None,
@@ -504,7 +539,7 @@ impl Worker {
         };
         let done = match early {
             Some(finished) => Ok(finished),
-            None => finish(job, outcome, tx.as_ref()),
+            None => work.finish(outcome, tx.as_ref()),
         };
         let done = match done {
             Err(e) if e.kind() == ErrorKind::LeaseLost => Ok(Finished::LeaseLost),
@@ -515,9 +550,9 @@ impl Worker {
             // claims later.
             let jobs = match &refill {
                 Some(r) => {
-                    let (queue, lease_ms) = inner.claim_args(r.slot);
-                    queue
-                        .claim_now(Some(&tx), &inner.worker_id, r.n, lease_ms)
+                    let (source, lease_ms) = inner.claim_args(r.slot);
+                    source
+                        .claim(Some(&tx), &inner.worker_id, r.n, lease_ms)
                         .unwrap_or_default()
                 }
                 None => Vec::new(),
@@ -555,12 +590,12 @@ impl Worker {
     /// Idempotent.
     pub fn shutdown(&self) -> usize {
         self.stop();
-        let jobs: Vec<Job> = {
+        let jobs: Vec<Work> = {
             let mut st = self.inner.state.lock();
             let keys: Vec<u64> = st.buffered.drain(..).collect();
             keys.into_iter()
                 .filter_map(|k| st.take(k))
-                .map(|r| r.job)
+                .map(|r| r.work)
                 .collect()
         };
         jobs.into_iter().filter(|j| j.release().is_ok()).count()
@@ -594,14 +629,14 @@ impl Worker {
             let wake = due.map_or(end, |d| d.min(end));
             signal.wait_past(seen, wake.max(now));
         }
-        let jobs: Vec<Job> = {
+        let jobs: Vec<Work> = {
             let mut st = inner.state.lock();
             st.running
                 .values_mut()
                 .filter(|r| r.live())
                 .map(|r| {
                     r.released = true;
-                    r.job.clone()
+                    r.work.clone()
                 })
                 .collect()
         };
@@ -626,7 +661,8 @@ impl Worker {
         let key = st.buffered.pop_front()?;
         let slot = st.running[&key].slot;
         let timeout = st.queues[slot].timeout;
-        let name = st.queues[slot].queue.name().to_owned();
+        let name = st.queues[slot].source.name().to_owned();
+        let group_name = st.queues[slot].source.group().map(str::to_owned);
         let now = Instant::now();
         let r = st
             .running
@@ -634,9 +670,10 @@ impl Worker {
             .expect("a buffered task is running");
         r.deadline = timeout.map(|t| now + t);
         Some(Task {
-            job: r.job.clone(),
+            work: r.work.clone(),
             key,
             queue_name: name,
+            group_name,
             deadline: r.deadline,
             started: now,
             worker: Arc::clone(&self.inner),
@@ -730,15 +767,15 @@ impl Inner {
         })
     }
 
-    /// What a claim for `slot` needs: the queue and its lease.
-    fn claim_args(&self, slot: usize) -> (Queue, i64) {
+    /// What a claim for `slot` needs: the source and its lease.
+    fn claim_args(&self, slot: usize) -> (Source, i64) {
         let st = self.state.lock();
-        (st.queues[slot].queue.clone(), st.queues[slot].lease_ms)
+        (st.queues[slot].source.clone(), st.queues[slot].lease_ms)
     }
 
     /// Takes claimed jobs into the reserved slots; false (after releasing
     /// them) if the worker began stopping meanwhile.
-    fn buffer(&self, mut r: Reservation<'_>, jobs: Vec<Job>) -> bool {
+    fn buffer(&self, mut r: Reservation<'_>, jobs: Vec<Work>) -> bool {
         let slot = r.slot;
         let mut st = self.state.lock();
         st.unreserve(slot, std::mem::take(&mut r.n));
@@ -752,7 +789,7 @@ impl Inner {
         let (lease, timeout) = (st.queues[slot].lease, st.queues[slot].timeout);
         let now = Instant::now();
         st.round = slot + 1;
-        for job in jobs {
+        for work in jobs {
             let key = st.next_key;
             st.next_key += 1;
             st.queues[slot].running += 1;
@@ -761,7 +798,7 @@ impl Inner {
                 key,
                 Running {
                     slot,
-                    job,
+                    work,
                     lease,
                     renew_at: now + lease / 3,
                     deadline: None,
@@ -782,29 +819,27 @@ impl Inner {
         let (renew, expired) = {
             let mut st = self.state.lock();
             let mut renew = Vec::new();
-            let mut expired: Vec<(Job, Option<Duration>)> = Vec::new();
+            let mut expired: Vec<(Work, Option<Duration>)> = Vec::new();
             for (key, r) in st.running.iter_mut().filter(|(_, r)| r.live()) {
                 if r.deadline.is_some_and(|d| d <= now) {
                     r.timed_out = true;
-                    expired.push((r.job.clone(), r.timeout));
+                    expired.push((r.work.clone(), r.timeout));
                 } else if r.renew_at <= now {
-                    renew.push((*key, r.job.clone(), r.lease));
+                    renew.push((*key, r.work.clone(), r.lease));
                 }
             }
             (renew, expired)
         };
-        for (job, timeout) in expired {
-            time_out(&job, timeout, None);
+        for (work, timeout) in expired {
+            work.time_out(timeout, None);
         }
-        for (key, job, lease) in renew {
-            let result = job.heartbeat(Some(lease));
+        for (key, work, lease) in renew {
+            let result = work.heartbeat(lease);
             let mut st = self.state.lock();
             if let Some(r) = st.running.get_mut(&key) {
                 match result {
                     Ok(_) => r.renew_at = Instant::now() + lease / 3,
-                    Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {
-                        r.lost = true
-                    }
+                    Err(e) if lease_gone(e.kind()) => r.lost = true,
                     Err(_) => r.renew_at = Instant::now() + RENEW_RETRY.min(lease / 3),
                 }
             }

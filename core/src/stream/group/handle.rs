@@ -168,6 +168,18 @@ impl Group {
         }
     }
 
+    /// The read-only check a waiting claim makes: whether this group has
+    /// something claimable now, else when it will (its clock's now too).
+    pub(crate) fn probe_now(&self) -> Result<(ops::Probe, i64)> {
+        let db = self.stream.database();
+        let now = db.inner.now();
+        let reader = db.inner.reader()?;
+        Ok((
+            ops::probe(reader.raw(), self.stream.name(), &self.name, now)?,
+            now,
+        ))
+    }
+
     /// [`claim`](Self::claim) only when a read-only check finds something
     /// claimable (a consumer's poll without waiting: an idle member never
     /// takes the write lock).
@@ -177,13 +189,7 @@ impl Group {
         n: usize,
         lease: Option<Duration>,
     ) -> Result<GroupClaim> {
-        let db = self.stream.database();
-        let now = db.inner.now();
-        let probe = {
-            let reader = db.inner.reader()?;
-            ops::probe(reader.raw(), self.stream.name(), &self.name, now)?
-        };
-        match probe {
+        match self.probe_now()?.0 {
             ops::Probe::Claimable => self.claim(member, n, lease),
             ops::Probe::NextAt(_) => Ok(GroupClaim::default()),
         }
@@ -201,7 +207,7 @@ impl Group {
         self.claim_in(Some(tx), member, n, lease)
     }
 
-    fn claim_in(
+    pub(crate) fn claim_in(
         &self,
         tx: Option<&Transaction>,
         member: &str,
@@ -219,13 +225,13 @@ impl Group {
     /// Acks a delivered event: the group is done with it, and the next
     /// event of its key gets its turn. A stale token is `LEASE_LOST`.
     pub fn ack(&self, event: &impl Delivered) -> Result<()> {
-        self.ack_in(None, event.offset(), event.token())
+        self.ack_in(None, event)
     }
 
     /// [`ack`](Self::ack) inside the caller's transaction: the event's
     /// effect and its ack commit together.
     pub fn ack_tx(&self, tx: &Transaction, event: &impl Delivered) -> Result<()> {
-        self.ack_in(Some(tx), event.offset(), event.token())
+        self.ack_in(Some(tx), event)
     }
 
     /// Acks several delivered events in one transaction; all or none (a
@@ -240,7 +246,10 @@ impl Group {
         })
     }
 
-    fn ack_in(&self, tx: Option<&Transaction>, offset: i64, token: &str) -> Result<()> {
+    /// The form of [`ack`](Self::ack) that runtimes call: inside `tx` when
+    /// one is given.
+    pub fn ack_in(&self, tx: Option<&Transaction>, event: &impl Delivered) -> Result<()> {
+        let (offset, token) = (event.offset(), event.token());
         self.write(tx, |c, s, g, now| ops::ack(c, s, g, offset, token, now))
     }
 
@@ -253,11 +262,22 @@ impl Group {
         delay: Option<Duration>,
         error: Option<&str>,
     ) -> Result<bool> {
+        self.retry_in(None, event, delay, error)
+    }
+
+    /// [`retry`](Self::retry), inside `tx` when one is given.
+    pub fn retry_in(
+        &self,
+        tx: Option<&Transaction>,
+        event: &impl Delivered,
+        delay: Option<Duration>,
+        error: Option<&str>,
+    ) -> Result<bool> {
         let delay = match delay {
             Some(d) => validate::delay("retry delay", d)?,
             None => 0,
         };
-        self.write(None, |c, s, g, now| {
+        self.write(tx, |c, s, g, now| {
             ops::retry(
                 c,
                 s,
@@ -271,7 +291,17 @@ impl Group {
 
     /// Sends a delivered event to the dead letters now, with `error`.
     pub fn fail(&self, event: &impl Delivered, error: &str) -> Result<()> {
-        self.write(None, |c, s, g, now| {
+        self.fail_in(None, event, error)
+    }
+
+    /// [`fail`](Self::fail), inside `tx` when one is given.
+    pub fn fail_in(
+        &self,
+        tx: Option<&Transaction>,
+        event: &impl Delivered,
+        error: &str,
+    ) -> Result<()> {
+        self.write(tx, |c, s, g, now| {
             ops::fail(c, s, g, event.offset(), event.token(), error, now)
         })
     }
@@ -279,7 +309,12 @@ impl Group {
     /// Gives a delivered event back, claimable at once, its delivery not
     /// counted.
     pub fn release(&self, event: &impl Delivered) -> Result<()> {
-        self.write(None, |c, s, g, now| {
+        self.release_in(None, event)
+    }
+
+    /// [`release`](Self::release), inside `tx` when one is given.
+    pub fn release_in(&self, tx: Option<&Transaction>, event: &impl Delivered) -> Result<()> {
+        self.write(tx, |c, s, g, now| {
             ops::release(c, s, g, event.offset(), event.token(), now)
         })
     }
