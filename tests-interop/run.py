@@ -168,7 +168,9 @@ def check(expect: dict, reply: dict, where: str) -> None:
     if "field" in expect:
         name, want = expect["field"]
         if [item.get(name) for item in got] != want:
-            raise Failure(f"{where}: expected each item's {name} to be {want!r}, got {got!r}")
+            raise Failure(
+                f"{where}: expected each item's {name} to be {want!r}, got {got!r}"
+            )
     if "match" in expect:
         for k, v in expect["match"].items():
             if got.get(k) != v:

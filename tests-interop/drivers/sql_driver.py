@@ -160,7 +160,9 @@ class Driver:
         sg = [s["stream"], s["group"]]
         if op == "group_create":
             options = {k: s[k] for k in ("max_deliveries", "lease_ms") if k in s}
-            return self.one("SELECT honker_group_create(?, ?, ?)", [*sg, json.dumps(options)])
+            return self.one(
+                "SELECT honker_group_create(?, ?, ?)", [*sg, json.dumps(options)]
+            )
         if op == "group_claim":
 
             def claim(n):
@@ -191,7 +193,9 @@ class Driver:
                 for e in events
             ]
         if op == "group_ack":
-            self.one("SELECT honker_group_ack(?, ?, ?, ?)", [*sg, s["offset"], s["token"]])
+            self.one(
+                "SELECT honker_group_ack(?, ?, ?, ?)", [*sg, s["offset"], s["token"]]
+            )
             return None
         if op == "group_retry":
             state = self.one(
