@@ -13,9 +13,10 @@ use pyo3::prelude::*;
 
 use crate::database::{secs, Database};
 use crate::errors::{invalid, IntoPyResult as _};
+use crate::group::Group;
 use crate::json::payload_from_py;
 use crate::queue::Queue;
-use crate::records::ClaimedJob;
+use crate::records::{ClaimedJob, GroupEvent};
 
 /// See `honker.Worker`.
 #[pyclass(module = "honker._native", frozen)]
@@ -34,6 +35,7 @@ pub struct Task {
     // the GIL.
     t: OffThreadDrop<Mutex<Option<honker::runtime::Task>>>,
     queue: String,
+    group: Option<String>,
     deadline: Option<Instant>,
 }
 
@@ -57,9 +59,23 @@ impl Task {
             })
     }
 
+    /// A consumer group's event, as `Group.claim` rows it (None for a
+    /// queue's task).
+    #[getter]
+    fn event(&self) -> PyResult<Option<GroupEvent>> {
+        self.with(|t| t.event().cloned().map(GroupEvent::from))
+    }
+
+    /// The job's queue, or the event's stream.
     #[getter]
     fn queue(&self) -> &str {
         &self.queue
+    }
+
+    /// The event's group (None for a queue's task).
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.group.as_deref()
     }
 
     /// Seconds left before the handler's timeout (negative once past), or
@@ -103,6 +119,7 @@ impl Task {
 fn task(t: honker::runtime::Task) -> Task {
     Task {
         queue: t.queue().to_owned(),
+        group: t.group().map(str::to_owned),
         deadline: t.deadline(),
         t: OffThreadDrop::new(Mutex::new(Some(t))),
     }
@@ -126,6 +143,20 @@ fn take(
         .take()
         .ok_or_else(|| invalid("this task was already completed"))?;
     Ok((t, outcome))
+}
+
+fn handler_options(
+    concurrency: Option<i64>,
+    timeout: Option<f64>,
+    lease: Option<f64>,
+) -> PyResult<HandlerOptions> {
+    Ok(HandlerOptions {
+        concurrency: concurrency
+            .map(|n| honker::validate::batch(n).py())
+            .transpose()?,
+        timeout: timeout.map(|s| secs("timeout", s)).transpose()?,
+        lease: lease.map(|s| secs("lease", s)).transpose()?,
+    })
 }
 
 type Report = (i64, String, u32, &'static str, Option<&'static str>, f64);
@@ -186,14 +217,24 @@ impl Worker {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<()> {
-        let options = HandlerOptions {
-            concurrency: concurrency
-                .map(|n| honker::validate::batch(n).py())
-                .transpose()?,
-            timeout: timeout.map(|s| secs("timeout", s)).transpose()?,
-            lease: lease.map(|s| secs("lease", s)).transpose()?,
-        };
+        let options = handler_options(concurrency, timeout, lease)?;
         self.w.register(&queue.queue, options).py()
+    }
+
+    /// Runs `group`'s events, as its member named by the worker id (the
+    /// same options as `register`).
+    #[pyo3(signature = (group, *, concurrency = None, timeout = None, lease = None))]
+    fn register_group(
+        &self,
+        py: Python<'_>,
+        group: PyRef<'_, Group>,
+        concurrency: Option<i64>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<()> {
+        let options = handler_options(concurrency, timeout, lease)?;
+        let g = &group.g;
+        py.detach(|| self.w.register_group(g, options)).py()
     }
 
     #[getter]

@@ -421,3 +421,126 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
         s.group("g2").create(start=5)  # past the end (one past the last is 2)
     assert group_rows(db) == before
     held.ack()
+
+
+# ----- the worker runtime running a group's events -------------------------
+
+
+def stop_when(worker: honker.Worker, cond) -> threading.Thread:
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker.stop()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_worker_runs_a_groups_events_in_key_order_beside_a_queue(path):
+    db = honker.open(path)
+    s = db.stream("orders")
+    g = s.group("billing")
+    g.create(max_deliveries=2)
+    for i in range(30):
+        s.publish({"i": i}, key=f"order-{i % 3}")
+    s.publish("poison")
+    db.queue("emails").enqueue_many([{"n": n} for n in range(5)])
+    w = honker.Worker(db, concurrency=6)
+    lock = threading.Lock()
+    running: dict[str, int] = {}
+    by_key: dict[str, list[int]] = {}
+    overlap, mailed, events = [], [], []
+
+    @w.task(stream="orders", group="billing")
+    def bill(event: honker.GroupEvent) -> str:
+        if event.payload == "poison":
+            raise ValueError("cannot bill this")
+        assert not event.cancelled and event.deliveries == 1
+        with lock:
+            running[event.key] = running.get(event.key, 0) + 1
+            if running[event.key] > 1:
+                overlap.append(event.key)
+        time.sleep(0.002)
+        with lock:
+            running[event.key] -= 1
+            by_key.setdefault(event.key, []).append(event.offset)
+        return "ignored: a group keeps no results"
+
+    @w.task("emails")
+    def mail(job: honker.Job) -> None:
+        mailed.append(job.payload["n"])
+
+    w.on("success", events.append)
+    w.on("retry", events.append)
+    assert (w.queues, w.groups) == (["emails"], [("orders", "billing")])
+    stop_when(w, lambda: len(mailed) == 5 and g.info().pending == 0 and g.info().dead == 1)
+    w.run(signals=False)
+    assert overlap == []  # never two events of one key at once
+    for k in range(3):
+        assert by_key[f"order-{k}"] == [1 + k + 3 * i for i in range(10)]
+    assert sorted(mailed) == [0, 1, 2, 3, 4]
+    [dead] = g.dead()
+    assert (dead.offset, dead.deliveries) == (31, 2)
+    assert "cannot bill this" in (dead.last_error or "")
+    billed = [e for e in events if e.group == "billing"]
+    assert len([e for e in billed if e.kind == "success"]) == 30
+    # Its last delivery's failure is a retry whose new state is dead.
+    assert [(e.queue, e.job_id, e.attempts, e.state) for e in billed if e.kind == "retry"] == [
+        ("orders", 31, 1, "ready"),
+        ("orders", 31, 2, "dead"),
+    ]
+    assert all(e.group is None for e in events if e.queue == "emails")
+    db.close()
+
+
+def test_async_group_handlers_and_a_handler_that_acks_in_its_own_transaction(path):
+    db = honker.open(path)
+    db.execute("CREATE TABLE projected (offset INTEGER PRIMARY KEY)")
+    s = db.stream("orders")
+    g = s.group("projector")
+    g.create()
+    s.publish_many(list(range(10)))
+    w = honker.Worker(db, concurrency=3)
+    kinds: list[str] = []
+
+    @w.task(stream="orders", group=g)
+    async def project(event: honker.GroupEvent) -> None:
+        await asyncio.sleep(0)
+        if event.offset % 2:
+            # Exactly-once local effect: the row and the ack commit together.
+            async with db.transaction_async() as tx:
+                await tx.execute_async("INSERT INTO projected VALUES (?)", [event.offset])
+                await event.ack_async(tx=tx)
+
+    w.on("success", lambda e: kinds.append(e.kind))
+    w.on("settled", lambda e: kinds.append(e.kind))
+    stop_when(w, lambda: g.info().pending == 0 and g.info().lag == 0)
+    w.run(signals=False)
+    assert db.query("SELECT count(*) FROM projected") == [(5,)]
+    assert sorted(kinds) == ["settled"] * 5 + ["success"] * 5
+    db.close()
+
+
+def test_registering_a_group_checks_its_arguments(db):
+    w = honker.Worker(db)
+    with pytest.raises(honker.NotFound):
+        w.task(stream="orders", group="missing")(lambda e: None)
+    g = db.stream("orders").group("g")
+    g.create()
+    for bad in (
+        lambda: w.task()(print),
+        lambda: w.task(stream="orders")(print),
+        lambda: w.task("emails", stream="orders", group="g")(print),
+        lambda: w.task(stream="orders", group="g", task="x")(print),
+        lambda: w.task(stream="other", group=g)(print),
+        lambda: w.register_group("g", print),  # type: ignore[arg-type]
+        lambda: w.register_group(g, "not callable"),  # type: ignore[arg-type]
+        lambda: w.task(stream="orders", group="g", lease=0)(print),
+    ):
+        with pytest.raises(honker.InvalidArgument):
+            bad()
+    w.task(stream="orders", group="g")(print)
+    with pytest.raises(honker.InvalidArgument):
+        w.task(stream="orders", group="g")(print)  # one handler per group

@@ -210,6 +210,14 @@ class Worker:
         timeout: float | None = None,
         lease: float | None = None,
     ) -> None: ...
+    def register_group(
+        self,
+        group: Group,
+        *,
+        concurrency: int | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+    ) -> None: ...
     @property
     def worker_id(self) -> str: ...
     @property
@@ -245,7 +253,11 @@ class Task:
     @property
     def job(self) -> _ClaimedJob: ...
     @property
+    def event(self) -> _GroupEvent | None: ...
+    @property
     def queue(self) -> str: ...
+    @property
+    def group(self) -> str | None: ...
     @property
     def remaining(self) -> float | None: ...
     @property

@@ -108,21 +108,46 @@ class GroupEvent(_GroupEventRecord):
     plain methods block the calling thread for one short transaction; the
     ``*_async`` forms run on honker's threads."""
 
-    __slots__ = ("_group",)
+    __slots__ = ("_group", "_settled", "_task")
 
     def __init__(self, group: Group, row: tuple[Any, ...]) -> None:
         super().__init__(row)
         self._group = group
+        self._task: _native.Task | None = None  # run by a Worker
+        self._settled = False  # acked, retried, failed or released here
 
     @property
     def group(self) -> Group:
         return self._group
 
+    @property
+    def id(self) -> int:
+        """Its offset (what a worker's events call ``job_id``)."""
+        return self._offset  # type: ignore[no-any-return]
+
+    @property
+    def attempts(self) -> int:
+        """Its deliveries, this one included (a worker's events' ``attempts``)."""
+        return self._deliveries  # type: ignore[no-any-return]
+
+    @property
+    def cancelled(self) -> bool:
+        """Under a :class:`honker.Worker`: whether the worker no longer waits
+        for this run's outcome (timed out, lease lost, or released by a
+        shutdown); a sync handler that checks it can stop early. Always
+        False for an event claimed by hand."""
+        task = self._task
+        return task is not None and task.cancelled
+
     def _do(self, tx: Transaction | None, fn: Callable[[], Any]) -> Any:
-        return self._group._stream._db._write(tx, fn)
+        r = self._group._stream._db._write(tx, fn)
+        self._settled = True
+        return r
 
     async def _do_async(self, tx: Transaction | None, fn: Callable[[], Any]) -> Any:
-        return await self._group._stream._db._write_async(tx, fn)
+        r = await self._group._stream._db._write_async(tx, fn)
+        self._settled = True
+        return r
 
     def _ack(self, tx: Transaction | None) -> Callable[[], None]:
         native, t = self._group._native, _args.transaction(tx)
@@ -183,11 +208,13 @@ class GroupEvent(_GroupEventRecord):
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
         """Extends the lease to now + ``extend`` (default: the group's
         lease); returns the new expiry."""
-        self._lease_expires_at_ms = self._do(None, self._heartbeat(extend))
+        db = self._group._stream._db
+        self._lease_expires_at_ms = db._write(None, self._heartbeat(extend))
         return self.lease_expires_at
 
     async def heartbeat_async(self, extend: Seconds | None = None) -> _dt.datetime:
-        self._lease_expires_at_ms = await self._do_async(None, self._heartbeat(extend))
+        db = self._group._stream._db
+        self._lease_expires_at_ms = await db._write_async(None, self._heartbeat(extend))
         return self.lease_expires_at
 
 
@@ -334,7 +361,7 @@ class GroupConsumer(_Reader[GroupEvent]):
     def __init__(self, group: Group, native: _NativeGroupConsumer, wait: float) -> None:
         super().__init__(native, wait, group._stream._db._native)
         self._group = group
-        self._row = lambda row: GroupEvent(group, row)  # type: ignore[assignment]
+        self._row = lambda row: GroupEvent(group, row)
 
     @property
     def member(self) -> str:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Union
 from . import _native, _threads
 from ._time import Seconds, seconds
 from .errors import InvalidArgument
+from .group import Group, GroupEvent
 from .queue import Job, Queue
 
 if TYPE_CHECKING:
@@ -54,7 +55,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("honker.worker")
 
-Handler = Callable[[Job], Union[Any, Awaitable[Any]]]
+Handler = Callable[[Any], Union[Any, Awaitable[Any]]]
+"""A handler: called with the :class:`Job` (or, for a consumer group, the
+:class:`GroupEvent`)."""
+Item = Union[Job, GroupEvent]
 
 
 class Permanent(Exception):
@@ -100,6 +104,9 @@ class WorkerEvent:
     state: str | None = None
     """The job's new state after ``retry``/``snoozed`` (``ready``,
     ``scheduled`` or ``dead``)."""
+    group: str | None = None
+    """For a consumer group's event: the group (``queue`` is then its
+    stream, ``job_id`` the event's offset, ``attempts`` its deliveries)."""
 
 
 _KINDS = {
@@ -120,12 +127,13 @@ ENVELOPE_TASK, ENVELOPE_ARGS = "task", "args"
 
 @dataclasses.dataclass
 class _Registration:
-    queue: Queue
+    queue: Queue | None
     concurrency: int | None
     timeout: float | None
     lease: float | None
     handler: Handler | None = None  # the whole queue's
     tasks: dict[str, Handler] = dataclasses.field(default_factory=dict)
+    group: Group | None = None  # a consumer group's registration
 
 
 class Worker:
@@ -156,7 +164,8 @@ class Worker:
             concurrency=concurrency,
             grace=seconds("grace", grace),  # type: ignore[arg-type]
         )
-        self._queues: dict[str, _Registration] = {}
+        # By (queue or stream, None or group): what a task's (queue, group) names.
+        self._queues: dict[tuple[str, str | None], _Registration] = {}
         self._hooks: dict[str, list[Callable[[WorkerEvent], object]]] = {k: [] for k in KINDS}
         self._started = False
         self._stop = threading.Event()
@@ -166,7 +175,7 @@ class Worker:
         # key; and handlers between that decision and their `start` event.
         # Once run() has drained, it finishes the unstarted itself: no
         # handler starts after run() returns.
-        self._unstarted: dict[int, tuple[_native.Task, Job]] = {}
+        self._unstarted: dict[int, tuple[_native.Task, Item]] = {}
         self._starting = 0
         self._closed = False
         self._start_cv = threading.Condition()
@@ -186,8 +195,10 @@ class Worker:
 
     def task(
         self,
-        queue: str | Queue,
+        queue: str | Queue | None = None,
         *,
+        stream: str | None = None,
+        group: str | Group | None = None,
         task: str | None = None,
         concurrency: int | None = None,
         timeout: Seconds | None = None,
@@ -200,15 +211,84 @@ class Worker:
         ``task`` is ``name`` (their ``job.payload["args"]`` are the
         arguments); a job whose task has no handler goes to the dead letters
         with ``no handler for task <name>``. ``concurrency``, ``timeout``
-        (seconds) and ``lease`` are the queue's."""
+        (seconds) and ``lease`` are the queue's.
+
+        With ``stream`` and ``group`` (a name, or a :class:`Group`) instead
+        of a queue, the function handles that consumer group's events as
+        its member named by the worker id: it receives the
+        :class:`GroupEvent`; its return acks it, :class:`Retry` and other
+        exceptions retry it (dead after the group's ``max_deliveries``),
+        :class:`Permanent` dead-letters it, and :class:`Snooze` retries it
+        after the delay (a group has no snooze that spends no delivery).
+        The group must exist (:meth:`Group.create`)."""
 
         def register(fn: Handler) -> Handler:
-            self.register(
-                queue, fn, task=task, concurrency=concurrency, timeout=timeout, lease=lease
-            )
+            if queue is None:
+                self.register_group(
+                    self._group(stream, group),
+                    fn,
+                    concurrency=concurrency,
+                    timeout=timeout,
+                    lease=lease,
+                )
+            else:
+                if stream is not None or group is not None:
+                    raise InvalidArgument(
+                        "INVALID_ARGUMENT", "give a queue, or a stream and a group, not both"
+                    )
+                self.register(
+                    queue, fn, task=task, concurrency=concurrency, timeout=timeout, lease=lease
+                )
             return fn
 
+        if queue is None and task is not None:
+            raise InvalidArgument("INVALID_ARGUMENT", "task= names a queue's task envelope")
+        if queue is None:
+            self._group(stream, group)  # checked now, not at decoration
         return register
+
+    def _group(self, stream: str | None, group: str | Group | None) -> Group:
+        if isinstance(group, Group):
+            if stream is not None and stream != group.stream.name:
+                raise InvalidArgument(
+                    "INVALID_ARGUMENT", f"group {group!r} is not on stream {stream!r}"
+                )
+            return group
+        if not isinstance(stream, str) or not isinstance(group, str):
+            raise InvalidArgument(
+                "INVALID_ARGUMENT", "give a queue, or a stream and a group (names)"
+            )
+        return self._db.stream(stream).group(group)
+
+    def register_group(
+        self,
+        group: Group,
+        handler: Handler,
+        *,
+        concurrency: int | None = None,
+        timeout: Seconds | None = None,
+        lease: Seconds | None = None,
+    ) -> None:
+        """:meth:`task` with ``stream``/``group``, without the decorator."""
+        if not callable(handler):
+            raise InvalidArgument("INVALID_ARGUMENT", "a handler must be callable")
+        if not isinstance(group, Group):
+            raise InvalidArgument("INVALID_ARGUMENT", f"not a Group: {group!r}")
+        t, ls = seconds("timeout", timeout), seconds("lease", lease)
+        key = (group.stream.name, group.name)
+        with self._lock:
+            if self._started:
+                raise InvalidArgument(
+                    "INVALID_ARGUMENT", "register handlers before the worker runs"
+                )
+            if key in self._queues:
+                raise InvalidArgument(
+                    "INVALID_ARGUMENT",
+                    f"group {group.name!r} of stream {group.stream.name!r} already has a handler",
+                )
+            # Core checks the options and that the group exists.
+            self._native.register_group(group._native, concurrency=concurrency, timeout=t, lease=ls)
+            self._queues[key] = _Registration(None, concurrency, t, ls, handler, group=group)
 
     def register(
         self,
@@ -232,7 +312,7 @@ class Worker:
                 raise InvalidArgument(
                     "INVALID_ARGUMENT", "register handlers before the worker runs"
                 )
-            reg = self._queues.get(q.name)
+            reg = self._queues.get((q.name, None))
             if reg is not None:
                 if (concurrency, t, ls) != (None, None, None) and (concurrency, t, ls) != (
                     reg.concurrency,
@@ -252,7 +332,7 @@ class Worker:
             else:
                 # Core checks the options (and refuses a second registration).
                 self._native.register(q._native, concurrency=concurrency, timeout=t, lease=ls)
-                reg = self._queues[q.name] = _Registration(q, concurrency, t, ls)
+                reg = self._queues[(q.name, None)] = _Registration(q, concurrency, t, ls)
             if task is None:
                 reg.handler = handler
             else:
@@ -288,7 +368,12 @@ class Worker:
     @property
     def queues(self) -> list[str]:
         """The queues with handlers."""
-        return list(self._queues)
+        return [name for name, group in self._queues if group is None]
+
+    @property
+    def groups(self) -> list[tuple[str, str]]:
+        """The consumer groups with handlers, as ``(stream, group)``."""
+        return [(name, group) for name, group in self._queues if group is not None]
 
     def run(self, *, signals: bool = True) -> None:
         """Runs until :meth:`stop` (or SIGTERM/SIGINT, with ``signals`` on the
@@ -418,8 +503,15 @@ class Worker:
     def _dispatch(
         self, native: _native.Worker, task: _native.Task, loop: asyncio.AbstractEventLoop | None
     ) -> None:
-        reg = self._queues[task.queue]
-        job = Job(reg.queue, self.worker_id, task.job, reg.lease or reg.queue._lease)
+        reg = self._queues[(task.queue, task.group)]
+        job: Item
+        if reg.group is not None:
+            row = task.event
+            assert row is not None  # a group's task carries its event
+            job = GroupEvent(reg.group, row)
+        else:
+            assert reg.queue is not None
+            job = Job(reg.queue, self.worker_id, task.job, reg.lease or reg.queue._lease)
         job._task = task
         handler = self._handler(reg, job)
         if loop is not None and not isinstance(handler, Permanent) and _is_async(handler):
@@ -445,9 +537,10 @@ class Worker:
             self._start_cv.wait_for(lambda: self._starting == 0)
 
     @staticmethod
-    def _handler(reg: _Registration, job: Job) -> Handler | Permanent:
+    def _handler(reg: _Registration, job: Item) -> Handler | Permanent:
         if reg.handler is not None:
             return reg.handler
+        assert reg.queue is not None  # a group's registration has its handler
         try:
             payload = job.payload
         except ValueError:
@@ -466,7 +559,7 @@ class Worker:
         native: _native.Worker,
         key: int,
         task: _native.Task,
-        job: Job,
+        job: Item,
         handler: Handler | Permanent,
     ) -> None:
         with self._start_cv:
@@ -502,14 +595,14 @@ class Worker:
             self._finish(native, task, job, "ack", result, None)
 
     def _start_async(
-        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+        self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
     ) -> None:
         t = asyncio.get_running_loop().create_task(self._run_async(native, task, job, handler))
         self._running_tasks.add(t)
         t.add_done_callback(self._running_tasks.discard)
 
     async def _run_async(
-        self, native: _native.Worker, task: _native.Task, job: Job, handler: Handler
+        self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
     ) -> None:
         if job.cancelled:  # given up on before it started: see _run_sync
             await self._finish_async(native, task, job, ("release", None, None))
@@ -541,7 +634,7 @@ class Worker:
         self,
         native: _native.Worker,
         task: _native.Task,
-        job: Job,
+        job: Item,
         outcome: tuple[str, Any, str | None],
     ) -> None:
         """`_finish` from the event loop: on it where nothing waits, else on
@@ -553,7 +646,7 @@ class Worker:
         self,
         native: _native.Worker,
         task: _native.Task,
-        job: Job,
+        job: Item,
         outcome: str,
         value: Any,
         error: str | None,
@@ -567,7 +660,7 @@ class Worker:
         if job._settled:  # the handler acked (or retried...) the job itself
             outcome = "settled"
         kw: dict[str, Any] = {}
-        if outcome == "ack":
+        if outcome == "ack" and not isinstance(job, GroupEvent):  # a group keeps no results
             kw["result"] = value
         elif outcome in ("retry", "snooze"):
             kw["delay"] = value
@@ -605,7 +698,7 @@ class Worker:
         self,
         kind: str,
         queue: str,
-        job: Job,
+        job: Item,
         ran: float | None,
         error: str | None = None,
         state: str | None = None,
@@ -614,15 +707,19 @@ class Worker:
         level = _LEVELS[kind]
         if not hooks and not log.isEnabledFor(level):
             return
-        event = WorkerEvent(kind, queue, job.id, job.attempts, ran, error, state)
+        group = job._group.name if isinstance(job, GroupEvent) else None
+        event = WorkerEvent(kind, queue, job.id, job.attempts, ran, error, state, group)
         if log.isEnabledFor(level):
+            what = (
+                f"job {job.id} on {queue!r} (attempt {job.attempts})"
+                if group is None
+                else f"event {job.id} of group {group!r} on {queue!r} (delivery {job.attempts})"
+            )
             log.log(
                 level,
-                "%s job %s on %r (attempt %s)%s%s",
+                "%s %s%s%s",
                 kind,
-                job.id,
-                queue,
-                job.attempts,
+                what,
                 "" if ran is None else f" after {ran * 1000:.1f} ms",
                 "" if error is None else f": {error}",
             )
