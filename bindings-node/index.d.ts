@@ -538,6 +538,10 @@ export interface GroupLease {
 export class GroupEvent {
   private constructor();
   readonly group: Group;
+  /** Its offset (a worker's events' `jobId`). */
+  readonly id: number;
+  /** Its deliveries (a worker's events' `attempts`). */
+  readonly attempts: number;
   /** With `tx`, the ack commits or rolls back with your transaction. */
   ack(options?: TxOption): Promise<void>;
   /** Claimable again after `delay` ms; resolves to true when the event died. */
@@ -610,6 +614,8 @@ export class Snooze extends Error {
 
 /** A handler: resolves to the job's result (acked), or throws (see `Worker`). */
 export type Handler = (job: Job, signal: AbortSignal) => unknown;
+/** A consumer group's handler: resolves when the event is handled (acked), or throws. */
+export type GroupHandler = (event: GroupEvent, signal: AbortSignal) => unknown;
 
 export type WorkerEventKind =
   | 'start'
@@ -625,7 +631,10 @@ export type WorkerEventKind =
 /** What a hook receives (`worker.on(kind, hook)`). */
 export interface WorkerEvent {
   kind: WorkerEventKind;
+  /** The job's queue, or the event's stream. */
   queue: string;
+  /** The consumer group, for a group's event (`jobId` is then its offset, `attempts` its deliveries). */
+  group: string | null;
   jobId: number;
   /** The job's attempts, counting this run. */
   attempts: number;
@@ -658,6 +667,8 @@ export class Worker {
   grace: number;
   /** The queues with handlers. */
   readonly queues: string[];
+  /** The consumer groups with handlers, as `[stream, group]`. */
+  readonly groups: [string, string][];
   /** Whether a shutdown began. */
   readonly stopping: boolean;
   /**
@@ -669,6 +680,12 @@ export class Worker {
     handler: Handler,
     options?: { task?: string; concurrency?: number; timeout?: number; lease?: number },
   ): this;
+  /**
+   * Runs `handler(event, signal)` for a consumer group's events, as its
+   * member named by the worker id (the group must exist; `run` rejects
+   * with NotFound otherwise).
+   */
+  handle(group: Group, handler: GroupHandler, options?: { concurrency?: number; timeout?: number; lease?: number }): this;
   on(kind: WorkerEventKind, hook: (event: WorkerEvent) => void): this;
   on(kind: 'error', hook: (event: WorkerErrorEvent) => void): this;
   /** Begins a graceful shutdown: no claims; running handlers get `grace` ms. */

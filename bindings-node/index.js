@@ -1391,6 +1391,19 @@ class GroupEvent {
   constructor(group, d) {
     Object.assign(this, groupEvent(d));
     Object.defineProperty(this, '_group', { value: group });
+    // Acked, retried, failed or released here (a Worker then records only
+    // that its handler is done).
+    Object.defineProperty(this, '_settled', { value: false, writable: true });
+  }
+
+  /** Its offset: what a worker's events call `jobId`. */
+  get id() {
+    return this.offset;
+  }
+
+  /** Its deliveries, this one included: a worker's events' `attempts`. */
+  get attempts() {
+    return this.deliveries;
   }
 
   /** The group that delivered it. */
@@ -1403,7 +1416,8 @@ class GroupEvent {
    * With `{ tx }` the ack commits or rolls back with your transaction.
    */
   async ack(options = {}) {
-    return this._group.ack(this, options);
+    await this._group.ack(this, options);
+    this._settled = true;
   }
 
   /**
@@ -1412,17 +1426,21 @@ class GroupEvent {
    * delivery and the event is now dead.
    */
   async retry(options = {}) {
-    return this._group.retry(this, options);
+    const died = await this._group.retry(this, options);
+    this._settled = true;
+    return died;
   }
 
   /** Sends it to the group's dead letters now, with `error`. */
   async fail(error) {
-    return this._group.fail(this, error);
+    await this._group.fail(this, error);
+    this._settled = true;
   }
 
   /** Gives it back, claimable at once, its delivery not counted. */
   async release() {
-    return this._group.release(this);
+    await this._group.release(this);
+    this._settled = true;
   }
 
   /** Extends the lease to now + `extend` ms (default: the group's lease); resolves to the new end. */
@@ -1798,7 +1816,12 @@ class Worker {
 
   /** The queues with handlers. */
   get queues() {
-    return [...this._queues.keys()];
+    return [...this._queues.values()].filter((r) => r.queue).map((r) => r.queue.name);
+  }
+
+  /** The consumer groups with handlers, as `[stream, group]`. */
+  get groups() {
+    return [...this._queues.values()].filter((r) => r.group).map((r) => [r.group.stream.name, r.group.name]);
   }
 
   /** Whether a shutdown began. */
@@ -1815,6 +1838,7 @@ class Worker {
    * are the queue's.
    */
   handle(queue, handler, options = {}) {
+    if (queue instanceof Group) return this._handleGroup(queue, handler, options);
     if (typeof handler !== 'function') throw invalid('a handler must be a function');
     const { task, concurrency, timeout, lease } = options;
     if (task !== undefined && (typeof task !== 'string' || task === '')) {
@@ -1826,7 +1850,7 @@ class Worker {
     int('concurrency', concurrency, ...U32);
     const t = optMs('timeout', timeout);
     const l = optMs('lease', lease);
-    let reg = this._queues.get(q.name);
+    let reg = this._queues.get(sourceKey(q.name, null));
     if (reg) {
       const given = [concurrency, t, l];
       if (given.some((v) => v !== undefined) && given.some((v, i) => v !== [reg.concurrency, reg.timeout, reg.lease][i])) {
@@ -1843,10 +1867,40 @@ class Worker {
       // Core checks the options (and refuses a second registration).
       unwrap(guarded(() => this._native.register(q._native, concurrency, t, l)));
       reg = { queue: q, concurrency, timeout: t, lease: l, leaseMs: l ?? q._lease, handler: null, tasks: new Map() };
-      this._queues.set(q.name, reg);
+      this._queues.set(sourceKey(q.name, null), reg);
     }
     if (task === undefined) reg.handler = handler;
     else reg.tasks.set(task, handler);
+    return this;
+  }
+
+  /**
+   * `handle(group, handler, { concurrency, timeout, lease })`: runs
+   * `handler(event, signal)` for a consumer group's events as its member
+   * named by the worker id. Its return acks the event (a group keeps no
+   * results); Retry and other errors retry it (dead after the group's
+   * maxDeliveries); Permanent dead-letters it; Snooze retries it after the
+   * delay (a group has no snooze that spends no delivery). The group must
+   * exist (`group.create()`); registration completes when `run` starts.
+   */
+  _handleGroup(group, handler, options) {
+    if (typeof handler !== 'function') throw invalid('a handler must be a function');
+    if (this._started) throw invalid('register handlers before the worker runs');
+    if (group._db !== this._db) throw invalid('this group belongs to another Database');
+    const { task, concurrency, timeout, lease } = options;
+    if (task !== undefined) throw invalid('task names a queue\'s task envelope, not a group\'s');
+    int('concurrency', concurrency, ...U32);
+    const t = optMs('timeout', timeout);
+    const l = optMs('lease', lease);
+    const key = sourceKey(group.stream.name, group.name);
+    if (this._queues.has(key)) {
+      throw invalid(`group ${JSON.stringify(group.name)} of stream ${JSON.stringify(group.stream.name)} already has a handler`);
+    }
+    // Core checks the options and that the group exists (a read): when
+    // run starts, which reports it.
+    const registering = call(() => this._native.registerGroup(group._native, concurrency, t, l));
+    registering.catch(() => {});
+    this._queues.set(key, { group, concurrency, timeout: t, lease: l, handler, tasks: new Map(), registering });
     return this;
   }
 
@@ -1887,6 +1941,7 @@ class Worker {
     if (this._started) throw invalid('this worker already ran (a Worker runs once)');
     if (this._queues.size === 0) throw invalid('no handler is registered');
     this._started = true;
+    for (const r of this._queues.values()) if (r.registering) await r.registering;
     const n = this._native;
     const running = new Map(); // key -> { abort, done }
     // A second signal ends the grace period, and the wait for handlers
@@ -1949,8 +2004,8 @@ class Worker {
   }
 
   _dispatch(t, running) {
-    const reg = this._queues.get(t.queue);
-    const job = new Job(reg.queue, this.workerId, t.job, reg.leaseMs);
+    const reg = this._queues.get(sourceKey(t.queue, t.group ?? null));
+    const job = reg.group ? new GroupEvent(reg.group, t.event) : new Job(reg.queue, this.workerId, t.job, reg.leaseMs);
     const abort = new AbortController();
     const handler = this._handler(reg, job);
     let timer = null;
@@ -2010,7 +2065,7 @@ class Worker {
     if (job._settled) kind = 'settled'; // the handler acked (or retried...) it itself
     let result;
     let delay;
-    if (kind === 'ack' && value !== undefined) {
+    if (kind === 'ack' && value !== undefined && !(job instanceof GroupEvent)) {
       try {
         result = encode(value);
       } catch (e) {
@@ -2048,7 +2103,8 @@ class Worker {
 
   _emit(kind, queue, job, ms, error = null, state = null) {
     if (this._hooks[kind].length === 0) return;
-    this._call(kind, { kind, queue, jobId: job.id, attempts: job.attempts, ms, error, state });
+    const group = job instanceof GroupEvent ? job.group.name : null;
+    this._call(kind, { kind, queue, group, jobId: job.id, attempts: job.attempts, ms, error, state });
   }
 
   _error(error, queue, jobId) {
@@ -2072,6 +2128,11 @@ class Worker {
       }
     }
   }
+}
+
+/** A registration's key: a queue's name, or a group's stream and name. */
+function sourceKey(name, group) {
+  return group === null ? `q:${name}` : `g:${name}\u0000${group}`;
 }
 
 /** A handler's error as an outcome: [kind, delay, error]. */

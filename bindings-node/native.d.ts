@@ -317,6 +317,11 @@ export declare class Worker {
    * and `lease` in ms.
    */
   register(queue: Queue, concurrency?: number | undefined | null, timeout?: number | undefined | null, lease?: number | undefined | null): Out<undefined>
+  /**
+   * Runs `group`'s events as its member named by the worker id (the
+   * same options as `register`); the group must exist.
+   */
+  registerGroup(group: Group, concurrency?: number | undefined | null, timeout?: number | undefined | null, lease?: number | undefined | null): Promise<Out<undefined>>
   get running(): number
   get stopping(): boolean
   /**
@@ -744,19 +749,28 @@ export interface StreamInfo {
   groups: Array<GroupInfo>
 }
 
-/** A job handed out by `next`, until `complete` takes it by `key`. */
+/**
+ * A job (or a consumer group's event) handed out by `next`, until
+ * `complete` takes it by `key`.
+ */
 export interface TaskOut {
   key: number
+  /** The job's queue, or the event's stream. */
   queue: string
-  job: ClaimedJob
+  /** The event's group, for a group's task. */
+  group?: string
+  job?: ClaimedJob
+  event?: GroupEvent
   /** Milliseconds left before the handler's timeout, if its queue has one. */
   remainingMs?: number
 }
 
 /** A finished task, for the hooks. */
 export interface TaskReport {
+  /** The job's id, or the event's offset. */
   jobId: number
   queue: string
+  group?: string
   attempts: number
   /**
    * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,

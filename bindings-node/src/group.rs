@@ -96,6 +96,10 @@ impl Group {
         Group { g, txs }
     }
 
+    pub(crate) fn core(&self) -> &honker::stream::group::Group {
+        &self.g
+    }
+
     fn op<T>(
         &self,
         f: impl FnOnce(&honker::stream::group::Group) -> honker::Result<T> + Send + 'static,

@@ -15,8 +15,9 @@ use napi_derive::napi;
 
 use crate::database::Database;
 use crate::errors::{blocking, ms, now, opt_ms, out, Out};
+use crate::group::Group;
 use crate::queue::Queue;
-use crate::records::{payload_in, ClaimedJob, PayloadIo};
+use crate::records::{payload_in, ClaimedJob, GroupEvent, PayloadIo};
 
 struct Shared {
     w: honker::runtime::Worker,
@@ -29,12 +30,17 @@ pub struct Worker {
     s: OffThreadDrop<Shared>,
 }
 
-/// A job handed out by `next`, until `complete` takes it by `key`.
+/// A job (or a consumer group's event) handed out by `next`, until
+/// `complete` takes it by `key`.
 #[napi(object)]
 pub struct TaskOut {
     pub key: i64,
+    /// The job's queue, or the event's stream.
     pub queue: String,
-    pub job: ClaimedJob,
+    /// The event's group, for a group's task.
+    pub group: Option<String>,
+    pub job: Option<ClaimedJob>,
+    pub event: Option<GroupEvent>,
     /// Milliseconds left before the handler's timeout, if its queue has one.
     pub remaining_ms: Option<f64>,
 }
@@ -42,8 +48,10 @@ pub struct TaskOut {
 /// A finished task, for the hooks.
 #[napi(object)]
 pub struct TaskReport {
+    /// The job's id, or the event's offset.
     pub job_id: i64,
     pub queue: String,
+    pub group: Option<String>,
     pub attempts: u32,
     /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
     /// `released` or `settled`.
@@ -57,6 +65,7 @@ fn report(r: honker::runtime::Report) -> TaskReport {
     TaskReport {
         job_id: r.job_id,
         queue: r.queue,
+        group: r.group,
         attempts: r.attempts,
         finished: r.finished.name().to_owned(),
         state: r.finished.state().map(|s| s.as_str().to_owned()),
@@ -96,7 +105,9 @@ impl Shared {
         self.tasks.keep(t, |key, t| TaskOut {
             key: js_key(key),
             queue: t.queue().to_owned(),
-            job: ClaimedJob::from(queue_job(t)),
+            group: t.group().map(str::to_owned),
+            job: t.job().cloned().map(ClaimedJob::from),
+            event: t.event().cloned().map(GroupEvent::from),
             remaining_ms: t
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
@@ -115,6 +126,20 @@ impl Shared {
         let outcome = Outcome::named(outcome, result, delay, error)?;
         Ok((self.tasks.take(core_key(key))?, outcome))
     }
+}
+
+fn handler_options(
+    concurrency: Option<u32>,
+    timeout: Option<f64>,
+    lease: Option<f64>,
+) -> honker::Result<HandlerOptions> {
+    Ok(HandlerOptions {
+        concurrency: concurrency
+            .map(|n| honker::validate::batch(i64::from(n)))
+            .transpose()?,
+        timeout: opt_ms("timeout", timeout)?,
+        lease: opt_ms("lease", lease)?,
+    })
 }
 
 /// A task's key as JS holds it: a number, exact below 2^53 (a worker
@@ -140,16 +165,25 @@ impl Worker {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> Out<()> {
-        out((|| {
-            let options = HandlerOptions {
-                concurrency: concurrency
-                    .map(|n| honker::validate::batch(i64::from(n)))
-                    .transpose()?,
-                timeout: opt_ms("timeout", timeout)?,
-                lease: opt_ms("lease", lease)?,
-            };
-            self.s.w.register(queue.core(), options)
-        })())
+        out(handler_options(concurrency, timeout, lease)
+            .and_then(|options| self.s.w.register(queue.core(), options)))
+    }
+
+    /// Runs `group`'s events as its member named by the worker id (the
+    /// same options as `register`); the group must exist.
+    #[napi]
+    pub async fn register_group(
+        &self,
+        group: &Group,
+        concurrency: Option<u32>,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> napi::Result<Out<()>> {
+        let (s, g) = (self.shared(), group.core().clone());
+        blocking(move || {
+            s.w.register_group(&g, handler_options(concurrency, timeout, lease)?)
+        })
+        .await
     }
 
     #[napi(getter)]
@@ -262,14 +296,5 @@ impl Worker {
     pub async fn drain(&self, grace: f64) -> napi::Result<Out<u32>> {
         let s = self.shared();
         blocking(move || Ok(s.w.drain(ms("grace", grace)?)?.released as u32)).await
-    }
-}
-
-/// The job of a task of this worker: it registers queues only, so every
-/// task is a queue's (consumer groups' tasks come with their own adapter).
-fn queue_job(t: &honker::runtime::Task) -> honker::Job {
-    match t.work() {
-        honker::runtime::Work::Job(j) => j.clone(),
-        honker::runtime::Work::Event(..) => unreachable!("this worker registers queues only"),
     }
 }

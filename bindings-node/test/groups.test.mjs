@@ -372,3 +372,120 @@ test('bad input is a typed error and changes nothing', async () => {
   assert.equal(await groupRows(db), before);
   await held.ack();
 });
+
+// ----- the worker runtime running a group's events ----------------------------
+
+/** Stops `worker` once `cond()` holds (checked every 10 ms). */
+function stopWhen(worker, cond) {
+  const deadline = Date.now() + 60_000;
+  const t = setInterval(async () => {
+    if ((await cond()) || Date.now() > deadline) {
+      clearInterval(t);
+      worker.stop();
+    }
+  }, 10);
+}
+
+test("a Worker runs a group's events in key order beside a queue", async () => {
+  const db = await honker.open(tempPath());
+  const s = db.stream('orders');
+  const g = s.group('billing');
+  await g.create({ maxDeliveries: 2 });
+  for (let i = 0; i < 30; i++) await s.publish({ i }, { key: `order-${i % 3}` });
+  await s.publish('poison');
+  await db.queue('emails').enqueueMany([0, 1, 2, 3, 4].map((n) => ({ n })));
+  const w = new honker.Worker(db, { concurrency: 6 });
+  const running = new Map();
+  const byKey = new Map();
+  const overlap = [];
+  const mailed = [];
+  const events = [];
+  w.handle(g, async (event, signal) => {
+    assert.ok(event instanceof honker.GroupEvent && signal instanceof AbortSignal);
+    if (event.payload === 'poison') throw new Error('cannot bill this');
+    running.set(event.key, (running.get(event.key) ?? 0) + 1);
+    if (running.get(event.key) > 1) overlap.push(event.key);
+    await new Promise((r) => setTimeout(r, 2));
+    running.set(event.key, running.get(event.key) - 1);
+    byKey.set(event.key, [...(byKey.get(event.key) ?? []), event.offset]);
+    return { ignored: 'a group keeps no results' };
+  });
+  w.handle('emails', (job) => mailed.push(job.payload.n));
+  w.on('success', (e) => events.push(e));
+  w.on('retry', (e) => events.push(e));
+  assert.deepEqual([w.queues, w.groups], [['emails'], [['orders', 'billing']]]);
+  stopWhen(w, async () => {
+    const i = await g.info();
+    return mailed.length === 5 && i.pending === 0 && i.dead === 1;
+  });
+  await w.run();
+  assert.deepEqual(overlap, []);
+  for (let k = 0; k < 3; k++) {
+    assert.deepEqual(
+      byKey.get(`order-${k}`),
+      Array.from({ length: 10 }, (_, i) => 1 + k + 3 * i),
+    );
+  }
+  assert.deepEqual(mailed.sort(), [0, 1, 2, 3, 4]);
+  const [dead] = await g.dead();
+  assert.deepEqual([dead.offset, dead.deliveries], [31, 2]);
+  assert.match(dead.lastError, /cannot bill this/);
+  const billed = events.filter((e) => e.group === 'billing');
+  assert.equal(billed.filter((e) => e.kind === 'success').length, 30);
+  assert.deepEqual(
+    billed.filter((e) => e.kind === 'retry').map((e) => [e.queue, e.jobId, e.attempts, e.state]),
+    [
+      ['orders', 31, 1, 'ready'],
+      ['orders', 31, 2, 'dead'],
+    ],
+  );
+  assert.ok(events.filter((e) => e.queue === 'emails').every((e) => e.group === null));
+  await db.close();
+});
+
+test('a group handler that acks in its own transaction settles the event', async () => {
+  const db = await honker.open(tempPath());
+  await db.execute('CREATE TABLE projected ("offset" INTEGER PRIMARY KEY)');
+  const s = db.stream('orders');
+  const g = s.group('projector');
+  await g.create();
+  await s.publishMany([...Array(10).keys()]);
+  const w = new honker.Worker(db, { concurrency: 3 });
+  const kinds = [];
+  w.handle(g, async (event) => {
+    if (event.offset % 2) {
+      await db.transaction(async (tx) => {
+        await tx.execute('INSERT INTO projected VALUES (?)', [event.offset]);
+        await event.ack({ tx });
+      });
+    }
+  });
+  w.on('success', (e) => kinds.push(e.kind));
+  w.on('settled', (e) => kinds.push(e.kind));
+  stopWhen(w, async () => {
+    const i = await g.info();
+    return i.pending === 0 && i.lag === 0;
+  });
+  await w.run();
+  assert.deepEqual(await db.query('SELECT count(*) AS n FROM projected'), [{ n: 5 }]);
+  assert.deepEqual(kinds.sort(), [...Array(5).fill('settled'), ...Array(5).fill('success')]);
+  await db.close();
+});
+
+test('registering a group handler checks its arguments; a missing group fails run', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  const missing = new honker.Worker(db).handle(s.group('missing'), () => {});
+  await assert.rejects(missing.run(), honker.NotFound);
+  const g = s.group('g');
+  await g.create();
+  const w = new honker.Worker(db);
+  assert.throws(() => w.handle(g, 'not a function'), honker.InvalidArgument);
+  assert.throws(() => w.handle(g, () => {}, { task: 'x' }), honker.InvalidArgument);
+  assert.throws(() => w.handle(g, () => {}, { concurrency: -1 }), honker.InvalidArgument);
+  w.handle(g, () => {});
+  assert.throws(() => w.handle(g, () => {}), honker.InvalidArgument);
+  const other = await honker.open(tempPath());
+  assert.throws(() => w.handle(other.stream('orders').group('g'), () => {}), honker.InvalidArgument);
+  await other.close();
+});
