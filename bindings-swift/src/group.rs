@@ -85,6 +85,12 @@ impl Stream {
     }
 }
 
+impl Group {
+    pub(crate) fn core(&self) -> &honker::stream::group::Group {
+        &self.g
+    }
+}
+
 #[uniffi::export]
 impl Group {
     pub fn name(&self) -> String {

@@ -12,8 +12,9 @@ use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerO
 
 use crate::database::{Database, Payload};
 use crate::errors::{ms, opt_ms, R};
+use crate::group::Group;
 use crate::queue::Queue;
-use crate::records::ClaimedJob;
+use crate::records::{ClaimedJob, GroupEvent};
 
 struct Shared {
     w: honker::runtime::Worker,
@@ -34,12 +35,17 @@ impl std::fmt::Debug for Worker {
     }
 }
 
-/// A job handed out by `next`, until `complete` takes it by `key`.
+/// A job (or a consumer group's event) handed out by `next`, until
+/// `complete` takes it by `key`.
 #[derive(Debug, uniffi::Record)]
 pub struct WorkerTask {
     pub key: u64,
+    /// The job's queue, or the event's stream.
     pub queue: String,
-    pub job: ClaimedJob,
+    /// The event's group, for a group's task.
+    pub group: Option<String>,
+    pub job: Option<ClaimedJob>,
+    pub event: Option<GroupEvent>,
     /// Milliseconds left before the handler's timeout, if its queue has one.
     pub remaining_ms: Option<u64>,
 }
@@ -47,8 +53,10 @@ pub struct WorkerTask {
 /// A finished task, for the hooks.
 #[derive(Debug, uniffi::Record)]
 pub struct TaskReport {
+    /// The job's id, or the event's offset.
     pub job_id: i64,
     pub queue: String,
+    pub group: Option<String>,
     pub attempts: u32,
     /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
     /// `released` or `settled`.
@@ -58,10 +66,25 @@ pub struct TaskReport {
     pub ran_ms: f64,
 }
 
+fn handler_options(
+    concurrency: Option<u32>,
+    timeout_ms: Option<u64>,
+    lease_ms: Option<u64>,
+) -> R<HandlerOptions> {
+    Ok(HandlerOptions {
+        concurrency: concurrency
+            .map(|n| honker::validate::batch(i64::from(n)))
+            .transpose()?,
+        timeout: opt_ms("timeout", timeout_ms)?,
+        lease: opt_ms("lease", lease_ms)?,
+    })
+}
+
 fn report(r: honker::runtime::Report) -> TaskReport {
     TaskReport {
         job_id: r.job_id,
         queue: r.queue,
+        group: r.group,
         attempts: r.attempts,
         finished: r.finished.name().to_owned(),
         state: r.finished.state().map(|s| s.as_str().to_owned()),
@@ -98,14 +121,21 @@ impl Worker {
         timeout_ms: Option<u64>,
         lease_ms: Option<u64>,
     ) -> R<()> {
-        let options = HandlerOptions {
-            concurrency: concurrency
-                .map(|n| honker::validate::batch(i64::from(n)))
-                .transpose()?,
-            timeout: opt_ms("timeout", timeout_ms)?,
-            lease: opt_ms("lease", lease_ms)?,
-        };
+        let options = handler_options(concurrency, timeout_ms, lease_ms)?;
         Ok(self.s.w.register(queue.core(), options)?)
+    }
+
+    /// Runs `group`'s events as its member named by the worker id (the
+    /// same options as `register`); the group must exist.
+    pub fn register_group(
+        &self,
+        group: Arc<Group>,
+        concurrency: Option<u32>,
+        timeout_ms: Option<u64>,
+        lease_ms: Option<u64>,
+    ) -> R<()> {
+        let options = handler_options(concurrency, timeout_ms, lease_ms)?;
+        Ok(self.s.w.register_group(group.core(), options)?)
     }
 
     pub fn worker_id(&self) -> String {
@@ -132,7 +162,9 @@ impl Worker {
             WorkerTask {
                 key,
                 queue: t.queue().to_owned(),
-                job: ClaimedJob::from(queue_job(t)),
+                group: t.group().map(str::to_owned),
+                job: t.job().cloned().map(ClaimedJob::from),
+                event: t.event().cloned().map(GroupEvent::from),
                 remaining_ms: t
                     .deadline()
                     .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
@@ -185,14 +217,5 @@ impl Worker {
     /// their leases, then releases the rest; returns how many.
     pub fn drain(&self, grace_ms: u64) -> R<u32> {
         Ok(self.s.w.drain(ms("grace", grace_ms)?)?.released as u32)
-    }
-}
-
-/// The job of a task of this worker: it registers queues only, so every
-/// task is a queue's (consumer groups' tasks come with their own adapter).
-fn queue_job(t: &honker::runtime::Task) -> honker::Job {
-    match t.work() {
-        honker::runtime::Work::Job(j) => j.clone(),
-        honker::runtime::Work::Event(..) => unreachable!("this worker registers queues only"),
     }
 }

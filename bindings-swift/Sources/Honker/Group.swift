@@ -124,7 +124,7 @@ extension Stream {
     /// A handle on the consumer group `name` (creating it writes nothing;
     /// `create` makes the group).
     public func group(_ name: String) throws -> Group {
-        Group(db: db, try native.group(name: name))
+        Group(stream: self, try native.group(name: name))
     }
 }
 
@@ -132,13 +132,41 @@ extension Stream {
 public final class Group: @unchecked Sendable {
     public let native: HonkerNative.Group
     let db: Database
+    /// The stream it reads.
+    public let stream: Stream
+    // The tokens of events finished through this handle while a Worker
+    // runs the group: a handler that acked its event itself settles it.
+    private let lock = NSLock()
+    private var tracking = false
+    private var settled: Set<String> = []
 
-    init(db: Database, _ native: HonkerNative.Group) {
-        self.db = db
+    init(stream: Stream, _ native: HonkerNative.Group) {
+        self.db = stream.db
+        self.stream = stream
         self.native = native
     }
 
     public var name: String { native.name() }
+
+    func tracksSettled() {
+        lock.lock()
+        tracking = true
+        lock.unlock()
+    }
+
+    private func noteSettled(_ token: String) {
+        lock.lock()
+        if tracking { settled.insert(token) }
+        lock.unlock()
+    }
+
+    /// Whether the event with `token` was finished through this handle (and
+    /// forgets it).
+    func takeSettled(_ token: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return settled.remove(token) != nil
+    }
 
     /// Creates the group at `start`; returns its next offset. Idempotent: an
     /// existing group keeps its place and takes `options`.
@@ -174,12 +202,14 @@ public final class Group: @unchecked Sendable {
     /// turn. With `tx`, the ack commits or rolls back with your transaction.
     public func ack(_ event: GroupEvent, tx: Transaction? = nil) throws {
         try native.ack(offset: event.offset, token: event.token, tx: tx?.native)
+        noteSettled(event.token)
     }
 
     /// `ack` for async code, off the caller's thread.
     public func ack(_ event: GroupEvent, isolation: isolated (any Actor)? = #isolation) async throws {
         let (native, offset, token) = (self.native, event.offset, event.token)
         try await offThread { try native.ack(offset: offset, token: token, tx: nil) }
+        noteSettled(token)
     }
 
     /// A failed delivery: claimable again after `delay` (at once when nil),
@@ -188,19 +218,23 @@ public final class Group: @unchecked Sendable {
     public func retry(_ event: GroupEvent, delay: TimeInterval? = nil, error: String? = nil) async throws -> Bool {
         let (native, offset, token) = (self.native, event.offset, event.token)
         let delayMs = try millis("delay", delay)
-        return try await offThread { try native.retry(offset: offset, token: token, delayMs: delayMs, error: error) }
+        let died = try await offThread { try native.retry(offset: offset, token: token, delayMs: delayMs, error: error) }
+        noteSettled(token)
+        return died
     }
 
     /// Sends `event` to the dead letters now, with `error`.
     public func fail(_ event: GroupEvent, error: String) async throws {
         let (native, offset, token) = (self.native, event.offset, event.token)
         try await offThread { try native.fail(offset: offset, token: token, error: error) }
+        noteSettled(token)
     }
 
     /// Gives `event` back, claimable at once, its delivery not counted.
     public func release(_ event: GroupEvent) async throws {
         let (native, offset, token) = (self.native, event.offset, event.token)
         try await offThread { try native.release(offset: offset, token: token) }
+        noteSettled(token)
     }
 
     /// Extends the lease to now + `extend` (the group's lease when nil);

@@ -53,6 +53,9 @@ public struct WorkerEvent: Sendable {
     public let error: String?
     /// The job's new state after `.retry` and `.snoozed`.
     public let state: String?
+    /// For a consumer group's event: the group (`queue` is then its stream,
+    /// `jobId` the event's offset, `attempts` its deliveries).
+    public var group: String? = nil
 }
 
 /// The documented envelope of a queue that carries several task types:
@@ -110,17 +113,26 @@ public final class Worker: @unchecked Sendable {
     private var hurried = false
 
     final class Registration {
-        let queue: Queue
+        let queue: Queue?
         let leaseMs: UInt64
         let options: [UInt64?]
         var handler: Handler?
         var tasks: [String: Handler] = [:]
+        /// A consumer group's registration, and its handler.
+        let group: Group?
+        var groupHandler: (@Sendable (GroupEvent) async throws -> Void)?
 
-        init(queue: Queue, leaseMs: UInt64, options: [UInt64?]) {
+        init(queue: Queue?, leaseMs: UInt64, options: [UInt64?], group: Group? = nil) {
             self.queue = queue
             self.leaseMs = leaseMs
             self.options = options
+            self.group = group
         }
+    }
+
+    /// A registration's key: a queue's name, or a group's stream and name.
+    static func key(_ name: String, group: String?) -> String {
+        group.map { "g:\(name)\u{0}\($0)" } ?? "q:\(name)"
     }
 
     /// A worker on `db` running at most `concurrency` handlers at once over
@@ -140,7 +152,15 @@ public final class Worker: @unchecked Sendable {
     public var queueNames: [String] {
         lock.lock()
         defer { lock.unlock() }
-        return queues.keys.sorted()
+        return queues.values.compactMap { $0.queue?.name }.sorted()
+    }
+
+    /// The consumer groups with handlers, as (stream, group).
+    public var groupNames: [(stream: String, group: String)] {
+        lock.lock()
+        defer { lock.unlock() }
+        return queues.values.compactMap { r in r.group.map { (stream: $0.stream.name, group: $0.name) } }
+            .sorted { ($0.stream, $0.group) < ($1.stream, $1.group) }
     }
 
     /// Whether a shutdown began.
@@ -187,7 +207,7 @@ public final class Worker: @unchecked Sendable {
             throw HonkerError.InvalidArgument(message: "register handlers before the worker runs")
         }
         let reg: Registration
-        if let existing = queues[name] {
+        if let existing = queues[Worker.key(name, group: nil)] {
             if options.contains(where: { $0 != nil }) && options != existing.options {
                 throw HonkerError.InvalidArgument(message:
                     "queue \"\(name)\" is already registered with other options (concurrency, timeout and lease are the queue's)")
@@ -202,9 +222,40 @@ public final class Worker: @unchecked Sendable {
             // Core checks the options (and refuses a second registration).
             try native.register(queue: q.native, concurrency: concurrency, timeoutMs: options[1], leaseMs: options[2])
             reg = Registration(queue: q, leaseMs: options[2] ?? q.native.leaseMs(), options: options)
-            queues[name] = reg
+            queues[Worker.key(name, group: nil)] = reg
         }
         if let task { reg.tasks[task] = handler } else { reg.handler = handler }
+    }
+
+    /// Runs `handler` for a consumer group's events, as its member named by
+    /// the worker id (the group must exist). Returning acks the event;
+    /// `Retry` and other errors retry it (dead after the group's
+    /// `maxDeliveries`); `Permanent` dead-letters it; `Snooze` retries it
+    /// after the delay (a group has no snooze that spends no delivery). A
+    /// handler that finishes the event itself (`group.ack(event, tx:)` in
+    /// its own transaction) settles it. `concurrency`, `timeout` and `lease`
+    /// are the group's registration's.
+    public func handle(_ group: Group, concurrency: UInt32? = nil, timeout: TimeInterval? = nil,
+                       lease: TimeInterval? = nil,
+                       _ handler: @escaping @Sendable (GroupEvent) async throws -> Void) throws {
+        let options = [concurrency.map(UInt64.init), try millis("timeout", timeout), try millis("lease", lease)]
+        let key = Worker.key(group.stream.name, group: group.name)
+        lock.lock()
+        defer { lock.unlock() }
+        if started {
+            throw HonkerError.InvalidArgument(message: "register handlers before the worker runs")
+        }
+        if queues[key] != nil {
+            throw HonkerError.InvalidArgument(
+                message: "group \"\(group.name)\" of stream \"\(group.stream.name)\" already has a handler")
+        }
+        // Core checks the options and that the group exists.
+        try native.registerGroup(group: group.native, concurrency: concurrency, timeoutMs: options[1],
+                                 leaseMs: options[2])
+        let reg = Registration(queue: nil, leaseMs: options[2] ?? 0, options: options, group: group)
+        reg.groupHandler = handler
+        group.tracksSettled()
+        queues[key] = reg
     }
 
     /// Calls `hook` for each event of `kind`. Hooks run on the worker's
@@ -319,9 +370,13 @@ public final class Worker: @unchecked Sendable {
 
     private func dispatch(_ t: WorkerTask, _ running: RunningHandlers) {
         lock.lock()
-        let reg = queues[t.queue]!
+        let reg = queues[Worker.key(t.queue, group: t.group)]!
         lock.unlock()
-        let job = Job(queue: reg.queue, workerId: workerId, claimed: t.job, leaseMs: reg.leaseMs)
+        if let group = reg.group, let handler = reg.groupHandler, let e = t.event {
+            dispatch(t, GroupEvent(e), group, handler, running)
+            return
+        }
+        let job = Job(queue: reg.queue!, workerId: workerId, claimed: t.job!, leaseMs: reg.leaseMs)
         let handler = self.handler(reg, job)
         // Just past core's deadline, so that core counts what the handler
         // then reports as the timeout.
@@ -338,12 +393,31 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
+    private func dispatch(_ t: WorkerTask, _ event: GroupEvent, _ group: Group,
+                          _ handler: @escaping @Sendable (GroupEvent) async throws -> Void,
+                          _ running: RunningHandlers) {
+        let deadline = t.remainingMs.map { Date().addingTimeInterval(Double($0 + 2) / 1000) }
+        emit(.start, id: event.offset, attempts: event.deliveries, queue: t.queue, group: group.name)
+        running.start(t.key, deadline: deadline) {
+            let outcome: (String, Payload?, UInt64?, String?)
+            do {
+                try await handler(event)
+                outcome = ("ack", nil, nil, nil)
+            } catch {
+                outcome = Worker.outcome(of: error)
+            }
+            let settled = group.takeSettled(event.token)
+            await self.finish(t, settled: settled, id: event.offset, attempts: event.deliveries,
+                              group: group.name, outcome)
+        }
+    }
+
     private func handler(_ reg: Registration, _ job: Job) -> Handler {
         if let h = reg.handler { return h }
         let name = try? job.payload(as: EnvelopeName.self).task
         guard let name else {
             let reason = "not a task envelope ({\"task\": name, \"args\": ...}), "
-                + "and queue \"\(reg.queue.name)\" has handlers only for tasks"
+                + "and queue \"\(reg.queue?.name ?? "")\" has handlers only for tasks"
             return { _ in throw Permanent(reason) }
         }
         return reg.tasks[name] ?? { _ in throw Permanent("no handler for task \(name)") }
@@ -374,9 +448,14 @@ public final class Worker: @unchecked Sendable {
     }
 
     private func finish(_ t: WorkerTask, _ job: Job, _ outcome: (String, Payload?, UInt64?, String?)) async {
+        await finish(t, settled: job.settled, id: job.id, attempts: job.attempts, group: nil, outcome)
+    }
+
+    private func finish(_ t: WorkerTask, settled: Bool, id: Int64, attempts: UInt32, group: String?,
+                        _ outcome: (String, Payload?, UInt64?, String?)) async {
         // A handler that finished its job itself (acked it in its own
         // transaction): only the slot is freed.
-        let kind = job.settled ? "settled" : outcome.0
+        let kind = settled ? "settled" : outcome.0
         let native = self.native
         do {
             let r = try await offThread {
@@ -386,12 +465,12 @@ public final class Worker: @unchecked Sendable {
             let k: WorkerEvent.Kind = r.finished == "acked" ? .success
                 : r.finished == "retried" ? .retry
                 : WorkerEvent.Kind(rawValue: r.finished) ?? .error
-            emit(k, job: job, queue: r.queue, duration: r.ranMs / 1000,
+            emit(k, id: id, attempts: attempts, queue: r.queue, group: group, duration: r.ranMs / 1000,
                  error: k == .retry || k == .dead ? outcome.3 : nil, state: r.state)
         } catch {
             // The database failed: the slot is free, and the job's lease
             // lapses, so it runs again (at-least-once).
-            emitError(error, queue: t.queue, jobId: job.id)
+            emitError(error, queue: t.queue, jobId: id)
         }
     }
 
@@ -401,12 +480,16 @@ public final class Worker: @unchecked Sendable {
         return hooks[kind] ?? []
     }
 
-    private func emit(_ kind: WorkerEvent.Kind, job: Job, queue: String, duration: TimeInterval? = nil,
-                      error: String? = nil, state: String? = nil) {
+    private func emit(_ kind: WorkerEvent.Kind, job: Job, queue: String) {
+        emit(kind, id: job.id, attempts: job.attempts, queue: queue, group: nil)
+    }
+
+    private func emit(_ kind: WorkerEvent.Kind, id: Int64, attempts: UInt32, queue: String, group: String?,
+                      duration: TimeInterval? = nil, error: String? = nil, state: String? = nil) {
         let hooks = listeners(kind)
         if hooks.isEmpty { return }
-        let event = WorkerEvent(kind: kind, queue: queue, jobId: job.id, attempts: job.attempts,
-                                duration: duration, error: error, state: state)
+        let event = WorkerEvent(kind: kind, queue: queue, jobId: id, attempts: attempts,
+                                duration: duration, error: error, state: state, group: group)
         for hook in hooks { hook(event) }
     }
 

@@ -3636,6 +3636,12 @@ public protocol WorkerProtocol: AnyObject, Sendable {
      */
     func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?) throws 
     
+    /**
+     * Runs `group`'s events as its member named by the worker id (the
+     * same options as `register`); the group must exist.
+     */
+    func registerGroup(group: Group, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?) throws 
+    
     func running()  -> UInt32
     
     /**
@@ -3814,6 +3820,22 @@ open func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, lease
     uniffi_honker_swift_fn_method_worker_register(
             self.uniffiCloneHandle(),
         FfiConverterTypeQueue_lower(queue),
+        FfiConverterOptionUInt32.lower(concurrency),
+        FfiConverterOptionUInt64.lower(timeoutMs),
+        FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Runs `group`'s events as its member named by the worker id (the
+     * same options as `register`); the group must exist.
+     */
+open func registerGroup(group: Group, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_register_group(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeGroup_lower(group),
         FfiConverterOptionUInt32.lower(concurrency),
         FfiConverterOptionUInt64.lower(timeoutMs),
         FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
@@ -6033,8 +6055,12 @@ public func FfiConverterTypeStreamRetentionRecord_lower(_ value: StreamRetention
  * A finished task, for the hooks.
  */
 public struct TaskReport: Equatable, Hashable {
+    /**
+     * The job's id, or the event's offset.
+     */
     public var jobId: Int64
     public var queue: String
+    public var group: String?
     public var attempts: UInt32
     /**
      * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
@@ -6049,7 +6075,10 @@ public struct TaskReport: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(jobId: Int64, queue: String, attempts: UInt32, 
+    public init(
+        /**
+         * The job's id, or the event's offset.
+         */jobId: Int64, queue: String, group: String?, attempts: UInt32, 
         /**
          * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
          * `released` or `settled`.
@@ -6059,6 +6088,7 @@ public struct TaskReport: Equatable, Hashable {
          */state: String?, ranMs: Double) {
         self.jobId = jobId
         self.queue = queue
+        self.group = group
         self.attempts = attempts
         self.finished = finished
         self.state = state
@@ -6083,6 +6113,7 @@ public struct FfiConverterTypeTaskReport: FfiConverterRustBuffer {
             try TaskReport(
                 jobId: FfiConverterInt64.read(from: &buf), 
                 queue: FfiConverterString.read(from: &buf), 
+                group: FfiConverterOptionString.read(from: &buf), 
                 attempts: FfiConverterUInt32.read(from: &buf), 
                 finished: FfiConverterString.read(from: &buf), 
                 state: FfiConverterOptionString.read(from: &buf), 
@@ -6093,6 +6124,7 @@ public struct FfiConverterTypeTaskReport: FfiConverterRustBuffer {
     public static func write(_ value: TaskReport, into buf: inout [UInt8]) {
         FfiConverterInt64.write(value.jobId, into: &buf)
         FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterUInt32.write(value.attempts, into: &buf)
         FfiConverterString.write(value.finished, into: &buf)
         FfiConverterOptionString.write(value.state, into: &buf)
@@ -6117,12 +6149,21 @@ public func FfiConverterTypeTaskReport_lower(_ value: TaskReport) -> RustBuffer 
 
 
 /**
- * A job handed out by `next`, until `complete` takes it by `key`.
+ * A job (or a consumer group's event) handed out by `next`, until
+ * `complete` takes it by `key`.
  */
 public struct WorkerTask: Equatable, Hashable {
     public var key: UInt64
+    /**
+     * The job's queue, or the event's stream.
+     */
     public var queue: String
-    public var job: ClaimedJob
+    /**
+     * The event's group, for a group's task.
+     */
+    public var group: String?
+    public var job: ClaimedJob?
+    public var event: GroupEvent?
     /**
      * Milliseconds left before the handler's timeout, if its queue has one.
      */
@@ -6130,13 +6171,21 @@ public struct WorkerTask: Equatable, Hashable {
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(key: UInt64, queue: String, job: ClaimedJob, 
+    public init(key: UInt64, 
+        /**
+         * The job's queue, or the event's stream.
+         */queue: String, 
+        /**
+         * The event's group, for a group's task.
+         */group: String?, job: ClaimedJob?, event: GroupEvent?, 
         /**
          * Milliseconds left before the handler's timeout, if its queue has one.
          */remainingMs: UInt64?) {
         self.key = key
         self.queue = queue
+        self.group = group
         self.job = job
+        self.event = event
         self.remainingMs = remainingMs
     }
 
@@ -6158,7 +6207,9 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
             try WorkerTask(
                 key: FfiConverterUInt64.read(from: &buf), 
                 queue: FfiConverterString.read(from: &buf), 
-                job: FfiConverterTypeClaimedJob.read(from: &buf), 
+                group: FfiConverterOptionString.read(from: &buf), 
+                job: FfiConverterOptionTypeClaimedJob.read(from: &buf), 
+                event: FfiConverterOptionTypeGroupEvent.read(from: &buf), 
                 remainingMs: FfiConverterOptionUInt64.read(from: &buf)
         )
     }
@@ -6166,7 +6217,9 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
     public static func write(_ value: WorkerTask, into buf: inout [UInt8]) {
         FfiConverterUInt64.write(value.key, into: &buf)
         FfiConverterString.write(value.queue, into: &buf)
-        FfiConverterTypeClaimedJob.write(value.job, into: &buf)
+        FfiConverterOptionString.write(value.group, into: &buf)
+        FfiConverterOptionTypeClaimedJob.write(value.job, into: &buf)
+        FfiConverterOptionTypeGroupEvent.write(value.event, into: &buf)
         FfiConverterOptionUInt64.write(value.remainingMs, into: &buf)
     }
 }
@@ -7798,6 +7851,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_register() != 59648) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_register_group() != 32254) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_running() != 62588) {

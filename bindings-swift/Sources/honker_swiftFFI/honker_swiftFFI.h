@@ -928,6 +928,11 @@ RustBuffer uniffi_honker_swift_fn_method_worker_next(uint64_t ptr, uint64_t wait
 void uniffi_honker_swift_fn_method_worker_register(uint64_t ptr, uint64_t queue, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER_GROUP
+void uniffi_honker_swift_fn_method_worker_register_group(uint64_t ptr, uint64_t group, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_RUNNING
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_RUNNING
 uint32_t uniffi_honker_swift_fn_method_worker_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1910,6 +1915,12 @@ uint16_t uniffi_honker_swift_checksum_method_worker_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER
 uint16_t uniffi_honker_swift_checksum_method_worker_register(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER_GROUP
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_REGISTER_GROUP
+uint16_t uniffi_honker_swift_checksum_method_worker_register_group(void
     
 );
 #endif

@@ -245,3 +245,96 @@ final class GroupTests: XCTestCase {
         try await g.ack(held)
     }
 }
+
+/// Handled offsets by key, and whether two events of one key ever ran at
+/// once (for a worker's handlers).
+final class KeyOrder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running: [String: Int] = [:]
+    private(set) var byKey: [String: [Int64]] = [:]
+    private(set) var overlapped = false
+    private(set) var kinds: [String] = []
+
+    func enter(_ key: String) {
+        lock.lock(); running[key, default: 0] += 1
+        if running[key]! > 1 { overlapped = true }
+        lock.unlock()
+    }
+
+    func leave(_ key: String, _ offset: Int64) {
+        lock.lock(); running[key]! -= 1; byKey[key, default: []].append(offset); lock.unlock()
+    }
+
+    func saw(_ kind: String) {
+        lock.lock(); kinds.append(kind); lock.unlock()
+    }
+
+    var count: Int {
+        lock.lock(); defer { lock.unlock() }
+        return byKey.values.map(\.count).reduce(0, +)
+    }
+}
+
+final class GroupWorkerTests: XCTestCase {
+    func testAWorkerRunsAGroupsEventsInKeyOrderAndSettlesOnesItAcked() async throws {
+        let db = try Database(path: tempPath())
+        try db.execute("CREATE TABLE projected (\"offset\" INTEGER PRIMARY KEY)")
+        let s = try db.stream("orders")
+        let g = try s.group("billing")
+        try await g.create(options: GroupOptions(maxDeliveries: 2))
+        for i in 0..<30 { try await s.publish(i, key: "order-\(i % 3)") }
+        try await s.publish(-1)  // poison
+        let seen = KeyOrder()
+        let worker = try Worker(db, concurrency: 6)
+        try worker.handle(g) { (event: GroupEvent) in
+            let n = try event.payload(as: Int.self)
+            if n < 0 { throw Permanent("cannot bill this") }
+            let key = event.key!
+            seen.enter(key)
+            try await Task.sleep(nanoseconds: 2_000_000)
+            seen.leave(key, event.offset)
+            if n % 2 == 1 {
+                // The row and the ack commit together: the worker settles it.
+                try await db.transaction { tx in
+                    try tx.execute("INSERT INTO projected VALUES (?)", [.integer(value: event.offset)])
+                    try g.ack(event, tx: tx)
+                }
+            }
+        }
+        worker.on(.success) { _ in seen.saw("success") }
+        worker.on(.settled) { e in seen.saw(e.group == "billing" ? "settled" : "?") }
+        XCTAssertEqual(worker.groupNames.map(\.group), ["billing"])
+        let run = Task { try await worker.run() }
+        try await eventually(20, "31 events") {
+            let i = try await g.info()
+            return seen.count == 30 && i.pending == 0 && i.dead == 1
+        }
+        run.cancel()
+        try await run.value
+        XCTAssertFalse(seen.overlapped, "two events of one key ran at once")
+        for k in 0..<3 {
+            XCTAssertEqual(seen.byKey["order-\(k)"], (0..<10).map { Int64(1 + k + 3 * $0) })
+        }
+        XCTAssertEqual(seen.kinds.filter { $0 == "settled" }.count, 15)
+        XCTAssertEqual(seen.kinds.filter { $0 == "success" }.count, 15)
+        let dead = try await g.dead()
+        XCTAssertEqual(dead.map(\.offset), [31])
+        XCTAssertEqual(try db.query("SELECT count(*) FROM projected")[0][0], .integer(value: 15))
+    }
+
+    func testRegisteringAGroupHandlerChecksItsArguments() async throws {
+        let db = try Database(path: tempPath())
+        let s = try db.stream("orders")
+        let worker = try Worker(db)
+        await assertThrows({ try worker.handle(try s.group("missing")) { _ in } }) { e in
+            guard case HonkerError.NotFound = e else { return XCTFail("\(e)") }
+        }
+        let g = try s.group("g")
+        try await g.create()
+        await assertThrows({ try worker.handle(g, lease: 0) { _ in } })
+        try worker.handle(g) { _ in }
+        await assertThrows({ try worker.handle(g) { _ in } }) { e in
+            guard case HonkerError.InvalidArgument = e else { return XCTFail("\(e)") }
+        }
+    }
+}
