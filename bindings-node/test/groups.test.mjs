@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import honker from '../index.js';
-import { tempPath, testDb } from './helpers.mjs';
+import { stopWhen, tempPath, testDb } from './helpers.mjs';
 
 const index = createRequire(import.meta.url).resolve('../index.js');
 
@@ -375,16 +375,6 @@ test('bad input is a typed error and changes nothing', async () => {
 
 // ----- the worker runtime running a group's events ----------------------------
 
-/** Stops `worker` once `cond()` holds (checked every 10 ms). */
-function stopWhen(worker, cond) {
-  const deadline = Date.now() + 60_000;
-  const t = setInterval(async () => {
-    if ((await cond()) || Date.now() > deadline) {
-      clearInterval(t);
-      worker.stop();
-    }
-  }, 10);
-}
 
 test("a Worker runs a group's events in key order beside a queue", async () => {
   const db = await honker.open(tempPath());

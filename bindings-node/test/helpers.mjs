@@ -25,3 +25,14 @@ export async function snapshot(db) {
   }
   return JSON.stringify(out);
 }
+
+/** Stops `worker` once `cond()` holds (checked every 10 ms). */
+export function stopWhen(worker, cond) {
+  const deadline = Date.now() + 60_000;
+  const t = setInterval(async () => {
+    if ((await cond()) || Date.now() > deadline) {
+      clearInterval(t);
+      worker.stop();
+    }
+  }, 10);
+}

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import honker from '../index.js';
-import { tempPath } from './helpers.mjs';
+import { stopWhen, tempPath } from './helpers.mjs';
 
 const { Worker, Permanent, Retry, Snooze, InvalidArgument } = honker;
 
@@ -19,16 +19,6 @@ async function realDb() {
   return { db: await honker.open(file), file };
 }
 
-/** Stops `worker` once `cond()` holds (checked every 10 ms). */
-function stopWhen(worker, cond) {
-  const deadline = Date.now() + 60_000;
-  const t = setInterval(async () => {
-    if ((await cond()) || Date.now() > deadline) {
-      clearInterval(t);
-      worker.stop();
-    }
-  }, 10);
-}
 
 function peak() {
   const p = { now: {}, peak: {} };

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import honker
@@ -106,3 +108,17 @@ class HonkerListener:
         out, _ = self.proc.communicate(timeout=60)
         assert self.proc.returncode == 0
         return json.loads(out)
+
+
+def stop_when(worker: honker.Worker, cond) -> threading.Thread:
+    """Stops ``worker`` once ``cond()`` holds (checked every 10 ms)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker.stop()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t

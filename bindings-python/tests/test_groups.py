@@ -16,6 +16,7 @@ import time
 
 import honker
 import pytest
+from conftest import stop_when
 
 
 def group_rows(db: honker.Database) -> list:
@@ -424,18 +425,6 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(db):
 
 
 # ----- the worker runtime running a group's events -------------------------
-
-
-def stop_when(worker: honker.Worker, cond) -> threading.Thread:
-    def watch() -> None:
-        deadline = time.monotonic() + 60
-        while not cond() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        worker.stop()
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    return t
 
 
 def test_a_worker_runs_a_groups_events_in_key_order_beside_a_queue(path):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import honker
 import pytest
+from conftest import stop_when
 
 
 @pytest.fixture
@@ -45,20 +46,6 @@ class Peak:
         with self.lock:
             for k in keys:
                 self.now[k] -= 1
-
-
-def stop_when(worker: honker.Worker, cond) -> threading.Thread:
-    """Stops ``worker`` once ``cond()`` holds (checked every 10 ms)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 60
-        while not cond() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        worker.stop()
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    return t
 
 
 def test_sync_handlers_never_exceed_the_limits(rdb):
