@@ -370,10 +370,10 @@ SWIFT_TYPES = {
 }
 
 
-def swift_job_record(f: dict) -> str:
-    """`JobRecord`'s stored properties and its init from the native
-    `JobInfo` (the payload stays internal: `payload(as:)` decodes it)."""
-    fields = record(f, "JobInfo")["fields"]
+def swift_record(f: dict, name: str) -> str:
+    """A Swift wrapper's stored properties and its init from the native
+    record `name` (the payload stays internal: `payload(as:)` decodes it)."""
+    fields = record(f, name)["fields"]
     lines = []
     for fl in fields:
         kind, opt = field_kind(fl)
@@ -384,7 +384,7 @@ def swift_job_record(f: dict) -> str:
             f"    /// {fl['doc']}",
             f"    public let {ts_name(fl)}: {SWIFT_TYPES[kind]}{'?' if opt else ''}",
         ]
-    lines += ["", "    init(_ i: JobInfo) {"]
+    lines += ["", f"    init(_ i: HonkerNative.{name}) {{"]
     for fl in fields:
         kind, opt = field_kind(fl)
         v = f"i.{camel(fl['name'])}"
@@ -398,6 +398,16 @@ def swift_job_record(f: dict) -> str:
             )
         lines.append(f"        {ts_name(fl)} = {v}")
     return "\n".join(lines + ["    }"])
+
+
+# Swift wrappers generated from the records table: (file, native record).
+SWIFT_RECORDS = (
+    ("bindings-swift/Sources/Honker/Honker.swift", "JobInfo"),
+    ("bindings-swift/Sources/Honker/Stream.swift", "StreamEvent"),
+    ("bindings-swift/Sources/Honker/Stream.swift", "Notification"),
+    ("bindings-swift/Sources/Honker/Group.swift", "GroupEvent"),
+    ("bindings-swift/Sources/Honker/Group.swift", "GroupDeadLetter"),
+)
 
 
 NODE_RECORDS = (
@@ -543,12 +553,10 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             ("bindings-node/index.js", f"record-{n}", "//", js_converter(f, n))
             for n in NODE_RECORDS
         ],
-        (
-            "bindings-swift/Sources/Honker/Honker.swift",
-            "record-JobInfo",
-            "    //",
-            swift_job_record(f),
-        ),
+        *[
+            (file, f"record-{n}", "    //", swift_record(f, n))
+            for file, n in SWIFT_RECORDS
+        ],
     ]
 
 

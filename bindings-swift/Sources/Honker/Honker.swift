@@ -362,7 +362,7 @@ public struct JobRecord: Sendable {
     /// When it finished (finished jobs only).
     public let finishedAt: Date?
 
-    init(_ i: JobInfo) {
+    init(_ i: HonkerNative.JobInfo) {
         id = i.id
         queue = i.queue
         state = i.state
