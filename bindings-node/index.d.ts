@@ -227,6 +227,8 @@ export interface MaintenanceReport {
   notifications: number;
   /** Consumer group members removed after their group's idle time. */
   groupMembers: number;
+  /** Lock holders removed after their TTL lapsed. */
+  locks: number;
 }
 // </generated: record-MaintenanceReport>
 

@@ -416,6 +416,7 @@ function maintenanceReport(d) {
     publishKeys: d.publishKeys,
     notifications: d.notifications,
     groupMembers: d.groupMembers,
+    locks: d.locks,
   };
 }
 // </generated: record-MaintenanceReport>

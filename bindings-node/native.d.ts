@@ -615,6 +615,8 @@ export interface MaintenanceReport {
   notifications: number
   /** Consumer group members removed after their group's idle time. */
   groupMembers: number
+  /** Lock holders removed after their TTL lapsed. */
+  locks: number
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */

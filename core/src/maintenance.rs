@@ -1,7 +1,7 @@
 //! Retention: removing finished jobs and results once they are past their
 //! lifetime ([`crate::Retention`]), stream events past their stream's
-//! retention, publish keys past their window, and notifications past their
-//! channel's window. One entry point, [`run`], used by
+//! retention, publish keys past their window, notifications past their
+//! channel's window, and lock holders past their TTL. One entry point, [`run`], used by
 //! `Database::maintain` (everything) and after commits (a bounded slice).
 //!
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
@@ -39,6 +39,8 @@ pub struct MaintenanceReport {
     /// Consumer group members removed after their group's idle time
     /// (holding nothing).
     pub group_members: usize,
+    /// Lock holders removed after their TTL lapsed.
+    pub locks: usize,
 }
 
 /// Prunes up to `max_batches` batches per kind of record.
@@ -81,6 +83,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     })?;
     report.group_members = batches(db, max_batches, |conn, now| {
         crate::stream::group::ops::sweep_members(conn, now, BATCH)
+    })?;
+    report.locks = batches(db, max_batches, |conn, now| {
+        crate::lock::ops::sweep(conn, now, BATCH)
     })?;
     let channels = {
         let reader = db.reader()?;

@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "groups",
         sql: include_str!("migrations/0006_groups.sql"),
     },
+    Migration {
+        version: 7,
+        name: "locks",
+        sql: include_str!("migrations/0007_locks.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -222,6 +222,8 @@ macro_rules! records {
                 notifications: [u64] = notifications,
                 #[doc = "Consumer group members removed after their group's idle time."]
                 group_members: [u64] = group_members,
+                #[doc = "Lock holders removed after their TTL lapsed."]
+                locks: [u64] = locks,
             }
         }
     };

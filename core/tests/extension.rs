@@ -658,6 +658,9 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
         ("honker_stream_get_offset", &[2]),
         ("honker_notify", &[2]),
         ("notify", &[2]),
+        ("honker_lock_acquire", &[3]),
+        ("honker_lock_release", &[2]),
+        ("honker_lock_renew", &[3]),
     ];
     let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
     let out = Command::new(shell)
@@ -697,6 +700,7 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             "honker_stream_",
             "honker_channel_",
             "honker_group_",
+            "honker_lock_",
         ]
         .iter()
         .any(|p| name.starts_with(p))

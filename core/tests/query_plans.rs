@@ -438,3 +438,44 @@ fn group_statements_seek_their_keys() {
     conn.execute_batch("ANALYZE").unwrap();
     check(conn);
 }
+
+#[test]
+fn lock_statements_seek_their_keys() {
+    use honker::lock::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
+         INSERT INTO _honker_lock_holders (name, owner, token, acquired_at, expires_at)
+         SELECT 'lock-' || i, 'o', i + 1, 0, i FROM n;",
+    )
+    .unwrap();
+    let check = |conn: &Connection| {
+        let key = "PRIMARY KEY (name=?)";
+        for (name, sql) in [
+            ("GET", st::GET),
+            ("RENEW", st::RENEW),
+            ("RENEW_BY_OWNER", st::RENEW_BY_OWNER),
+            ("RELEASE", st::RELEASE),
+            ("RELEASE_BY_OWNER", st::RELEASE_BY_OWNER),
+        ] {
+            assert_plan(conn, name, sql, &[key]);
+        }
+        assert_plan(
+            conn,
+            "NEXT_TOKEN",
+            st::NEXT_TOKEN,
+            &["INTEGER PRIMARY KEY (rowid=?)"],
+        );
+        assert_plan(
+            conn,
+            "SWEEP",
+            st::SWEEP,
+            &["_honker_lock_holders_expiry (expires_at<?)"],
+        );
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}

@@ -36,6 +36,7 @@ _MAINTENANCE_REPORT_FIELDS = (
     "publish_keys",
     "notifications",
     "group_members",
+    "locks",
 )
 # </generated: record-MaintenanceReport>
 

@@ -5248,6 +5248,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      * Consumer group members removed after their group's idle time.
      */
     public var groupMembers: UInt64
+    /**
+     * Lock holders removed after their TTL lapsed.
+     */
+    public var locks: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5275,7 +5279,10 @@ public struct MaintenanceReport: Equatable, Hashable {
          */notifications: UInt64, 
         /**
          * Consumer group members removed after their group's idle time.
-         */groupMembers: UInt64) {
+         */groupMembers: UInt64, 
+        /**
+         * Lock holders removed after their TTL lapsed.
+         */locks: UInt64) {
         self.dead = dead
         self.cancelled = cancelled
         self.completed = completed
@@ -5284,6 +5291,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.publishKeys = publishKeys
         self.notifications = notifications
         self.groupMembers = groupMembers
+        self.locks = locks
     }
 
     
@@ -5309,7 +5317,8 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 streamEvents: FfiConverterUInt64.read(from: &buf), 
                 publishKeys: FfiConverterUInt64.read(from: &buf), 
                 notifications: FfiConverterUInt64.read(from: &buf), 
-                groupMembers: FfiConverterUInt64.read(from: &buf)
+                groupMembers: FfiConverterUInt64.read(from: &buf), 
+                locks: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -5322,6 +5331,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.publishKeys, into: &buf)
         FfiConverterUInt64.write(value.notifications, into: &buf)
         FfiConverterUInt64.write(value.groupMembers, into: &buf)
+        FfiConverterUInt64.write(value.locks, into: &buf)
     }
 }
 

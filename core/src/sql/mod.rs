@@ -145,6 +145,7 @@ fn tables() -> impl Iterator<Item = &'static SqlFn> {
         .chain(crate::stream::sqlfn::FUNCTIONS)
         .chain(crate::stream::group::sqlfn::FUNCTIONS)
         .chain(crate::channel::sqlfn::FUNCTIONS)
+        .chain(crate::lock::sqlfn::FUNCTIONS)
 }
 
 /// The name and argument count (-1: variable) of every SQL function (the

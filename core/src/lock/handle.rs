@@ -1,0 +1,178 @@
+//! The [`Lock`] handle (`db.lock(name)`): each verb validates, then runs
+//! `ops` in a write transaction (its own or the caller's) or on a reader.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::ops::{self, Taken};
+use super::types::{self, LockGrant, LockInfo};
+use crate::database::Database;
+use crate::error::Result;
+use crate::transaction::Transaction;
+use crate::validate;
+
+impl Database {
+    /// A handle on the named lock `name`. Creating the handle writes
+    /// nothing.
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        validate::name("lock", name)?;
+        Ok(Lock {
+            db: self.clone(),
+            name: name.into(),
+        })
+    }
+}
+
+/// A handle on one named lock. Cheap to clone, `Send + Sync`.
+///
+/// ```no_run
+/// # fn main() -> honker::Result<()> {
+/// use std::time::Duration;
+/// let db = honker::Database::open("app.db")?;
+/// let lock = db.lock("reindex")?;
+/// if let Some(grant) = lock.try_acquire("worker-1", Duration::from_secs(30))? {
+///     let tx = db.transaction()?;
+///     lock.fence(&tx, grant.token)?; // LEASE_LOST once another holds it
+///     tx.execute("UPDATE search_state SET done = 1", [])?;
+///     tx.commit()?;
+///     lock.release(grant.token)?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Lock {
+    db: Database,
+    name: Arc<str>,
+}
+
+impl Lock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Takes the lock for `owner` for `ttl` (1 ms to 30 days) if it is free
+    /// or its holder's TTL lapsed: a grant with a new fencing token. If
+    /// `owner` holds it already, its grant with the TTL renewed from now
+    /// (the same token). `None` while another owner holds it.
+    pub fn try_acquire(&self, owner: &str, ttl: Duration) -> Result<Option<LockGrant>> {
+        self.try_acquire_in(None, owner, ttl)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) inside the caller's transaction:
+    /// held only if it commits.
+    pub fn try_acquire_tx(
+        &self,
+        tx: &Transaction,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<LockGrant>> {
+        self.try_acquire_in(Some(tx), owner, ttl)
+    }
+
+    fn try_acquire_in(
+        &self,
+        tx: Option<&Transaction>,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<LockGrant>> {
+        validate::name("owner", owner)?;
+        let ttl = types::ttl_ms(ttl)?;
+        let taken = self.db.inner.write(tx, |conn, now| {
+            ops::take(conn.raw(), &self.name, owner, ttl, true, now)
+        })?;
+        Ok(match taken {
+            Taken::Granted(g) | Taken::Mine(g) => Some(g),
+            Taken::Held => None,
+        })
+    }
+
+    /// [`try_acquire`](Self::try_acquire), waiting up to `wait` for the lock
+    /// to come free: it sleeps on the process's watcher (a release by any
+    /// process wakes it) until then, or until the holder's TTL lapses, and
+    /// checks read-only before taking the write lock. `None` when the wait
+    /// ran out.
+    pub fn acquire(&self, owner: &str, ttl: Duration, wait: Duration) -> Result<Option<LockGrant>> {
+        validate::name("owner", owner)?;
+        types::ttl_ms(ttl)?;
+        validate::delay("wait", wait)?;
+        if wait.is_zero() {
+            return self.try_acquire(owner, ttl);
+        }
+        crate::queue::refuse_waiting("a lock's acquire with a wait")?;
+        let deadline = Instant::now() + wait;
+        let recheck = self.db.recheck_interval();
+        let signal = self.db.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            let now = self.db.inner.now();
+            let holder = self.info()?;
+            let free_at = match holder {
+                Some(h) if h.expires_at > now && h.owner != owner => Some(h.expires_at),
+                _ => None,
+            };
+            if free_at.is_none() {
+                if let Some(g) = self.try_acquire(owner, ttl)? {
+                    return Ok(Some(g));
+                }
+            }
+            let start = Instant::now();
+            if start >= deadline {
+                return Ok(None);
+            }
+            let mut wake = deadline.min(start + recheck);
+            if let Some(t) = free_at {
+                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
+                wake = wake.min(start + Duration::from_millis(ms));
+            }
+            signal.wait_past(seen, wake);
+        }
+    }
+
+    /// Extends the lock held with `token` to now + `ttl`; returns the new
+    /// expiry (ms). `LEASE_LOST` if that token no longer holds it (released,
+    /// or taken by another after its TTL lapsed; a lapsed lock nobody took
+    /// is still renewed).
+    pub fn renew(&self, token: i64, ttl: Duration) -> Result<i64> {
+        let token = types::token(token)?;
+        let ttl = types::ttl_ms(ttl)?;
+        self.db.inner.write(None, |conn, now| {
+            ops::renew(conn.raw(), &self.name, token, ttl, now)
+        })
+    }
+
+    /// Releases the lock held with `token`; whether it was held with it (a
+    /// stale token releases nothing).
+    pub fn release(&self, token: i64) -> Result<bool> {
+        self.release_in(None, token)
+    }
+
+    /// [`release`](Self::release) inside the caller's transaction.
+    pub fn release_tx(&self, tx: &Transaction, token: i64) -> Result<bool> {
+        self.release_in(Some(tx), token)
+    }
+
+    fn release_in(&self, tx: Option<&Transaction>, token: i64) -> Result<bool> {
+        let token = types::token(token)?;
+        self.db
+            .inner
+            .write(tx, |conn, _| ops::release(conn.raw(), &self.name, token))
+    }
+
+    /// The fence: inside the write transaction `tx` that makes the guarded
+    /// write, `Ok` while `token` holds the lock, else `LEASE_LOST` (roll the
+    /// transaction back: a holder paused past its TTL must not clobber the
+    /// new holder's work). Nothing can change the lock before `tx` commits.
+    pub fn fence(&self, tx: &Transaction, token: i64) -> Result<()> {
+        let token = types::token(token)?;
+        self.db.inner.write(Some(tx), |conn, _| {
+            ops::fence(conn.raw(), &self.name, token)
+        })
+    }
+
+    /// The holder, if any (lapsed or not).
+    pub fn info(&self) -> Result<Option<LockInfo>> {
+        let reader = self.db.inner.reader()?;
+        ops::get(reader.raw(), &self.name)
+    }
+}

@@ -1,0 +1,134 @@
+//! The lock operations on a connection already inside a write transaction
+//! (or a read, for `get`). Callers validated names, owners, TTLs and tokens
+//! and read the clock.
+
+use super::statements as st;
+use super::types::{LockGrant, LockInfo};
+use crate::error::{Error, ErrorKind, Result};
+use crate::raw::{params, Conn};
+
+/// The holder of `name`, if any (lapsed or not).
+pub(crate) fn get(conn: Conn<'_>, name: &str) -> Result<Option<LockInfo>> {
+    conn.prepare_cached(st::GET)?.query_row(params![name], |r| {
+        Ok(LockInfo {
+            name: name.to_owned(),
+            owner: r.get(0)?,
+            token: r.get(1)?,
+            acquired_at: r.get(2)?,
+            expires_at: r.get(3)?,
+        })
+    })
+}
+
+/// What an acquire found.
+pub(crate) enum Taken {
+    /// Granted now, with a new token.
+    Granted(LockGrant),
+    /// Already held by this owner (not lapsed): its grant, unchanged.
+    Mine(LockGrant),
+    /// Held by another owner.
+    Held,
+}
+
+/// Takes `name` for `owner` if it is free or lapsed. A holder that is the
+/// same owner keeps its token (acquiring again is not a new grant); with
+/// `refresh`, its expiry moves to now + `ttl_ms`.
+pub(crate) fn take(
+    conn: Conn<'_>,
+    name: &str,
+    owner: &str,
+    ttl_ms: i64,
+    refresh: bool,
+    now: i64,
+) -> Result<Taken> {
+    let expires_at = now.saturating_add(ttl_ms);
+    if let Some(h) = get(conn, name)? {
+        if h.expires_at > now {
+            if h.owner != owner {
+                return Ok(Taken::Held);
+            }
+            let mut grant = LockGrant {
+                token: h.token,
+                expires_at: h.expires_at,
+            };
+            if refresh {
+                conn.prepare_cached(st::RENEW)?
+                    .execute(params![name, h.token, expires_at])?;
+                grant.expires_at = expires_at;
+            }
+            return Ok(Taken::Mine(grant));
+        }
+    }
+    let token: i64 = conn
+        .prepare_cached(st::NEXT_TOKEN)?
+        .query_one(params![], |r| r.get(0))?;
+    conn.prepare_cached(st::PUT)?
+        .execute(params![name, owner, token, now, expires_at])?;
+    Ok(Taken::Granted(LockGrant { token, expires_at }))
+}
+
+fn lost(name: &str, token: i64) -> Error {
+    Error::new(
+        ErrorKind::LeaseLost,
+        format!(
+        "lock {name:?} is not held with token {token} (released, or taken by another after its ttl)"
+    ),
+    )
+}
+
+/// Extends the lock held with `token` to now + `ttl_ms`; `LEASE_LOST` if
+/// that token no longer holds it.
+pub(crate) fn renew(conn: Conn<'_>, name: &str, token: i64, ttl_ms: i64, now: i64) -> Result<i64> {
+    let expires_at = now.saturating_add(ttl_ms);
+    let n = conn
+        .prepare_cached(st::RENEW)?
+        .execute(params![name, token, expires_at])?;
+    if n == 0 {
+        return Err(lost(name, token));
+    }
+    Ok(expires_at)
+}
+
+/// Releases the lock held with `token`; whether it was.
+pub(crate) fn release(conn: Conn<'_>, name: &str, token: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(st::RELEASE)?
+        .execute(params![name, token])?
+        > 0)
+}
+
+/// The fence: `Ok` while `token` holds `name` (a lapsed holder nobody
+/// replaced still does), else `LEASE_LOST`. Inside the caller's write
+/// transaction, nothing can change the lock before it commits.
+pub(crate) fn fence(conn: Conn<'_>, name: &str, token: i64) -> Result<()> {
+    match get(conn, name)? {
+        Some(h) if h.token == token => Ok(()),
+        _ => Err(lost(name, token)),
+    }
+}
+
+/// Honker's renewal and release, by owner: rows changed.
+pub(crate) fn renew_by_owner(
+    conn: Conn<'_>,
+    name: &str,
+    owner: &str,
+    ttl_ms: i64,
+    now: i64,
+) -> Result<usize> {
+    conn.prepare_cached(st::RENEW_BY_OWNER)?.execute(params![
+        name,
+        owner,
+        now.saturating_add(ttl_ms)
+    ])
+}
+
+pub(crate) fn release_by_owner(conn: Conn<'_>, name: &str, owner: &str) -> Result<usize> {
+    conn.prepare_cached(st::RELEASE_BY_OWNER)?
+        .execute(params![name, owner])
+}
+
+/// Removes up to `batch` lapsed holders; how many.
+pub(crate) fn sweep(conn: Conn<'_>, now: i64, batch: usize) -> Result<usize> {
+    conn.prepare_cached(st::SWEEP)?
+        .execute(params![now, batch as i64])
+}
