@@ -101,10 +101,16 @@ pub(crate) fn release(conn: Conn<'_>, name: &str, token: i64) -> Result<bool> {
 /// replaced still does), else `LEASE_LOST`. Inside the caller's write
 /// transaction, nothing can change the lock before it commits.
 pub(crate) fn fence(conn: Conn<'_>, name: &str, token: i64) -> Result<()> {
-    match get(conn, name)? {
-        Some(h) if h.token == token => Ok(()),
-        _ => Err(lost(name, token)),
+    if holds(conn, name, token)? {
+        Ok(())
+    } else {
+        Err(lost(name, token))
     }
+}
+
+/// Whether `token` holds `name` (the fence's test, as a value).
+pub(crate) fn holds(conn: Conn<'_>, name: &str, token: i64) -> Result<bool> {
+    Ok(get(conn, name)?.is_some_and(|h| h.token == token))
 }
 
 /// Honker's renewal and release, by owner: rows changed.

@@ -135,8 +135,11 @@ fn fence(c: &Call<'_>) -> Result<Out> {
 /// honker_lock_held('x', 7)` changes nothing once the token is stale).
 fn held(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let ok = ops::fence(c.conn, name(a)?, token(a)?).is_ok();
-    Ok(Out::Int(i64::from(ok)))
+    Ok(Out::Int(i64::from(ops::holds(
+        c.conn,
+        name(a)?,
+        token(a)?,
+    )?)))
 }
 
 /// `honker_lock_info(name)` → JSON `{name, owner, token, acquired_at,

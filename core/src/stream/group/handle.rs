@@ -140,11 +140,7 @@ impl Group {
             if stop() {
                 return Ok(GroupClaim::default());
             }
-            let now = db.inner.now();
-            let probe = {
-                let reader = db.inner.reader()?;
-                ops::probe(reader.raw(), self.stream.name(), &self.name, now)?
-            };
+            let (probe, now) = self.probe_now()?;
             let next_at = match probe {
                 ops::Probe::Claimable => {
                     let got = self.claim(member, n, lease)?;
