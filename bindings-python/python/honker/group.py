@@ -149,9 +149,12 @@ class GroupEvent(_GroupEventRecord):
         self._settled = True
         return r
 
+    @property
+    def _lease(self) -> tuple[int, str]:
+        return (self._offset, self._token)
+
     def _ack(self, tx: Transaction | None) -> Callable[[], None]:
-        native, t = self._group._native, _args.transaction(tx)
-        return lambda: native.ack(self._offset, self._token, tx=t)
+        return self._group._ack_call(self._lease, tx)
 
     def ack(self, tx: Transaction | None = None) -> None:
         """The group is done with the event; the next event of its key gets
@@ -163,10 +166,7 @@ class GroupEvent(_GroupEventRecord):
         await self._do_async(tx, self._ack(tx))
 
     def _retry(self, delay: Seconds | None, error: str | None) -> Callable[[], bool]:
-        native, d = self._group._native, seconds("delay", delay)
-        if error is not None:
-            _args.text("error", error)
-        return lambda: native.retry(self._offset, self._token, delay=d, error=error)
+        return self._group._retry_call(self._lease, delay, error)
 
     def retry(self, delay: Seconds | None = None, error: str | None = None) -> bool:
         """A failed delivery: claimable again after ``delay`` (at once by
@@ -178,9 +178,7 @@ class GroupEvent(_GroupEventRecord):
         return bool(await self._do_async(None, self._retry(delay, error)))
 
     def _fail(self, error: str) -> Callable[[], None]:
-        native = self._group._native
-        _args.text("error", error)
-        return lambda: native.fail(self._offset, self._token, error)
+        return self._group._fail_call(self._lease, error)
 
     def fail(self, error: str) -> None:
         """Sends the event to the group's dead letters now, with ``error``."""
@@ -190,8 +188,7 @@ class GroupEvent(_GroupEventRecord):
         await self._do_async(None, self._fail(error))
 
     def _release(self) -> Callable[[], None]:
-        native = self._group._native
-        return lambda: native.release(self._offset, self._token)
+        return self._group._release_call(self._lease)
 
     def release(self) -> None:
         """Gives the event back, claimable at once, its delivery not counted
@@ -202,8 +199,7 @@ class GroupEvent(_GroupEventRecord):
         await self._do_async(None, self._release())
 
     def _heartbeat(self, extend: Seconds | None) -> Callable[[], int]:
-        native, e = self._group._native, seconds("extend", extend)
-        return lambda: native.heartbeat(self._offset, self._token, extend=e)
+        return self._group._heartbeat_call(self._lease, extend)
 
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
         """Extends the lease to now + ``extend`` (default: the group's
@@ -394,7 +390,7 @@ class GroupConsumer(_Reader[GroupEvent]):
 
 def _event_lease(event: Any) -> tuple[int, str]:
     if isinstance(event, GroupEvent):
-        return (event._offset, event._token)
+        return event._lease
     if isinstance(event, tuple) and len(event) == 2:
         offset, token = event
         return (_args.integer("offset", offset, _args.I64), _args.text("token", token))
@@ -493,11 +489,38 @@ class Group:
         leases = [_event_lease(e) for e in events]
         self._stream._db._write(None, lambda: self._native.ack_many(leases))
 
+    # The outcomes' native calls, checked and ready to run as a write, for
+    # an event's (offset, token): what GroupEvent's methods and the ones
+    # below (an event delivered here or elsewhere) both run.
+
+    def _ack_call(self, lease: tuple[int, str], tx: Transaction | None) -> Callable[[], None]:
+        (offset, token), t = lease, _args.transaction(tx)
+        return lambda: self._native.ack(offset, token, tx=t)
+
+    def _retry_call(
+        self, lease: tuple[int, str], delay: Seconds | None, error: str | None
+    ) -> Callable[[], bool]:
+        (offset, token), d = lease, seconds("delay", delay)
+        if error is not None:
+            _args.text("error", error)
+        return lambda: self._native.retry(offset, token, delay=d, error=error)
+
+    def _fail_call(self, lease: tuple[int, str], error: str) -> Callable[[], None]:
+        offset, token = lease
+        _args.text("error", error)
+        return lambda: self._native.fail(offset, token, error)
+
+    def _release_call(self, lease: tuple[int, str]) -> Callable[[], None]:
+        offset, token = lease
+        return lambda: self._native.release(offset, token)
+
+    def _heartbeat_call(self, lease: tuple[int, str], extend: Seconds | None) -> Callable[[], int]:
+        (offset, token), e = lease, seconds("extend", extend)
+        return lambda: self._native.heartbeat(offset, token, extend=e)
+
     def ack(self, event: GroupEvent | tuple[int, str], tx: Transaction | None = None) -> None:
         """Acks an event delivered here or elsewhere (``(offset, token)``)."""
-        offset, token = _event_lease(event)
-        t = _args.transaction(tx)
-        self._stream._db._write(tx, lambda: self._native.ack(offset, token, tx=t))
+        self._stream._db._write(tx, self._ack_call(_event_lease(event), tx))
 
     def retry(
         self,
@@ -507,35 +530,24 @@ class Group:
     ) -> bool:
         """:meth:`GroupEvent.retry` for an event delivered here or elsewhere
         (``(offset, token)``); returns whether it died."""
-        offset, token = _event_lease(event)
-        d = seconds("delay", delay)
-        if error is not None:
-            _args.text("error", error)
         return bool(
-            self._stream._db._write(
-                None, lambda: self._native.retry(offset, token, delay=d, error=error)
-            )
+            self._stream._db._write(None, self._retry_call(_event_lease(event), delay, error))
         )
 
     def fail(self, event: GroupEvent | tuple[int, str], error: str) -> None:
         """:meth:`GroupEvent.fail` for an event delivered here or elsewhere."""
-        offset, token = _event_lease(event)
-        _args.text("error", error)
-        self._stream._db._write(None, lambda: self._native.fail(offset, token, error))
+        self._stream._db._write(None, self._fail_call(_event_lease(event), error))
 
     def release(self, event: GroupEvent | tuple[int, str]) -> None:
         """:meth:`GroupEvent.release` for an event delivered here or elsewhere."""
-        offset, token = _event_lease(event)
-        self._stream._db._write(None, lambda: self._native.release(offset, token))
+        self._stream._db._write(None, self._release_call(_event_lease(event)))
 
     def heartbeat(
         self, event: GroupEvent | tuple[int, str], extend: Seconds | None = None
     ) -> _dt.datetime:
         """:meth:`GroupEvent.heartbeat` for an event delivered here or
         elsewhere; returns the lease's new end."""
-        offset, token = _event_lease(event)
-        e = seconds("extend", extend)
-        at = self._stream._db._write(None, lambda: self._native.heartbeat(offset, token, extend=e))
+        at = self._stream._db._write(None, self._heartbeat_call(_event_lease(event), extend))
         return from_ms(at)  # type: ignore[return-value]
 
     def remove_member(self, member: str, *, force: bool = False) -> int:
