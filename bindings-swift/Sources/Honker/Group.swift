@@ -143,11 +143,11 @@ public final class Group: @unchecked Sendable {
     let db: Database
     /// The stream it reads.
     public let stream: Stream
-    // The tokens of events finished through this handle while a Worker
-    // runs the group: a handler that acked its event itself settles it.
+    // The events a Worker is running, by token: whether the handler
+    // finished one itself through this handle (then the worker only frees
+    // its slot). Bounded by the worker's running handlers.
     private let lock = NSLock()
-    private var tracking = false
-    private var settled: Set<String> = []
+    private var running: [String: Bool] = [:]
 
     init(stream: Stream, _ native: HonkerNative.Group) {
         self.db = stream.db
@@ -157,24 +157,25 @@ public final class Group: @unchecked Sendable {
 
     public var name: String { native.name() }
 
-    func tracksSettled() {
+    /// A Worker starts running the event with `token`.
+    func track(_ token: String) {
         lock.lock()
-        tracking = true
+        running[token] = false
         lock.unlock()
     }
 
     private func noteSettled(_ token: String) {
         lock.lock()
-        if tracking { settled.insert(token) }
+        if running[token] != nil { running[token] = true }
         lock.unlock()
     }
 
-    /// Whether the event with `token` was finished through this handle (and
-    /// forgets it).
+    /// Whether the running event with `token` was finished through this
+    /// handle; it is no longer tracked.
     func takeSettled(_ token: String) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        return settled.remove(token) != nil
+        return running.removeValue(forKey: token) ?? false
     }
 
     /// Creates the group at `start`; returns its next offset. Idempotent: an

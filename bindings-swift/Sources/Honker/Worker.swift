@@ -254,7 +254,6 @@ public final class Worker: @unchecked Sendable {
                                  leaseMs: options[2])
         let reg = Registration(queue: nil, leaseMs: options[2] ?? 0, options: options, group: group)
         reg.groupHandler = handler
-        group.tracksSettled()
         queues[key] = reg
     }
 
@@ -397,6 +396,7 @@ public final class Worker: @unchecked Sendable {
                           _ handler: @escaping @Sendable (GroupEvent) async throws -> Void,
                           _ running: RunningHandlers) {
         let deadline = t.remainingMs.map { Date().addingTimeInterval(Double($0 + 2) / 1000) }
+        group.track(event.token)
         emit(.start, id: event.offset, attempts: event.deliveries, queue: t.queue, group: group.name)
         running.start(t.key, deadline: deadline) {
             let outcome: (String, Payload?, UInt64?, String?)
