@@ -7,17 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{json, test_db};
+use common::{json, keyed, test_db};
 use honker::stream::group::{GroupEvent, GroupOptions};
 use honker::stream::{PublishOptions, Start};
 use honker::ErrorKind;
-
-fn keyed(k: &str) -> PublishOptions {
-    PublishOptions {
-        key: Some(k.into()),
-        ..PublishOptions::default()
-    }
-}
 
 fn offsets(events: &[GroupEvent]) -> Vec<i64> {
     events.iter().map(|e| e.offset).collect()

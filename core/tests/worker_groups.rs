@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{json, test_db};
+use common::{json, keyed, test_db};
 use honker::runtime::{Finished, HandlerOptions, Outcome, Work, Worker, WorkerOptions};
 use honker::stream::group::GroupOptions;
 use honker::stream::{PublishOptions, Start};
@@ -25,13 +25,6 @@ fn worker(db: &Database, concurrency: usize) -> Worker {
         },
     )
     .unwrap()
-}
-
-fn keyed(k: &str) -> PublishOptions {
-    PublishOptions {
-        key: Some(k.into()),
-        ..PublishOptions::default()
-    }
 }
 
 #[test]

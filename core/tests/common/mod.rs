@@ -156,3 +156,12 @@ pub fn fill(dir: &std::path::Path) -> std::path::PathBuf {
     let _ = f.sync_all();
     path
 }
+
+/// Publish options with a key (events of one key go to a group's members in
+/// order, one at a time).
+pub fn keyed(k: &str) -> honker::stream::PublishOptions {
+    honker::stream::PublishOptions {
+        key: Some(k.into()),
+        ..honker::stream::PublishOptions::default()
+    }
+}
