@@ -301,6 +301,9 @@ test('events and notifications from another process wake this one', async () => 
   const sub = db.stream('orders').subscribe('here', { wait: 10_000 });
   const l = db.listen('done', { wait: 10_000 });
   const child = spawn(process.execPath, ['-e', PUBLISHER, index, file, '50'], { stdio: 'inherit' });
+  // Listened for now: the child may exit before the reads below finish, and
+  // a later once() would wait for an exit that already happened.
+  const exited = once(child, 'exit');
   const got = [];
   for await (const e of sub) {
     got.push(e.payload.n);
@@ -311,7 +314,7 @@ test('events and notifications from another process wake this one', async () => 
     Array.from({ length: 50 }, (_, i) => i),
   );
   assert.equal((await l.next()).value.payload, 'published');
-  const [code] = await once(child, 'exit');
+  const [code] = await exited;
   assert.equal(code, 0);
   await l.close();
   await db.close();
