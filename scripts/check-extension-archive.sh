@@ -16,7 +16,8 @@ dir="$work/$(basename "$archive" .tar.gz)"
 for f in libhonker_ext.so sql.md README.txt CHANGELOG.md; do
     [ -f "$dir/$f" ] || { echo "check-extension-archive: $f is missing" >&2; exit 1; }
 done
-if readelf -S "$dir/libhonker_ext.so" | grep -q '\.debug_'; then
+sections=$(readelf -S "$dir/libhonker_ext.so")
+if grep -q '\.debug_' <<<"$sections"; then
     echo "check-extension-archive: libhonker_ext.so carries debug info" >&2
     exit 1
 fi

@@ -39,7 +39,8 @@ app="$scratch/app"
 [ -f "$app/node_modules/honker-linux-x64-gnu/honker.node" ]
 [ -f "$app/node_modules/honker-linux-x64-gnu/libhonker_ext.so" ]
 # Nothing was built or copied into the main package.
-if find "$app/node_modules/honker" -name '*.node' -o -name '*.so' | grep -q .; then
+binaries=$(find "$app/node_modules/honker" -name '*.node' -o -name '*.so')
+if [ -n "$binaries" ]; then
     echo "check-npm-packages: the honker package holds a binary" >&2
     exit 1
 fi

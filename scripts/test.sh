@@ -153,7 +153,10 @@ if [ "$wheel_size" -gt $((6 * 1024 * 1024)) ]; then
 fi
 # The extension is in the wheel, next to the package, and nowhere in the
 # source tree (build.rs writes it to its OUT_DIR).
-"$HONKER_VENV/bin/python" -m zipfile -l "$wheel" | grep -q 'honker/libhonker_ext.so'
+# (The listing is read whole first: `grep -q` on a pipe exits at its first
+# match, and under pipefail the writer's broken pipe failed the step.)
+wheel_listing=$("$HONKER_VENV/bin/python" -m zipfile -l "$wheel")
+grep -q 'honker/libhonker_ext.so' <<<"$wheel_listing"
 if ls bindings-python/python/honker/*.so 2>/dev/null | grep -q .; then
     echo "test.sh: a build wrote a library into bindings-python/python/honker/" >&2
     exit 1
