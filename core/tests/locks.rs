@@ -8,8 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::child::{read_tagged, report, spawn_child, CHILD_ENV};
+use common::child::{next_tagged, read_tagged, report, spawn_child, CHILD_ENV};
 use common::test_db;
+use honker::runtime::HeldLock;
 use honker::rusqlite::types::Value;
 use honker::{Database, ErrorKind};
 
@@ -295,8 +296,137 @@ fn bad_input_is_a_typed_error_and_changes_nothing() {
     assert_eq!(holders(&t.db), before);
 }
 
+#[test]
+fn a_held_lock_is_renewed_while_held_and_released_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("held.db")).unwrap();
+    let lock = db.lock("job").unwrap();
+    let ttl = Duration::from_millis(300);
+    let held = HeldLock::acquire(&lock, "a", ttl, Duration::ZERO, None, None)
+        .unwrap()
+        .unwrap();
+    // Three TTLs later it is still held: renewed, not lapsed.
+    std::thread::sleep(ttl * 3);
+    assert!(lock.try_acquire("b", ttl).unwrap().is_none());
+    assert!(held.renewals() >= 3, "{} renewals", held.renewals());
+    assert!(!held.lost());
+    let tx = db.transaction().unwrap();
+    held.fence(&tx).unwrap();
+    tx.rollback().unwrap();
+    assert!(held.release().unwrap());
+    assert!(!held.release().unwrap(), "released once");
+    assert!(lock.info().unwrap().is_none());
+    // Dropping a hold releases it too.
+    let again = HeldLock::acquire(&lock, "a", ttl, Duration::ZERO, None, None)
+        .unwrap()
+        .unwrap();
+    assert!(again.token() > held.token());
+    drop(again);
+    assert!(lock.info().unwrap().is_none());
+}
+
+#[test]
+fn a_held_lock_taken_by_another_after_a_pause_is_lost_and_its_fence_fails() {
+    let t = test_db();
+    let lock = t.db.lock("job").unwrap();
+    // Renewal every second of real time; the TTL passes on the test clock.
+    let held = HeldLock::acquire(
+        &lock,
+        "a",
+        TTL,
+        Duration::ZERO,
+        Some(Duration::from_secs(1)),
+        None,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!held.wait_lost(Duration::from_millis(50)));
+    t.clock.advance(TTL * 2);
+    let b = lock.try_acquire("b", TTL).unwrap().unwrap();
+    assert!(
+        held.wait_lost(Duration::from_secs(10)),
+        "the renewal saw the loss"
+    );
+    assert!(held.lost());
+    let tx = t.db.transaction().unwrap();
+    assert_eq!(held.fence(&tx).unwrap_err().kind(), ErrorKind::LeaseLost);
+    drop(tx);
+    // Releasing a lost hold releases nothing: B keeps it.
+    assert!(!held.release().unwrap());
+    assert_eq!(lock.info().unwrap().unwrap().token, b.token);
+}
+
+#[test]
+fn a_cancelled_acquire_gives_up_at_once_and_holds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("cancel.db")).unwrap();
+    let lock = db.lock("job").unwrap();
+    let a = lock.try_acquire("a", TTL).unwrap().unwrap();
+    let cancel = honker::runtime::Cancel::new(&db);
+    let waiter = {
+        let (lock, cancel) = (lock.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            HeldLock::acquire(
+                &lock,
+                "b",
+                TTL,
+                Duration::from_secs(60),
+                None,
+                Some(&cancel),
+            )
+            .map(|h| h.is_some())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let cancelled = Instant::now();
+    cancel.cancel();
+    assert!(!waiter.join().unwrap().unwrap());
+    assert!(cancelled.elapsed() < Duration::from_secs(5));
+    assert_eq!(lock.info().unwrap().unwrap().token, a.token);
+    // A bad period is refused before anything is taken.
+    assert!(lock.release(a.token).unwrap());
+    let err = HeldLock::acquire(&lock, "b", TTL, Duration::ZERO, Some(TTL), None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(lock.info().unwrap().is_none());
+}
+
+/// SIGSTOP: a holder paused past its TTL loses the lock to a new holder in
+/// another process; when it resumes, its renewal reports the loss and its
+/// fenced write is refused.
+#[cfg(unix)]
+#[test]
+fn a_holder_stopped_past_its_ttl_loses_and_its_fenced_write_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locks.db");
+    let db = Database::open(&path).unwrap();
+    db.execute("CREATE TABLE work (who TEXT)", []).unwrap();
+    let mut child = spawn_child("paused", &path, &[]);
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let held = next_tagged(&mut out);
+    let token: i64 = held.strip_prefix("held ").unwrap().parse().unwrap();
+    let pid = child.id() as i32;
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let lock = db.lock("shared").unwrap();
+    let mine = lock
+        .acquire("me", TTL, Duration::from_secs(10))
+        .unwrap()
+        .expect("the stopped holder's TTL lapses");
+    assert!(mine.token > token);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    assert_eq!(next_tagged(&mut out), "lost");
+    assert_eq!(next_tagged(&mut out), "refused LeaseLost");
+    child.wait().unwrap();
+    let rows = db.query("SELECT who FROM work", []).unwrap().rows;
+    assert!(rows.is_empty(), "the stale holder wrote {rows:?}");
+    assert_eq!(lock.info().unwrap().unwrap().token, mine.token);
+}
+
 /// The child: takes the lock, reports, then releases when told (a line on
-/// stdin) or never (it is killed).
+/// stdin) or never (it is killed). As "paused", it holds the lock with a
+/// short TTL and renewal, waits to learn it was lost (the parent stops it
+/// past the TTL and takes the lock), then tries a fenced write.
 #[test]
 fn child_process_entry() {
     let Ok(role) = std::env::var(CHILD_ENV) else {
@@ -304,6 +434,23 @@ fn child_process_entry() {
     };
     let db = Database::open(std::env::var("HONKER_TEST_DB").unwrap()).unwrap();
     let lock = db.lock("shared").unwrap();
+    if role == "paused" {
+        let ttl = Duration::from_millis(500);
+        let held = HeldLock::acquire(&lock, &role, ttl, Duration::ZERO, None, None)
+            .unwrap()
+            .unwrap();
+        report(&format!("held {}", held.token()));
+        assert!(held.wait_lost(Duration::from_secs(60)));
+        report("lost");
+        let tx = db.transaction().unwrap();
+        let refused = held
+            .fence(&tx)
+            .and_then(|()| tx.execute("INSERT INTO work VALUES ('stale')", []))
+            .unwrap_err();
+        drop(tx);
+        report(&format!("refused {:?}", refused.kind()));
+        return;
+    }
     let g = lock
         .try_acquire(&role, TTL)
         .unwrap()

@@ -93,6 +93,19 @@ impl Lock {
     /// checks read-only before taking the write lock. `None` when the wait
     /// ran out.
     pub fn acquire(&self, owner: &str, ttl: Duration, wait: Duration) -> Result<Option<LockGrant>> {
+        self.acquire_until(owner, ttl, wait, &|| false)
+    }
+
+    /// [`acquire`](Self::acquire) that gives up (`None`) as soon as `stop`
+    /// says so; `stop` is asked at each wake-up (a host's cancellation pokes
+    /// the watcher: [`Cancel::acquire_lock`](crate::runtime::Cancel::acquire_lock)).
+    pub(crate) fn acquire_until(
+        &self,
+        owner: &str,
+        ttl: Duration,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<LockGrant>> {
         validate::name("owner", owner)?;
         types::ttl_ms(ttl)?;
         validate::delay("wait", wait)?;
@@ -105,6 +118,9 @@ impl Lock {
         let signal = self.db.wait_signal()?;
         loop {
             let seen = signal.generation();
+            if stop() {
+                return Ok(None);
+            }
             let now = self.db.inner.now();
             let holder = self.info()?;
             let free_at = match holder {

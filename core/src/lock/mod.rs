@@ -19,4 +19,5 @@ mod types;
 
 #[cfg(feature = "rusqlite")]
 pub use handle::Lock;
+pub(crate) use types::ttl_ms as check_ttl;
 pub use types::{LockGrant, LockInfo, MAX_TTL};

@@ -105,6 +105,29 @@ impl Cancel {
         consumer.next_until(wait, &|| self.is_cancelled())
     }
 
+    /// [`Lock::acquire`](crate::lock::Lock::acquire) that returns `None`
+    /// once cancelled. A grant taken as the token was set is released, not
+    /// returned (nobody is left to hold it).
+    pub fn acquire_lock(
+        &self,
+        lock: &crate::lock::Lock,
+        owner: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<crate::lock::LockGrant>> {
+        if self.is_cancelled() {
+            return Ok(None);
+        }
+        let grant = lock.acquire_until(owner, ttl, wait, &|| self.is_cancelled())?;
+        match grant {
+            Some(g) if self.is_cancelled() => {
+                lock.release(g.token)?;
+                Ok(None)
+            }
+            other => Ok(other),
+        }
+    }
+
     /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")
     /// once cancelled.
     pub fn wait_result(

@@ -1,4 +1,5 @@
-//! [`KeepAlive`]: lease renewal while long work runs.
+//! [`KeepAlive`]: lease renewal while long work runs (a job's lease, or a
+//! lock held with its fencing token).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -8,12 +9,13 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::lock::Lock;
 use crate::queue::{Lease, Queue};
 use crate::validate;
 
-/// Renews one lease on a thread of its own until stopped: every `every`
-/// (default: a third of the lease) it extends the lease to its full length
-/// from now. One meaning on every surface:
+/// Renews one lease (a job's, or a lock's) on a thread of its own until
+/// stopped: every `every` (default: a third of the lease) it extends the
+/// lease to its full length from now. One meaning on every surface:
 ///
 /// - a lost lease (`LEASE_LOST`: reclaimed, cancelled or finished elsewhere;
 ///   `NOT_FOUND`) stops the renewal and is reported ([`lost`](Self::lost),
@@ -66,19 +68,42 @@ impl KeepAlive {
         every: Option<Duration>,
     ) -> Result<KeepAlive> {
         validate::lease(length)?;
-        let every = every.unwrap_or(length / 3);
-        if every.is_zero() || every >= length {
+        let every = every_within(length, every)?;
+        let queue = queue.clone();
+        Self::spawn(every, move || queue.heartbeat(&lease, Some(length)))
+    }
+
+    /// Starts renewing the lock `lock` held with fencing token `token`,
+    /// extending it to `ttl` from now every `every` (default: `ttl / 3`).
+    /// A lock taken by another owner after a lapse, or released, is lost
+    /// (`LEASE_LOST`): the holder's fenced writes fail from then on.
+    pub fn start_lock(
+        lock: &Lock,
+        token: i64,
+        ttl: Duration,
+        every: Option<Duration>,
+    ) -> Result<KeepAlive> {
+        crate::lock::check_ttl(ttl)?;
+        if token <= 0 {
             return Err(Error::invalid(format!(
-                "every must be positive and shorter than the lease ({length:?}), got {every:?}"
+                "a fencing token is positive, got {token}"
             )));
         }
+        let every = every_within(ttl, every)?;
+        let lock = lock.clone();
+        Self::spawn(every, move || lock.renew(token, ttl))
+    }
+
+    fn spawn(
+        every: Duration,
+        renew: impl Fn() -> Result<i64> + Send + 'static,
+    ) -> Result<KeepAlive> {
         let shared = Arc::new(Shared::default());
         let thread = {
             let shared = Arc::clone(&shared);
-            let queue = queue.clone();
             std::thread::Builder::new()
                 .name("honker-keepalive".into())
-                .spawn(move || beat(&queue, &lease, length, every, &shared))
+                .spawn(move || beat(&renew, every, &shared))
                 .map_err(|e| Error::internal(format!("cannot start a keep-alive thread: {e}")))?
         };
         Ok(KeepAlive {
@@ -179,7 +204,19 @@ impl Drop for KeepAlive {
     }
 }
 
-fn beat(queue: &Queue, lease: &Lease, length: Duration, every: Duration, shared: &Shared) {
+/// The renewal period: `every` (default: a third of `length`), positive and
+/// shorter than `length`.
+fn every_within(length: Duration, every: Option<Duration>) -> Result<Duration> {
+    let every = every.unwrap_or(length / 3);
+    if every.is_zero() || every >= length {
+        return Err(Error::invalid(format!(
+            "every must be positive and shorter than the lease ({length:?}), got {every:?}"
+        )));
+    }
+    Ok(every)
+}
+
+fn beat(renew: &dyn Fn() -> Result<i64>, every: Duration, shared: &Shared) {
     let mut next = Instant::now() + every;
     let ended_by = loop {
         {
@@ -192,7 +229,7 @@ fn beat(queue: &Queue, lease: &Lease, length: Duration, every: Duration, shared:
             }
         }
         next = Instant::now() + every;
-        match queue.heartbeat(lease, Some(length)) {
+        match renew() {
             Ok(expires_at) => {
                 shared.expires_at.store(expires_at, Ordering::SeqCst);
                 shared.beats.fetch_add(1, Ordering::SeqCst);

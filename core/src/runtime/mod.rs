@@ -13,6 +13,9 @@
 //! - [`KeepAlive`]: lease renewal with one meaning on every surface: renew
 //!   every third of the lease (or as told), retry after a transient error,
 //!   and stop and report when the lease is lost.
+//! - [`HeldLock`]: a named lock held by a block of work — acquired (with a
+//!   wait, cancellable), renewed by a [`KeepAlive`], released at the end;
+//!   `lost`/`wait_lost` tell the host when another owner took it.
 //!
 //! - [`Worker`]: the claim–run–finish loop, pull-style: it hands out
 //!   [`Task`]s within per-queue and global concurrency limits and takes
@@ -28,6 +31,7 @@
 mod cancel;
 mod claimer;
 mod group_consumer;
+mod held_lock;
 mod keepalive;
 mod listener;
 mod off_thread;
@@ -41,6 +45,7 @@ pub(crate) use cancel::cancelled;
 pub use cancel::Cancel;
 pub use claimer::Claimer;
 pub use group_consumer::GroupConsumer;
+pub use held_lock::HeldLock;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use listener::Listener;
 pub use off_thread::OffThreadDrop;

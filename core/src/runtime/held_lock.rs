@@ -1,0 +1,145 @@
+//! [`HeldLock`]: a lock held by a block of work, renewed while it runs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::{Cancel, KeepAlive};
+use crate::error::Result;
+use crate::lock::{Lock, LockGrant};
+use crate::transaction::Transaction;
+
+/// A lock held for a block of work: the grant, its renewal (a
+/// [`KeepAlive`]: every third of the TTL unless told), and the release at
+/// the end. Every surface's idiom (`with lock.hold(...)`, `await using`,
+/// `withLock`) is this object, so the meaning is the same everywhere:
+///
+/// - while the block runs, the lock is renewed; a transient failure is
+///   tried again at the next beat;
+/// - if the lock is lost (the holder was paused past its TTL and another
+///   owner took it; it was released elsewhere), renewal stops,
+///   [`lost`](Self::lost) turns true and [`wait_lost`](Self::wait_lost)
+///   returns: the host tells the block (Python's `lost`, a cancelled task,
+///   an aborted `AbortSignal`), and the block's fenced writes fail with
+///   `LEASE_LOST` whatever it does;
+/// - [`release`](Self::release) (and dropping it) stops the renewal and
+///   releases the lock if the token still holds it.
+#[derive(Debug)]
+pub struct HeldLock {
+    lock: Lock,
+    grant: LockGrant,
+    keep: KeepAlive,
+    released: AtomicBool,
+}
+
+impl HeldLock {
+    /// Takes `lock` for `owner` (waiting up to `wait` for it to come free;
+    /// `wait` zero tries once) and starts renewing it to `ttl` every `every`
+    /// (default `ttl / 3`). `None` if it was not free in time, or `cancel`
+    /// was set meanwhile.
+    pub fn acquire(
+        lock: &Lock,
+        owner: &str,
+        ttl: Duration,
+        wait: Duration,
+        every: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> Result<Option<HeldLock>> {
+        // Checked before taking the lock, so a bad `every` takes nothing.
+        if let Some(e) = every {
+            crate::lock::check_ttl(ttl)?;
+            if e.is_zero() || e >= ttl {
+                return Err(crate::Error::invalid(format!(
+                    "every must be positive and shorter than the ttl ({ttl:?}), got {e:?}"
+                )));
+            }
+        }
+        let grant = match cancel {
+            Some(c) => c.acquire_lock(lock, owner, ttl, wait)?,
+            None => lock.acquire(owner, ttl, wait)?,
+        };
+        let Some(grant) = grant else {
+            return Ok(None);
+        };
+        match KeepAlive::start_lock(lock, grant.token, ttl, every) {
+            Ok(keep) => Ok(Some(HeldLock {
+                lock: lock.clone(),
+                grant,
+                keep,
+                released: AtomicBool::new(false),
+            })),
+            Err(e) => {
+                let _ = lock.release(grant.token);
+                Err(e)
+            }
+        }
+    }
+
+    /// The lock.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    /// The fencing token of this hold.
+    pub fn token(&self) -> i64 {
+        self.grant.token
+    }
+
+    /// When the lock lapses unless renewed again (ms): the grant's expiry,
+    /// or the last renewal's.
+    pub fn expires_at(&self) -> i64 {
+        self.keep
+            .lease_expires_at()
+            .unwrap_or(self.grant.expires_at)
+    }
+
+    /// Whether the lock was lost while held (renewal found another holder).
+    pub fn lost(&self) -> bool {
+        self.keep.lost()
+    }
+
+    /// Renewals that succeeded.
+    pub fn renewals(&self) -> u64 {
+        self.keep.beats()
+    }
+
+    /// Blocks until the lock is lost (`true`), or the hold ends otherwise —
+    /// released, a closed database — or `timeout` passes (`false`). Hosts
+    /// wait here, off their event loop, to tell the block.
+    pub fn wait_lost(&self, timeout: Duration) -> bool {
+        self.keep.wait_end(timeout) && self.keep.lost()
+    }
+
+    /// [`Lock::fence`] with this hold's token: inside the write transaction
+    /// `tx`, `LEASE_LOST` once the lock is no longer this hold's.
+    pub fn fence(&self, tx: &Transaction) -> Result<()> {
+        self.lock.fence(tx, self.grant.token)
+    }
+
+    /// Stops the renewal and releases the lock; whether this hold still held
+    /// it (false once lost). Idempotent: a second call releases nothing.
+    pub fn release(&self) -> Result<bool> {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let report = self.keep.stop();
+        if report.lost {
+            return Ok(false);
+        }
+        self.lock.release(self.grant.token)
+    }
+
+    /// Whether [`release`](Self::release) was called.
+    pub fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for HeldLock {
+    /// Releases the lock if nobody did (in a forked child the database
+    /// refuses to be used, `UNSAFE`, so the parent's hold is left alone).
+    fn drop(&mut self) {
+        if !self.is_released() {
+            let _ = self.release();
+        }
+    }
+}
