@@ -229,6 +229,8 @@ export interface MaintenanceReport {
   groupMembers: number;
   /** Lock holders removed after their TTL lapsed. */
   locks: number;
+  /** Rate limit keys removed once fully refilled (idle). */
+  rateLimitKeys: number;
 }
 // </generated: record-MaintenanceReport>
 

@@ -417,6 +417,7 @@ function maintenanceReport(d) {
     notifications: d.notifications,
     groupMembers: d.groupMembers,
     locks: d.locks,
+    rateLimitKeys: d.rateLimitKeys,
   };
 }
 // </generated: record-MaintenanceReport>

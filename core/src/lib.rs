@@ -75,6 +75,7 @@ mod payload;
 #[cfg(feature = "rusqlite")]
 mod pool;
 pub mod queue;
+pub mod rate;
 mod raw;
 #[cfg(all(unix, feature = "rusqlite"))]
 mod readiness;

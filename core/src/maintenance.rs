@@ -1,7 +1,8 @@
 //! Retention: removing finished jobs and results once they are past their
 //! lifetime ([`crate::Retention`]), stream events past their stream's
 //! retention, publish keys past their window, notifications past their
-//! channel's window, and lock holders past their TTL. One entry point, [`run`], used by
+//! channel's window, lock holders past their TTL, and rate limit keys once
+//! refilled. One entry point, [`run`], used by
 //! `Database::maintain` (everything) and after commits (a bounded slice).
 //!
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
@@ -41,6 +42,8 @@ pub struct MaintenanceReport {
     pub group_members: usize,
     /// Lock holders removed after their TTL lapsed.
     pub locks: usize,
+    /// Rate limit keys removed once fully refilled (idle).
+    pub rate_limit_keys: usize,
 }
 
 /// Prunes up to `max_batches` batches per kind of record.
@@ -86,6 +89,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     })?;
     report.locks = batches(db, max_batches, |conn, now| {
         crate::lock::ops::sweep(conn, now, BATCH)
+    })?;
+    report.rate_limit_keys = batches(db, max_batches, |conn, now| {
+        crate::rate::ops::sweep(conn, now, BATCH)
     })?;
     let channels = {
         let reader = db.reader()?;

@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "locks",
         sql: include_str!("migrations/0007_locks.sql"),
     },
+    Migration {
+        version: 8,
+        name: "rate limits",
+        sql: include_str!("migrations/0008_rate_limits.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -224,6 +224,8 @@ macro_rules! records {
                 group_members: [u64] = group_members,
                 #[doc = "Lock holders removed after their TTL lapsed."]
                 locks: [u64] = locks,
+                #[doc = "Rate limit keys removed once fully refilled (idle)."]
+                rate_limit_keys: [u64] = rate_limit_keys,
             }
         }
     };

@@ -661,6 +661,8 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
         ("honker_lock_acquire", &[3]),
         ("honker_lock_release", &[2]),
         ("honker_lock_renew", &[3]),
+        ("honker_rate_limit_try", &[3]),
+        ("honker_rate_limit_sweep", &[1]),
     ];
     let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
     let out = Command::new(shell)
@@ -701,6 +703,7 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             "honker_channel_",
             "honker_group_",
             "honker_lock_",
+            "honker_rate_limit_",
         ]
         .iter()
         .any(|p| name.starts_with(p))

@@ -479,3 +479,41 @@ fn lock_statements_seek_their_keys() {
     conn.execute_batch("ANALYZE").unwrap();
     check(conn);
 }
+
+#[test]
+fn rate_limit_statements_seek_their_keys() {
+    use honker::rate::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999)
+         INSERT INTO _honker_rate_limit_keys (name, key, tat_us)
+         SELECT 'rl-' || (i % 10), 'k' || i, i FROM n;",
+    )
+    .unwrap();
+    let check = |conn: &Connection| {
+        assert_plan(conn, "GET", st::GET, &["PRIMARY KEY (name=? AND key=?)"]);
+        assert_plan(
+            conn,
+            "PARAMS",
+            st::PARAMS,
+            &["PRIMARY KEY (scope=? AND name=?)"],
+        );
+        assert_plan(
+            conn,
+            "SWEEP",
+            st::SWEEP,
+            &["_honker_rate_limit_keys_tat (tat_us<?)"],
+        );
+        assert_plan(
+            conn,
+            "SWEEP_ALL",
+            st::SWEEP_ALL,
+            &["_honker_rate_limit_keys_tat (tat_us<?)"],
+        );
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}

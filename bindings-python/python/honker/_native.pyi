@@ -38,7 +38,7 @@ _Notification = tuple[int, int, _Payload, int]
 _GroupEvent = tuple[int, str | None, _Payload, int, int, str, int]
 _GroupDeadLetter = tuple[int, str | None, _Payload, int, int, str | None, int]
 _GroupMember = tuple[str, int, int, int]
-_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int]
+_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
 class ManualClock:

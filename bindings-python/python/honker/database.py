@@ -37,6 +37,7 @@ _MAINTENANCE_REPORT_FIELDS = (
     "notifications",
     "group_members",
     "locks",
+    "rate_limit_keys",
 )
 # </generated: record-MaintenanceReport>
 

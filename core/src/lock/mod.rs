@@ -19,5 +19,6 @@ mod types;
 
 #[cfg(feature = "rusqlite")]
 pub use handle::Lock;
+#[cfg(feature = "rusqlite")]
 pub(crate) use types::ttl_ms as check_ttl;
 pub use types::{LockGrant, LockInfo, MAX_TTL};

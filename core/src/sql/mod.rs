@@ -146,6 +146,7 @@ fn tables() -> impl Iterator<Item = &'static SqlFn> {
         .chain(crate::stream::group::sqlfn::FUNCTIONS)
         .chain(crate::channel::sqlfn::FUNCTIONS)
         .chain(crate::lock::sqlfn::FUNCTIONS)
+        .chain(crate::rate::sqlfn::FUNCTIONS)
 }
 
 /// The name and argument count (-1: variable) of every SQL function (the

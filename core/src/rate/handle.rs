@@ -1,0 +1,170 @@
+//! The [`RateLimiter`] handle (`db.rate_limiter(name, limit)`): each check
+//! reads the limiter's stored parameters and updates its key in one write
+//! transaction (its own or the caller's).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::ops;
+use super::types::{self, RateDecision, RateLimit};
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::options::limits;
+use crate::transaction::Transaction;
+use crate::validate;
+
+impl Database {
+    /// A handle on the rate limiter `name` with parameters `limit`, stored
+    /// in the file for every process on first use. If the file holds other
+    /// parameters for `name`, `INVALID_ARGUMENT` (nothing changes): open it
+    /// with the stored values ([`rate_limiter_stored`](Self::rate_limiter_stored)),
+    /// or update them for every process ([`rate_limiter_update`](Self::rate_limiter_update)).
+    pub fn rate_limiter(&self, name: &str, limit: RateLimit) -> Result<RateLimiter> {
+        self.rate_limiter_with(name, limit, false)
+    }
+
+    /// [`rate_limiter`](Self::rate_limiter) that stores `limit` for every
+    /// process, replacing what was stored (keys keep their state: a key
+    /// that used its burst is not refilled by the change).
+    pub fn rate_limiter_update(&self, name: &str, limit: RateLimit) -> Result<RateLimiter> {
+        self.rate_limiter_with(name, limit, true)
+    }
+
+    /// A handle on the rate limiter `name` as stored in the file (by any
+    /// process); `NOT_FOUND` if it was never opened with parameters.
+    pub fn rate_limiter_stored(&self, name: &str) -> Result<RateLimiter> {
+        validate::name("rate limiter", name)?;
+        let reader = self.inner.reader()?;
+        if ops::params(reader.raw(), name)?.is_none() {
+            return Err(not_found(name));
+        }
+        Ok(RateLimiter {
+            db: self.clone(),
+            name: name.into(),
+        })
+    }
+
+    fn rate_limiter_with(&self, name: &str, limit: RateLimit, update: bool) -> Result<RateLimiter> {
+        validate::name("rate limiter", name)?;
+        limit.check()?;
+        // The usual case (stored and equal) is a read; a write only to store.
+        let stored = {
+            let reader = self.inner.reader()?;
+            ops::params(reader.raw(), name)?
+        };
+        if stored != Some(limit) {
+            self.inner.write(None, |conn, now| {
+                ops::adopt(conn.raw(), name, &limit, update, now)
+            })?;
+        }
+        Ok(RateLimiter {
+            db: self.clone(),
+            name: name.into(),
+        })
+    }
+}
+
+fn not_found(name: &str) -> Error {
+    Error::not_found(format!(
+        "rate limiter {name:?} has no parameters in this file (open it with a limit first)"
+    ))
+}
+
+/// Checks a key: up to 512 bytes (empty is the limiter's one key).
+fn key(key: &str) -> Result<()> {
+    if key.len() > limits::MAX_KEY {
+        return Err(Error::invalid(format!(
+            "a rate limit key is {} bytes, over the limit of {}",
+            key.len(),
+            limits::MAX_KEY
+        )));
+    }
+    Ok(())
+}
+
+/// A handle on one rate limiter (GCRA, ADR 23). Cheap to clone, `Send +
+/// Sync`. Keys are independent (one limit per customer, per address…);
+/// the empty key is the limiter's own. A check inside a transaction that
+/// rolls back refunds itself.
+///
+/// ```no_run
+/// # fn main() -> honker::Result<()> {
+/// use std::time::Duration;
+/// use honker::rate::RateLimit;
+/// let db = honker::Database::open("app.db")?;
+/// let mail = db.rate_limiter("mail", RateLimit::new(100, Duration::from_secs(60)).burst(10))?;
+/// let d = mail.try_acquire("customer-42", 1)?;
+/// if !d.allowed {
+///     println!("try again in {:?}", d.retry_after);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RateLimiter {
+    db: Database,
+    name: Arc<str>,
+}
+
+impl RateLimiter {
+    /// The limiter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The parameters stored in the file (which every check uses).
+    pub fn limit(&self) -> Result<RateLimit> {
+        let reader = self.db.inner.reader()?;
+        ops::params(reader.raw(), &self.name)?.ok_or_else(|| not_found(&self.name))
+    }
+
+    /// Checks `cost` calls (0 peeks: nothing is taken) for `key`; when
+    /// allowed, they are taken. `cost` above the limiter's `burst` is
+    /// `INVALID_ARGUMENT` (it could never be allowed).
+    pub fn try_acquire(&self, key: &str, cost: i64) -> Result<RateDecision> {
+        self.check_in(None, key, cost)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) inside the caller's transaction:
+    /// taken only if it commits (a rollback refunds it).
+    pub fn try_acquire_tx(&self, tx: &Transaction, key: &str, cost: i64) -> Result<RateDecision> {
+        self.check_in(Some(tx), key, cost)
+    }
+
+    fn check_in(&self, tx: Option<&Transaction>, k: &str, cost: i64) -> Result<RateDecision> {
+        key(k)?;
+        if cost < 0 {
+            return Err(Error::invalid(format!(
+                "a call's cost must not be negative, got {cost}"
+            )));
+        }
+        let check = |conn: crate::raw::Conn<'_>, now: i64| {
+            let limit = ops::params(conn, &self.name)?.ok_or_else(|| not_found(&self.name))?;
+            let cost = types::cost(cost, &limit)?;
+            ops::check(conn, &self.name, k, &limit, cost, now)
+        };
+        if cost == 0 && tx.is_none() {
+            // A peek writes nothing: a reader answers it.
+            let reader = self.db.inner.reader()?;
+            return check(reader.raw(), self.db.inner.now());
+        }
+        self.db.inner.write(tx, |conn, now| check(conn.raw(), now))
+    }
+
+    /// [`try_acquire`](Self::try_acquire), sleeping `retry_after` and
+    /// checking again while the answer would come within `wait`: the
+    /// allowed decision, or the last refusal (at once when its
+    /// `retry_after` lies beyond `wait`).
+    pub fn acquire(&self, key: &str, cost: i64, wait: Duration) -> Result<RateDecision> {
+        validate::delay("wait", wait)?;
+        let deadline = Instant::now() + wait;
+        loop {
+            let d = self.try_acquire(key, cost)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if d.allowed || d.retry_after > left {
+                return Ok(d);
+            }
+            crate::queue::refuse_waiting("a rate limiter's acquire with a wait")?;
+            std::thread::sleep(d.retry_after);
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The rate-limit operations on a connection already inside a write
+//! transaction (or a read, for `params` and `peek`). Callers validated
+//! names, keys, parameters and costs, and read the clock.
+//!
+//! GCRA (ADR 23): a key stores its theoretical arrival time `tat`; with
+//! emission interval `T = per / limit` and tolerance `τ = burst × T`, a call
+//! of cost `c` at `now` is allowed iff `max(tat, now) + c·T ≤ now + τ`, and
+//! then `tat` becomes that. Times are µs: `T` is rounded up, so the limit is
+//! never looser than asked.
+
+use std::time::Duration;
+
+use super::statements as st;
+use super::types::{RateDecision, RateLimit};
+use crate::error::{Error, Result};
+use crate::raw::{params, Conn};
+use crate::settings;
+
+const SCOPE: &str = "rate_limit";
+
+/// The limiter's stored parameters, if any.
+pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
+    let rows: Vec<(String, Option<i64>)> = conn
+        .prepare_cached(st::PARAMS)?
+        .query_map(params![name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let get = |k: &str| {
+        rows.iter()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| *v)
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "rate limiter {name:?}'s settings lack a {k} (written by hand?)"
+                ))
+            })
+    };
+    let limit = RateLimit {
+        limit: get("limit")?,
+        per: Duration::from_millis(u64::try_from(get("per_ms")?).unwrap_or(0)),
+        burst: get("burst")?,
+    };
+    limit.check().map_err(|e| {
+        Error::internal(format!(
+            "rate limiter {name:?}'s stored settings are out of bounds: {}",
+            e.message()
+        ))
+    })?;
+    Ok(Some(limit))
+}
+
+/// Stores the limiter's parameters for every process.
+pub(crate) fn set_params(conn: Conn<'_>, name: &str, limit: &RateLimit, now: i64) -> Result<()> {
+    settings::set_int(conn, SCOPE, name, "limit", Some(limit.limit), now)?;
+    settings::set_int(conn, SCOPE, name, "per_ms", Some(limit.per_ms()), now)?;
+    settings::set_int(conn, SCOPE, name, "burst", Some(limit.burst), now)
+}
+
+/// How a handle's parameters meet the stored ones.
+pub(crate) fn adopt(
+    conn: Conn<'_>,
+    name: &str,
+    limit: &RateLimit,
+    update: bool,
+    now: i64,
+) -> Result<()> {
+    match params(conn, name)? {
+        Some(stored) if stored == *limit => Ok(()),
+        Some(stored) if !update => Err(Error::invalid(format!(
+            "rate limiter {name:?} is stored with limit {}, per {} ms, burst {}; this handle \
+             asks for limit {}, per {} ms, burst {} (ask to update them for every process, \
+             or open it with the stored values)",
+            stored.limit,
+            stored.per_ms(),
+            stored.burst,
+            limit.limit,
+            limit.per_ms(),
+            limit.burst
+        ))),
+        _ => set_params(conn, name, limit, now),
+    }
+}
+
+fn tat(conn: Conn<'_>, name: &str, key: &str) -> Result<Option<i64>> {
+    conn.prepare_cached(st::GET)?
+        .query_row(params![name, key], |r| r.get(0))
+}
+
+/// Checks (and, when allowed with a cost, takes) `cost` calls of `key`.
+pub(crate) fn check(
+    conn: Conn<'_>,
+    name: &str,
+    key: &str,
+    limit: &RateLimit,
+    cost: i64,
+    now_ms: i64,
+) -> Result<RateDecision> {
+    let now = now_ms.saturating_mul(1000);
+    let stored = tat(conn, name, key)?;
+    let decision = decide(stored, limit, cost, now);
+    if decision.0.allowed && cost > 0 {
+        conn.prepare_cached(st::PUT)?
+            .execute(params![name, key, decision.1])?;
+    }
+    Ok(decision.0)
+}
+
+/// The GCRA step: the answer and the new tat (µs).
+pub(crate) fn decide(
+    stored: Option<i64>,
+    limit: &RateLimit,
+    cost: i64,
+    now: i64,
+) -> (RateDecision, i64) {
+    let t = limit.interval_us();
+    let tau = limit.tolerance_us();
+    let tat = stored.unwrap_or(now).max(now);
+    let new_tat = tat.saturating_add(cost.saturating_mul(t));
+    let allow_until = now.saturating_add(tau);
+    let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
+    if new_tat <= allow_until {
+        let d = RateDecision {
+            allowed: true,
+            limit: limit.limit,
+            remaining: (allow_until - new_tat) / t,
+            retry_after: Duration::ZERO,
+            reset_after: us(new_tat - now),
+        };
+        (d, new_tat)
+    } else {
+        let d = RateDecision {
+            allowed: false,
+            limit: limit.limit,
+            remaining: (allow_until - tat).max(0) / t,
+            retry_after: us(new_tat - allow_until),
+            reset_after: us(tat - now),
+        };
+        (d, tat)
+    }
+}
+
+/// Removes up to `batch` keys refilled by `now` (ms), oldest first.
+pub(crate) fn sweep(conn: Conn<'_>, now_ms: i64, batch: usize) -> Result<usize> {
+    conn.prepare_cached(st::SWEEP)?
+        .execute(params![now_ms.saturating_mul(1000), batch as i64])
+}
+
+/// Honker's sweep: every key refilled at least `older_than_ms` ago.
+pub(crate) fn sweep_all(conn: Conn<'_>, now_ms: i64, older_than_ms: i64) -> Result<usize> {
+    let cutoff = now_ms.saturating_sub(older_than_ms).saturating_mul(1000);
+    conn.prepare_cached(st::SWEEP_ALL)?.execute(params![cutoff])
+}

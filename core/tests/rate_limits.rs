@@ -1,0 +1,507 @@
+//! Rate limits (ADR 23): GCRA on an injected clock (burst at once, then one
+//! call per interval, retry/reset answers), the sliding-window bound
+//! `limit + burst − 1` (and Honker's fixed window failing it), cost and
+//! peek, refunds on rollback, parameters shared through the file, Honker's
+//! SQL contracts, maintenance in bounded batches, four processes on one
+//! key, and typed errors that change nothing.
+
+mod common;
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::child::{read_tagged, report, spawn_child, CHILD_ENV};
+use common::{scalar, test_db, TestDb};
+use honker::rate::{RateDecision, RateLimit, RateLimiter};
+use honker::rusqlite::types::Value;
+use honker::{Clock, Database, ErrorKind, Options};
+
+const MS: Duration = Duration::from_millis(1);
+
+fn limiter(t: &TestDb, name: &str, limit: i64, per: Duration, burst: i64) -> RateLimiter {
+    t.db.rate_limiter(name, RateLimit::new(limit, per).burst(burst))
+        .unwrap()
+}
+
+/// The code an SQL function's error carries in its message.
+fn code(e: &honker::Error) -> &str {
+    e.message().split(':').next().unwrap_or("")
+}
+
+fn sql(db: &Database, q: &str) -> Value {
+    let tx = db.transaction().unwrap();
+    let v = tx.query(q, []).unwrap().rows.remove(0).remove(0);
+    tx.commit().unwrap();
+    v
+}
+
+fn keys(db: &Database) -> i64 {
+    match scalar(db, "SELECT count(*) FROM _honker_rate_limit_keys") {
+        Value::Integer(n) => n,
+        v => panic!("{v:?}"),
+    }
+}
+
+#[test]
+fn burst_at_once_then_one_call_per_interval_with_exact_answers() {
+    let t = test_db();
+    let rl = limiter(&t, "api", 10, Duration::from_secs(1), 6);
+    for i in 0..6 {
+        let d = rl.try_acquire("k", 1).unwrap();
+        assert!(d.allowed, "call {i}");
+        assert_eq!(d.remaining, 5 - i);
+        assert_eq!(d.limit, 10);
+        assert_eq!(d.retry_after, Duration::ZERO);
+        assert_eq!(d.reset_after, 100 * MS * (i as u32 + 1));
+    }
+    let seventh = rl.try_acquire("k", 1).unwrap();
+    assert_eq!(
+        seventh,
+        RateDecision {
+            allowed: false,
+            limit: 10,
+            remaining: 0,
+            retry_after: 100 * MS,
+            reset_after: 600 * MS,
+        }
+    );
+    // Refused calls take nothing: 99 ms later still refused, 100 ms allowed.
+    t.clock.advance(99 * MS);
+    assert_eq!(rl.try_acquire("k", 1).unwrap().retry_after, MS);
+    t.clock.advance(MS);
+    assert!(rl.try_acquire("k", 1).unwrap().allowed);
+    // Keys are independent.
+    assert!(rl.try_acquire("other", 1).unwrap().allowed);
+    // A steady 10/s for 60 s is all allowed; 4 per second works (250 ms).
+    for _ in 0..600 {
+        t.clock.advance(100 * MS);
+        assert!(rl.try_acquire("k", 1).unwrap().allowed);
+    }
+    let four = limiter(&t, "four", 4, Duration::from_secs(1), 1);
+    assert!(four.try_acquire("", 1).unwrap().allowed);
+    t.clock.advance(249 * MS);
+    assert!(!four.try_acquire("", 1).unwrap().allowed);
+    t.clock.advance(MS);
+    assert!(four.try_acquire("", 1).unwrap().allowed);
+}
+
+/// Every half-open window of length `per` holds at most `limit + burst − 1`
+/// grants: checked at every grant of a ragged call pattern.
+fn max_in_window(grants: &[i64], per_ms: i64) -> usize {
+    let mut best = 0;
+    let mut j = 0;
+    for i in 0..grants.len() {
+        while j < grants.len() && grants[j] < grants[i] + per_ms {
+            j += 1;
+        }
+        best = best.max(j - i);
+    }
+    best
+}
+
+fn ragged_grants(t: &TestDb, rl: &RateLimiter, steps: usize) -> Vec<i64> {
+    // A deterministic ragged pattern: bursts of calls, pauses, 1–37 ms steps.
+    let mut grants = Vec::new();
+    let mut x: u64 = 12345;
+    for _ in 0..steps {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let step = (x >> 33) % 37 + 1;
+        let pause = if (x >> 20).is_multiple_of(50) {
+            1500
+        } else {
+            0
+        };
+        t.clock.advance(Duration::from_millis(step + pause));
+        for _ in 0..(x >> 40) % 4 {
+            if rl.try_acquire("k", 1).unwrap().allowed {
+                grants.push(t.clock.now_ms());
+            }
+        }
+    }
+    grants
+}
+
+#[test]
+fn no_window_of_length_per_holds_more_than_limit_plus_burst_minus_one() {
+    let t = test_db();
+    for (limit, burst) in [(10, 1), (10, 6), (7, 3), (100, 1)] {
+        let name = format!("w{limit}-{burst}");
+        let rl = limiter(&t, &name, limit, Duration::from_secs(1), burst);
+        let grants = ragged_grants(&t, &rl, 20_000);
+        let most = max_in_window(&grants, 1000) as i64;
+        let bound = limit + burst - 1;
+        assert!(most <= bound, "{name}: {most} grants in one window");
+        // The calls outpace the limit, so the bound is reached: the limiter
+        // is not merely stricter than it says.
+        if limit <= 10 {
+            assert_eq!(most, bound, "{name}");
+        }
+    }
+    // Honker's fixed window (a count per aligned window, reset at its edge)
+    // on calls at 999 ms and 1000 ms: the same check catches its doubling.
+    let mut fixed = Vec::new();
+    let mut window = (0, 0);
+    for at in [999; 15].into_iter().chain([1000; 15]) {
+        let start = at / 1000 * 1000;
+        if window.0 != start {
+            window = (start, 0);
+        }
+        if window.1 < 10 {
+            window.1 += 1;
+            fixed.push(at);
+        }
+    }
+    assert_eq!(max_in_window(&fixed, 1000), 20);
+}
+
+#[test]
+fn cost_takes_that_many_a_peek_takes_nothing_and_too_much_is_refused() {
+    let t = test_db();
+    let rl = limiter(&t, "cost", 10, Duration::from_secs(1), 5);
+    let d = rl.try_acquire("k", 3).unwrap();
+    assert!(d.allowed);
+    assert_eq!(d.remaining, 2);
+    let peek = rl.try_acquire("k", 0).unwrap();
+    assert!(peek.allowed);
+    assert_eq!((peek.remaining, peek.reset_after), (2, 300 * MS));
+    assert_eq!(
+        rl.try_acquire("k", 0).unwrap(),
+        peek,
+        "a peek changed nothing"
+    );
+    let before = common::snapshot(&t.db);
+    let err = rl.try_acquire("k", 6).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("never be allowed"), "{err}");
+    assert_eq!(
+        rl.try_acquire("k", -1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(common::snapshot(&t.db), before);
+    let three = rl.try_acquire("k", 3).unwrap();
+    assert!(!three.allowed);
+    assert_eq!(three.retry_after, 100 * MS);
+}
+
+#[test]
+fn a_check_in_a_transaction_that_rolls_back_refunds_itself() {
+    let t = test_db();
+    let rl = limiter(&t, "refund", 1, Duration::from_secs(60), 1);
+    let tx = t.db.transaction().unwrap();
+    assert!(rl.try_acquire_tx(&tx, "k", 1).unwrap().allowed);
+    assert!(!rl.try_acquire_tx(&tx, "k", 1).unwrap().allowed);
+    tx.rollback().unwrap();
+    assert_eq!(keys(&t.db), 0);
+    let tx = t.db.transaction().unwrap();
+    assert!(rl.try_acquire_tx(&tx, "k", 1).unwrap().allowed);
+    tx.commit().unwrap();
+    assert!(!rl.try_acquire("k", 1).unwrap().allowed);
+}
+
+#[test]
+fn parameters_are_shared_through_the_file() {
+    let t = test_db();
+    let other = t.reopen();
+    let ten = RateLimit::new(10, Duration::from_secs(1)).burst(2);
+    let rl = t.db.rate_limiter("mail", ten).unwrap();
+    // The same values: fine; other values: refused, nothing changes.
+    other.rate_limiter("mail", ten).unwrap();
+    let before = common::snapshot(&t.db);
+    let err = other
+        .rate_limiter("mail", RateLimit::new(20, Duration::from_secs(1)))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("update"), "{err}");
+    assert_eq!(common::snapshot(&t.db), before);
+    // A process that knows only the name uses what is stored.
+    let stored = other.rate_limiter_stored("mail").unwrap();
+    assert_eq!(stored.limit().unwrap(), ten);
+    assert_eq!(
+        other.rate_limiter_stored("nope").unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    // An update reaches every handle, in every process.
+    let twenty = RateLimit::new(20, Duration::from_secs(1)).burst(3);
+    other.rate_limiter_update("mail", twenty).unwrap();
+    assert_eq!(rl.limit().unwrap(), twenty);
+    for _ in 0..3 {
+        assert!(rl.try_acquire("", 1).unwrap().allowed);
+    }
+    let d = rl.try_acquire("", 1).unwrap();
+    assert_eq!((d.allowed, d.limit, d.retry_after), (false, 20, 50 * MS));
+}
+
+#[test]
+fn bad_parameters_and_keys_are_typed_errors_and_change_nothing() {
+    let t = test_db();
+    let before = common::snapshot(&t.db);
+    let s = Duration::from_secs(1);
+    for bad in [
+        RateLimit::new(0, s),
+        RateLimit::new(-1, s),
+        RateLimit::new(1, Duration::ZERO),
+        RateLimit::new(1, Duration::from_micros(1500)),
+        RateLimit::new(1, Duration::from_secs(367 * 86_400)),
+        RateLimit::new(1, s).burst(0),
+        RateLimit::new(1_000_000_001, s),
+    ] {
+        let err = t.db.rate_limiter("x", bad).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    assert_eq!(
+        t.db.rate_limiter("", RateLimit::new(1, s))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(common::snapshot(&t.db), before);
+    let rl = limiter(&t, "x", 1, s, 1);
+    let long = "k".repeat(513);
+    assert_eq!(
+        rl.try_acquire(&long, 1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(keys(&t.db), 0);
+}
+
+#[test]
+fn acquire_sleeps_retry_after_and_gives_up_when_it_lies_beyond_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("wait.db")).unwrap();
+    let rl = db
+        .rate_limiter("w", RateLimit::new(10, Duration::from_secs(1)))
+        .unwrap();
+    assert!(rl.try_acquire("", 1).unwrap().allowed);
+    let started = std::time::Instant::now();
+    assert!(rl.acquire("", 1, Duration::from_secs(5)).unwrap().allowed);
+    let waited = started.elapsed();
+    assert!(
+        waited >= 90 * MS && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    let started = std::time::Instant::now();
+    let d = rl.acquire("", 1, 10 * MS).unwrap();
+    assert!(!d.allowed);
+    assert!(started.elapsed() < 50 * MS, "no sleep when it cannot help");
+}
+
+#[test]
+fn honkers_rate_limit_functions_keep_their_contracts() {
+    let t = test_db();
+    let got: Vec<Value> = (0..5)
+        .map(|_| sql(&t.db, "SELECT honker_rate_limit_try('h', 3, 60)"))
+        .collect();
+    assert_eq!(
+        got,
+        [1, 1, 1, 0, 0].map(Value::Integer).to_vec(),
+        "five calls on (3, 60)"
+    );
+    // Refills at limit per period: one call every 20 s.
+    t.clock.advance(Duration::from_secs(20));
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_try('h', 3, 60)"),
+        Value::Integer(1)
+    );
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_try('h', 3, 60)"),
+        Value::Integer(0)
+    );
+    let tx = t.db.transaction().unwrap();
+    let err = tx
+        .query("SELECT honker_rate_limit_try('h', 0, 60)", [])
+        .unwrap_err();
+    assert_eq!(code(&err), "INVALID_ARGUMENT", "{err}");
+    drop(tx);
+    // Sweep: keys refilled at least that long ago.
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_sweep(1)"),
+        Value::Integer(0)
+    );
+    t.clock.advance(Duration::from_secs(61));
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_sweep(30)"),
+        Value::Integer(0)
+    );
+    t.clock.advance(Duration::from_secs(30));
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_sweep(30)"),
+        Value::Integer(1)
+    );
+    assert_eq!(keys(&t.db), 0);
+}
+
+#[test]
+fn our_sql_functions_share_the_stored_limiter() {
+    let t = test_db();
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_set('api', 10, 1000, 6)"),
+        Value::Integer(1)
+    );
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_info('api')"),
+        Value::Text(r#"{"burst":6,"limit":10,"per_ms":1000}"#.into())
+    );
+    let rl = t.db.rate_limiter_stored("api").unwrap();
+    for _ in 0..5 {
+        assert!(rl.try_acquire("c", 1).unwrap().allowed);
+    }
+    let v = sql(&t.db, "SELECT honker_rate_limit_check('api', 'c', 1)");
+    let Value::Text(j) = v else { panic!() };
+    let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!({"allowed": true, "limit": 10, "remaining": 0,
+                           "retry_after": 0, "reset_after": 600})
+    );
+    let Value::Text(j) = sql(&t.db, "SELECT honker_rate_limit_check('api', 'c', 1)") else {
+        panic!()
+    };
+    assert!(
+        j.contains(r#""allowed":false"#) && j.contains(r#""retry_after":100"#),
+        "{j}"
+    );
+    let tx = t.db.transaction().unwrap();
+    for (q, want) in [
+        (
+            "SELECT honker_rate_limit_check('nope', 'c', 1)",
+            "NOT_FOUND",
+        ),
+        (
+            "SELECT honker_rate_limit_check('api', 'c', 7)",
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "SELECT honker_rate_limit_set('api', 10, 0, 1)",
+            "INVALID_ARGUMENT",
+        ),
+    ] {
+        let err = tx.query(q, []).unwrap_err();
+        assert_eq!(code(&err), want, "{q}: {err}");
+    }
+    drop(tx);
+    assert_eq!(
+        sql(&t.db, "SELECT honker_rate_limit_info('nope')"),
+        Value::Null
+    );
+}
+
+#[test]
+fn maintenance_removes_a_million_idle_keys_in_bounded_batches() {
+    let t = test_db();
+    let rl = limiter(&t, "many", 1, Duration::from_secs(60), 1);
+    let tx = t.db.transaction().unwrap();
+    for i in 0..1_000_000 {
+        assert!(rl.try_acquire_tx(&tx, &i.to_string(), 1).unwrap().allowed);
+    }
+    tx.commit().unwrap();
+    assert_eq!(keys(&t.db), 1_000_000);
+    // Not yet refilled: kept.
+    t.clock.advance(Duration::from_secs(59));
+    assert_eq!(t.db.maintain().unwrap().rate_limit_keys, 0);
+    // A key used now, then the rest refilled.
+    t.clock.advance(Duration::from_secs(1));
+    assert!(rl.try_acquire("busy", 1).unwrap().allowed);
+    let report = t.db.maintain().unwrap();
+    assert_eq!(report.rate_limit_keys, 1_000_000);
+    assert_eq!(keys(&t.db), 1);
+    assert!(
+        !rl.try_acquire("busy", 1).unwrap().allowed,
+        "a live key is kept"
+    );
+}
+
+/// A clock that remembers, per thread, the last time it handed out: the
+/// `now` a check on this thread used.
+#[derive(Debug)]
+struct Recording;
+
+thread_local! {
+    static LAST: Cell<i64> = const { Cell::new(0) };
+}
+
+impl Clock for Recording {
+    fn now_ms(&self) -> i64 {
+        let now = honker::SystemClock.now_ms();
+        LAST.with(|l| l.set(now));
+        now
+    }
+}
+
+/// The child: 10,000 checks on one key, each granted one recorded in the
+/// same transaction with the time the check used.
+#[test]
+fn child_process_entry() {
+    let Ok(_role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let options = Options {
+        clock: Arc::new(Recording),
+        ..Options::default()
+    };
+    let db = Database::open_with(std::env::var("HONKER_TEST_DB").unwrap(), options).unwrap();
+    let rl = db.rate_limiter_stored("shared").unwrap();
+    report("ready");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let mut granted = 0;
+    for _ in 0..10_000 {
+        let tx = db.transaction().unwrap();
+        if rl.try_acquire_tx(&tx, "one", 1).unwrap().allowed {
+            let at = LAST.with(Cell::get);
+            tx.execute("INSERT INTO audit (at) VALUES (?1)", [at])
+                .unwrap();
+            granted += 1;
+        }
+        tx.commit().unwrap();
+    }
+    report(&format!("granted {granted}"));
+}
+
+#[test]
+fn four_processes_on_one_key_keep_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let db = Database::open(&path).unwrap();
+    db.execute("CREATE TABLE audit (at INTEGER NOT NULL)", [])
+        .unwrap();
+    let (limit, burst) = (50, 5);
+    db.rate_limiter(
+        "shared",
+        RateLimit::new(limit, Duration::from_millis(500)).burst(burst),
+    )
+    .unwrap();
+    let mut children: Vec<_> = (0..4)
+        .map(|i| spawn_child(&format!("p{i}"), &path, &[]))
+        .collect();
+    for c in &mut children {
+        assert_eq!(read_tagged(c), "ready");
+    }
+    for c in &mut children {
+        use std::io::Write;
+        writeln!(c.stdin.as_mut().unwrap()).unwrap();
+    }
+    let mut total = 0;
+    for c in &mut children {
+        let r = read_tagged(c);
+        total += r.strip_prefix("granted ").unwrap().parse::<i64>().unwrap();
+        assert!(c.wait().unwrap().success());
+    }
+    let grants: Vec<i64> = db
+        .query("SELECT at FROM audit ORDER BY at", [])
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|r| match r[0] {
+            Value::Integer(n) => n,
+            ref v => panic!("{v:?}"),
+        })
+        .collect();
+    assert_eq!(grants.len() as i64, total);
+    assert!(total > limit, "the run spanned several periods: {total}");
+    let most = max_in_window(&grants, 500) as i64;
+    let bound = limit + burst - 1;
+    assert!(most <= bound, "{most} grants in one 500 ms window");
+}
