@@ -521,6 +521,15 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             )
             for n in ("GroupDeadLetter", "GroupMember")
         ],
+        *[
+            (
+                "bindings-python/python/honker/lock.py",
+                f"record-{n}",
+                "    #",
+                py_record(f, n),
+            )
+            for n in ("LockGrant", "LockInfo", "RateDecision")
+        ],
         (
             "bindings-python/python/honker/group.py",
             "record-GroupEvent",

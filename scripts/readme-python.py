@@ -34,6 +34,8 @@ streams = next(b for b in others if "db.stream(" in b)
 others.remove(streams)
 groups = next(b for b in others if ".group(" in b)
 others.remove(groups)
+locks = next(b for b in others if ".lock(" in b)
+others.remove(locks)
 exec(compile(quickstart, readme, "exec"), scope)
 
 
@@ -73,5 +75,13 @@ exec(compile(groups, readme, "exec"), {"db": db, "orders": db.stream("orders")})
 assert db.query("SELECT order_id FROM invoices") == [(1,)]
 billing = db.stream("orders").group("billing").info()
 assert (billing.next_offset, billing.pending) == (2, 0), billing
+
+# The locks section: the fenced write commits; the lock is released after.
+db.execute("CREATE TABLE search_state (version INTEGER)")
+db.execute("INSERT INTO search_state VALUES (0)")
+exec(compile(locks, readme, "exec"), {"db": db})
+assert db.query("SELECT version FROM search_state") == [(1,)]
+assert db.lock("reindex").info() is None
+assert db.rate_limiter("mail").params().burst == 5
 db.close()
 print("README quickstart ok on CPython", sys.version.split()[0])

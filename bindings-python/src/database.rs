@@ -117,6 +117,26 @@ impl Database {
     }
 
     /// A handle on the stream `name`.
+    fn lock(&self, name: &str) -> PyResult<crate::lock::Lock> {
+        Ok(crate::lock::Lock {
+            lock: self.db.lock(name).py()?,
+        })
+    }
+
+    #[pyo3(signature = (name, *, limit = None, per = None, burst = None, update = false))]
+    fn rate_limiter(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        limit: Option<i64>,
+        per: Option<f64>,
+        burst: Option<i64>,
+        update: bool,
+    ) -> PyResult<crate::lock::RateLimiter> {
+        let db = &self.db;
+        py.detach(|| crate::lock::rate_limiter(db, name, limit, per, burst, update))
+    }
+
     fn stream(&self, name: &str) -> PyResult<crate::stream::Stream> {
         Ok(crate::stream::Stream {
             stream: self.db.stream(name).py()?,

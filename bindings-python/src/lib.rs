@@ -5,13 +5,15 @@
 //!
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
 //! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔ `core/src/stream/` and
-//! `core/src/channel/`, `group.rs` ↔ `core/src/stream/group/`.
+//! `core/src/channel/`, `group.rs` ↔ `core/src/stream/group/`, `lock.rs` ↔ `core/src/lock/` and
+//! `core/src/rate/`.
 
 mod clock;
 mod database;
 mod errors;
 mod group;
 mod json;
+mod lock;
 mod queue;
 mod records;
 mod runtime;
@@ -41,6 +43,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Listener>()?;
     m.add_class::<group::Group>()?;
     m.add_class::<group::GroupConsumer>()?;
+    m.add_class::<lock::Lock>()?;
+    m.add_class::<lock::HeldLock>()?;
+    m.add_class::<lock::CancelToken>()?;
+    m.add_class::<lock::RateLimiter>()?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

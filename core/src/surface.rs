@@ -204,6 +204,42 @@ macro_rules! records {
                 holds: [i64] = holds,
             }
 
+            #[doc = "A lock granted: its fencing token and its expiry."]
+            LockGrant from $crate::lock::LockGrant {
+                #[doc = "The fencing token: greater than every earlier grant's, for any name."]
+                token: [i64] = token,
+                #[doc = "When the lock lapses unless renewed."]
+                expires_at_ms: [i64] = expires_at,
+            }
+
+            #[doc = "A lock's holder."]
+            LockInfo from $crate::lock::LockInfo {
+                #[doc = "The lock's name."]
+                name: [String] = name,
+                #[doc = "Who holds it."]
+                owner: [String] = owner,
+                #[doc = "The holder's fencing token."]
+                token: [i64] = token,
+                #[doc = "When it was granted."]
+                acquired_at_ms: [i64] = acquired_at,
+                #[doc = "When it lapses unless renewed (in the past: lapsed, free to take)."]
+                expires_at_ms: [i64] = expires_at,
+            }
+
+            #[doc = "A rate limiter's answer to a check."]
+            RateDecision from $crate::rate::RateDecision {
+                #[doc = "Whether the call is allowed (and its cost taken)."]
+                allowed: [bool] = allowed,
+                #[doc = "The limiter's limit (calls per period)."]
+                limit: [i64] = limit,
+                #[doc = "Calls of cost 1 the key would admit now, after this one."]
+                remaining: [i64] = remaining,
+                #[doc = "How long until this call would be allowed (0 when allowed)."]
+                retry_after_ms: [i64] = retry_after,
+                #[doc = "How long until the key is fully refilled."]
+                reset_after_ms: [i64] = reset_after,
+            }
+
             #[doc = "What one maintenance pass removed, by kind of record."]
             MaintenanceReport from $crate::MaintenanceReport {
                 #[doc = "Dead letters removed."]
@@ -286,6 +322,13 @@ impl<T> Wire<T> for T {
 impl Wire<String> for crate::JobState {
     fn wire(self) -> String {
         self.as_str().to_owned()
+    }
+}
+
+/// A duration as whole ms, rounded up (a wait that long is enough).
+impl Wire<i64> for std::time::Duration {
+    fn wire(self) -> i64 {
+        i64::try_from(self.as_micros().div_ceil(1000)).unwrap_or(i64::MAX)
     }
 }
 

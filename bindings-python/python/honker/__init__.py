@@ -50,6 +50,7 @@ from .group import (
     GroupMember,
     GroupOptions,
 )
+from .lock import Held, Lock, LockGrant, LockInfo, RateDecision, RateLimit, RateLimiter
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
 from .stream import (
     ConsumerInfo,
@@ -79,6 +80,7 @@ __all__ = [
     "GroupInfo",
     "GroupMember",
     "GroupOptions",
+    "Held",
     "HonkerError",
     "InternalError",
     "InvalidArgument",
@@ -87,13 +89,19 @@ __all__ = [
     "KeepAlive",
     "LeaseLost",
     "Listener",
+    "Lock",
+    "LockGrant",
+    "LockInfo",
     "ManualClock",
     "NotFound",
     "Notification",
     "Permanent",
     "Queue",
     "QueueStats",
+    "RateDecision",
+    "RateLimit",
     "RateLimited",
+    "RateLimiter",
     "Retry",
     "RolledBack",
     "SchemaTooNew",

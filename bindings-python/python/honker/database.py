@@ -19,6 +19,7 @@ from ._native import ManualClock
 from ._time import Seconds, seconds
 from ._writer import Writer, current_tx
 from .errors import InvalidArgument
+from .lock import Lock, RateLimiter
 from .queue import Queue
 from .stream import Listener, Stream
 
@@ -214,6 +215,42 @@ class Database:
                 backoff_base=seconds("backoff_base", backoff_base),
                 backoff_max=seconds("backoff_max", backoff_max),
                 backoff_jitter=backoff_jitter,
+            ),
+        )
+
+    def lock(self, name: str) -> Lock:
+        """A handle on the named lock ``name`` (creating it writes nothing);
+        see :class:`honker.Lock`."""
+        _args.text("name", name)
+        return Lock(self, self._native.lock(name))
+
+    def rate_limiter(
+        self,
+        name: str,
+        *,
+        limit: int | None = None,
+        per: Seconds | None = None,
+        burst: int | None = None,
+        update: bool = False,
+    ) -> RateLimiter:
+        """A handle on the rate limiter ``name``: ``limit`` calls per ``per``
+        seconds per key, ``burst`` (default 1) of them at once after idling.
+        The parameters are stored in the file on first use, for every
+        process; opening it with other values raises
+        :class:`honker.InvalidArgument` unless ``update=True``, which changes
+        them for every process. With neither ``limit`` nor ``per``, the
+        limiter as stored (:class:`honker.NotFound` if none is)."""
+        _args.text("name", name)
+        _args.optional_integer("limit", limit, _args.I64)
+        _args.optional_integer("burst", burst, _args.I64)
+        p = seconds("per", per)
+        return RateLimiter(
+            self,
+            self._write(
+                None,
+                lambda: self._native.rate_limiter(
+                    name, limit=limit, per=p, burst=burst, update=update
+                ),
             ),
         )
 

@@ -133,6 +133,20 @@ def main(path: Path) -> None:
     ginfo: honker.GroupInfo = billing.info()
     assert dead_events[0].last_error == "poison" and ginfo.dead == 1
     assert ginfo.options.max_deliveries == 3 and orders.info().groups[0].group == "billing"
+    lock: honker.Lock = db.lock("reindex")
+    grant: honker.LockGrant | None = lock.try_acquire("w1", ttl=dt.timedelta(seconds=30))
+    assert grant is not None and lock.release(grant.token)
+    with lock.hold("w1", ttl=30, wait=1) as held:
+        with db.transaction() as ftx:
+            held.fence(ftx)
+        lost: bool = held.lost
+        assert not lost
+    holder: honker.LockInfo | None = lock.info()
+    assert holder is None
+    mail: honker.RateLimiter = db.rate_limiter("mail", limit=100, per=60, burst=10)
+    decision: honker.RateDecision = mail.try_acquire("customer-42", cost=2)
+    retry_after: float = decision.retry_after
+    assert decision.allowed and retry_after == 0 and mail.params().burst == 10
     conn = sqlite3.connect(":memory:")
     ext: str = honker.extension_path()
     assert ext.endswith(".so") and conn is not None

@@ -51,6 +51,11 @@ impl Lock {
         &self.name
     }
 
+    /// The database the lock lives in.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
     /// Takes the lock for `owner` for `ttl` (1 ms to 30 days) if it is free
     /// or its holder's TTL lapsed: a grant with a new fencing token. If
     /// `owner` holds it already, its grant with the TTL renewed from now

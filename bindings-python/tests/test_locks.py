@@ -1,0 +1,322 @@
+"""Locks with fencing tokens and rate limits, from Python: grants and tokens,
+the fence rolling back a stale holder's transaction, ``with``/``async with``
+holds renewed while the block runs and told when the lock is lost, a
+cancelled wait that holds nothing, mutual exclusion under concurrent
+requests, GCRA decisions on the test clock, parameters shared through the
+file, refunds on rollback, Honker's SQL, and typed errors that change
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import honker
+import pytest
+
+
+def held_rows(db: honker.Database) -> list:
+    return db.query("SELECT name, owner, token FROM _honker_lock_holders ORDER BY name")
+
+
+def test_grants_tokens_release_and_info(db: honker.Database, clock: honker.ManualClock) -> None:
+    lock = db.lock("reindex")
+    a = lock.try_acquire("a", ttl=10)
+    assert a is not None and a.token > 0
+    assert lock.try_acquire("b", ttl=10) is None
+    info = lock.info()
+    assert info is not None and (info.owner, info.token) == ("a", a.token)
+    assert info.expires_at.timestamp() == pytest.approx(clock.now() + 10)
+    assert lock.release(a.token) is True
+    assert lock.release(a.token) is False
+    b = lock.try_acquire("b", ttl=10)
+    assert b is not None and b.token > a.token
+    # A lapsed holder is replaced with a greater token; renewing its old
+    # token then fails.
+    clock.advance(11)
+    c = lock.try_acquire("c", ttl=10)
+    assert c is not None and c.token > b.token
+    with pytest.raises(honker.LeaseLost):
+        lock.renew(b.token, ttl=10)
+    assert lock.renew(c.token, ttl=20).timestamp() == pytest.approx(clock.now() + 20)
+
+
+def test_the_fence_rolls_back_a_paused_holders_write(
+    db: honker.Database, clock: honker.ManualClock
+) -> None:
+    lock = db.lock("acct")
+    a = lock.try_acquire("a", ttl=5)
+    assert a is not None
+    clock.advance(6)  # A stood still past its TTL; B takes over.
+    b = lock.try_acquire("b", ttl=5)
+    assert b is not None
+    with pytest.raises(honker.LeaseLost):
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO orders (status) VALUES ('stale')")
+            lock.fence(tx, a.token)
+    with db.transaction() as tx:
+        lock.fence(tx, b.token)
+        tx.execute("INSERT INTO orders (status) VALUES ('fresh')")
+    assert db.query("SELECT status FROM orders") == [("fresh",)]
+
+
+def test_a_grant_in_a_transaction_holds_only_if_it_commits(db: honker.Database) -> None:
+    lock = db.lock("tx")
+    with pytest.raises(RuntimeError):
+        with db.transaction() as tx:
+            assert lock.try_acquire("a", ttl=10, tx=tx) is not None
+            raise RuntimeError("roll back")
+    assert lock.info() is None
+    with db.transaction() as tx:
+        g = lock.try_acquire("a", ttl=10, tx=tx)
+    assert g is not None and lock.info() is not None
+
+
+def test_a_hold_is_renewed_while_the_block_runs_and_released_after(path: Path) -> None:
+    db = honker.open(path)
+    lock = db.lock("job")
+    with lock.hold("a", ttl=0.3) as held:
+        time.sleep(1.0)
+        assert lock.try_acquire("b", ttl=1) is None, "renewed, not lapsed"
+        assert held.renewals >= 2 and not held.lost
+        with db.transaction() as tx:
+            held.fence(tx)
+    assert lock.info() is None
+    # Held by another: a hold that cannot get it in time raises Timeout.
+    other = lock.try_acquire("b", ttl=30)
+    assert other is not None
+    started = time.monotonic()
+    with pytest.raises(honker.Timeout):
+        with lock.hold("a", ttl=1, wait=0.2):
+            pytest.fail("the block must not run")
+    assert 0.15 < time.monotonic() - started < 5
+    # A waiting hold is woken by the release.
+    threading.Timer(0.2, lambda: lock.release(other.token)).start()
+    with lock.hold("a", ttl=5, wait=30) as held:
+        assert held.token > other.token
+    db.close()
+
+
+def test_a_lost_hold_sets_lost_and_its_fenced_writes_fail(
+    db: honker.Database, clock: honker.ManualClock
+) -> None:
+    lock = db.lock("job")
+    with lock.hold("a", ttl=10, every=0.1) as held:
+        clock.advance(20)
+        b = lock.try_acquire("b", ttl=10)
+        assert b is not None
+        deadline = time.monotonic() + 5
+        while not held.lost and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert held.lost
+        with pytest.raises(honker.LeaseLost):
+            with db.transaction() as tx:
+                held.fence(tx)
+                tx.execute("INSERT INTO orders (status) VALUES ('stale')")
+    info = lock.info()
+    assert info is not None and info.token == b.token, "leaving the block released nothing"
+    assert db.query("SELECT count(*) FROM orders") == [(0,)]
+
+
+def test_an_async_block_whose_lock_is_lost_is_cancelled_with_lease_lost(
+    db: honker.Database, clock: honker.ManualClock
+) -> None:
+    lock = db.lock("job")
+
+    async def main() -> float:
+        reached = asyncio.Event()
+
+        async def block() -> None:
+            async with lock.hold("a", ttl=10, every=0.1):
+                reached.set()
+                await asyncio.sleep(60)
+
+        task = asyncio.create_task(block())
+        await reached.wait()
+        clock.advance(20)
+        assert await lock.try_acquire_async("b", ttl=10) is not None
+        started = time.monotonic()
+        with pytest.raises(honker.LeaseLost):
+            await task
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 5
+    info = lock.info()
+    assert info is not None and info.owner == "b"
+
+
+def test_async_holds_and_a_cancelled_wait_that_holds_nothing(path: Path) -> None:
+    db = honker.open(path)
+    lock = db.lock("job")
+
+    async def main() -> None:
+        async with lock.hold("a", ttl=5) as held:
+            assert (lock.info() or pytest.fail()).token == held.token
+        assert lock.info() is None
+        g = lock.try_acquire("a", ttl=30)
+        assert g is not None
+        waiter = asyncio.create_task(lock.acquire_async("b", ttl=30, wait=60))
+        hold_waiter = asyncio.create_task(lock.hold("c", ttl=30, wait=60).__aenter__())
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        waiter.cancel()
+        hold_waiter.cancel()
+        for t in (waiter, hold_waiter):
+            with pytest.raises(asyncio.CancelledError):
+                await t
+        assert time.monotonic() - started < 2
+        lock.release(g.token)
+        await asyncio.sleep(0.3)  # a grant taken as the wait was cancelled is given back
+        assert lock.info() is None
+        got = await lock.acquire_async("d", ttl=5, wait=1)
+        assert got is not None and got.token > g.token
+
+    asyncio.run(main())
+    db.close()
+
+
+def test_concurrent_requests_take_turns_under_one_lock(path: Path) -> None:
+    """Eight request threads each run a read-modify-write of one counter
+    under the lock, fenced: no update is lost."""
+    db = honker.open(path)
+    db.execute("CREATE TABLE counter (n INTEGER)")
+    db.execute("INSERT INTO counter VALUES (0)")
+    lock = db.lock("counter")
+    errors: list[BaseException] = []
+
+    def request(i: int) -> None:
+        try:
+            for _ in range(15):
+                with lock.hold(f"req-{i}", ttl=5, wait=30) as held:
+                    (n,) = db.query("SELECT n FROM counter")[0]
+                    time.sleep(0.001)
+                    with db.transaction() as tx:
+                        held.fence(tx)
+                        tx.execute("UPDATE counter SET n = ?", [n + 1])
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=request, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert db.query("SELECT n FROM counter") == [(120,)]
+    db.close()
+
+
+def test_bad_lock_input_is_a_typed_error_and_changes_nothing(db: honker.Database) -> None:
+    lock = db.lock("x")
+    for ttl in (0, -1, 31 * 86400):
+        with pytest.raises(honker.InvalidArgument):
+            lock.try_acquire("a", ttl=ttl)
+    with pytest.raises(honker.InvalidArgument):
+        lock.try_acquire("", ttl=1)
+    with pytest.raises(honker.InvalidArgument):
+        db.lock("")
+    with pytest.raises(honker.InvalidArgument):
+        with lock.hold("a", ttl=1, every=1):
+            pytest.fail("the block must not run")
+    with pytest.raises(honker.InvalidArgument):
+        lock.release(0)
+    with pytest.raises(honker.InvalidArgument):
+        lock.fence(None, 1)  # type: ignore[arg-type]
+    assert held_rows(db) == []
+
+
+def test_rate_limits_answer_in_full_on_the_test_clock(
+    db: honker.Database, clock: honker.ManualClock
+) -> None:
+    rl = db.rate_limiter("api", limit=10, per=1, burst=6)
+    got = [rl.try_acquire("k") for _ in range(6)]
+    assert all(got) and [d.remaining for d in got] == [5, 4, 3, 2, 1, 0]
+    seventh = rl.try_acquire("k")
+    assert seventh == honker.RateDecision(
+        allowed=False, limit=10, remaining=0, retry_after=0.1, reset_after=0.6
+    )
+    assert rl.try_acquire("other").allowed, "keys are independent"
+    clock.advance(0.1)
+    assert rl.try_acquire("k").allowed
+    # Cost and peek.
+    peek = rl.try_acquire("new", cost=0)
+    assert peek.allowed and peek.remaining == 6
+    assert rl.try_acquire("new", cost=4).remaining == 2
+    with pytest.raises(honker.InvalidArgument):
+        rl.try_acquire("new", cost=7)
+    with pytest.raises(honker.InvalidArgument):
+        rl.try_acquire("new", cost=-1)
+    assert rl.try_acquire("new", cost=0).remaining == 2
+    assert rl.params() == honker.RateLimit(limit=10, per=1.0, burst=6)
+
+
+def test_rate_limit_parameters_are_shared_through_the_file(path: Path) -> None:
+    a = honker.open(path)
+    b = honker.open(path)
+    a.rate_limiter("mail", limit=100, per=60)
+    with pytest.raises(honker.InvalidArgument):
+        b.rate_limiter("mail", limit=200, per=60)
+    stored = b.rate_limiter("mail")
+    assert stored.params() == honker.RateLimit(limit=100, per=60.0, burst=1)
+    b.rate_limiter("mail", limit=200, per=60, burst=3, update=True)
+    assert a.rate_limiter("mail").params().limit == 200
+    with pytest.raises(honker.NotFound):
+        a.rate_limiter("nope")
+    with pytest.raises(honker.InvalidArgument):
+        a.rate_limiter("half", limit=5)
+    a.close()
+    b.close()
+
+
+def test_a_check_that_rolls_back_is_refunded(db: honker.Database) -> None:
+    rl = db.rate_limiter("refund", limit=1, per=60)
+    with pytest.raises(RuntimeError):
+        with db.transaction() as tx:
+            assert rl.try_acquire("k", tx=tx).allowed
+            raise RuntimeError("roll back")
+    assert rl.try_acquire("k").allowed
+    assert not rl.try_acquire("k").allowed
+
+
+def test_bad_rate_limits_are_typed_errors_and_change_nothing(db: honker.Database) -> None:
+    for kw in (
+        {"limit": 0, "per": 1},
+        {"limit": 1, "per": 0},
+        {"limit": 1, "per": -1},
+        {"limit": 1, "per": 1, "burst": 0},
+        {"limit": 2**40, "per": 1},
+    ):
+        with pytest.raises(honker.InvalidArgument):
+            db.rate_limiter("x", **kw)  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
+        db.rate_limiter("x", limit=1, per=1).try_acquire(5)  # type: ignore[arg-type]
+    assert db.query("SELECT count(*) FROM _honker_rate_limit_keys") == [(0,)]
+
+
+def test_acquire_sleeps_retry_after_sync_and_async(path: Path) -> None:
+    db = honker.open(path)
+    rl = db.rate_limiter("w", limit=10, per=1)
+    assert rl.try_acquire().allowed
+    started = time.monotonic()
+    assert rl.acquire(wait=5).allowed
+    assert 0.08 < time.monotonic() - started < 2
+    assert not rl.acquire(wait=0.01).allowed
+
+    async def main() -> float:
+        t = time.monotonic()
+        d = await rl.acquire_async(wait=5)
+        assert d.allowed
+        return time.monotonic() - t
+
+    assert 0.08 < asyncio.run(main()) < 2
+    db.close()
+
+
+def test_honkers_rate_limit_sql_keeps_its_contract(db: honker.Database) -> None:
+    got = []
+    for _ in range(5):
+        with db.transaction() as tx:
+            got.append(tx.query("SELECT honker_rate_limit_try('h', 3, 60)")[0][0])
+    assert got == [1, 1, 1, 0, 0]
