@@ -42,6 +42,14 @@ export declare class Database {
   /** Prunes past retention. */
   maintain(): Promise<Out<MaintenanceReport>>
   close(): Promise<Out<undefined>>
+  /** A handle on a named lock (writes nothing). */
+  lock(name: string): Out<Lock>
+  /**
+   * A handle on a rate limiter: `limit` calls per `per` ms, `burst` at
+   * once (1), stored in the file on first use (`update`: for every
+   * process); with neither `limit` nor `per`, the stored limiter.
+   */
+  rateLimiter(name: string, limit: number | undefined | null, per: number | undefined | null, burst: number | undefined | null, update: boolean): Promise<Out<RateLimiter>>
   /** Sends a notification (after commit, with `tx`); resolves to its id. */
   notify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Promise<Out<number>>
   tryNotify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Out<number>
@@ -123,6 +131,23 @@ export declare class GroupConsumer {
   get member(): string
 }
 
+/** See `Lock.hold`. */
+export declare class HeldLock {
+  get token(): number
+  /** When the lock lapses unless renewed again (ms since the epoch). */
+  get expiresAt(): number
+  get lost(): boolean
+  get renewals(): number
+  get released(): boolean
+  /**
+   * Resolves when the lock is lost (true) or the hold ends otherwise
+   * (false): released, or the database closed.
+   */
+  waitLost(): Promise<Out<boolean>>
+  /** Stops renewing and releases; resolves to whether it was still held. */
+  release(): Promise<Out<boolean>>
+}
+
 /** See `Queue.keepAlive`. */
 export declare class KeepAlive {
   /** Whether the lease was lost (renewal stopped). */
@@ -147,6 +172,43 @@ export declare class Listener {
   close(): void
   get closed(): boolean
   get channel(): string
+}
+
+/** A handle on one named lock. */
+export declare class Lock {
+  /** A grant for `owner` for `ttl` ms, or null while another owner holds it. */
+  tryAcquire(owner: string, ttl: number, tx?: number | undefined | null): Promise<Out<LockGrant | undefined | null>>
+  tryTryAcquire(owner: string, ttl: number, tx?: number | undefined | null): Out<LockGrant | undefined | null>
+  /** Extends the lock held with `token` to `ttl` ms from now; resolves to the new expiry. */
+  renew(token: number, ttl: number): Promise<Out<number>>
+  tryRenew(token: number, ttl: number): Out<number>
+  /** Releases the lock held with `token`; whether it was held with it. */
+  release(token: number, tx?: number | undefined | null): Promise<Out<boolean>>
+  tryRelease(token: number, tx?: number | undefined | null): Out<boolean>
+  /** LEASE_LOST unless `token` holds the lock, inside the transaction `tx`. */
+  fence(tx: number, token: number): Promise<Out<undefined>>
+  tryFence(tx: number, token: number): Out<undefined>
+  info(): Promise<Out<LockInfo | undefined | null>>
+  tryInfo(): Out<LockInfo | undefined | null>
+  get name(): string
+  /** A token that ends a waiting `acquire`/`hold` when cancelled. */
+  cancelToken(): LockCancel
+  /**
+   * A grant, waiting up to `wait` ms for the lock; null when the wait ran
+   * out or `cancel` was cancelled (a grant taken as it was is released).
+   */
+  acquire(owner: string, ttl: number, wait: number, cancel?: LockCancel | undefined | null): Promise<Out<LockGrant | undefined | null>>
+  /**
+   * Takes the lock (waiting up to `wait` ms) and renews it every `every`
+   * ms (a third of `ttl`) until released (core's `HeldLock`); null if it
+   * was not free in time or `cancel` was cancelled.
+   */
+  hold(owner: string, ttl: number, wait: number, every?: number | undefined | null, cancel?: LockCancel | undefined | null): Promise<Out<HeldLock | undefined | null>>
+}
+
+/** Ends a waiting `hold`/`acquire` at once (an AbortSignal aborted). */
+export declare class LockCancel {
+  cancel(): void
 }
 
 /** A clock that only moves when told to (tests: `new ManualClock(ms)`). */
@@ -230,6 +292,16 @@ export declare class Queue {
    * (core's `runtime::KeepAlive`).
    */
   keepAlive(id: number, token: string, leaseMs: number, every?: number | undefined | null): Out<KeepAlive>
+}
+
+/** A handle on one rate limiter. */
+export declare class RateLimiter {
+  /** Checks `cost` calls for `key` (0 peeks) and takes them when allowed. */
+  tryAcquire(key: string, cost: number, tx?: number | undefined | null): Promise<Out<RateDecision>>
+  tryTryAcquire(key: string, cost: number, tx?: number | undefined | null): Out<RateDecision>
+  params(): Promise<Out<RateLimitParams>>
+  tryParams(): Out<RateLimitParams>
+  get name(): string
 }
 
 /** A handle on one stream. */
@@ -597,6 +669,28 @@ export interface LeaseArg {
   token: string
 }
 
+/** A lock granted: its fencing token and its expiry. */
+export interface LockGrant {
+  /** The fencing token: greater than every earlier grant's, for any name. */
+  token: number
+  /** When the lock lapses unless renewed. */
+  expiresAtMs: number
+}
+
+/** A lock's holder. */
+export interface LockInfo {
+  /** The lock's name. */
+  name: string
+  /** Who holds it. */
+  owner: string
+  /** The holder's fencing token. */
+  token: number
+  /** When it was granted. */
+  acquiredAtMs: number
+  /** When it lapses unless renewed (in the past: lapsed, free to take). */
+  expiresAtMs: number
+}
+
 /** What one maintenance pass removed, by kind of record. */
 export interface MaintenanceReport {
   /** Dead letters removed. */
@@ -617,6 +711,8 @@ export interface MaintenanceReport {
   groupMembers: number
   /** Lock holders removed after their TTL lapsed. */
   locks: number
+  /** Rate limit keys removed once fully refilled (idle). */
+  rateLimitKeys: number
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */
@@ -701,6 +797,27 @@ export interface QueueStats {
   completed: number
   /** How long the oldest due job has waited, if any is due. */
   oldestReadyAgeMs?: number
+}
+
+/** A rate limiter's answer to a check. */
+export interface RateDecision {
+  /** Whether the call is allowed (and its cost taken). */
+  allowed: boolean
+  /** The limiter's limit (calls per period). */
+  limit: number
+  /** Calls of cost 1 the key would admit now, after this one. */
+  remaining: number
+  /** How long until this call would be allowed (0 when allowed). */
+  retryAfterMs: number
+  /** How long until the key is fully refilled. */
+  resetAfterMs: number
+}
+
+/** A limiter's parameters as stored; `per` in ms. */
+export interface RateLimitParams {
+  limit: number
+  per: number
+  burst: number
 }
 
 /** A job rebuilt from its lease: see `Queue.job`. */

@@ -421,6 +421,9 @@ NODE_RECORDS = (
     "GroupEvent",
     "GroupDeadLetter",
     "GroupMember",
+    "LockGrant",
+    "LockInfo",
+    "RateDecision",
 )
 
 

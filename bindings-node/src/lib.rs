@@ -7,7 +7,7 @@
 //! Files mirror core: `database.rs` ↔ `core/src/database.rs` (+ the
 //! transaction), `queue.rs` ↔ `core/src/queue/`, `stream.rs` ↔
 //! `core/src/stream/` and `core/src/channel/`, `group.rs` ↔
-//! `core/src/stream/group/`.
+//! `core/src/stream/group/`, `lock.rs` ↔ `core/src/lock/` and `core/src/rate/`.
 //!
 //! Durations cross as milliseconds (Node's unit: `setTimeout`, BullMQ), times
 //! as milliseconds since the Unix epoch.
@@ -22,6 +22,7 @@
 mod database;
 mod errors;
 mod group;
+mod lock;
 mod queue;
 mod records;
 mod runtime;

@@ -84,3 +84,24 @@ test("the README's consumer groups snippet runs", () => {
     fs.rmSync(file);
   }
 });
+
+test("the README's locks and rate limits snippet runs", () => {
+  const readme = fs.readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const code = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].find((m) => m[1].includes('.lock('))[1];
+  const prelude =
+    "import { open } from 'honker';\nconst db = await open('app.db');\n" +
+    "await db.execute('CREATE TABLE search_state (version INTEGER)');\n" +
+    "await db.execute('INSERT INTO search_state VALUES (0)');\n";
+  const check =
+    "const [row] = await db.query('SELECT version FROM search_state');\n" +
+    "console.log(row.version, await reindex.info());\n";
+  const file = path.join(here, `.readme-locks-${process.pid}.mjs`);
+  fs.writeFileSync(file, prelude + code + check + 'await db.close();\n');
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  try {
+    const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(out.trim(), 'sent\n1 null');
+  } finally {
+    fs.rmSync(file);
+  }
+});

@@ -123,7 +123,7 @@ impl Lock {
     /// A token for `hold`'s wait.
     fn cancel_token(&self) -> PyResult<CancelToken> {
         Ok(CancelToken {
-            c: Cancel::new(&self.lock.database()),
+            c: Cancel::new(self.lock.database()),
         })
     }
 

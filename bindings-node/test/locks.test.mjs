@@ -1,0 +1,233 @@
+// Locks with fencing tokens and rate limits through Node: grants and tokens,
+// the fence rolling back a stale holder's transaction, `await using` and
+// withLock renewed while the block runs, the block's AbortSignal aborted
+// when the lock is lost, an aborted wait that holds nothing, mutual
+// exclusion under concurrent requests, GCRA decisions on the test clock,
+// parameters shared through the file, refunds on rollback, and typed errors
+// that change nothing. Mirrors bindings-python/tests/test_locks.py.
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import honker from '../index.js';
+import { tempPath, testDb } from './helpers.mjs';
+
+test('grants carry growing tokens; release, info and renew', async () => {
+  const { db, clock } = await testDb();
+  const lock = db.lock('reindex');
+  const a = await lock.tryAcquire('a', { ttl: 10_000 });
+  assert.ok(a.token > 0);
+  assert.equal(await lock.tryAcquire('b', { ttl: 10_000 }), null);
+  const info = await lock.info();
+  assert.deepEqual([info.owner, info.token], ['a', a.token]);
+  assert.ok(info.expiresAt instanceof Date);
+  assert.equal(await lock.release(a.token), true);
+  assert.equal(await lock.release(a.token), false);
+  const b = await lock.tryAcquire('b', { ttl: 10_000 });
+  assert.ok(b.token > a.token);
+  clock.advance(11_000);
+  const c = await lock.tryAcquire('c', { ttl: 10_000 });
+  assert.ok(c.token > b.token);
+  await assert.rejects(lock.renew(b.token, { ttl: 1000 }), honker.LeaseLost);
+  assert.ok((await lock.renew(c.token, { ttl: 20_000 })) instanceof Date);
+  await db.close();
+});
+
+test("the fence rolls back a paused holder's write", async () => {
+  const { db, clock } = await testDb();
+  const lock = db.lock('acct');
+  const a = await lock.tryAcquire('a', { ttl: 5000 });
+  clock.advance(6000);
+  const b = await lock.tryAcquire('b', { ttl: 5000 });
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.execute("INSERT INTO orders (status) VALUES ('stale')");
+      await lock.fence(tx, a.token);
+    }),
+    honker.LeaseLost,
+  );
+  await db.transaction(async (tx) => {
+    await lock.fence(tx, b.token);
+    await tx.execute("INSERT INTO orders (status) VALUES ('fresh')");
+  });
+  assert.deepEqual(await db.query('SELECT status FROM orders'), [{ status: 'fresh' }]);
+  await db.close();
+});
+
+test('await using: renewed while held, released at the end; Timeout when held elsewhere', async () => {
+  const db = await honker.open(tempPath());
+  const lock = db.lock('job');
+  // What `await using` does (Node 20 parses no
+  // `using`; TypeScript and Node 24 do): dispose at the end of the block.
+  const held = await lock.hold('a', { ttl: 300 });
+  try {
+    await sleep(1000);
+    assert.equal(await lock.tryAcquire('b', { ttl: 1000 }), null, 'renewed, not lapsed');
+    assert.ok(held.renewals >= 2 && !held.lost);
+    await db.transaction(async (tx) => held.fence(tx));
+  } finally {
+    await held[Symbol.asyncDispose]();
+  }
+  assert.equal(await lock.info(), null);
+  const other = await lock.tryAcquire('b', { ttl: 30_000 });
+  const started = Date.now();
+  await assert.rejects(lock.hold('a', { ttl: 1000, wait: 200 }), honker.Timeout);
+  assert.ok(Date.now() - started >= 150);
+  // A waiting hold is woken by the release.
+  setTimeout(() => lock.release(other.token), 200);
+  const token = await lock.withLock('a', { ttl: 5000, wait: 30_000 }, async (held) => held.token);
+  assert.ok(token > other.token);
+  assert.equal(await lock.info(), null);
+  await db.close();
+});
+
+test("a lost lock aborts the block's signal and withLock rejects with LeaseLost", async () => {
+  const { db, clock } = await testDb();
+  const lock = db.lock('job');
+  let aborted;
+  const started = Date.now();
+  await assert.rejects(
+    lock.withLock('a', { ttl: 10_000, every: 100 }, async (held) => {
+      clock.advance(20_000);
+      assert.ok(await lock.tryAcquire('b', { ttl: 10_000 }));
+      await new Promise((resolve) => held.signal.addEventListener('abort', resolve, { once: true }));
+      aborted = held.signal.reason;
+      assert.ok(held.lost);
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          await held.fence(tx);
+          await tx.execute("INSERT INTO orders (status) VALUES ('stale')");
+        }),
+        honker.LeaseLost,
+      );
+    }),
+    honker.LeaseLost,
+  );
+  assert.ok(aborted instanceof honker.LeaseLost);
+  assert.ok(Date.now() - started < 5000);
+  assert.equal((await lock.info()).owner, 'b', 'the end of the block released nothing');
+  assert.deepEqual(await db.query('SELECT count(*) AS n FROM orders'), [{ n: 0 }]);
+  await db.close();
+});
+
+test('an aborted wait ends at once and holds nothing', async () => {
+  const db = await honker.open(tempPath());
+  const lock = db.lock('job');
+  const g = await lock.tryAcquire('a', { ttl: 30_000 });
+  const ac = new AbortController();
+  const waiting = lock.acquire('b', { ttl: 30_000, wait: 60_000, signal: ac.signal });
+  const holding = lock.hold('c', { ttl: 30_000, wait: 60_000, signal: ac.signal });
+  await sleep(200);
+  const started = Date.now();
+  ac.abort(new Error('request gone'));
+  assert.equal(await waiting, null);
+  await assert.rejects(holding, /request gone/);
+  assert.ok(Date.now() - started < 2000);
+  assert.equal((await lock.info()).token, g.token);
+  await db.close();
+});
+
+test('concurrent requests take turns under one lock: no update lost', async () => {
+  const db = await honker.open(tempPath());
+  await db.execute('CREATE TABLE counter (n INTEGER)');
+  await db.execute('INSERT INTO counter VALUES (0)');
+  const lock = db.lock('counter');
+  const request = async (i) => {
+    for (let k = 0; k < 10; k++) {
+      await lock.withLock(`req-${i}`, { ttl: 5000, wait: 30_000 }, async (held) => {
+        const [{ n }] = await db.query('SELECT n FROM counter');
+        await sleep(1);
+        await db.transaction(async (tx) => {
+          await held.fence(tx);
+          await tx.execute('UPDATE counter SET n = ?', [n + 1]);
+        });
+      });
+    }
+  };
+  await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(request));
+  assert.deepEqual(await db.query('SELECT n FROM counter'), [{ n: 80 }]);
+  await db.close();
+});
+
+test('bad lock input is InvalidArgument and changes nothing', async () => {
+  const { db } = await testDb();
+  const lock = db.lock('x');
+  for (const ttl of [0, -1, 31 * 86_400_000, 'soon']) {
+    await assert.rejects(lock.tryAcquire('a', { ttl }), honker.InvalidArgument, String(ttl));
+  }
+  await assert.rejects(lock.tryAcquire('', { ttl: 1000 }), honker.InvalidArgument);
+  assert.throws(() => db.lock(''), honker.InvalidArgument);
+  await assert.rejects(lock.hold('a', { ttl: 1000, every: 1000 }), honker.InvalidArgument);
+  await assert.rejects(lock.release(0), honker.InvalidArgument);
+  await assert.rejects(lock.fence(undefined, 1), honker.InvalidArgument);
+  assert.deepEqual(await db.query('SELECT * FROM _honker_lock_holders'), []);
+  await db.close();
+});
+
+test('rate limits answer in full on the test clock', async () => {
+  const { db, clock } = await testDb();
+  const rl = await db.rateLimiter('api', { limit: 10, per: 1000, burst: 6 });
+  const got = [];
+  for (let i = 0; i < 6; i++) got.push(await rl.tryAcquire('k'));
+  assert.deepEqual(
+    got.map((d) => [d.allowed, d.remaining]),
+    [5, 4, 3, 2, 1, 0].map((r) => [true, r]),
+  );
+  assert.deepEqual(await rl.tryAcquire('k'), { allowed: false, limit: 10, remaining: 0, retryAfterMs: 100, resetAfterMs: 600 });
+  assert.ok((await rl.tryAcquire('other')).allowed, 'keys are independent');
+  clock.advance(100);
+  assert.ok((await rl.tryAcquire('k')).allowed);
+  assert.equal((await rl.tryAcquire('new', { cost: 0 })).remaining, 6);
+  assert.equal((await rl.tryAcquire('new', { cost: 4 })).remaining, 2);
+  await assert.rejects(rl.tryAcquire('new', { cost: 7 }), honker.InvalidArgument);
+  assert.equal((await rl.tryAcquire('new', { cost: 0 })).remaining, 2);
+  assert.deepEqual(await rl.params(), { limit: 10, per: 1000, burst: 6 });
+  await db.close();
+});
+
+test('parameters are shared through the file; a rolled-back check is refunded', async () => {
+  const file = tempPath();
+  const a = await honker.open(file);
+  const b = await honker.open(file);
+  await a.rateLimiter('mail', { limit: 1, per: 60_000 });
+  await assert.rejects(b.rateLimiter('mail', { limit: 2, per: 60_000 }), honker.InvalidArgument);
+  const stored = await b.rateLimiter('mail');
+  assert.deepEqual(await stored.params(), { limit: 1, per: 60_000, burst: 1 });
+  await assert.rejects(a.rateLimiter('nope'), honker.NotFound);
+  await assert.rejects(a.rateLimiter('half', { limit: 5 }), honker.InvalidArgument);
+  const rl = await a.rateLimiter('mail');
+  await assert.rejects(
+    a.transaction(async () => {
+      await rl.tryAcquire('k');
+    }),
+    honker.InvalidArgument,
+    'a check without { tx } inside a transaction is refused',
+  );
+  await assert.rejects(
+    a.transaction(async (tx) => {
+      assert.ok((await rl.tryAcquire('k', { tx })).allowed);
+      throw new Error('roll back');
+    }),
+    /roll back/,
+  );
+  assert.ok((await rl.tryAcquire('k')).allowed);
+  assert.ok(!(await stored.tryAcquire('k')).allowed, 'one limit for every handle');
+  await b.rateLimiter('mail', { limit: 5, per: 60_000, burst: 2, update: true });
+  assert.equal((await rl.params()).limit, 5);
+  await a.close();
+  await b.close();
+});
+
+test('acquire sleeps retryAfterMs; bad limits are InvalidArgument', async () => {
+  const db = await honker.open(tempPath());
+  const rl = await db.rateLimiter('w', { limit: 10, per: 1000 });
+  assert.ok((await rl.tryAcquire()).allowed);
+  const started = Date.now();
+  assert.ok((await rl.acquire('', { wait: 5000 })).allowed);
+  assert.ok(Date.now() - started >= 80);
+  assert.ok(!(await rl.acquire('', { wait: 10 })).allowed);
+  for (const o of [{ limit: 0, per: 1 }, { limit: 1, per: 0 }, { limit: 1, per: 1, burst: 0 }, { limit: 1.5, per: 1 }]) {
+    await assert.rejects(db.rateLimiter('x', o), honker.InvalidArgument, JSON.stringify(o));
+  }
+  await assert.rejects(rl.tryAcquire(5), honker.InvalidArgument);
+  await db.close();
+});
