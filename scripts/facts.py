@@ -370,6 +370,12 @@ SWIFT_TYPES = {
 }
 
 
+def swift_name(field: dict) -> str:
+    """Swift's property: an instant is a `Date` and a duration a
+    `TimeInterval` in seconds, neither named by its wire unit."""
+    return camel(py_name(field))
+
+
 def swift_record(f: dict, name: str) -> str:
     """A Swift wrapper's stored properties and its init from the native
     record `name` (the payload stays internal: `payload(as:)` decodes it)."""
@@ -382,7 +388,7 @@ def swift_record(f: dict, name: str) -> str:
             continue
         lines += [
             f"    /// {fl['doc']}",
-            f"    public let {ts_name(fl)}: {SWIFT_TYPES[kind]}{'?' if opt else ''}",
+            f"    public let {swift_name(fl)}: {SWIFT_TYPES[kind]}{'?' if opt else ''}",
         ]
     lines += ["", f"    init(_ i: HonkerNative.{name}) {{"]
     for fl in fields:
@@ -396,7 +402,7 @@ def swift_record(f: dict, name: str) -> str:
                 if opt
                 else f"TimeInterval({v}) / 1000"
             )
-        lines.append(f"        {ts_name(fl)} = {v}")
+        lines.append(f"        {swift_name(fl)} = {v}")
     return "\n".join(lines + ["    }"])
 
 
@@ -407,6 +413,9 @@ SWIFT_RECORDS = (
     ("bindings-swift/Sources/Honker/Stream.swift", "Notification"),
     ("bindings-swift/Sources/Honker/Group.swift", "GroupEvent"),
     ("bindings-swift/Sources/Honker/Group.swift", "GroupDeadLetter"),
+    ("bindings-swift/Sources/Honker/Lock.swift", "LockGrant"),
+    ("bindings-swift/Sources/Honker/Lock.swift", "LockInfo"),
+    ("bindings-swift/Sources/Honker/Lock.swift", "RateDecision"),
 )
 
 

@@ -287,7 +287,10 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    fn with<T>(&self, f: impl FnOnce(&honker::Transaction) -> honker::Result<T>) -> R<T> {
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&honker::Transaction) -> honker::Result<T>,
+    ) -> R<T> {
         let guard = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         match guard.as_ref() {
             Some(tx) => Ok(f(tx)?),

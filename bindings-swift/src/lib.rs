@@ -11,6 +11,7 @@
 mod database;
 mod errors;
 mod group;
+mod lock;
 mod queue;
 mod records;
 mod signals;

@@ -98,6 +98,13 @@ impl CancelToken {
     pub(crate) fn core(&self) -> &honker::runtime::Cancel {
         &self.c
     }
+
+    /// A token for waits on `db`'s file.
+    pub(crate) fn for_core(db: &honker::Database) -> Arc<CancelToken> {
+        Arc::new(CancelToken {
+            c: honker::runtime::Cancel::new(db),
+        })
+    }
 }
 
 /// See `Queue::claimer`.

@@ -992,6 +992,22 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     func registerFunctions(handle: UInt64) throws 
     
     /**
+     * A handle on a named lock (writes nothing).
+     */
+    func lock(name: String) throws  -> Lock
+    
+    /**
+     * A handle on a rate limiter: `limit` calls per `per_ms`, `burst` at
+     * once, stored in the file on first use (`update`: for every process).
+     */
+    func rateLimiter(name: String, limit: Int64, perMs: UInt64, burst: Int64, update: Bool) throws  -> RateLimiter
+    
+    /**
+     * The rate limiter `name` as stored in the file (NOT_FOUND if none).
+     */
+    func storedRateLimiter(name: String) throws  -> RateLimiter
+    
+    /**
      * The channel's window; with `set`, sets it first (for every process).
      */
     func channelRetention(channel: String, set: ChannelRetentionRecord?) throws  -> ChannelRetentionRecord
@@ -1186,6 +1202,50 @@ open func registerFunctions(handle: UInt64)throws   {try rustCallWithError(FfiCo
         FfiConverterUInt64.lower(handle),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * A handle on a named lock (writes nothing).
+     */
+open func lock(name: String)throws  -> Lock  {
+    return try  FfiConverterTypeLock_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_lock(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A handle on a rate limiter: `limit` calls per `per_ms`, `burst` at
+     * once, stored in the file on first use (`update`: for every process).
+     */
+open func rateLimiter(name: String, limit: Int64, perMs: UInt64, burst: Int64, update: Bool)throws  -> RateLimiter  {
+    return try  FfiConverterTypeRateLimiter_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_rate_limiter(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterInt64.lower(limit),
+        FfiConverterUInt64.lower(perMs),
+        FfiConverterInt64.lower(burst),
+        FfiConverterBool.lower(update),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The rate limiter `name` as stored in the file (NOT_FOUND if none).
+     */
+open func storedRateLimiter(name: String)throws  -> RateLimiter  {
+    return try  FfiConverterTypeRateLimiter_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_stored_rate_limiter(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -1834,6 +1894,229 @@ public func FfiConverterTypeGroupConsumer_lower(_ value: GroupConsumer) -> UInt6
 
 
 /**
+ * See `Lock::hold`. Its last reference is dropped on another thread (the
+ * drop releases the lock: a write that may wait).
+ */
+public protocol HeldLockProtocol: AnyObject, Sendable {
+    
+    /**
+     * When the lock lapses unless renewed again (ms since the epoch).
+     */
+    func expiresAt()  -> Int64
+    
+    func fence(tx: Transaction) throws 
+    
+    func isLost()  -> Bool
+    
+    func isReleased()  -> Bool
+    
+    /**
+     * Stops renewing and releases; whether it was still held.
+     */
+    func release() throws  -> Bool
+    
+    func renewals()  -> UInt64
+    
+    func token()  -> Int64
+    
+    /**
+     * Blocks until the lock is lost (true) or the hold ends otherwise or
+     * `timeout_ms` passes (false).
+     */
+    func waitLost(timeoutMs: UInt64)  -> Bool
+    
+}
+/**
+ * See `Lock::hold`. Its last reference is dropped on another thread (the
+ * drop releases the lock: a write that may wait).
+ */
+open class HeldLock: HeldLockProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_heldlock(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_heldlock(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * When the lock lapses unless renewed again (ms since the epoch).
+     */
+open func expiresAt() -> Int64  {
+    return try!  FfiConverterInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_expires_at(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func fence(tx: Transaction)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_fence(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeTransaction_lower(tx),uniffiCallStatus
+    )
+}
+}
+    
+open func isLost() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_is_lost(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func isReleased() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_is_released(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops renewing and releases; whether it was still held.
+     */
+open func release()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_release(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func renewals() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_renewals(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func token() -> Int64  {
+    return try!  FfiConverterInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_token(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Blocks until the lock is lost (true) or the hold ends otherwise or
+     * `timeout_ms` passes (false).
+     */
+open func waitLost(timeoutMs: UInt64) -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_wait_lost(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(timeoutMs),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHeldLock: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = HeldLock
+
+    public static func lift(_ handle: UInt64) throws -> HeldLock {
+        return HeldLock(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: HeldLock) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HeldLock {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: HeldLock, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHeldLock_lift(_ handle: UInt64) throws -> HeldLock {
+    return try FfiConverterTypeHeldLock.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHeldLock_lower(_ value: HeldLock) -> UInt64 {
+    return FfiConverterTypeHeldLock.lower(value)
+}
+
+
+
+
+
+
+/**
  * See `Queue::keep_alive`.
  */
 public protocol KeepAliveProtocol: AnyObject, Sendable {
@@ -2191,6 +2474,282 @@ public func FfiConverterTypeListener_lift(_ handle: UInt64) throws -> Listener {
 #endif
 public func FfiConverterTypeListener_lower(_ value: Listener) -> UInt64 {
     return FfiConverterTypeListener.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A handle on one named lock.
+ */
+public protocol LockProtocol: AnyObject, Sendable {
+    
+    /**
+     * A grant, waiting up to `wait_ms`; `None` when the wait ran out or
+     * `cancel` was cancelled (a grant taken as it was is released).
+     */
+    func acquire(owner: String, ttlMs: UInt64, waitMs: UInt64, cancel: CancelToken?) throws  -> LockGrant?
+    
+    /**
+     * A token for this lock's file that ends a waiting `acquire`/`hold`.
+     */
+    func cancelToken()  -> CancelToken
+    
+    /**
+     * LEASE_LOST unless `token` holds the lock, inside `tx`.
+     */
+    func fence(tx: Transaction, token: Int64) throws 
+    
+    /**
+     * Takes the lock (waiting up to `wait_ms`) and renews it every
+     * `every_ms` (a third of the TTL) until released; `None` if it was not
+     * free in time or `cancel` was cancelled.
+     */
+    func hold(owner: String, ttlMs: UInt64, waitMs: UInt64, everyMs: UInt64?, cancel: CancelToken?) throws  -> HeldLock?
+    
+    func info() throws  -> LockInfo?
+    
+    func name()  -> String
+    
+    /**
+     * Releases the lock held with `token`; whether it was held with it.
+     */
+    func release(token: Int64, tx: Transaction?) throws  -> Bool
+    
+    /**
+     * Extends the lock held with `token`; returns the new expiry (ms).
+     */
+    func renew(token: Int64, ttlMs: UInt64) throws  -> Int64
+    
+    /**
+     * A grant for `owner`, or `None` while another owner holds it.
+     */
+    func tryAcquire(owner: String, ttlMs: UInt64, tx: Transaction?) throws  -> LockGrant?
+    
+}
+/**
+ * A handle on one named lock.
+ */
+open class Lock: LockProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_lock(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_lock(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A grant, waiting up to `wait_ms`; `None` when the wait ran out or
+     * `cancel` was cancelled (a grant taken as it was is released).
+     */
+open func acquire(owner: String, ttlMs: UInt64, waitMs: UInt64, cancel: CancelToken?)throws  -> LockGrant?  {
+    return try  FfiConverterOptionTypeLockGrant.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_acquire(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(owner),
+        FfiConverterUInt64.lower(ttlMs),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterOptionTypeCancelToken.lower(cancel),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A token for this lock's file that ends a waiting `acquire`/`hold`.
+     */
+open func cancelToken() -> CancelToken  {
+    return try!  FfiConverterTypeCancelToken_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_cancel_token(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * LEASE_LOST unless `token` holds the lock, inside `tx`.
+     */
+open func fence(tx: Transaction, token: Int64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_fence(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeTransaction_lower(tx),
+        FfiConverterInt64.lower(token),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Takes the lock (waiting up to `wait_ms`) and renews it every
+     * `every_ms` (a third of the TTL) until released; `None` if it was not
+     * free in time or `cancel` was cancelled.
+     */
+open func hold(owner: String, ttlMs: UInt64, waitMs: UInt64, everyMs: UInt64?, cancel: CancelToken?)throws  -> HeldLock?  {
+    return try  FfiConverterOptionTypeHeldLock.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_hold(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(owner),
+        FfiConverterUInt64.lower(ttlMs),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterOptionUInt64.lower(everyMs),
+        FfiConverterOptionTypeCancelToken.lower(cancel),uniffiCallStatus
+    )
+})
+}
+    
+open func info()throws  -> LockInfo?  {
+    return try  FfiConverterOptionTypeLockInfo.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_info(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Releases the lock held with `token`; whether it was held with it.
+     */
+open func release(token: Int64, tx: Transaction?)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_release(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(token),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Extends the lock held with `token`; returns the new expiry (ms).
+     */
+open func renew(token: Int64, ttlMs: UInt64)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_renew(
+            self.uniffiCloneHandle(),
+        FfiConverterInt64.lower(token),
+        FfiConverterUInt64.lower(ttlMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A grant for `owner`, or `None` while another owner holds it.
+     */
+open func tryAcquire(owner: String, ttlMs: UInt64, tx: Transaction?)throws  -> LockGrant?  {
+    return try  FfiConverterOptionTypeLockGrant.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_lock_try_acquire(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(owner),
+        FfiConverterUInt64.lower(ttlMs),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLock: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Lock
+
+    public static func lift(_ handle: UInt64) throws -> Lock {
+        return Lock(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Lock) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Lock {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Lock, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLock_lift(_ handle: UInt64) throws -> Lock {
+    return try FfiConverterTypeLock.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLock_lower(_ value: Lock) -> UInt64 {
+    return FfiConverterTypeLock.lower(value)
 }
 
 
@@ -2874,6 +3433,160 @@ public func FfiConverterTypeQueue_lift(_ handle: UInt64) throws -> Queue {
 #endif
 public func FfiConverterTypeQueue_lower(_ value: Queue) -> UInt64 {
     return FfiConverterTypeQueue.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A handle on one rate limiter.
+ */
+public protocol RateLimiterProtocol: AnyObject, Sendable {
+    
+    func name()  -> String
+    
+    func params() throws  -> RateLimitRecord
+    
+    /**
+     * Checks `cost` calls for `key` (0 peeks) and takes them when allowed.
+     */
+    func tryAcquire(key: String, cost: Int64, tx: Transaction?) throws  -> RateDecision
+    
+}
+/**
+ * A handle on one rate limiter.
+ */
+open class RateLimiter: RateLimiterProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_ratelimiter(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_ratelimiter(handle, $0) }
+    }
+
+    
+
+    
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_ratelimiter_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+open func params()throws  -> RateLimitRecord  {
+    return try  FfiConverterTypeRateLimitRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_ratelimiter_params(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Checks `cost` calls for `key` (0 peeks) and takes them when allowed.
+     */
+open func tryAcquire(key: String, cost: Int64, tx: Transaction?)throws  -> RateDecision  {
+    return try  FfiConverterTypeRateDecision_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_ratelimiter_try_acquire(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(key),
+        FfiConverterInt64.lower(cost),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRateLimiter: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = RateLimiter
+
+    public static func lift(_ handle: UInt64) throws -> RateLimiter {
+        return RateLimiter(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: RateLimiter) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RateLimiter {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: RateLimiter, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateLimiter_lift(_ handle: UInt64) throws -> RateLimiter {
+    return try FfiConverterTypeRateLimiter.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateLimiter_lower(_ value: RateLimiter) -> UInt64 {
+    return FfiConverterTypeRateLimiter.lower(value)
 }
 
 
@@ -5213,6 +5926,174 @@ public func FfiConverterTypeLeaseRecord_lower(_ value: LeaseRecord) -> RustBuffe
 
 
 /**
+ * A lock granted: its fencing token and its expiry.
+ */
+public struct LockGrant: Equatable, Hashable {
+    /**
+     * The fencing token: greater than every earlier grant's, for any name.
+     */
+    public var token: Int64
+    /**
+     * When the lock lapses unless renewed.
+     */
+    public var expiresAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The fencing token: greater than every earlier grant's, for any name.
+         */token: Int64, 
+        /**
+         * When the lock lapses unless renewed.
+         */expiresAtMs: Int64) {
+        self.token = token
+        self.expiresAtMs = expiresAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LockGrant: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLockGrant: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LockGrant {
+        return
+            try LockGrant(
+                token: FfiConverterInt64.read(from: &buf), 
+                expiresAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LockGrant, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.token, into: &buf)
+        FfiConverterInt64.write(value.expiresAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockGrant_lift(_ buf: RustBuffer) throws -> LockGrant {
+    return try FfiConverterTypeLockGrant.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockGrant_lower(_ value: LockGrant) -> RustBuffer {
+    return FfiConverterTypeLockGrant.lower(value)
+}
+
+
+/**
+ * A lock's holder.
+ */
+public struct LockInfo: Equatable, Hashable {
+    /**
+     * The lock's name.
+     */
+    public var name: String
+    /**
+     * Who holds it.
+     */
+    public var owner: String
+    /**
+     * The holder's fencing token.
+     */
+    public var token: Int64
+    /**
+     * When it was granted.
+     */
+    public var acquiredAtMs: Int64
+    /**
+     * When it lapses unless renewed (in the past: lapsed, free to take).
+     */
+    public var expiresAtMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The lock's name.
+         */name: String, 
+        /**
+         * Who holds it.
+         */owner: String, 
+        /**
+         * The holder's fencing token.
+         */token: Int64, 
+        /**
+         * When it was granted.
+         */acquiredAtMs: Int64, 
+        /**
+         * When it lapses unless renewed (in the past: lapsed, free to take).
+         */expiresAtMs: Int64) {
+        self.name = name
+        self.owner = owner
+        self.token = token
+        self.acquiredAtMs = acquiredAtMs
+        self.expiresAtMs = expiresAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LockInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLockInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LockInfo {
+        return
+            try LockInfo(
+                name: FfiConverterString.read(from: &buf), 
+                owner: FfiConverterString.read(from: &buf), 
+                token: FfiConverterInt64.read(from: &buf), 
+                acquiredAtMs: FfiConverterInt64.read(from: &buf), 
+                expiresAtMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LockInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.owner, into: &buf)
+        FfiConverterInt64.write(value.token, into: &buf)
+        FfiConverterInt64.write(value.acquiredAtMs, into: &buf)
+        FfiConverterInt64.write(value.expiresAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockInfo_lift(_ buf: RustBuffer) throws -> LockInfo {
+    return try FfiConverterTypeLockInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockInfo_lower(_ value: LockInfo) -> RustBuffer {
+    return FfiConverterTypeLockInfo.lower(value)
+}
+
+
+/**
  * What one maintenance pass removed, by kind of record.
  */
 public struct MaintenanceReport: Equatable, Hashable {
@@ -5252,6 +6133,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      * Lock holders removed after their TTL lapsed.
      */
     public var locks: UInt64
+    /**
+     * Rate limit keys removed once fully refilled (idle).
+     */
+    public var rateLimitKeys: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5282,7 +6167,10 @@ public struct MaintenanceReport: Equatable, Hashable {
          */groupMembers: UInt64, 
         /**
          * Lock holders removed after their TTL lapsed.
-         */locks: UInt64) {
+         */locks: UInt64, 
+        /**
+         * Rate limit keys removed once fully refilled (idle).
+         */rateLimitKeys: UInt64) {
         self.dead = dead
         self.cancelled = cancelled
         self.completed = completed
@@ -5292,6 +6180,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.notifications = notifications
         self.groupMembers = groupMembers
         self.locks = locks
+        self.rateLimitKeys = rateLimitKeys
     }
 
     
@@ -5318,7 +6207,8 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 publishKeys: FfiConverterUInt64.read(from: &buf), 
                 notifications: FfiConverterUInt64.read(from: &buf), 
                 groupMembers: FfiConverterUInt64.read(from: &buf), 
-                locks: FfiConverterUInt64.read(from: &buf)
+                locks: FfiConverterUInt64.read(from: &buf), 
+                rateLimitKeys: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -5332,6 +6222,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.notifications, into: &buf)
         FfiConverterUInt64.write(value.groupMembers, into: &buf)
         FfiConverterUInt64.write(value.locks, into: &buf)
+        FfiConverterUInt64.write(value.rateLimitKeys, into: &buf)
     }
 }
 
@@ -5734,6 +6625,166 @@ public func FfiConverterTypeQueueStats_lift(_ buf: RustBuffer) throws -> QueueSt
 #endif
 public func FfiConverterTypeQueueStats_lower(_ value: QueueStats) -> RustBuffer {
     return FfiConverterTypeQueueStats.lower(value)
+}
+
+
+/**
+ * A rate limiter's answer to a check.
+ */
+public struct RateDecision: Equatable, Hashable {
+    /**
+     * Whether the call is allowed (and its cost taken).
+     */
+    public var allowed: Bool
+    /**
+     * The limiter's limit (calls per period).
+     */
+    public var limit: Int64
+    /**
+     * Calls of cost 1 the key would admit now, after this one.
+     */
+    public var remaining: Int64
+    /**
+     * How long until this call would be allowed (0 when allowed).
+     */
+    public var retryAfterMs: Int64
+    /**
+     * How long until the key is fully refilled.
+     */
+    public var resetAfterMs: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Whether the call is allowed (and its cost taken).
+         */allowed: Bool, 
+        /**
+         * The limiter's limit (calls per period).
+         */limit: Int64, 
+        /**
+         * Calls of cost 1 the key would admit now, after this one.
+         */remaining: Int64, 
+        /**
+         * How long until this call would be allowed (0 when allowed).
+         */retryAfterMs: Int64, 
+        /**
+         * How long until the key is fully refilled.
+         */resetAfterMs: Int64) {
+        self.allowed = allowed
+        self.limit = limit
+        self.remaining = remaining
+        self.retryAfterMs = retryAfterMs
+        self.resetAfterMs = resetAfterMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RateDecision: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRateDecision: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RateDecision {
+        return
+            try RateDecision(
+                allowed: FfiConverterBool.read(from: &buf), 
+                limit: FfiConverterInt64.read(from: &buf), 
+                remaining: FfiConverterInt64.read(from: &buf), 
+                retryAfterMs: FfiConverterInt64.read(from: &buf), 
+                resetAfterMs: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RateDecision, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.allowed, into: &buf)
+        FfiConverterInt64.write(value.limit, into: &buf)
+        FfiConverterInt64.write(value.remaining, into: &buf)
+        FfiConverterInt64.write(value.retryAfterMs, into: &buf)
+        FfiConverterInt64.write(value.resetAfterMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateDecision_lift(_ buf: RustBuffer) throws -> RateDecision {
+    return try FfiConverterTypeRateDecision.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateDecision_lower(_ value: RateDecision) -> RustBuffer {
+    return FfiConverterTypeRateDecision.lower(value)
+}
+
+
+/**
+ * A rate limiter's parameters as stored.
+ */
+public struct RateLimitRecord: Equatable, Hashable {
+    public var limit: Int64
+    public var perMs: UInt64
+    public var burst: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(limit: Int64, perMs: UInt64, burst: Int64) {
+        self.limit = limit
+        self.perMs = perMs
+        self.burst = burst
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RateLimitRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRateLimitRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RateLimitRecord {
+        return
+            try RateLimitRecord(
+                limit: FfiConverterInt64.read(from: &buf), 
+                perMs: FfiConverterUInt64.read(from: &buf), 
+                burst: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RateLimitRecord, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.limit, into: &buf)
+        FfiConverterUInt64.write(value.perMs, into: &buf)
+        FfiConverterInt64.write(value.burst, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateLimitRecord_lift(_ buf: RustBuffer) throws -> RateLimitRecord {
+    return try FfiConverterTypeRateLimitRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRateLimitRecord_lower(_ value: RateLimitRecord) -> RustBuffer {
+    return FfiConverterTypeRateLimitRecord.lower(value)
 }
 
 
@@ -6857,6 +7908,54 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeCancelToken: FfiConverterRustBuffer {
+    typealias SwiftType = CancelToken?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCancelToken.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCancelToken.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeHeldLock: FfiConverterRustBuffer {
+    typealias SwiftType = HeldLock?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeHeldLock.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeHeldLock.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeTransaction: FfiConverterRustBuffer {
     typealias SwiftType = Transaction?
 
@@ -6969,6 +8068,54 @@ fileprivate struct FfiConverterOptionTypeGroupEvent: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeGroupEvent.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeLockGrant: FfiConverterRustBuffer {
+    typealias SwiftType = LockGrant?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeLockGrant.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeLockGrant.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeLockInfo: FfiConverterRustBuffer {
+    typealias SwiftType = LockInfo?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeLockInfo.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeLockInfo.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -7572,6 +8719,15 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_register_functions() != 37778) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_database_lock() != 4866) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_rate_limiter() != 29117) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_stored_rate_limiter() != 50113) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_database_channel_retention() != 35024) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -7663,6 +8819,66 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_groupconsumer_next_cancellable() != 61563) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_expires_at() != 47732) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_fence() != 52496) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_is_lost() != 61101) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_is_released() != 33313) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_release() != 41560) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_renewals() != 33092) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_token() != 45200) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_wait_lost() != 59864) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_acquire() != 52100) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_cancel_token() != 62375) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_fence() != 52121) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_hold() != 43454) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_info() != 13572) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_name() != 14250) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_release() != 64972) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_renew() != 4627) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_lock_try_acquire() != 2330) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_ratelimiter_name() != 11413) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_ratelimiter_params() != 16906) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_ratelimiter_try_acquire() != 6131) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_canceltoken_cancel() != 61909) {

@@ -303,6 +303,21 @@ uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer n
 void uniffi_honker_swift_fn_method_database_register_functions(uint64_t ptr, uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_LOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_LOCK
+uint64_t uniffi_honker_swift_fn_method_database_lock(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_RATE_LIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_RATE_LIMITER
+uint64_t uniffi_honker_swift_fn_method_database_rate_limiter(uint64_t ptr, RustBuffer name, int64_t limit, uint64_t per_ms, int64_t burst, int8_t update, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_STORED_RATE_LIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_STORED_RATE_LIMITER
+uint64_t uniffi_honker_swift_fn_method_database_stored_rate_limiter(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
 RustBuffer uniffi_honker_swift_fn_method_database_channel_retention(uint64_t ptr, RustBuffer channel, RustBuffer set, RustCallStatus *_Nonnull out_status
@@ -501,6 +516,136 @@ RustBuffer uniffi_honker_swift_fn_method_groupconsumer_next(uint64_t ptr, uint64
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
 RustBuffer uniffi_honker_swift_fn_method_groupconsumer_next_cancellable(uint64_t ptr, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_HELDLOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_HELDLOCK
+uint64_t uniffi_honker_swift_fn_clone_heldlock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_HELDLOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_HELDLOCK
+void uniffi_honker_swift_fn_free_heldlock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_EXPIRES_AT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_EXPIRES_AT
+int64_t uniffi_honker_swift_fn_method_heldlock_expires_at(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_FENCE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_FENCE
+void uniffi_honker_swift_fn_method_heldlock_fence(uint64_t ptr, uint64_t tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_IS_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_IS_LOST
+int8_t uniffi_honker_swift_fn_method_heldlock_is_lost(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_IS_RELEASED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_IS_RELEASED
+int8_t uniffi_honker_swift_fn_method_heldlock_is_released(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RELEASE
+int8_t uniffi_honker_swift_fn_method_heldlock_release(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEWALS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEWALS
+uint64_t uniffi_honker_swift_fn_method_heldlock_renewals(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_TOKEN
+int64_t uniffi_honker_swift_fn_method_heldlock_token(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_WAIT_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_WAIT_LOST
+int8_t uniffi_honker_swift_fn_method_heldlock_wait_lost(uint64_t ptr, uint64_t timeout_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_LOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_LOCK
+uint64_t uniffi_honker_swift_fn_clone_lock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_LOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_LOCK
+void uniffi_honker_swift_fn_free_lock(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_ACQUIRE
+RustBuffer uniffi_honker_swift_fn_method_lock_acquire(uint64_t ptr, RustBuffer owner, uint64_t ttl_ms, uint64_t wait_ms, RustBuffer cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_CANCEL_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_CANCEL_TOKEN
+uint64_t uniffi_honker_swift_fn_method_lock_cancel_token(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_FENCE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_FENCE
+void uniffi_honker_swift_fn_method_lock_fence(uint64_t ptr, uint64_t tx, int64_t token, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_HOLD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_HOLD
+RustBuffer uniffi_honker_swift_fn_method_lock_hold(uint64_t ptr, RustBuffer owner, uint64_t ttl_ms, uint64_t wait_ms, RustBuffer every_ms, RustBuffer cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_INFO
+RustBuffer uniffi_honker_swift_fn_method_lock_info(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_NAME
+RustBuffer uniffi_honker_swift_fn_method_lock_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_RELEASE
+int8_t uniffi_honker_swift_fn_method_lock_release(uint64_t ptr, int64_t token, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_RENEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_RENEW
+int64_t uniffi_honker_swift_fn_method_lock_renew(uint64_t ptr, int64_t token, uint64_t ttl_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_TRY_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_TRY_ACQUIRE
+RustBuffer uniffi_honker_swift_fn_method_lock_try_acquire(uint64_t ptr, RustBuffer owner, uint64_t ttl_ms, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_RATELIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_RATELIMITER
+uint64_t uniffi_honker_swift_fn_clone_ratelimiter(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_RATELIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_RATELIMITER
+void uniffi_honker_swift_fn_free_ratelimiter(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_NAME
+RustBuffer uniffi_honker_swift_fn_method_ratelimiter_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_PARAMS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_PARAMS
+RustBuffer uniffi_honker_swift_fn_method_ratelimiter_params(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_TRY_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_TRY_ACQUIRE
+RustBuffer uniffi_honker_swift_fn_method_ratelimiter_try_acquire(uint64_t ptr, RustBuffer key, int64_t cost, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_CANCELTOKEN
@@ -1336,6 +1481,24 @@ uint16_t uniffi_honker_swift_checksum_method_database_register_functions(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_LOCK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_LOCK
+uint16_t uniffi_honker_swift_checksum_method_database_lock(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_RATE_LIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_RATE_LIMITER
+uint16_t uniffi_honker_swift_checksum_method_database_rate_limiter(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_STORED_RATE_LIMITER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_STORED_RATE_LIMITER
+uint16_t uniffi_honker_swift_checksum_method_database_stored_rate_limiter(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
 uint16_t uniffi_honker_swift_checksum_method_database_channel_retention(void
@@ -1519,6 +1682,126 @@ uint16_t uniffi_honker_swift_checksum_method_groupconsumer_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_GROUPCONSUMER_NEXT_CANCELLABLE
 uint16_t uniffi_honker_swift_checksum_method_groupconsumer_next_cancellable(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_EXPIRES_AT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_EXPIRES_AT
+uint16_t uniffi_honker_swift_checksum_method_heldlock_expires_at(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_FENCE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_FENCE
+uint16_t uniffi_honker_swift_checksum_method_heldlock_fence(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_IS_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_IS_LOST
+uint16_t uniffi_honker_swift_checksum_method_heldlock_is_lost(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_IS_RELEASED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_IS_RELEASED
+uint16_t uniffi_honker_swift_checksum_method_heldlock_is_released(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RELEASE
+uint16_t uniffi_honker_swift_checksum_method_heldlock_release(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RENEWALS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RENEWALS
+uint16_t uniffi_honker_swift_checksum_method_heldlock_renewals(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_TOKEN
+uint16_t uniffi_honker_swift_checksum_method_heldlock_token(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_WAIT_LOST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_WAIT_LOST
+uint16_t uniffi_honker_swift_checksum_method_heldlock_wait_lost(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_ACQUIRE
+uint16_t uniffi_honker_swift_checksum_method_lock_acquire(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_CANCEL_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_CANCEL_TOKEN
+uint16_t uniffi_honker_swift_checksum_method_lock_cancel_token(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_FENCE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_FENCE
+uint16_t uniffi_honker_swift_checksum_method_lock_fence(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_HOLD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_HOLD
+uint16_t uniffi_honker_swift_checksum_method_lock_hold(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_INFO
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_INFO
+uint16_t uniffi_honker_swift_checksum_method_lock_info(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_NAME
+uint16_t uniffi_honker_swift_checksum_method_lock_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_RELEASE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_RELEASE
+uint16_t uniffi_honker_swift_checksum_method_lock_release(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_RENEW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_RENEW
+uint16_t uniffi_honker_swift_checksum_method_lock_renew(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_TRY_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_TRY_ACQUIRE
+uint16_t uniffi_honker_swift_checksum_method_lock_try_acquire(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_NAME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_NAME
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_name(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_PARAMS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_PARAMS
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_params(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_TRY_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_TRY_ACQUIRE
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_try_acquire(void
     
 );
 #endif

@@ -1,0 +1,221 @@
+// Locks with fencing tokens and rate limits through Swift: grants and
+// tokens, the fence rolling back a stale holder's transaction, withLock
+// renewed while its body runs and cancelling the body when the lock is
+// lost, a cancelled wait that holds nothing, GCRA decisions on the test
+// clock, parameters shared through the file, refunds on rollback, and typed
+// errors that change nothing. Mirrors bindings-python/tests/test_locks.py.
+import Foundation
+import Honker
+import XCTest
+
+final class LockTests: XCTestCase {
+    func testGrantsCarryGrowingTokens() async throws {
+        let t = try testDb()
+        let lock = try t.db.lock("reindex")
+        let aTaken = try await lock.tryAcquire(owner: "a", ttl: 10)
+        let a = try XCTUnwrap(aTaken)
+        XCTAssertGreaterThan(a.token, 0)
+        let none = try await lock.tryAcquire(owner: "b", ttl: 10)
+        XCTAssertNil(none)
+        let info = try await lock.info()
+        XCTAssertEqual(info?.owner, "a")
+        XCTAssertEqual(info?.token, a.token)
+        XCTAssertTrue(try lock.release(token: a.token, tx: nil))
+        XCTAssertFalse(try lock.release(token: a.token, tx: nil))
+        let bTaken = try await lock.tryAcquire(owner: "b", ttl: 10)
+        let b = try XCTUnwrap(bTaken)
+        XCTAssertGreaterThan(b.token, a.token)
+        try t.clock.advance(ms: 11_000)
+        let cTaken = try await lock.tryAcquire(owner: "c", ttl: 10)
+        let c = try XCTUnwrap(cTaken)
+        XCTAssertGreaterThan(c.token, b.token)
+        await assertThrows({ try await lock.renew(token: b.token, ttl: 10) }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "LEASE_LOST")
+        }
+    }
+
+    func testTheFenceRollsBackAPausedHoldersWrite() throws {
+        let t = try testDb()
+        let lock = try t.db.lock("acct")
+        let a = try XCTUnwrap(try lock.tryAcquire(owner: "a", ttl: 5, tx: nil))
+        try t.clock.advance(ms: 6_000)
+        let b = try XCTUnwrap(try lock.tryAcquire(owner: "b", ttl: 5, tx: nil))
+        XCTAssertThrowsError(try t.db.transaction { tx in
+            try tx.execute("INSERT INTO orders (status) VALUES ('stale')", [])
+            try lock.fence(tx, token: a.token)
+        }) { e in XCTAssertEqual((e as? HonkerError)?.code, "LEASE_LOST") }
+        try t.db.transaction { tx in
+            try lock.fence(tx, token: b.token)
+            try tx.execute("INSERT INTO orders (status) VALUES ('fresh')", [])
+        }
+        XCTAssertEqual(try t.db.query("SELECT status FROM orders")[0][0], .text(value: "fresh"))
+    }
+
+    func testWithLockRenewsWhileTheBodyRunsAndReleasesAfter() async throws {
+        let db = try Database(path: tempPath())
+        let lock = try db.lock("job")
+        let token = try await lock.withLock(owner: "a", ttl: 0.3) { held in
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+            let other = try await lock.tryAcquire(owner: "b", ttl: 1)
+            XCTAssertNil(other, "renewed, not lapsed")
+            XCTAssertGreaterThanOrEqual(held.renewals, 2)
+            XCTAssertFalse(held.isLost)
+            try await db.transaction { tx in try held.fence(tx) }
+            return held.token
+        }
+        XCTAssertGreaterThan(token, 0)
+        let after = try await lock.info()
+        XCTAssertNil(after)
+        // Held elsewhere: Timeout after the wait.
+        let otherTaken = try await lock.tryAcquire(owner: "b", ttl: 30)
+        let other = try XCTUnwrap(otherTaken)
+        await assertThrows({ try await lock.withLock(owner: "a", ttl: 1, wait: 0.2) { _ in 0 } }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "TIMEOUT")
+        }
+        // A waiting withLock is woken by the release.
+        Task {
+            try await Task.sleep(nanoseconds: 200_000_000)
+            try await lock.release(token: other.token)
+        }
+        let next = try await lock.withLock(owner: "a", ttl: 5, wait: 30) { $0.token }
+        XCTAssertGreaterThan(next, other.token)
+    }
+
+    func testALostLockCancelsTheBodyAndWithLockThrowsLeaseLost() async throws {
+        let t = try testDb()
+        let lock = try t.db.lock("job")
+        let clock = t.clock
+        let started = Date()
+        await assertThrows({
+            try await lock.withLock(owner: "a", ttl: 10, every: 0.1) { held in
+                try clock.advance(ms: 20_000)
+                let b = try await lock.tryAcquire(owner: "b", ttl: 10)
+                XCTAssertNotNil(b)
+                // Sleeps until cancelled by the loss.
+                do {
+                    try await Task.sleep(nanoseconds: 60_000_000_000)
+                } catch is CancellationError {
+                    XCTAssertTrue(held.isLost)
+                    do {
+                        try await t.db.transaction { tx in try held.fence(tx) }
+                        XCTFail("a lost hold's fence must fail")
+                    } catch let e as HonkerError {
+                        XCTAssertEqual(e.code, "LEASE_LOST")
+                    }
+                    throw CancellationError()
+                }
+                return 0
+            }
+        }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "LEASE_LOST")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        let info = try await lock.info()
+        XCTAssertEqual(info?.owner, "b", "the end of the body released nothing")
+    }
+
+    func testACancelledWaitEndsAtOnceAndHoldsNothing() async throws {
+        let db = try Database(path: tempPath())
+        let lock = try db.lock("job")
+        let gTaken = try await lock.tryAcquire(owner: "a", ttl: 30)
+        let g = try XCTUnwrap(gTaken)
+        let waiter = Task { try await lock.acquire(owner: "b", ttl: 30, wait: 60) }
+        let holder = Task { try await lock.withLock(owner: "c", ttl: 30, wait: 60) { _ in 1 } }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let started = Date()
+        waiter.cancel()
+        holder.cancel()
+        let got = try await waiter.value
+        XCTAssertNil(got)
+        await assertThrows({ try await holder.value }) { e in XCTAssertTrue(e is CancellationError, "\(e)") }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        let info = try await lock.info()
+        XCTAssertEqual(info?.token, g.token)
+    }
+
+    func testBadLockInputIsInvalidArgumentAndChangesNothing() async throws {
+        let t = try testDb()
+        let lock = try t.db.lock("x")
+        for ttl in [0, -1, 31 * 86_400, .infinity, .nan] as [TimeInterval] {
+            XCTAssertThrowsError(try lock.tryAcquire(owner: "a", ttl: ttl, tx: nil)) { e in
+                XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT", "\(ttl)")
+            }
+        }
+        XCTAssertThrowsError(try lock.tryAcquire(owner: "", ttl: 1, tx: nil))
+        XCTAssertThrowsError(try t.db.lock(""))
+        await assertThrows({ try await lock.withLock(owner: "a", ttl: 1, every: 1) { _ in 0 } }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT")
+        }
+        XCTAssertThrowsError(try lock.release(token: 0, tx: nil))
+        XCTAssertEqual(try t.db.query("SELECT count(*) FROM _honker_lock_holders")[0][0], .integer(value: 0))
+    }
+
+    func testRateLimitsAnswerInFullOnTheTestClock() async throws {
+        let t = try testDb()
+        let rl = try await t.db.rateLimiter("api", limit: 10, per: 1, burst: 6)
+        var remaining: [Int64] = []
+        for _ in 0..<6 {
+            let d = try await rl.tryAcquire(key: "k")
+            XCTAssertTrue(d.allowed)
+            remaining.append(d.remaining)
+        }
+        XCTAssertEqual(remaining, [5, 4, 3, 2, 1, 0])
+        let seventh = try await rl.tryAcquire(key: "k")
+        XCTAssertFalse(seventh.allowed)
+        XCTAssertEqual(seventh.retryAfter, 0.1, accuracy: 1e-9)
+        XCTAssertEqual(seventh.resetAfter, 0.6, accuracy: 1e-9)
+        try t.clock.advance(ms: 100)
+        let later = try await rl.tryAcquire(key: "k")
+        XCTAssertTrue(later.allowed)
+        let peek = try await rl.tryAcquire(key: "new", cost: 0)
+        XCTAssertEqual(peek.remaining, 6)
+        let four = try await rl.tryAcquire(key: "new", cost: 4)
+        XCTAssertEqual(four.remaining, 2)
+        await assertThrows({ try await rl.tryAcquire(key: "new", cost: 7) }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT")
+        }
+        let params = try await rl.params()
+        XCTAssertEqual(params, RateLimit(limit: 10, per: 1, burst: 6))
+    }
+
+    func testRateLimitParametersAreSharedAndARollbackRefunds() async throws {
+        let path = tempPath()
+        let a = try Database(path: path)
+        let b = try Database(path: path)
+        let rl = try await a.rateLimiter("mail", limit: 1, per: 60)
+        await assertThrows({ try await b.rateLimiter("mail", limit: 2, per: 60) }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT")
+        }
+        let stored = try await b.rateLimiter("mail")
+        let params = try await stored.params()
+        XCTAssertEqual(params, RateLimit(limit: 1, per: 60, burst: 1))
+        await assertThrows({ try await a.rateLimiter("nope") }) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "NOT_FOUND")
+        }
+        struct Rollback: Error {}
+        do {
+            try await a.transaction { tx in
+                XCTAssertTrue(try rl.tryAcquire(key: "k", tx: tx).allowed)
+                throw Rollback()
+            }
+            XCTFail("the transaction rolled back")
+        } catch is Rollback {}
+        let refunded = try await rl.tryAcquire(key: "k")
+        XCTAssertTrue(refunded.allowed)
+        let spent = try await stored.tryAcquire(key: "k")
+        XCTAssertFalse(spent.allowed, "one limit for every handle")
+    }
+
+    func testAcquireSleepsRetryAfter() async throws {
+        let db = try Database(path: tempPath())
+        let rl = try await db.rateLimiter("w", limit: 10, per: 1)
+        let first = try await rl.tryAcquire()
+        XCTAssertTrue(first.allowed)
+        let started = Date()
+        let d = try await rl.acquire(wait: 5)
+        XCTAssertTrue(d.allowed)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.08)
+        let refused = try await rl.acquire(wait: 0.01)
+        XCTAssertFalse(refused.allowed)
+    }
+}
