@@ -505,3 +505,198 @@ fn four_processes_on_one_key_keep_the_bound() {
     let bound = limit + burst - 1;
     assert!(most <= bound, "{most} grants in one 500 ms window");
 }
+
+// ----- queue rate limits ----------------------------------------------------
+
+fn attempts(db: &Database, queue: &str) -> Vec<i64> {
+    db.query(
+        "SELECT attempts FROM _honker_jobs WHERE queue = ?1 AND state = 'ready' ORDER BY id",
+        [queue],
+    )
+    .unwrap()
+    .rows
+    .into_iter()
+    .map(|r| match r[0] {
+        Value::Integer(n) => n,
+        ref v => panic!("{v:?}"),
+    })
+    .collect()
+}
+
+#[test]
+fn a_limited_queues_claim_takes_what_the_limit_allows_and_leaves_the_rest_untouched() {
+    let t = test_db();
+    let q = t.db.queue("mail").unwrap();
+    q.enqueue_many(
+        (0..20).map(|i| serde_json::json!(i)),
+        &honker::EnqueueOptions::default(),
+    )
+    .unwrap();
+    let limit = RateLimit::new(10, Duration::from_secs(1)).burst(3);
+    q.set_rate_limit(Some(limit)).unwrap();
+    assert_eq!(
+        t.db.queue("mail").unwrap().rate_limit().unwrap(),
+        Some(limit)
+    );
+    assert_eq!(q.claim("w", 10).unwrap().len(), 3, "the burst");
+    assert!(q.claim("w", 10).unwrap().is_empty(), "then nothing");
+    assert_eq!(
+        attempts(&t.db, "mail"),
+        vec![0; 17],
+        "over-limit jobs keep their attempts"
+    );
+    t.clock.advance(99 * MS);
+    assert!(q.claim("w", 10).unwrap().is_empty());
+    t.clock.advance(MS);
+    assert_eq!(
+        q.claim("w", 10).unwrap().len(),
+        1,
+        "one interval later, one"
+    );
+    // Honker's SQL claim obeys the same limit.
+    let Value::Text(batch) = sql(&t.db, "SELECT honker_claim_batch('mail', 'sql', 5, 60)") else {
+        panic!()
+    };
+    assert_eq!(batch, "[]");
+    t.clock.advance(200 * MS);
+    let Value::Text(batch) = sql(&t.db, "SELECT honker_claim_batch('mail', 'sql', 5, 60)") else {
+        panic!()
+    };
+    assert_eq!(
+        serde_json::from_str::<Vec<serde_json::Value>>(&batch)
+            .unwrap()
+            .len(),
+        2
+    );
+    // SQL sets and reads the same setting; NULL lifts it.
+    assert_eq!(
+        sql(&t.db, "SELECT honker_queue_rate_limit_info('mail')"),
+        Value::Text(r#"{"burst":3,"limit":10,"per_ms":1000}"#.into())
+    );
+    sql(
+        &t.db,
+        "SELECT honker_queue_rate_limit('mail', NULL, NULL, NULL)",
+    );
+    assert_eq!(q.rate_limit().unwrap(), None);
+    assert_eq!(q.claim("w", 100).unwrap().len(), 14, "unlimited again");
+    let err = q
+        .set_rate_limit(Some(RateLimit::new(0, Duration::from_secs(1))))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(q.rate_limit().unwrap(), None);
+}
+
+/// 1,000 ready jobs on a queue limited to 5 a second, four workers (each
+/// its own connection, as processes are) claiming with waits: no second
+/// starts more than 5, and a worker that gets nothing sleeps until the limit
+/// allows the next start instead of spinning (at most 2 empty claim
+/// transactions a second).
+#[test]
+fn four_workers_on_a_queue_limited_to_5_a_second_never_start_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("limited.db");
+    let db = Database::open(&path).unwrap();
+    let q = db.queue("mail").unwrap();
+    q.enqueue_many(
+        (0..1000).map(|i| serde_json::json!(i)),
+        &honker::EnqueueOptions::default(),
+    )
+    .unwrap();
+    q.set_rate_limit(Some(RateLimit::new(5, Duration::from_secs(1))))
+        .unwrap();
+    let lease = Duration::from_secs(60);
+    let run_for = Duration::from_secs(3);
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let db = Database::open(&path).unwrap();
+                let q = db.queue("mail").unwrap();
+                let options = honker::ClaimOptions {
+                    lease: Some(lease),
+                    wait: Duration::from_millis(500),
+                };
+                let started = std::time::Instant::now();
+                let mut starts = Vec::new();
+                while started.elapsed() < run_for {
+                    for job in q.claim_with(&format!("w{i}"), 3, &options).unwrap() {
+                        // The claim's own clock: the lease runs from it.
+                        starts.push(job.lease_expires_at - lease.as_millis() as i64);
+                        job.ack().unwrap();
+                    }
+                }
+                let writes = db.write_transaction_count();
+                (starts, writes, started.elapsed())
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for w in workers {
+        let (starts, writes, took) = w.join().unwrap();
+        // Each start is one claim and one ack; the rest claimed nothing.
+        let empty = writes as f64 - 2.0 * starts.len() as f64;
+        assert!(
+            empty <= 2.0 * took.as_secs_f64() + 1.0,
+            "{empty} empty claim transactions in {took:?}"
+        );
+        all.extend(starts);
+    }
+    all.sort();
+    let most = max_in_window(&all, 1000);
+    assert!(most <= 5, "{most} starts in one second");
+    assert!(
+        all.len() >= 10,
+        "the limit, not the workers, bound it: {} starts",
+        all.len()
+    );
+    assert!(attempts(&db, "mail").iter().all(|&a| a == 0));
+}
+
+#[test]
+fn the_worker_runtime_sleeps_until_a_limited_queue_lets_the_next_job_start() {
+    use honker::runtime::{HandlerOptions, Outcome, Worker, WorkerOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("w.db")).unwrap();
+    let q = db.queue("mail").unwrap();
+    q.enqueue_many(
+        (0..200).map(|i| serde_json::json!(i)),
+        &honker::EnqueueOptions::default(),
+    )
+    .unwrap();
+    q.set_rate_limit(Some(RateLimit::new(4, Duration::from_secs(1))))
+        .unwrap();
+    let w = Worker::new(
+        &db,
+        WorkerOptions {
+            worker_id: "w1".into(),
+            concurrency: 4,
+        },
+    )
+    .unwrap();
+    w.register(&q, HandlerOptions::default()).unwrap();
+    let before = db.write_transaction_count();
+    let started = std::time::Instant::now();
+    let mut starts = Vec::new();
+    while started.elapsed() < Duration::from_millis(2500) {
+        if let Some(task) = w.next(Duration::from_millis(200)).unwrap() {
+            starts.push(honker::SystemClock.now_ms());
+            w.complete(task, Outcome::Ack(None)).unwrap();
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    let writes = (db.write_transaction_count() - before) as f64;
+    assert!(max_in_window(&starts, 1000) <= 4 + 1, "{starts:?}");
+    assert!(
+        (8..=12).contains(&starts.len()),
+        "{} starts in {took} s",
+        starts.len()
+    );
+    // A claim and an ack per job (the ack may refill in its own
+    // transaction); the waiting adds at most 2 a second.
+    assert!(
+        writes <= 2.0 * starts.len() as f64 + 2.0 * took + 1.0,
+        "{writes} write transactions for {} jobs in {took} s",
+        starts.len()
+    );
+    w.shutdown();
+}

@@ -823,6 +823,27 @@ impl Queue {
         let reader = self.db.inner.reader()?;
         ops::stats(reader.raw(), &self.name, self.db.inner.now())
     }
+
+    /// Limits how many of this queue's jobs start, for every worker of
+    /// every process together ("at most 10 emails a second"): stored in the
+    /// file, enforced inside each claim's transaction (ADR 23). A claim of
+    /// n takes what the limit allows now; the rest keep waiting with their
+    /// attempts untouched, and waiting workers sleep until the limit lets
+    /// the next one start. `None` lifts the limit.
+    pub fn set_rate_limit(&self, limit: Option<crate::rate::RateLimit>) -> Result<()> {
+        if let Some(l) = &limit {
+            l.check()?;
+        }
+        self.db.inner.write(None, |conn, now| {
+            crate::rate::ops::set_queue_limit(conn.raw(), &self.name, limit.as_ref(), now)
+        })
+    }
+
+    /// The queue's rate limit, if it has one (set by any process).
+    pub fn rate_limit(&self) -> Result<Option<crate::rate::RateLimit>> {
+        let reader = self.db.inner.reader()?;
+        crate::rate::ops::queue_limit(reader.raw(), &self.name)
+    }
 }
 
 /// Calls that wait by design cannot run inside `without_waiting`.

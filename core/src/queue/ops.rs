@@ -109,6 +109,35 @@ pub(crate) fn claim(
     now: i64,
 ) -> Result<Vec<Claimed>> {
     housekeep(conn, queue, now)?;
+    // A rate-limited queue starts what its limit allows now, for every
+    // worker of every process together (ADR 23); the rest keep waiting,
+    // their attempts untouched.
+    let limit = crate::rate::ops::queue_limit(conn, queue)?;
+    let n = match &limit {
+        Some(l) => {
+            let (allowed, _) = crate::rate::ops::queue_allowance(conn, queue, l, n as i64, now)?;
+            if allowed == 0 {
+                return Ok(Vec::new());
+            }
+            allowed as usize
+        }
+        None => n,
+    };
+    let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now)?;
+    if let (Some(l), false) = (&limit, jobs.is_empty()) {
+        crate::rate::ops::queue_take(conn, queue, l, jobs.len() as i64, now)?;
+    }
+    Ok(jobs)
+}
+
+fn pick_and_lease(
+    conn: Conn<'_>,
+    queue: &str,
+    worker_id: &str,
+    n: usize,
+    lease_ms: i64,
+    now: i64,
+) -> Result<Vec<Claimed>> {
     let lease_expires_at = now.saturating_add(lease_ms);
     let mut jobs = Vec::with_capacity(n.min(1024));
     loop {
@@ -637,11 +666,30 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    Ok(match next {
+    let probe = match next {
         _ if ready => Probe::Claimable,
         Some(t) if t <= now => Probe::Claimable,
         other => Probe::NextAt(other),
-    })
+    };
+    if let Probe::Claimable = probe {
+        // Work is there; a rate limit may still hold it back. Then sleep
+        // until the limit lets one start, plus a jitter up to a quarter of
+        // the interval (at most 25 ms), so that the workers waiting on one
+        // queue do not all wake at that instant and race for one start.
+        if let Some(l) = crate::rate::ops::queue_limit(conn, queue)? {
+            let (allowed, next_ms) = crate::rate::ops::queue_allowance(conn, queue, &l, 1, now)?;
+            if allowed == 0 {
+                let spread = (l.interval_us() / 4000).clamp(0, 25);
+                let jitter = if spread > 0 {
+                    fastrand::i64(0..=spread)
+                } else {
+                    0
+                };
+                return Ok(Probe::NextAt(Some(next_ms.saturating_add(jitter))));
+            }
+        }
+    }
+    Ok(probe)
 }
 
 /// Counts per state for `queue`.

@@ -17,12 +17,19 @@ use crate::raw::{params, Conn};
 use crate::settings;
 
 const SCOPE: &str = "rate_limit";
+/// The settings scope of queues' rate limits (`name` = the queue). Their
+/// keys are rows `('', queue)` of the keys table: no limiter is named ''.
+pub(crate) const QUEUE_SCOPE: &str = "queue_rate_limit";
 
 /// The limiter's stored parameters, if any.
 pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
+    scoped_params(conn, SCOPE, name)
+}
+
+fn scoped_params(conn: Conn<'_>, scope: &str, name: &str) -> Result<Option<RateLimit>> {
     let rows: Vec<(String, Option<i64>)> = conn
         .prepare_cached(st::PARAMS)?
-        .query_map(params![name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        .query_map(params![scope, name], |r| Ok((r.get(0)?, r.get(1)?)))?;
     if rows.is_empty() {
         return Ok(None);
     }
@@ -52,9 +59,74 @@ pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
 
 /// Stores the limiter's parameters for every process.
 pub(crate) fn set_params(conn: Conn<'_>, name: &str, limit: &RateLimit, now: i64) -> Result<()> {
-    settings::set_int(conn, SCOPE, name, "limit", Some(limit.limit), now)?;
-    settings::set_int(conn, SCOPE, name, "per_ms", Some(limit.per_ms()), now)?;
-    settings::set_int(conn, SCOPE, name, "burst", Some(limit.burst), now)
+    set_scoped(conn, SCOPE, name, limit, now)
+}
+
+fn set_scoped(conn: Conn<'_>, scope: &str, name: &str, limit: &RateLimit, now: i64) -> Result<()> {
+    settings::set_int(conn, scope, name, "limit", Some(limit.limit), now)?;
+    settings::set_int(conn, scope, name, "per_ms", Some(limit.per_ms()), now)?;
+    settings::set_int(conn, scope, name, "burst", Some(limit.burst), now)
+}
+
+/// A queue's rate limit, if it has one.
+pub(crate) fn queue_limit(conn: Conn<'_>, queue: &str) -> Result<Option<RateLimit>> {
+    scoped_params(conn, QUEUE_SCOPE, queue)
+}
+
+/// Sets (or, with `None`, lifts) a queue's rate limit for every process.
+/// Lifting it forgets the queue's key too.
+pub(crate) fn set_queue_limit(
+    conn: Conn<'_>,
+    queue: &str,
+    limit: Option<&RateLimit>,
+    now: i64,
+) -> Result<()> {
+    match limit {
+        Some(l) => set_scoped(conn, QUEUE_SCOPE, queue, l, now),
+        None => {
+            conn.prepare_cached(st::CLEAR_PARAMS)?
+                .execute(params![QUEUE_SCOPE, queue])?;
+            conn.prepare_cached(st::FORGET)?
+                .execute(params!["", queue])?;
+            Ok(())
+        }
+    }
+}
+
+/// How many jobs `queue`'s limit lets start at `now_ms` (up to `want`), and
+/// when the next one may if that is none (ms, rounded up).
+pub(crate) fn queue_allowance(
+    conn: Conn<'_>,
+    queue: &str,
+    limit: &RateLimit,
+    want: i64,
+    now_ms: i64,
+) -> Result<(i64, i64)> {
+    let now = now_ms.saturating_mul(1000);
+    let (t, tau) = (limit.interval_us(), limit.tolerance_us());
+    let tat = tat(conn, "", queue)?.unwrap_or(now).max(now);
+    let room = now.saturating_add(tau).saturating_sub(tat);
+    let n = (room / t).clamp(0, want);
+    // The next start: when tat − τ + T has come (one interval freed).
+    let next_us = tat.saturating_sub(tau).saturating_add(t);
+    let next_ms = next_us.div_euclid(1000) + i64::from(next_us.rem_euclid(1000) != 0);
+    Ok((n, next_ms.max(now_ms)))
+}
+
+/// Records that `k` jobs of `queue` started at `now_ms`.
+pub(crate) fn queue_take(
+    conn: Conn<'_>,
+    queue: &str,
+    limit: &RateLimit,
+    k: i64,
+    now_ms: i64,
+) -> Result<()> {
+    let now = now_ms.saturating_mul(1000);
+    let tat = tat(conn, "", queue)?.unwrap_or(now).max(now);
+    let new_tat = tat.saturating_add(k.saturating_mul(limit.interval_us()));
+    conn.prepare_cached(st::PUT)?
+        .execute(params!["", queue, new_tat])?;
+    Ok(())
 }
 
 /// How a handle's parameters meet the stored ones.

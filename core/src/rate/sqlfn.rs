@@ -22,6 +22,8 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_rate_limit_set", 4, DIRECT_ONLY, set),
     SqlFn::atomic("honker_rate_limit_check", 3, DIRECT_ONLY, check),
     SqlFn::plain("honker_rate_limit_info", 1, DIRECT_ONLY, info),
+    SqlFn::atomic("honker_queue_rate_limit", 4, DIRECT_ONLY, queue_set),
+    SqlFn::plain("honker_queue_rate_limit_info", 1, DIRECT_ONLY, queue_info),
 ];
 
 fn name<'a>(a: &'a Args<'_>) -> Result<&'a str> {
@@ -130,6 +132,49 @@ fn ms_up(d: Duration) -> i64 {
 /// stored, or NULL.
 fn info(c: &Call<'_>) -> Result<Out> {
     Ok(match ops::params(c.conn, name(&c.args)?)? {
+        Some(rl) => Out::Text(
+            json!({"limit": rl.limit, "per_ms": rl.per_ms(), "burst": rl.burst}).to_string(),
+        ),
+        None => Out::Null,
+    })
+}
+
+fn queue_name<'a>(a: &'a Args<'_>) -> Result<&'a str> {
+    let q = a.text(0, "queue")?;
+    validate::name("queue", q)?;
+    Ok(q)
+}
+
+/// `honker_queue_rate_limit(queue, limit, per_ms, burst)` → 1: limits how
+/// many of the queue's jobs start, for every worker of every process
+/// (enforced in each claim). `limit` NULL lifts it (then `per_ms` and
+/// `burst` are ignored).
+fn queue_set(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let q = queue_name(a)?;
+    let limit = match a.opt_whole(1, "limit")? {
+        None => None,
+        Some(limit) => {
+            let per = a
+                .opt_ms(2, "per_ms")?
+                .ok_or_else(|| Error::invalid("per_ms must not be NULL"))?;
+            let rl = RateLimit {
+                limit,
+                per,
+                burst: a.whole(3, "burst")?,
+            };
+            rl.check()?;
+            Some(rl)
+        }
+    };
+    ops::set_queue_limit(c.conn, q, limit.as_ref(), c.now)?;
+    Ok(Out::Int(1))
+}
+
+/// `honker_queue_rate_limit_info(queue)` → JSON `{limit, per_ms, burst}`,
+/// or NULL when the queue has no rate limit.
+fn queue_info(c: &Call<'_>) -> Result<Out> {
+    Ok(match ops::queue_limit(c.conn, queue_name(&c.args)?)? {
         Some(rl) => Out::Text(
             json!({"limit": rl.limit, "per_ms": rl.per_ms(), "burst": rl.burst}).to_string(),
         ),
