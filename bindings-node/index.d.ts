@@ -422,6 +422,9 @@ export class Queue {
   getResult(id: number): Promise<Payload | null>;
   waitResult(id: number, options?: { timeout?: number }): Promise<Payload | null>;
   stats(): Promise<QueueStats>;
+  /** Limits how many jobs start per `per` ms, for every process (enforced in each claim); null lifts it. */
+  setRateLimit(limit: { limit: number; per: number; burst?: number } | null): Promise<void>;
+  rateLimit(): Promise<RateLimitParams | null>;
   deadLetters(options?: { afterId?: number; limit?: number }): Promise<JobInfo[]>;
   requeueDead(id: number): Promise<boolean>;
   requeueAllDead(): Promise<number>;

@@ -907,6 +907,30 @@ class Queue {
     return queueStats(await call(() => this._native.stats()));
   }
 
+  /**
+   * Limits how many of this queue's jobs start, for every worker of every
+   * process together (`{ limit: 10, per: 1000 }`: at most 10 a second;
+   * `burst`, 1, at once), enforced inside each claim's transaction: a claim
+   * takes what the limit allows, the rest keep waiting with their attempts
+   * untouched, and waiting workers sleep until the next may start. `null`
+   * lifts it.
+   */
+  async setRateLimit(limit) {
+    let arg = null;
+    if (limit !== null) {
+      if (typeof limit !== 'object' || limit === undefined) throw invalid('setRateLimit takes { limit, per, burst } or null');
+      arg = { limit: need('limit', limit.limit, ...ID), per: optMs('per', limit.per), burst: int('burst', limit.burst, ...ID) ?? 1 };
+      if (arg.per === undefined) throw invalid('per must be given');
+    }
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.setRateLimit(arg)));
+  }
+
+  /** The queue's rate limit (`{ limit, per, burst }`, `per` in ms), or null. */
+  async rateLimit() {
+    return call(() => this._native.rateLimit());
+  }
+
   /** Dead letters with ids above `afterId`, oldest first (paged). */
   async deadLetters(options = {}) {
     int('afterId', options.afterId, ...ID);

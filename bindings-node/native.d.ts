@@ -264,6 +264,11 @@ export declare class Queue {
   tryGetResult(id: number): Out<PayloadIo | undefined | null>
   stats(): Promise<Out<QueueStats>>
   tryStats(): Out<QueueStats>
+  /** Sets (null: lifts) the queue's rate limit, for every process. */
+  setRateLimit(limit?: RateLimitParams | undefined | null): Promise<Out<undefined>>
+  trySetRateLimit(limit?: RateLimitParams | undefined | null): Out<undefined>
+  rateLimit(): Promise<Out<RateLimitParams | undefined | null>>
+  tryRateLimit(): Out<RateLimitParams | undefined | null>
   deadLetters(afterId?: number | undefined | null, limit?: number | undefined | null): Promise<Out<Array<JobInfo>>>
   tryDeadLetters(afterId?: number | undefined | null, limit?: number | undefined | null): Out<Array<JobInfo>>
   requeueDead(id: number): Promise<Out<boolean>>

@@ -282,6 +282,72 @@ def fill(path: str, n: int, queue: str) -> None:
         rust.close()
 
 
+def run_rate(scenario: dict, tmp: str) -> None:
+    """Processes of several surfaces check one rate limit on one key as fast
+    as they can: together they are granted no more than GCRA allows over the
+    whole run (`burst` + one per interval), and close to it (the limit, not
+    their speed, bound them)."""
+    path = f"{tmp}/rate.db"
+    limit, per_ms, burst = scenario["limit"], scenario["per_ms"], scenario["burst"]
+    setup = Driver("rust")
+    check({}, setup.send({"op": "open", "path": path}), "open")
+    step = {
+        "op": "rate_limit_set",
+        "name": "shared",
+        "limit": limit,
+        "per_ms": per_ms,
+        "burst": burst,
+    }
+    check({}, setup.send(step), "rate_limit_set")
+    setup.send({"op": "close"})
+    setup.close()
+    hammers = [Driver(s) for s, k in scenario["processes"].items() for _ in range(k)]
+    try:
+        for h in hammers:
+            check({}, h.send({"op": "open", "path": path}), "open")
+        started = time.monotonic()
+        for h in hammers:
+            assert h.proc.stdin is not None
+            h.proc.stdin.write(
+                json.dumps(
+                    {
+                        "op": "rate_limit_hammer",
+                        "name": "shared",
+                        "key": "k",
+                        "for_ms": scenario["for_ms"],
+                    }
+                )
+                + "\n"
+            )
+            h.proc.stdin.flush()
+        results = []
+        for h in hammers:
+            reply = h.receive("rate_limit_hammer", timeout=120)
+            check({}, reply, f"rate_limit_hammer ({h.surface})")
+            results.append((h.surface, reply["ok"]))
+        elapsed_ms = (time.monotonic() - started) * 1000
+    finally:
+        for h in hammers:
+            h.close()
+    granted = sum(r["granted"] for _, r in results)
+    calls = sum(r["calls"] for _, r in results)
+    interval = per_ms / limit
+    bound = burst + int(elapsed_ms // interval) + 1
+    by_surface = {
+        s: sum(r["granted"] for t, r in results if t == s) for s, _ in results
+    }
+    if granted > bound:
+        raise Failure(
+            f"{granted} grants in {elapsed_ms:.0f} ms; GCRA allows at most {bound}"
+        )
+    if granted < 0.5 * scenario["for_ms"] / interval:
+        raise Failure(
+            f"only {granted} grants of {calls} calls in {elapsed_ms:.0f} ms: the limit did not bind"
+        )
+    if not all(by_surface.values()):
+        raise Failure(f"a surface was never granted a call: {by_surface}")
+
+
 def run_drain(scenario: dict, tmp: str) -> None:
     path = f"{tmp}/drain.db"
     n = scenario["jobs"]
@@ -719,6 +785,8 @@ def main() -> int:
                 try:
                     if kind == "drain":
                         run_drain(scenario, tmp)
+                    elif kind == "rate":
+                        run_rate(scenario, tmp)
                     elif kind == "crash":
                         run_crash(scenario, tmp)
                     elif kind == "sigterm":

@@ -219,6 +219,32 @@ impl Queue {
         Box::new(move || q.get_result(id).map(|r| r.map(payload_out)))
     }
 
+    fn set_rate_limit_op(&self, limit: Option<crate::lock::RateLimitParams>) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || {
+            let rl = match limit {
+                None => None,
+                Some(p) => Some(honker::rate::RateLimit {
+                    limit: p.limit,
+                    per: crate::errors::ms("per", p.per)?,
+                    burst: p.burst,
+                }),
+            };
+            q.set_rate_limit(rl)
+        })
+    }
+
+    fn rate_limit_op(&self) -> Op<Option<crate::lock::RateLimitParams>> {
+        let q = self.q.clone();
+        Box::new(move || {
+            Ok(q.rate_limit()?.map(|p| crate::lock::RateLimitParams {
+                limit: p.limit,
+                per: p.per.as_millis() as f64,
+                burst: p.burst,
+            }))
+        })
+    }
+
     fn stats_op(&self) -> Op<QueueStats> {
         let q = self.q.clone();
         Box::new(move || q.stats().map(QueueStats::from))
@@ -303,6 +329,9 @@ verbs! {
     get_job / try_get_job (id: i64) -> JobInfo = get_job_op;
     get_result / try_get_result (id: i64) -> Option<PayloadIo> = get_result_op;
     stats / try_stats () -> QueueStats = stats_op;
+    #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]
+    set_rate_limit / try_set_rate_limit (limit: Option<crate::lock::RateLimitParams>) -> () = set_rate_limit_op;
+    rate_limit / try_rate_limit () -> Option<crate::lock::RateLimitParams> = rate_limit_op;
     dead_letters / try_dead_letters (after_id: Option<i64>, limit: Option<u32>)
         -> Vec<JobInfo> = dead_letters_op;
     requeue_dead / try_requeue_dead (id: i64) -> bool = requeue_dead_op;

@@ -231,3 +231,21 @@ test('acquire sleeps retryAfterMs; bad limits are InvalidArgument', async () => 
   await assert.rejects(rl.tryAcquire(5), honker.InvalidArgument);
   await db.close();
 });
+
+test('a rate-limited queue starts what its limit allows; the rest keep their attempts', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('mail');
+  await q.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ n: i })));
+  await q.setRateLimit({ limit: 10, per: 1000, burst: 3 });
+  assert.deepEqual(await db.queue('mail').rateLimit(), { limit: 10, per: 1000, burst: 3 });
+  assert.equal((await q.claimBatch('w', 10)).length, 3);
+  assert.equal((await q.claimBatch('w', 10)).length, 0);
+  clock.advance(100);
+  assert.equal((await q.claimBatch('w', 10)).length, 1);
+  assert.deepEqual(await db.query('SELECT count(*) AS n FROM _honker_jobs WHERE attempts = 0'), [{ n: 16 }]);
+  await assert.rejects(q.setRateLimit({ limit: 0, per: 1000 }), honker.InvalidArgument);
+  await q.setRateLimit(null);
+  assert.equal(await q.rateLimit(), null);
+  assert.equal((await q.claimBatch('w', 100)).length, 16);
+  await db.close();
+});

@@ -307,6 +307,36 @@ impl Queue {
         py.detach(|| self.queue.stats()).py().map(QueueStats::from)
     }
 
+    /// Sets (or with `limit` None lifts) the queue's rate limit: `limit`
+    /// starts per `per` seconds, `burst` at once, for every process.
+    #[pyo3(signature = (limit, per, burst))]
+    fn set_rate_limit(
+        &self,
+        py: Python<'_>,
+        limit: Option<i64>,
+        per: Option<f64>,
+        burst: i64,
+    ) -> PyResult<()> {
+        let rl = match (limit, per) {
+            (Some(limit), Some(per)) => Some(honker::rate::RateLimit {
+                limit,
+                per: crate::database::secs("per", per)?,
+                burst,
+            }),
+            (None, _) => None,
+            (Some(_), None) => return Err(crate::errors::invalid("a rate limit needs per")),
+        };
+        let q = &self.queue;
+        py.detach(|| q.set_rate_limit(rl)).py()
+    }
+
+    /// (limit, per_ms, burst), or None.
+    fn rate_limit(&self, py: Python<'_>) -> PyResult<Option<(i64, i64, i64)>> {
+        let q = &self.queue;
+        let rl = py.detach(|| q.rate_limit()).py()?;
+        Ok(rl.map(|r| (r.limit, r.per.as_millis() as i64, r.burst)))
+    }
+
     #[pyo3(signature = (*, after_id = 0, limit = 100))]
     fn dead_letters(&self, py: Python<'_>, after_id: i64, limit: usize) -> PyResult<Vec<JobInfo>> {
         let jobs = py

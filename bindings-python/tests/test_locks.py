@@ -320,3 +320,23 @@ def test_honkers_rate_limit_sql_keeps_its_contract(db: honker.Database) -> None:
         with db.transaction() as tx:
             got.append(tx.query("SELECT honker_rate_limit_try('h', 3, 60)")[0][0])
     assert got == [1, 1, 1, 0, 0]
+
+
+def test_a_rate_limited_queue_starts_what_its_limit_allows(
+    db: honker.Database, clock: honker.ManualClock
+) -> None:
+    q = db.queue("mail")
+    for i in range(20):
+        q.enqueue({"n": i})
+    q.set_rate_limit(limit=10, per=1, burst=3)
+    assert db.queue("mail").rate_limit() == honker.RateLimit(limit=10, per=1.0, burst=3)
+    assert len(q.claim_batch("w", n=10)) == 3
+    assert q.claim_batch("w", n=10) == []
+    clock.advance(0.1)
+    assert len(q.claim_batch("w", n=10)) == 1
+    assert db.query("SELECT count(*) FROM _honker_jobs WHERE attempts = 0") == [(16,)]
+    with pytest.raises(honker.InvalidArgument):
+        q.set_rate_limit(limit=0, per=1)
+    q.set_rate_limit(limit=None)
+    assert q.rate_limit() is None
+    assert len(q.claim_batch("w", n=100)) == 16

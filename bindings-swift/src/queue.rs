@@ -387,6 +387,27 @@ impl Queue {
         Ok(self.q.stats()?.into())
     }
 
+    /// Sets (`None`: lifts) the queue's rate limit, for every process.
+    pub fn set_rate_limit(&self, limit: Option<crate::lock::RateLimitRecord>) -> R<()> {
+        let rl = match limit {
+            None => None,
+            Some(p) => Some(honker::rate::RateLimit {
+                limit: p.limit,
+                per: ms("per", p.per_ms)?,
+                burst: p.burst,
+            }),
+        };
+        Ok(self.q.set_rate_limit(rl)?)
+    }
+
+    pub fn rate_limit(&self) -> R<Option<crate::lock::RateLimitRecord>> {
+        Ok(self.q.rate_limit()?.map(|p| crate::lock::RateLimitRecord {
+            limit: p.limit,
+            per_ms: p.per.as_millis() as u64,
+            burst: p.burst,
+        }))
+    }
+
     pub fn dead_letters(&self, after_id: i64, limit: u32) -> R<Vec<JobInfo>> {
         Ok(self
             .q

@@ -116,6 +116,46 @@ async function run(s) {
       return heard;
     }
   }
+  if (s.op.startsWith('lock_')) {
+    const lock = db.lock(s.name);
+    switch (s.op) {
+      case 'lock_acquire': {
+        const g = s.wait_ms
+          ? await lock.acquire(s.owner, { ttl: s.ttl_ms, wait: s.wait_ms })
+          : await lock.tryAcquire(s.owner, { ttl: s.ttl_ms });
+        return g === null ? null : { token: g.token };
+      }
+      case 'lock_release':
+        return lock.release(s.token);
+      case 'lock_fence':
+        await lock.fence(txFor({ in_tx: true }), s.token);
+        return null;
+      case 'lock_info': {
+        const i = await lock.info();
+        return i === null ? null : { owner: i.owner, token: i.token };
+      }
+    }
+    return UNSUPPORTED;
+  }
+  if (s.op === 'rate_limit_set') {
+    await db.rateLimiter(s.name, { limit: s.limit, per: s.per_ms, burst: s.burst ?? 1, update: true });
+    return null;
+  }
+  if (s.op === 'rate_limit_hammer') {
+    const rl = await db.rateLimiter(s.name);
+    const end = Date.now() + s.for_ms;
+    let calls = 0;
+    let granted = 0;
+    while (Date.now() < end) {
+      calls += 1;
+      if ((await rl.tryAcquire(s.key ?? '')).allowed) granted += 1;
+    }
+    return { calls, granted };
+  }
+  if (s.op === 'rate_limit_try') {
+    const d = await (await db.rateLimiter(s.name)).tryAcquire(s.key ?? '', { cost: s.cost ?? 1 });
+    return { allowed: d.allowed, remaining: d.remaining, retry_after_ms: d.retryAfterMs };
+  }
   if (s.op.startsWith('group_')) {
     const g = db.stream(s.stream).group(s.group);
     switch (s.op) {

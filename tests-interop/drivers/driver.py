@@ -67,6 +67,8 @@ class Driver:
             return self.events(op, s)
         if op.startswith("group_"):
             return self.group(op, s)
+        if op.startswith(("lock_", "rate_limit_")):
+            return self.locks(op, s)
         q = self.queue(s)
         if op == "enqueue":
             e = q.enqueue(
@@ -173,6 +175,58 @@ class Driver:
                 "delivered": i.delivered,
                 "dead": i.dead,
                 "members": {m.member: m.holds for m in i.members},
+            }
+        return UNSUPPORTED
+
+    def locks(self, op: str, s: dict):
+        assert self.db is not None
+        if op.startswith("lock_"):
+            lock = self.db.lock(s["name"])
+            if op == "lock_acquire":
+                ttl = s["ttl_ms"] / 1000
+                wait = s.get("wait_ms", 0) / 1000
+                g = (
+                    lock.acquire(s["owner"], ttl=ttl, wait=wait)
+                    if wait
+                    else lock.try_acquire(s["owner"], ttl=ttl)
+                )
+                return None if g is None else {"token": g.token}
+            if op == "lock_release":
+                return lock.release(s["token"])
+            if op == "lock_fence":
+                assert self.tx is not None, (
+                    "lock_fence runs in the driver's transaction"
+                )
+                lock.fence(self.tx, s["token"])
+                return None
+            if op == "lock_info":
+                i = lock.info()
+                return None if i is None else {"owner": i.owner, "token": i.token}
+        if op == "rate_limit_set":
+            self.db.rate_limiter(
+                s["name"],
+                limit=s["limit"],
+                per=s["per_ms"] / 1000,
+                burst=s.get("burst", 1),
+                update=True,
+            )
+            return None
+        if op == "rate_limit_hammer":
+            rl = self.db.rate_limiter(s["name"])
+            end = time.monotonic() + s["for_ms"] / 1000
+            calls = granted = 0
+            while time.monotonic() < end:
+                calls += 1
+                granted += rl.try_acquire(s.get("key", "")).allowed
+            return {"calls": calls, "granted": granted}
+        if op == "rate_limit_try":
+            d = self.db.rate_limiter(s["name"]).try_acquire(
+                s.get("key", ""), cost=s.get("cost", 1)
+            )
+            return {
+                "allowed": d.allowed,
+                "remaining": d.remaining,
+                "retry_after_ms": round(d.retry_after * 1000),
             }
         return UNSUPPORTED
 

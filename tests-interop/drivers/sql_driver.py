@@ -215,6 +215,46 @@ class Driver:
             }
         return UNSUPPORTED
 
+    def locks(self, op: str, s: dict):
+        if op == "lock_acquire":
+            if s.get("wait_ms"):
+                return UNSUPPORTED  # SQL has no waiting acquire (a driver would poll)
+            g = self.one(
+                "SELECT honker_lock_take(?, ?, ?)", [s["name"], s["owner"], s["ttl_ms"]]
+            )
+            return None if g is None else {"token": json.loads(g)["token"]}
+        if op == "lock_release":
+            return bool(
+                self.one("SELECT honker_lock_drop(?, ?)", [s["name"], s["token"]])
+            )
+        if op == "lock_fence":
+            self.one("SELECT honker_lock_fence(?, ?)", [s["name"], s["token"]])
+            return None
+        if op == "lock_info":
+            i = self.one("SELECT honker_lock_info(?)", [s["name"]])
+            return (
+                None if i is None else {k: json.loads(i)[k] for k in ("owner", "token")}
+            )
+        if op == "rate_limit_set":
+            self.one(
+                "SELECT honker_rate_limit_set(?, ?, ?, ?)",
+                [s["name"], s["limit"], s["per_ms"], s.get("burst", 1)],
+            )
+            return None
+        if op == "rate_limit_try":
+            d = json.loads(
+                self.one(
+                    "SELECT honker_rate_limit_check(?, ?, ?)",
+                    [s["name"], s.get("key", ""), s.get("cost", 1)],
+                )
+            )
+            return {
+                "allowed": d["allowed"],
+                "remaining": d["remaining"],
+                "retry_after_ms": d["retry_after"],
+            }
+        return UNSUPPORTED
+
     def step_in_tx(self, s: dict):
         op = s["op"]
         if op == "exec":
@@ -224,6 +264,8 @@ class Driver:
             return self.events(op, s)
         if op.startswith("group_"):
             return self.group(op, s)
+        if op.startswith(("lock_", "rate_limit_")):
+            return self.locks(op, s)
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")

@@ -23,6 +23,7 @@ from .errors import HonkerError
 if TYPE_CHECKING:
     from . import _native
     from .database import Database, Transaction
+    from .lock import RateLimit
 
 
 T = TypeVar("T")
@@ -764,6 +765,27 @@ class Queue:
 
     def stats(self) -> QueueStats:
         return QueueStats._from(self._native.stats())
+
+    def set_rate_limit(
+        self, *, limit: int | None, per: Seconds | None = None, burst: int = 1
+    ) -> None:
+        """Limits how many of this queue's jobs start, for every worker of
+        every process together ("at most 10 emails a second":
+        ``limit=10, per=1``), enforced inside each claim's transaction: a
+        claim takes what the limit allows, the rest keep waiting with their
+        attempts untouched, and waiting workers sleep until the next may
+        start. ``limit=None`` lifts it."""
+        _args.optional_integer("limit", limit, _args.I64)
+        _args.integer("burst", burst, _args.I64)
+        p = seconds("per", per)
+        self._db._write(None, lambda: self._native.set_rate_limit(limit, p, burst))
+
+    def rate_limit(self) -> RateLimit | None:
+        """The queue's rate limit, if it has one (set by any process)."""
+        from .lock import RateLimit
+
+        r = self._native.rate_limit()
+        return None if r is None else RateLimit(r[0], r[1] / 1000, r[2])
 
     def dead_letters(self, after_id: int = 0, limit: int = 100) -> list[JobInfo]:
         """Dead letters with ids above ``after_id``, oldest first (paged)."""

@@ -585,6 +585,27 @@ public final class Queue: @unchecked Sendable {
         return try await soon(inline) { try native.stats() }
     }
 
+    /// Limits how many of this queue's jobs start, for every worker of every
+    /// process together (`limit` per `per` seconds, `burst` at once),
+    /// enforced inside each claim's transaction: a claim takes what the
+    /// limit allows, the rest keep waiting with their attempts untouched.
+    /// `nil` lifts it.
+    public func setRateLimit(_ limit: RateLimit?) async throws {
+        let native = self.native
+        let record = try limit.map {
+            RateLimitRecord(limit: $0.limit, perMs: try millis("per", $0.per), burst: $0.burst)
+        }
+        try await offThread { try native.setRateLimit(limit: record) }
+    }
+
+    /// The queue's rate limit, if it has one (set by any process).
+    public func rateLimit() async throws -> RateLimit? {
+        let native = self.native
+        return try await offThread { try native.rateLimit() }.map {
+            RateLimit(limit: $0.limit, per: TimeInterval($0.perMs) / 1000, burst: $0.burst)
+        }
+    }
+
     /// Dead letters with ids above `afterId`, oldest first (paged).
     public func deadLetters(afterId: Int64 = 0, limit: UInt32 = 100) async throws -> [JobRecord] {
         let native = self.native

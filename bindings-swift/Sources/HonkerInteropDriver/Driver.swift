@@ -130,6 +130,40 @@ final class Driver {
         }
     }
 
+    /// Locks and rate limits through the idiomatic layer.
+    func locks(_ op: String, _ s: [String: Any]) async throws -> Any {
+        let name = s["name"] as! String
+        let token = (s["token"] as? NSNumber)?.int64Value ?? 0
+        switch op {
+        case "lock_acquire":
+            let lock = try db!.lock(name)
+            let ttl = ((s["ttl_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000
+            let wait = ((s["wait_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000
+            let owner = s["owner"] as! String
+            let g = wait > 0 ? try await lock.acquire(owner: owner, ttl: ttl, wait: wait)
+                : try await lock.tryAcquire(owner: owner, ttl: ttl)
+            return g.map { ["token": $0.token] as Any } ?? NSNull()
+        case "lock_release":
+            return try await db!.lock(name).release(token: token)
+        case "lock_fence":
+            guard let tx else { throw HonkerError.InvalidArgument(message: "lock_fence needs begin") }
+            try db!.lock(name).fence(tx, token: token)
+            return NSNull()
+        case "lock_info":
+            let i = try await db!.lock(name).info()
+            return i.map { ["owner": $0.owner, "token": $0.token] as Any } ?? NSNull()
+        case "rate_limit_set":
+            _ = try await db!.rateLimiter(name, limit: (s["limit"] as! NSNumber).int64Value,
+                                          per: (s["per_ms"] as! NSNumber).doubleValue / 1000,
+                                          burst: (s["burst"] as? NSNumber)?.int64Value ?? 1, update: true)
+            return NSNull()
+        default:  // rate_limit_try
+            let rl = try await db!.rateLimiter(name)
+            let d = try await rl.tryAcquire(key: s["key"] as? String ?? "", cost: (s["cost"] as? NSNumber)?.int64Value ?? 1)
+            return ["allowed": d.allowed, "remaining": d.remaining, "retry_after_ms": Int64((d.retryAfter * 1000).rounded())]
+        }
+    }
+
     func run(_ s: [String: Any]) async throws -> Any {
         let op = s["op"] as! String
         switch op {
@@ -168,6 +202,8 @@ final class Driver {
             return try await events(op, s)
         case "group_create", "group_claim", "group_ack", "group_retry", "group_info":
             return try await group(op, s)
+        case "lock_acquire", "lock_release", "lock_fence", "lock_info", "rate_limit_set", "rate_limit_try":
+            return try await locks(op, s)
         default:
             break
         }

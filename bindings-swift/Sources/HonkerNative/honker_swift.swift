@@ -2977,6 +2977,8 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     func purgeDead(olderThanMs: UInt64?) throws  -> UInt64
     
+    func rateLimit() throws  -> RateLimitRecord?
+    
     func release(id: Int64, token: String, tx: Transaction?) throws 
     
     func requeueAllDead() throws  -> UInt64
@@ -2987,6 +2989,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * The new state: "ready", "scheduled" or "dead".
      */
     func retry(id: Int64, token: String, delayMs: UInt64?, error: String?, tx: Transaction?) throws  -> String
+    
+    /**
+     * Sets (`None`: lifts) the queue's rate limit, for every process.
+     */
+    func setRateLimit(limit: RateLimitRecord?) throws 
     
     func snooze(id: Int64, token: String, delayMs: UInt64, tx: Transaction?) throws  -> String
     
@@ -3295,6 +3302,15 @@ open func purgeDead(olderThanMs: UInt64?)throws  -> UInt64  {
 })
 }
     
+open func rateLimit()throws  -> RateLimitRecord?  {
+    return try  FfiConverterOptionTypeRateLimitRecord.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_rate_limit(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
 open func release(id: Int64, token: String, tx: Transaction?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_release(
@@ -3340,6 +3356,18 @@ open func retry(id: Int64, token: String, delayMs: UInt64?, error: String?, tx: 
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Sets (`None`: lifts) the queue's rate limit, for every process.
+     */
+open func setRateLimit(limit: RateLimitRecord?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_set_rate_limit(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionTypeRateLimitRecord.lower(limit),uniffiCallStatus
+    )
+}
 }
     
 open func snooze(id: Int64, token: String, delayMs: UInt64, tx: Transaction?)throws  -> String  {
@@ -8148,6 +8176,30 @@ fileprivate struct FfiConverterOptionTypeNotification: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeRateLimitRecord: FfiConverterRustBuffer {
+    typealias SwiftType = RateLimitRecord?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRateLimitRecord.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRateLimitRecord.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeStreamEvent: FfiConverterRustBuffer {
     typealias SwiftType = StreamEvent?
 
@@ -8962,6 +9014,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_purge_dead() != 33181) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_queue_rate_limit() != 11357) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_queue_release() != 4738) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8972,6 +9027,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_retry() != 4358) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_set_rate_limit() != 44586) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_snooze() != 46017) {

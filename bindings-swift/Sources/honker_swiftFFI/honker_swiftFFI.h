@@ -833,6 +833,11 @@ RustBuffer uniffi_honker_swift_fn_method_queue_name(uint64_t ptr, RustCallStatus
 uint64_t uniffi_honker_swift_fn_method_queue_purge_dead(uint64_t ptr, RustBuffer older_than_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RATE_LIMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RATE_LIMIT
+RustBuffer uniffi_honker_swift_fn_method_queue_rate_limit(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RELEASE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RELEASE
 void uniffi_honker_swift_fn_method_queue_release(uint64_t ptr, int64_t id, RustBuffer token, RustBuffer tx, RustCallStatus *_Nonnull out_status
@@ -851,6 +856,11 @@ int8_t uniffi_honker_swift_fn_method_queue_requeue_dead(uint64_t ptr, int64_t id
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RETRY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RETRY
 RustBuffer uniffi_honker_swift_fn_method_queue_retry(uint64_t ptr, int64_t id, RustBuffer token, RustBuffer delay_ms, RustBuffer error, RustBuffer tx, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
+void uniffi_honker_swift_fn_method_queue_set_rate_limit(uint64_t ptr, RustBuffer limit, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SNOOZE
@@ -1967,6 +1977,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_purge_dead(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RATE_LIMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RATE_LIMIT
+uint16_t uniffi_honker_swift_checksum_method_queue_rate_limit(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RELEASE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RELEASE
 uint16_t uniffi_honker_swift_checksum_method_queue_release(void
@@ -1988,6 +2004,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_requeue_dead(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RETRY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RETRY
 uint16_t uniffi_honker_swift_checksum_method_queue_retry(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_RATE_LIMIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_RATE_LIMIT
+uint16_t uniffi_honker_swift_checksum_method_queue_set_rate_limit(void
     
 );
 #endif

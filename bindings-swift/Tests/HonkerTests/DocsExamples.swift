@@ -147,6 +147,23 @@ enum DocsExamples {
     }
 
     // docs/swift.md, example 6
+    @MainActor
+    static func example6() async throws {
+        let db = try Database(path: try appDatabasePath())
+        let sync = try db.lock("sync")
+        try await sync.withLock(owner: "app", ttl: 30, wait: 5) { held in
+            try await db.transaction { tx in
+                try held.fence(tx)                              // .LeaseLost once another process took it
+                try tx.execute("UPDATE notes SET synced = 1", [])
+            }
+        }
+        let api = try await db.rateLimiter("api", limit: 10, per: 1, burst: 5)
+        let decision = try await api.tryAcquire(key: "user-42")
+        if !decision.allowed { print("retry in \(decision.retryAfter) s") }
+        try await db.queue("uploads").setRateLimit(RateLimit(limit: 2, per: 1))   // every worker, every process
+    }
+
+    // docs/swift.md, example 7
     static func placeOrder(dbPool: DatabasePool, honker: Database, emails: Queue) throws {
         try dbPool.write { db in                      // GRDB's transaction
             try db.execute(sql: "INSERT INTO orders (user_id, status) VALUES (?, ?)", arguments: [42, "paid"])
@@ -161,14 +178,14 @@ enum DocsExamples {
         config.prepareDatabase { db in try honker.registerFunctions(on: db.sqliteConnection!) }
     }
 
-    // docs/swift.md, example 7
+    // docs/swift.md, example 8
     static func appDatabasePath() throws -> String {
         let dir = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
         return dir.appendingPathComponent("app.db").path
     }
 
-    // docs/swift.md, example 8
+    // docs/swift.md, example 9
     static func protectForBackgroundWork(path: String) throws {
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes(
@@ -176,14 +193,14 @@ enum DocsExamples {
         }
     }
 
-    // docs/swift.md, example 9
+    // docs/swift.md, example 10
     static func handleRefresh(outbox: Outbox) async {
         let sending = Task { await outbox.send() }
         try? await Task.sleep(nanoseconds: 25_000_000_000)   // BGAppRefreshTask: about 30 s
         sending.cancel()                                      // releases what it had not sent
     }
 
-    // docs/swift.md, example 10
+    // docs/swift.md, example 11
     static func startUpload(_ job: Job, session: URLSession, request: URLRequest, file: URL) async throws {
         try await job.heartbeat(extend: 3600)                // a background upload may take long
         let task = session.uploadTask(with: request, fromFile: file)

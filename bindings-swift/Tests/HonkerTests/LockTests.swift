@@ -219,3 +219,27 @@ final class LockTests: XCTestCase {
         XCTAssertFalse(refused.allowed)
     }
 }
+
+final class QueueRateLimitTests: XCTestCase {
+    func testARateLimitedQueueStartsWhatItsLimitAllows() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("mail")
+        for i in 0..<20 { try await q.enqueue(i) }
+        try await q.setRateLimit(RateLimit(limit: 10, per: 1, burst: 3))
+        let stored = try await t.db.queue("mail").rateLimit()
+        XCTAssertEqual(stored, RateLimit(limit: 10, per: 1, burst: 3))
+        let first = try await q.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(first.count, 3)
+        let none = try await q.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(none.count, 0)
+        try t.clock.advance(ms: 100)
+        let one = try await q.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(one.count, 1)
+        XCTAssertEqual(try t.db.query("SELECT count(*) FROM _honker_jobs WHERE attempts = 0")[0][0], .integer(value: 16))
+        try await q.setRateLimit(nil)
+        let lifted = try await q.rateLimit()
+        XCTAssertNil(lifted)
+        let rest = try await q.claimBatch(workerId: "w", n: 100)
+        XCTAssertEqual(rest.count, 16)
+    }
+}

@@ -267,11 +267,64 @@ impl Driver {
         }
     }
 
+    fn locks(&mut self, step: &Json) -> Out {
+        let db = self.db()?.clone();
+        match s(step, "op") {
+            "lock_acquire" => {
+                let lock = db.lock(s(step, "name"))?;
+                let ttl = ms(step, "ttl_ms")?.unwrap_or_default();
+                let wait = ms(step, "wait_ms")?.unwrap_or_default();
+                let g = lock.acquire(s(step, "owner"), ttl, wait)?;
+                Ok(g.map_or(Json::Null, |g| json!({"token": g.token})))
+            }
+            "lock_release" => {
+                let lock = db.lock(s(step, "name"))?;
+                Ok(json!(lock.release(step["token"].as_i64().unwrap_or(0))?))
+            }
+            "lock_fence" => {
+                let lock = db.lock(s(step, "name"))?;
+                let tx = self.tx.as_ref().ok_or_else(|| {
+                    honker::Error::new(ErrorKind::InvalidArgument, "lock_fence needs begin")
+                })?;
+                lock.fence(tx, step["token"].as_i64().unwrap_or(0))?;
+                Ok(Json::Null)
+            }
+            "lock_info" => {
+                let i = db.lock(s(step, "name"))?.info()?;
+                Ok(i.map_or(Json::Null, |i| json!({"owner": i.owner, "token": i.token})))
+            }
+            "rate_limit_set" => {
+                let rl = honker::rate::RateLimit {
+                    limit: step["limit"].as_i64().unwrap_or(0),
+                    per: ms(step, "per_ms")?.unwrap_or_default(),
+                    burst: step["burst"].as_i64().unwrap_or(1),
+                };
+                db.rate_limiter_update(s(step, "name"), rl)?;
+                Ok(Json::Null)
+            }
+            "rate_limit_try" => {
+                let rl = db.rate_limiter_stored(s(step, "name"))?;
+                let d = rl.try_acquire(s(step, "key"), step["cost"].as_i64().unwrap_or(1))?;
+                Ok(json!({
+                    "allowed": d.allowed,
+                    "remaining": d.remaining,
+                    "retry_after_ms": d.retry_after.as_micros().div_ceil(1000) as u64,
+                }))
+            }
+            op => Err(honker::Error::new(
+                ErrorKind::InvalidArgument,
+                format!("not a lock or rate limit op: {op}"),
+            )),
+        }
+    }
+
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
             "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_info" => {
                 self.group(step)
             }
+            "lock_acquire" | "lock_release" | "lock_fence" | "lock_info" | "rate_limit_set"
+            | "rate_limit_try" => self.locks(step),
             "open" => {
                 self.tx = None;
                 self.db = Some(Database::open(s(step, "path"))?);
