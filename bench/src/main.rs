@@ -18,7 +18,9 @@
 //! the inotify path and the timed one (`HONKER_WATCHER=portable`) · W9 a
 //! consumer group's claim 1 + ack 1 and claim 32 + ack 32 next to the
 //! queue's (W3, W4) in the same run, and its claim+ack with 100,000 events
-//! of one key waiting behind an in-flight one next to the same without.
+//! of one key waiting behind an in-flight one next to the same without ·
+//! W10 W3 and W4 on a queue with a rate limit that never binds, next to the
+//! same without one (the cost of the limit's check in every claim).
 //!
 //! Timing goals are reported here, never asserted in tests.
 
@@ -128,6 +130,9 @@ fn main() {
     }
     if run("W9") {
         w9(dir.path(), scale.w9);
+    }
+    if run("W10") {
+        w10(dir.path(), scale.w3, scale.w4_batches);
     }
 }
 
@@ -461,6 +466,44 @@ fn report_against(
         "{name:<44} {h:>12.0}/s {b:>12.0}/s {ratio:>6.2}x  ({base_name}; target >= {target}x{})",
         if ratio >= target { "" } else { ", MISSED" }
     );
+}
+
+/// W3 and W4 with a queue rate limit that never binds (10⁹ a second, a
+/// burst of 10⁶) next to the same without a limit, alternating four times
+/// so that neither side always runs on a colder machine.
+fn w10(dir: &Path, n: usize, batches: usize) {
+    let limit =
+        honker::rate::RateLimit::new(1_000_000_000, Duration::from_secs(1)).burst(1_000_000);
+    let run = |name: &str, batch: usize, rounds: usize, limited: bool| {
+        let (db, _) = fresh(dir, name, Durability::Normal);
+        prefill(&db, batch * rounds);
+        if limited {
+            db.queue("emails")
+                .unwrap()
+                .set_rate_limit(Some(limit))
+                .unwrap();
+        }
+        claim_ack_honker(&db, batch, rounds)
+    };
+    for (label, batch, rounds) in [
+        ("W10 W3 with a queue limit", 1, n),
+        ("W10 W4 with a queue limit", 32, batches),
+    ] {
+        let mut with = Duration::ZERO;
+        let mut without = Duration::ZERO;
+        for i in 0..4 {
+            without += run(&format!("w10-{batch}-plain-{i}"), batch, rounds, false);
+            with += run(&format!("w10-{batch}-limited-{i}"), batch, rounds, true);
+        }
+        report_against(
+            &format!("{label} (jobs/s)"),
+            4 * batch * rounds,
+            with,
+            without,
+            "vs no limit; target: cost <= 5%",
+            0.95,
+        );
+    }
 }
 
 fn w9(dir: &Path, n: usize) {

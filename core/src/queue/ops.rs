@@ -112,10 +112,10 @@ pub(crate) fn claim(
     // A rate-limited queue starts what its limit allows now, for every
     // worker of every process together (ADR 23); the rest keep waiting,
     // their attempts untouched.
-    let limit = crate::rate::ops::queue_limit(conn, queue)?;
-    let n = match &limit {
-        Some(l) => {
-            let (allowed, _) = crate::rate::ops::queue_allowance(conn, queue, l, n as i64, now)?;
+    let limited = crate::rate::ops::queue_state(conn, queue)?;
+    let n = match &limited {
+        Some((l, tat)) => {
+            let (allowed, _) = crate::rate::ops::queue_allowance(l, *tat, n as i64, now);
             if allowed == 0 {
                 return Ok(Vec::new());
             }
@@ -124,8 +124,8 @@ pub(crate) fn claim(
         None => n,
     };
     let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now)?;
-    if let (Some(l), false) = (&limit, jobs.is_empty()) {
-        crate::rate::ops::queue_take(conn, queue, l, jobs.len() as i64, now)?;
+    if let (Some((l, tat)), false) = (&limited, jobs.is_empty()) {
+        crate::rate::ops::queue_take(conn, queue, l, *tat, jobs.len() as i64, now)?;
     }
     Ok(jobs)
 }
@@ -676,8 +676,8 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         // until the limit lets one start, plus a jitter up to a quarter of
         // the interval (at most 25 ms), so that the workers waiting on one
         // queue do not all wake at that instant and race for one start.
-        if let Some(l) = crate::rate::ops::queue_limit(conn, queue)? {
-            let (allowed, next_ms) = crate::rate::ops::queue_allowance(conn, queue, &l, 1, now)?;
+        if let Some((l, tat)) = crate::rate::ops::queue_state(conn, queue)? {
+            let (allowed, next_ms) = crate::rate::ops::queue_allowance(&l, tat, 1, now);
             if allowed == 0 {
                 let spread = (l.interval_us() / 4000).clamp(0, 25);
                 let jitter = if spread > 0 {

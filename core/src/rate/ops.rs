@@ -17,8 +17,8 @@ use crate::raw::{params, Conn};
 use crate::settings;
 
 const SCOPE: &str = "rate_limit";
-/// The settings scope of queues' rate limits (`name` = the queue). Their
-/// keys are rows `('', queue)` of the keys table: no limiter is named ''.
+/// The settings scope of queues' rate limits (`name` = the queue); a
+/// queue's state is its row `tat_us` there.
 pub(crate) const QUEUE_SCOPE: &str = "queue_rate_limit";
 
 /// The limiter's stored parameters, if any.
@@ -30,7 +30,13 @@ fn scoped_params(conn: Conn<'_>, scope: &str, name: &str) -> Result<Option<RateL
     let rows: Vec<(String, Option<i64>)> = conn
         .prepare_cached(st::PARAMS)?
         .query_map(params![scope, name], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    if rows.is_empty() {
+    parse(name, &rows)
+}
+
+/// Parameters from their settings rows (other rows, a queue's `tat_us`,
+/// are left alone).
+fn parse(name: &str, rows: &[(String, Option<i64>)]) -> Result<Option<RateLimit>> {
+    if rows.iter().all(|(k, _)| k == "tat_us") {
         return Ok(None);
     }
     let get = |k: &str| {
@@ -70,11 +76,26 @@ fn set_scoped(conn: Conn<'_>, scope: &str, name: &str, limit: &RateLimit, now: i
 
 /// A queue's rate limit, if it has one.
 pub(crate) fn queue_limit(conn: Conn<'_>, queue: &str) -> Result<Option<RateLimit>> {
-    scoped_params(conn, QUEUE_SCOPE, queue)
+    Ok(queue_state(conn, queue)?.map(|(l, _)| l))
+}
+
+/// A queue's rate limit and its theoretical arrival time (µs), read in one
+/// statement: the queue's state is a settings row beside its parameters
+/// (`tat_us`), so the check in every claim reads and writes one page that
+/// the parameters' read already brought in, and adds no index to update.
+pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<(RateLimit, Option<i64>)>> {
+    let rows: Vec<(String, Option<i64>)> = conn
+        .prepare_cached(st::PARAMS)?
+        .query_map(params![QUEUE_SCOPE, queue], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let tat = rows
+        .iter()
+        .find(|(k, _)| k == "tat_us")
+        .and_then(|(_, v)| *v);
+    Ok(parse(queue, &rows)?.map(|l| (l, tat)))
 }
 
 /// Sets (or, with `None`, lifts) a queue's rate limit for every process.
-/// Lifting it forgets the queue's key too.
+/// Lifting it forgets the queue's state too.
 pub(crate) fn set_queue_limit(
     conn: Conn<'_>,
     queue: &str,
@@ -86,47 +107,43 @@ pub(crate) fn set_queue_limit(
         None => {
             conn.prepare_cached(st::CLEAR_PARAMS)?
                 .execute(params![QUEUE_SCOPE, queue])?;
-            conn.prepare_cached(st::FORGET)?
-                .execute(params!["", queue])?;
             Ok(())
         }
     }
 }
 
-/// How many jobs `queue`'s limit lets start at `now_ms` (up to `want`), and
-/// when the next one may if that is none (ms, rounded up).
+/// How many jobs a queue's limit lets start at `now_ms` (up to `want`),
+/// and when the next one may if that is none (ms, rounded up).
 pub(crate) fn queue_allowance(
-    conn: Conn<'_>,
-    queue: &str,
     limit: &RateLimit,
+    tat: Option<i64>,
     want: i64,
     now_ms: i64,
-) -> Result<(i64, i64)> {
+) -> (i64, i64) {
     let now = now_ms.saturating_mul(1000);
     let (t, tau) = (limit.interval_us(), limit.tolerance_us());
-    let tat = tat(conn, "", queue)?.unwrap_or(now).max(now);
+    let tat = tat.unwrap_or(now).max(now);
     let room = now.saturating_add(tau).saturating_sub(tat);
     let n = (room / t).clamp(0, want);
     // The next start: when tat − τ + T has come (one interval freed).
     let next_us = tat.saturating_sub(tau).saturating_add(t);
     let next_ms = next_us.div_euclid(1000) + i64::from(next_us.rem_euclid(1000) != 0);
-    Ok((n, next_ms.max(now_ms)))
+    (n, next_ms.max(now_ms))
 }
 
-/// Records that `k` jobs of `queue` started at `now_ms`.
+/// Records that `k` of a queue's jobs started at `now_ms`.
 pub(crate) fn queue_take(
     conn: Conn<'_>,
     queue: &str,
     limit: &RateLimit,
+    tat: Option<i64>,
     k: i64,
     now_ms: i64,
 ) -> Result<()> {
     let now = now_ms.saturating_mul(1000);
-    let tat = tat(conn, "", queue)?.unwrap_or(now).max(now);
+    let tat = tat.unwrap_or(now).max(now);
     let new_tat = tat.saturating_add(k.saturating_mul(limit.interval_us()));
-    conn.prepare_cached(st::PUT)?
-        .execute(params!["", queue, new_tat])?;
-    Ok(())
+    settings::set_int(conn, QUEUE_SCOPE, queue, "tat_us", Some(new_tat), now_ms)
 }
 
 /// How a handle's parameters meet the stored ones.

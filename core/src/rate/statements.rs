@@ -10,10 +10,6 @@ pub const PUT: &str = "
 INSERT INTO _honker_rate_limit_keys (name, key, tat_us) VALUES (?1, ?2, ?3)
 ON CONFLICT (name, key) DO UPDATE SET tat_us = excluded.tat_us";
 
-/// ?1 name, ?2 key. Forgets a key.
-pub const FORGET: &str = "
-DELETE FROM _honker_rate_limit_keys WHERE name = ?1 AND key = ?2";
-
 /// ?1 cutoff (µs), ?2 batch. Removes up to ?2 keys refilled by the cutoff,
 /// oldest first.
 pub const SWEEP: &str = "
@@ -26,11 +22,12 @@ pub const SWEEP_ALL: &str = "
 DELETE FROM _honker_rate_limit_keys WHERE tat_us <= ?1";
 
 /// ?1 scope (`rate_limit`, or `queue_rate_limit` for a queue's), ?2 name.
-/// A limiter's stored parameters: rows `limit`, `per_ms`, `burst`.
+/// A limiter's stored parameters: rows `limit`, `per_ms`, `burst` (and a
+/// queue's state, `tat_us`).
 pub const PARAMS: &str = "
 SELECT key, value FROM _honker_settings WHERE scope = ?1 AND name = ?2";
 
-/// ?1 scope, ?2 name. Removes a limiter's parameters (a queue's limit
-/// lifted).
+/// ?1 scope, ?2 name. Removes a limiter's settings (a queue's limit lifted,
+/// with its state).
 pub const CLEAR_PARAMS: &str = "
 DELETE FROM _honker_settings WHERE scope = ?1 AND name = ?2";
