@@ -20,7 +20,9 @@ if [ ! -x "$old/bin/python" ]; then
 fi
 "$HONKER_VENV/bin/python" bench/python/run.py --honker024 "$old/bin/python" \
     --rust target/release/honker-bench "$@"
-# Streams and pub/sub against Honker 0.2.4's (--smoke passes through).
+# Streams and pub/sub, then locks and rate limits, against Honker 0.2.4's
+# (--smoke passes through).
 smoke=()
 for a in "$@"; do [ "$a" = "--smoke" ] && smoke=(--smoke); done
-exec "$HONKER_VENV/bin/python" bench/python/streams.py --honker024 "$old/bin/python" "${smoke[@]}"
+"$HONKER_VENV/bin/python" bench/python/streams.py --honker024 "$old/bin/python" "${smoke[@]}"
+exec "$HONKER_VENV/bin/python" bench/python/locks.py --honker024 "$old/bin/python" "${smoke[@]}"

@@ -91,6 +91,10 @@ pub(crate) struct Inner {
     tx_owner: AtomicU64,
     last_maintain: AtomicI64,
     write_transactions: AtomicU64,
+    /// Where maintenance's walks over the lock holders and the rate-limit
+    /// keys go on from.
+    pub(crate) lock_sweep_after: Mutex<String>,
+    pub(crate) rate_sweep_after: Mutex<(String, String)>,
 }
 
 impl Drop for Inner {
@@ -251,6 +255,8 @@ impl Database {
                 tx_owner: AtomicU64::new(0),
                 last_maintain: AtomicI64::new(now),
                 write_transactions: AtomicU64::new(0),
+                lock_sweep_after: Mutex::new(String::new()),
+                rate_sweep_after: Mutex::new(Default::default()),
                 options,
             }),
         })

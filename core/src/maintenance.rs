@@ -87,11 +87,11 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     report.group_members = batches(db, max_batches, |conn, now| {
         crate::stream::group::ops::sweep_members(conn, now, BATCH)
     })?;
-    report.locks = batches(db, max_batches, |conn, now| {
-        crate::lock::ops::sweep(conn, now, BATCH)
+    report.locks = walk(db, &db.lock_sweep_after, max_batches, |conn, after, now| {
+        crate::lock::ops::sweep(conn, after, now, BATCH)
     })?;
-    report.rate_limit_keys = batches(db, max_batches, |conn, now| {
-        crate::rate::ops::sweep(conn, now, BATCH)
+    report.rate_limit_keys = walk(db, &db.rate_sweep_after, max_batches, |conn, after, now| {
+        crate::rate::ops::sweep(conn, after, now, BATCH)
     })?;
     let channels = {
         let reader = db.reader()?;
@@ -104,6 +104,39 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
         })?;
     }
     Ok(report)
+}
+
+/// Walks a table in key order, `BATCH` rows a transaction, removing what
+/// is past its time (lock holders, rate-limit keys: tables whose time
+/// column every write changes, so they have no index on it). A full pass
+/// (`maintain`) walks from the first key; a slice after a commit goes on
+/// from where the last one stopped (`cursor`), so every row is reached in
+/// turn. `step` returns (removed, the last key seen or `None` at the end).
+fn walk<C: Clone + Default>(
+    db: &Inner,
+    cursor: &parking_lot::Mutex<C>,
+    max_batches: usize,
+    step: impl Fn(Conn<'_>, &C, i64) -> Result<(usize, Option<C>)>,
+) -> Result<usize> {
+    let mut after = if max_batches == usize::MAX {
+        C::default()
+    } else {
+        cursor.lock().clone()
+    };
+    let mut total = 0;
+    for _ in 0..max_batches {
+        let (n, last) = db.write(None, |w, now| step(w.raw(), &after, now))?;
+        total += n;
+        match last {
+            Some(l) => after = l,
+            None => {
+                after = C::default();
+                break;
+            }
+        }
+    }
+    *cursor.lock() = after;
+    Ok(total)
 }
 
 fn batches(

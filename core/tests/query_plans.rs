@@ -468,12 +468,8 @@ fn lock_statements_seek_their_keys() {
             st::NEXT_TOKEN,
             &["INTEGER PRIMARY KEY (rowid=?)"],
         );
-        assert_plan(
-            conn,
-            "SWEEP",
-            st::SWEEP,
-            &["_honker_lock_holders_expiry (expires_at<?)"],
-        );
+        assert_plan(conn, "WALK", st::WALK, &["PRIMARY KEY (name>?)"]);
+        assert_plan(conn, "SWEEP_ONE", st::SWEEP_ONE, &[key]);
     };
     check(conn);
     conn.execute_batch("ANALYZE").unwrap();
@@ -500,17 +496,14 @@ fn rate_limit_statements_seek_their_keys() {
             st::PARAMS,
             &["PRIMARY KEY (scope=? AND name=?)"],
         );
+        // Maintenance walks the keys in key order, a batch at a time, and
+        // deletes each refilled one by its key (there is no index on tat).
+        assert_plan(conn, "WALK", st::WALK, &["PRIMARY KEY ((name,key)>(?,?))"]);
         assert_plan(
             conn,
-            "SWEEP",
-            st::SWEEP,
-            &["_honker_rate_limit_keys_tat (tat_us<?)"],
-        );
-        assert_plan(
-            conn,
-            "SWEEP_ALL",
-            st::SWEEP_ALL,
-            &["_honker_rate_limit_keys_tat (tat_us<?)"],
+            "SWEEP_ONE",
+            st::SWEEP_ONE,
+            &["PRIMARY KEY (name=? AND key=?)"],
         );
     };
     check(conn);

@@ -404,8 +404,12 @@ fn maintenance_removes_a_million_idle_keys_in_bounded_batches() {
     // A key used now, then the rest refilled.
     t.clock.advance(Duration::from_secs(1));
     assert!(rl.try_acquire("busy", 1).unwrap().allowed);
+    let before = t.db.write_transaction_count();
     let report = t.db.maintain().unwrap();
     assert_eq!(report.rate_limit_keys, 1_000_000);
+    // In bounded batches: a thousand keys a transaction at most.
+    let writes = t.db.write_transaction_count() - before;
+    assert!(writes >= 1000, "{writes} write transactions");
     assert_eq!(keys(&t.db), 1);
     assert!(
         !rl.try_acquire("busy", 1).unwrap().allowed,

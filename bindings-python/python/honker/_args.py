@@ -58,10 +58,9 @@ def text(name: str, value: Any) -> str:
 
 def transaction(tx: Any) -> Any:
     """The native transaction of ``tx=`` (None for none)."""
-    from .database import Transaction
-
     if tx is None:
         return None
+    from .database import Transaction
     if not isinstance(tx, Transaction):
         raise _bad(
             "tx must be the Transaction of db.transaction() or db.transaction_async(), "

@@ -133,8 +133,28 @@ pub(crate) fn release_by_owner(conn: Conn<'_>, name: &str, owner: &str) -> Resul
         .execute(params![name, owner])
 }
 
-/// Removes up to `batch` lapsed holders; how many.
-pub(crate) fn sweep(conn: Conn<'_>, now: i64, batch: usize) -> Result<usize> {
-    conn.prepare_cached(st::SWEEP)?
-        .execute(params![now, batch as i64])
+/// Walks up to `batch` holders after the name `after`, removing those whose
+/// TTL lapsed: (removed, the last name seen, or `None` at the end).
+pub(crate) fn sweep(
+    conn: Conn<'_>,
+    after: &String,
+    now: i64,
+    batch: usize,
+) -> Result<(usize, Option<String>)> {
+    let holders: Vec<(String, i64)> = conn
+        .prepare_cached(st::WALK)?
+        .query_map(params![after, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut removed = 0;
+    let mut delete = conn.prepare_cached(st::SWEEP_ONE)?;
+    for (name, expires_at) in &holders {
+        if *expires_at <= now {
+            removed += delete.execute(params![name, now])?;
+        }
+    }
+    let last = if holders.len() < batch {
+        None
+    } else {
+        holders.last().map(|(n, _)| n.clone())
+    };
+    Ok((removed, last))
 }

@@ -33,9 +33,13 @@ DELETE FROM _honker_lock_holders WHERE name = ?1 AND token = ?2";
 pub const RELEASE_BY_OWNER: &str = "
 DELETE FROM _honker_lock_holders WHERE name = ?1 AND owner = ?2";
 
-/// ?1 now, ?2 batch. Removes up to ?2 holders whose TTL lapsed, oldest
-/// first (their tokens are never handed out again: the counter only grows).
-pub const SWEEP: &str = "
-DELETE FROM _honker_lock_holders WHERE name IN (
-    SELECT name FROM _honker_lock_holders INDEXED BY _honker_lock_holders_expiry
-    WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)";
+/// ?1 name (the last seen), ?2 batch. The next holders by name, for
+/// maintenance's walk.
+pub const WALK: &str = "
+SELECT name, expires_at FROM _honker_lock_holders WHERE name > ?1 ORDER BY name LIMIT ?2";
+
+/// ?1 name, ?2 now. Removes the holder if its TTL lapsed (a renewal may
+/// have come since the walk read it; its token is never handed out again:
+/// the counter only grows).
+pub const SWEEP_ONE: &str = "
+DELETE FROM _honker_lock_holders WHERE name = ?1 AND expires_at <= ?2";

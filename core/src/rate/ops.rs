@@ -176,7 +176,8 @@ fn tat(conn: Conn<'_>, name: &str, key: &str) -> Result<Option<i64>> {
         .query_row(params![name, key], |r| r.get(0))
 }
 
-/// Checks (and, when allowed with a cost, takes) `cost` calls of `key`.
+/// Checks (and, when allowed with a cost, takes) `cost` calls of `key`:
+/// one statement when allowed; a refusal reads the key for its answer.
 pub(crate) fn check(
     conn: Conn<'_>,
     name: &str,
@@ -186,53 +187,88 @@ pub(crate) fn check(
     now_ms: i64,
 ) -> Result<RateDecision> {
     let now = now_ms.saturating_mul(1000);
-    let stored = tat(conn, name, key)?;
-    let decision = decide(stored, limit, cost, now);
-    if decision.0.allowed && cost > 0 {
-        conn.prepare_cached(st::PUT)?
-            .execute(params![name, key, decision.1])?;
+    if cost > 0 {
+        let step = cost.saturating_mul(limit.interval_us());
+        let taken: Option<i64> = conn
+            .prepare_cached(st::TAKE)?
+            .query_row(params![name, key, now, step, limit.tolerance_us()], |r| {
+                r.get(0)
+            })?;
+        if let Some(new_tat) = taken {
+            return Ok(granted(limit, new_tat, now));
+        }
     }
-    Ok(decision.0)
+    Ok(decide(tat(conn, name, key)?, limit, cost, now))
 }
 
-/// The GCRA step: the answer and the new tat (µs).
-pub(crate) fn decide(
-    stored: Option<i64>,
-    limit: &RateLimit,
-    cost: i64,
-    now: i64,
-) -> (RateDecision, i64) {
+/// The answer to an allowed call whose key's tat is now `new_tat`.
+fn granted(limit: &RateLimit, new_tat: i64, now: i64) -> RateDecision {
+    let allow_until = now.saturating_add(limit.tolerance_us());
+    RateDecision {
+        allowed: true,
+        limit: limit.limit,
+        remaining: (allow_until - new_tat).max(0) / limit.interval_us(),
+        retry_after: Duration::ZERO,
+        reset_after: Duration::from_micros(u64::try_from(new_tat - now).unwrap_or(0)),
+    }
+}
+
+/// The GCRA step without taking anything: the answer for `cost` calls
+/// against a key whose stored tat is `stored` (a peek, or a refusal).
+pub(crate) fn decide(stored: Option<i64>, limit: &RateLimit, cost: i64, now: i64) -> RateDecision {
     let t = limit.interval_us();
-    let tau = limit.tolerance_us();
     let tat = stored.unwrap_or(now).max(now);
     let new_tat = tat.saturating_add(cost.saturating_mul(t));
-    let allow_until = now.saturating_add(tau);
+    let allow_until = now.saturating_add(limit.tolerance_us());
     let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
     if new_tat <= allow_until {
-        let d = RateDecision {
+        RateDecision {
             allowed: true,
             limit: limit.limit,
             remaining: (allow_until - new_tat) / t,
             retry_after: Duration::ZERO,
             reset_after: us(new_tat - now),
-        };
-        (d, new_tat)
+        }
     } else {
-        let d = RateDecision {
+        RateDecision {
             allowed: false,
             limit: limit.limit,
             remaining: (allow_until - tat).max(0) / t,
             retry_after: us(new_tat - allow_until),
             reset_after: us(tat - now),
-        };
-        (d, tat)
+        }
     }
 }
 
-/// Removes up to `batch` keys refilled by `now` (ms), oldest first.
-pub(crate) fn sweep(conn: Conn<'_>, now_ms: i64, batch: usize) -> Result<usize> {
-    conn.prepare_cached(st::SWEEP)?
-        .execute(params![now_ms.saturating_mul(1000), batch as i64])
+/// Walks up to `batch` keys after `after` (in key order), removing those
+/// refilled by `now` (ms): (removed, the last key seen, or `None` at the
+/// end of the keys).
+#[allow(clippy::type_complexity)]
+pub(crate) fn sweep(
+    conn: Conn<'_>,
+    after: &(String, String),
+    now_ms: i64,
+    batch: usize,
+) -> Result<(usize, Option<(String, String)>)> {
+    let cutoff = now_ms.saturating_mul(1000);
+    let keys: Vec<(String, String, i64)> = conn
+        .prepare_cached(st::WALK)?
+        .query_map(params![after.0, after.1, batch as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    let mut removed = 0;
+    let mut delete = conn.prepare_cached(st::SWEEP_ONE)?;
+    for (name, key, tat) in &keys {
+        if *tat <= cutoff {
+            removed += delete.execute(params![name, key, cutoff])?;
+        }
+    }
+    let last = if keys.len() < batch {
+        None
+    } else {
+        keys.last().map(|(n, k, _)| (n.clone(), k.clone()))
+    };
+    Ok((removed, last))
 }
 
 /// Honker's sweep: every key refilled at least `older_than_ms` ago.

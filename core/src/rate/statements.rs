@@ -5,19 +5,29 @@
 pub const GET: &str = "
 SELECT tat_us FROM _honker_rate_limit_keys WHERE name = ?1 AND key = ?2";
 
-/// ?1 name, ?2 key, ?3 tat (µs). Stores a granted call's new tat.
-pub const PUT: &str = "
-INSERT INTO _honker_rate_limit_keys (name, key, tat_us) VALUES (?1, ?2, ?3)
-ON CONFLICT (name, key) DO UPDATE SET tat_us = excluded.tat_us";
+/// ?1 name, ?2 key, ?3 now (µs), ?4 cost × interval (µs), ?5 tolerance
+/// (µs). The GCRA step in one statement: the key's new tat when the call is
+/// allowed (a new key always is: a cost is at most the burst), no row when
+/// it is not (nothing changes).
+pub const TAKE: &str = "
+INSERT INTO _honker_rate_limit_keys (name, key, tat_us) VALUES (?1, ?2, ?3 + ?4)
+ON CONFLICT (name, key) DO UPDATE SET tat_us = max(tat_us, ?3) + ?4
+    WHERE max(tat_us, ?3) + ?4 <= ?3 + ?5
+RETURNING tat_us";
 
-/// ?1 cutoff (µs), ?2 batch. Removes up to ?2 keys refilled by the cutoff,
-/// oldest first.
-pub const SWEEP: &str = "
-DELETE FROM _honker_rate_limit_keys WHERE (name, key) IN (
-    SELECT name, key FROM _honker_rate_limit_keys INDEXED BY _honker_rate_limit_keys_tat
-    WHERE tat_us <= ?1 ORDER BY tat_us LIMIT ?2)";
+/// ?1 name, ?2 key (the last seen), ?3 batch. The next keys in key order,
+/// for maintenance's walk.
+pub const WALK: &str = "
+SELECT name, key, tat_us FROM _honker_rate_limit_keys
+WHERE (name, key) > (?1, ?2) ORDER BY name, key LIMIT ?3";
 
-/// ?1 cutoff (µs). Honker's sweep: every key refilled by the cutoff.
+/// ?1 name, ?2 key, ?3 cutoff (µs). Removes the key if it is refilled by
+/// the cutoff (a check may have used it since the walk read it).
+pub const SWEEP_ONE: &str = "
+DELETE FROM _honker_rate_limit_keys WHERE name = ?1 AND key = ?2 AND tat_us <= ?3";
+
+/// ?1 cutoff (µs). Honker's sweep: every key refilled by the cutoff (one
+/// pass over the keys).
 pub const SWEEP_ALL: &str = "
 DELETE FROM _honker_rate_limit_keys WHERE tat_us <= ?1";
 
