@@ -61,6 +61,7 @@ def transaction(tx: Any) -> Any:
     if tx is None:
         return None
     from .database import Transaction
+
     if not isinstance(tx, Transaction):
         raise _bad(
             "tx must be the Transaction of db.transaction() or db.transaction_async(), "
