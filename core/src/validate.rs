@@ -33,6 +33,11 @@ pub fn key(what: &str, value: &str) -> Result<()> {
     if value.is_empty() {
         return Err(Error::invalid(format!("{what} must not be empty")));
     }
+    key_or_empty(what, value)
+}
+
+/// A rate limit's key: up to 512 bytes, empty being the limiter's own.
+pub fn key_or_empty(what: &str, value: &str) -> Result<()> {
     if value.len() > limits::MAX_KEY {
         return Err(Error::invalid(format!(
             "{what} is {} bytes, over the limit of {}",

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{json, keyed, test_db};
+use common::{code, json, keyed, test_db};
 use honker::stream::group::{GroupEvent, GroupOptions};
 use honker::stream::{PublishOptions, Start};
 use honker::ErrorKind;
@@ -548,11 +548,6 @@ fn sql(t: &common::TestDb, q: &str) -> honker::Result<honker::Value> {
     let v = tx.query(q, [])?.rows.remove(0).remove(0);
     tx.commit()?;
     Ok(v)
-}
-
-/// The code an SQL function's error carries in its message.
-fn code(e: &honker::Error) -> &str {
-    e.message().split(':').next().unwrap_or("")
 }
 
 fn sql_json(t: &common::TestDb, q: &str) -> serde_json::Value {

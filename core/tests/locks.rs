@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::child::{next_tagged, read_tagged, report, spawn_child, CHILD_ENV};
-use common::test_db;
+use common::{code, test_db};
 use honker::runtime::HeldLock;
 use honker::rusqlite::types::Value;
 use honker::{Database, ErrorKind};
@@ -20,11 +20,6 @@ fn holders(db: &Database) -> Vec<Vec<Value>> {
     db.query("SELECT * FROM _honker_lock_holders ORDER BY name", [])
         .unwrap()
         .rows
-}
-
-/// The code an SQL function's error carries in its message.
-fn code(e: &honker::Error) -> &str {
-    e.message().split(':').next().unwrap_or("")
 }
 
 fn sql(db: &Database, q: &str) -> Value {

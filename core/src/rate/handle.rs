@@ -9,7 +9,6 @@ use super::ops;
 use super::types::{self, RateDecision, RateLimit};
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::options::limits;
 use crate::transaction::Transaction;
 use crate::validate;
 
@@ -70,18 +69,6 @@ fn not_found(name: &str) -> Error {
     ))
 }
 
-/// Checks a key: up to 512 bytes (empty is the limiter's one key).
-fn key(key: &str) -> Result<()> {
-    if key.len() > limits::MAX_KEY {
-        return Err(Error::invalid(format!(
-            "a rate limit key is {} bytes, over the limit of {}",
-            key.len(),
-            limits::MAX_KEY
-        )));
-    }
-    Ok(())
-}
-
 /// A handle on one rate limiter (GCRA, ADR 23). Cheap to clone, `Send +
 /// Sync`. Keys are independent (one limit per customer, per address…);
 /// the empty key is the limiter's own. A check inside a transaction that
@@ -131,7 +118,7 @@ impl RateLimiter {
     }
 
     fn check_in(&self, tx: Option<&Transaction>, k: &str, cost: i64) -> Result<RateDecision> {
-        key(k)?;
+        validate::key_or_empty("a rate limit key", k)?;
         if cost < 0 {
             return Err(Error::invalid(format!(
                 "a call's cost must not be negative, got {cost}"

@@ -12,7 +12,6 @@ use serde_json::json;
 use super::ops;
 use super::types::{self, RateDecision, RateLimit};
 use crate::error::{Error, Result};
-use crate::options::limits;
 use crate::sql::{secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
@@ -96,13 +95,7 @@ fn check(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let n = name(a)?;
     let key = a.text(1, "key")?;
-    if key.len() > limits::MAX_KEY {
-        return Err(Error::invalid(format!(
-            "a rate limit key is {} bytes, over the limit of {}",
-            key.len(),
-            limits::MAX_KEY
-        )));
-    }
+    validate::key_or_empty("a rate limit key", key)?;
     let rl = ops::params(c.conn, n)?.ok_or_else(|| {
         Error::not_found(format!("rate limiter {n:?} has no parameters in this file"))
     })?;

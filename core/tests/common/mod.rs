@@ -165,3 +165,9 @@ pub fn keyed(k: &str) -> honker::stream::PublishOptions {
         ..honker::stream::PublishOptions::default()
     }
 }
+
+/// The code an SQL function's error carries in its message (errors through
+/// honker's own connection come back as `Sqlite`, "CODE: message").
+pub fn code(e: &honker::Error) -> &str {
+    e.message().split(':').next().unwrap_or("")
+}
