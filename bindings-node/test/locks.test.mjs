@@ -159,7 +159,8 @@ test('bad lock input is InvalidArgument and changes nothing', async () => {
   await assert.rejects(lock.hold('a', { ttl: 1000, every: 1000 }), honker.InvalidArgument);
   await assert.rejects(lock.release(0), honker.InvalidArgument);
   await assert.rejects(lock.fence(undefined, 1), honker.InvalidArgument);
-  assert.deepEqual(await db.query('SELECT * FROM _honker_lock_holders'), []);
+  // The row named '' is the token counter, not a holder.
+  assert.deepEqual(await db.query("SELECT * FROM _honker_lock_holders WHERE name != ''"), []);
   await db.close();
 });
 

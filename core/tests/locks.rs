@@ -17,9 +17,13 @@ use honker::{Database, ErrorKind};
 const TTL: Duration = Duration::from_secs(10);
 
 fn holders(db: &Database) -> Vec<Vec<Value>> {
-    db.query("SELECT * FROM _honker_lock_holders ORDER BY name", [])
-        .unwrap()
-        .rows
+    // The row named '' is the token counter, not a holder.
+    db.query(
+        "SELECT * FROM _honker_lock_holders WHERE name != '' ORDER BY name",
+        [],
+    )
+    .unwrap()
+    .rows
 }
 
 fn sql(db: &Database, q: &str) -> Value {

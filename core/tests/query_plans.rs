@@ -466,7 +466,7 @@ fn lock_statements_seek_their_keys() {
             conn,
             "NEXT_TOKEN",
             st::NEXT_TOKEN,
-            &["INTEGER PRIMARY KEY (rowid=?)"],
+            &["PRIMARY KEY (name=?)"],
         );
         assert_plan(conn, "WALK", st::WALK, &["PRIMARY KEY (name>?)"]);
         assert_plan(conn, "SWEEP_ONE", st::SWEEP_ONE, &[key]);

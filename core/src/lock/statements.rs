@@ -5,9 +5,10 @@
 pub const GET: &str = "
 SELECT owner, token, acquired_at, expires_at FROM _honker_lock_holders WHERE name = ?1";
 
-/// The next fencing token, inside the granting transaction.
+/// The next fencing token, inside the granting transaction (the counter is
+/// the holders' row named '').
 pub const NEXT_TOKEN: &str = "
-UPDATE _honker_lock_tokens SET last = last + 1 WHERE id = 1 RETURNING last";
+UPDATE _honker_lock_holders SET token = token + 1 WHERE name = '' RETURNING token";
 
 /// ?1 name, ?2 owner, ?3 token, ?4 now, ?5 expires_at. A grant: replaces a
 /// lapsed holder (the caller checked).
@@ -34,7 +35,7 @@ pub const RELEASE_BY_OWNER: &str = "
 DELETE FROM _honker_lock_holders WHERE name = ?1 AND owner = ?2";
 
 /// ?1 name (the last seen), ?2 batch. The next holders by name, for
-/// maintenance's walk.
+/// maintenance's walk (after '': the counter is never walked).
 pub const WALK: &str = "
 SELECT name, expires_at FROM _honker_lock_holders WHERE name > ?1 ORDER BY name LIMIT ?2";
 

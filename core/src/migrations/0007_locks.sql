@@ -15,14 +15,14 @@ CREATE TABLE main._honker_lock_holders (
     expires_at  INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
+-- The counter is the row named '' (no lock has that name: names are never
+-- empty): its `token` is the last token granted. It lives in the holders'
+-- table so that a grant writes the page its holder row is on (a table of
+-- its own was a second page in every grant's commit). It never lapses.
+INSERT INTO main._honker_lock_holders (name, owner, token, acquired_at, expires_at)
+VALUES ('', '', 0, 0, 9223372036854775807);
+
 -- No index on expires_at: every grant and renewal would update it (a second
 -- b-tree, a sixth of an acquire + release). Maintenance walks the holders
 -- by name in batches instead; there is one row per lock held (or lapsed and
 -- not yet taken).
-
-CREATE TABLE main._honker_lock_tokens (
-    id   INTEGER PRIMARY KEY CHECK (id = 1),
-    last INTEGER NOT NULL
-) STRICT;
-
-INSERT INTO main._honker_lock_tokens (id, last) VALUES (1, 0);
