@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::child::{next_tagged, read_tagged, report, spawn_child, CHILD_ENV};
-use common::{code, test_db};
+use common::{code, sql, test_db};
 use honker::runtime::HeldLock;
 use honker::rusqlite::types::Value;
 use honker::{Database, ErrorKind};
@@ -24,13 +24,6 @@ fn holders(db: &Database) -> Vec<Vec<Value>> {
     )
     .unwrap()
     .rows
-}
-
-fn sql(db: &Database, q: &str) -> Value {
-    let tx = db.transaction().unwrap();
-    let v = tx.query(q, []).unwrap().rows.remove(0).remove(0);
-    tx.commit().unwrap();
-    v
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::child::{read_tagged, report, spawn_child, CHILD_ENV};
-use common::{code, scalar, test_db, TestDb};
+use common::{code, scalar, sql, test_db, TestDb};
 use honker::rate::{RateDecision, RateLimit, RateLimiter};
 use honker::rusqlite::types::Value;
 use honker::{Clock, Database, ErrorKind, Options};
@@ -22,13 +22,6 @@ const MS: Duration = Duration::from_millis(1);
 fn limiter(t: &TestDb, name: &str, limit: i64, per: Duration, burst: i64) -> RateLimiter {
     t.db.rate_limiter(name, RateLimit::new(limit, per).burst(burst))
         .unwrap()
-}
-
-fn sql(db: &Database, q: &str) -> Value {
-    let tx = db.transaction().unwrap();
-    let v = tx.query(q, []).unwrap().rows.remove(0).remove(0);
-    tx.commit().unwrap();
-    v
 }
 
 fn keys(db: &Database) -> i64 {

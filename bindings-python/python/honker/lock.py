@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _args, _threads
 from ._time import Seconds, from_ms
@@ -36,6 +36,8 @@ from .errors import LeaseLost, Timeout
 if TYPE_CHECKING:
     from . import _native
     from .database import Database, Transaction
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,14 +143,13 @@ class Lock:
         cancelled, the wait ends at once and nothing stays held."""
         _args.text("owner", owner)
         s, w = _args.duration("ttl", ttl), _args.duration("wait", wait)
-        cancel = self._native.cancel_token()
-        fut = _threads.submit(self._native.acquire, owner, s, w, cancel=cancel)
-        try:
-            return _grant(await asyncio.wrap_future(fut))
-        except asyncio.CancelledError:
-            cancel.cancel()
-            fut.add_done_callback(lambda f: _release_grant(self._native, f))
-            raise
+        native = self._native
+        row = await _cancellable(
+            native,
+            lambda cancel: native.acquire(owner, s, w, cancel=cancel),
+            lambda row: native.release(row[0]),
+        )
+        return _grant(row)
 
     def renew(self, token: int, *, ttl: Seconds = 60.0) -> _dt.datetime:
         """Extends the lock held with ``token`` to ``ttl`` from now; the new
@@ -205,30 +206,32 @@ class Lock:
         return Held(self, owner, s, w, e)
 
 
-def _release_abandoned(fut: Any) -> None:
-    """A hold that completed after its awaiting task was cancelled: nobody
-    holds it, so release it (on the thread that finished it)."""
+async def _cancellable(
+    native: _native.Lock, start: Callable[[Any], T | None], give_back: Callable[[T], object]
+) -> T | None:
+    """``start(cancel)`` (a wait for the lock) on honker's threads. If the
+    awaiting task is cancelled, the wait ends at once (core gives back a
+    grant it takes as the token is set); what the wait still returns after
+    the task stopped listening is given back with ``give_back`` on the thread
+    that finished it, since nobody holds it."""
+    cancel = native.cancel_token()
+    fut = _threads.submit(start, cancel)
     try:
-        held = fut.result()
-    except BaseException:
-        return
-    if held is not None:
-        try:
-            held.release()
-        except Exception:
-            pass  # the TTL frees it
+        return await asyncio.wrap_future(fut)
+    except asyncio.CancelledError:
+        cancel.cancel()
+        fut.add_done_callback(lambda f: _give_back(f, give_back))
+        raise
 
 
-def _release_grant(native: _native.Lock, fut: Any) -> None:
-    """A grant that completed after its awaiting task was cancelled: nobody
-    holds it, so release it."""
+def _give_back(fut: Any, give_back: Callable[[Any], object]) -> None:
     try:
-        row = fut.result()
+        taken = fut.result()
     except BaseException:
         return
-    if row is not None:
+    if taken is not None:
         try:
-            native.release(row[0])
+            give_back(taken)
         except Exception:
             pass  # the TTL frees it
 
@@ -310,21 +313,14 @@ class Held:
             self._native.release()
 
     async def __aenter__(self) -> Held:
-        cancel = self._lock._native.cancel_token()
-        fut = _threads.submit(
-            self._lock._native.hold,
-            self._owner,
-            self._ttl,
-            self._wait,
-            every=self._every,
-            cancel=cancel,
+        native = self._lock._native
+        held = await _cancellable(
+            native,
+            lambda cancel: native.hold(
+                self._owner, self._ttl, self._wait, every=self._every, cancel=cancel
+            ),
+            lambda held: held.release(),
         )
-        try:
-            held = await asyncio.wrap_future(fut)
-        except asyncio.CancelledError:
-            cancel.cancel()
-            fut.add_done_callback(_release_abandoned)
-            raise
         if held is None:
             raise self._timeout()
         self._native = held

@@ -20,5 +20,5 @@ mod types;
 #[cfg(feature = "rusqlite")]
 pub use handle::Lock;
 #[cfg(feature = "rusqlite")]
-pub(crate) use types::ttl_ms as check_ttl;
+pub(crate) use types::{token as check_token, ttl_ms as check_ttl};
 pub use types::{LockGrant, LockInfo, MAX_TTL};

@@ -119,11 +119,6 @@ impl RateLimiter {
 
     fn check_in(&self, tx: Option<&Transaction>, k: &str, cost: i64) -> Result<RateDecision> {
         validate::key_or_empty("a rate limit key", k)?;
-        if cost < 0 {
-            return Err(Error::invalid(format!(
-                "a call's cost must not be negative, got {cost}"
-            )));
-        }
         let check = |conn: crate::raw::Conn<'_>, now: i64| {
             let limit = ops::params(conn, &self.name)?.ok_or_else(|| not_found(&self.name))?;
             let cost = types::cost(cost, &limit)?;

@@ -222,13 +222,7 @@ pub(crate) fn decide(stored: Option<i64>, limit: &RateLimit, cost: i64, now: i64
     let allow_until = now.saturating_add(limit.tolerance_us());
     let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
     if new_tat <= allow_until {
-        RateDecision {
-            allowed: true,
-            limit: limit.limit,
-            remaining: (allow_until - new_tat) / t,
-            retry_after: Duration::ZERO,
-            reset_after: us(new_tat - now),
-        }
+        granted(limit, new_tat, now)
     } else {
         RateDecision {
             allowed: false,

@@ -45,13 +45,9 @@ impl HeldLock {
         cancel: Option<&Cancel>,
     ) -> Result<Option<HeldLock>> {
         // Checked before taking the lock, so a bad `every` takes nothing.
-        if let Some(e) = every {
+        if every.is_some() {
             crate::lock::check_ttl(ttl)?;
-            if e.is_zero() || e >= ttl {
-                return Err(crate::Error::invalid(format!(
-                    "every must be positive and shorter than the ttl ({ttl:?}), got {e:?}"
-                )));
-            }
+            super::keepalive::every_within(ttl, every)?;
         }
         let grant = match cancel {
             Some(c) => c.acquire_lock(lock, owner, ttl, wait)?,

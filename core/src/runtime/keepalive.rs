@@ -84,11 +84,7 @@ impl KeepAlive {
         every: Option<Duration>,
     ) -> Result<KeepAlive> {
         crate::lock::check_ttl(ttl)?;
-        if token <= 0 {
-            return Err(Error::invalid(format!(
-                "a fencing token is positive, got {token}"
-            )));
-        }
+        let token = crate::lock::check_token(token)?;
         let every = every_within(ttl, every)?;
         let lock = lock.clone();
         Self::spawn(every, move || lock.renew(token, ttl))
@@ -206,7 +202,7 @@ impl Drop for KeepAlive {
 
 /// The renewal period: `every` (default: a third of `length`), positive and
 /// shorter than `length`.
-fn every_within(length: Duration, every: Option<Duration>) -> Result<Duration> {
+pub(crate) fn every_within(length: Duration, every: Option<Duration>) -> Result<Duration> {
     let every = every.unwrap_or(length / 3);
     if every.is_zero() || every >= length {
         return Err(Error::invalid(format!(

@@ -171,3 +171,12 @@ pub fn keyed(k: &str) -> honker::stream::PublishOptions {
 pub fn code(e: &honker::Error) -> &str {
     e.message().split(':').next().unwrap_or("")
 }
+
+/// The one value of `q`, run in a write transaction of honker's own
+/// connection (where the SQL functions that write are registered).
+pub fn sql(db: &Database, q: &str) -> Value {
+    let tx = db.transaction().unwrap();
+    let v = tx.query(q, []).unwrap().rows.remove(0).remove(0);
+    tx.commit().unwrap();
+    v
+}
