@@ -231,6 +231,8 @@ export interface MaintenanceReport {
   locks: number;
   /** Rate limit keys removed once fully refilled (idle). */
   rateLimitKeys: number;
+  /** Schedule fire records removed once older than their catch-up window. */
+  scheduleFires: number;
 }
 // </generated: record-MaintenanceReport>
 

@@ -418,6 +418,7 @@ function maintenanceReport(d) {
     groupMembers: d.groupMembers,
     locks: d.locks,
     rateLimitKeys: d.rateLimitKeys,
+    scheduleFires: d.scheduleFires,
   };
 }
 // </generated: record-MaintenanceReport>

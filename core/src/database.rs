@@ -95,6 +95,9 @@ pub(crate) struct Inner {
     /// keys go on from.
     pub(crate) lock_sweep_after: Mutex<String>,
     pub(crate) rate_sweep_after: Mutex<(String, String)>,
+    /// Where maintenance's walk over schedules (pruning their fire
+    /// records) goes on from.
+    pub(crate) fire_sweep_after: Mutex<String>,
 }
 
 impl Drop for Inner {
@@ -257,6 +260,7 @@ impl Database {
                 write_transactions: AtomicU64::new(0),
                 lock_sweep_after: Mutex::new(String::new()),
                 rate_sweep_after: Mutex::new(Default::default()),
+                fire_sweep_after: Mutex::new(String::new()),
                 options,
             }),
         })

@@ -81,6 +81,7 @@ mod raw;
 mod readiness;
 #[cfg(feature = "rusqlite")]
 pub mod runtime;
+pub mod schedule;
 pub mod schema;
 mod settings;
 pub mod sql;

@@ -1,8 +1,8 @@
 //! Retention: removing finished jobs and results once they are past their
 //! lifetime ([`crate::Retention`]), stream events past their stream's
 //! retention, publish keys past their window, notifications past their
-//! channel's window, lock holders past their TTL, and rate limit keys once
-//! refilled. One entry point, [`run`], used by
+//! channel's window, lock holders past their TTL, rate limit keys once
+//! refilled, and schedules' fire records past their catch-up window. One entry point, [`run`], used by
 //! `Database::maintain` (everything) and after commits (a bounded slice).
 //!
 //! Work is done in batches of [`BATCH`] rows, each in its own short write
@@ -44,6 +44,9 @@ pub struct MaintenanceReport {
     pub locks: usize,
     /// Rate limit keys removed once fully refilled (idle).
     pub rate_limit_keys: usize,
+    /// Schedule fire records removed once older than their schedule's
+    /// catch-up window.
+    pub schedule_fires: usize,
 }
 
 /// Prunes up to `max_batches` batches per kind of record.
@@ -92,6 +95,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     })?;
     report.rate_limit_keys = walk(db, &db.rate_sweep_after, max_batches, |conn, after, now| {
         crate::rate::ops::sweep(conn, after, now, BATCH)
+    })?;
+    report.schedule_fires = walk(db, &db.fire_sweep_after, max_batches, |conn, after, now| {
+        crate::schedule::ops::sweep_fires(conn, after, now, BATCH)
     })?;
     let channels = {
         let reader = db.reader()?;

@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "rate limits",
         sql: include_str!("migrations/0008_rate_limits.sql"),
     },
+    Migration {
+        version: 9,
+        name: "schedules",
+        sql: include_str!("migrations/0009_schedules.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -262,6 +262,8 @@ macro_rules! records {
                 locks: [u64] = locks,
                 #[doc = "Rate limit keys removed once fully refilled (idle)."]
                 rate_limit_keys: [u64] = rate_limit_keys,
+                #[doc = "Schedule fire records removed once older than their catch-up window."]
+                schedule_fires: [u64] = schedule_fires,
             }
         }
     };

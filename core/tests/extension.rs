@@ -663,6 +663,15 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
         ("honker_lock_renew", &[3]),
         ("honker_rate_limit_try", &[3]),
         ("honker_rate_limit_sweep", &[1]),
+        ("honker_scheduler_register", &[6, 7]),
+        ("honker_scheduler_unregister", &[1]),
+        ("honker_scheduler_tick", &[1]),
+        ("honker_scheduler_soonest", &[0]),
+        ("honker_scheduler_pause", &[1]),
+        ("honker_scheduler_resume", &[1]),
+        ("honker_scheduler_list", &[0]),
+        ("honker_scheduler_update", &[6, 8]),
+        ("honker_cron_next_after", &[2]),
     ];
     let shell = std::env::var("HONKER_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
     let out = Command::new(shell)
@@ -704,10 +713,12 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
             "honker_group_",
             "honker_lock_",
             "honker_rate_limit_",
+            "honker_schedule_",
         ]
         .iter()
         .any(|p| name.starts_with(p))
-            || name == "honker_version";
+            || name == "honker_version"
+            || name == "honker_cron_next";
         let honker = honkers.iter().any(|(n, _)| n == name);
         assert!(
             ours || honker,

@@ -510,3 +510,66 @@ fn rate_limit_statements_seek_their_keys() {
     conn.execute_batch("ANALYZE").unwrap();
     check(conn);
 }
+
+/// With 10,000 schedules (a few paused, a few buffered), what a tick and a
+/// waiting runner read is a seek on the due index: finding what is due
+/// costs the same with 10 or 10,000 schedules.
+#[test]
+fn scheduler_statements_seek_the_due_index() {
+    use honker::schedule::statements as st;
+    let t = common::test_db();
+    let tx = t.db.transaction().unwrap();
+    let conn = tx.connection().unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)
+         INSERT INTO _honker_schedules (name, queue, spec, time_zone, day_rule, payload,
+             priority, catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms,
+             anchor_ms, paused, next_fire_at, buffered_at, created_at, updated_at)
+         SELECT 's' || i, 'q', '* * * * *', 'UTC', 'or', 'null', 0, 'latest', 86400000, 100,
+             'allow', 0, 0, i % 100 = 0, 1700000000000 + i * 1000,
+             CASE WHEN i % 1000 = 0 THEN 1700000000000 END, 0, 0
+         FROM n;",
+    )
+    .unwrap();
+    let check = |conn: &Connection| {
+        assert_plan(
+            conn,
+            "DUE",
+            st::DUE,
+            &["_honker_schedules_due (next_fire_at<?)"],
+        );
+        assert_plan(
+            conn,
+            "NEXT_DUE",
+            st::NEXT_DUE,
+            &["_honker_schedules_due (next_fire_at>?)"],
+        );
+        assert_plan(
+            conn,
+            "BUFFERED_READY",
+            st::BUFFERED_READY,
+            &["_honker_schedules_buffered"],
+        );
+        assert_plan(
+            conn,
+            "GET",
+            st::GET,
+            &["sqlite_autoindex__honker_schedules_1 (name=?)"],
+        );
+        assert_plan(
+            conn,
+            "PRUNE_FIRES",
+            st::PRUNE_FIRES,
+            &["PRIMARY KEY (schedule=? AND fire_at<?)"],
+        );
+        assert_plan(
+            conn,
+            "WALK",
+            st::WALK,
+            &["sqlite_autoindex__honker_schedules_1 (name>?)"],
+        );
+    };
+    check(conn);
+    conn.execute_batch("ANALYZE").unwrap();
+    check(conn);
+}

@@ -41,7 +41,7 @@ _GroupMember = tuple[str, int, int, int]
 _LockGrant = tuple[int, int]
 _LockInfo = tuple[str, str, int, int, int]
 _RateDecision = tuple[bool, int, int, int, int]
-_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int]
+_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
 class ManualClock:

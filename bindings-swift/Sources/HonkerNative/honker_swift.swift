@@ -6165,6 +6165,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      * Rate limit keys removed once fully refilled (idle).
      */
     public var rateLimitKeys: UInt64
+    /**
+     * Schedule fire records removed once older than their catch-up window.
+     */
+    public var scheduleFires: UInt64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -6198,7 +6202,10 @@ public struct MaintenanceReport: Equatable, Hashable {
          */locks: UInt64, 
         /**
          * Rate limit keys removed once fully refilled (idle).
-         */rateLimitKeys: UInt64) {
+         */rateLimitKeys: UInt64, 
+        /**
+         * Schedule fire records removed once older than their catch-up window.
+         */scheduleFires: UInt64) {
         self.dead = dead
         self.cancelled = cancelled
         self.completed = completed
@@ -6209,6 +6216,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.groupMembers = groupMembers
         self.locks = locks
         self.rateLimitKeys = rateLimitKeys
+        self.scheduleFires = scheduleFires
     }
 
     
@@ -6236,7 +6244,8 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 notifications: FfiConverterUInt64.read(from: &buf), 
                 groupMembers: FfiConverterUInt64.read(from: &buf), 
                 locks: FfiConverterUInt64.read(from: &buf), 
-                rateLimitKeys: FfiConverterUInt64.read(from: &buf)
+                rateLimitKeys: FfiConverterUInt64.read(from: &buf), 
+                scheduleFires: FfiConverterUInt64.read(from: &buf)
         )
     }
 
@@ -6251,6 +6260,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.groupMembers, into: &buf)
         FfiConverterUInt64.write(value.locks, into: &buf)
         FfiConverterUInt64.write(value.rateLimitKeys, into: &buf)
+        FfiConverterUInt64.write(value.scheduleFires, into: &buf)
     }
 }
 

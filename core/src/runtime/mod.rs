@@ -24,6 +24,10 @@
 //!   gracefully, releasing what outlives the grace period. [`TaskTable`]
 //!   keeps its tasks by key for hosts that hold a number per job.
 //!
+//! - [`ScheduleRunner`]: the scheduler's loop, safe in every process: it
+//!   sleeps until the next boundary or a commit and fires what is due,
+//!   each boundary once.
+//!
 //! [`Subscription`] (a stream's independent consumer) and [`Listener`] (a
 //! channel's) take the same shape. [`OffThreadDrop`] is how a binding holds
 //! them when its wrapper is dropped on a thread that must not wait.
@@ -36,6 +40,7 @@ mod keepalive;
 mod listener;
 mod off_thread;
 mod outcome;
+mod schedule_runner;
 mod subscription;
 mod task_table;
 mod work;
@@ -50,6 +55,7 @@ pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use listener::Listener;
 pub use off_thread::OffThreadDrop;
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
+pub use schedule_runner::{ScheduleRunner, FOLLOWER_DELAY};
 pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;
 pub use work::Work;
