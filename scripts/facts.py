@@ -542,6 +542,15 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             )
             for n in ("LockGrant", "LockInfo", "RateDecision")
         ],
+        *[
+            (
+                "bindings-python/python/honker/scheduler.py",
+                f"record-{n}",
+                "    #",
+                py_record(f, n),
+            )
+            for n in ("ScheduleInfo", "Fire")
+        ],
         (
             "bindings-python/python/honker/group.py",
             "record-GroupEvent",

@@ -116,6 +116,13 @@ impl Database {
         self.db.path().to_path_buf()
     }
 
+    /// The file's schedules.
+    fn scheduler(&self) -> crate::schedule::Scheduler {
+        crate::schedule::Scheduler {
+            s: self.db.scheduler(),
+        }
+    }
+
     /// A handle on the stream `name`.
     fn lock(&self, name: &str) -> PyResult<crate::lock::Lock> {
         Ok(crate::lock::Lock {

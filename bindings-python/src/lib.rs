@@ -17,6 +17,7 @@ mod lock;
 mod queue;
 mod records;
 mod runtime;
+mod schedule;
 mod stream;
 mod worker;
 
@@ -47,6 +48,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::HeldLock>()?;
     m.add_class::<lock::CancelToken>()?;
     m.add_class::<lock::RateLimiter>()?;
+    m.add_class::<schedule::Scheduler>()?;
+    m.add_class::<schedule::Definition>()?;
+    m.add_class::<schedule::ScheduleRunner>()?;
+    m.add_function(wrap_pyfunction!(schedule::schedule_definition, m)?)?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

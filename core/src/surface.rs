@@ -240,6 +240,72 @@ macro_rules! records {
                 reset_after_ms: [i64] = reset_after,
             }
 
+            #[doc = "A schedule as stored in the file, with its state (what `list` and `get` return)."]
+            ScheduleInfo from $crate::schedule::ScheduleInfo {
+                #[doc = "Its unique name."]
+                name: [String] = schedule.name,
+                #[doc = "The queue its jobs go on."]
+                queue: [String] = schedule.queue,
+                #[doc = "Its rule: a cron expression, a macro, or `@every <duration>`."]
+                spec: [String] = schedule.spec,
+                #[doc = "The IANA time zone its cron is evaluated in."]
+                time_zone: [String] = schedule.time_zone,
+                #[doc = "`or` (Vixie's day-of-month OR day-of-week) or `and` (Honker's)."]
+                day_rule: [String] = schedule.day_rule,
+                #[doc = "Every fired job's payload."]
+                payload: [Payload] = schedule.payload,
+                #[doc = "The fired jobs' priority."]
+                priority: [i32] = schedule.priority,
+                #[doc = "The fired jobs' attempts (none: the queue's)."]
+                max_attempts: [Option<u32>] = schedule.max_attempts,
+                #[doc = "A fired job not started this long after its fire time expires."]
+                expires_ms: [Option<i64>] = schedule.expires,
+                #[doc = "`skip`, `latest` or `all`: what boundaries missed while no scheduler ran do."]
+                catch_up: [String] = schedule.catch_up,
+                #[doc = "Boundaries older than this are never fired, only counted as missed."]
+                catch_up_window_ms: [i64] = schedule.catch_up_window,
+                #[doc = "At most this many fires in one catch-up under `all`."]
+                catch_up_max: [u32] = schedule.catch_up_max,
+                #[doc = "`allow`, `skip` or `buffer_one`: what a fire does while the last job is live."]
+                overlap: [String] = schedule.overlap,
+                #[doc = "Each job runs up to this much after its boundary (stable per boundary)."]
+                jitter_ms: [i64] = schedule.jitter,
+                #[doc = "No boundary before this fires."]
+                start_at_ms: [Option<i64>] = schedule.start_at,
+                #[doc = "No boundary after this fires."]
+                end_at_ms: [Option<i64>] = schedule.end_at,
+                #[doc = "Whether it is paused."]
+                paused: [bool] = paused,
+                #[doc = "The note given when it was paused."]
+                note: [Option<String>] = note,
+                #[doc = "The next boundary due (none once it has ended)."]
+                next_fire_at_ms: [Option<i64>] = next_fire_at,
+                #[doc = "The last boundary fired."]
+                last_fire_at_ms: [Option<i64>] = last_fire_at,
+                #[doc = "The job of the last fire."]
+                last_job_id: [Option<i64>] = last_job_id,
+                #[doc = "A boundary held back by `buffer_one` until the last job is done."]
+                buffered_at_ms: [Option<i64>] = buffered_at,
+                #[doc = "Boundaries fired."]
+                fires: [u64] = fires,
+                #[doc = "Boundaries missed (older than the window, or dropped by the catch-up policy)."]
+                missed: [u64] = missed,
+                #[doc = "Boundaries skipped by the overlap policy."]
+                overlap_skipped: [u64] = overlap_skipped,
+            }
+
+            #[doc = "One fire: a schedule's boundary and the job it put on the queue."]
+            Fire from $crate::schedule::Fire {
+                #[doc = "The schedule's name."]
+                schedule: [String] = schedule,
+                #[doc = "The queue."]
+                queue: [String] = queue,
+                #[doc = "The boundary: the job's scheduled time (before jitter)."]
+                fire_at_ms: [i64] = fire_at,
+                #[doc = "The job, if one was put on the queue."]
+                job_id: [Option<i64>] = job_id,
+            }
+
             #[doc = "What one maintenance pass removed, by kind of record."]
             MaintenanceReport from $crate::MaintenanceReport {
                 #[doc = "Dead letters removed."]
@@ -324,6 +390,31 @@ impl<T> Wire<T> for T {
 impl Wire<String> for crate::JobState {
     fn wire(self) -> String {
         self.as_str().to_owned()
+    }
+}
+
+impl Wire<String> for crate::schedule::DayRule {
+    fn wire(self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+impl Wire<String> for crate::schedule::CatchUp {
+    fn wire(self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+impl Wire<String> for crate::schedule::Overlap {
+    fn wire(self) -> String {
+        self.as_str().to_owned()
+    }
+}
+
+/// An optional duration as whole ms, rounded up.
+impl Wire<Option<i64>> for Option<std::time::Duration> {
+    fn wire(self) -> Option<i64> {
+        self.map(Wire::wire)
     }
 }
 

@@ -52,6 +52,7 @@ from .group import (
 )
 from .lock import Held, Lock, LockGrant, LockInfo, RateDecision, RateLimit, RateLimiter
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
+from .scheduler import Fire, Schedule, ScheduleInfo, Scheduler, SyncReport
 from .stream import (
     ConsumerInfo,
     Event,
@@ -72,6 +73,7 @@ __all__ = [
     "Database",
     "Enqueued",
     "Event",
+    "Fire",
     "Group",
     "GroupClaim",
     "GroupConsumer",
@@ -104,6 +106,9 @@ __all__ = [
     "RateLimiter",
     "Retry",
     "RolledBack",
+    "Schedule",
+    "ScheduleInfo",
+    "Scheduler",
     "SchemaTooNew",
     "Snooze",
     "SqliteError",
@@ -111,6 +116,7 @@ __all__ = [
     "StreamInfo",
     "StreamRetention",
     "Subscription",
+    "SyncReport",
     "Timeout",
     "Transaction",
     "Trimmed",

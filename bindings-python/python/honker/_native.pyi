@@ -41,6 +41,34 @@ _GroupMember = tuple[str, int, int, int]
 _LockGrant = tuple[int, int]
 _LockInfo = tuple[str, str, int, int, int]
 _RateDecision = tuple[bool, int, int, int, int]
+_ScheduleInfo = tuple[
+    str,
+    str,
+    str,
+    str,
+    str,
+    _Payload,
+    int,
+    int | None,
+    int | None,
+    str,
+    int,
+    int,
+    str,
+    int,
+    int | None,
+    int | None,
+    bool,
+    str | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    int,
+    int,
+    int,
+]
+_Fire = tuple[str, str, int, int | None]
 _MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
@@ -86,6 +114,7 @@ class Database:
     def close(self) -> None: ...
     def stream(self, name: str) -> Stream: ...
     def lock(self, name: str) -> Lock: ...
+    def scheduler(self) -> Scheduler: ...
     def rate_limiter(
         self,
         name: str,
@@ -332,6 +361,72 @@ class RateLimiter:
         self, key: str, cost: int, *, tx: Transaction | None = None
     ) -> _RateDecision: ...
     def acquire(self, key: str, cost: int, wait: float) -> _RateDecision: ...
+
+def schedule_definition(
+    name: str,
+    spec: str,
+    queue: str,
+    payload: Any,
+    *,
+    time_zone: str,
+    day_rule: str,
+    priority: int,
+    max_attempts: int | None,
+    expires: float | None,
+    catch_up: str,
+    catch_up_window: float,
+    catch_up_max: int,
+    overlap: str,
+    jitter: float,
+    start_at_ms: int | None,
+    end_at_ms: int | None,
+) -> Definition: ...
+
+class Definition:
+    @property
+    def name(self) -> str: ...
+    def with_changes(
+        self,
+        *,
+        spec: str | None = None,
+        queue: str | None = None,
+        payload: Any = None,
+        time_zone: str | None = None,
+        day_rule: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        expires: float | None = None,
+        catch_up: str | None = None,
+        catch_up_window: float | None = None,
+        catch_up_max: int | None = None,
+        overlap: str | None = None,
+        jitter: float | None = None,
+        start_at_ms: int | None = None,
+        end_at_ms: int | None = None,
+        clear: list[str] = ...,
+    ) -> Definition: ...
+
+class Scheduler:
+    def add(self, d: Definition) -> bool: ...
+    def sync(self, list: list[Definition]) -> tuple[list[str], list[str], list[str]]: ...
+    def remove(self, name: str) -> bool: ...
+    def pause(self, name: str, note: str | None = None) -> None: ...
+    def resume(self, name: str) -> None: ...
+    def trigger_now(self, name: str) -> int: ...
+    def get(self, name: str) -> _ScheduleInfo | None: ...
+    def definition(self, name: str) -> Definition: ...
+    def next_fires(self, name: str, n: int) -> list[int]: ...
+    def next_due(self) -> int | None: ...
+    def tick(self) -> list[_Fire]: ...
+    def runner(self) -> ScheduleRunner: ...
+    def list(self) -> list[_ScheduleInfo]: ...
+
+class ScheduleRunner:
+    def next(self, wait: float) -> list[_Fire]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def counts(self) -> tuple[int, int]: ...
 
 class Stream:
     @property

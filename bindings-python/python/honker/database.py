@@ -21,6 +21,7 @@ from ._writer import Writer, current_tx
 from .errors import InvalidArgument
 from .lock import Lock, RateLimiter
 from .queue import Queue
+from .scheduler import Scheduler
 from .stream import Listener, Stream
 
 Params = Union[Sequence[Any], dict[str, Any], None]
@@ -254,6 +255,12 @@ class Database:
                 ),
             ),
         )
+
+    def scheduler(self) -> Scheduler:
+        """The schedules of this file (cron and ``@every``, each fire once
+        however many processes run the scheduler): see
+        :mod:`honker.scheduler`."""
+        return Scheduler(self, self._native.scheduler())
 
     def stream(self, name: str) -> Stream:
         """A handle on the stream ``name`` (creating it writes nothing)."""

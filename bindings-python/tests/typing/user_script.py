@@ -147,6 +147,22 @@ def main(path: Path) -> None:
     decision: honker.RateDecision = mail.try_acquire("customer-42", cost=2)
     retry_after: float = decision.retry_after
     assert decision.allowed and retry_after == 0 and mail.params().burst == 10
+    sched: honker.Scheduler = db.scheduler()
+    changed: bool = sched.add(
+        "nightly", "30 2 * * *", "reports", {"kind": "nightly"}, time_zone="Europe/Berlin"
+    )
+    assert changed and not sched.add(
+        "nightly", "30 2 * * *", "reports", {"kind": "nightly"}, time_zone="Europe/Berlin"
+    )
+    synced: honker.SyncReport = sched.sync(
+        [honker.Schedule("nightly", "30 2 * * *", "reports", {"kind": "nightly"}, "Europe/Berlin")]
+    )
+    assert synced.removed == []
+    nightly: honker.ScheduleInfo | None = sched.get("nightly")
+    assert nightly is not None and nightly.next_fire_at is not None and nightly.missed == 0
+    upcoming: list[dt.datetime] = sched.next_fires("nightly", 2)
+    fired: list[honker.Fire] = sched.tick()
+    assert len(upcoming) == 2 and fired == []
     conn = sqlite3.connect(":memory:")
     ext: str = honker.extension_path()
     assert ext.endswith(".so") and conn is not None

@@ -5141,6 +5141,95 @@ public func FfiConverterTypeEnqueued_lower(_ value: Enqueued) -> RustBuffer {
 
 
 /**
+ * One fire: a schedule's boundary and the job it put on the queue.
+ */
+public struct Fire: Equatable, Hashable {
+    /**
+     * The schedule's name.
+     */
+    public var schedule: String
+    /**
+     * The queue.
+     */
+    public var queue: String
+    /**
+     * The boundary: the job's scheduled time (before jitter).
+     */
+    public var fireAtMs: Int64
+    /**
+     * The job, if one was put on the queue.
+     */
+    public var jobId: Int64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The schedule's name.
+         */schedule: String, 
+        /**
+         * The queue.
+         */queue: String, 
+        /**
+         * The boundary: the job's scheduled time (before jitter).
+         */fireAtMs: Int64, 
+        /**
+         * The job, if one was put on the queue.
+         */jobId: Int64?) {
+        self.schedule = schedule
+        self.queue = queue
+        self.fireAtMs = fireAtMs
+        self.jobId = jobId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Fire: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFire: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Fire {
+        return
+            try Fire(
+                schedule: FfiConverterString.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                fireAtMs: FfiConverterInt64.read(from: &buf), 
+                jobId: FfiConverterOptionInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Fire, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.schedule, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterInt64.write(value.fireAtMs, into: &buf)
+        FfiConverterOptionInt64.write(value.jobId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFire_lift(_ buf: RustBuffer) throws -> Fire {
+    return try FfiConverterTypeFire.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFire_lower(_ value: Fire) -> RustBuffer {
+    return FfiConverterTypeFire.lower(value)
+}
+
+
+/**
  * What one claim delivered, and the events retention removed before the
  * group handled them.
  */
@@ -6934,6 +7023,305 @@ public func FfiConverterTypeRows_lift(_ buf: RustBuffer) throws -> Rows {
 #endif
 public func FfiConverterTypeRows_lower(_ value: Rows) -> RustBuffer {
     return FfiConverterTypeRows.lower(value)
+}
+
+
+/**
+ * A schedule as stored in the file, with its state (what `list` and `get` return).
+ */
+public struct ScheduleInfo: Equatable, Hashable {
+    /**
+     * Its unique name.
+     */
+    public var name: String
+    /**
+     * The queue its jobs go on.
+     */
+    public var queue: String
+    /**
+     * Its rule: a cron expression, a macro, or `@every <duration>`.
+     */
+    public var spec: String
+    /**
+     * The IANA time zone its cron is evaluated in.
+     */
+    public var timeZone: String
+    /**
+     * `or` (Vixie's day-of-month OR day-of-week) or `and` (Honker's).
+     */
+    public var dayRule: String
+    /**
+     * Every fired job's payload.
+     */
+    public var payload: Payload
+    /**
+     * The fired jobs' priority.
+     */
+    public var priority: Int32
+    /**
+     * The fired jobs' attempts (none: the queue's).
+     */
+    public var maxAttempts: UInt32?
+    /**
+     * A fired job not started this long after its fire time expires.
+     */
+    public var expiresMs: Int64?
+    /**
+     * `skip`, `latest` or `all`: what boundaries missed while no scheduler ran do.
+     */
+    public var catchUp: String
+    /**
+     * Boundaries older than this are never fired, only counted as missed.
+     */
+    public var catchUpWindowMs: Int64
+    /**
+     * At most this many fires in one catch-up under `all`.
+     */
+    public var catchUpMax: UInt32
+    /**
+     * `allow`, `skip` or `buffer_one`: what a fire does while the last job is live.
+     */
+    public var overlap: String
+    /**
+     * Each job runs up to this much after its boundary (stable per boundary).
+     */
+    public var jitterMs: Int64
+    /**
+     * No boundary before this fires.
+     */
+    public var startAtMs: Int64?
+    /**
+     * No boundary after this fires.
+     */
+    public var endAtMs: Int64?
+    /**
+     * Whether it is paused.
+     */
+    public var paused: Bool
+    /**
+     * The note given when it was paused.
+     */
+    public var note: String?
+    /**
+     * The next boundary due (none once it has ended).
+     */
+    public var nextFireAtMs: Int64?
+    /**
+     * The last boundary fired.
+     */
+    public var lastFireAtMs: Int64?
+    /**
+     * The job of the last fire.
+     */
+    public var lastJobId: Int64?
+    /**
+     * A boundary held back by `buffer_one` until the last job is done.
+     */
+    public var bufferedAtMs: Int64?
+    /**
+     * Boundaries fired.
+     */
+    public var fires: UInt64
+    /**
+     * Boundaries missed (older than the window, or dropped by the catch-up policy).
+     */
+    public var missed: UInt64
+    /**
+     * Boundaries skipped by the overlap policy.
+     */
+    public var overlapSkipped: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its unique name.
+         */name: String, 
+        /**
+         * The queue its jobs go on.
+         */queue: String, 
+        /**
+         * Its rule: a cron expression, a macro, or `@every <duration>`.
+         */spec: String, 
+        /**
+         * The IANA time zone its cron is evaluated in.
+         */timeZone: String, 
+        /**
+         * `or` (Vixie's day-of-month OR day-of-week) or `and` (Honker's).
+         */dayRule: String, 
+        /**
+         * Every fired job's payload.
+         */payload: Payload, 
+        /**
+         * The fired jobs' priority.
+         */priority: Int32, 
+        /**
+         * The fired jobs' attempts (none: the queue's).
+         */maxAttempts: UInt32?, 
+        /**
+         * A fired job not started this long after its fire time expires.
+         */expiresMs: Int64?, 
+        /**
+         * `skip`, `latest` or `all`: what boundaries missed while no scheduler ran do.
+         */catchUp: String, 
+        /**
+         * Boundaries older than this are never fired, only counted as missed.
+         */catchUpWindowMs: Int64, 
+        /**
+         * At most this many fires in one catch-up under `all`.
+         */catchUpMax: UInt32, 
+        /**
+         * `allow`, `skip` or `buffer_one`: what a fire does while the last job is live.
+         */overlap: String, 
+        /**
+         * Each job runs up to this much after its boundary (stable per boundary).
+         */jitterMs: Int64, 
+        /**
+         * No boundary before this fires.
+         */startAtMs: Int64?, 
+        /**
+         * No boundary after this fires.
+         */endAtMs: Int64?, 
+        /**
+         * Whether it is paused.
+         */paused: Bool, 
+        /**
+         * The note given when it was paused.
+         */note: String?, 
+        /**
+         * The next boundary due (none once it has ended).
+         */nextFireAtMs: Int64?, 
+        /**
+         * The last boundary fired.
+         */lastFireAtMs: Int64?, 
+        /**
+         * The job of the last fire.
+         */lastJobId: Int64?, 
+        /**
+         * A boundary held back by `buffer_one` until the last job is done.
+         */bufferedAtMs: Int64?, 
+        /**
+         * Boundaries fired.
+         */fires: UInt64, 
+        /**
+         * Boundaries missed (older than the window, or dropped by the catch-up policy).
+         */missed: UInt64, 
+        /**
+         * Boundaries skipped by the overlap policy.
+         */overlapSkipped: UInt64) {
+        self.name = name
+        self.queue = queue
+        self.spec = spec
+        self.timeZone = timeZone
+        self.dayRule = dayRule
+        self.payload = payload
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.expiresMs = expiresMs
+        self.catchUp = catchUp
+        self.catchUpWindowMs = catchUpWindowMs
+        self.catchUpMax = catchUpMax
+        self.overlap = overlap
+        self.jitterMs = jitterMs
+        self.startAtMs = startAtMs
+        self.endAtMs = endAtMs
+        self.paused = paused
+        self.note = note
+        self.nextFireAtMs = nextFireAtMs
+        self.lastFireAtMs = lastFireAtMs
+        self.lastJobId = lastJobId
+        self.bufferedAtMs = bufferedAtMs
+        self.fires = fires
+        self.missed = missed
+        self.overlapSkipped = overlapSkipped
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ScheduleInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeScheduleInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ScheduleInfo {
+        return
+            try ScheduleInfo(
+                name: FfiConverterString.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                spec: FfiConverterString.read(from: &buf), 
+                timeZone: FfiConverterString.read(from: &buf), 
+                dayRule: FfiConverterString.read(from: &buf), 
+                payload: FfiConverterTypePayload.read(from: &buf), 
+                priority: FfiConverterInt32.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                expiresMs: FfiConverterOptionInt64.read(from: &buf), 
+                catchUp: FfiConverterString.read(from: &buf), 
+                catchUpWindowMs: FfiConverterInt64.read(from: &buf), 
+                catchUpMax: FfiConverterUInt32.read(from: &buf), 
+                overlap: FfiConverterString.read(from: &buf), 
+                jitterMs: FfiConverterInt64.read(from: &buf), 
+                startAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                endAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                paused: FfiConverterBool.read(from: &buf), 
+                note: FfiConverterOptionString.read(from: &buf), 
+                nextFireAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                lastFireAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                lastJobId: FfiConverterOptionInt64.read(from: &buf), 
+                bufferedAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                fires: FfiConverterUInt64.read(from: &buf), 
+                missed: FfiConverterUInt64.read(from: &buf), 
+                overlapSkipped: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ScheduleInfo, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterString.write(value.spec, into: &buf)
+        FfiConverterString.write(value.timeZone, into: &buf)
+        FfiConverterString.write(value.dayRule, into: &buf)
+        FfiConverterTypePayload.write(value.payload, into: &buf)
+        FfiConverterInt32.write(value.priority, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionInt64.write(value.expiresMs, into: &buf)
+        FfiConverterString.write(value.catchUp, into: &buf)
+        FfiConverterInt64.write(value.catchUpWindowMs, into: &buf)
+        FfiConverterUInt32.write(value.catchUpMax, into: &buf)
+        FfiConverterString.write(value.overlap, into: &buf)
+        FfiConverterInt64.write(value.jitterMs, into: &buf)
+        FfiConverterOptionInt64.write(value.startAtMs, into: &buf)
+        FfiConverterOptionInt64.write(value.endAtMs, into: &buf)
+        FfiConverterBool.write(value.paused, into: &buf)
+        FfiConverterOptionString.write(value.note, into: &buf)
+        FfiConverterOptionInt64.write(value.nextFireAtMs, into: &buf)
+        FfiConverterOptionInt64.write(value.lastFireAtMs, into: &buf)
+        FfiConverterOptionInt64.write(value.lastJobId, into: &buf)
+        FfiConverterOptionInt64.write(value.bufferedAtMs, into: &buf)
+        FfiConverterUInt64.write(value.fires, into: &buf)
+        FfiConverterUInt64.write(value.missed, into: &buf)
+        FfiConverterUInt64.write(value.overlapSkipped, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleInfo_lift(_ buf: RustBuffer) throws -> ScheduleInfo {
+    return try FfiConverterTypeScheduleInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleInfo_lower(_ value: ScheduleInfo) -> RustBuffer {
+    return FfiConverterTypeScheduleInfo.lower(value)
 }
 
 

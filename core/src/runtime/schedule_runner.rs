@@ -89,7 +89,7 @@ impl ScheduleRunner {
     /// Stops the runner and wakes a waiting `next`. Idempotent.
     pub fn close(&self) {
         if !self.closed.swap(true, Ordering::SeqCst) {
-            self.scheduler.db().poke();
+            self.scheduler.database().poke();
         }
     }
 
@@ -104,7 +104,7 @@ impl ScheduleRunner {
     /// at each wake-up).
     pub fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Vec<Fire>> {
         validate::delay("wait", wait)?;
-        let db = self.scheduler.db();
+        let db = self.scheduler.database();
         let deadline = Instant::now().checked_add(wait);
         let signal = db.wait_signal()?;
         let recheck = db.recheck_interval();
@@ -168,7 +168,7 @@ impl ScheduleRunner {
     /// leader.
     fn tick(&self) -> Result<Vec<Fire>> {
         let id = self.id;
-        let fires = self.scheduler.db().inner.write(None, |conn, now| {
+        let fires = self.scheduler.database().inner.write(None, |conn, now| {
             let c = conn.raw();
             if leader(c)? != Some(id) {
                 crate::settings::set_int(c, SCOPE, "", LEADER, Some(id), now)?;

@@ -252,7 +252,8 @@ impl Scheduler {
         })
     }
 
-    pub(crate) fn db(&self) -> &Database {
+    /// The database of these schedules.
+    pub fn database(&self) -> &Database {
         &self.db
     }
 }
