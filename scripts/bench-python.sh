@@ -2,7 +2,8 @@
 # The Python benchmark (bench/python/run.py) with everything it compares:
 # this repository's binding and the stdlib sqlite3 module (the test venv),
 # Honker 0.2.4 from PyPI (its own venv: same module name), and the core
-# benchmark's raw rusqlite figures, then bench/python/streams.py. Arguments go
+# benchmark's raw rusqlite figures, then bench/python/streams.py, locks.py
+# and scheduler.py. Arguments go
 # to run.py (--quick, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,4 +26,5 @@ fi
 smoke=()
 for a in "$@"; do [ "$a" = "--smoke" ] && smoke=(--smoke); done
 "$HONKER_VENV/bin/python" bench/python/streams.py --honker024 "$old/bin/python" "${smoke[@]}"
-exec "$HONKER_VENV/bin/python" bench/python/locks.py --honker024 "$old/bin/python" "${smoke[@]}"
+"$HONKER_VENV/bin/python" bench/python/locks.py --honker024 "$old/bin/python" "${smoke[@]}"
+exec "$HONKER_VENV/bin/python" bench/python/scheduler.py --honker024 "$old/bin/python" "${smoke[@]}"
