@@ -16,6 +16,7 @@ export const {
   Lock,
   HeldLock,
   RateLimiter,
+  Scheduler,
   Worker,
   Permanent,
   Retry,

@@ -50,6 +50,8 @@ export declare class Database {
    * process); with neither `limit` nor `per`, the stored limiter.
    */
   rateLimiter(name: string, limit: number | undefined | null, per: number | undefined | null, burst: number | undefined | null, update: boolean): Promise<Out<RateLimiter>>
+  /** The file's schedules (writes nothing). */
+  scheduler(): Scheduler
   /** Sends a notification (after commit, with `tx`); resolves to its id. */
   notify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Promise<Out<number>>
   tryNotify(channel: string, payload: PayloadIo, tx?: number | undefined | null): Out<number>
@@ -309,6 +311,55 @@ export declare class RateLimiter {
   get name(): string
 }
 
+/** The schedules of one file. */
+export declare class Scheduler {
+  /** Registers (upserts) a schedule; whether anything changed. */
+  add(def: ScheduleDef): Promise<Out<boolean>>
+  tryAdd(def: ScheduleDef): Out<boolean>
+  /** Makes the file hold exactly these schedules. */
+  sync(defs: Array<ScheduleDef>): Promise<Out<SyncReport>>
+  trySync(defs: Array<ScheduleDef>): Out<SyncReport>
+  /** Removes a schedule and its fire records; whether there was one. */
+  remove(name: string): Promise<Out<boolean>>
+  tryRemove(name: string): Out<boolean>
+  /** Pauses a schedule, with a note. */
+  pause(name: string, note?: string | undefined | null): Promise<Out<undefined>>
+  tryPause(name: string, note?: string | undefined | null): Out<undefined>
+  /** Resumes a schedule from its first boundary after now. */
+  resume(name: string): Promise<Out<undefined>>
+  tryResume(name: string): Out<undefined>
+  /** Fires a schedule now: the job's id. */
+  triggerNow(name: string): Promise<Out<number>>
+  tryTriggerNow(name: string): Out<number>
+  /** One schedule with its state, or null. */
+  get(name: string): Promise<Out<ScheduleInfo | undefined | null>>
+  tryGet(name: string): Out<ScheduleInfo | undefined | null>
+  /** Every schedule with its state, by name. */
+  list(): Promise<Out<Array<ScheduleInfo>>>
+  tryList(): Out<Array<ScheduleInfo>>
+  /** The next `n` boundaries of a schedule (ms). */
+  nextFires(name: string, n: number): Promise<Out<Array<number>>>
+  tryNextFires(name: string, n: number): Out<Array<number>>
+  /** Fires what is due now. */
+  tick(): Promise<Out<Array<Fire>>>
+  tryTick(): Out<Array<Fire>>
+  /** The stored definition of `name` (for `update`); NOT_FOUND if none. */
+  tryDefinition(name: string): Out<ScheduleDef>
+  /** A runner of this file's schedules. */
+  runner(): ScheduleRunner
+}
+
+/** The scheduler's loop (`runtime::ScheduleRunner`). */
+export declare class ScheduleRunner {
+  /** Waits up to `wait` ms for due boundaries and fires them. */
+  next(wait: number): Promise<Out<Array<Fire>>>
+  /** Stops the runner and wakes a waiting `next`. */
+  close(): void
+  get closed(): boolean
+  /** [write transactions taken to tick, fires made]. */
+  counts(): Array<number>
+}
+
 /** A handle on one stream. */
 export declare class Stream {
   get name(): string
@@ -536,6 +587,18 @@ export interface Failure {
   missed?: number
 }
 
+/** One fire: a schedule's boundary and the job it put on the queue. */
+export interface Fire {
+  /** The schedule's name. */
+  schedule: string
+  /** The queue. */
+  queue: string
+  /** The boundary: the job's scheduled time (before jitter). */
+  fireAtMs: number
+  /** The job, if one was put on the queue. */
+  jobId?: number
+}
+
 /**
  * What one claim delivered, and the events retention removed before the
  * group handled them (noticed by this claim).
@@ -718,6 +781,8 @@ export interface MaintenanceReport {
   locks: number
   /** Rate limit keys removed once fully refilled (idle). */
   rateLimitKeys: number
+  /** Schedule fire records removed once older than their catch-up window. */
+  scheduleFires: number
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */
@@ -844,6 +909,83 @@ export interface Rows {
 }
 
 /**
+ * A schedule's definition as the package passes it: options left out
+ * take core's defaults (`Schedule::cron`); ms durations, ms instants.
+ */
+export interface ScheduleDef {
+  name: string
+  spec: string
+  queue: string
+  payload?: PayloadIo
+  timeZone?: string
+  dayRule?: string
+  priority?: number
+  maxAttempts?: number
+  expires?: number
+  catchUp?: string
+  catchUpWindow?: number
+  catchUpMax?: number
+  overlap?: string
+  jitter?: number
+  startAt?: number
+  endAt?: number
+}
+
+/** A schedule as stored in the file, with its state (what `list` and `get` return). */
+export interface ScheduleInfo {
+  /** Its unique name. */
+  name: string
+  /** The queue its jobs go on. */
+  queue: string
+  /** Its rule: a cron expression, a macro, or `@every <duration>`. */
+  spec: string
+  /** The IANA time zone its cron is evaluated in. */
+  timeZone: string
+  /** `or` (Vixie's day-of-month OR day-of-week) or `and` (Honker's). */
+  dayRule: string
+  /** Every fired job's payload. */
+  payload: PayloadIo
+  /** The fired jobs' priority. */
+  priority: number
+  /** The fired jobs' attempts (none: the queue's). */
+  maxAttempts?: number
+  /** A fired job not started this long after its fire time expires. */
+  expiresMs?: number
+  /** `skip`, `latest` or `all`: what boundaries missed while no scheduler ran do. */
+  catchUp: string
+  /** Boundaries older than this are never fired, only counted as missed. */
+  catchUpWindowMs: number
+  /** At most this many fires in one catch-up under `all`. */
+  catchUpMax: number
+  /** `allow`, `skip` or `buffer_one`: what a fire does while the last job is live. */
+  overlap: string
+  /** Each job runs up to this much after its boundary (stable per boundary). */
+  jitterMs: number
+  /** No boundary before this fires. */
+  startAtMs?: number
+  /** No boundary after this fires. */
+  endAtMs?: number
+  /** Whether it is paused. */
+  paused: boolean
+  /** The note given when it was paused. */
+  note?: string
+  /** The next boundary due (none once it has ended). */
+  nextFireAtMs?: number
+  /** The last boundary fired. */
+  lastFireAtMs?: number
+  /** The job of the last fire. */
+  lastJobId?: number
+  /** A boundary held back by `buffer_one` until the last job is done. */
+  bufferedAtMs?: number
+  /** Boundaries fired. */
+  fires: number
+  /** Boundaries missed (older than the window, or dropped by the catch-up policy). */
+  missed: number
+  /** Boundaries skipped by the overlap policy. */
+  overlapSkipped: number
+}
+
+/**
  * Where a consumer with no committed offset starts: `kind` is
  * "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
  * since the Unix epoch).
@@ -871,6 +1013,13 @@ export interface StreamInfo {
   lastOffset: number
   consumers: Array<ConsumerInfo>
   groups: Array<GroupInfo>
+}
+
+/** What `sync` did, by schedule name. */
+export interface SyncReport {
+  added: Array<string>
+  changed: Array<string>
+  removed: Array<string>
 }
 
 /**

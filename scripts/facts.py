@@ -420,6 +420,8 @@ SWIFT_RECORDS = (
 
 
 NODE_RECORDS = (
+    "ScheduleInfo",
+    "Fire",
     "Enqueued",
     "JobInfo",
     "QueueStats",

@@ -30,6 +30,10 @@ import honker, {
   type JobInfo,
   type QueueStats,
   type Enqueued,
+  type Fire,
+  type ScheduleInfo,
+  type Scheduler,
+  type SyncReport,
 } from 'honker';
 
 export async function everything(path: string): Promise<void> {
@@ -199,5 +203,21 @@ export async function everything(path: string): Promise<void> {
   const freed: number = await billing.removeMember('member-1', { force: true });
   const redriven: number = await billing.redriveAll();
   void [from, missedNow, ginfo.options.maxDeliveries, ginfo.oldestPendingAge, deadLetters, freed, redriven, sinfo.groups];
+  const scheduler: Scheduler = db.scheduler();
+  const added: boolean = await scheduler.add('nightly', '30 2 * * *', 'reports', { kind: 'nightly' }, {
+    timeZone: 'Europe/Berlin',
+    catchUp: 'all',
+    catchUpWindow: 3_600_000,
+    overlap: 'buffer_one',
+    startAt: new Date(),
+  });
+  await scheduler.update('nightly', { maxAttempts: null, priority: 2 });
+  const synced: SyncReport = await scheduler.sync([{ name: 'nightly', schedule: '30 2 * * *', queue: 'reports' }]);
+  const schedules: ScheduleInfo[] = await scheduler.list();
+  const nextFire: Date | null = schedules[0].nextFireAt;
+  const upcoming: Date[] = await scheduler.nextFires('nightly', 3);
+  const fired: Fire[] = await scheduler.tick();
+  await scheduler.run({ signal: AbortSignal.timeout(10) });
+  void [added, synced.removed, nextFire, upcoming, fired.map((f) => f.jobId)];
   await db.close();
 }

@@ -26,6 +26,7 @@ mod lock;
 mod queue;
 mod records;
 mod runtime;
+mod schedule;
 mod stream;
 mod worker;
 
