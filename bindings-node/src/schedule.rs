@@ -199,10 +199,7 @@ impl Scheduler {
     pub fn try_definition(&self, name: String) -> Out<ScheduleDef> {
         out(self.s.get(&name).and_then(|i| {
             let i = i.ok_or_else(|| {
-                honker::Error::new(
-                    honker::ErrorKind::NotFound,
-                    format!("no schedule {name:?}"),
-                )
+                honker::Error::new(honker::ErrorKind::NotFound, format!("no schedule {name:?}"))
             })?;
             let d = i.schedule;
             Ok(ScheduleDef {

@@ -21,48 +21,55 @@ pub struct Scheduler {
 }
 
 /// A schedule's definition from the package's keyword arguments (times in
-/// seconds, instants in ms).
+/// seconds, instants in ms); those left `None` take core's defaults
+/// (`Schedule::cron`).
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (name, spec, queue, payload, *, time_zone, day_rule, priority,
-                    max_attempts, expires, catch_up, catch_up_window, catch_up_max,
-                    overlap, jitter, start_at_ms, end_at_ms))]
+#[pyo3(signature = (name, spec, queue, payload, *, time_zone = None, day_rule = None,
+                    priority = None, max_attempts = None, expires = None, catch_up = None,
+                    catch_up_window = None, catch_up_max = None, overlap = None, jitter = None,
+                    start_at_ms = None, end_at_ms = None))]
 pub(crate) fn schedule_definition(
     name: &str,
     spec: &str,
     queue: &str,
     payload: &Bound<'_, PyAny>,
-    time_zone: &str,
-    day_rule: &str,
-    priority: i32,
+    time_zone: Option<&str>,
+    day_rule: Option<&str>,
+    priority: Option<i32>,
     max_attempts: Option<u32>,
     expires: Option<f64>,
-    catch_up: &str,
-    catch_up_window: f64,
-    catch_up_max: u32,
-    overlap: &str,
-    jitter: f64,
+    catch_up: Option<&str>,
+    catch_up_window: Option<f64>,
+    catch_up_max: Option<u32>,
+    overlap: Option<&str>,
+    jitter: Option<f64>,
     start_at_ms: Option<i64>,
     end_at_ms: Option<i64>,
 ) -> PyResult<Definition> {
-    Ok(Definition(Schedule {
-        name: name.into(),
-        spec: spec.into(),
-        queue: queue.into(),
-        payload: payload_from_py(payload)?,
-        time_zone: time_zone.into(),
-        day_rule: DayRule::parse(day_rule).py()?,
+    let base = Definition(Schedule::cron(name, spec, queue));
+    let mut d = base.with_changes(
+        None,
+        None,
+        None,
+        time_zone,
+        day_rule,
         priority,
         max_attempts,
-        expires: expires.map(|s| secs("expires", s)).transpose()?,
-        catch_up: CatchUp::parse(catch_up).py()?,
-        catch_up_window: secs("catch_up_window", catch_up_window)?,
+        expires,
+        catch_up,
+        catch_up_window,
         catch_up_max,
-        overlap: Overlap::parse(overlap).py()?,
-        jitter: secs("jitter", jitter)?,
-        start_at: start_at_ms,
-        end_at: end_at_ms,
-    }))
+        overlap,
+        jitter,
+        start_at_ms,
+        end_at_ms,
+        Vec::new(),
+    )?;
+    if !payload.is_none() {
+        d.0.payload = payload_from_py(payload)?;
+    }
+    Ok(d)
 }
 
 /// A schedule's definition, built by `schedule_definition`.

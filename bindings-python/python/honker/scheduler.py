@@ -165,23 +165,24 @@ class SyncReport:
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """A schedule's definition, for :meth:`Scheduler.add` and
-    :meth:`Scheduler.sync` (the same keywords as ``add``)."""
+    """A schedule's definition, for :meth:`Scheduler.add_schedule` and
+    :meth:`Scheduler.sync` (the keywords of :meth:`Scheduler.add`; ``None``
+    takes the documented default)."""
 
     name: str
     schedule: str
     queue: str
     payload: Any = None
-    time_zone: str = "UTC"
-    day_rule: DayRule = "or"
-    priority: int = 0
+    time_zone: str | None = None
+    day_rule: DayRule | None = None
+    priority: int | None = None
     max_attempts: int | None = None
     expires: Seconds | None = None
-    catch_up: CatchUp = "latest"
-    catch_up_window: Seconds = 86400
-    catch_up_max: int = 100
-    overlap: Overlap = "allow"
-    jitter: Seconds = 0
+    catch_up: CatchUp | None = None
+    catch_up_window: Seconds | None = None
+    catch_up_max: int | None = None
+    overlap: Overlap | None = None
+    jitter: Seconds | None = None
     start_at: When | None = None
     end_at: When | None = None
 
@@ -193,26 +194,23 @@ class Schedule:
             _args.text("schedule", self.schedule),
             _args.text("queue", self.queue),
             self.payload,
-            time_zone=_args.text("time_zone", self.time_zone),
-            day_rule=_args.text("day_rule", self.day_rule),
-            priority=_args.integer("priority", self.priority, _args.I32),
+            time_zone=_opt_text("time_zone", self.time_zone),
+            day_rule=_opt_text("day_rule", self.day_rule),
+            priority=_args.optional_integer("priority", self.priority, _args.I32),
             max_attempts=_args.optional_integer("max_attempts", self.max_attempts, _args.U32),
             expires=seconds("expires", self.expires),
-            catch_up=_args.text("catch_up", self.catch_up),
-            catch_up_window=_required_seconds("catch_up_window", self.catch_up_window),
-            catch_up_max=_args.integer("catch_up_max", self.catch_up_max, _args.U32),
-            overlap=_args.text("overlap", self.overlap),
-            jitter=_required_seconds("jitter", self.jitter),
+            catch_up=_opt_text("catch_up", self.catch_up),
+            catch_up_window=seconds("catch_up_window", self.catch_up_window),
+            catch_up_max=_args.optional_integer("catch_up_max", self.catch_up_max, _args.U32),
+            overlap=_opt_text("overlap", self.overlap),
+            jitter=seconds("jitter", self.jitter),
             start_at_ms=_ms("start_at", self.start_at),
             end_at_ms=_ms("end_at", self.end_at),
         )
 
 
-def _required_seconds(name: str, value: Seconds) -> float:
-    s = seconds(name, value)
-    if s is None:
-        raise TypeError(f"{name} must be seconds (int or float) or a timedelta")
-    return s
+def _opt_text(name: str, value: str | None) -> str | None:
+    return None if value is None else _args.text(name, value)
 
 
 def _ms(name: str, value: When | None) -> int | None:
@@ -240,16 +238,16 @@ class Scheduler:
         queue: str,
         payload: Any = None,
         *,
-        time_zone: str = "UTC",
-        day_rule: DayRule = "or",
-        priority: int = 0,
+        time_zone: str | None = None,
+        day_rule: DayRule | None = None,
+        priority: int | None = None,
         max_attempts: int | None = None,
         expires: Seconds | None = None,
-        catch_up: CatchUp = "latest",
-        catch_up_window: Seconds = 86400,
-        catch_up_max: int = 100,
-        overlap: Overlap = "allow",
-        jitter: Seconds = 0,
+        catch_up: CatchUp | None = None,
+        catch_up_window: Seconds | None = None,
+        catch_up_max: int | None = None,
+        overlap: Overlap | None = None,
+        jitter: Seconds | None = None,
         start_at: When | None = None,
         end_at: When | None = None,
     ) -> bool:
@@ -258,11 +256,19 @@ class Scheduler:
         ``#``) or ``"@every 90s"``; each fire puts ``payload`` on ``queue``.
         An upsert: the same definition again changes nothing (and keeps the
         next fire); another one replaces it. Returns whether anything
-        changed. ``catch_up`` says what boundaries missed while no scheduler
-        ran do (``"skip"``, ``"latest"``, ``"all"``; only those within
-        ``catch_up_window`` seconds, at most ``catch_up_max`` under
-        ``"all"``); ``overlap`` what a fire does while the last job is still
-        live (``"allow"``, ``"skip"``, ``"buffer_one"``)."""
+        changed.
+
+        Options (``None``: the default): ``time_zone`` (IANA, ``"UTC"``),
+        ``day_rule`` (``"or"``, Vixie's; ``"and"``, Honker's), ``priority``
+        (0), ``max_attempts`` (the queue's), ``expires`` (seconds after the
+        fire time; none), ``catch_up`` — what boundaries missed while no
+        scheduler ran do: ``"skip"``, ``"latest"`` (the default) or ``"all"``,
+        only those within ``catch_up_window`` seconds (a day), at most
+        ``catch_up_max`` (100) under ``"all"`` — ``overlap`` — what a fire
+        does while the last job is still live: ``"allow"`` (the default),
+        ``"skip"``, ``"buffer_one"`` — ``jitter`` (seconds, stable per
+        boundary; 0), ``start_at`` and ``end_at`` (datetimes or epoch
+        seconds)."""
         d = Schedule(
             name,
             schedule,
