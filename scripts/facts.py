@@ -416,6 +416,8 @@ SWIFT_RECORDS = (
     ("bindings-swift/Sources/Honker/Lock.swift", "LockGrant"),
     ("bindings-swift/Sources/Honker/Lock.swift", "LockInfo"),
     ("bindings-swift/Sources/Honker/Lock.swift", "RateDecision"),
+    ("bindings-swift/Sources/Honker/Scheduler.swift", "ScheduleInfo"),
+    ("bindings-swift/Sources/Honker/Scheduler.swift", "Fire"),
 )
 
 

@@ -14,6 +14,7 @@ mod group;
 mod lock;
 mod queue;
 mod records;
+mod schedule;
 mod signals;
 mod stream;
 mod worker;

@@ -156,6 +156,30 @@ async function run(s) {
     const d = await (await db.rateLimiter(s.name)).tryAcquire(s.key ?? '', { cost: s.cost ?? 1 });
     return { allowed: d.allowed, remaining: d.remaining, retry_after_ms: d.retryAfterMs };
   }
+  if (s.op === 'schedule_add') {
+    return db.scheduler().add(s.name, s.schedule, s.queue, s.payload, { timeZone: s.time_zone ?? undefined });
+  }
+  if (s.op === 'schedule_info') {
+    const i = await db.scheduler().get(s.name);
+    return i === null ? null : { time_zone: i.timeZone, day_rule: i.dayRule, fires: i.fires, missed: i.missed };
+  }
+  if (s.op === 'schedule_run') {
+    // Core's runner, one next() at a time: it stops as soon as the schedule
+    // has fired enough (run() would go on).
+    const sched = db.scheduler();
+    const runner = sched._native.runner();
+    const deadline = Date.now() + s.wait_ms;
+    try {
+      for (;;) {
+        const { fires } = await sched.get(s.name);
+        if (fires >= s.fires || Date.now() > deadline) return { fires, reached: fires >= s.fires };
+        const r = await runner.next(500);
+        if (r && r.honkerError) throw new Error(`${r.code}: ${r.message}`);
+      }
+    } finally {
+      runner.close();
+    }
+  }
   if (s.op.startsWith('group_')) {
     const g = db.stream(s.stream).group(s.group);
     switch (s.op) {

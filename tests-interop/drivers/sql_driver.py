@@ -255,6 +255,41 @@ class Driver:
             }
         return UNSUPPORTED
 
+    def schedules(self, op: str, s: dict):
+        if op == "schedule_add":
+            options = {"time_zone": s["time_zone"]} if s.get("time_zone") else {}
+            return bool(
+                self.one(
+                    "SELECT honker_schedule_add(?, ?, ?, ?, ?)",
+                    [
+                        s["name"],
+                        s["queue"],
+                        s["schedule"],
+                        json.dumps(s.get("payload"), separators=(",", ":")),
+                        json.dumps(options),
+                    ],
+                )
+            )
+        if op == "schedule_info":
+            for i in json.loads(self.one("SELECT honker_schedule_list()")):
+                if i["name"] == s["name"]:
+                    return {
+                        k: i[k] for k in ("time_zone", "day_rule", "fires", "missed")
+                    }
+            return None
+        if op == "schedule_run":
+            # SQL has no runner: tick, and sleep until the next boundary.
+            deadline = time.monotonic() + s["wait_ms"] / 1000
+            while True:
+                fires = self.schedules("schedule_info", s)["fires"]
+                if fires >= s["fires"] or time.monotonic() > deadline:
+                    return {"fires": fires, "reached": fires >= s["fires"]}
+                self.one("SELECT honker_schedule_tick()")
+                due = self.one("SELECT honker_schedule_next_due()")
+                wait = 0.05 if due is None else (due / 1000 - time.time())
+                time.sleep(min(max(wait, 0.0), 0.05))
+        return UNSUPPORTED
+
     def step_in_tx(self, s: dict):
         op = s["op"]
         if op == "exec":
@@ -266,6 +301,8 @@ class Driver:
             return self.group(op, s)
         if op.startswith(("lock_", "rate_limit_")):
             return self.locks(op, s)
+        if op.startswith("schedule_"):
+            return self.schedules(op, s)
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")

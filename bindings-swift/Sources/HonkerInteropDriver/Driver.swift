@@ -164,6 +164,39 @@ final class Driver {
         }
     }
 
+    /// The scheduler: registration through the native record (the payload
+    /// arrives as JSON), the rest through the idiomatic layer; `schedule_run`
+    /// drives core's runner one `next` at a time so that it stops as soon as
+    /// the schedule has fired enough.
+    func schedules(_ op: String, _ s: [String: Any]) async throws -> Any {
+        let name = s["name"] as! String
+        let sched = db!.scheduler()
+        switch op {
+        case "schedule_add":
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: s["payload"] ?? NSNull(),
+                                                                   options: [.fragmentsAllowed]), as: UTF8.self)
+            let def = ScheduleDef(
+                name: name, spec: s["schedule"] as! String, queue: s["queue"] as! String,
+                payload: .json(text: text), timeZone: s["time_zone"] as? String, dayRule: nil, priority: nil,
+                maxAttempts: nil, expiresMs: nil, catchUp: nil, catchUpWindowMs: nil, catchUpMax: nil,
+                overlap: nil, jitterMs: nil, startAtMs: nil, endAtMs: nil)
+            return try sched.native.add(def: def)
+        case "schedule_info":
+            guard let i = try await sched.get(name) else { return NSNull() }
+            return ["time_zone": i.timeZone, "day_rule": i.dayRule, "fires": i.fires, "missed": i.missed]
+        default:  // schedule_run
+            let runner = sched.native.runner()
+            defer { runner.close() }
+            let want = (s["fires"] as! NSNumber).uint64Value
+            let deadline = Date().addingTimeInterval(((s["wait_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000)
+            while true {
+                let fires = try await sched.get(name)?.fires ?? 0
+                if fires >= want || Date() > deadline { return ["fires": fires, "reached": fires >= want] }
+                _ = try runner.next(waitMs: 500)
+            }
+        }
+    }
+
     func run(_ s: [String: Any]) async throws -> Any {
         let op = s["op"] as! String
         switch op {
@@ -204,6 +237,8 @@ final class Driver {
             return try await group(op, s)
         case "lock_acquire", "lock_release", "lock_fence", "lock_info", "rate_limit_set", "rate_limit_try":
             return try await locks(op, s)
+        case "schedule_add", "schedule_info", "schedule_run":
+            return try await schedules(op, s)
         default:
             break
         }

@@ -1008,6 +1008,11 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     func storedRateLimiter(name: String) throws  -> RateLimiter
     
     /**
+     * The file's schedules (writes nothing).
+     */
+    func scheduler()  -> Scheduler
+    
+    /**
      * The channel's window; with `set`, sets it first (for every process).
      */
     func channelRetention(channel: String, set: ChannelRetentionRecord?) throws  -> ChannelRetentionRecord
@@ -1244,6 +1249,18 @@ open func storedRateLimiter(name: String)throws  -> RateLimiter  {
     uniffi_honker_swift_fn_method_database_stored_rate_limiter(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The file's schedules (writes nothing).
+     */
+open func scheduler() -> Scheduler  {
+    return try!  FfiConverterTypeScheduler_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_scheduler(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -3615,6 +3632,458 @@ public func FfiConverterTypeRateLimiter_lift(_ handle: UInt64) throws -> RateLim
 #endif
 public func FfiConverterTypeRateLimiter_lower(_ value: RateLimiter) -> UInt64 {
     return FfiConverterTypeRateLimiter.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The scheduler's loop (`runtime::ScheduleRunner`).
+ */
+public protocol ScheduleRunnerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Stops the runner and wakes a waiting `next`.
+     */
+    func close() 
+    
+    func isClosed()  -> Bool
+    
+    /**
+     * Waits up to `wait_ms` for due boundaries and fires them.
+     */
+    func next(waitMs: UInt64) throws  -> [Fire]
+    
+}
+/**
+ * The scheduler's loop (`runtime::ScheduleRunner`).
+ */
+open class ScheduleRunner: ScheduleRunnerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_schedulerunner(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_schedulerunner(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Stops the runner and wakes a waiting `next`.
+     */
+open func close()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_schedulerunner_close(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+open func isClosed() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_schedulerunner_is_closed(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Waits up to `wait_ms` for due boundaries and fires them.
+     */
+open func next(waitMs: UInt64)throws  -> [Fire]  {
+    return try  FfiConverterSequenceTypeFire.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_schedulerunner_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeScheduleRunner: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = ScheduleRunner
+
+    public static func lift(_ handle: UInt64) throws -> ScheduleRunner {
+        return ScheduleRunner(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: ScheduleRunner) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ScheduleRunner {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: ScheduleRunner, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleRunner_lift(_ handle: UInt64) throws -> ScheduleRunner {
+    return try FfiConverterTypeScheduleRunner.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleRunner_lower(_ value: ScheduleRunner) -> UInt64 {
+    return FfiConverterTypeScheduleRunner.lower(value)
+}
+
+
+
+
+
+
+/**
+ * The schedules of one file.
+ */
+public protocol SchedulerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Registers (upserts) a schedule; whether anything changed.
+     */
+    func add(def: ScheduleDef) throws  -> Bool
+    
+    func get(name: String) throws  -> ScheduleInfo?
+    
+    func list() throws  -> [ScheduleInfo]
+    
+    /**
+     * The next `n` boundaries of a schedule (ms).
+     */
+    func nextFires(name: String, n: UInt32) throws  -> [Int64]
+    
+    /**
+     * Pauses a schedule, with a note.
+     */
+    func pause(name: String, note: String?) throws 
+    
+    /**
+     * Removes a schedule and its fire records; whether there was one.
+     */
+    func remove(name: String) throws  -> Bool
+    
+    /**
+     * Resumes a schedule from its first boundary after now.
+     */
+    func resume(name: String) throws 
+    
+    /**
+     * A runner of this file's schedules.
+     */
+    func runner()  -> ScheduleRunner
+    
+    /**
+     * Makes the file hold exactly these schedules.
+     */
+    func sync(defs: [ScheduleDef]) throws  -> SyncReportRecord
+    
+    /**
+     * Fires what is due now.
+     */
+    func tick() throws  -> [Fire]
+    
+    /**
+     * Fires a schedule now: the job's id.
+     */
+    func triggerNow(name: String) throws  -> Int64
+    
+}
+/**
+ * The schedules of one file.
+ */
+open class Scheduler: SchedulerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_honker_swift_fn_clone_scheduler(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_honker_swift_fn_free_scheduler(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Registers (upserts) a schedule; whether anything changed.
+     */
+open func add(def: ScheduleDef)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_add(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeScheduleDef_lower(def),uniffiCallStatus
+    )
+})
+}
+    
+open func get(name: String)throws  -> ScheduleInfo?  {
+    return try  FfiConverterOptionTypeScheduleInfo.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_get(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+open func list()throws  -> [ScheduleInfo]  {
+    return try  FfiConverterSequenceTypeScheduleInfo.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_list(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next `n` boundaries of a schedule (ms).
+     */
+open func nextFires(name: String, n: UInt32)throws  -> [Int64]  {
+    return try  FfiConverterSequenceInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_next_fires(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterUInt32.lower(n),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Pauses a schedule, with a note.
+     */
+open func pause(name: String, note: String?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_pause(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),
+        FfiConverterOptionString.lower(note),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Removes a schedule and its fire records; whether there was one.
+     */
+open func remove(name: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_remove(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Resumes a schedule from its first boundary after now.
+     */
+open func resume(name: String)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_resume(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * A runner of this file's schedules.
+     */
+open func runner() -> ScheduleRunner  {
+    return try!  FfiConverterTypeScheduleRunner_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_runner(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Makes the file hold exactly these schedules.
+     */
+open func sync(defs: [ScheduleDef])throws  -> SyncReportRecord  {
+    return try  FfiConverterTypeSyncReportRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_sync(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypeScheduleDef.lower(defs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Fires what is due now.
+     */
+open func tick()throws  -> [Fire]  {
+    return try  FfiConverterSequenceTypeFire.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_tick(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Fires a schedule now: the job's id.
+     */
+open func triggerNow(name: String)throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_scheduler_trigger_now(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeScheduler: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Scheduler
+
+    public static func lift(_ handle: UInt64) throws -> Scheduler {
+        return Scheduler(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Scheduler) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Scheduler {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Scheduler, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduler_lift(_ handle: UInt64) throws -> Scheduler {
+    return try FfiConverterTypeScheduler.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduler_lower(_ value: Scheduler) -> UInt64 {
+    return FfiConverterTypeScheduler.lower(value)
 }
 
 
@@ -7027,6 +7496,120 @@ public func FfiConverterTypeRows_lower(_ value: Rows) -> RustBuffer {
 
 
 /**
+ * A schedule's definition: options left nil take core's defaults
+ * (`Schedule::cron`).
+ */
+public struct ScheduleDef: Equatable, Hashable {
+    public var name: String
+    public var spec: String
+    public var queue: String
+    public var payload: Payload?
+    public var timeZone: String?
+    public var dayRule: String?
+    public var priority: Int32?
+    public var maxAttempts: UInt32?
+    public var expiresMs: UInt64?
+    public var catchUp: String?
+    public var catchUpWindowMs: UInt64?
+    public var catchUpMax: UInt32?
+    public var overlap: String?
+    public var jitterMs: UInt64?
+    public var startAtMs: Int64?
+    public var endAtMs: Int64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(name: String, spec: String, queue: String, payload: Payload?, timeZone: String?, dayRule: String?, priority: Int32?, maxAttempts: UInt32?, expiresMs: UInt64?, catchUp: String?, catchUpWindowMs: UInt64?, catchUpMax: UInt32?, overlap: String?, jitterMs: UInt64?, startAtMs: Int64?, endAtMs: Int64?) {
+        self.name = name
+        self.spec = spec
+        self.queue = queue
+        self.payload = payload
+        self.timeZone = timeZone
+        self.dayRule = dayRule
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.expiresMs = expiresMs
+        self.catchUp = catchUp
+        self.catchUpWindowMs = catchUpWindowMs
+        self.catchUpMax = catchUpMax
+        self.overlap = overlap
+        self.jitterMs = jitterMs
+        self.startAtMs = startAtMs
+        self.endAtMs = endAtMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ScheduleDef: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeScheduleDef: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ScheduleDef {
+        return
+            try ScheduleDef(
+                name: FfiConverterString.read(from: &buf), 
+                spec: FfiConverterString.read(from: &buf), 
+                queue: FfiConverterString.read(from: &buf), 
+                payload: FfiConverterOptionTypePayload.read(from: &buf), 
+                timeZone: FfiConverterOptionString.read(from: &buf), 
+                dayRule: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterOptionInt32.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                expiresMs: FfiConverterOptionUInt64.read(from: &buf), 
+                catchUp: FfiConverterOptionString.read(from: &buf), 
+                catchUpWindowMs: FfiConverterOptionUInt64.read(from: &buf), 
+                catchUpMax: FfiConverterOptionUInt32.read(from: &buf), 
+                overlap: FfiConverterOptionString.read(from: &buf), 
+                jitterMs: FfiConverterOptionUInt64.read(from: &buf), 
+                startAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                endAtMs: FfiConverterOptionInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ScheduleDef, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.spec, into: &buf)
+        FfiConverterString.write(value.queue, into: &buf)
+        FfiConverterOptionTypePayload.write(value.payload, into: &buf)
+        FfiConverterOptionString.write(value.timeZone, into: &buf)
+        FfiConverterOptionString.write(value.dayRule, into: &buf)
+        FfiConverterOptionInt32.write(value.priority, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionUInt64.write(value.expiresMs, into: &buf)
+        FfiConverterOptionString.write(value.catchUp, into: &buf)
+        FfiConverterOptionUInt64.write(value.catchUpWindowMs, into: &buf)
+        FfiConverterOptionUInt32.write(value.catchUpMax, into: &buf)
+        FfiConverterOptionString.write(value.overlap, into: &buf)
+        FfiConverterOptionUInt64.write(value.jitterMs, into: &buf)
+        FfiConverterOptionInt64.write(value.startAtMs, into: &buf)
+        FfiConverterOptionInt64.write(value.endAtMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleDef_lift(_ buf: RustBuffer) throws -> ScheduleDef {
+    return try FfiConverterTypeScheduleDef.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScheduleDef_lower(_ value: ScheduleDef) -> RustBuffer {
+    return FfiConverterTypeScheduleDef.lower(value)
+}
+
+
+/**
  * A schedule as stored in the file, with its state (what `list` and `get` return).
  */
 public struct ScheduleInfo: Equatable, Hashable {
@@ -7535,6 +8118,67 @@ public func FfiConverterTypeStreamRetentionRecord_lift(_ buf: RustBuffer) throws
 #endif
 public func FfiConverterTypeStreamRetentionRecord_lower(_ value: StreamRetentionRecord) -> RustBuffer {
     return FfiConverterTypeStreamRetentionRecord.lower(value)
+}
+
+
+/**
+ * What `sync` did, by schedule name.
+ */
+public struct SyncReportRecord: Equatable, Hashable {
+    public var added: [String]
+    public var changed: [String]
+    public var removed: [String]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(added: [String], changed: [String], removed: [String]) {
+        self.added = added
+        self.changed = changed
+        self.removed = removed
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SyncReportRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSyncReportRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SyncReportRecord {
+        return
+            try SyncReportRecord(
+                added: FfiConverterSequenceString.read(from: &buf), 
+                changed: FfiConverterSequenceString.read(from: &buf), 
+                removed: FfiConverterSequenceString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SyncReportRecord, into buf: inout [UInt8]) {
+        FfiConverterSequenceString.write(value.added, into: &buf)
+        FfiConverterSequenceString.write(value.changed, into: &buf)
+        FfiConverterSequenceString.write(value.removed, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSyncReportRecord_lift(_ buf: RustBuffer) throws -> SyncReportRecord {
+    return try FfiConverterTypeSyncReportRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSyncReportRecord_lower(_ value: SyncReportRecord) -> RustBuffer {
+    return FfiConverterTypeSyncReportRecord.lower(value)
 }
 
 
@@ -8238,6 +8882,30 @@ fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
+    typealias SwiftType = Int32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
     typealias SwiftType = UInt64?
 
@@ -8598,6 +9266,30 @@ fileprivate struct FfiConverterOptionTypeRateLimitRecord: FfiConverterRustBuffer
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeScheduleInfo: FfiConverterRustBuffer {
+    typealias SwiftType = ScheduleInfo?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeScheduleInfo.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeScheduleInfo.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeStreamEvent: FfiConverterRustBuffer {
     typealias SwiftType = StreamEvent?
 
@@ -8795,6 +9487,31 @@ fileprivate struct FfiConverterSequenceTypeEnqueued: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeFire: FfiConverterRustBuffer {
+    typealias SwiftType = [Fire]
+
+    public static func write(_ value: [Fire], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeFire.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Fire] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Fire]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeFire.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeGroupDeadLetter: FfiConverterRustBuffer {
     typealias SwiftType = [GroupDeadLetter]
 
@@ -8937,6 +9654,56 @@ fileprivate struct FfiConverterSequenceTypeLeaseRecord: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeLeaseRecord.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeScheduleDef: FfiConverterRustBuffer {
+    typealias SwiftType = [ScheduleDef]
+
+    public static func write(_ value: [ScheduleDef], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeScheduleDef.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ScheduleDef] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ScheduleDef]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeScheduleDef.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeScheduleInfo: FfiConverterRustBuffer {
+    typealias SwiftType = [ScheduleInfo]
+
+    public static func write(_ value: [ScheduleInfo], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeScheduleInfo.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ScheduleInfo] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ScheduleInfo]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeScheduleInfo.read(from: &buf))
         }
         return seq
     }
@@ -9176,6 +9943,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_stored_rate_limiter() != 50113) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_scheduler() != 32886) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_channel_retention() != 35024) {
@@ -9440,6 +10210,48 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_wait_result_cancellable() != 43542) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_schedulerunner_close() != 16223) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_schedulerunner_is_closed() != 1889) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_schedulerunner_next() != 58749) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_add() != 20565) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_get() != 50107) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_list() != 10191) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_next_fires() != 44010) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_pause() != 26641) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_remove() != 38647) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_resume() != 47597) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_runner() != 41840) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_sync() != 28791) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_tick() != 2844) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_scheduler_trigger_now() != 37112) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_listener_channel() != 3286) {

@@ -318,6 +318,11 @@ uint64_t uniffi_honker_swift_fn_method_database_rate_limiter(uint64_t ptr, RustB
 uint64_t uniffi_honker_swift_fn_method_database_stored_rate_limiter(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_SCHEDULER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_SCHEDULER
+uint64_t uniffi_honker_swift_fn_method_database_scheduler(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_CHANNEL_RETENTION
 RustBuffer uniffi_honker_swift_fn_method_database_channel_retention(uint64_t ptr, RustBuffer channel, RustBuffer set, RustCallStatus *_Nonnull out_status
@@ -881,6 +886,96 @@ RustBuffer uniffi_honker_swift_fn_method_queue_wait_result(uint64_t ptr, int64_t
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 RustBuffer uniffi_honker_swift_fn_method_queue_wait_result_cancellable(uint64_t ptr, int64_t id, uint64_t timeout_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SCHEDULERUNNER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SCHEDULERUNNER
+uint64_t uniffi_honker_swift_fn_clone_schedulerunner(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SCHEDULERUNNER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SCHEDULERUNNER
+void uniffi_honker_swift_fn_free_schedulerunner(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_CLOSE
+void uniffi_honker_swift_fn_method_schedulerunner_close(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_IS_CLOSED
+int8_t uniffi_honker_swift_fn_method_schedulerunner_is_closed(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULERUNNER_NEXT
+RustBuffer uniffi_honker_swift_fn_method_schedulerunner_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SCHEDULER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_SCHEDULER
+uint64_t uniffi_honker_swift_fn_clone_scheduler(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SCHEDULER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FREE_SCHEDULER
+void uniffi_honker_swift_fn_free_scheduler(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_ADD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_ADD
+int8_t uniffi_honker_swift_fn_method_scheduler_add(uint64_t ptr, RustBuffer def, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_GET
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_GET
+RustBuffer uniffi_honker_swift_fn_method_scheduler_get(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_LIST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_LIST
+RustBuffer uniffi_honker_swift_fn_method_scheduler_list(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_NEXT_FIRES
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_NEXT_FIRES
+RustBuffer uniffi_honker_swift_fn_method_scheduler_next_fires(uint64_t ptr, RustBuffer name, uint32_t n, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_PAUSE
+void uniffi_honker_swift_fn_method_scheduler_pause(uint64_t ptr, RustBuffer name, RustBuffer note, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_REMOVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_REMOVE
+int8_t uniffi_honker_swift_fn_method_scheduler_remove(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_RESUME
+void uniffi_honker_swift_fn_method_scheduler_resume(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_RUNNER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_RUNNER
+uint64_t uniffi_honker_swift_fn_method_scheduler_runner(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_SYNC
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_SYNC
+RustBuffer uniffi_honker_swift_fn_method_scheduler_sync(uint64_t ptr, RustBuffer defs, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_TICK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_TICK
+RustBuffer uniffi_honker_swift_fn_method_scheduler_tick(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_TRIGGER_NOW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_SCHEDULER_TRIGGER_NOW
+int64_t uniffi_honker_swift_fn_method_scheduler_trigger_now(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_LISTENER
@@ -1509,6 +1604,12 @@ uint16_t uniffi_honker_swift_checksum_method_database_stored_rate_limiter(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_SCHEDULER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_SCHEDULER
+uint16_t uniffi_honker_swift_checksum_method_database_scheduler(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_CHANNEL_RETENTION
 uint16_t uniffi_honker_swift_checksum_method_database_channel_retention(void
@@ -2034,6 +2135,90 @@ uint16_t uniffi_honker_swift_checksum_method_queue_wait_result(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_WAIT_RESULT_CANCELLABLE
 uint16_t uniffi_honker_swift_checksum_method_queue_wait_result_cancellable(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_CLOSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_CLOSE
+uint16_t uniffi_honker_swift_checksum_method_schedulerunner_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_IS_CLOSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_IS_CLOSED
+uint16_t uniffi_honker_swift_checksum_method_schedulerunner_is_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULERUNNER_NEXT
+uint16_t uniffi_honker_swift_checksum_method_schedulerunner_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_ADD
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_ADD
+uint16_t uniffi_honker_swift_checksum_method_scheduler_add(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_GET
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_GET
+uint16_t uniffi_honker_swift_checksum_method_scheduler_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_LIST
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_LIST
+uint16_t uniffi_honker_swift_checksum_method_scheduler_list(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_NEXT_FIRES
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_NEXT_FIRES
+uint16_t uniffi_honker_swift_checksum_method_scheduler_next_fires(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_PAUSE
+uint16_t uniffi_honker_swift_checksum_method_scheduler_pause(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_REMOVE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_REMOVE
+uint16_t uniffi_honker_swift_checksum_method_scheduler_remove(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_RESUME
+uint16_t uniffi_honker_swift_checksum_method_scheduler_resume(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_RUNNER
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_RUNNER
+uint16_t uniffi_honker_swift_checksum_method_scheduler_runner(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_SYNC
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_SYNC
+uint16_t uniffi_honker_swift_checksum_method_scheduler_sync(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_TICK
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_TICK
+uint16_t uniffi_honker_swift_checksum_method_scheduler_tick(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_TRIGGER_NOW
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_SCHEDULER_TRIGGER_NOW
+uint16_t uniffi_honker_swift_checksum_method_scheduler_trigger_now(void
     
 );
 #endif

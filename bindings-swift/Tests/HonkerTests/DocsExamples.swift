@@ -164,6 +164,20 @@ enum DocsExamples {
     }
 
     // docs/swift.md, example 7
+    @MainActor
+    static func example7() async throws {
+        let db = try Database(path: try appDatabasePath())
+        let scheduler = db.scheduler()
+        try await scheduler.add(try Schedule("digest", schedule: "0 8 * * MON-FRI", queue: "digests",
+                                             payload: ["kind": "digest"], timeZone: "Europe/Berlin",
+                                             catchUp: .latest, overlap: .skip))
+        let next = try await scheduler.get("digest")?.nextFireAt
+        let loop = Task { try await scheduler.run() }   // cancel it when the app goes to the background
+        loop.cancel()
+        _ = next
+    }
+
+    // docs/swift.md, example 8
     static func placeOrder(dbPool: DatabasePool, honker: Database, emails: Queue) throws {
         try dbPool.write { db in                      // GRDB's transaction
             try db.execute(sql: "INSERT INTO orders (user_id, status) VALUES (?, ?)", arguments: [42, "paid"])
@@ -178,14 +192,14 @@ enum DocsExamples {
         config.prepareDatabase { db in try honker.registerFunctions(on: db.sqliteConnection!) }
     }
 
-    // docs/swift.md, example 8
+    // docs/swift.md, example 9
     static func appDatabasePath() throws -> String {
         let dir = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
         return dir.appendingPathComponent("app.db").path
     }
 
-    // docs/swift.md, example 9
+    // docs/swift.md, example 10
     static func protectForBackgroundWork(path: String) throws {
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes(
@@ -193,14 +207,14 @@ enum DocsExamples {
         }
     }
 
-    // docs/swift.md, example 10
+    // docs/swift.md, example 11
     static func handleRefresh(outbox: Outbox) async {
         let sending = Task { await outbox.send() }
         try? await Task.sleep(nanoseconds: 25_000_000_000)   // BGAppRefreshTask: about 30 s
         sending.cancel()                                      // releases what it had not sent
     }
 
-    // docs/swift.md, example 11
+    // docs/swift.md, example 12
     static func startUpload(_ job: Job, session: URLSession, request: URLRequest, file: URL) async throws {
         try await job.heartbeat(extend: 3600)                // a background upload may take long
         let task = session.uploadTask(with: request, fromFile: file)

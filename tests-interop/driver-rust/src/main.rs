@@ -318,8 +318,52 @@ impl Driver {
         }
     }
 
+    fn schedules(&mut self, step: &Json) -> Out {
+        let sched = self.db()?.scheduler();
+        let name = s(step, "name");
+        match s(step, "op") {
+            "schedule_add" => {
+                let mut def =
+                    honker::schedule::Schedule::cron(name, s(step, "schedule"), s(step, "queue"))
+                        .payload(Payload::from(&step["payload"]));
+                if let Some(tz) = step["time_zone"].as_str() {
+                    def.time_zone = tz.into();
+                }
+                Ok(json!(sched.add(&def)?))
+            }
+            "schedule_info" => Ok(sched.get(name)?.map_or(Json::Null, |i| {
+                json!({
+                    "time_zone": i.schedule.time_zone,
+                    "day_rule": i.schedule.day_rule.as_str(),
+                    "fires": i.fires,
+                    "missed": i.missed,
+                })
+            })),
+            "schedule_run" => {
+                // Core's runner, one next() at a time: it stops as soon as
+                // the schedule has fired enough.
+                let runner = honker::runtime::ScheduleRunner::new(sched.database());
+                let wait = ms(step, "wait_ms")?.unwrap_or_default();
+                let deadline = std::time::Instant::now() + wait;
+                let want = step["fires"].as_u64().unwrap_or(0);
+                loop {
+                    let fires = sched.get(name)?.map_or(0, |i| i.fires);
+                    if fires >= want || std::time::Instant::now() > deadline {
+                        return Ok(json!({ "fires": fires, "reached": fires >= want }));
+                    }
+                    runner.next(std::time::Duration::from_millis(500))?;
+                }
+            }
+            op => Err(honker::Error::new(
+                ErrorKind::InvalidArgument,
+                format!("not a schedule op: {op}"),
+            )),
+        }
+    }
+
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
+            "schedule_add" | "schedule_info" | "schedule_run" => self.schedules(step),
             "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_info" => {
                 self.group(step)
             }
