@@ -917,7 +917,8 @@ export interface WorkerErrorEvent {
  * graceful shutdown. At-least-once: make handlers idempotent.
  */
 export class Worker {
-  constructor(db: Database, options?: { concurrency?: number; workerId?: string; grace?: number });
+  /** `scheduler` (true): also run the file's scheduler while the worker runs (each boundary fires once, whichever process fires it). */
+  constructor(db: Database, options?: { concurrency?: number; workerId?: string; grace?: number; scheduler?: boolean });
   readonly workerId: string;
   readonly concurrency: number;
   /** Milliseconds a shutdown gives running handlers before releasing their jobs. */

@@ -1912,6 +1912,10 @@ const CANCEL_POLL_MS = 100;
  *                   { concurrency: 8, timeout: 30_000 });
  *     await worker.run({ signals: true });   // until SIGTERM, then drains
  *
+ * While it runs, the worker also runs the file's scheduler (`scheduler:
+ * false` to leave it out): every worker process fires schedules, each
+ * boundary once.
+ *
  * A handler's resolved value acks the job (and is saved as its result);
  * `Retry` retries it after a delay; any other error retries it with the
  * queue's backoff and dead-letters it once its attempts are spent;
@@ -1923,14 +1927,15 @@ const CANCEL_POLL_MS = 100;
 class Worker {
   constructor(db, options = {}) {
     if (!(db instanceof Database)) throw invalid('a Worker needs the Database of honker.open()');
-    const { concurrency = 10, workerId, grace = 30_000 } = options;
+    const { concurrency = 10, workerId, grace = 30_000, scheduler = true } = options;
     int('concurrency', concurrency, ...U32);
+    if (typeof scheduler !== 'boolean') throw invalid(`scheduler must be a boolean, got ${describe(scheduler)}`);
     this.workerId = workerId === undefined ? `${os.hostname()}-${process.pid}` : text('workerId', workerId);
     this.concurrency = concurrency;
     this.grace = grace;
     this._db = db;
     // Core checks the options here, before anything runs.
-    this._native = unwrap(guarded(() => addon.newWorker(db._native, this.workerId, concurrency)));
+    this._native = unwrap(guarded(() => addon.newWorker(db._native, this.workerId, concurrency, scheduler)));
     this._queues = new Map();
     this._hooks = Object.fromEntries(WORKER_EVENTS.map((k) => [k, []]));
     this._started = false;

@@ -786,7 +786,7 @@ export interface MaintenanceReport {
 }
 
 /** A worker on `db` (core's `runtime::Worker`). */
-export declare function newWorker(db: Database, workerId: string, concurrency: number): Out<Worker>
+export declare function newWorker(db: Database, workerId: string, concurrency: number, runScheduler: boolean): Out<Worker>
 
 /** One notification, as a listener receives it. */
 export interface Notification {

@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 
 readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
 with open(readme, encoding="utf-8") as f:
@@ -36,6 +37,8 @@ groups = next(b for b in others if ".group(" in b)
 others.remove(groups)
 locks = next(b for b in others if ".lock(" in b)
 others.remove(locks)
+schedules = next(b for b in others if ".scheduler()" in b)
+others.remove(schedules)
 exec(compile(quickstart, readme, "exec"), scope)
 
 
@@ -83,5 +86,15 @@ exec(compile(locks, readme, "exec"), {"db": db})
 assert db.query("SELECT version FROM search_state") == [(1,)]
 assert db.lock("reindex").info() is None
 assert db.rate_limiter("mail").params().burst == 5
+
+# The scheduler section: two schedules registered, the loop running on a
+# thread until the stop event is set.
+stop = threading.Event()
+exec(
+    compile(schedules, readme, "exec"), {"db": db, "threading": threading, "stop": stop}
+)
+assert [i.name for i in db.scheduler().list()] == ["heartbeat", "nightly-report"]
+assert db.scheduler().get("nightly-report").time_zone == "Europe/Berlin"
+stop.set()
 db.close()
 print("README quickstart ok on CPython", sys.version.split()[0])

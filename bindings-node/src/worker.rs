@@ -75,13 +75,19 @@ fn report(r: honker::runtime::Report) -> TaskReport {
 
 /// A worker on `db` (core's `runtime::Worker`).
 #[napi]
-pub fn new_worker(db: &Database, worker_id: String, concurrency: u32) -> Out<Worker> {
+pub fn new_worker(
+    db: &Database,
+    worker_id: String,
+    concurrency: u32,
+    run_scheduler: bool,
+) -> Out<Worker> {
     out((|| {
         let w = honker::runtime::Worker::new(
             db.core(),
             WorkerOptions {
                 worker_id,
                 concurrency: honker::validate::batch(i64::from(concurrency))?,
+                run_scheduler,
             },
         )?;
         Ok(Worker {

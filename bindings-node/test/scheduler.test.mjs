@@ -165,3 +165,27 @@ test('concurrent requests register at once; four runners fire each boundary once
   for (let i = 1; i < runAts.length; i++) assert.equal(runAts[i] - runAts[i - 1], 1000);
   await db.close();
 });
+
+test('a Worker runs the scheduler by default; scheduler: false leaves it out', async () => {
+  const db = await honker.open(tempPath());
+  await db.scheduler().add('beat', '@every 1s', 'beats', { beat: true });
+  const seen = [];
+  const quiet = new honker.Worker(db, { scheduler: false });
+  quiet.handle('beats', async (job) => {
+    seen.push(job.runAt);
+  });
+  setTimeout(() => quiet.stop(), 2200);
+  await quiet.run({ signals: false });
+  assert.deepEqual(seen, []);
+  assert.equal((await db.scheduler().get('beat')).fires, 0);
+  const w = new honker.Worker(db);
+  w.handle('beats', async (job) => {
+    seen.push(job.runAt);
+    if (seen.length >= 2) w.stop();
+  });
+  await w.run({ signals: false });
+  assert.ok(seen.length >= 2);
+  for (const t of seen) assert.equal(t.getTime() % 1000, 0);
+  assert.throws(() => new honker.Worker(db, { scheduler: 'yes' }), honker.InvalidArgument);
+  await db.close();
+});

@@ -175,12 +175,13 @@ fn report(r: honker::runtime::Report) -> Report {
 #[pymethods]
 impl Worker {
     #[new]
-    #[pyo3(signature = (db, *, worker_id, concurrency, grace))]
+    #[pyo3(signature = (db, *, worker_id, concurrency, grace, run_scheduler = true))]
     fn new(
         db: PyRef<'_, Database>,
         worker_id: String,
         concurrency: i64,
         grace: f64,
+        run_scheduler: bool,
     ) -> PyResult<Worker> {
         let concurrency = honker::validate::batch(concurrency).py()?;
         let grace = Mutex::new(secs("grace", grace)?);
@@ -189,6 +190,7 @@ impl Worker {
             WorkerOptions {
                 worker_id,
                 concurrency,
+                run_scheduler,
             },
         )
         .py()?;

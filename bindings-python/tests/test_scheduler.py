@@ -242,3 +242,29 @@ def test_honker_sql_schedules_keep_honkers_day_rule(
     for t in db.scheduler().next_fires("f13", 4):
         local = t.astimezone(ZoneInfo(zone))
         assert (local.day, local.weekday(), local.hour) == (13, 4, 9)
+
+
+def test_a_worker_runs_the_scheduler_by_default(path: Path) -> None:
+    """Every worker process fires schedules (each boundary once); with
+    ``scheduler=False`` it does not."""
+    from conftest import stop_when
+
+    db = honker.open(path)
+    try:
+        db.scheduler().add("beat", "@every 1s", "beats", {"beat": True})
+        quiet = honker.Worker(db, scheduler=False)
+        seen: list[dt.datetime] = []
+        quiet.register("beats", lambda job: seen.append(job.run_at))
+        stop = threading.Timer(2.2, quiet.stop)
+        stop.start()
+        quiet.run(signals=False)
+        assert seen == [] and db.scheduler().get("beat").fires == 0  # type: ignore[union-attr]
+        w = honker.Worker(db)
+        w.register("beats", lambda job: seen.append(job.run_at))
+        stop_when(w, lambda: len(seen) >= 2)
+        w.run(signals=False)
+        assert len(seen) >= 2 and all(t.microsecond == 0 for t in seen), seen
+        with pytest.raises(TypeError):
+            honker.Worker(db, scheduler="yes")  # type: ignore[arg-type]
+    finally:
+        db.close()

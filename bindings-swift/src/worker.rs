@@ -96,12 +96,18 @@ fn report(r: honker::runtime::Report) -> TaskReport {
 impl Worker {
     /// A worker on `db` running at most `concurrency` tasks at once.
     #[uniffi::constructor]
-    pub fn new(db: Arc<Database>, worker_id: String, concurrency: u32) -> R<Arc<Worker>> {
+    pub fn new(
+        db: Arc<Database>,
+        worker_id: String,
+        concurrency: u32,
+        run_scheduler: bool,
+    ) -> R<Arc<Worker>> {
         let w = honker::runtime::Worker::new(
             db.core(),
             WorkerOptions {
                 worker_id,
                 concurrency: honker::validate::batch(i64::from(concurrency))?,
+                run_scheduler,
             },
         )?;
         Ok(Arc::new(Worker {

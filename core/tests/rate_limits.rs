@@ -683,6 +683,7 @@ fn the_worker_runtime_sleeps_until_a_limited_queue_lets_the_next_job_start() {
         WorkerOptions {
             worker_id: "w1".into(),
             concurrency: 4,
+            ..WorkerOptions::default()
         },
     )
     .unwrap();

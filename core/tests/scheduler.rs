@@ -644,7 +644,8 @@ fn child_process_entry() {
         ..Options::default()
     };
     let db = Database::open_with(std::env::var("HONKER_TEST_DB").unwrap(), options).unwrap();
-    let runner = Arc::new(ScheduleRunner::new(&db));
+    // Checking at every commit: the test moves its clock a step at a time.
+    let runner = Arc::new(ScheduleRunner::with_min_recheck(&db, Duration::ZERO));
     let stop = Arc::new(AtomicBool::new(false));
     let r = Arc::clone(&runner);
     let st = Arc::clone(&stop);
@@ -813,4 +814,52 @@ fn four_processes_over_a_simulated_week_fire_each_boundary_once() {
         "SELECT max(fired_at - fire_at) FROM _honker_schedule_fires",
     ));
     assert!(late <= 3_000, "a fire {late} ms after its boundary");
+}
+
+/// The worker runtime runs the scheduler while it runs (the default):
+/// a schedule fires into the queue the worker handles, on the real clock;
+/// `run_scheduler: false` leaves it out; stopping the worker stops it.
+#[test]
+fn the_worker_runtime_runs_the_scheduler() {
+    use honker::runtime::{HandlerOptions, Outcome, Worker, WorkerOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("w.db")).unwrap();
+    db.scheduler()
+        .add(&Schedule::cron("beat", "@every 1s", "beats"))
+        .unwrap();
+    let quiet = Worker::new(
+        &db,
+        WorkerOptions {
+            run_scheduler: false,
+            ..WorkerOptions::default()
+        },
+    )
+    .unwrap();
+    quiet
+        .register(&db.queue("beats").unwrap(), HandlerOptions::default())
+        .unwrap();
+    assert!(quiet.next(Duration::from_millis(2_500)).unwrap().is_none());
+    assert!(quiet.scheduler_counts().is_none());
+    let worker = Worker::new(&db, WorkerOptions::default()).unwrap();
+    worker
+        .register(&db.queue("beats").unwrap(), HandlerOptions::default())
+        .unwrap();
+    let task = worker
+        .next(Duration::from_secs(5))
+        .unwrap()
+        .expect("the worker's scheduler fired");
+    let job = task.job().unwrap();
+    assert_eq!(job.run_at % 1000, 0, "a job at its boundary");
+    worker.complete(task, Outcome::Ack(None)).unwrap();
+    let (_, fires, error) = worker.scheduler_counts().unwrap();
+    assert!(fires >= 1);
+    assert!(error.is_none());
+    worker.stop();
+    assert!(
+        worker.scheduler_counts().is_none(),
+        "stopped with the worker"
+    );
+    let before = db.scheduler().get("beat").unwrap().unwrap().fires;
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(db.scheduler().get("beat").unwrap().unwrap().fires, before);
 }

@@ -29,6 +29,7 @@ fn worker(db: &Database, concurrency: usize) -> Worker {
         WorkerOptions {
             worker_id: "w1".into(),
             concurrency,
+            ..WorkerOptions::default()
         },
     )
     .unwrap()
@@ -422,6 +423,7 @@ fn bad_registrations_are_invalid_and_change_nothing() {
         WorkerOptions {
             worker_id: String::new(),
             concurrency: 1,
+            ..WorkerOptions::default()
         },
     );
     assert_eq!(bad.unwrap_err().kind(), ErrorKind::InvalidArgument);

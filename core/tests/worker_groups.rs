@@ -22,6 +22,7 @@ fn worker(db: &Database, concurrency: usize) -> Worker {
         WorkerOptions {
             worker_id: "member-1".into(),
             concurrency,
+            ..WorkerOptions::default()
         },
     )
     .unwrap()

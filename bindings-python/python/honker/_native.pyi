@@ -241,7 +241,15 @@ class KeepAlive:
 _Report = tuple[int, str, int, str, str | None, float]
 
 class Worker:
-    def __new__(cls, db: Database, *, worker_id: str, concurrency: int, grace: float) -> Worker: ...
+    def __new__(
+        cls,
+        db: Database,
+        *,
+        worker_id: str,
+        concurrency: int,
+        grace: float,
+        run_scheduler: bool = True,
+    ) -> Worker: ...
     @property
     def grace(self) -> float: ...
     @grace.setter

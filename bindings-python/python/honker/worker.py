@@ -136,6 +136,12 @@ class _Registration:
     group: Group | None = None  # a consumer group's registration
 
 
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool")
+    return value
+
+
 class Worker:
     """Runs registered handlers for queues; see the module docs.
 
@@ -143,7 +149,9 @@ class Worker:
     queue may set a lower limit); ``worker_id`` is what claims record
     (default ``<host>-<pid>``); ``grace`` is how long a shutdown waits for
     running handlers before releasing their jobs (no attempt spent) so that
-    another process takes them at once.
+    another process takes them at once. While it runs, the worker also runs
+    the file's scheduler (``scheduler=False`` leaves it out): every worker
+    process fires schedules, each boundary once.
     """
 
     def __init__(
@@ -153,6 +161,7 @@ class Worker:
         concurrency: int = 10,
         worker_id: str | None = None,
         grace: Seconds = 30.0,
+        scheduler: bool = True,
     ) -> None:
         self._db = db
         self.concurrency = concurrency
@@ -163,6 +172,7 @@ class Worker:
             worker_id=self.worker_id,
             concurrency=concurrency,
             grace=seconds("grace", grace),  # type: ignore[arg-type]
+            run_scheduler=_flag("scheduler", scheduler),
         )
         # By (queue or stream, None or group): what a task's (queue, group) names.
         self._queues: dict[tuple[str, str | None], _Registration] = {}

@@ -137,12 +137,14 @@ public final class Worker: @unchecked Sendable {
 
     /// A worker on `db` running at most `concurrency` handlers at once over
     /// all its queues. `workerId` (default: host name and process id) is
-    /// what its claims record.
+    /// what its claims record. While it runs it also runs the file's
+    /// scheduler (`runScheduler`): each boundary fires once, whichever
+    /// process fires it.
     public init(_ db: Database, workerId: String? = nil, concurrency: UInt32 = 10,
-                grace: TimeInterval = 30) throws {
+                grace: TimeInterval = 30, runScheduler: Bool = true) throws {
         let id = workerId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
         _ = try millis("grace", grace)
-        native = try HonkerNative.Worker(db: db.native, workerId: id, concurrency: concurrency)
+        native = try HonkerNative.Worker(db: db.native, workerId: id, concurrency: concurrency, runScheduler: runScheduler)
         self.workerId = id
         self.grace = grace
         self.db = db

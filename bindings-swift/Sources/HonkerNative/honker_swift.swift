@@ -4913,14 +4913,15 @@ open class Worker: WorkerProtocol, @unchecked Sendable {
     /**
      * A worker on `db` running at most `concurrency` tasks at once.
      */
-public convenience init(db: Database, workerId: String, concurrency: UInt32)throws  {
+public convenience init(db: Database, workerId: String, concurrency: UInt32, runScheduler: Bool)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_constructor_worker_new(
         FfiConverterTypeDatabase_lower(db),
         FfiConverterString.lower(workerId),
-        FfiConverterUInt32.lower(concurrency),uniffiCallStatus
+        FfiConverterUInt32.lower(concurrency),
+        FfiConverterBool.lower(runScheduler),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -10377,7 +10378,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_constructor_canceltoken_new() != 21802) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_constructor_worker_new() != 33818) {
+    if (uniffi_honker_swift_checksum_constructor_worker_new() != 33337) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -1140,7 +1140,7 @@ void uniffi_honker_swift_fn_free_worker(uint64_t handle, RustCallStatus *_Nonnul
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_WORKER_NEW
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CONSTRUCTOR_WORKER_NEW
-uint64_t uniffi_honker_swift_fn_constructor_worker_new(uint64_t db, RustBuffer worker_id, uint32_t concurrency, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_honker_swift_fn_constructor_worker_new(uint64_t db, RustBuffer worker_id, uint32_t concurrency, int8_t run_scheduler, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED

@@ -166,4 +166,33 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(Set(runAts).count, runAts.count, "no boundary twice")
         for (a, b) in zip(runAts, runAts.dropFirst()) { XCTAssertEqual(b - a, 1000) }
     }
+
+    func testAWorkerRunsTheSchedulerByDefault() async throws {
+        let db = try Database(path: tempPath())
+        try await db.scheduler().add(Schedule("beat", schedule: "@every 1s", queue: "beats"))
+        let seen = Seen()
+        let quiet = try Worker(db, runScheduler: false)
+        try quiet.handle("beats") { (job: Job) in seen.add(job.runAt) }
+        let quietRun = Task { try await quiet.run() }
+        try await Task.sleep(nanoseconds: 2_200_000_000)
+        quietRun.cancel()
+        _ = try? await quietRun.value
+        XCTAssertEqual(seen.count, 0)
+        let worker = try Worker(db)
+        try worker.handle("beats") { (job: Job) in seen.add(job.runAt) }
+        let run = Task { try await worker.run() }
+        try await eventually(10, "two beats") { seen.count >= 2 }
+        run.cancel()
+        _ = try? await run.value
+        for t in seen.all { XCTAssertEqual(Int64((t.timeIntervalSince1970 * 1000).rounded()) % 1000, 0) }
+    }
+}
+
+/// Dates seen by handlers, from any thread.
+private final class Seen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var dates: [Date] = []
+    func add(_ d: Date) { lock.lock(); dates.append(d); lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return dates.count }
+    var all: [Date] { lock.lock(); defer { lock.unlock() }; return dates }
 }

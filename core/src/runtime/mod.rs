@@ -55,7 +55,7 @@ pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use listener::Listener;
 pub use off_thread::OffThreadDrop;
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
-pub use schedule_runner::{ScheduleRunner, FOLLOWER_DELAY};
+pub use schedule_runner::{ScheduleRunner, ScheduleThread, FOLLOWER_DELAY, MIN_RECHECK};
 pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;
 pub use work::Work;

@@ -1,6 +1,7 @@
 //! [`ScheduleRunner`]: the scheduler's loop, safe to run in every process.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -18,6 +19,12 @@ use crate::validate;
 /// commit, find nothing due and never take the write lock. Correctness
 /// does not depend on it: any process may tick at any time.
 pub const FOLLOWER_DELAY: Duration = Duration::from_millis(1000);
+
+/// The shortest time between two checks of one runner (the default of
+/// [`ScheduleRunner::new`]): a commit wakes it, but a busy file's commits
+/// cost it at most one read-only check per this long. A boundary is never
+/// noticed later than this, plus the follower delay.
+pub const MIN_RECHECK: Duration = Duration::from_millis(25);
 
 const SCOPE: &str = "scheduler";
 const LEADER: &str = "leader";
@@ -38,6 +45,8 @@ pub struct ScheduleRunner {
     id: i64,
     follower_delay_ms: i64,
     closed: AtomicBool,
+    min_recheck: Duration,
+    last_check: Mutex<Option<Instant>>,
     /// When this runner first saw a buffered fire ready, as a follower.
     buffered_seen: Mutex<Option<i64>>,
     write_transactions: AtomicU64,
@@ -45,8 +54,15 @@ pub struct ScheduleRunner {
 }
 
 impl ScheduleRunner {
-    /// A runner on `db`'s schedules.
+    /// A runner on `db`'s schedules, checking at most every
+    /// [`MIN_RECHECK`].
     pub fn new(db: &Database) -> ScheduleRunner {
+        Self::with_min_recheck(db, MIN_RECHECK)
+    }
+
+    /// A runner that checks at most every `min_recheck` (zero: at every
+    /// commit to the file).
+    pub fn with_min_recheck(db: &Database, min_recheck: Duration) -> ScheduleRunner {
         let id = loop {
             let id = fastrand::i64(1..i64::MAX);
             if id != 0 {
@@ -59,6 +75,8 @@ impl ScheduleRunner {
             id,
             follower_delay_ms: base + fastrand::i64(0..=base),
             closed: AtomicBool::new(false),
+            min_recheck,
+            last_check: Mutex::new(None),
             buffered_seen: Mutex::new(None),
             write_transactions: AtomicU64::new(0),
             fires: AtomicU64::new(0),
@@ -113,6 +131,17 @@ impl ScheduleRunner {
                 return Ok(vec![]);
             }
             let seen = signal.generation();
+            let last = *self.last_check.lock();
+            if let Some(ready) = last.map(|t| t + self.min_recheck) {
+                let now = Instant::now();
+                if now < ready {
+                    std::thread::sleep(ready - now);
+                    if self.is_closed() || stop() {
+                        return Ok(vec![]);
+                    }
+                }
+            }
+            *self.last_check.lock() = Some(Instant::now());
             let (due_at, buffered, leader) = {
                 let reader = db.inner.reader()?;
                 let r = reader.raw();
@@ -189,4 +218,77 @@ impl Drop for ScheduleRunner {
 
 fn leader(conn: Conn<'_>) -> Result<Option<i64>> {
     Ok(crate::settings::get_int(conn, SCOPE, "", LEADER)?.flatten())
+}
+
+/// A [`ScheduleRunner`] on a thread of its own (`honker-scheduler`), until
+/// [`stop`](Self::stop) or drop: what the worker runtime runs in every
+/// process by default. A failed tick (the file busy past its timeout) is
+/// tried again a second later; the last error is kept for the host.
+#[derive(Debug)]
+pub struct ScheduleThread {
+    runner: Arc<ScheduleRunner>,
+    last_error: Arc<Mutex<Option<(crate::ErrorKind, String)>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl ScheduleThread {
+    /// Starts a runner on `db` on a new thread.
+    pub fn start(db: &Database) -> Result<ScheduleThread> {
+        // The watcher must run before the thread waits on it.
+        db.wait_signal()?;
+        let runner = Arc::new(ScheduleRunner::new(db));
+        let last_error = Arc::new(Mutex::new(None));
+        let (r, e) = (Arc::clone(&runner), Arc::clone(&last_error));
+        let thread = std::thread::Builder::new()
+            .name("honker-scheduler".into())
+            .spawn(move || {
+                while !r.is_closed() {
+                    match r.next(Duration::from_secs(3600)) {
+                        Ok(_) => {}
+                        Err(err) if err.kind() == crate::ErrorKind::Closed => break,
+                        Err(err) => {
+                            *e.lock() = Some((err.kind(), err.message().to_string()));
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
+                    }
+                }
+            })
+            .map_err(|err| {
+                crate::Error::internal(format!("cannot start the scheduler thread: {err}"))
+            })?;
+        Ok(ScheduleThread {
+            runner,
+            last_error,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// The runner (its counts).
+    pub fn runner(&self) -> &ScheduleRunner {
+        &self.runner
+    }
+
+    /// The last error a tick met, if any.
+    pub fn last_error(&self) -> Option<crate::Error> {
+        self.last_error
+            .lock()
+            .as_ref()
+            .map(|(k, m)| crate::Error::new(*k, m.clone()))
+    }
+
+    /// Stops the runner and waits for its thread. Idempotent.
+    pub fn stop(&self) {
+        self.runner.close();
+        if let Some(t) = self.thread.lock().take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for ScheduleThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }

@@ -36,6 +36,11 @@ pub struct WorkerOptions {
     /// Tasks running (or claimed and about to run) at once, over all
     /// queues. Claims never take more jobs than there are free slots.
     pub concurrency: usize,
+    /// Runs the file's scheduler on a thread of its own while the worker
+    /// runs (a [`ScheduleThread`](super::ScheduleThread)), so that every
+    /// worker process fires the schedules: safe, each boundary fires once.
+    /// Defaults to true.
+    pub run_scheduler: bool,
 }
 
 impl Default for WorkerOptions {
@@ -43,6 +48,7 @@ impl Default for WorkerOptions {
         WorkerOptions {
             worker_id: format!("worker-{}", std::process::id()),
             concurrency: 10,
+            run_scheduler: true,
         }
     }
 }
@@ -196,6 +202,9 @@ struct Inner {
     /// One `next` at a time: capacity is read, then claimed.
     next_lock: Mutex<()>,
     state: Mutex<State>,
+    run_scheduler: bool,
+    /// Started by the first `next`, stopped by `stop`.
+    scheduler: Mutex<Option<super::ScheduleThread>>,
 }
 
 #[derive(Debug, Default)]
@@ -294,6 +303,8 @@ impl Worker {
                 hurry: AtomicBool::new(false),
                 next_lock: Mutex::new(()),
                 state: Mutex::new(State::default()),
+                run_scheduler: options.run_scheduler,
+                scheduler: Mutex::new(None),
             }),
         })
     }
@@ -385,6 +396,14 @@ impl Worker {
         let inner = &self.inner;
         validate::delay("wait", wait)?;
         crate::queue::refuse_waiting("a worker's next")?;
+        if inner.run_scheduler {
+            // Under the lock `stop` takes it with, so that a stop between
+            // the check and the start cannot miss the thread.
+            let mut s = inner.scheduler.lock();
+            if s.is_none() && !inner.stopping.load(Ordering::SeqCst) {
+                *s = Some(super::ScheduleThread::start(&inner.db)?);
+            }
+        }
         let _one = inner.next_lock.lock();
         let end = Instant::now() + wait;
         let recheck = inner.db.recheck_interval();
@@ -574,7 +593,23 @@ impl Worker {
     /// until [`shutdown`](Self::shutdown). Idempotent.
     pub fn stop(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
+        if let Some(s) = self.inner.scheduler.lock().take() {
+            s.stop();
+        }
         self.inner.db.poke();
+    }
+
+    /// Fires (counts of) the scheduler this worker runs (`run_scheduler`,
+    /// started by the first `next`): (write transactions, fires), and its
+    /// last error.
+    pub fn scheduler_counts(&self) -> Option<(u64, u64, Option<crate::Error>)> {
+        self.inner.scheduler.lock().as_ref().map(|s| {
+            (
+                s.runner().write_transactions(),
+                s.runner().fires(),
+                s.last_error(),
+            )
+        })
     }
 
     /// Ends the grace period of a running (or later) [`drain`](Self::drain)
