@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use honker::schedule::{CatchUp, DayRule, Overlap, Schedule};
+use honker::schedule::{Schedule, ScheduleOptions};
 use napi_derive::napi;
 
 use crate::database::Database;
@@ -46,37 +46,22 @@ fn instant(what: &str, v: Option<f64>) -> honker::Result<Option<i64>> {
 
 fn definition(d: ScheduleDef) -> honker::Result<Schedule> {
     let mut s = Schedule::cron(&d.name, &d.spec, &d.queue);
-    if let Some(p) = d.payload {
-        s.payload = payload_in(p);
+    ScheduleOptions {
+        payload: d.payload.map(payload_in),
+        time_zone: d.time_zone,
+        day_rule: d.day_rule,
+        priority: d.priority,
+        max_attempts: d.max_attempts,
+        expires: opt_ms("expires", d.expires)?,
+        catch_up: d.catch_up,
+        catch_up_window: opt_ms("catchUpWindow", d.catch_up_window)?,
+        catch_up_max: d.catch_up_max,
+        overlap: d.overlap,
+        jitter: opt_ms("jitter", d.jitter)?,
+        start_at: instant("startAt", d.start_at)?,
+        end_at: instant("endAt", d.end_at)?,
     }
-    if let Some(v) = d.time_zone {
-        s.time_zone = v;
-    }
-    if let Some(v) = d.day_rule {
-        s.day_rule = DayRule::parse(&v)?;
-    }
-    if let Some(v) = d.priority {
-        s.priority = v;
-    }
-    s.max_attempts = d.max_attempts;
-    s.expires = opt_ms("expires", d.expires)?;
-    if let Some(v) = d.catch_up {
-        s.catch_up = CatchUp::parse(&v)?;
-    }
-    if let Some(v) = d.catch_up_window {
-        s.catch_up_window = ms("catchUpWindow", v)?;
-    }
-    if let Some(v) = d.catch_up_max {
-        s.catch_up_max = v;
-    }
-    if let Some(v) = d.overlap {
-        s.overlap = Overlap::parse(&v)?;
-    }
-    if let Some(v) = d.jitter {
-        s.jitter = ms("jitter", v)?;
-    }
-    s.start_at = instant("startAt", d.start_at)?;
-    s.end_at = instant("endAt", d.end_at)?;
+    .apply(&mut s)?;
     Ok(s)
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use honker::schedule::{CatchUp, DayRule, Overlap, Schedule};
+use honker::schedule::{Schedule, ScheduleOptions};
 use pyo3::prelude::*;
 
 use crate::database::secs;
@@ -208,45 +208,24 @@ impl Definition {
         if let Some(v) = queue {
             s.queue = v.into();
         }
-        if let Some(v) = payload {
-            s.payload = payload_from_py(v)?;
+        let opt_secs = |what: &str, v: Option<f64>| v.map(|v| secs(what, v)).transpose();
+        ScheduleOptions {
+            payload: payload.map(payload_from_py).transpose()?,
+            time_zone: time_zone.map(Into::into),
+            day_rule: day_rule.map(Into::into),
+            priority,
+            max_attempts,
+            expires: opt_secs("expires", expires)?,
+            catch_up: catch_up.map(Into::into),
+            catch_up_window: opt_secs("catch_up_window", catch_up_window)?,
+            catch_up_max,
+            overlap: overlap.map(Into::into),
+            jitter: opt_secs("jitter", jitter)?,
+            start_at: start_at_ms,
+            end_at: end_at_ms,
         }
-        if let Some(v) = time_zone {
-            s.time_zone = v.into();
-        }
-        if let Some(v) = day_rule {
-            s.day_rule = DayRule::parse(v).py()?;
-        }
-        if let Some(v) = priority {
-            s.priority = v;
-        }
-        if let Some(v) = max_attempts {
-            s.max_attempts = Some(v);
-        }
-        if let Some(v) = expires {
-            s.expires = Some(secs("expires", v)?);
-        }
-        if let Some(v) = catch_up {
-            s.catch_up = CatchUp::parse(v).py()?;
-        }
-        if let Some(v) = catch_up_window {
-            s.catch_up_window = secs("catch_up_window", v)?;
-        }
-        if let Some(v) = catch_up_max {
-            s.catch_up_max = v;
-        }
-        if let Some(v) = overlap {
-            s.overlap = Overlap::parse(v).py()?;
-        }
-        if let Some(v) = jitter {
-            s.jitter = secs("jitter", v)?;
-        }
-        if let Some(v) = start_at_ms {
-            s.start_at = Some(v);
-        }
-        if let Some(v) = end_at_ms {
-            s.end_at = Some(v);
-        }
+        .apply(&mut s)
+        .py()?;
         for c in &clear {
             match c.as_str() {
                 "max_attempts" => s.max_attempts = None,

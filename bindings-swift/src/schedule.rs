@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use honker::schedule::{CatchUp, DayRule, Overlap, Schedule};
+use honker::schedule::{Schedule, ScheduleOptions};
 
 use crate::database::{Database, Payload};
 use crate::errors::{ms, opt_ms, R};
@@ -35,37 +35,22 @@ pub struct ScheduleDef {
 
 fn definition(d: ScheduleDef) -> R<Schedule> {
     let mut s = Schedule::cron(&d.name, &d.spec, &d.queue);
-    if let Some(p) = d.payload {
-        s.payload = p.into();
+    ScheduleOptions {
+        payload: d.payload.map(Into::into),
+        time_zone: d.time_zone,
+        day_rule: d.day_rule,
+        priority: d.priority,
+        max_attempts: d.max_attempts,
+        expires: opt_ms("expires", d.expires_ms)?,
+        catch_up: d.catch_up,
+        catch_up_window: opt_ms("catchUpWindow", d.catch_up_window_ms)?,
+        catch_up_max: d.catch_up_max,
+        overlap: d.overlap,
+        jitter: opt_ms("jitter", d.jitter_ms)?,
+        start_at: d.start_at_ms,
+        end_at: d.end_at_ms,
     }
-    if let Some(v) = d.time_zone {
-        s.time_zone = v;
-    }
-    if let Some(v) = d.day_rule {
-        s.day_rule = DayRule::parse(&v)?;
-    }
-    if let Some(v) = d.priority {
-        s.priority = v;
-    }
-    s.max_attempts = d.max_attempts;
-    s.expires = opt_ms("expires", d.expires_ms)?;
-    if let Some(v) = d.catch_up {
-        s.catch_up = CatchUp::parse(&v)?;
-    }
-    if let Some(v) = d.catch_up_window_ms {
-        s.catch_up_window = ms("catchUpWindow", v)?;
-    }
-    if let Some(v) = d.catch_up_max {
-        s.catch_up_max = v;
-    }
-    if let Some(v) = d.overlap {
-        s.overlap = Overlap::parse(&v)?;
-    }
-    if let Some(v) = d.jitter_ms {
-        s.jitter = ms("jitter", v)?;
-    }
-    s.start_at = d.start_at_ms;
-    s.end_at = d.end_at_ms;
+    .apply(&mut s)?;
     Ok(s)
 }
 

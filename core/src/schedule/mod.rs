@@ -20,6 +20,6 @@ mod types;
 pub use handle::Scheduler;
 pub use spec::{DayRule, Spec};
 pub use types::{
-    CatchUp, Fire, Overlap, Schedule, ScheduleInfo, DEFAULT_CATCH_UP_MAX, DEFAULT_CATCH_UP_WINDOW,
-    MAX_CATCH_UP_MAX, MAX_COUNTED, ON_TIME,
+    CatchUp, Fire, Overlap, Schedule, ScheduleInfo, ScheduleOptions, DEFAULT_CATCH_UP_MAX,
+    DEFAULT_CATCH_UP_WINDOW, MAX_CATCH_UP_MAX, MAX_COUNTED, ON_TIME,
 };

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use super::spec::{DayRule, Spec};
 use super::statements as st;
-use super::types::{CatchUp, Fire, Overlap, Schedule, ScheduleInfo, MAX_COUNTED, ON_TIME};
+use super::types::{
+    CatchUp, Fire, Overlap, Schedule, ScheduleInfo, MAX_COUNTED, MAX_FIRE_RECORD_AGE, ON_TIME,
+};
 use crate::clock::duration_ms;
 use crate::error::{Error, Result};
 use crate::options::QueueOptions;
@@ -496,7 +498,8 @@ pub(crate) fn tick(conn: Conn<'_>, now: i64, limit: usize) -> Result<Vec<Fire>> 
     Ok(fires)
 }
 
-/// Removes fire records older than their schedule's catch-up window, for
+/// Removes fire records older than their schedule's catch-up window (at
+/// most [`MAX_FIRE_RECORD_AGE`]), for
 /// up to `batch` schedules after `after` (by name): (records removed, the
 /// last schedule seen, or `None` at the end).
 pub(crate) fn sweep_fires(
@@ -513,7 +516,8 @@ pub(crate) fn sweep_fires(
     let mut removed = 0;
     let mut prune = conn.prepare_cached(st::PRUNE_FIRES)?;
     for (name, window) in &rows {
-        removed += prune.execute(params![name, now.saturating_sub(*window)])?;
+        let keep = (*window).min(duration_ms(MAX_FIRE_RECORD_AGE));
+        removed += prune.execute(params![name, now.saturating_sub(keep)])?;
     }
     let last = (rows.len() == batch)
         .then(|| rows.last().map(|r| r.0.clone()))

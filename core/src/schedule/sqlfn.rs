@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::ops::{self, Stored};
 use super::spec::{self, DayRule, Spec};
-use super::types::{CatchUp, Overlap, Schedule};
+use super::types::{CatchUp, Schedule, ScheduleOptions};
 use crate::error::{Error, Result};
 use crate::options::limits;
 use crate::payload::Payload;
@@ -95,6 +95,7 @@ fn options(s: &mut Schedule, text: Option<&str>) -> Result<()> {
         Ok(Json::Object(m)) => m,
         _ => return Err(bad("must be a JSON object")),
     };
+    // JSON null is "not given" (the default), as a missing key.
     let int = |k: &str, v: &Json| {
         v.as_i64()
             .ok_or_else(|| bad(&format!("{k} must be an integer")))
@@ -110,37 +111,28 @@ fn options(s: &mut Schedule, text: Option<&str>) -> Result<()> {
             .ok_or_else(|| bad(&format!("{k} must be a number of ms")))?;
         validate::millis(k, n)
     };
-    for (k, v) in &obj {
+    let mut o = ScheduleOptions::default();
+    for (k, v) in obj.iter().filter(|(_, v)| !v.is_null()) {
         match k.as_str() {
-            "time_zone" => s.time_zone = word(k, v)?,
-            "day_rule" => s.day_rule = DayRule::parse(&word(k, v)?)?,
+            "time_zone" => o.time_zone = Some(word(k, v)?),
+            "day_rule" => o.day_rule = Some(word(k, v)?),
             "priority" => {
-                s.priority =
-                    i32::try_from(int(k, v)?).map_err(|_| bad("priority is out of range"))?;
+                o.priority =
+                    Some(i32::try_from(int(k, v)?).map_err(|_| bad("priority is out of range"))?);
             }
-            "max_attempts" => {
-                s.max_attempts = match v {
-                    Json::Null => None,
-                    _ => Some(u32::try_from(int(k, v)?).unwrap_or(0)),
-                };
-            }
-            "expires_ms" => {
-                s.expires = match v {
-                    Json::Null => None,
-                    _ => Some(ms(k, v)?),
-                };
-            }
-            "catch_up" => s.catch_up = CatchUp::parse(&word(k, v)?)?,
-            "catch_up_window_ms" => s.catch_up_window = ms(k, v)?,
-            "catch_up_max" => s.catch_up_max = u32::try_from(int(k, v)?).unwrap_or(0),
-            "overlap" => s.overlap = Overlap::parse(&word(k, v)?)?,
-            "jitter_ms" => s.jitter = ms(k, v)?,
-            "start_at" => s.start_at = (!v.is_null()).then(|| int(k, v)).transpose()?,
-            "end_at" => s.end_at = (!v.is_null()).then(|| int(k, v)).transpose()?,
+            "max_attempts" => o.max_attempts = Some(u32::try_from(int(k, v)?).unwrap_or(0)),
+            "expires_ms" => o.expires = Some(ms(k, v)?),
+            "catch_up" => o.catch_up = Some(word(k, v)?),
+            "catch_up_window_ms" => o.catch_up_window = Some(ms(k, v)?),
+            "catch_up_max" => o.catch_up_max = Some(u32::try_from(int(k, v)?).unwrap_or(0)),
+            "overlap" => o.overlap = Some(word(k, v)?),
+            "jitter_ms" => o.jitter = Some(ms(k, v)?),
+            "start_at" => o.start_at = Some(int(k, v)?),
+            "end_at" => o.end_at = Some(int(k, v)?),
             other => return Err(bad(&format!("unknown key {other:?}"))),
         }
     }
-    Ok(())
+    o.apply(s)
 }
 
 /// `honker_schedule_remove(name)` → 1, or 0 if there was none.

@@ -19,6 +19,10 @@ pub const MAX_CATCH_UP_MAX: u32 = 10_000;
 /// A boundary at most this late (or the catch-up window, if shorter) is
 /// on time: it fires under every policy (a slow tick, a restart).
 pub const ON_TIME: Duration = Duration::from_secs(60);
+/// Fire records are kept for the schedule's catch-up window, but never
+/// longer than this (Honker's registrations have a century-long window):
+/// maintenance removes older ones.
+pub const MAX_FIRE_RECORD_AGE: Duration = Duration::from_secs(7 * 86_400);
 /// Boundaries counted per catch-up at most (a longer outage of a
 /// per-second schedule counts this many missed).
 pub const MAX_COUNTED: u64 = 100_000;
@@ -251,6 +255,88 @@ impl Schedule {
 
     pub(crate) fn expires_ms(&self) -> Option<i64> {
         self.expires.map(duration_ms)
+    }
+}
+
+/// A schedule's options by name, as the bindings and SQL take them (their
+/// units already converted): each `None` leaves the field as it is (core's
+/// default in a new [`Schedule::cron`], or the stored value for an update).
+/// The words are parsed here, once: `day_rule` (`or`/`and`), `catch_up`
+/// (`skip`/`latest`/`all`), `overlap` (`allow`/`skip`/`buffer_one`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScheduleOptions {
+    /// The fired jobs' payload.
+    pub payload: Option<Payload>,
+    /// The IANA zone.
+    pub time_zone: Option<String>,
+    /// `or` or `and`.
+    pub day_rule: Option<String>,
+    /// The fired jobs' priority.
+    pub priority: Option<i32>,
+    /// The fired jobs' attempts.
+    pub max_attempts: Option<u32>,
+    /// How long a fired job may wait to start.
+    pub expires: Option<Duration>,
+    /// `skip`, `latest` or `all`.
+    pub catch_up: Option<String>,
+    /// How late a boundary may still fire.
+    pub catch_up_window: Option<Duration>,
+    /// Fires in one catch-up under `all`.
+    pub catch_up_max: Option<u32>,
+    /// `allow`, `skip` or `buffer_one`.
+    pub overlap: Option<String>,
+    /// The stable delay's bound.
+    pub jitter: Option<Duration>,
+    /// No boundary before (ms since the epoch).
+    pub start_at: Option<i64>,
+    /// No boundary after (ms since the epoch).
+    pub end_at: Option<i64>,
+}
+
+impl ScheduleOptions {
+    /// Sets every option given on `s` (`INVALID_ARGUMENT` for a word that
+    /// is not one of its choices; [`Schedule::check`] checks the rest).
+    pub fn apply(self, s: &mut Schedule) -> Result<()> {
+        if let Some(v) = self.payload {
+            s.payload = v;
+        }
+        if let Some(v) = self.time_zone {
+            s.time_zone = v;
+        }
+        if let Some(v) = self.day_rule {
+            s.day_rule = DayRule::parse(&v)?;
+        }
+        if let Some(v) = self.priority {
+            s.priority = v;
+        }
+        if let Some(v) = self.max_attempts {
+            s.max_attempts = Some(v);
+        }
+        if let Some(v) = self.expires {
+            s.expires = Some(v);
+        }
+        if let Some(v) = self.catch_up {
+            s.catch_up = CatchUp::parse(&v)?;
+        }
+        if let Some(v) = self.catch_up_window {
+            s.catch_up_window = v;
+        }
+        if let Some(v) = self.catch_up_max {
+            s.catch_up_max = v;
+        }
+        if let Some(v) = self.overlap {
+            s.overlap = Overlap::parse(&v)?;
+        }
+        if let Some(v) = self.jitter {
+            s.jitter = v;
+        }
+        if let Some(v) = self.start_at {
+            s.start_at = Some(v);
+        }
+        if let Some(v) = self.end_at {
+            s.end_at = Some(v);
+        }
+        Ok(())
     }
 }
 
