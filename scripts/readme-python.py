@@ -4,11 +4,16 @@ runs it under every CPython on the machine, each with the release wheel
 installed from its file). Prints the interpreter's version when it worked."""
 
 import asyncio
+import faulthandler
 import os
 import re
 import sys
 import tempfile
 import threading
+
+# A crash (seen once in CI on CPython 3.10, not reproduced) prints every
+# thread's Python stack.
+faulthandler.enable()
 
 readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
 with open(readme, encoding="utf-8") as f:

@@ -20,6 +20,7 @@ sleeping in between; running it in every process is safe.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import builtins
 import dataclasses
 import datetime as _dt
@@ -390,8 +391,10 @@ class Scheduler:
     def run(self, stop: threading.Event | None = None) -> None:
         """Fires schedules as they come due until ``stop`` is set (or
         forever), sleeping until the next boundary or a change. Safe to run
-        in every process: each boundary fires once."""
+        in every process: each boundary fires once. On a daemon thread too:
+        at interpreter exit the loop is stopped before Python finalizes."""
         runner = self._native.runner()
+        key, done = _track(runner)
         stopper: threading.Thread | None = None
         if stop is not None:
 
@@ -406,18 +409,52 @@ class Scheduler:
                 runner.next(3600.0)
         finally:
             runner.close()
+            done.set()
+            _untrack(key)
 
     async def run_async(self) -> None:
         """:meth:`run` for asyncio: runs until the task is cancelled."""
         runner = self._native.runner()
         try:
             while not runner.closed:
-                await _threads.run(runner.next, 3600.0)
+                # A second at a time: honker's pool threads are joined at
+                # interpreter exit, so none may wait long.
+                await _threads.run(runner.next, 1.0)
         except asyncio.CancelledError:
             runner.close()
             raise
         finally:
             runner.close()
+
+
+# The loops of run() still going. A daemon thread still inside the native
+# wait when the interpreter finalizes would be ended under Rust frames (on
+# CPython < 3.14, a thread that takes the GIL back then exits at once): at
+# exit, before finalization, every loop is closed and waited for.
+_running: dict[int, tuple[_native.ScheduleRunner, threading.Event]] = {}
+_running_lock = threading.Lock()
+
+
+def _track(runner: _native.ScheduleRunner) -> tuple[int, threading.Event]:
+    done = threading.Event()
+    with _running_lock:
+        _running[id(done)] = (runner, done)
+    return id(done), done
+
+
+def _untrack(key: int) -> None:
+    with _running_lock:
+        _running.pop(key, None)
+
+
+@atexit.register
+def _stop_loops() -> None:
+    with _running_lock:
+        loops = list(_running.values())
+    for runner, _ in loops:
+        runner.close()
+    for _, done in loops:
+        done.wait(5)
 
 
 __all__ = ["Fire", "Schedule", "ScheduleInfo", "Scheduler", "SyncReport"]

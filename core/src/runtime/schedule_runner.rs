@@ -276,6 +276,12 @@ impl ScheduleThread {
             .map(|(k, m)| crate::Error::new(*k, m.clone()))
     }
 
+    /// Stops the runner without waiting for its thread (which ends at once,
+    /// or after the tick under way). Idempotent.
+    pub fn close(&self) {
+        self.runner.close();
+    }
+
     /// Stops the runner and waits for its thread. Idempotent.
     pub fn stop(&self) {
         self.runner.close();

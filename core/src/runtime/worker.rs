@@ -593,17 +593,20 @@ impl Worker {
     /// until [`shutdown`](Self::shutdown). Idempotent.
     pub fn stop(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
-        if let Some(s) = self.inner.scheduler.lock().take() {
-            s.stop();
+        // Closed, not joined: `stop` must not block (a host calls it from
+        // its event loop); the thread ends at once and is joined on drop.
+        if let Some(s) = self.inner.scheduler.lock().as_ref() {
+            s.close();
         }
         self.inner.db.poke();
     }
 
-    /// Fires (counts of) the scheduler this worker runs (`run_scheduler`,
-    /// started by the first `next`): (write transactions, fires), and its
-    /// last error.
+    /// The scheduler this worker runs (`run_scheduler`, started by the
+    /// first `next`, stopped by `stop`): its write transactions, its fires
+    /// and its last error; `None` while it does not run.
     pub fn scheduler_counts(&self) -> Option<(u64, u64, Option<crate::Error>)> {
-        self.inner.scheduler.lock().as_ref().map(|s| {
+        let s = self.inner.scheduler.lock();
+        s.as_ref().filter(|s| !s.runner().is_closed()).map(|s| {
             (
                 s.runner().write_transactions(),
                 s.runner().fires(),
