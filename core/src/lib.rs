@@ -65,6 +65,7 @@ mod database;
 mod error;
 #[cfg(feature = "rusqlite")]
 mod fork;
+pub mod import;
 pub mod lock;
 #[cfg(feature = "rusqlite")]
 mod maintenance;

@@ -211,6 +211,23 @@ impl<'a> Conn<'a> {
         Err(sqlite_error(rc, text.unwrap_or_else(|| self.errmsg())))
     }
 
+    /// The main database's file name (empty for a temporary or in-memory
+    /// database), if SQLite knows one.
+    pub(crate) fn filename(&self) -> Option<String> {
+        // SAFETY: `db` is open; "main" always exists; the name is owned by
+        // the connection and copied before this returns.
+        let name = unsafe { ffi::sqlite3_db_filename(self.db, c"main".as_ptr()) };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: a NUL-terminated string owned by the connection.
+        Some(
+            unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+
     pub(crate) fn last_insert_rowid(&self) -> i64 {
         // SAFETY: `db` is open (constructor contract).
         unsafe { ffi::sqlite3_last_insert_rowid(self.db) }

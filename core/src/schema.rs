@@ -9,6 +9,8 @@
 //!   language or version) opening a new file at once apply each migration once;
 //! - a file whose version is newer than [`LATEST`] is refused before anything
 //!   is written ([`ErrorKind::SchemaTooNew`]);
+//! - a file that holds Honker's tables is refused before anything is written
+//!   (`UNSAFE`, naming the importer: [`crate::import`]);
 //! - schema SQL stays within what SQLite 3.40 understands (the extension loads
 //!   into Debian 12's SQLite).
 
@@ -162,6 +164,11 @@ fn apply_pending(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
     // Re-read under the write lock: another process may have migrated while
     // this one waited for it.
     let from = check_not_too_new(conn)?;
+    // Honker's tables are never touched on open: the importer moves them.
+    let honker = crate::import::honker_objects(conn)?;
+    if !honker.is_empty() {
+        return Err(crate::import::honker_file(&honker));
+    }
     let mut applied = 0;
     for m in MIGRATIONS.iter().filter(|m| m.version > from) {
         conn.execute_batch(m.sql)?;

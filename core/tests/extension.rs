@@ -718,11 +718,70 @@ fn honkers_names_are_registered_at_honkers_arities_only() {
         .iter()
         .any(|p| name.starts_with(p))
             || name == "honker_version"
-            || name == "honker_cron_next";
+            || name == "honker_cron_next"
+            || name == "honker_import_honker";
         let honker = honkers.iter().any(|(n, _)| n == name);
         assert!(
             ours || honker,
             "{name} is neither Honker's nor under our nouns"
         );
     }
+}
+
+#[test]
+fn a_honker_file_is_refused_by_bootstrap_and_imported_through_sql() {
+    let f = file();
+    {
+        let conn = honker::rusqlite::Connection::open(&f.path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE _honker_live (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,
+               payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+               priority INTEGER NOT NULL DEFAULT 0, run_at INTEGER NOT NULL DEFAULT (unixepoch()),
+               worker_id TEXT, claim_expires_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0,
+               max_attempts INTEGER NOT NULL DEFAULT 3,
+               created_at INTEGER NOT NULL DEFAULT (unixepoch()), expires_at INTEGER);
+             CREATE TABLE _honker_results (job_id INTEGER PRIMARY KEY, value TEXT,
+               created_at INTEGER NOT NULL DEFAULT (unixepoch()), expires_at INTEGER);
+             INSERT INTO _honker_live (id, queue, payload) VALUES (41, 'emails', '{\"n\": 1}');",
+        )
+        .unwrap();
+    }
+    let r = sql(
+        &f.path,
+        json!([
+            "SELECT honker_bootstrap()",
+            "SELECT honker_import_honker('{\"dry_run\": true}')",
+            "SELECT count(*) FROM sqlite_master WHERE name = '_honker_schema'",
+            "BEGIN",
+            "SELECT honker_import_honker()",
+            "ROLLBACK",
+            "SELECT count(*) FROM sqlite_master WHERE name = '_honker_schema'",
+            "SELECT honker_import_honker()",
+            "SELECT honker_import_honker()",
+            "SELECT honker_bootstrap()",
+            "SELECT honker_claim_batch('emails', 'w', 10, 60)",
+        ]),
+    );
+    assert!(error(&r[0]).starts_with("UNSAFE: "), "{}", r[0]);
+    assert!(error(&r[0]).contains("honker_import_honker"), "{}", r[0]);
+    let dry: Json = serde_json::from_str(one(&r[1]).as_str().unwrap()).unwrap();
+    assert_eq!(
+        (dry["dry_run"].clone(), dry["jobs"]["ready"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(one(&r[2]), 0, "a dry run leaves no schema behind");
+    assert_eq!(
+        one(&r[6]),
+        0,
+        "an import inside a rolled-back transaction leaves nothing"
+    );
+    let done: Json = serde_json::from_str(one(&r[7]).as_str().unwrap()).unwrap();
+    assert_eq!(done["jobs"]["ready"], 1, "{done}");
+    assert_eq!(done["process_check"], "proc-locks", "{done}");
+    let again: Json = serde_json::from_str(one(&r[8]).as_str().unwrap()).unwrap();
+    assert_eq!(again["found"], json!([]), "{again}");
+    assert_eq!(one(&r[9]), honker::schema::LATEST);
+    let jobs: Json = serde_json::from_str(one(&r[10]).as_str().unwrap()).unwrap();
+    assert_eq!(jobs[0]["id"], 41, "{jobs}");
 }

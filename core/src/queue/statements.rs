@@ -163,10 +163,12 @@ pub const SAVE_RESULT: &str = "
 INSERT OR REPLACE INTO _honker_results (job_id, queue, value, created_at, expires_at)
 VALUES (?1, ?2, ?3, ?4, ?5)";
 
-/// ?1 job id, ?2 queue, ?3 now. A result that has not expired.
+/// ?1 job id, ?2 queue, ?3 now. A result that has not expired, saved
+/// under the queue or under none ('': a result Honker's
+/// `honker_result_save` or the importer filed for a job honker never saw).
 pub const GET_RESULT: &str = "
 SELECT value FROM _honker_results
-WHERE job_id = ?1 AND queue = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
+WHERE job_id = ?1 AND queue IN (?2, '') AND (expires_at IS NULL OR expires_at > ?3)";
 
 /// ?1 job id, ?2 now. Honker's `honker_result_get`: by id alone.
 pub const GET_RESULT_BY_ID: &str = "

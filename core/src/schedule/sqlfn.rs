@@ -225,7 +225,7 @@ const HONKER_CATCH_UP_MAX: u32 = 64;
 /// Honker's `max_attempts` when not given.
 const HONKER_MAX_ATTEMPTS: i64 = 3;
 
-fn honker_schedule(
+pub(crate) fn honker_schedule(
     n: &str,
     queue: &str,
     expr: &str,

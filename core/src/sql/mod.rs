@@ -148,6 +148,7 @@ fn tables() -> impl Iterator<Item = &'static SqlFn> {
         .chain(crate::lock::sqlfn::FUNCTIONS)
         .chain(crate::rate::sqlfn::FUNCTIONS)
         .chain(crate::schedule::sqlfn::FUNCTIONS)
+        .chain(crate::import::FUNCTIONS)
 }
 
 /// The name and argument count (-1: variable) of every SQL function (the
