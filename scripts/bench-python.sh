@@ -14,11 +14,8 @@ export HONKER_EXT="$PWD/target/release/libhonker_ext"
 PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
     --no-build-isolation --force-reinstall --no-deps ./bindings-python
 cargo build --release --locked -q -p honker-bench
-old="$HONKER_CACHE/venv-honker024"
-if [ ! -x "$old/bin/python" ]; then
-    /usr/bin/python3 -m venv "$old"
-    "$old/bin/pip" install -q --disable-pip-version-check honker==0.2.4
-fi
+honker024_venv
+old="$(dirname "$(dirname "$HONKER024_PYTHON")")"
 "$HONKER_VENV/bin/python" bench/python/run.py --honker024 "$old/bin/python" \
     --rust target/release/honker-bench "$@"
 # Streams and pub/sub, then locks and rate limits, against Honker 0.2.4's

@@ -84,3 +84,19 @@ honker_python_venv() {
     HONKER_VENV="$venv"
     export HONKER_VENV
 }
+
+# Honker 0.2.4 from PyPI (the ancestor; the same module name, so a venv of
+# its own): the benchmarks' baseline, and what writes the files that
+# bindings-python/tests/test_import_honker.py imports. PyPI has its sdist
+# only, so the first run builds it with cargo (about a minute); cached.
+honker024_venv() {
+    local venv="$HONKER_CACHE/venv-honker024"
+    if [ ! -f "$venv/.installed" ]; then
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+        CARGO_BUILD_JOBS=2 "$venv/bin/pip" install -q --disable-pip-version-check honker==0.2.4
+        touch "$venv/.installed"
+    fi
+    HONKER024_PYTHON="$venv/bin/python"
+    export HONKER024_PYTHON
+}

@@ -174,6 +174,8 @@ echo "wheel: $(basename "$wheel"), $wheel_size bytes, installed in ${installed_i
 "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 no_rust_path=$(bash scripts/no-rust-path.sh "$wheel_venv/bin")
 py_log="$work/pytest.log"
+# Honker 0.2.4 itself writes the files test_import_honker.py imports.
+honker024_venv
 # A non-Python Honker client for test_honker_clients.py (Bun, from npm).
 HONKER_BUN=$(bash scripts/bun.sh)
 export HONKER_BUN

@@ -12,6 +12,7 @@ mod clock;
 mod database;
 mod errors;
 mod group;
+mod import;
 mod json;
 mod lock;
 mod queue;
@@ -52,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::Definition>()?;
     m.add_class::<schedule::ScheduleRunner>()?;
     m.add_function(wrap_pyfunction!(schedule::schedule_definition, m)?)?;
+    m.add_function(wrap_pyfunction!(import::import_honker, m)?)?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

@@ -50,6 +50,7 @@ from .group import (
     GroupMember,
     GroupOptions,
 )
+from .importer import import_honker
 from .lock import Held, Lock, LockGrant, LockInfo, RateDecision, RateLimit, RateLimiter
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
 from .scheduler import Fire, Schedule, ScheduleInfo, Scheduler, SyncReport
@@ -125,6 +126,7 @@ __all__ = [
     "WorkerEvent",
     "__version__",
     "extension_path",
+    "import_honker",
     "load_extension",
     "open",
 ]

@@ -389,6 +389,13 @@ def schedule_definition(
     start_at_ms: int | None = None,
     end_at_ms: int | None = None,
 ) -> Definition: ...
+def import_honker(
+    path: str | PathLike[str],
+    *,
+    dry_run: bool = False,
+    time_zone: str | None = None,
+    skip_process_check: bool = False,
+) -> str: ...
 
 class Definition:
     @property

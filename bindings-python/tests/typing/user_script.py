@@ -17,6 +17,10 @@ import honker
 
 def main(path: Path) -> None:
     clock = honker.ManualClock(now=1_700_000_000)
+    # The Honker importer on a file with nothing to import changes nothing.
+    sqlite3.connect(path).close()
+    imported: dict[str, object] = honker.import_honker(path, dry_run=True)
+    assert imported["found"] == []
     db: honker.Database = honker.open(path, busy_timeout=5.0, clock=clock)
     db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)")
     emails: honker.Queue = db.queue("emails", lease=30, max_attempts=5)
