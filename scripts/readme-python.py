@@ -7,6 +7,7 @@ import asyncio
 import faulthandler
 import os
 import re
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -44,6 +45,8 @@ locks = next(b for b in others if ".lock(" in b)
 others.remove(locks)
 schedules = next(b for b in others if ".scheduler()" in b)
 others.remove(schedules)
+switching = next(b for b in others if "import_honker(" in b)
+others.remove(switching)
 exec(compile(quickstart, readme, "exec"), scope)
 
 
@@ -102,4 +105,33 @@ assert [i.name for i in db.scheduler().list()] == ["heartbeat", "nightly-report"
 assert db.scheduler().get("nightly-report").time_zone == "Europe/Berlin"
 stop.set()
 db.close()
+
+# The switching section, in a directory of its own whose app.db holds a
+# Honker job (Honker's table as Honker 0.2.4 creates it): refused on open,
+# then imported with the job's id kept.
+os.chdir(tempfile.mkdtemp())
+honker_file = sqlite3.connect("app.db")
+honker_file.executescript(
+    "PRAGMA journal_mode = WAL;"
+    "CREATE TABLE _honker_live (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,"
+    " payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending',"
+    " priority INTEGER NOT NULL DEFAULT 0, run_at INTEGER NOT NULL DEFAULT (unixepoch()),"
+    " worker_id TEXT, claim_expires_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0,"
+    " max_attempts INTEGER NOT NULL DEFAULT 3,"
+    " created_at INTEGER NOT NULL DEFAULT (unixepoch()), expires_at INTEGER);"
+    "INSERT INTO _honker_live (id, queue, payload) VALUES (7, 'emails', '{\"to\": \"c@x\"}');"
+)
+honker_file.close()
+honker = scope["honker"]
+try:
+    honker.open("app.db")
+    raise AssertionError("a Honker file opened")
+except honker.Unsafe:
+    pass
+switched = {}
+exec(compile(switching, readme, "exec"), switched)
+assert switched["report"]["jobs"]["ready"] == 1, switched["report"]
+[job] = switched["db"].queue("emails").claim_batch("readme", 10)
+assert (job.id, job.payload) == (7, {"to": "c@x"})
+switched["db"].close()
 print("README quickstart ok on CPython", sys.version.split()[0])
