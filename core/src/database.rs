@@ -208,7 +208,9 @@ impl Database {
     /// newer honker has already upgraded the file.
     ///
     /// Fails with `UNSAFE`, before any call into SQLite, in a process forked
-    /// from one that had honker open (see [`crate::forked_while_open`]).
+    /// from one that had honker open (see [`crate::forked_while_open`]); and
+    /// with `UNSAFE`, before writing anything, on a file that holds Honker's
+    /// tables (import it: [`crate::import::import_honker`]).
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Database> {
         fork::check_open_allowed()?;
         options.validate()?;
@@ -226,6 +228,12 @@ impl Database {
         #[cfg(all(feature = "bundled", target_os = "linux"))]
         crate::ofd::check_exclusive(path)?;
         schema::check_not_too_new(writer.raw())?;
+        // Before anything is written (the journal mode included): a file
+        // that holds Honker's tables is for the importer (ADR 25).
+        let honker = crate::import::honker_objects(writer.raw())?;
+        if !honker.is_empty() {
+            return Err(crate::import::honker_file(&honker));
+        }
         enable_wal(writer.sql(), options.busy_timeout)?;
         schema::migrate(writer.raw(), options.clock.now_ms())?;
         let config = crate::sql::SqlConfig::of(&options);

@@ -191,6 +191,21 @@ fn open_and_bootstrap_refuse_a_honker_file_and_change_nothing() {
     drop(c);
     assert_eq!(dump(&path), before);
 
+    // In rollback-journal mode: refused before the journal mode changes.
+    let rollback = dir.path().join("rollback.db");
+    let c = Connection::open(&rollback).unwrap();
+    c.execute_batch(&HONKER_SCHEMA.replace("PRAGMA journal_mode = WAL;", ""))
+        .unwrap();
+    drop(c);
+    let err = Database::open(&rollback).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsafe, "{err}");
+    let c = Connection::open(&rollback).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
+    drop(c);
+
     // Only the notifications table Honker's extension creates on load.
     let lone = dir.path().join("lone.db");
     let c = Connection::open(&lone).unwrap();
