@@ -66,6 +66,8 @@ mod error;
 #[cfg(feature = "rusqlite")]
 mod fork;
 pub mod import;
+#[cfg(feature = "rusqlite")]
+pub mod inspect;
 pub mod lock;
 #[cfg(feature = "rusqlite")]
 mod maintenance;

@@ -1,0 +1,210 @@
+//! The `honker` binary against real files: `status` (table and JSON) leaves
+//! the file byte-identical, also on an old schema, and refuses a newer one;
+//! `import` on a Honker file; `worker` and `completions`; exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use honker::lock::Lock;
+use honker::schedule::Schedule;
+use honker::stream::Start;
+use honker::Database;
+use serde_json::{json, Value as Json};
+
+fn honker(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args(args)
+        .output()
+        .expect("run honker")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+/// A file with something of everything, written through core's API.
+fn busy_file(path: &Path) {
+    let db = Database::open(path).unwrap();
+    let q = db.queue("emails").unwrap();
+    for n in 0..3 {
+        q.enqueue(json!({ "n": n }), &Default::default()).unwrap();
+    }
+    let later = honker::queue::EnqueueOptions {
+        delay: Some(Duration::from_secs(3600)),
+        ..Default::default()
+    };
+    q.enqueue(json!({"n": 9}), &later).unwrap();
+    let jobs = q.claim("w1", 2).unwrap();
+    q.fail(&jobs[0].lease, "boom").unwrap();
+    let s = db.stream("orders").unwrap();
+    for n in 0..5 {
+        s.publish(json!({ "n": n }), &Default::default()).unwrap();
+    }
+    s.commit("billing", 3).unwrap();
+    s.group("invoices")
+        .unwrap()
+        .create(Start::Beginning, &Default::default())
+        .unwrap();
+    db.scheduler()
+        .add(&Schedule::cron("nightly", "0 3 * * *", "reports").time_zone("Europe/Berlin"))
+        .unwrap();
+    let lock: Lock = db.lock("reindex").unwrap();
+    lock.try_acquire("node-a", Duration::from_secs(600))
+        .unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn status_shows_everything_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    let before = bytes(&path);
+    let j: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(j["schema"]["version"], j["schema"]["latest"]);
+    assert_eq!(j["schema"]["pending_migrations"], json!([]));
+    assert_eq!(j["honker_objects"], json!([]));
+    let q = &j["queues"][0];
+    assert_eq!(
+        (
+            &q["name"],
+            &q["ready"],
+            &q["scheduled"],
+            &q["running"],
+            &q["dead"]
+        ),
+        (&json!("emails"), &json!(1), &json!(1), &json!(1), &json!(1)),
+        "{j:#}"
+    );
+    assert!(q["oldest_ready_age_ms"].as_i64().unwrap() >= 0);
+    let st = &j["streams"][0];
+    assert_eq!(st["last_offset"], 5);
+    assert_eq!(
+        st["consumers"],
+        json!([{"name": "billing", "next_offset": 3, "lag": 3}])
+    );
+    assert_eq!(st["groups"][0]["name"], "invoices");
+    assert_eq!(st["groups"][0]["lag"], 5);
+    let sc = &j["schedules"][0];
+    assert_eq!(
+        (&sc["name"], &sc["time_zone"], &sc["paused"]),
+        (&json!("nightly"), &json!("Europe/Berlin"), &json!(false))
+    );
+    assert_eq!(j["locks"][0]["owner"], "node-a");
+    assert_eq!(j["locks"][0]["token"], 1);
+
+    let text = stdout(&honker(&["status", p]));
+    for needle in [
+        "emails", "orders", "billing", "invoices", "nightly", "node-a",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+    assert_eq!(bytes(&path), before, "status changed the file");
+}
+
+#[test]
+fn status_reports_an_old_schema_without_upgrading_and_refuses_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let c = honker::rusqlite::Connection::open(&path).unwrap();
+        let m1 = &honker::schema::MIGRATIONS[0];
+        c.execute_batch(&format!(
+            "CREATE TABLE _honker_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                 applied_at INTEGER NOT NULL);
+             {}
+             INSERT INTO _honker_schema VALUES (1, '{}', 0);",
+            m1.sql, m1.name
+        ))
+        .unwrap();
+    }
+    let p = path.to_str().unwrap();
+    let before = bytes(&path);
+    let j: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(j["schema"]["version"], 1);
+    let pending = j["schema"]["pending_migrations"].as_array().unwrap();
+    assert_eq!(pending.len() as i64, honker::schema::LATEST - 1);
+    assert!(stdout(&honker(&["status", p])).contains("an upgrade"));
+    assert_eq!(bytes(&path), before, "status upgraded the file");
+
+    {
+        let c = honker::rusqlite::Connection::open(&path).unwrap();
+        c.execute(
+            "INSERT INTO _honker_schema VALUES (?1, 'future', 0)",
+            [honker::schema::LATEST + 1],
+        )
+        .unwrap();
+    }
+    let o = honker(&["status", p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("honker: SCHEMA_TOO_NEW: "),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = honker(&["status", dir.path().join("missing.db").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    assert!(!dir.path().join("missing.db").exists());
+}
+
+#[test]
+fn import_moves_a_honker_file_and_status_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    {
+        let c = honker::rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE _honker_live (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,
+               payload TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+               priority INTEGER NOT NULL DEFAULT 0, run_at INTEGER NOT NULL DEFAULT (unixepoch()),
+               worker_id TEXT, claim_expires_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0,
+               max_attempts INTEGER NOT NULL DEFAULT 3,
+               created_at INTEGER NOT NULL DEFAULT (unixepoch()), expires_at INTEGER);
+             INSERT INTO _honker_live (id, queue, payload) VALUES (5, 'emails', '{}');",
+        )
+        .unwrap();
+    }
+    let p = path.to_str().unwrap();
+    let j: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(j["schema"]["version"], 0);
+    assert_eq!(j["honker_objects"], json!(["_honker_live (table)"]));
+    assert!(stdout(&honker(&["status", p])).contains("honker import"));
+
+    let dry = stdout(&honker(&["import", p, "--dry-run"]));
+    assert!(
+        dry.starts_with("would import (dry run, nothing changed): 1 ready"),
+        "{dry}"
+    );
+    let r: Json = serde_json::from_str(&stdout(&honker(&["import", p, "--json"]))).unwrap();
+    assert_eq!(r["jobs"]["ready"], 1);
+    let again = stdout(&honker(&["import", p]));
+    assert!(again.starts_with("nothing to import"), "{again}");
+    let j: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(j["queues"][0]["ready"], 1);
+    assert_eq!(j["honker_objects"], json!([]));
+}
+
+#[test]
+fn worker_explains_and_completions_print() {
+    let o = honker(&["worker", "app.tasks", "--concurrency", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("python -m honker worker"));
+    let bash = stdout(&honker(&["completions", "bash"]));
+    assert!(bash.contains("honker") && bash.contains("status"), "{bash}");
+    let o = honker(&["nonsense"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,337 @@
+//! Looking at a honker file without changing it: what the operator's
+//! `honker status` shows. The file is opened read-only (SQLite's
+//! `SQLITE_OPEN_READONLY`: no migration, no bootstrap, no maintenance, no
+//! journal-mode switch); an older schema is reported with the migrations an
+//! upgrade would apply, a newer one refused (`SCHEMA_TOO_NEW`), a Honker
+//! file reported with its objects (import it first).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::raw::Conn;
+use crate::schema::{LATEST, MIGRATIONS};
+
+/// A queue at a glance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// Its name.
+    pub name: String,
+    /// Due now.
+    pub ready: i64,
+    /// Due later.
+    pub scheduled: i64,
+    /// Claimed, under a lease.
+    pub running: i64,
+    /// Dead letters.
+    pub dead: i64,
+    /// When the oldest due job became due (ms), if any is due.
+    pub oldest_ready_at: Option<i64>,
+}
+
+/// A stream consumer's or group's place.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReaderStatus {
+    /// The consumer's or group's name.
+    pub name: String,
+    /// The next offset it reads.
+    pub next_offset: i64,
+    /// Events published that it has not read yet.
+    pub lag: i64,
+    /// A group's events handed out and not yet acked (0 for a consumer).
+    pub pending: i64,
+    /// A group's dead letters (0 for a consumer).
+    pub dead: i64,
+}
+
+/// A stream at a glance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamStatus {
+    /// Its name.
+    pub name: String,
+    /// The last offset published.
+    pub last_offset: i64,
+    /// Independent consumers.
+    pub consumers: Vec<ReaderStatus>,
+    /// Consumer groups.
+    pub groups: Vec<ReaderStatus>,
+}
+
+/// A schedule at a glance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleStatus {
+    /// Its name.
+    pub name: String,
+    /// The queue it fires into.
+    pub queue: String,
+    /// Its rule.
+    pub spec: String,
+    /// Its IANA zone.
+    pub time_zone: String,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Its next boundary (ms), if it fires again.
+    pub next_fire_at: Option<i64>,
+    /// Boundaries missed outside the catch-up window.
+    pub missed: i64,
+}
+
+/// A held lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockStatus {
+    /// Its name.
+    pub name: String,
+    /// Who holds it.
+    pub owner: String,
+    /// The holder's fencing token.
+    pub token: i64,
+    /// When the hold lapses (ms).
+    pub expires_at: i64,
+}
+
+/// Everything at a glance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileStatus {
+    /// The file's honker schema version (0: honker never migrated it).
+    pub schema_version: i64,
+    /// The version this build writes.
+    pub latest: i64,
+    /// The migrations an upgrade (any honker open) would apply.
+    pub pending_migrations: Vec<String>,
+    /// Honker's objects, if the file holds them (import it first).
+    pub honker_objects: Vec<String>,
+    /// Queues, by name.
+    pub queues: Vec<QueueStatus>,
+    /// Streams, by name.
+    pub streams: Vec<StreamStatus>,
+    /// Schedules, by name.
+    pub schedules: Vec<ScheduleStatus>,
+    /// Held locks (lapsed holds left out), by name.
+    pub locks: Vec<LockStatus>,
+}
+
+fn sql_err(e: rusqlite::Error) -> Error {
+    Error::from(e)
+}
+
+/// Opens `path` read-only (it must exist) and reads its status at `now`
+/// (ms).
+pub fn status(path: impl AsRef<Path>, now: i64) -> Result<FileStatus> {
+    let path = path.as_ref();
+    if !path.is_file() {
+        return Err(Error::invalid(format!(
+            "{} is not a database file",
+            path.display()
+        )));
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_err)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(sql_err)?;
+    conn.execute_batch("BEGIN").map_err(sql_err)?;
+    let out = read(&conn, now);
+    let _ = conn.execute_batch("COMMIT");
+    out
+}
+
+fn read(conn: &Connection, now: i64) -> Result<FileStatus> {
+    // SAFETY: `conn` is open and used by this thread only while `raw` lives.
+    let raw = unsafe { Conn::new(conn.handle(), None) };
+    let version = crate::schema::current_version(raw)?;
+    if version > LATEST {
+        return Err(Error::new(
+            ErrorKind::SchemaTooNew,
+            format!(
+                "this file has honker schema version {version}, but this build knows versions \
+                 up to {LATEST}; use a newer honker"
+            ),
+        ));
+    }
+    let mut s = FileStatus {
+        schema_version: version,
+        latest: LATEST,
+        pending_migrations: MIGRATIONS
+            .iter()
+            .filter(|m| m.version > version)
+            .map(|m| format!("{} {}", m.version, m.name))
+            .collect(),
+        honker_objects: crate::import::honker_objects(raw)?,
+        ..FileStatus::default()
+    };
+    let has = |table: &str| -> Result<bool> {
+        conn.query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |_| Ok(()),
+        )
+        .optional()
+        .map(|o| o.is_some())
+        .map_err(sql_err)
+    };
+    if has("_honker_jobs")? && has("_honker_finished")? {
+        s.queues = queues(conn, now)?;
+    }
+    if has("_honker_streams")? && has("_honker_stream_groups")? {
+        s.streams = streams(conn)?;
+    }
+    if has("_honker_schedules")? {
+        s.schedules = schedules(conn)?;
+    }
+    if has("_honker_lock_holders")? {
+        s.locks = locks(conn, now)?;
+    }
+    Ok(s)
+}
+
+fn queues(conn: &Connection, now: i64) -> Result<Vec<QueueStatus>> {
+    let mut st = conn
+        .prepare(
+            "SELECT queue,
+                    sum(state = 'ready' OR (state = 'scheduled' AND run_at <= ?1)),
+                    sum(state = 'scheduled' AND run_at > ?1),
+                    sum(state = 'running'), 0,
+                    min(CASE WHEN state = 'ready' OR (state = 'scheduled' AND run_at <= ?1)
+                             THEN run_at END)
+             FROM _honker_jobs GROUP BY queue
+             UNION ALL
+             SELECT queue, 0, 0, 0, count(*), NULL FROM _honker_finished
+             WHERE state = 'dead' GROUP BY queue",
+        )
+        .map_err(sql_err)?;
+    let rows = st
+        .query_map([now], |r| {
+            Ok(QueueStatus {
+                name: r.get(0)?,
+                ready: r.get(1)?,
+                scheduled: r.get(2)?,
+                running: r.get(3)?,
+                dead: r.get(4)?,
+                oldest_ready_at: r.get(5)?,
+            })
+        })
+        .map_err(sql_err)?;
+    let mut out: Vec<QueueStatus> = Vec::new();
+    for row in rows {
+        let q = row.map_err(sql_err)?;
+        match out.iter_mut().find(|o| o.name == q.name) {
+            Some(o) => {
+                o.ready += q.ready;
+                o.scheduled += q.scheduled;
+                o.running += q.running;
+                o.dead += q.dead;
+                o.oldest_ready_at = o.oldest_ready_at.or(q.oldest_ready_at);
+            }
+            None => out.push(q),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn streams(conn: &Connection) -> Result<Vec<StreamStatus>> {
+    let mut out: Vec<StreamStatus> = conn
+        .prepare("SELECT name, last_offset FROM _honker_streams ORDER BY name")
+        .map_err(sql_err)?
+        .query_map([], |r| {
+            Ok(StreamStatus {
+                name: r.get(0)?,
+                last_offset: r.get(1)?,
+                ..StreamStatus::default()
+            })
+        })
+        .map_err(sql_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(sql_err)?;
+    let mut consumers = conn
+        .prepare(
+            "SELECT consumer, next_offset FROM _honker_stream_offsets
+             WHERE stream = ?1 ORDER BY consumer",
+        )
+        .map_err(sql_err)?;
+    let mut groups = conn
+        .prepare(
+            "SELECT g.grp, g.next_offset,
+                    (SELECT count(*) FROM _honker_stream_group_events e
+                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'delivered'),
+                    (SELECT count(*) FROM _honker_stream_group_events e
+                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'dead')
+             FROM _honker_stream_groups g WHERE g.stream = ?1 ORDER BY g.grp",
+        )
+        .map_err(sql_err)?;
+    for s in &mut out {
+        let last = s.last_offset;
+        s.consumers = consumers
+            .query_map([&s.name], |r| {
+                let next: i64 = r.get(1)?;
+                Ok(ReaderStatus {
+                    name: r.get(0)?,
+                    next_offset: next,
+                    lag: (last + 1 - next).max(0),
+                    ..ReaderStatus::default()
+                })
+            })
+            .map_err(sql_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(sql_err)?;
+        s.groups = groups
+            .query_map([&s.name], |r| {
+                let next: i64 = r.get(1)?;
+                Ok(ReaderStatus {
+                    name: r.get(0)?,
+                    next_offset: next,
+                    lag: (last + 1 - next).max(0),
+                    pending: r.get(2)?,
+                    dead: r.get(3)?,
+                })
+            })
+            .map_err(sql_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(sql_err)?;
+    }
+    Ok(out)
+}
+
+fn schedules(conn: &Connection) -> Result<Vec<ScheduleStatus>> {
+    conn.prepare(
+        "SELECT name, queue, spec, time_zone, paused, next_fire_at, missed
+         FROM _honker_schedules ORDER BY name",
+    )
+    .map_err(sql_err)?
+    .query_map([], |r| {
+        Ok(ScheduleStatus {
+            name: r.get(0)?,
+            queue: r.get(1)?,
+            spec: r.get(2)?,
+            time_zone: r.get(3)?,
+            paused: r.get::<_, i64>(4)? != 0,
+            next_fire_at: r.get(5)?,
+            missed: r.get(6)?,
+        })
+    })
+    .map_err(sql_err)?
+    .collect::<rusqlite::Result<_>>()
+    .map_err(sql_err)
+}
+
+fn locks(conn: &Connection, now: i64) -> Result<Vec<LockStatus>> {
+    conn.prepare(
+        "SELECT name, owner, token, expires_at FROM _honker_lock_holders
+         WHERE name <> '' AND expires_at > ?1 ORDER BY name",
+    )
+    .map_err(sql_err)?
+    .query_map([now], |r| {
+        Ok(LockStatus {
+            name: r.get(0)?,
+            owner: r.get(1)?,
+            token: r.get(2)?,
+            expires_at: r.get(3)?,
+        })
+    })
+    .map_err(sql_err)?
+    .collect::<rusqlite::Result<_>>()
+    .map_err(sql_err)
+}
