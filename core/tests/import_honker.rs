@@ -544,3 +544,52 @@ fn an_import_while_another_process_has_the_file_open_is_refused() {
     let _ = rusqlite::Connection::open(&path);
     Database::open(&path).unwrap();
 }
+
+#[test]
+fn long_streams_are_numbered_per_stream_across_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    honker_file(&path);
+    let c = Connection::open(&path).unwrap();
+    // 2,500 more events, alternating between two topics, keys every third.
+    c.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+         INSERT INTO _honker_stream (topic, key, payload)
+         SELECT CASE i % 2 WHEN 0 THEN 'orders' ELSE 'audit' END,
+                CASE WHEN i % 3 = 0 THEN 'k' || i END, json_object('i', i) FROM n;
+         UPDATE _honker_stream_consumers SET offset = 1006 WHERE name = 'search';",
+    )
+    .unwrap();
+    drop(c);
+    let r = import_honker(&path, &ImportOptions::default()).unwrap();
+    assert_eq!(r.events, 2506);
+    let db = Database::open(&path).unwrap();
+    let orders = db.stream("orders").unwrap();
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = orders.read(after, 500).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().unwrap().offset;
+        all.extend(page);
+    }
+    // orders: its 4 events, then i = 2, 4, …, 2500 in order, numbered densely.
+    assert_eq!(all.len(), 4 + 1250);
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(k, e)| e.offset == k as i64 + 1));
+    let is: Vec<i64> = all[4..]
+        .iter()
+        .map(|e| e.payload.as_json().unwrap()["i"].as_i64().unwrap())
+        .collect();
+    assert_eq!(is, (1..=1250).map(|k| 2 * k).collect::<Vec<_>>());
+    assert_eq!(all[4 + 2].key.as_deref(), Some("k6"));
+    // search had processed Honker's offset 1006 (global: events 7… are the
+    // new ones, 1006 is i = 1000, an orders event, orders' 4 + 500th).
+    assert_eq!(orders.position("search").unwrap(), Some(4 + 500 + 1));
+    let audit = db.stream("audit").unwrap();
+    assert_eq!(audit.info().unwrap().last_offset, 2 + 1250);
+}

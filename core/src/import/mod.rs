@@ -6,8 +6,9 @@
 //! The import is one transaction: Honker's tables are renamed aside
 //! (`_honker_import_*`), honker's schema is created, every live job, dead
 //! letter, result, stream event, consumer offset, schedule and held lock is
-//! copied (by `INSERT … SELECT` inside SQLite: memory stays bounded however
-//! many rows there are; schedules and locks, which are few, row by row), and
+//! copied (by `INSERT … SELECT` inside SQLite, stream events a page of 1,000
+//! at a time as they are renumbered: memory stays bounded however many rows
+//! there are; schedules and locks, which are few, row by row), and
 //! the aside tables are dropped. A failure anywhere changes nothing. Job ids
 //! are kept and ours continue after Honker's last. A second import finds no
 //! Honker table and changes nothing.
@@ -378,7 +379,7 @@ fn copy(conn: Conn<'_>, r: &mut ImportReport, now: i64, max_payload: usize) -> R
     r.streams = conn
         .prepare_cached(st::COPY_STREAMS)?
         .execute(params![now])? as i64;
-    r.events = conn.prepare_cached(st::COPY_EVENTS)?.execute(params![])? as i64;
+    r.events = copy_events(conn)?;
     r.consumers = conn
         .prepare_cached(st::COPY_CONSUMERS)?
         .execute(params![now])? as i64;
@@ -426,6 +427,43 @@ fn copy(conn: Conn<'_>, r: &mut ImportReport, now: i64, max_payload: usize) -> R
     );
     conn.execute_batch(st::DROP_ASIDE)?;
     Ok(())
+}
+
+/// Honker's events, numbered 1, 2, … per topic in Honker's order, a page
+/// at a time.
+fn copy_events(conn: Conn<'_>) -> Result<i64> {
+    const PAGE: i64 = 1000;
+    type Row = (String, i64, Option<String>, Payload, i64);
+    let (mut topic, mut after, mut n, mut total) = (String::new(), i64::MIN, 0i64, 0i64);
+    loop {
+        let rows: Vec<Row> = conn.prepare_cached(st::EVENTS_PAGE)?.query_map(
+            params![topic, after, PAGE],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            },
+        )?;
+        let last_page = (rows.len() as i64) < PAGE;
+        let mut insert = conn.prepare_cached(st::INSERT_EVENT)?;
+        for (t, offset, key, payload, created_at) in rows {
+            if t != topic {
+                topic = t;
+                n = 0;
+            }
+            n += 1;
+            after = offset;
+            insert.execute(params![topic, n, key, payload, created_at])?;
+            total += 1;
+        }
+        if last_page {
+            return Ok(total);
+        }
+    }
 }
 
 /// Refuses, before anything is copied, rows that honker's own API would

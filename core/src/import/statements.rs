@@ -229,15 +229,22 @@ SELECT topic, sum(n), coalesce(min(t), ?1) FROM (
     SELECT DISTINCT topic, 0, NULL FROM main._honker_import_stream_consumers)
 GROUP BY topic ORDER BY topic";
 
-/// Events, numbered 1, 2, … per topic in Honker's (global) offset order.
-pub const COPY_EVENTS: &str = concat!(
-    "INSERT INTO main._honker_stream_events (stream, offset, key, payload, created_at)
-SELECT topic, row_number() OVER (PARTITION BY topic ORDER BY offset),
-    nullif(CAST(key AS TEXT), ''), ",
+/// ?1 topic, ?2 Honker offset (the last row of the previous page), ?3 page
+/// size. Events in (topic, offset) order, a page at a time (the importer
+/// numbers them 1, 2, … per topic as it goes: memory stays one page however
+/// long a stream is).
+pub const EVENTS_PAGE: &str = concat!(
+    "SELECT topic, offset, nullif(CAST(key AS TEXT), ''), ",
     payload!("payload"),
     ", created_at * 1000
-FROM main._honker_import_stream ORDER BY topic, offset"
+FROM main._honker_import_stream WHERE (topic, offset) > (?1, ?2)
+ORDER BY topic, offset LIMIT ?3"
 );
+
+/// ?1 stream, ?2 offset, ?3 key, ?4 payload, ?5 created_at.
+pub const INSERT_EVENT: &str = "
+INSERT INTO main._honker_stream_events (stream, offset, key, payload, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5)";
 
 /// ?1 now. A consumer's position: Honker's saved offset is the last event
 /// processed (global); ours is the next to read in its stream, so the
