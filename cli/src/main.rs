@@ -1,5 +1,8 @@
-//! `honker`: the operator's command (issue 27; this is its first part:
-//! `status`, `import`, `completions`). Every behaviour lives in core; this
+//! `honker`: the operator's command (issue 27; its first part: `status`,
+//! `dead`, `schedules`, `locks`, `maintain`, `import`, `completions`). Read
+//! commands (`status`, `dead list`, `schedules list`, `locks`) open the file
+//! read-only and never migrate it; the others open it as every honker
+//! process does. Every behaviour lives in core; this
 //! file parses arguments and prints.
 //!
 //! Exit codes: 0 success; 1 the command failed (stderr starts with
@@ -8,14 +11,15 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value as Json};
 
 use honker::import::{import_honker, ImportOptions};
-use honker::inspect::{status, FileStatus};
+use honker::inspect::{dead_letters, status, FileStatus};
+use honker::Database;
 
 #[derive(Parser)]
 #[command(name = "honker", version, about = "Look after a honker database file")]
@@ -54,16 +58,122 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Dead letters: list (read-only), requeue, purge.
+    Dead {
+        #[command(subcommand)]
+        action: DeadAction,
+    },
+    /// Schedules: list (read-only), pause, resume, trigger.
+    Schedules {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
+    /// Held locks, with holder and fencing token (read-only).
+    Locks {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run maintenance now (retention, expiry, pruning) and report what it
+    /// removed.
+    Maintain {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Workers run in your application's language (see below).
+    /// Workers run in your application's language: prints how to run them.
     #[command(disable_help_flag = true)]
     Worker {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         rest: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum DeadAction {
+    /// Dead letters, oldest first (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a dead letter (or, with --all, every one of the queue's) back on
+    /// its queue, ready, with its attempts reset.
+    Requeue {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The job's id.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        /// Every dead letter of the queue.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Delete the queue's dead letters (those older than --older-than
+    /// seconds, if given).
+    Purge {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// Only those dead longer than this many seconds.
+        #[arg(long)]
+        older_than: Option<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScheduleAction {
+    /// Every schedule with its next fire (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a schedule firing until it is resumed.
+    Pause {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
+        /// Why (shown by list).
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Let a paused schedule fire again, from its next boundary.
+    Resume {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
+    },
+    /// Fire a schedule now (its job goes on its queue); prints the job id.
+    Trigger {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
     },
 }
 
@@ -106,13 +216,8 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
                 "name": g.name, "next_offset": g.next_offset, "lag": g.lag,
                 "pending": g.pending, "dead": g.dead})).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "schedules": s.schedules.iter().map(|c| json!({
-            "name": c.name, "queue": c.queue, "spec": c.spec, "time_zone": c.time_zone,
-            "paused": c.paused, "next_fire_at": c.next_fire_at, "missed": c.missed,
-        })).collect::<Vec<_>>(),
-        "locks": s.locks.iter().map(|l| json!({
-            "name": l.name, "owner": l.owner, "token": l.token, "expires_at": l.expires_at,
-        })).collect::<Vec<_>>(),
+        "schedules": schedules_json(&s.schedules),
+        "locks": locks_json(&s.locks),
     })
 }
 
@@ -199,8 +304,39 @@ fn status_text(s: &FileStatus, now: i64) -> String {
         }
     }
     out += &format!("\nstreams\n{st}\n");
+    out += &format!("\nschedules\n{}\n", schedules_table(&s.schedules, now));
+    out += &format!("\nlocks\n{}\n", locks_table(&s.locks, now));
+    out
+}
+
+fn schedules_json(list: &[honker::inspect::ScheduleStatus]) -> Json {
+    Json::Array(
+        list.iter()
+            .map(|c| {
+                json!({
+                    "name": c.name, "queue": c.queue, "spec": c.spec, "time_zone": c.time_zone,
+                    "paused": c.paused, "next_fire_at": c.next_fire_at, "missed": c.missed,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn locks_json(list: &[honker::inspect::LockStatus]) -> Json {
+    Json::Array(
+        list.iter()
+            .map(|l| {
+                json!({
+                    "name": l.name, "owner": l.owner, "token": l.token, "expires_at": l.expires_at,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn schedules_table(list: &[honker::inspect::ScheduleStatus], now: i64) -> Table {
     let mut sc = table(&["schedule", "queue", "rule", "zone", "next fire", "missed"]);
-    for x in &s.schedules {
+    for x in list {
         let next = match (x.paused, x.next_fire_at) {
             (true, _) => "paused".into(),
             (false, None) => "ended".into(),
@@ -216,9 +352,12 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             x.missed.to_string(),
         ]);
     }
-    out += &format!("\nschedules\n{sc}\n");
+    sc
+}
+
+fn locks_table(list: &[honker::inspect::LockStatus], now: i64) -> Table {
     let mut lk = table(&["lock", "holder", "token", "expires"]);
-    for x in &s.locks {
+    for x in list {
         lk.add_row(vec![
             x.name.clone(),
             x.owner.clone(),
@@ -226,8 +365,11 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             format!("in {}", span(x.expires_at - now)),
         ]);
     }
-    out += &format!("\nlocks\n{lk}\n");
-    out
+    lk
+}
+
+fn json_text(j: &Json) -> String {
+    format!("{j:#}\n")
 }
 
 fn run(cli: Cli) -> Result<String, honker::Error> {
@@ -295,12 +437,136 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             }
             Ok(out)
         }
+        Command::Dead { action } => dead(action),
+        Command::Schedules { action } => schedules(action),
+        Command::Locks { db, json } => {
+            let now = now_ms();
+            let s = status(&db, now)?;
+            Ok(if json {
+                json_text(&locks_json(&s.locks))
+            } else {
+                format!("{}\n", locks_table(&s.locks, now))
+            })
+        }
+        Command::Maintain { db, json } => {
+            let r = Database::open(&db)?.maintain()?;
+            let j = json!({
+                "dead": r.dead, "cancelled": r.cancelled, "completed": r.completed,
+                "results": r.results, "stream_events": r.stream_events,
+                "publish_keys": r.publish_keys, "notifications": r.notifications,
+                "group_members": r.group_members, "locks": r.locks,
+                "rate_limit_keys": r.rate_limit_keys, "schedule_fires": r.schedule_fires,
+            });
+            Ok(if json {
+                json_text(&j)
+            } else {
+                let parts: Vec<String> = j
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                format!("maintenance removed: {}\n", parts.join(", "))
+            })
+        }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "honker", &mut buf);
             Ok(String::from_utf8_lossy(&buf).into_owned())
         }
         Command::Worker { .. } => unreachable!("handled in main"),
+    }
+}
+
+fn dead(action: DeadAction) -> Result<String, honker::Error> {
+    match action {
+        DeadAction::List {
+            db,
+            queue,
+            limit,
+            json,
+        } => {
+            let list = dead_letters(&db, queue.as_deref(), limit)?;
+            if json {
+                return Ok(json_text(&Json::Array(
+                    list.iter()
+                        .map(|d| {
+                            json!({"id": d.id, "queue": d.queue, "attempts": d.attempts,
+                                   "last_error": d.last_error, "died_at": d.died_at})
+                        })
+                        .collect(),
+                )));
+            }
+            let now = now_ms();
+            let mut t = table(&["id", "queue", "attempts", "died", "last error"]);
+            for d in &list {
+                t.add_row(vec![
+                    d.id.to_string(),
+                    d.queue.clone(),
+                    d.attempts.to_string(),
+                    format!("{} ago", span(now - d.died_at)),
+                    d.last_error.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(format!("{t}\n"))
+        }
+        DeadAction::Requeue { db, queue, id, all } => {
+            let q = Database::open(&db)?.queue(&queue)?;
+            match (id, all) {
+                (Some(id), _) => {
+                    if q.requeue_dead(id)? {
+                        Ok(format!("requeued job {id} on {queue}\n"))
+                    } else {
+                        Err(honker::Error::new(
+                            honker::ErrorKind::NotFound,
+                            format!("no dead letter {id} on queue {queue:?}"),
+                        ))
+                    }
+                }
+                (None, _) => Ok(format!(
+                    "requeued {} dead letters on {queue}\n",
+                    q.requeue_all_dead()?
+                )),
+            }
+        }
+        DeadAction::Purge {
+            db,
+            queue,
+            older_than,
+        } => {
+            let n = Database::open(&db)?
+                .queue(&queue)?
+                .purge_dead(older_than.map(Duration::from_secs))?;
+            Ok(format!("purged {n} dead letters from {queue}\n"))
+        }
+    }
+}
+
+fn schedules(action: ScheduleAction) -> Result<String, honker::Error> {
+    match action {
+        ScheduleAction::List { db, json } => {
+            let now = now_ms();
+            let s = status(&db, now)?;
+            Ok(if json {
+                json_text(&schedules_json(&s.schedules))
+            } else {
+                format!("{}\n", schedules_table(&s.schedules, now))
+            })
+        }
+        ScheduleAction::Pause { db, name, note } => {
+            Database::open(&db)?
+                .scheduler()
+                .pause(&name, note.as_deref())?;
+            Ok(format!("paused {name}\n"))
+        }
+        ScheduleAction::Resume { db, name } => {
+            Database::open(&db)?.scheduler().resume(&name)?;
+            Ok(format!("resumed {name}\n"))
+        }
+        ScheduleAction::Trigger { db, name } => {
+            let id = Database::open(&db)?.scheduler().trigger_now(&name)?;
+            Ok(format!("fired {name}: job {id}\n"))
+        }
     }
 }
 

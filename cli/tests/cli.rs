@@ -208,3 +208,91 @@ fn worker_explains_and_completions_print() {
     let o = honker(&["nonsense"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn dead_schedules_locks_and_maintain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+
+    // Read commands leave the file as it was.
+    let before = bytes(&path);
+    let dead: Json =
+        serde_json::from_str(&stdout(&honker(&["dead", "list", p, "--json"]))).unwrap();
+    assert_eq!(dead.as_array().unwrap().len(), 1, "{dead:#}");
+    assert_eq!(
+        (
+            &dead[0]["queue"],
+            &dead[0]["last_error"],
+            &dead[0]["attempts"]
+        ),
+        (&json!("emails"), &json!("boom"), &json!(1))
+    );
+    let none: Json = serde_json::from_str(&stdout(&honker(&[
+        "dead", "list", p, "--queue", "other", "--json",
+    ])))
+    .unwrap();
+    assert_eq!(none, json!([]));
+    assert!(stdout(&honker(&["dead", "list", p])).contains("boom"));
+    let list: Json =
+        serde_json::from_str(&stdout(&honker(&["schedules", "list", p, "--json"]))).unwrap();
+    assert_eq!(list[0]["name"], "nightly");
+    let locks: Json = serde_json::from_str(&stdout(&honker(&["locks", p, "--json"]))).unwrap();
+    assert_eq!(
+        (&locks[0]["name"], &locks[0]["token"]),
+        (&json!("reindex"), &json!(1))
+    );
+    assert!(stdout(&honker(&["locks", p])).contains("node-a"));
+    assert_eq!(bytes(&path), before, "a read command changed the file");
+
+    // Dead letters back on their queue; a missing one is NOT_FOUND.
+    let id = dead[0]["id"].as_i64().unwrap().to_string();
+    assert!(stdout(&honker(&["dead", "requeue", p, "emails", &id])).contains("requeued job"));
+    let o = honker(&["dead", "requeue", p, "emails", &id]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
+    let o = honker(&["dead", "requeue", p, "emails"]);
+    assert_eq!(o.status.code(), Some(2), "an id or --all is required");
+    let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(
+        (&s["queues"][0]["ready"], &s["queues"][0]["dead"]),
+        (&json!(2), &json!(0))
+    );
+    assert!(stdout(&honker(&["dead", "purge", p, "emails"])).starts_with("purged 0"));
+
+    // Schedules: pause, resume, trigger.
+    stdout(&honker(&[
+        "schedules",
+        "pause",
+        p,
+        "nightly",
+        "--note",
+        "maintenance",
+    ]));
+    let list: Json =
+        serde_json::from_str(&stdout(&honker(&["schedules", "list", p, "--json"]))).unwrap();
+    assert_eq!(list[0]["paused"], true);
+    assert!(stdout(&honker(&["schedules", "list", p])).contains("paused"));
+    stdout(&honker(&["schedules", "resume", p, "nightly"]));
+    let fired = stdout(&honker(&["schedules", "trigger", p, "nightly"]));
+    assert!(fired.starts_with("fired nightly: job "), "{fired}");
+    let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    let reports = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "reports")
+        .unwrap();
+    assert_eq!(reports["ready"], 1);
+    let o = honker(&["schedules", "pause", p, "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
+
+    let m: Json = serde_json::from_str(&stdout(&honker(&["maintain", p, "--json"]))).unwrap();
+    assert!(
+        m["dead"].is_number() && m["schedule_fires"].is_number(),
+        "{m:#}"
+    );
+    assert!(stdout(&honker(&["maintain", p])).starts_with("maintenance removed: "));
+}

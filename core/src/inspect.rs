@@ -116,10 +116,25 @@ fn sql_err(e: rusqlite::Error) -> Error {
     Error::from(e)
 }
 
-/// Opens `path` read-only (it must exist) and reads its status at `now`
-/// (ms).
-pub fn status(path: impl AsRef<Path>, now: i64) -> Result<FileStatus> {
-    let path = path.as_ref();
+/// A dead letter, as `honker dead list` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The job's id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Claims it had.
+    pub attempts: i64,
+    /// Its last error.
+    pub last_error: Option<String>,
+    /// When it died (ms).
+    pub died_at: i64,
+}
+
+/// Runs `f` in one read transaction of a read-only connection to `path`
+/// (which must exist), after checking that this build understands the
+/// file's schema; `f` gets the schema version.
+fn read_only<T>(path: &Path, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
     if !path.is_file() {
         return Err(Error::invalid(format!(
             "{} is not a database file",
@@ -133,12 +148,12 @@ pub fn status(path: impl AsRef<Path>, now: i64) -> Result<FileStatus> {
     .map_err(sql_err)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(sql_err)?;
     conn.execute_batch("BEGIN").map_err(sql_err)?;
-    let out = read(&conn, now);
+    let out = version(&conn).and_then(|v| f(&conn, v));
     let _ = conn.execute_batch("COMMIT");
     out
 }
 
-fn read(conn: &Connection, now: i64) -> Result<FileStatus> {
+fn version(conn: &Connection) -> Result<i64> {
     // SAFETY: `conn` is open and used by this thread only while `raw` lives.
     let raw = unsafe { Conn::new(conn.handle(), None) };
     let version = crate::schema::current_version(raw)?;
@@ -151,6 +166,61 @@ fn read(conn: &Connection, now: i64) -> Result<FileStatus> {
             ),
         ));
     }
+    Ok(version)
+}
+
+fn has(conn: &Connection, table: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|o| o.is_some())
+    .map_err(sql_err)
+}
+
+/// Opens `path` read-only (it must exist) and reads its status at `now`
+/// (ms).
+pub fn status(path: impl AsRef<Path>, now: i64) -> Result<FileStatus> {
+    read_only(path.as_ref(), |conn, version| read(conn, version, now))
+}
+
+/// Up to `limit` dead letters (of `queue`, or of every queue), oldest id
+/// first, read-only.
+pub fn dead_letters(
+    path: impl AsRef<Path>,
+    queue: Option<&str>,
+    limit: usize,
+) -> Result<Vec<DeadLetter>> {
+    let limit = crate::validate::batch_usize(limit)? as i64;
+    read_only(path.as_ref(), |conn, _| {
+        if !has(conn, "_honker_finished")? {
+            return Ok(Vec::new());
+        }
+        conn.prepare(
+            "SELECT id, queue, attempts, last_error, finished_at FROM _honker_finished
+             WHERE state = 'dead' AND (?1 IS NULL OR queue = ?1) ORDER BY id LIMIT ?2",
+        )
+        .map_err(sql_err)?
+        .query_map(rusqlite::params![queue, limit], |r| {
+            Ok(DeadLetter {
+                id: r.get(0)?,
+                queue: r.get(1)?,
+                attempts: r.get(2)?,
+                last_error: r.get(3)?,
+                died_at: r.get(4)?,
+            })
+        })
+        .map_err(sql_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(sql_err)
+    })
+}
+
+fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
+    // SAFETY: `conn` is open and used by this thread only while `raw` lives.
+    let raw = unsafe { Conn::new(conn.handle(), None) };
     let mut s = FileStatus {
         schema_version: version,
         latest: LATEST,
@@ -162,16 +232,7 @@ fn read(conn: &Connection, now: i64) -> Result<FileStatus> {
         honker_objects: crate::import::honker_objects(raw)?,
         ..FileStatus::default()
     };
-    let has = |table: &str| -> Result<bool> {
-        conn.query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [table],
-            |_| Ok(()),
-        )
-        .optional()
-        .map(|o| o.is_some())
-        .map_err(sql_err)
-    };
+    let has = |table: &str| has(conn, table);
     if has("_honker_jobs")? && has("_honker_finished")? {
         s.queues = queues(conn, now)?;
     }
