@@ -1,6 +1,7 @@
 //! `honker`: the operator's command (issue 27; its first part: `status`,
-//! `dead`, `schedules`, `locks`, `maintain`, `import`, `completions`). Read
-//! commands (`status`, `dead list`, `schedules list`, `locks`) open the file
+//! `jobs`, `enqueue`, `publish`, `dead`, `schedules`, `locks`, `maintain`,
+//! `import`, `completions`). Read commands (`status`, `jobs list|show`,
+//! `dead list`, `schedules list`, `locks`) open the file
 //! read-only and never migrate it; the others open it as every honker
 //! process does. Every behaviour lives in core; this
 //! file parses arguments and prints.
@@ -18,8 +19,10 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::{json, Value as Json};
 
 use honker::import::{import_honker, ImportOptions};
-use honker::inspect::{dead_letters, status, FileStatus};
-use honker::Database;
+use honker::inspect::{self, dead_letters, status, FileStatus, JobRow};
+use honker::queue::EnqueueOptions;
+use honker::stream::PublishOptions;
+use honker::{Database, Payload};
 
 #[derive(Parser)]
 #[command(name = "honker", version, about = "Look after a honker database file")]
@@ -58,6 +61,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Jobs in any state: list and show (read-only), cancel.
+    Jobs {
+        #[command(subcommand)]
+        action: JobsAction,
+    },
+    /// Put a job on a queue; prints its id.
+    Enqueue {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The payload, as JSON text.
+        payload: String,
+        /// Run it this many seconds from now.
+        #[arg(long)]
+        delay: Option<u64>,
+        /// Higher runs first.
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+    },
+    /// Publish an event to a stream; prints its offset.
+    Publish {
+        /// The database file.
+        db: PathBuf,
+        /// The stream.
+        stream: String,
+        /// The payload, as JSON text.
+        payload: String,
+        /// The event's key (groups keep each key's order).
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Dead letters: list (read-only), requeue, purge.
     Dead {
         #[command(subcommand)]
@@ -95,6 +130,50 @@ enum Command {
     Worker {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         rest: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum JobsAction {
+    /// Jobs, oldest id first (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// Only jobs in this state: ready, scheduled, running, dead, cancelled,
+        /// expired, completed.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job, with its payload (read-only).
+    Show {
+        /// The database file.
+        db: PathBuf,
+        /// The job's id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a ready or scheduled job.
+    Cancel {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The job's id.
+        id: i64,
+        /// Why (kept as its last error).
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 
@@ -437,6 +516,41 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             }
             Ok(out)
         }
+        Command::Jobs { action } => jobs(action),
+        Command::Enqueue {
+            db,
+            queue,
+            payload,
+            delay,
+            priority,
+        } => {
+            let payload = Payload::json_text(payload)?;
+            let options = EnqueueOptions {
+                delay: delay.map(Duration::from_secs),
+                priority,
+                ..Default::default()
+            };
+            let e = Database::open(&db)?
+                .queue(&queue)?
+                .enqueue(payload, &options)?;
+            Ok(format!("{}\n", e.id))
+        }
+        Command::Publish {
+            db,
+            stream,
+            payload,
+            key,
+        } => {
+            let payload = Payload::json_text(payload)?;
+            let options = PublishOptions {
+                key,
+                ..Default::default()
+            };
+            let offset = Database::open(&db)?
+                .stream(&stream)?
+                .publish(payload, &options)?;
+            Ok(format!("{offset}\n"))
+        }
         Command::Dead { action } => dead(action),
         Command::Schedules { action } => schedules(action),
         Command::Locks { db, json } => {
@@ -475,6 +589,98 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             Ok(String::from_utf8_lossy(&buf).into_owned())
         }
         Command::Worker { .. } => unreachable!("handled in main"),
+    }
+}
+
+fn job_json(j: &JobRow) -> Json {
+    let payload = match &j.payload_json {
+        Some(t) => serde_json::from_str(t).unwrap_or(Json::Null),
+        None => json!({ "bytes": j.payload_bytes }),
+    };
+    json!({
+        "id": j.id, "queue": j.queue, "state": j.state, "priority": j.priority,
+        "run_at": j.run_at, "attempts": j.attempts, "max_attempts": j.max_attempts,
+        "worker_id": j.worker_id, "lease_expires_at": j.lease_expires_at,
+        "last_error": j.last_error, "payload": payload,
+    })
+}
+
+fn when(t: i64, now: i64) -> String {
+    if t <= now {
+        format!("{} ago", span(now - t))
+    } else {
+        format!("in {}", span(t - now))
+    }
+}
+
+fn jobs(action: JobsAction) -> Result<String, honker::Error> {
+    let now = now_ms();
+    match action {
+        JobsAction::List {
+            db,
+            queue,
+            state,
+            limit,
+            json,
+        } => {
+            let list = inspect::jobs(&db, queue.as_deref(), state.as_deref(), limit, now)?;
+            if json {
+                return Ok(json_text(&Json::Array(list.iter().map(job_json).collect())));
+            }
+            let mut t = table(&[
+                "id",
+                "queue",
+                "state",
+                "due",
+                "attempts",
+                "worker",
+                "last error",
+            ]);
+            for j in &list {
+                t.add_row(vec![
+                    j.id.to_string(),
+                    j.queue.clone(),
+                    j.state.clone(),
+                    when(j.run_at, now),
+                    format!("{}/{}", j.attempts, j.max_attempts),
+                    j.worker_id.clone().unwrap_or_default(),
+                    j.last_error.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(format!("{t}\n"))
+        }
+        JobsAction::Show { db, id, json } => {
+            let j = inspect::job(&db, id, now)?.ok_or_else(|| {
+                honker::Error::new(honker::ErrorKind::NotFound, format!("no job {id}"))
+            })?;
+            let v = job_json(&j);
+            if json {
+                return Ok(json_text(&v));
+            }
+            let mut out = String::new();
+            for (k, x) in v.as_object().into_iter().flatten() {
+                out += &format!("{k:>16}: {x}\n");
+            }
+            Ok(out)
+        }
+        JobsAction::Cancel {
+            db,
+            queue,
+            id,
+            reason,
+        } => {
+            if Database::open(&db)?
+                .queue(&queue)?
+                .cancel(id, reason.as_deref())?
+            {
+                Ok(format!("cancelled job {id}\n"))
+            } else {
+                Err(honker::Error::new(
+                    honker::ErrorKind::NotFound,
+                    format!("no ready or scheduled job {id} on queue {queue:?}"),
+                ))
+            }
+        }
     }
 }
 

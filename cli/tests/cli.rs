@@ -296,3 +296,96 @@ fn dead_schedules_locks_and_maintain() {
     );
     assert!(stdout(&honker(&["maintain", p])).starts_with("maintenance removed: "));
 }
+
+#[test]
+fn jobs_enqueue_and_publish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    let before = bytes(&path);
+    let all: Json = serde_json::from_str(&stdout(&honker(&["jobs", "list", p, "--json"]))).unwrap();
+    let states: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["dead", "running", "ready", "scheduled"], "{all:#}");
+    let ready: Json = serde_json::from_str(&stdout(&honker(&[
+        "jobs", "list", p, "--state", "ready", "--json",
+    ])))
+    .unwrap();
+    assert_eq!(ready[0]["payload"], json!({"n": 2}));
+    let one: Json =
+        serde_json::from_str(&stdout(&honker(&["jobs", "show", p, "2", "--json"]))).unwrap();
+    assert_eq!(
+        (&one["state"], &one["worker_id"]),
+        (&json!("running"), &json!("w1"))
+    );
+    assert!(stdout(&honker(&["jobs", "list", p])).contains("scheduled"));
+    assert!(stdout(&honker(&["jobs", "show", p, "1"])).contains("boom"));
+    assert_eq!(bytes(&path), before, "a read command changed the file");
+    let o = honker(&["jobs", "list", p, "--state", "sleeping"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    let o = honker(&["jobs", "show", p, "99"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
+
+    let id: i64 = stdout(&honker(&[
+        "enqueue",
+        p,
+        "emails",
+        r#"{"to":"z"}"#,
+        "--priority",
+        "7",
+    ]))
+    .trim()
+    .parse()
+    .unwrap();
+    let job: Json = serde_json::from_str(&stdout(&honker(&[
+        "jobs",
+        "show",
+        p,
+        &id.to_string(),
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(
+        (&job["priority"], &job["payload"]),
+        (&json!(7), &json!({"to": "z"}))
+    );
+    let o = honker(&["enqueue", p, "emails", "{not json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    assert!(stdout(&honker(&[
+        "jobs",
+        "cancel",
+        p,
+        "emails",
+        &id.to_string(),
+        "--reason",
+        "typo"
+    ]))
+    .starts_with("cancelled job"));
+    let job: Json = serde_json::from_str(&stdout(&honker(&[
+        "jobs",
+        "show",
+        p,
+        &id.to_string(),
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(job["state"], "cancelled");
+
+    let offset = stdout(&honker(&[
+        "publish",
+        p,
+        "orders",
+        r#"{"n":5}"#,
+        "--key",
+        "o1",
+    ]));
+    assert_eq!(offset.trim(), "6");
+    let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(s["streams"][0]["last_offset"], 6);
+}

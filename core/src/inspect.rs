@@ -131,6 +131,52 @@ pub struct DeadLetter {
     pub died_at: i64,
 }
 
+/// A job in any state, as `honker jobs` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobRow {
+    /// Its id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// `ready`, `scheduled`, `running`, `dead`, `cancelled`, `expired` or
+    /// `completed` (a scheduled job that is due is `ready`).
+    pub state: String,
+    /// Its priority.
+    pub priority: i64,
+    /// When it is (or was) due (ms).
+    pub run_at: i64,
+    /// Claims so far.
+    pub attempts: i64,
+    /// Its attempt budget.
+    pub max_attempts: i64,
+    /// The worker holding it (running), or the last one.
+    pub worker_id: Option<String>,
+    /// When a running job's lease lapses (ms).
+    pub lease_expires_at: Option<i64>,
+    /// Its last error (or cancel reason).
+    pub last_error: Option<String>,
+    /// Its payload: JSON text, or `None` for bytes.
+    pub payload_json: Option<String>,
+    /// Its payload's size in bytes.
+    pub payload_bytes: i64,
+}
+
+/// ?1 queue or NULL, ?2 state or NULL, ?3 now, ?4 limit, ?5 id or NULL.
+const JOBS: &str = "
+SELECT * FROM (
+  SELECT id, queue,
+         CASE WHEN state = 'scheduled' AND run_at <= ?3 THEN 'ready' ELSE state END AS st,
+         priority, run_at, attempts, max_attempts, worker_id, lease_expires_at, last_error,
+         CASE WHEN typeof(payload) = 'text' THEN payload END, length(CAST(payload AS BLOB))
+  FROM _honker_jobs
+  UNION ALL
+  SELECT id, queue, state, priority, run_at, attempts, max_attempts, worker_id, NULL,
+         last_error, CASE WHEN typeof(payload) = 'text' THEN payload END,
+         length(CAST(payload AS BLOB))
+  FROM _honker_finished)
+WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR st = ?2) AND (?5 IS NULL OR id = ?5)
+ORDER BY id LIMIT ?4";
+
 /// Runs `f` in one read transaction of a read-only connection to `path`
 /// (which must exist), after checking that this build understands the
 /// file's schema; `f` gets the schema version.
@@ -216,6 +262,71 @@ pub fn dead_letters(
         .collect::<rusqlite::Result<_>>()
         .map_err(sql_err)
     })
+}
+
+/// Up to `limit` jobs in any state (of `queue`, in `state`, if given),
+/// oldest id first, read-only.
+pub fn jobs(
+    path: impl AsRef<Path>,
+    queue: Option<&str>,
+    state: Option<&str>,
+    limit: usize,
+    now: i64,
+) -> Result<Vec<JobRow>> {
+    if let Some(s) = state {
+        if crate::queue::JobState::parse(s).is_none() {
+            return Err(Error::invalid(format!(
+                "unknown job state {s:?} (ready, scheduled, running, dead, cancelled, \
+                 expired, completed)"
+            )));
+        }
+    }
+    let limit = crate::validate::batch_usize(limit)? as i64;
+    read_only(path.as_ref(), |conn, _| {
+        job_rows(conn, queue, state, limit, None, now)
+    })
+}
+
+/// The job `id` in any state, read-only.
+pub fn job(path: impl AsRef<Path>, id: i64, now: i64) -> Result<Option<JobRow>> {
+    crate::validate::job_id(id)?;
+    read_only(path.as_ref(), |conn, _| {
+        Ok(job_rows(conn, None, None, 1, Some(id), now)?.pop())
+    })
+}
+
+fn job_rows(
+    conn: &Connection,
+    queue: Option<&str>,
+    state: Option<&str>,
+    limit: i64,
+    id: Option<i64>,
+    now: i64,
+) -> Result<Vec<JobRow>> {
+    if !has(conn, "_honker_jobs")? || !has(conn, "_honker_finished")? {
+        return Ok(Vec::new());
+    }
+    conn.prepare(JOBS)
+        .map_err(sql_err)?
+        .query_map(rusqlite::params![queue, state, now, limit, id], |r| {
+            Ok(JobRow {
+                id: r.get(0)?,
+                queue: r.get(1)?,
+                state: r.get(2)?,
+                priority: r.get(3)?,
+                run_at: r.get(4)?,
+                attempts: r.get(5)?,
+                max_attempts: r.get(6)?,
+                worker_id: r.get(7)?,
+                lease_expires_at: r.get(8)?,
+                last_error: r.get(9)?,
+                payload_json: r.get(10)?,
+                payload_bytes: r.get(11)?,
+            })
+        })
+        .map_err(sql_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(sql_err)
 }
 
 fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
