@@ -120,6 +120,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A consistent, checked copy of the database, taken while other
+    /// processes keep writing (VACUUM INTO a temporary name, integrity and
+    /// schema checked, then renamed to DEST).
+    Backup {
+        /// The database file.
+        db: PathBuf,
+        /// Where the copy goes.
+        dest: PathBuf,
+        /// Replace DEST if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Replace the database with a backup: SRC is checked first; refused
+    /// while any process has DB open. Jobs leased at backup time come back
+    /// after their lease; jobs finished after the backup run again.
+    Restore {
+        /// The backup.
+        src: PathBuf,
+        /// The database file to replace.
+        db: PathBuf,
+    },
     /// Print a shell completion script.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -582,6 +603,25 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
                     .collect();
                 format!("maintenance removed: {}\n", parts.join(", "))
             })
+        }
+        Command::Backup { db, dest, force } => {
+            let r = honker::backup::backup(&db, &dest, force)?;
+            Ok(format!(
+                "backed up to {} ({} bytes, schema {}; integrity checked)\n",
+                r.path.display(),
+                r.bytes,
+                r.schema_version
+            ))
+        }
+        Command::Restore { src, db } => {
+            let r = honker::backup::restore(&src, &db)?;
+            Ok(format!(
+                "restored {} from {} ({} bytes, schema {})\n",
+                r.path.display(),
+                src.display(),
+                r.bytes,
+                r.schema_version
+            ))
         }
         Command::Completions { shell } => {
             let mut buf = Vec::new();

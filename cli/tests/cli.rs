@@ -389,3 +389,135 @@ fn jobs_enqueue_and_publish() {
     let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
     assert_eq!(s["streams"][0]["last_offset"], 6);
 }
+
+/// Enqueues in a loop from another process until killed.
+fn writer(db: &str) -> std::process::Child {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "while true; do '{}' enqueue '{db}' load '{{\"w\": 1}}' >/dev/null || exit 1; done",
+            env!("CARGO_BIN_EXE_honker")
+        ))
+        .spawn()
+        .unwrap()
+}
+
+fn max_id(path: &Path) -> i64 {
+    let c = honker::rusqlite::Connection::open(path).unwrap();
+    c.query_row("SELECT coalesce(max(id), 0) FROM _honker_jobs", [], |r| {
+        r.get(0)
+    })
+    .unwrap()
+}
+
+#[test]
+fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    let dest = dir.path().join("backup.db");
+    let d = dest.to_str().unwrap();
+    let mut writers = [writer(p), writer(p)];
+    while max_id(&path) < 40 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = max_id(&path);
+    let out = stdout(&honker(&["backup", p, d]));
+    assert!(out.starts_with("backed up to"), "{out}");
+    // The writers were (and are still) committing around it.
+    let mut waited = 0;
+    while max_id(&path) <= before && waited < 250 {
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+    assert!(max_id(&path) > before, "the writers stopped");
+    let o = honker(&["backup", p, d]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an existing destination needs --force"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    let backed_up = max_id(&dest);
+    assert!(backed_up >= before);
+
+    for w in &mut writers {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+    // Restore is refused while any process has the file open: an idle one
+    // (Debian's python3, in WAL mode, as a worker between jobs).
+    let mut holder = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1])\n\
+             c.execute('SELECT count(*) FROM _honker_jobs').fetchall()\n\
+             print('ready', flush=True)\n\
+             sys.stdin.read()\n",
+        )
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let o = honker(&["restore", d, p]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.starts_with("honker: UNSAFE: "), "{err}");
+    assert!(err.contains(&format!("pid {}", holder.id())), "{err}");
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+    let out = honker(&["restore", d, p]);
+    assert!(stdout(&out).starts_with("restored"));
+    assert!(!dir.path().join("app.db-wal").exists());
+
+    // The drill: drain the restored file; every job committed before the
+    // backup began is there (the queue's, and the load's 1..=before).
+    let db = Database::open(&path).unwrap();
+    let load = db.queue("load").unwrap();
+    let mut ids = Vec::new();
+    loop {
+        let got = load.claim("drain", 1000).unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for j in &got {
+            ids.push(j.id);
+            load.ack(&j.lease, None).unwrap();
+        }
+    }
+    let emails: Vec<i64> = db
+        .queue("emails")
+        .unwrap()
+        .claim("drain", 10)
+        .unwrap()
+        .iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(emails, vec![3], "the busy file's ready job");
+    ids.sort_unstable();
+    let expected: Vec<i64> = (5..=backed_up).collect();
+    assert_eq!(
+        ids, expected,
+        "a job committed before the backup is missing"
+    );
+    db.close().unwrap();
+
+    // A damaged backup is refused before anything is replaced.
+    let bad = dir.path().join("bad.db");
+    std::fs::write(&bad, b"not a database at all, not even close").unwrap();
+    let o = honker(&["restore", bad.to_str().unwrap(), p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(path.exists());
+    let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
+    assert_eq!(s["schema"]["version"], s["schema"]["latest"]);
+}

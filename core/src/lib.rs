@@ -54,6 +54,8 @@
 // only the Database API.
 #![cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
 
+#[cfg(feature = "rusqlite")]
+pub mod backup;
 pub mod channel;
 #[cfg(feature = "rusqlite")]
 mod checkpoint;

@@ -203,6 +203,17 @@ pub(crate) fn honker_file(found: &[String]) -> Error {
     )
 }
 
+/// The other processes holding a lock on the database at `path` (or its
+/// `-wal`/`-shm`), described (`pid 12 (python worker.py)`): what the
+/// importer and `honker restore` refuse on.
+#[cfg(target_os = "linux")]
+pub(crate) fn others_holding(path: &Path) -> std::io::Result<Vec<String>> {
+    Ok(holders::others(path)?
+        .iter()
+        .map(ToString::to_string)
+        .collect())
+}
+
 /// Looks for other processes that have the file open; `Err` (`UNSAFE`)
 /// when there are some, unless `report_only` (a dry run).
 fn check_holders(
