@@ -7,10 +7,11 @@
 //! file parses arguments and prints.
 //!
 //! Exit codes: 0 success; 1 the command failed (stderr starts with
-//! `honker: CODE:`, the error's stable code); 2 bad usage.
+//! `honker: CODE:`, the error's stable code); 2 bad usage; 3 `doctor`
+//! found a check that fails.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -140,6 +141,17 @@ enum Command {
         src: PathBuf,
         /// The database file to replace.
         db: PathBuf,
+    },
+    /// Check for hazards: a network file system, the journal mode, the
+    /// schema, the WAL's size, lapsed leases, the processes that have the
+    /// file open and any mapping two SQLite libraries. Changes nothing.
+    /// Exits 3 when a check fails.
+    Doctor {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a shell completion script.
     Completions {
@@ -628,7 +640,7 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             clap_complete::generate(shell, &mut Cli::command(), "honker", &mut buf);
             Ok(String::from_utf8_lossy(&buf).into_owned())
         }
-        Command::Worker { .. } => unreachable!("handled in main"),
+        Command::Worker { .. } | Command::Doctor { .. } => unreachable!("handled in main"),
     }
 }
 
@@ -816,8 +828,51 @@ fn schedules(action: ScheduleAction) -> Result<String, honker::Error> {
     }
 }
 
+/// `honker doctor`: its report and whether a check failed.
+fn doctor(db: &Path, json: bool) -> Result<(String, bool), honker::Error> {
+    let checks = honker::doctor::diagnose(db, now_ms())?;
+    let failed = checks
+        .iter()
+        .any(|c| c.level == honker::doctor::Level::Fail);
+    let text = if json {
+        json_text(&Json::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "level": c.level.as_str(), "detail": c.detail}))
+                .collect(),
+        ))
+    } else {
+        let mut t = table(&["check", "", "detail"]);
+        for c in &checks {
+            t.add_row(vec![
+                c.name.to_string(),
+                c.level.as_str().to_string(),
+                c.detail.clone(),
+            ]);
+        }
+        format!("{t}\n")
+    };
+    Ok((text, failed))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Doctor { db, json } = &cli.command {
+        return match doctor(db, *json) {
+            Ok((text, failed)) => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                if failed {
+                    ExitCode::from(3)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("honker: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if let Command::Worker { .. } = cli.command {
         eprintln!(
             "honker: workers run inside your application, in its language:\n  \

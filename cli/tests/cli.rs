@@ -521,3 +521,89 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
     let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
     assert_eq!(s["schema"]["version"], s["schema"]["latest"]);
 }
+
+#[test]
+fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    {
+        // A job whose worker "died": its 1 ms lease has lapsed.
+        let db = Database::open(&path).unwrap();
+        let opts = honker::queue::ClaimOptions {
+            lease: Some(Duration::from_millis(1)),
+            ..Default::default()
+        };
+        let got = db
+            .queue("emails")
+            .unwrap()
+            .claim_with("gone", 1, &opts)
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        db.close().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let p = path.to_str().unwrap();
+    // An idle process with the file open.
+    let mut holder = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1])\n\
+             c.execute('SELECT 1 FROM _honker_jobs').fetchall()\n\
+             print('ready', flush=True)\n\
+             sys.stdin.read()\n",
+        )
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let before = bytes(&path);
+    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
+    let by = |name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {checks:#}"))
+            .clone()
+    };
+    assert_eq!(by("file system")["level"], "ok", "{checks:#}");
+    assert_eq!(by("journal mode")["detail"], "wal");
+    assert_eq!(by("schema")["level"], "ok");
+    assert_eq!(by("leases")["level"], "warn");
+    assert!(by("leases")["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("1 running"));
+    assert!(by("processes")["detail"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("pid {}", holder.id())));
+    assert_eq!(by("SQLite libraries")["level"], "ok");
+    assert!(stdout(&honker(&["doctor", p])).contains("lapsed"));
+    assert_eq!(bytes(&path), before, "doctor changed the file");
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+
+    // A newer schema is a failing check: exit 3.
+    {
+        let c = honker::rusqlite::Connection::open(&path).unwrap();
+        c.execute(
+            "INSERT INTO _honker_schema VALUES (?1, 'future', 0)",
+            [honker::schema::LATEST + 1],
+        )
+        .unwrap();
+    }
+    let o = honker(&["doctor", p]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("SCHEMA_TOO_NEW"));
+}

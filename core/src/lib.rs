@@ -64,6 +64,8 @@ mod clock;
 mod connection;
 #[cfg(feature = "rusqlite")]
 mod database;
+#[cfg(feature = "rusqlite")]
+pub mod doctor;
 mod error;
 #[cfg(feature = "rusqlite")]
 mod fork;

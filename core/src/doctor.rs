@@ -1,0 +1,400 @@
+//! `honker doctor`: the hazards an operator should know about, checked
+//! without changing anything and without opening the database, `-wal` or
+//! `-shm` outside SQLite (DESIGN §6: a stray descriptor's close would drop
+//! this process's locks): the file system (`statfs` of the directory), the
+//! journal mode and schema through a read-only SQLite connection, the WAL's
+//! size (`stat`), lapsed leases, and from `/proc` the processes that have
+//! the file open and any that map more than one SQLite library.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Fine.
+    Ok,
+    /// Worth knowing; not wrong.
+    Info,
+    /// Likely to hurt.
+    Warn,
+    /// Unsafe: fix before trusting the file.
+    Fail,
+}
+
+impl Level {
+    /// `ok`, `info`, `warn` or `fail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
+/// One check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked (`file system`, `journal mode`, …).
+    pub name: &'static str,
+    /// How it came out.
+    pub level: Level,
+    /// What was found, and what to do.
+    pub detail: String,
+}
+
+/// The file system types SQLite's locking and WAL shared memory are not
+/// reliable on (by `statfs` magic number), with their names.
+const NETWORK: &[(i64, &str)] = &[
+    (0x6969, "NFS"),
+    (0x517B, "SMB"),
+    (0xFF53_4D42, "CIFS"),
+    (0xFE53_4D42, "SMB2"),
+    (0x6573_5546, "FUSE"),
+    (0x0102_1997, "9p"),
+    (0x00C3_6400, "Ceph"),
+    (0x5346_414F, "AFS"),
+    (0x0116_1970, "GFS2"),
+    (0x7461_636F, "OCFS2"),
+];
+
+/// Local file systems by magic number (the rest are named by number).
+const LOCAL: &[(i64, &str)] = &[
+    (0xEF53, "ext2/3/4"),
+    (0x5846_5342, "XFS"),
+    (0x9123_683E, "Btrfs"),
+    (0x0102_1994, "tmpfs"),
+    (0x794C_7630, "overlayfs"),
+    (0x2FC1_2FC1, "ZFS"),
+    (0xF2F5_2010, "F2FS"),
+    (0x4D44, "FAT"),
+    (0x5346_544E, "NTFS"),
+];
+
+/// A file system's name by its `statfs` magic, and whether it is a
+/// network (or FUSE) file system.
+pub fn classify(magic: i64) -> (String, bool) {
+    if let Some((_, n)) = NETWORK.iter().find(|(m, _)| *m == magic) {
+        return ((*n).to_string(), true);
+    }
+    if let Some((_, n)) = LOCAL.iter().find(|(m, _)| *m == magic) {
+        return ((*n).to_string(), false);
+    }
+    (format!("type {magic:#x}"), false)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+#[cfg(target_os = "linux")]
+fn fs_magic(dir: &Path) -> Option<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path and a zeroed out-struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; statfs opens nothing.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    #[allow(clippy::unnecessary_cast)]
+    (rc == 0).then_some(st.f_type as i64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fs_magic(_dir: &Path) -> Option<i64> {
+    None
+}
+
+/// The processes (other than this one) with a descriptor on the database,
+/// its `-wal` or `-shm`: (pid, command line).
+#[cfg(target_os = "linux")]
+fn openers(path: &Path) -> Vec<(i32, String)> {
+    let targets: Vec<PathBuf> = ["", "-wal", "-shm"]
+        .iter()
+        .map(|s| with_suffix(path, s))
+        .collect();
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name().to_string_lossy().into_owned();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| targets.contains(&t)))
+        {
+            let cmd = std::fs::read(p.path().join("cmdline"))
+                .map(|raw| {
+                    String::from_utf8_lossy(&raw)
+                        .split('\0')
+                        .filter(|s| !s.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            out.push((name.parse().unwrap_or(0), cmd.chars().take(100).collect()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The SQLite libraries a process maps, from its `/proc/PID/maps` text:
+/// the system's `libsqlite3`, and the libraries that bundle their own
+/// (honker's Python and Node modules, Python's `_sqlite3` linked
+/// statically, better-sqlite3).
+pub fn sqlite_libraries(maps: &str) -> Vec<String> {
+    let mut libs: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| {
+            let file = path.rsplit('/').next().unwrap_or(path);
+            file.starts_with("libsqlite3")
+                || file.starts_with("honker.") && file.ends_with(".node")
+                || file.starts_with("_native.") && path.contains("/honker/")
+                || file == "better_sqlite3.node"
+        })
+        .map(str::to_string)
+        .collect();
+    libs.sort();
+    libs.dedup();
+    libs
+}
+
+/// Runs every check on the database at `path` at `now` (ms).
+pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
+    let path = path.as_ref();
+    if !path.is_file() {
+        return Err(Error::invalid(format!(
+            "{} is not a database file",
+            path.display()
+        )));
+    }
+    let path = std::fs::canonicalize(path)
+        .map_err(|e| Error::invalid(format!("cannot resolve {}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    out.push(match fs_magic(dir) {
+        Some(m) => {
+            let (name, network) = classify(m);
+            if network {
+                Check {
+                    name: "file system",
+                    level: Level::Fail,
+                    detail: format!(
+                        "{} is on {name}: SQLite's locks and WAL shared memory are not reliable \
+                         on network or FUSE file systems; move it to a local disk",
+                        path.display()
+                    ),
+                }
+            } else {
+                Check {
+                    name: "file system",
+                    level: Level::Ok,
+                    detail: format!("{name} (local)"),
+                }
+            }
+        }
+        None => Check {
+            name: "file system",
+            level: Level::Info,
+            detail: "not checked on this platform".into(),
+        },
+    });
+
+    let c = Connection::open_with_flags(
+        &path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(Error::from)?;
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(Error::from)?;
+    out.push(if mode.eq_ignore_ascii_case("wal") {
+        Check {
+            name: "journal mode",
+            level: Level::Ok,
+            detail: "wal".into(),
+        }
+    } else {
+        Check {
+            name: "journal mode",
+            level: Level::Warn,
+            detail: format!(
+                "{mode}: honker switches the file to WAL when it opens it; until then readers \
+                 block writers and wake-ups are slower"
+            ),
+        }
+    });
+    drop(c);
+
+    let status = crate::inspect::status(&path, now);
+    out.push(match &status {
+        Ok(s) if !s.honker_objects.is_empty() => Check {
+            name: "schema",
+            level: Level::Warn,
+            detail: format!(
+                "holds Honker's tables ({}): import them (honker import)",
+                s.honker_objects.join(", ")
+            ),
+        },
+        Ok(s) if s.schema_version < s.latest => Check {
+            name: "schema",
+            level: Level::Info,
+            detail: format!(
+                "version {} of {}; the next honker open applies {}",
+                s.schema_version,
+                s.latest,
+                s.pending_migrations.join(", ")
+            ),
+        },
+        Ok(s) => Check {
+            name: "schema",
+            level: Level::Ok,
+            detail: format!("version {}", s.schema_version),
+        },
+        Err(e) => Check {
+            name: "schema",
+            level: Level::Fail,
+            detail: e.to_string(),
+        },
+    });
+
+    let wal = std::fs::metadata(with_suffix(&path, "-wal")).map_or(0, |m| m.len());
+    out.push(Check {
+        name: "WAL size",
+        level: if wal > 256 << 20 {
+            Level::Warn
+        } else {
+            Level::Ok
+        },
+        detail: if wal > 256 << 20 {
+            format!(
+                "{} MB: checkpoints cannot keep up (a long-running reader holds them back?)",
+                wal >> 20
+            )
+        } else {
+            format!("{} KB", wal >> 10)
+        },
+    });
+
+    if status.is_ok() {
+        let stale = crate::inspect::jobs(&path, None, Some("running"), 10_000, now)?
+            .iter()
+            .filter(|j| j.lease_expires_at.is_some_and(|t| t < now))
+            .count();
+        out.push(Check {
+            name: "leases",
+            level: if stale > 0 { Level::Warn } else { Level::Ok },
+            detail: if stale > 0 {
+                format!(
+                    "{stale} running jobs' leases have lapsed: their workers died or stalled; \
+                     the next claim on their queue takes them again"
+                )
+            } else {
+                "no lapsed leases".into()
+            },
+        });
+    }
+
+    #[cfg(target_os = "linux")]
+    {
+        let procs = openers(&path);
+        out.push(Check {
+            name: "processes",
+            level: Level::Info,
+            detail: if procs.is_empty() {
+                "no other process has the file open".into()
+            } else {
+                procs
+                    .iter()
+                    .map(|(p, c)| format!("pid {p} ({c})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        });
+        let two: Vec<String> = procs
+            .iter()
+            .filter_map(|(p, _)| {
+                let maps = std::fs::read_to_string(format!("/proc/{p}/maps")).ok()?;
+                let libs = sqlite_libraries(&maps);
+                (libs.len() > 1).then(|| format!("pid {p}: {}", libs.join(", ")))
+            })
+            .collect();
+        out.push(Check {
+            name: "SQLite libraries",
+            level: if two.is_empty() {
+                Level::Ok
+            } else {
+                Level::Warn
+            },
+            detail: if two.is_empty() {
+                "each process maps one SQLite library".into()
+            } else {
+                format!(
+                    "{}: two SQLite libraries in one process can corrupt a file unless honker \
+                     guards it (Linux: OFD locks, ADR 13); elsewhere use one library",
+                    two.join("; ")
+                )
+            },
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_file_systems_are_named_and_flagged() {
+        for (magic, name) in NETWORK {
+            assert_eq!(classify(*magic), ((*name).to_string(), true));
+        }
+        assert_eq!(classify(0xEF53), ("ext2/3/4".to_string(), false));
+        assert_eq!(classify(0x0102_1994), ("tmpfs".to_string(), false));
+        assert_eq!(classify(0x1234), ("type 0x1234".to_string(), false));
+    }
+
+    #[test]
+    fn the_sqlite_libraries_a_process_maps() {
+        let maps = "\
+7f00-7f01 r-xp 00000000 08:02 1 /usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6
+7f01-7f02 r--p 00001000 08:02 1 /usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6
+7f02-7f03 r-xp 00000000 08:02 2 /venv/lib/python3.11/site-packages/honker/_native.abi3.so
+7f03-7f04 r-xp 00000000 08:02 3 /usr/lib/libc.so.6
+7f04-7f05 rw-p 00000000 00:00 0
+";
+        assert_eq!(
+            sqlite_libraries(maps),
+            vec![
+                "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6".to_string(),
+                "/venv/lib/python3.11/site-packages/honker/_native.abi3.so".to_string()
+            ]
+        );
+        assert!(sqlite_libraries("7f00-7f01 r-xp 0 08:02 3 /usr/lib/libc.so.6\n").is_empty());
+    }
+
+    #[test]
+    fn the_file_systems_here_are_classified() {
+        // Whatever /tmp is on this machine (tmpfs, ext4, overlayfs), it is
+        // local: doctor must not cry wolf.
+        let m = fs_magic(Path::new("/tmp"));
+        #[cfg(target_os = "linux")]
+        assert!(!classify(m.unwrap()).1, "{m:?}");
+        let _ = m;
+    }
+}
