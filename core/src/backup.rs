@@ -158,41 +158,48 @@ pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Res
     result
 }
 
+/// `UNSAFE` while another process has `dest` open.
+#[cfg(target_os = "linux")]
+fn refuse_if_held(dest: &Path) -> Result<()> {
+    let holders = crate::import::others_holding(dest).map_err(|e| {
+        Error::new(
+            ErrorKind::Unsafe,
+            format!(
+                "cannot read /proc/locks to check who has {} open: {e}",
+                dest.display()
+            ),
+        )
+    })?;
+    if holders.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Unsafe,
+        format!(
+            "{} is open in another process: {}; stop every process using it and restore \
+             again. Nothing was changed",
+            dest.display(),
+            holders.join("; ")
+        ),
+    ))
+}
+
+/// `UNSAFE`: this platform cannot tell.
+#[cfg(not(target_os = "linux"))]
+fn refuse_if_held(_dest: &Path) -> Result<()> {
+    Err(Error::new(
+        ErrorKind::Unsafe,
+        "honker cannot see other processes' locks on this platform; restore by hand with \
+         every process stopped",
+    ))
+}
+
 /// Replaces the database at `dest` with the backup at `src` (see the
 /// module docs).
 pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupReport> {
     let (src, dest) = (src.as_ref(), dest.as_ref());
     let v = verify(src)?;
-    #[cfg(target_os = "linux")]
-    {
-        let holders = crate::import::others_holding(dest).map_err(|e| {
-            Error::new(
-                ErrorKind::Unsafe,
-                format!(
-                    "cannot read /proc/locks to check who has {} open: {e}",
-                    dest.display()
-                ),
-            )
-        })?;
-        if !holders.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Unsafe,
-                format!(
-                    "{} is open in another process: {}; stop every process using it and \
-                     restore again. Nothing was changed",
-                    dest.display(),
-                    holders.join("; ")
-                ),
-            ));
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    return Err(Error::new(
-        ErrorKind::Unsafe,
-        "honker cannot see other processes' locks on this platform; restore by hand with \
-         every process stopped",
-    ));
-    #[allow(unreachable_code)]
+    refuse_if_held(dest)?;
     {
         let tmp = temporary(dest);
         let result = (|| {
