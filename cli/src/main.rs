@@ -94,6 +94,42 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Print a stream's events: the last few, then (with --follow) each new
+    /// one as it is committed. Read-only.
+    Tail {
+        /// The database file.
+        db: PathBuf,
+        /// The stream.
+        stream: String,
+        /// Start after this offset instead of showing the last --lines.
+        #[arg(long)]
+        after: Option<i64>,
+        /// How many of the last events to show first.
+        #[arg(long, default_value_t = 10)]
+        lines: i64,
+        /// Keep printing new events (woken by commits, no polling).
+        #[arg(long, short)]
+        follow: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a channel's notifications sent from now on. Read-only.
+    Listen {
+        /// The database file.
+        db: PathBuf,
+        /// The channel.
+        channel: String,
+        /// Exit after this many.
+        #[arg(long)]
+        count: Option<usize>,
+        /// Exit after this many seconds.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Dead letters: list (read-only), requeue, purge.
     Dead {
         #[command(subcommand)]
@@ -640,7 +676,10 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             clap_complete::generate(shell, &mut Cli::command(), "honker", &mut buf);
             Ok(String::from_utf8_lossy(&buf).into_owned())
         }
-        Command::Worker { .. } | Command::Doctor { .. } => unreachable!("handled in main"),
+        Command::Worker { .. }
+        | Command::Doctor { .. }
+        | Command::Tail { .. }
+        | Command::Listen { .. } => unreachable!("handled in main"),
     }
 }
 
@@ -828,6 +867,109 @@ fn schedules(action: ScheduleAction) -> Result<String, honker::Error> {
     }
 }
 
+fn message_line(m: &inspect::Message, json: bool) -> String {
+    let payload = match &m.payload_json {
+        Some(t) => serde_json::from_str(t).unwrap_or(Json::Null),
+        None => json!({ "bytes": m.payload_bytes }),
+    };
+    if json {
+        format!(
+            "{}\n",
+            json!({"offset": m.offset, "key": m.key, "payload": payload, "created_at": m.created_at})
+        )
+    } else {
+        match &m.key {
+            Some(k) => format!("{} [{k}] {payload}\n", m.offset),
+            None => format!("{} {payload}\n", m.offset),
+        }
+    }
+}
+
+fn print(text: &str) -> Result<(), honker::Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| honker::Error::new(honker::ErrorKind::Closed, format!("stdout: {e}")))
+}
+
+/// `honker tail`: prints as it goes.
+fn tail(
+    db: &Path,
+    stream: &str,
+    after: Option<i64>,
+    lines: i64,
+    follow: bool,
+    json: bool,
+) -> Result<(), honker::Error> {
+    let follower = if follow {
+        Some(inspect::Follower::new(db)?)
+    } else {
+        None
+    };
+    let mut after = match after {
+        Some(a) => a,
+        None => (inspect::last_offset(db, stream)? - lines.max(0)).max(0),
+    };
+    loop {
+        let mark = follower.as_ref().map(inspect::Follower::mark);
+        let page = inspect::events(db, stream, after, 1000)?;
+        for m in &page {
+            print(&message_line(m, json))?;
+            after = m.offset;
+        }
+        match (&follower, mark) {
+            (Some(f), Some(mark)) if page.is_empty() => {
+                f.wait_past(mark, Duration::from_secs(5));
+            }
+            (Some(_), _) => {}
+            (None, _) if page.len() == 1000 => {}
+            (None, _) => return Ok(()),
+        }
+    }
+}
+
+/// `honker listen`: prints each notification sent after it starts.
+fn listen(
+    db: &Path,
+    channel: &str,
+    count: Option<usize>,
+    timeout: Option<u64>,
+    json: bool,
+) -> Result<(), honker::Error> {
+    let follower = inspect::Follower::new(db)?;
+    let deadline = timeout.map(|t| std::time::Instant::now() + Duration::from_secs(t));
+    let (_, mut after) = inspect::channel_messages(db, channel, None, 1)?;
+    // On stderr, so that stdout holds only messages: from here on nothing
+    // sent is missed.
+    eprintln!("honker: listening on {channel:?}");
+    let mut seen = 0;
+    loop {
+        let mark = follower.mark();
+        let (page, last) = inspect::channel_messages(db, channel, Some(after), 1000)?;
+        after = last;
+        for m in &page {
+            print(&message_line(m, json))?;
+            seen += 1;
+            if count.is_some_and(|c| seen >= c) {
+                return Ok(());
+            }
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let now = std::time::Instant::now();
+                if now >= d {
+                    return Ok(());
+                }
+                (d - now).min(Duration::from_secs(5))
+            }
+            None => Duration::from_secs(5),
+        };
+        if page.is_empty() {
+            follower.wait_past(mark, wait);
+        }
+    }
+}
+
 /// `honker doctor`: its report and whether a check failed.
 fn doctor(db: &Path, json: bool) -> Result<(String, bool), honker::Error> {
     let checks = honker::doctor::diagnose(db, now_ms())?;
@@ -857,6 +999,33 @@ fn doctor(db: &Path, json: bool) -> Result<(String, bool), honker::Error> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let streamed = match &cli.command {
+        Command::Tail {
+            db,
+            stream,
+            after,
+            lines,
+            follow,
+            json,
+        } => Some(tail(db, stream, *after, *lines, *follow, *json)),
+        Command::Listen {
+            db,
+            channel,
+            count,
+            timeout,
+            json,
+        } => Some(listen(db, channel, *count, *timeout, *json)),
+        _ => None,
+    };
+    if let Some(r) = streamed {
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("honker: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if let Command::Doctor { db, json } = &cli.command {
         return match doctor(db, *json) {
             Ok((text, failed)) => {

@@ -607,3 +607,82 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains("SCHEMA_TOO_NEW"));
 }
+
+/// Reads one line from a child's stdout, or panics after `secs`.
+fn line_within(reader: &mut std::io::BufReader<std::process::ChildStdout>, secs: u64) -> String {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut line = String::new();
+    // The read blocks; the test waits on the channel with a deadline.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut l = String::new();
+            let _ = reader.read_line(&mut l);
+            let _ = tx.send(l);
+        });
+        line = rx
+            .recv_timeout(Duration::from_secs(secs))
+            .expect("a line in time");
+    });
+    line
+}
+
+#[test]
+fn tail_follows_a_stream_and_listen_prints_notifications() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    let before = bytes(&path);
+    let last2 = stdout(&honker(&["tail", p, "orders", "--lines", "2"]));
+    assert_eq!(last2, "4 {\"n\":3}\n5 {\"n\":4}\n");
+    let from = stdout(&honker(&["tail", p, "orders", "--after", "3", "--json"]));
+    let first: Json = serde_json::from_str(from.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&first["offset"], &first["payload"]),
+        (&json!(4), &json!({"n": 3}))
+    );
+    assert_eq!(bytes(&path), before, "tail changed the file");
+
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args(["tail", p, "orders", "--after", "5", "--follow", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listen = Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args(["listen", p, "deploys", "--count", "1", "--timeout", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // listen says when it is listening (what is sent before is not its).
+    let mut err = std::io::BufReader::new(listen.stderr.take().unwrap());
+    let ready = {
+        let mut l = String::new();
+        std::io::BufRead::read_line(&mut err, &mut l).unwrap();
+        l
+    };
+    assert_eq!(ready, "honker: listening on \"deploys\"\n");
+    let db = Database::open(&path).unwrap();
+    db.stream("orders")
+        .unwrap()
+        .publish(json!({"n": 99}), &Default::default())
+        .unwrap();
+    db.notify("deploys", json!({"v": 2})).unwrap();
+    let mut out = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let e: Json = serde_json::from_str(&line_within(&mut out, 10)).unwrap();
+    assert_eq!(
+        (&e["offset"], &e["payload"]),
+        (&json!(6), &json!({"n": 99}))
+    );
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+    let got = listen.wait_with_output().unwrap();
+    assert!(got.status.success());
+    assert!(
+        String::from_utf8_lossy(&got.stdout).ends_with("{\"v\":2}\n"),
+        "{}",
+        String::from_utf8_lossy(&got.stdout)
+    );
+    db.close().unwrap();
+}

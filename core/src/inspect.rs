@@ -507,3 +507,157 @@ fn locks(conn: &Connection, now: i64) -> Result<Vec<LockStatus>> {
     .collect::<rusqlite::Result<_>>()
     .map_err(sql_err)
 }
+
+/// A stream event or a channel message, as `honker tail` and `honker
+/// listen` print it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Message {
+    /// The event's offset in its stream, or the message's id.
+    pub offset: i64,
+    /// The event's key.
+    pub key: Option<String>,
+    /// The payload as JSON text, or `None` for bytes.
+    pub payload_json: Option<String>,
+    /// The payload's size in bytes.
+    pub payload_bytes: i64,
+    /// When it was published (ms).
+    pub created_at: i64,
+}
+
+fn messages(
+    conn: &Connection,
+    table: &str,
+    sql: &str,
+    p: &[&dyn rusqlite::ToSql],
+) -> Result<Vec<Message>> {
+    if !has(conn, table)? {
+        return Ok(Vec::new());
+    }
+    conn.prepare(sql)
+        .map_err(sql_err)?
+        .query_map(p, |r| {
+            Ok(Message {
+                offset: r.get(0)?,
+                key: r.get(1)?,
+                payload_json: r.get(2)?,
+                payload_bytes: r.get(3)?,
+                created_at: r.get(4)?,
+            })
+        })
+        .map_err(sql_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(sql_err)
+}
+
+/// Up to `limit` events of `stream` after offset `after`, read-only.
+pub fn events(
+    path: impl AsRef<Path>,
+    stream: &str,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<Message>> {
+    crate::validate::name("stream", stream)?;
+    let limit = crate::validate::batch_usize(limit)? as i64;
+    read_only(path.as_ref(), |conn, _| {
+        messages(
+            conn,
+            "_honker_stream_events",
+            "SELECT offset, key, CASE WHEN typeof(payload) = 'text' THEN payload END,
+                    length(CAST(payload AS BLOB)), created_at
+             FROM _honker_stream_events WHERE stream = ?1 AND offset > ?2
+             ORDER BY offset LIMIT ?3",
+            rusqlite::params![stream, after, limit],
+        )
+    })
+}
+
+/// The last offset of `stream` (0: none), read-only.
+pub fn last_offset(path: impl AsRef<Path>, stream: &str) -> Result<i64> {
+    read_only(path.as_ref(), |conn, _| {
+        if !has(conn, "_honker_streams")? {
+            return Ok(0);
+        }
+        Ok(conn
+            .query_row(
+                "SELECT last_offset FROM _honker_streams WHERE name = ?1",
+                [stream],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql_err)?
+            .unwrap_or(0))
+    })
+}
+
+/// Up to `limit` messages of `channel` with ids above `after` (`None`:
+/// the last id now, and no messages), read-only: (messages, last id).
+pub fn channel_messages(
+    path: impl AsRef<Path>,
+    channel: &str,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<Message>, i64)> {
+    crate::validate::name("channel", channel)?;
+    let limit = crate::validate::batch_usize(limit)? as i64;
+    read_only(path.as_ref(), |conn, _| {
+        if !has(conn, "_honker_channel_messages")? {
+            return Ok((Vec::new(), after.unwrap_or(0)));
+        }
+        let Some(after) = after else {
+            let last: i64 = conn
+                .query_row(
+                    "SELECT coalesce(max(id), 0) FROM _honker_channel_messages",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql_err)?;
+            return Ok((Vec::new(), last));
+        };
+        let m = messages(
+            conn,
+            "_honker_channel_messages",
+            "SELECT id, NULL, CASE WHEN typeof(payload) = 'text' THEN payload END,
+                    length(CAST(payload AS BLOB)), created_at
+             FROM _honker_channel_messages WHERE channel = ?1 AND id > ?2
+             ORDER BY id LIMIT ?3",
+            rusqlite::params![channel, after, limit],
+        )?;
+        let last = m.last().map_or(after, |x| x.offset);
+        Ok((m, last))
+    })
+}
+
+/// Waits for commits to a file from any process without changing it (the
+/// watcher, on its private read connection): what `honker tail --follow`
+/// and `honker listen` sleep on instead of polling.
+#[derive(Debug)]
+pub struct Follower {
+    watcher: std::sync::Arc<crate::watcher::Watcher>,
+}
+
+impl Follower {
+    /// Starts watching `path`.
+    pub fn new(path: impl AsRef<Path>) -> Result<Follower> {
+        let path = std::fs::canonicalize(path.as_ref()).map_err(|e| {
+            Error::invalid(format!("cannot resolve {}: {e}", path.as_ref().display()))
+        })?;
+        let watcher =
+            crate::watcher::watcher_for(&path, Duration::from_secs(5), Duration::from_secs(5));
+        watcher.ensure_running()?;
+        Ok(Follower { watcher })
+    }
+
+    /// A mark to pass to [`wait_past`](Self::wait_past): take it before
+    /// reading, so a commit right after the read is not missed.
+    pub fn mark(&self) -> u64 {
+        self.watcher.signal().generation()
+    }
+
+    /// Sleeps until something may have been committed since `mark`, or
+    /// `timeout` passes. True if something may have changed.
+    pub fn wait_past(&self, mark: u64, timeout: Duration) -> bool {
+        self.watcher
+            .signal()
+            .wait_past(mark, std::time::Instant::now() + timeout)
+    }
+}
