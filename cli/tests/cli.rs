@@ -33,6 +33,34 @@ fn bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// Another process with the file open in WAL mode and idle, as a worker
+/// between jobs (Debian's python3 on the system SQLite); it exits when its
+/// stdin closes.
+fn idle_holder(path: &Path) -> std::process::Child {
+    let mut holder = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1])\n\
+             c.execute('SELECT count(*) FROM _honker_jobs').fetchall()\n\
+             print('ready', flush=True)\n\
+             sys.stdin.read()\n",
+        )
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    holder
+}
+
 /// A file with something of everything, written through core's API.
 fn busy_file(path: &Path) {
     let db = Database::open(path).unwrap();
@@ -448,27 +476,7 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
     }
     // Restore is refused while any process has the file open: an idle one
     // (Debian's python3, in WAL mode, as a worker between jobs).
-    let mut holder = Command::new("/usr/bin/python3")
-        .arg("-c")
-        .arg(
-            "import sqlite3, sys\n\
-             c = sqlite3.connect(sys.argv[1])\n\
-             c.execute('SELECT count(*) FROM _honker_jobs').fetchall()\n\
-             print('ready', flush=True)\n\
-             sys.stdin.read()\n",
-        )
-        .arg(&path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "ready");
+    let mut holder = idle_holder(&path);
     let o = honker(&["restore", d, p]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -545,26 +553,7 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     std::thread::sleep(Duration::from_millis(20));
     let p = path.to_str().unwrap();
     // An idle process with the file open.
-    let mut holder = Command::new("/usr/bin/python3")
-        .arg("-c")
-        .arg(
-            "import sqlite3, sys\n\
-             c = sqlite3.connect(sys.argv[1])\n\
-             c.execute('SELECT 1 FROM _honker_jobs').fetchall()\n\
-             print('ready', flush=True)\n\
-             sys.stdin.read()\n",
-        )
-        .arg(&path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let mut holder = idle_holder(&path);
     let before = bytes(&path);
     let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
     let by = |name: &str| {

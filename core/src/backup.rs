@@ -143,19 +143,24 @@ pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Res
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
         let v = verify(&tmp)?;
-        std::fs::rename(&tmp, dest)
-            .map_err(|e| Error::invalid(format!("cannot rename into {}: {e}", dest.display())))?;
-        sync_dir(dest);
-        Ok(BackupReport {
-            path: dest.to_path_buf(),
-            bytes: std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0),
-            schema_version: v,
-        })
+        put_in_place(&tmp, dest, v)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Renames the checked copy `tmp` over `dest` and syncs the directory.
+fn put_in_place(tmp: &Path, dest: &Path, schema_version: i64) -> Result<BackupReport> {
+    std::fs::rename(tmp, dest)
+        .map_err(|e| Error::invalid(format!("cannot rename into {}: {e}", dest.display())))?;
+    sync_dir(dest);
+    Ok(BackupReport {
+        path: dest.to_path_buf(),
+        bytes: std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0),
+        schema_version,
+    })
 }
 
 /// `UNSAFE` while another process has `dest` open.
@@ -219,15 +224,7 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
                     }
                 }
             }
-            std::fs::rename(&tmp, dest).map_err(|e| {
-                Error::invalid(format!("cannot rename into {}: {e}", dest.display()))
-            })?;
-            sync_dir(dest);
-            Ok(BackupReport {
-                path: dest.to_path_buf(),
-                bytes: std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0),
-                schema_version: v,
-            })
+            put_in_place(&tmp, dest, v)
         })();
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
