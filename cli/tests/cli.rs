@@ -675,3 +675,141 @@ fn tail_follows_a_stream_and_listen_prints_notifications() {
     );
     db.close().unwrap();
 }
+
+/// Checks `v` against the subset of JSON Schema that cli/schemas uses
+/// (`type` with null unions, `enum`, `properties`, `required`,
+/// `additionalProperties: false`, `items`); the errors, with their paths.
+fn schema_errors(schema: &Json, v: &Json, at: &str, out: &mut Vec<String>) {
+    if let Some(t) = schema.get("type") {
+        let types: Vec<&str> = match t {
+            Json::String(s) => vec![s.as_str()],
+            Json::Array(a) => a.iter().filter_map(Json::as_str).collect(),
+            _ => vec![],
+        };
+        let ok = types.iter().any(|t| match *t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            _ => false,
+        });
+        if !ok {
+            out.push(format!("{at}: {v} is not {types:?}"));
+            return;
+        }
+    }
+    if let Some(Json::Array(allowed)) = schema.get("enum") {
+        if !allowed.contains(v) {
+            out.push(format!("{at}: {v} is not one of {allowed:?}"));
+        }
+    }
+    if let (Some(Json::Object(props)), Json::Object(obj)) = (schema.get("properties"), v) {
+        for r in schema["required"].as_array().into_iter().flatten() {
+            let key = r.as_str().unwrap();
+            if !obj.contains_key(key) {
+                out.push(format!("{at}: missing {key}"));
+            }
+        }
+        for (k, x) in obj {
+            match props.get(k) {
+                Some(s) => schema_errors(s, x, &format!("{at}.{k}"), out),
+                None if schema["additionalProperties"] == json!(false) => {
+                    out.push(format!("{at}: {k} is not in the schema"))
+                }
+                None => {}
+            }
+        }
+    }
+    if let (Some(items), Json::Array(list)) = (schema.get("items"), v) {
+        for (i, x) in list.iter().enumerate() {
+            schema_errors(items, x, &format!("{at}[{i}]"), out);
+        }
+    }
+}
+
+/// `v` against cli/schemas/NAME.schema.json; panics with every error.
+fn conforms(name: &str, v: &Json) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.schema.json"));
+    let schema: Json = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    schema_errors(&schema, v, "$", &mut errors);
+    assert!(errors.is_empty(), "{name}: {errors:#?}\n{v:#}");
+}
+
+fn json_of(args: &[&str]) -> Json {
+    serde_json::from_str(&stdout(&honker(args))).unwrap()
+}
+
+#[test]
+fn every_json_output_matches_its_schema() {
+    // The checker itself catches drift: a new field, a wrong type.
+    let mut errors = Vec::new();
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+                        "required": ["a"], "additionalProperties": false});
+    schema_errors(&schema, &json!({"a": "1", "b": 2}), "$", &mut errors);
+    assert_eq!(errors.len(), 2, "{errors:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    {
+        let db = Database::open(&path).unwrap();
+        db.notify("deploys", json!(1)).unwrap();
+        db.close().unwrap();
+    }
+    let status = json_of(&["status", p, "--json"]);
+    assert!(!status["streams"][0]["groups"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    conforms("status", &status);
+    let jobs = json_of(&["jobs", "list", p, "--json"]);
+    assert_eq!(jobs.as_array().unwrap().len(), 4);
+    conforms("jobs-list", &jobs);
+    conforms("jobs-show", &json_of(&["jobs", "show", p, "2", "--json"]));
+    let dead = json_of(&["dead", "list", p, "--json"]);
+    assert_eq!(dead.as_array().unwrap().len(), 1);
+    conforms("dead-list", &dead);
+    conforms(
+        "schedules-list",
+        &json_of(&["schedules", "list", p, "--json"]),
+    );
+    conforms("locks", &json_of(&["locks", p, "--json"]));
+    let tail = stdout(&honker(&["tail", p, "orders", "--json"]));
+    assert_eq!(tail.lines().count(), 5);
+    for line in tail.lines() {
+        conforms("tail", &serde_json::from_str(line).unwrap());
+    }
+    let doctor = json_of(&["doctor", p, "--json"]);
+    conforms("doctor", &doctor);
+    conforms("maintain", &json_of(&["maintain", p, "--json"]));
+    conforms("import", &json_of(&["import", p, "--json"]));
+    let mut listen = Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args([
+            "listen",
+            p,
+            "deploys",
+            "--count",
+            "1",
+            "--timeout",
+            "30",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(listen.stderr.take().unwrap());
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut err, &mut ready).unwrap();
+    let db = Database::open(&path).unwrap();
+    db.notify("deploys", json!({"v": 3})).unwrap();
+    let out = listen.wait_with_output().unwrap();
+    let m: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m["payload"], json!({"v": 3}));
+    conforms("listen", &m);
+    db.close().unwrap();
+}
