@@ -61,6 +61,16 @@ fn idle_holder(path: &Path) -> std::process::Child {
     holder
 }
 
+/// Records a schema version newer than this build knows in the file.
+fn schema_from_a_newer_build(path: &Path) {
+    let c = honker::rusqlite::Connection::open(path).unwrap();
+    c.execute(
+        "INSERT INTO _honker_schema VALUES (?1, 'future', 0)",
+        [honker::schema::LATEST + 1],
+    )
+    .unwrap();
+}
+
 /// A file with something of everything, written through core's API.
 fn busy_file(path: &Path) {
     let db = Database::open(path).unwrap();
@@ -167,14 +177,7 @@ fn status_reports_an_old_schema_without_upgrading_and_refuses_a_newer_one() {
     assert!(stdout(&honker(&["status", p])).contains("an upgrade"));
     assert_eq!(bytes(&path), before, "status upgraded the file");
 
-    {
-        let c = honker::rusqlite::Connection::open(&path).unwrap();
-        c.execute(
-            "INSERT INTO _honker_schema VALUES (?1, 'future', 0)",
-            [honker::schema::LATEST + 1],
-        )
-        .unwrap();
-    }
+    schema_from_a_newer_build(&path);
     let o = honker(&["status", p]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -584,14 +587,7 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     holder.wait().unwrap();
 
     // A newer schema is a failing check: exit 3.
-    {
-        let c = honker::rusqlite::Connection::open(&path).unwrap();
-        c.execute(
-            "INSERT INTO _honker_schema VALUES (?1, 'future', 0)",
-            [honker::schema::LATEST + 1],
-        )
-        .unwrap();
-    }
+    schema_from_a_newer_build(&path);
     let o = honker(&["doctor", p]);
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains("SCHEMA_TOO_NEW"));
