@@ -421,6 +421,88 @@ fn jobs_enqueue_and_publish() {
     assert_eq!(s["streams"][0]["last_offset"], 6);
 }
 
+fn job_json(p: &str, id: i64) -> Json {
+    serde_json::from_str(&stdout(&honker(&[
+        "jobs",
+        "show",
+        p,
+        &id.to_string(),
+        "--json",
+    ])))
+    .unwrap()
+}
+
+#[test]
+fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    // A job waiting out a retry's backoff: it keeps its attempt.
+    let backing_off = {
+        let db = Database::open(&path).unwrap();
+        let q = db.queue("emails").unwrap();
+        let id = q.enqueue(json!({"n": 10}), &Default::default()).unwrap().id;
+        let claimed = q.claim("w2", 5).unwrap();
+        let job = claimed.iter().find(|j| j.id == id).unwrap();
+        let later = honker::queue::RetryOptions {
+            delay: Some(Duration::from_secs(3600)),
+            error: Some("smtp 451".into()),
+        };
+        job.retry(&later).unwrap();
+        for other in claimed.iter().filter(|j| j.id != id) {
+            other.release().unwrap();
+        }
+        db.close().unwrap();
+        id
+    };
+    let retry = |id: i64| honker(&["jobs", "retry", p, "emails", &id.to_string()]);
+    assert_eq!(job_json(p, backing_off)["state"], "scheduled");
+    assert_eq!(
+        stdout(&retry(backing_off)),
+        format!("job {backing_off} is ready now\n")
+    );
+    let j = job_json(p, backing_off);
+    assert_eq!(
+        (&j["state"], &j["attempts"]),
+        (&json!("ready"), &json!(1)),
+        "{j:#}"
+    );
+
+    // Job 4 was delayed an hour; job 1 is dead after one attempt.
+    assert_eq!(stdout(&retry(4)), "job 4 is ready now\n");
+    assert_eq!(job_json(p, 4)["state"], "ready");
+    assert_eq!(stdout(&retry(1)), "requeued dead job 1, attempts reset\n");
+    let j = job_json(p, 1);
+    assert_eq!(
+        (&j["state"], &j["attempts"]),
+        (&json!("ready"), &json!(0)),
+        "{j:#}"
+    );
+    assert_eq!(stdout(&retry(3)), "job 3 was ready already\n");
+
+    // Refused, and nothing changes: running (its worker decides), finished,
+    // unknown, another queue's.
+    let o = retry(2);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("honker: INVALID_ARGUMENT: job 2 is running"),
+        "{err}"
+    );
+    assert_eq!(job_json(p, 2)["state"], "running");
+    assert!(stdout(&honker(&["jobs", "cancel", p, "emails", "3"])).starts_with("cancelled"));
+    let err = String::from_utf8_lossy(&retry(3).stderr).into_owned();
+    assert!(err.contains("job 3 is cancelled"), "{err}");
+    assert_eq!(job_json(p, 3)["state"], "cancelled");
+    let o = retry(99);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
+    let o = honker(&["jobs", "retry", p, "invoices", "4"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
+    let o = honker(&["jobs", "retry", p, "emails", "0"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+}
+
 /// Enqueues in a loop from another process until killed.
 fn writer(db: &str) -> std::process::Child {
     Command::new("bash")

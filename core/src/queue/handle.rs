@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::ops;
 use super::types::{
-    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryNow,
+    RetryOptions,
 };
 
 use crate::database::Database;
@@ -804,6 +805,17 @@ impl Queue {
         self.write(None, |conn, now| {
             ops::requeue_dead(conn, &self.name, None, now)
         })
+    }
+
+    /// Makes job `id` run as soon as a worker is free (the operator's
+    /// `honker jobs retry`): a scheduled job (delayed, or waiting out a
+    /// retry's backoff) becomes ready now with its attempts kept; a dead
+    /// letter is requeued as by [`requeue_dead`](Self::requeue_dead). A
+    /// ready, running or finished job is left as it is, and the answer says
+    /// which. `NOT_FOUND` if no record of the job is left in this queue.
+    pub fn retry_now(&self, id: i64) -> Result<RetryNow> {
+        validate::job_id(id)?;
+        self.write(None, |conn, now| ops::retry_now(conn, &self.name, id, now))
     }
 
     /// Deletes dead letters that died more than `older_than` ago (all of

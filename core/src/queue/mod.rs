@@ -26,5 +26,6 @@ pub use handle::Queue;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;
 pub use types::{
-    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, QueueStats, RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, QueueStats, RetryNow,
+    RetryOptions,
 };

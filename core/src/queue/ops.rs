@@ -13,7 +13,7 @@
 use crate::raw::{params, Conn, Damage, Row};
 
 use super::statements;
-use super::types::{JobInfo, JobState, QueueStats};
+use super::types::{JobInfo, JobState, QueueStats, RetryNow};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 
@@ -640,6 +640,27 @@ pub(crate) fn requeue_dead(
         .execute(params![queue, now, id])?;
     conn.prepare_cached(statements::DELETE_REQUEUED)?
         .execute(params![queue, id])
+}
+
+/// What [`Queue::retry_now`](super::Queue::retry_now) did.
+pub(crate) fn retry_now(conn: Conn<'_>, queue: &str, id: i64, now: i64) -> Result<RetryNow> {
+    let state = get_job(conn, queue, id, now)?
+        .ok_or_else(|| Error::not_found(format!("no job {id} in queue {queue:?}")))?
+        .state;
+    Ok(match state {
+        JobState::Ready | JobState::Scheduled => {
+            let moved = conn
+                .prepare_cached(statements::RUN_NOW)?
+                .execute(params![id, queue, now])?;
+            if moved == 1 {
+                RetryNow::MadeReady
+            } else {
+                RetryNow::Unchanged(JobState::Ready)
+            }
+        }
+        JobState::Dead if requeue_dead(conn, queue, Some(id), now)? == 1 => RetryNow::Requeued,
+        other => RetryNow::Unchanged(other),
+    })
 }
 
 /// Deletes dead letters that died before `before` (ms).

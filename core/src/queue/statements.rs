@@ -232,6 +232,12 @@ FROM _honker_finished
 WHERE queue = ?1 AND state = 'dead' AND (?3 IS NULL OR id = ?3)
 ON CONFLICT DO NOTHING";
 
+/// ?1 id, ?2 queue, ?3 now. A scheduled job (delayed, or waiting out a
+/// retry's backoff) becomes ready now, its attempts kept.
+pub const RUN_NOW: &str = "
+UPDATE _honker_jobs SET state = 'ready', run_at = min(run_at, ?3)
+WHERE id = ?1 AND queue = ?2 AND state = 'scheduled'";
+
 /// ?1 queue, ?2 id (NULL: all). Removes the finished records of requeued jobs.
 pub const DELETE_REQUEUED: &str = "
 DELETE FROM _honker_finished

@@ -294,6 +294,20 @@ impl JobState {
     }
 }
 
+/// What [`Queue::retry_now`] did with a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryNow {
+    /// It was scheduled (delayed, or waiting out a retry's backoff) and is
+    /// ready now, its attempts kept.
+    MadeReady,
+    /// It was a dead letter and is ready again, its attempts reset.
+    Requeued,
+    /// Nothing changed; the job is in this state: `Ready` (ready already),
+    /// `Running` (its worker decides), `Dead` (a live job holds its dedupe
+    /// key), or finished (`Cancelled`, `Expired`, `Completed`).
+    Unchanged(JobState),
+}
+
 /// Everything known about a job, in any state ([`Queue::get_job`],
 /// [`Queue::dead_letters`]). The lease token is not included.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,1112 @@
+//! `honker`: the operator's command (ADR 26). Read commands (`status`,
+//! `jobs list|show`, `dead list`, `tail`, `listen`, `schedules list`,
+//! `locks`, `doctor`) open the file read-only and never migrate it; the
+//! others open it as every honker process does. Every behaviour lives in
+//! core; this file parses arguments and prints. [`main_from`] is the whole
+//! command: the `honker` binary and the Python and Node packages' `honker`
+//! commands call it.
+//!
+//! Exit codes: 0 success; 1 the command failed (stderr starts with
+//! `honker: CODE:`, the error's stable code); 2 bad usage; 3 `doctor`
+//! found a check that fails.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{CommandFactory, Parser, Subcommand};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use serde_json::{json, Value as Json};
+
+use honker::import::{import_honker, ImportOptions};
+use honker::inspect::{self, dead_letters, status, FileStatus, JobRow};
+use honker::queue::EnqueueOptions;
+use honker::stream::PublishOptions;
+use honker::{Database, ErrorKind, Payload};
+
+#[derive(Parser)]
+#[command(name = "honker", version, about = "Look after a honker database file")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Queues, streams, schedules and locks at a glance. Opens the file
+    /// read-only: never migrates, bootstraps or maintains it.
+    Status {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a Honker file in place (docs/switching-from-honker.md); every
+    /// Honker process must be stopped.
+    Import {
+        /// The database file.
+        db: PathBuf,
+        /// Do everything, report it, roll it back.
+        #[arg(long)]
+        dry_run: bool,
+        /// The IANA zone imported schedules run in (default: this
+        /// machine's local zone, which Honker used).
+        #[arg(long)]
+        time_zone: Option<String>,
+        /// Do not look for other processes holding the file.
+        #[arg(long)]
+        skip_process_check: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Jobs in any state: list and show (read-only), retry, cancel.
+    Jobs {
+        #[command(subcommand)]
+        action: JobsAction,
+    },
+    /// Put a job on a queue; prints its id.
+    Enqueue {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The payload, as JSON text.
+        payload: String,
+        /// Run it this many seconds from now.
+        #[arg(long)]
+        delay: Option<u64>,
+        /// Higher runs first.
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+    },
+    /// Publish an event to a stream; prints its offset.
+    Publish {
+        /// The database file.
+        db: PathBuf,
+        /// The stream.
+        stream: String,
+        /// The payload, as JSON text.
+        payload: String,
+        /// The event's key (groups keep each key's order).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Print a stream's events: the last few, then (with --follow) each new
+    /// one as it is committed. Read-only.
+    Tail {
+        /// The database file.
+        db: PathBuf,
+        /// The stream.
+        stream: String,
+        /// Start after this offset instead of showing the last --lines.
+        #[arg(long)]
+        after: Option<i64>,
+        /// How many of the last events to show first.
+        #[arg(long, default_value_t = 10)]
+        lines: i64,
+        /// Keep printing new events (woken by commits, no polling).
+        #[arg(long, short)]
+        follow: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a channel's notifications sent from now on. Read-only.
+    Listen {
+        /// The database file.
+        db: PathBuf,
+        /// The channel.
+        channel: String,
+        /// Exit after this many.
+        #[arg(long)]
+        count: Option<usize>,
+        /// Exit after this many seconds.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Dead letters: list (read-only), requeue, purge.
+    Dead {
+        #[command(subcommand)]
+        action: DeadAction,
+    },
+    /// Schedules: list (read-only), pause, resume, trigger.
+    Schedules {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
+    /// Held locks, with holder and fencing token (read-only).
+    Locks {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run maintenance now (retention, expiry, pruning) and report what it
+    /// removed.
+    Maintain {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A consistent, checked copy of the database, taken while other
+    /// processes keep writing (VACUUM INTO a temporary name, integrity and
+    /// schema checked, then renamed to DEST).
+    Backup {
+        /// The database file.
+        db: PathBuf,
+        /// Where the copy goes.
+        dest: PathBuf,
+        /// Replace DEST if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Replace the database with a backup: SRC is checked first; refused
+    /// while any process has DB open. Jobs leased at backup time come back
+    /// after their lease; jobs finished after the backup run again.
+    Restore {
+        /// The backup.
+        src: PathBuf,
+        /// The database file to replace.
+        db: PathBuf,
+    },
+    /// Check for hazards: a network file system, the journal mode, the
+    /// schema, the WAL's size, lapsed leases, the processes that have the
+    /// file open and any mapping two SQLite libraries. Changes nothing.
+    /// Exits 3 when a check fails.
+    Doctor {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Workers run in your application's language: prints how to run them.
+    #[command(disable_help_flag = true)]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum JobsAction {
+    /// Jobs, oldest id first (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// Only jobs in this state: ready, scheduled, running, dead, cancelled,
+        /// expired, completed.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job, with its payload (read-only).
+    Show {
+        /// The database file.
+        db: PathBuf,
+        /// The job's id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a job as soon as a worker is free: a scheduled job (delayed, or
+    /// waiting out a retry's backoff) becomes ready now with its attempts
+    /// kept; a dead letter is requeued with its attempts reset. A running
+    /// job is left to its worker.
+    Retry {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The job's id.
+        id: i64,
+    },
+    /// Cancel a ready or scheduled job.
+    Cancel {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The job's id.
+        id: i64,
+        /// Why (kept as its last error).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum DeadAction {
+    /// Dead letters, oldest first (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a dead letter (or, with --all, every one of the queue's) back on
+    /// its queue, ready, with its attempts reset.
+    Requeue {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// The job's id.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        /// Every dead letter of the queue.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Delete the queue's dead letters (those older than --older-than
+    /// seconds, if given).
+    Purge {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        /// Only those dead longer than this many seconds.
+        #[arg(long)]
+        older_than: Option<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScheduleAction {
+    /// Every schedule with its next fire (read-only).
+    List {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a schedule firing until it is resumed.
+    Pause {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
+        /// Why (shown by list).
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Let a paused schedule fire again, from its next boundary.
+    Resume {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
+    },
+    /// Fire a schedule now (its job goes on its queue); prints the job id.
+    Trigger {
+        /// The database file.
+        db: PathBuf,
+        /// The schedule.
+        name: String,
+    },
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `90061000` ms as `1d 1h 1m 1s`.
+fn span(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    let parts: Vec<String> = [(d, "d"), (h, "h"), (m, "m"), (sec, "s")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n}{u}"))
+        .collect();
+    if parts.is_empty() {
+        "0s".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn status_json(s: &FileStatus, now: i64) -> Json {
+    json!({
+        "schema": {"version": s.schema_version, "latest": s.latest,
+                   "pending_migrations": s.pending_migrations},
+        "honker_objects": s.honker_objects,
+        "queues": s.queues.iter().map(|q| json!({
+            "name": q.name, "ready": q.ready, "scheduled": q.scheduled, "running": q.running,
+            "dead": q.dead, "oldest_ready_age_ms": q.oldest_ready_at.map(|t| (now - t).max(0)),
+        })).collect::<Vec<_>>(),
+        "streams": s.streams.iter().map(|st| json!({
+            "name": st.name, "last_offset": st.last_offset,
+            "consumers": st.consumers.iter().map(|c| json!({
+                "name": c.name, "next_offset": c.next_offset, "lag": c.lag})).collect::<Vec<_>>(),
+            "groups": st.groups.iter().map(|g| json!({
+                "name": g.name, "next_offset": g.next_offset, "lag": g.lag,
+                "pending": g.pending, "dead": g.dead})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "schedules": schedules_json(&s.schedules),
+        "locks": locks_json(&s.locks),
+    })
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    t
+}
+
+fn status_text(s: &FileStatus, now: i64) -> String {
+    let mut out = String::new();
+    out += &format!(
+        "schema: version {} (this build: {})\n",
+        s.schema_version, s.latest
+    );
+    if !s.pending_migrations.is_empty() {
+        out += &format!(
+            "  an upgrade (any honker open) would apply: {}\n",
+            s.pending_migrations.join(", ")
+        );
+    }
+    if !s.honker_objects.is_empty() {
+        out += &format!(
+            "Honker's tables: {}\n  import them with `honker import DB` (every Honker process stopped)\n",
+            s.honker_objects.join(", ")
+        );
+    }
+    let mut q = table(&[
+        "queue",
+        "ready",
+        "scheduled",
+        "running",
+        "dead",
+        "oldest ready",
+    ]);
+    for x in &s.queues {
+        q.add_row(vec![
+            x.name.clone(),
+            x.ready.to_string(),
+            x.scheduled.to_string(),
+            x.running.to_string(),
+            x.dead.to_string(),
+            x.oldest_ready_at.map_or("-".into(), |t| span(now - t)),
+        ]);
+    }
+    out += &format!("\nqueues\n{q}\n");
+    let mut st = table(&[
+        "stream",
+        "reader",
+        "kind",
+        "next offset",
+        "lag",
+        "pending",
+        "dead",
+    ]);
+    for x in &s.streams {
+        st.add_row(vec![
+            x.name.clone(),
+            String::new(),
+            format!("last offset {}", x.last_offset),
+        ]);
+        for c in &x.consumers {
+            st.add_row(vec![
+                String::new(),
+                c.name.clone(),
+                "consumer".into(),
+                c.next_offset.to_string(),
+                c.lag.to_string(),
+                "-".into(),
+                "-".into(),
+            ]);
+        }
+        for g in &x.groups {
+            st.add_row(vec![
+                String::new(),
+                g.name.clone(),
+                "group".into(),
+                g.next_offset.to_string(),
+                g.lag.to_string(),
+                g.pending.to_string(),
+                g.dead.to_string(),
+            ]);
+        }
+    }
+    out += &format!("\nstreams\n{st}\n");
+    out += &format!("\nschedules\n{}\n", schedules_table(&s.schedules, now));
+    out += &format!("\nlocks\n{}\n", locks_table(&s.locks, now));
+    out
+}
+
+fn schedules_json(list: &[honker::inspect::ScheduleStatus]) -> Json {
+    Json::Array(
+        list.iter()
+            .map(|c| {
+                json!({
+                    "name": c.name, "queue": c.queue, "spec": c.spec, "time_zone": c.time_zone,
+                    "paused": c.paused, "next_fire_at": c.next_fire_at, "missed": c.missed,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn locks_json(list: &[honker::inspect::LockStatus]) -> Json {
+    Json::Array(
+        list.iter()
+            .map(|l| {
+                json!({
+                    "name": l.name, "owner": l.owner, "token": l.token, "expires_at": l.expires_at,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn schedules_table(list: &[honker::inspect::ScheduleStatus], now: i64) -> Table {
+    let mut sc = table(&["schedule", "queue", "rule", "zone", "next fire", "missed"]);
+    for x in list {
+        let next = match (x.paused, x.next_fire_at) {
+            (true, _) => "paused".into(),
+            (false, None) => "ended".into(),
+            (false, Some(t)) if t <= now => format!("due {} ago", span(now - t)),
+            (false, Some(t)) => format!("in {}", span(t - now)),
+        };
+        sc.add_row(vec![
+            x.name.clone(),
+            x.queue.clone(),
+            x.spec.clone(),
+            x.time_zone.clone(),
+            next,
+            x.missed.to_string(),
+        ]);
+    }
+    sc
+}
+
+fn locks_table(list: &[honker::inspect::LockStatus], now: i64) -> Table {
+    let mut lk = table(&["lock", "holder", "token", "expires"]);
+    for x in list {
+        lk.add_row(vec![
+            x.name.clone(),
+            x.owner.clone(),
+            x.token.to_string(),
+            format!("in {}", span(x.expires_at - now)),
+        ]);
+    }
+    lk
+}
+
+fn json_text(j: &Json) -> String {
+    format!("{j:#}\n")
+}
+
+fn run(cli: Cli) -> Result<String, honker::Error> {
+    match cli.command {
+        Command::Status { db, json } => {
+            let now = now_ms();
+            let s = status(&db, now)?;
+            Ok(if json {
+                format!("{:#}\n", status_json(&s, now))
+            } else {
+                status_text(&s, now)
+            })
+        }
+        Command::Import {
+            db,
+            dry_run,
+            time_zone,
+            skip_process_check,
+            json,
+        } => {
+            let r = import_honker(
+                &db,
+                &ImportOptions {
+                    dry_run,
+                    time_zone,
+                    skip_process_check,
+                },
+            )?;
+            let j = r.to_json();
+            if json {
+                return Ok(format!("{j:#}\n"));
+            }
+            if r.found.is_empty() {
+                return Ok("nothing to import: the file holds none of Honker's tables\n".into());
+            }
+            let mut out = format!(
+                "{}: {} ready, {} scheduled, {} running jobs; {} dead, {} expired; {} results; \
+                 {} streams, {} events, {} consumers; {} schedules ({}); {} locks\n",
+                if dry_run {
+                    "would import (dry run, nothing changed)"
+                } else {
+                    "imported"
+                },
+                r.ready,
+                r.scheduled,
+                r.running,
+                r.dead,
+                r.expired,
+                r.results,
+                r.streams,
+                r.events,
+                r.consumers,
+                r.schedules,
+                r.time_zone,
+                r.locks
+            );
+            for n in &r.not_imported {
+                out += &format!("not imported: {} {} ({})\n", n.count, n.what, n.why);
+            }
+            for n in &r.schedule_notes {
+                out += &format!("check schedule {} ({}): {}\n", n.name, n.cron_expr, n.note);
+            }
+            for h in &r.holders {
+                out += &format!("holds the file: {h}\n");
+            }
+            Ok(out)
+        }
+        Command::Jobs { action } => jobs(action),
+        Command::Enqueue {
+            db,
+            queue,
+            payload,
+            delay,
+            priority,
+        } => {
+            let payload = Payload::json_text(payload)?;
+            let options = EnqueueOptions {
+                delay: delay.map(Duration::from_secs),
+                priority,
+                ..Default::default()
+            };
+            let e = Database::open(&db)?
+                .queue(&queue)?
+                .enqueue(payload, &options)?;
+            Ok(format!("{}\n", e.id))
+        }
+        Command::Publish {
+            db,
+            stream,
+            payload,
+            key,
+        } => {
+            let payload = Payload::json_text(payload)?;
+            let options = PublishOptions {
+                key,
+                ..Default::default()
+            };
+            let offset = Database::open(&db)?
+                .stream(&stream)?
+                .publish(payload, &options)?;
+            Ok(format!("{offset}\n"))
+        }
+        Command::Dead { action } => dead(action),
+        Command::Schedules { action } => schedules(action),
+        Command::Locks { db, json } => {
+            let now = now_ms();
+            let s = status(&db, now)?;
+            Ok(if json {
+                json_text(&locks_json(&s.locks))
+            } else {
+                format!("{}\n", locks_table(&s.locks, now))
+            })
+        }
+        Command::Maintain { db, json } => {
+            let r = Database::open(&db)?.maintain()?;
+            let j = json!({
+                "dead": r.dead, "cancelled": r.cancelled, "completed": r.completed,
+                "results": r.results, "stream_events": r.stream_events,
+                "publish_keys": r.publish_keys, "notifications": r.notifications,
+                "group_members": r.group_members, "locks": r.locks,
+                "rate_limit_keys": r.rate_limit_keys, "schedule_fires": r.schedule_fires,
+            });
+            Ok(if json {
+                json_text(&j)
+            } else {
+                let parts: Vec<String> = j
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                format!("maintenance removed: {}\n", parts.join(", "))
+            })
+        }
+        Command::Backup { db, dest, force } => {
+            let r = honker::backup::backup(&db, &dest, force)?;
+            Ok(format!(
+                "backed up to {} ({} bytes, schema {}; integrity checked)\n",
+                r.path.display(),
+                r.bytes,
+                r.schema_version
+            ))
+        }
+        Command::Restore { src, db } => {
+            let r = honker::backup::restore(&src, &db)?;
+            Ok(format!(
+                "restored {} from {} ({} bytes, schema {})\n",
+                r.path.display(),
+                src.display(),
+                r.bytes,
+                r.schema_version
+            ))
+        }
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "honker", &mut buf);
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        }
+        Command::Worker { .. }
+        | Command::Doctor { .. }
+        | Command::Tail { .. }
+        | Command::Listen { .. } => unreachable!("handled in main"),
+    }
+}
+
+fn job_json(j: &JobRow) -> Json {
+    let payload = match &j.payload_json {
+        Some(t) => serde_json::from_str(t).unwrap_or(Json::Null),
+        None => json!({ "bytes": j.payload_bytes }),
+    };
+    json!({
+        "id": j.id, "queue": j.queue, "state": j.state, "priority": j.priority,
+        "run_at": j.run_at, "attempts": j.attempts, "max_attempts": j.max_attempts,
+        "worker_id": j.worker_id, "lease_expires_at": j.lease_expires_at,
+        "last_error": j.last_error, "payload": payload,
+    })
+}
+
+fn when(t: i64, now: i64) -> String {
+    if t <= now {
+        format!("{} ago", span(now - t))
+    } else {
+        format!("in {}", span(t - now))
+    }
+}
+
+fn jobs(action: JobsAction) -> Result<String, honker::Error> {
+    let now = now_ms();
+    match action {
+        JobsAction::List {
+            db,
+            queue,
+            state,
+            limit,
+            json,
+        } => {
+            let list = inspect::jobs(&db, queue.as_deref(), state.as_deref(), limit, now)?;
+            if json {
+                return Ok(json_text(&Json::Array(list.iter().map(job_json).collect())));
+            }
+            let mut t = table(&[
+                "id",
+                "queue",
+                "state",
+                "due",
+                "attempts",
+                "worker",
+                "last error",
+            ]);
+            for j in &list {
+                t.add_row(vec![
+                    j.id.to_string(),
+                    j.queue.clone(),
+                    j.state.clone(),
+                    when(j.run_at, now),
+                    format!("{}/{}", j.attempts, j.max_attempts),
+                    j.worker_id.clone().unwrap_or_default(),
+                    j.last_error.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(format!("{t}\n"))
+        }
+        JobsAction::Show { db, id, json } => {
+            let j = inspect::job(&db, id, now)?.ok_or_else(|| {
+                honker::Error::new(honker::ErrorKind::NotFound, format!("no job {id}"))
+            })?;
+            let v = job_json(&j);
+            if json {
+                return Ok(json_text(&v));
+            }
+            let mut out = String::new();
+            for (k, x) in v.as_object().into_iter().flatten() {
+                out += &format!("{k:>16}: {x}\n");
+            }
+            Ok(out)
+        }
+        JobsAction::Retry { db, queue, id } => {
+            use honker::queue::{JobState, RetryNow};
+            let refused = |why: String| Err(honker::Error::new(ErrorKind::InvalidArgument, why));
+            match Database::open(&db)?.queue(&queue)?.retry_now(id)? {
+                RetryNow::MadeReady => Ok(format!("job {id} is ready now\n")),
+                RetryNow::Requeued => Ok(format!("requeued dead job {id}, attempts reset\n")),
+                RetryNow::Unchanged(JobState::Ready) => Ok(format!("job {id} was ready already\n")),
+                RetryNow::Unchanged(JobState::Running) => refused(format!(
+                    "job {id} is running: its worker acks or retries it \
+                     (`honker jobs cancel` stops it)"
+                )),
+                RetryNow::Unchanged(JobState::Dead) => refused(format!(
+                    "dead job {id} stays dead: a live job holds its dedupe key"
+                )),
+                RetryNow::Unchanged(state) => refused(format!(
+                    "job {id} is {}: only scheduled and dead jobs can be retried",
+                    state.as_str()
+                )),
+            }
+        }
+        JobsAction::Cancel {
+            db,
+            queue,
+            id,
+            reason,
+        } => {
+            if Database::open(&db)?
+                .queue(&queue)?
+                .cancel(id, reason.as_deref())?
+            {
+                Ok(format!("cancelled job {id}\n"))
+            } else {
+                Err(honker::Error::new(
+                    honker::ErrorKind::NotFound,
+                    format!("no ready or scheduled job {id} on queue {queue:?}"),
+                ))
+            }
+        }
+    }
+}
+
+fn dead(action: DeadAction) -> Result<String, honker::Error> {
+    match action {
+        DeadAction::List {
+            db,
+            queue,
+            limit,
+            json,
+        } => {
+            let list = dead_letters(&db, queue.as_deref(), limit)?;
+            if json {
+                return Ok(json_text(&Json::Array(
+                    list.iter()
+                        .map(|d| {
+                            json!({"id": d.id, "queue": d.queue, "attempts": d.attempts,
+                                   "last_error": d.last_error, "died_at": d.died_at})
+                        })
+                        .collect(),
+                )));
+            }
+            let now = now_ms();
+            let mut t = table(&["id", "queue", "attempts", "died", "last error"]);
+            for d in &list {
+                t.add_row(vec![
+                    d.id.to_string(),
+                    d.queue.clone(),
+                    d.attempts.to_string(),
+                    format!("{} ago", span(now - d.died_at)),
+                    d.last_error.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(format!("{t}\n"))
+        }
+        DeadAction::Requeue { db, queue, id, all } => {
+            let q = Database::open(&db)?.queue(&queue)?;
+            match (id, all) {
+                (Some(id), _) => {
+                    if q.requeue_dead(id)? {
+                        Ok(format!("requeued job {id} on {queue}\n"))
+                    } else {
+                        Err(honker::Error::new(
+                            honker::ErrorKind::NotFound,
+                            format!("no dead letter {id} on queue {queue:?}"),
+                        ))
+                    }
+                }
+                (None, _) => Ok(format!(
+                    "requeued {} dead letters on {queue}\n",
+                    q.requeue_all_dead()?
+                )),
+            }
+        }
+        DeadAction::Purge {
+            db,
+            queue,
+            older_than,
+        } => {
+            let n = Database::open(&db)?
+                .queue(&queue)?
+                .purge_dead(older_than.map(Duration::from_secs))?;
+            Ok(format!("purged {n} dead letters from {queue}\n"))
+        }
+    }
+}
+
+fn schedules(action: ScheduleAction) -> Result<String, honker::Error> {
+    match action {
+        ScheduleAction::List { db, json } => {
+            let now = now_ms();
+            let s = status(&db, now)?;
+            Ok(if json {
+                json_text(&schedules_json(&s.schedules))
+            } else {
+                format!("{}\n", schedules_table(&s.schedules, now))
+            })
+        }
+        ScheduleAction::Pause { db, name, note } => {
+            Database::open(&db)?
+                .scheduler()
+                .pause(&name, note.as_deref())?;
+            Ok(format!("paused {name}\n"))
+        }
+        ScheduleAction::Resume { db, name } => {
+            Database::open(&db)?.scheduler().resume(&name)?;
+            Ok(format!("resumed {name}\n"))
+        }
+        ScheduleAction::Trigger { db, name } => {
+            let id = Database::open(&db)?.scheduler().trigger_now(&name)?;
+            Ok(format!("fired {name}: job {id}\n"))
+        }
+    }
+}
+
+fn message_line(m: &inspect::Message, json: bool) -> String {
+    let payload = match &m.payload_json {
+        Some(t) => serde_json::from_str(t).unwrap_or(Json::Null),
+        None => json!({ "bytes": m.payload_bytes }),
+    };
+    if json {
+        format!(
+            "{}\n",
+            json!({"offset": m.offset, "key": m.key, "payload": payload, "created_at": m.created_at})
+        )
+    } else {
+        match &m.key {
+            Some(k) => format!("{} [{k}] {payload}\n", m.offset),
+            None => format!("{} {payload}\n", m.offset),
+        }
+    }
+}
+
+fn print(text: &str) -> Result<(), honker::Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| honker::Error::new(honker::ErrorKind::Closed, format!("stdout: {e}")))
+}
+
+/// `honker tail`: prints as it goes.
+fn tail(
+    db: &Path,
+    stream: &str,
+    after: Option<i64>,
+    lines: i64,
+    follow: bool,
+    json: bool,
+) -> Result<(), honker::Error> {
+    let follower = if follow {
+        Some(inspect::Follower::new(db)?)
+    } else {
+        None
+    };
+    let mut after = match after {
+        Some(a) => a,
+        None => (inspect::last_offset(db, stream)? - lines.max(0)).max(0),
+    };
+    loop {
+        let mark = follower.as_ref().map(inspect::Follower::mark);
+        let page = inspect::events(db, stream, after, 1000)?;
+        for m in &page {
+            print(&message_line(m, json))?;
+            after = m.offset;
+        }
+        match (&follower, mark) {
+            (Some(f), Some(mark)) if page.is_empty() => {
+                f.wait_past(mark, Duration::from_secs(5));
+            }
+            (Some(_), _) => {}
+            (None, _) if page.len() == 1000 => {}
+            (None, _) => return Ok(()),
+        }
+    }
+}
+
+/// `honker listen`: prints each notification sent after it starts.
+fn listen(
+    db: &Path,
+    channel: &str,
+    count: Option<usize>,
+    timeout: Option<u64>,
+    json: bool,
+) -> Result<(), honker::Error> {
+    let follower = inspect::Follower::new(db)?;
+    let deadline = timeout.map(|t| std::time::Instant::now() + Duration::from_secs(t));
+    let (_, mut after) = inspect::channel_messages(db, channel, None, 1)?;
+    // On stderr, so that stdout holds only messages: from here on nothing
+    // sent is missed.
+    eprintln!("honker: listening on {channel:?}");
+    let mut seen = 0;
+    loop {
+        let mark = follower.mark();
+        let (page, last) = inspect::channel_messages(db, channel, Some(after), 1000)?;
+        after = last;
+        for m in &page {
+            print(&message_line(m, json))?;
+            seen += 1;
+            if count.is_some_and(|c| seen >= c) {
+                return Ok(());
+            }
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let now = std::time::Instant::now();
+                if now >= d {
+                    return Ok(());
+                }
+                (d - now).min(Duration::from_secs(5))
+            }
+            None => Duration::from_secs(5),
+        };
+        if page.is_empty() {
+            follower.wait_past(mark, wait);
+        }
+    }
+}
+
+/// `honker doctor`: its report and whether a check failed.
+fn doctor(db: &Path, json: bool) -> Result<(String, bool), honker::Error> {
+    let checks = honker::doctor::diagnose(db, now_ms())?;
+    let failed = checks
+        .iter()
+        .any(|c| c.level == honker::doctor::Level::Fail);
+    let text = if json {
+        json_text(&Json::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "level": c.level.as_str(), "detail": c.detail}))
+                .collect(),
+        ))
+    } else {
+        let mut t = table(&["check", "", "detail"]);
+        for c in &checks {
+            t.add_row(vec![
+                c.name.to_string(),
+                c.level.as_str().to_string(),
+                c.detail.clone(),
+            ]);
+        }
+        format!("{t}\n")
+    };
+    Ok((text, failed))
+}
+
+/// Runs the command line `args` (the program's name first, as
+/// `std::env::args_os` gives it) and returns the exit status. The `honker`
+/// binary calls it, and so do the Python and Node packages' `honker`
+/// commands, which run it inside their native module.
+pub fn main_from<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout and succeed; usage
+            // errors print to stderr and exit 2.
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let streamed = match &cli.command {
+        Command::Tail {
+            db,
+            stream,
+            after,
+            lines,
+            follow,
+            json,
+        } => Some(tail(db, stream, *after, *lines, *follow, *json)),
+        Command::Listen {
+            db,
+            channel,
+            count,
+            timeout,
+            json,
+        } => Some(listen(db, channel, *count, *timeout, *json)),
+        _ => None,
+    };
+    if let Some(r) = streamed {
+        return match r {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("honker: {e}");
+                1
+            }
+        };
+    }
+    if let Command::Doctor { db, json } = &cli.command {
+        return match doctor(db, *json) {
+            Ok((text, failed)) => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+                if failed {
+                    3
+                } else {
+                    0
+                }
+            }
+            Err(e) => {
+                eprintln!("honker: {e}");
+                1
+            }
+        };
+    }
+    if let Command::Worker { .. } = cli.command {
+        eprintln!(
+            "honker: workers run inside your application, in its language:\n  \
+             python -m honker worker app.tasks   (Python: honker.Worker)\n  \
+             new Worker(db, ...) in Node          (npm honker)\n  \
+             Worker(db) in Swift                  (package Honker)\n\
+             See README.md, \"Workers\"."
+        );
+        return 2;
+    }
+    match run(cli) {
+        Ok(text) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            0
+        }
+        Err(e) => {
+            eprintln!("honker: {e}");
+            1
+        }
+    }
+}
