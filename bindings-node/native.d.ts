@@ -539,6 +539,15 @@ export interface ClaimedJob {
   token: string
 }
 
+/**
+ * The `honker` command (`cli.js`): runs the command line `argv` (the
+ * program's name first) of the operator's command (the `honker-cli`
+ * crate) on the calling thread and returns its exit status. It prints to
+ * the process's stdout and stderr itself and may wait (`tail --follow`,
+ * `listen`): it is the whole process, so blocking the loop is intended.
+ */
+export declare function cliMain(argv: Array<string>): number
+
 /** A consumer's place in a stream. */
 export interface ConsumerInfo {
   /** The consumer's name. */

@@ -6,7 +6,11 @@
 #     ESM and from CommonJS; a strict TypeScript file over the whole API
 #     compiles against the package's own declarations; `extensionPath` loads
 #     into better-sqlite3 and reports the package's version;
+#   - the `honker` command is installed (node_modules/.bin/honker) and reads a
+#     file the package wrote;
 #   - both with --ignore-scripts: the same addon loads (no install step needed);
+#   - a source install (`npm install` of the checkout's bindings-node) gives
+#     the `honker` command too;
 #   - `honker` alone (no package for the platform): the install script says
 #     what is missing (npm shows it with --foreground-scripts), and
 #     require('honker') fails with that explanation, not with "Cannot find
@@ -78,11 +82,24 @@ JSON
 sed -i "s|TYPEROOTS|$root/bindings-node/node_modules/@types|" "$app/tsconfig.json"
 (cd "$app" && PATH="$no_rust_path" "$root/bindings-node/node_modules/.bin/tsc" -p .)
 echo "typed.ts: compiles (strict) against node_modules/honker/index.d.ts"
+# The operator's command, run inside the addon (cli.js).
+(cd "$app" && PATH="$no_rust_path" node -e "
+  require('honker').open('cli.db').then(async (db) => { await db.queue('emails').enqueue({ to: 'a' }); await db.close(); });
+")
+[ "$(cd "$app" && PATH="$no_rust_path" npx --no-install honker --version)" = "honker $version" ]
+(cd "$app" && PATH="$no_rust_path" npx --no-install honker status cli.db --json) |
+    node -e "const s = JSON.parse(require('fs').readFileSync(0, 'utf8')); if (s.queues[0].ready !== 1) throw new Error(JSON.stringify(s));"
+echo "honker command: node_modules/.bin/honker -> $(readlink "$app/node_modules/.bin/honker")"
 
 echo "== both tarballs with --ignore-scripts"
 project quiet
 install quiet --ignore-scripts "$honker_tgz" "$platform_tgz"
 (cd "$scratch/quiet" && PATH="$no_rust_path" node -e "require('honker').open('a.db').then((db) => db.close())")
+
+echo "== a source install: the checkout's bindings-node (its addon from the build directory)"
+project source
+install source "$root/bindings-node"
+[ "$(cd "$scratch/source" && PATH="$no_rust_path" npx --no-install honker --version)" = "honker $version" ]
 
 echo "== honker alone: no addon for the platform"
 project bare

@@ -22,7 +22,7 @@ version=$(bash scripts/version.sh)
 "$HONKER_VENV/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$scratch/dist" >&2
 sdist="$scratch/dist/honker-$version.tar.gz"
 tar -tzf "$sdist" | sed "s|^honker-$version/||" | sort > "$scratch/contents"
-for need in pyproject.toml Cargo.toml Cargo.lock core/src/lib.rs core/csrc/ofd_fcntl.c bindings-python/build.rs \
+for need in pyproject.toml Cargo.toml Cargo.lock core/src/lib.rs core/csrc/ofd_fcntl.c bindings-python/build.rs cli/src/lib.rs \
     python/honker/__init__.py python/honker/_native.pyi python/honker/py.typed \
     extension/Cargo.toml extension/Cargo.lock extension/src/lib.rs extension/sqlite3/sqlite3.h extension/sqlite3/sqlite3ext.h; do
     if ! grep -qx "$need" "$scratch/contents"; then
@@ -75,6 +75,9 @@ start=$SECONDS
 build -q
 echo "sdist: built and installed from source in $((SECONDS - start)) s"
 PATH="$venv/bin:/usr/bin:/bin" "$venv/bin/python" scripts/readme-python.py
+# A source install gives the `honker` command too.
+"$venv/bin/honker" --version | grep -qx "honker $version"
+echo "sdist: $("$venv/bin/honker" --version) at $venv/bin/honker"
 "$venv/bin/python" - "$version" <<'PY'
 import sqlite3, sys
 import honker

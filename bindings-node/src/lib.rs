@@ -38,6 +38,16 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
+/// The `honker` command (`cli.js`): runs the command line `argv` (the
+/// program's name first) of the operator's command (the `honker-cli`
+/// crate) on the calling thread and returns its exit status. It prints to
+/// the process's stdout and stderr itself and may wait (`tail --follow`,
+/// `listen`): it is the whole process, so blocking the loop is intended.
+#[napi]
+pub fn cli_main(argv: Vec<String>) -> u32 {
+    u32::from(honker_cli::main_from(argv))
+}
+
 /// Every stable error code, for the JS layer's error classes.
 #[napi]
 pub fn error_codes() -> Vec<String> {

@@ -8,6 +8,7 @@
 //! `core/src/channel/`, `group.rs` ↔ `core/src/stream/group/`, `lock.rs` ↔ `core/src/lock/` and
 //! `core/src/rate/`.
 
+mod cli;
 mod clock;
 mod database;
 mod errors;
@@ -54,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::ScheduleRunner>()?;
     m.add_function(wrap_pyfunction!(schedule::schedule_definition, m)?)?;
     m.add_function(wrap_pyfunction!(import::import_honker, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

@@ -342,11 +342,20 @@ def work(job):
 """
 
 
-def start_app(tmp_path: Path, path: Path, **env: str) -> tuple[subprocess.Popen, Path]:
+# `python -m honker worker`, and the `honker` command the package installs.
+LAUNCHERS = {
+    "python -m honker": [sys.executable, "-m", "honker"],
+    "honker": [str(Path(sys.executable).parent / "honker")],
+}
+
+
+def start_app(
+    tmp_path: Path, path: Path, launcher: str = "python -m honker", **env: str
+) -> tuple[subprocess.Popen, Path]:
     (tmp_path / "app_worker.py").write_text(textwrap.dedent(APP))
     log = tmp_path / "app.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "honker", "worker", "app_worker:worker", "--log-level", "DEBUG"],
+        [*LAUNCHERS[launcher], "worker", "app_worker:worker", "--log-level", "DEBUG"],
         cwd=tmp_path,
         env={
             **os.environ,
@@ -374,12 +383,15 @@ def wait_until(cond, timeout: float = 30) -> None:
         time.sleep(0.02)
 
 
-def test_sigterm_stops_claiming_acks_short_jobs_and_releases_the_long_one(tmp_path, path, rdb):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_sigterm_stops_claiming_acks_short_jobs_and_releases_the_long_one(
+    tmp_path, path, rdb, launcher
+):
     q = rdb.queue("work")
     short = [q.enqueue({"sleep": 0.3}).id for _ in range(3)]
     long = q.enqueue({"sleep": 60}).id
     waiting = [q.enqueue({"sleep": 0}, priority=-1).id for _ in range(5)]
-    proc, log = start_app(tmp_path, path, concurrency="4", grace="2")
+    proc, log = start_app(tmp_path, path, launcher, concurrency="4", grace="2")
     try:
         wait_until(lambda: len([e for e in read_log(log) if e[0] == "start"]) == 4)
         t0 = time.monotonic()

@@ -423,7 +423,7 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             x.oldest_ready_at.map_or("-".into(), |t| span(now - t)),
         ]);
     }
-    out += &format!("\nqueues\n{q}\n");
+    out += &section("queues", s.queues.is_empty(), &q);
     let mut st = table(&[
         "stream",
         "reader",
@@ -462,10 +462,23 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             ]);
         }
     }
-    out += &format!("\nstreams\n{st}\n");
-    out += &format!("\nschedules\n{}\n", schedules_table(&s.schedules, now));
-    out += &format!("\nlocks\n{}\n", locks_table(&s.locks, now));
+    out += &section("streams", s.streams.is_empty(), &st);
+    out += &section(
+        "schedules",
+        s.schedules.is_empty(),
+        &schedules_table(&s.schedules, now),
+    );
+    out += &section("locks", s.locks.is_empty(), &locks_table(&s.locks, now));
     out
+}
+
+/// A titled table of `status`, or a line saying there is none.
+fn section(title: &str, empty: bool, t: &Table) -> String {
+    if empty {
+        format!("\n{title}: none\n")
+    } else {
+        format!("\n{title}\n{t}\n")
+    }
 }
 
 fn schedules_json(list: &[honker::inspect::ScheduleStatus]) -> Json {

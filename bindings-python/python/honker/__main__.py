@@ -1,4 +1,6 @@
 """``python -m honker worker MODULE:ATTR``: runs a :class:`honker.Worker`.
+(``python -m honker`` with any other command is the ``honker`` command:
+``python -m honker status DB``.)
 
 ``ATTR`` names a ``Worker`` (or a function returning one) in ``MODULE``,
 which is imported as the app imports it (its handlers register on import).
@@ -35,8 +37,8 @@ def _load(target: str) -> Worker:
     return obj
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m honker")
+def main(argv: list[str] | None = None, prog: str = "python -m honker") -> int:
+    parser = argparse.ArgumentParser(prog=prog)
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run a honker.Worker until SIGTERM/SIGINT")
     w.add_argument("target", metavar="MODULE:ATTR", help="where the Worker is, e.g. myapp:worker")
@@ -60,4 +62,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ._cli import main as honker_command
+
+    sys.exit(honker_command())

@@ -389,6 +389,7 @@ def schedule_definition(
     start_at_ms: int | None = None,
     end_at_ms: int | None = None,
 ) -> Definition: ...
+def cli_main(argv: list[str]) -> int: ...
 def import_honker(
     path: str | PathLike[str],
     *,

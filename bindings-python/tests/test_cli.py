@@ -1,0 +1,98 @@
+"""The ``honker`` command the package installs (the operator's command of
+the Rust crate, run inside the native module): it sees what this binding
+wrote, keeps the binary's exit codes and stderr, is what ``python -m
+honker`` runs, and stops on Ctrl-C at once while it waits."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import honker
+
+HONKER = str(Path(sys.executable).parent / "honker")
+
+
+def run(*args: str, via_python: bool = False) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "honker"] if via_python else [HONKER]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_status_and_jobs_see_what_python_wrote_and_change_nothing(path: Path) -> None:
+    db = honker.open(path)
+    q = db.queue("emails")
+    ids = [q.enqueue({"to": f"u{n}"}).id for n in range(3)]
+    q.enqueue({"to": "later"}, delay=3600)
+    s = db.stream("orders")
+    s.publish({"n": 1})
+    s.commit("billing", 2)  # the next event to read (Kafka's rule)
+    db.close()
+    before = path.read_bytes()
+    status = json.loads(run("status", str(path), "--json").stdout)
+    assert status["queues"] == [
+        {
+            "name": "emails",
+            "ready": 3,
+            "scheduled": 1,
+            "running": 0,
+            "dead": 0,
+            "oldest_ready_age_ms": status["queues"][0]["oldest_ready_age_ms"],
+        }
+    ]
+    assert status["streams"][0]["consumers"] == [{"name": "billing", "next_offset": 2, "lag": 0}]
+    listed = json.loads(run("jobs", "list", str(path), "--state", "ready", "--json").stdout)
+    assert [j["id"] for j in listed] == ids
+    assert [j["payload"] for j in listed] == [{"to": "u0"}, {"to": "u1"}, {"to": "u2"}]
+    # `python -m honker` is the same command.
+    assert json.loads(run("jobs", "list", str(path), "--json", via_python=True).stdout) == (
+        json.loads(run("jobs", "list", str(path), "--json").stdout)
+    )
+    assert path.read_bytes() == before, "a read command changed the file"
+
+
+def test_write_commands_and_exit_codes(path: Path) -> None:
+    honker.open(path).close()
+    done = run("enqueue", str(path), "emails", '{"to": "z"}')
+    assert done.returncode == 0, done.stderr
+    job_id = int(done.stdout)
+    db = honker.open(path)
+    assert db.queue("emails").get_job(job_id).payload == {"to": "z"}
+    db.close()
+    bad = run("enqueue", str(path), "emails", "{not json")
+    assert (bad.returncode, bad.stderr.split(":")[:2]) == (1, ["honker", " INVALID_ARGUMENT"])
+    missing = run("jobs", "show", str(path), "99")
+    assert missing.returncode == 1 and missing.stderr.startswith("honker: NOT_FOUND: ")
+    usage = run("jobs", "frobnicate", str(path))
+    assert usage.returncode == 2 and "frobnicate" in usage.stderr
+    assert run("--version").stdout.strip() == f"honker {honker.__version__}"
+    absent = run("status", str(path.parent / "absent.db"))
+    assert absent.returncode == 1
+    assert not (path.parent / "absent.db").exists(), "a read command created a file"
+
+
+def test_ctrl_c_ends_listen_at_once(path: Path) -> None:
+    honker.open(path).close()
+    proc = subprocess.Popen(
+        [HONKER, "listen", str(path), "changes"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "listening" in proc.stderr.readline()
+        db = honker.open(path)
+        db.notify("changes", {"n": 1})
+        db.close()
+        assert json.loads(proc.stdout.readline().split(" ", 1)[1]) == {"n": 1}
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=5)
+        assert time.monotonic() - started < 2, "Ctrl-C waited for the listen to return"
+        assert proc.returncode == -signal.SIGINT
+    finally:
+        proc.kill()
