@@ -503,6 +503,121 @@ fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
 }
 
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A copy of the binary in `dir`, and a runner that runs it as a user who
+/// may read `dir` but not write it: `nobody`, through util-linux's setpriv,
+/// when the tests run as root (as CI does, where chmod stops nothing);
+/// else this user, with `dir` and its files made read-only.
+fn read_only_runner(dir: &Path) -> impl Fn(&[&str]) -> Output {
+    let root = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        == "0";
+    // The checkout may sit in a directory `nobody` cannot enter.
+    let bin = dir.join("honker-bin");
+    std::fs::copy(env!("CARGO_BIN_EXE_honker"), &bin).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        chmod(&p, if root { 0o755 } else { 0o555 });
+    }
+    chmod(dir, if root { 0o755 } else { 0o555 });
+    move |args: &[&str]| {
+        let mut c = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            c
+        } else {
+            Command::new(&bin)
+        };
+        c.args(args).output().expect("run honker")
+    }
+}
+
+#[test]
+fn read_commands_work_on_a_file_this_user_may_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let p = path.to_str().unwrap();
+    let run = read_only_runner(dir.path());
+    let before = bytes(&path);
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let files = listing();
+    let reads: [&[&str]; 10] = [
+        &["status", p],
+        &["status", p, "--json"],
+        &["jobs", "list", p],
+        &["jobs", "show", p, "2"],
+        &["dead", "list", p],
+        &["schedules", "list", p],
+        &["locks", p],
+        &["tail", p, "orders"],
+        &["backup", p, "/dev/null/never"],
+        &["doctor", p],
+    ];
+    for args in reads {
+        let o = run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if args[0] == "backup" {
+            // Reads the file, then cannot write where it was told to.
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+            assert!(!err.contains("readonly database"), "{err}");
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+    }
+    let status: Json = serde_json::from_slice(&run(&["status", p, "--json"]).stdout).unwrap();
+    assert_eq!(status["queues"][0]["ready"], 1, "{status:#}");
+    assert!(String::from_utf8_lossy(&run(&["tail", p, "orders"]).stdout).contains(r#"{"n":4}"#));
+    let doctor = String::from_utf8_lossy(&run(&["doctor", p]).stdout).into_owned();
+    assert!(doctor.contains("read as an immutable file"), "{doctor}");
+    // A write is refused with SQLite's reason, and changes nothing.
+    let o = run(&["enqueue", p, "emails", "{}"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(bytes(&path), before, "a command changed the file");
+    assert_eq!(listing(), files, "a command left a file behind");
+
+    // Commits in a -wal without a -shm cannot be read without creating one:
+    // refused, saying so, rather than read without those commits.
+    let live = tempfile::tempdir().unwrap();
+    let db = Database::open(live.path().join("app.db")).unwrap();
+    db.queue("emails")
+        .unwrap()
+        .enqueue(json!({"n": 1}), &Default::default())
+        .unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    for name in ["app.db", "app.db-wal"] {
+        std::fs::copy(live.path().join(name), copy.path().join(name)).unwrap();
+    }
+    drop(db);
+    assert!(
+        std::fs::metadata(copy.path().join("app.db-wal"))
+            .unwrap()
+            .len()
+            > 0
+    );
+    let run = read_only_runner(copy.path());
+    let o = run(&["status", copy.path().join("app.db").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("honker: UNSAFE: ") && err.contains("no -shm"),
+        "{err}"
+    );
+}
+
 /// Enqueues in a loop from another process until killed.
 fn writer(db: &str) -> std::process::Child {
     Command::new("bash")

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::Conn;
@@ -38,24 +38,8 @@ fn sql_err(e: rusqlite::Error) -> Error {
     Error::from(e)
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_os_string();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
 fn open_read_only(path: &Path) -> Result<Connection> {
-    if !path.is_file() {
-        return Err(Error::invalid(format!(
-            "{} is not a database file",
-            path.display()
-        )));
-    }
-    let c = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql_err)?;
+    let c = crate::inspect::open_read_only(path)?;
     c.busy_timeout(Duration::from_secs(10)).map_err(sql_err)?;
     Ok(c)
 }
@@ -118,7 +102,7 @@ fn sync_dir(path: &Path) {
 
 /// A temporary name next to `dest`, unique to this process.
 fn temporary(dest: &Path) -> PathBuf {
-    with_suffix(dest, &format!(".honker-tmp-{}", std::process::id()))
+    crate::inspect::with_suffix(dest, &format!(".honker-tmp-{}", std::process::id()))
 }
 
 /// Backs the database at `src` up into `dest` (see the module docs).
@@ -212,7 +196,7 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
                 .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
                 .map_err(|e| Error::invalid(format!("cannot copy {}: {e}", src.display())))?;
             for s in ["-wal", "-shm", "-journal"] {
-                let p = with_suffix(dest, s);
+                let p = crate::inspect::with_suffix(dest, s);
                 match std::fs::remove_file(&p) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -8,8 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags};
-
 use crate::error::{Error, Result};
 
 /// How a check came out.
@@ -88,12 +86,6 @@ pub fn classify(magic: i64) -> (String, bool) {
     (format!("type {magic:#x}"), false)
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_os_string();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
 #[cfg(target_os = "linux")]
 fn fs_magic(dir: &Path) -> Option<i64> {
     use std::os::unix::ffi::OsStrExt;
@@ -117,7 +109,7 @@ fn fs_magic(_dir: &Path) -> Option<i64> {
 fn openers(path: &Path) -> Vec<(i32, String)> {
     let targets: Vec<PathBuf> = ["", "-wal", "-shm"]
         .iter()
-        .map(|s| with_suffix(path, s))
+        .map(|s| crate::inspect::with_suffix(path, s))
         .collect();
     let me = std::process::id().to_string();
     let mut out = Vec::new();
@@ -215,15 +207,21 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
         },
     });
 
-    let c = Connection::open_with_flags(
-        &path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(Error::from)?;
+    let c = crate::inspect::open_read_only(&path)?;
     let mode: String = c
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .map_err(Error::from)?;
-    out.push(if mode.eq_ignore_ascii_case("wal") {
+    drop(c);
+    out.push(if crate::inspect::read_immutable(&path)? {
+        Check {
+            name: "journal mode",
+            level: Level::Info,
+            detail: "not checked: this user may not create the file's -shm, so it was read \
+                     as an immutable file (no -wal holds commits); run doctor as a user who \
+                     may write its directory"
+                .into(),
+        }
+    } else if mode.eq_ignore_ascii_case("wal") {
         Check {
             name: "journal mode",
             level: Level::Ok,
@@ -239,7 +237,6 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
             ),
         }
     });
-    drop(c);
 
     let status = crate::inspect::status(&path, now);
     out.push(match &status {
@@ -273,7 +270,7 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
         },
     });
 
-    let wal = std::fs::metadata(with_suffix(&path, "-wal")).map_or(0, |m| m.len());
+    let wal = std::fs::metadata(crate::inspect::with_suffix(&path, "-wal")).map_or(0, |m| m.len());
     out.push(Check {
         name: "WAL size",
         level: if wal > 256 << 20 {

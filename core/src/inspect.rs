@@ -177,22 +177,96 @@ SELECT * FROM (
 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR st = ?2) AND (?5 IS NULL OR id = ?5)
 ORDER BY id LIMIT ?4";
 
-/// Runs `f` in one read transaction of a read-only connection to `path`
-/// (which must exist), after checking that this build understands the
-/// file's schema; `f` gets the schema version.
-fn read_only<T>(path: &Path, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+/// `path` with `suffix` appended (`-wal`, `-shm`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    s.into()
+}
+
+/// A read-only connection to `path` (which must exist), for the operator's
+/// read commands, `doctor` and `backup`; it never writes the file.
+///
+/// A WAL-mode file is read through its `-shm` index, which a read-only
+/// connection must still create when it is missing. Where this process may
+/// not create it (a read-only mount, a directory of another user's), the
+/// file is opened `immutable` if no `-wal` holds commits (the last
+/// connection checkpointed and removed it, so the file alone is the whole
+/// database, and no writer can be running, since a writer needs the `-shm`
+/// too); with commits in a `-wal` and no `-shm`, reading is refused with
+/// what to do.
+pub(crate) fn open_read_only(path: &Path) -> Result<Connection> {
     if !path.is_file() {
         return Err(Error::invalid(format!(
             "{} is not a database file",
             path.display()
         )));
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if read_immutable(path)? {
+        Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+    } else {
+        Connection::open_with_flags(path, flags)
+    }
     .map_err(sql_err)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(sql_err)?;
+    Ok(conn)
+}
+
+/// Whether [`open_read_only`] opens `path` `immutable` (no `-shm`, and this
+/// process may not create one); `UNSAFE` when it cannot be read at all.
+pub(crate) fn read_immutable(path: &Path) -> Result<bool> {
+    if with_suffix(path, "-shm").exists() || may_create_in(path) {
+        return Ok(false);
+    }
+    let wal = std::fs::metadata(with_suffix(path, "-wal")).map_or(0, |m| m.len());
+    if wal > 0 {
+        return Err(Error::new(
+            ErrorKind::Unsafe,
+            format!(
+                "{} has commits in its -wal but no -shm, and this user may not create one in \
+                 its directory: read it as a user who may, or let honker open it once (its \
+                 last connection checkpoints the -wal into the file)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// Whether this process may create a file next to `path`.
+fn may_create_in(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// `file:PATH?immutable=1`, with the characters a URI gives meaning to
+/// escaped.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'?' | b'#' | b'%' | 0x80..=0xff => uri += &format!("%{b:02X}"),
+            _ => uri.push(char::from(b)),
+        }
+    }
+    uri + "?immutable=1"
+}
+
+/// Runs `f` in one read transaction of a read-only connection to `path`
+/// (which must exist), after checking that this build understands the
+/// file's schema; `f` gets the schema version.
+fn read_only<T>(path: &Path, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+    let conn = open_read_only(path)?;
     conn.execute_batch("BEGIN").map_err(sql_err)?;
     let out = version(&conn).and_then(|v| f(&conn, v));
     let _ = conn.execute_batch("COMMIT");
