@@ -167,6 +167,10 @@ enum Command {
         /// Replace DEST if it exists.
         #[arg(long)]
         force: bool,
+        /// Show progress on stderr, a line each (the default on a terminal,
+        /// where one line is updated).
+        #[arg(long)]
+        progress: bool,
     },
     /// Replace the database with a backup: SRC is checked first; refused
     /// while any process has DB open. Jobs leased at backup time come back
@@ -334,6 +338,11 @@ enum ScheduleAction {
         /// The schedule.
         name: String,
     },
+}
+
+/// `12345678` bytes as `12.3 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 fn now_ms() -> i64 {
@@ -676,8 +685,41 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
                 format!("maintenance removed: {}\n", parts.join(", "))
             })
         }
-        Command::Backup { db, dest, force } => {
-            let r = honker::backup::backup(&db, &dest, force)?;
+        Command::Backup {
+            db,
+            dest,
+            force,
+            progress,
+        } => {
+            use std::io::IsTerminal;
+            let terminal = std::io::stderr().is_terminal();
+            let show = progress || terminal;
+            let every = if show {
+                Duration::from_millis(250)
+            } else {
+                Duration::MAX
+            };
+            let mut report = |p: honker::backup::BackupProgress| {
+                if show {
+                    let pct = (p.written * 100).checked_div(p.total).unwrap_or(100);
+                    let line = format!(
+                        "honker: backup {pct:>3}% ({} of {})",
+                        megabytes(p.written),
+                        megabytes(p.total)
+                    );
+                    let mut err = std::io::stderr().lock();
+                    let _ = if terminal {
+                        write!(err, "\r{line}")
+                    } else {
+                        writeln!(err, "{line}")
+                    };
+                }
+            };
+            let r = honker::backup::backup_with_progress(&db, &dest, force, every, &mut report);
+            if terminal {
+                eprintln!();
+            }
+            let r = r?;
             Ok(format!(
                 "backed up to {} ({} bytes, schema {}; integrity checked)\n",
                 r.path.display(),

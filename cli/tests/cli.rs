@@ -651,8 +651,16 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
         std::thread::sleep(Duration::from_millis(20));
     }
     let before = max_id(&path);
-    let out = stdout(&honker(&["backup", p, d]));
+    let o = honker(&["backup", p, d, "--progress"]);
+    let out = stdout(&o);
     assert!(out.starts_with("backed up to"), "{out}");
+    // A line when the copy begins and one when it is complete (more in
+    // between when it takes longer than a quarter of a second).
+    let progress = String::from_utf8_lossy(&o.stderr).into_owned();
+    let lines: Vec<&str> = progress.lines().collect();
+    assert!(lines.len() >= 2, "{progress}");
+    assert!(lines[0].starts_with("honker: backup   0% (0.0 MB of "), "{progress}");
+    assert!(lines[lines.len() - 1].starts_with("honker: backup 100% ("), "{progress}");
     // The writers were (and are still) committing around it.
     let mut waited = 0;
     while max_id(&path) <= before && waited < 250 {

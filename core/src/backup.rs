@@ -14,14 +14,25 @@
 //! (a stale WAL replayed onto the restored file would corrupt it) and
 //! renames the copy into place.
 
+use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::Conn;
 use crate::schema::LATEST;
+
+/// How far a backup's copy is ([`backup_with_progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackupProgress {
+    /// Bytes written to the copy so far.
+    pub written: u64,
+    /// The source's size in bytes when the copy began (the copy is at most
+    /// this size: `VACUUM INTO` leaves free pages out).
+    pub total: u64,
+}
 
 /// What a backup or restore wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +118,20 @@ fn temporary(dest: &Path) -> PathBuf {
 
 /// Backs the database at `src` up into `dest` (see the module docs).
 pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Result<BackupReport> {
+    backup_with_progress(src, dest, force, Duration::MAX, &mut |_| {})
+}
+
+/// [`backup`], calling `report` while the copy is written: when it begins,
+/// at most every `every` from SQLite's progress callback (it sizes the
+/// copy on disk), and once it is complete (`written == total`), before the
+/// copy is checked.
+pub fn backup_with_progress(
+    src: impl AsRef<Path>,
+    dest: impl AsRef<Path>,
+    force: bool,
+    every: Duration,
+    report: &mut dyn FnMut(BackupProgress),
+) -> Result<BackupReport> {
     let (src, dest) = (src.as_ref(), dest.as_ref());
     if dest.exists() && !force {
         return Err(Error::invalid(format!(
@@ -121,11 +146,25 @@ pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Res
         let text = tmp
             .to_str()
             .ok_or_else(|| Error::invalid("the destination path is not UTF-8"))?;
-        c.execute("VACUUM INTO ?1", [text]).map_err(sql_err)?;
+        let total: i64 = c
+            .query_row(
+                "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql_err)?;
+        let total = u64::try_from(total).unwrap_or(0);
+        report(BackupProgress { written: 0, total });
+        vacuum_into(&c, text, &tmp, total, every, report)?;
         drop(c);
         std::fs::File::open(&tmp)
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
+        let done = std::fs::metadata(&tmp).map_or(0, |m| m.len());
+        report(BackupProgress {
+            written: done,
+            total: done,
+        });
         let v = verify(&tmp)?;
         put_in_place(&tmp, dest, v)
     })();
@@ -133,6 +172,68 @@ pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Res
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// What SQLite's progress callback needs while `VACUUM INTO` runs.
+struct Ticker<'a> {
+    tmp: &'a Path,
+    total: u64,
+    every: Duration,
+    last: Instant,
+    report: &'a mut dyn FnMut(BackupProgress),
+}
+
+/// SQLite's progress callback: reports the copy's size on disk at most
+/// every `every`. Never interrupts (returns 0).
+unsafe extern "C" fn tick(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Ticker` that `vacuum_into` installed; it
+    // outlives the statement, and the handler is removed before it is
+    // dropped. SQLite calls this on the thread running the statement.
+    let t = unsafe { &mut *arg.cast::<Ticker<'_>>() };
+    if t.last.elapsed() >= t.every {
+        t.last = Instant::now();
+        let written = std::fs::metadata(t.tmp).map_or(0, |m| m.len());
+        let progress = BackupProgress {
+            written,
+            total: t.total.max(written),
+        };
+        // A panic must not unwind into SQLite.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (t.report)(progress)));
+    }
+    0
+}
+
+/// `VACUUM INTO tmp` on `c`, reporting progress through [`tick`].
+fn vacuum_into(
+    c: &Connection,
+    text: &str,
+    tmp: &Path,
+    total: u64,
+    every: Duration,
+    report: &mut dyn FnMut(BackupProgress),
+) -> Result<()> {
+    let mut ticker = Ticker {
+        tmp,
+        total,
+        every,
+        last: Instant::now(),
+        report,
+    };
+    // SAFETY: the handle is `c`'s, open for this call; the callback's
+    // argument (`ticker`) lives until the handler is removed below, on
+    // every path.
+    unsafe {
+        libsqlite3_sys::sqlite3_progress_handler(
+            c.handle(),
+            10_000,
+            Some(tick),
+            std::ptr::from_mut(&mut ticker).cast(),
+        );
+    }
+    let out = c.execute("VACUUM INTO ?1", [text]).map_err(sql_err);
+    // SAFETY: as above; removes the handler before `ticker` is dropped.
+    unsafe { libsqlite3_sys::sqlite3_progress_handler(c.handle(), 0, None, std::ptr::null_mut()) };
+    out.map(|_| ())
 }
 
 /// Renames the checked copy `tmp` over `dest` and syncs the directory.
@@ -214,5 +315,45 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
             let _ = std::fs::remove_file(&tmp);
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_reported_while_the_copy_grows_then_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("app.db");
+        let db = crate::Database::open(&src).unwrap();
+        let q = db.queue("big").unwrap();
+        let pad = "x".repeat(2000);
+        let many: Vec<_> = (0..3000)
+            .map(|n| serde_json::json!({ "n": n, "pad": pad }))
+            .collect();
+        q.enqueue_many(many, &Default::default()).unwrap();
+        let mut seen = Vec::new();
+        let dest = dir.path().join("copy.db");
+        let r = backup_with_progress(&src, &dest, false, Duration::ZERO, &mut |p| seen.push(p))
+            .unwrap();
+        db.close().unwrap();
+        assert!(r.bytes > 5_000_000, "{r:?}");
+        assert_eq!(seen[0].written, 0);
+        assert!(seen[0].total >= r.bytes, "{:?}", seen[0]);
+        let last = *seen.last().unwrap();
+        assert_eq!((last.written, last.total), (r.bytes, r.bytes));
+        assert!(
+            seen.windows(2).all(|w| w[0].written <= w[1].written),
+            "{seen:?}"
+        );
+        let partial = seen
+            .iter()
+            .filter(|p| p.written > 0 && p.written < r.bytes)
+            .count();
+        assert!(
+            partial > 0,
+            "no report while the copy was written: {seen:?}"
+        );
     }
 }
