@@ -74,6 +74,49 @@ def test_write_commands_and_exit_codes(path: Path) -> None:
     assert not (path.parent / "absent.db").exists(), "a read command created a file"
 
 
+def test_doctor_names_a_process_with_two_sqlite_libraries(path: Path) -> None:
+    # A real one: this package (its own SQLite inside _native) and the
+    # system's libsqlite3 (the stdlib module's, loaded by name so it is there
+    # whatever the stdlib links) in one process, both with the file open.
+    honker.open(path).close()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import ctypes, ctypes.util, sqlite3, sys, honker\n"
+            "ctypes.CDLL(ctypes.util.find_library('sqlite3'))\n"
+            "c = sqlite3.connect(sys.argv[1])\n"
+            "c.execute('SELECT count(*) FROM _honker_jobs').fetchall()\n"
+            "db = honker.open(sys.argv[1])\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.read()\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        done = run("doctor", str(path), "--json")
+        # A warning, not a failure: on Linux honker guards the file with OFD
+        # locks (ADR 13).
+        assert done.returncode == 0, done.stderr
+        checks = {c["check"]: c for c in json.loads(done.stdout)}
+        libs = checks["SQLite libraries"]
+        assert libs["level"] == "warn", libs
+        assert f"pid {child.pid}:" in libs["detail"], libs
+        assert "libsqlite3" in libs["detail"] and "_native" in libs["detail"], libs
+        assert f"pid {child.pid}" in checks["processes"]["detail"]
+    finally:
+        child.kill()
+        child.wait()
+    # Alone, the same process is fine.
+    done = run("doctor", str(path), "--json")
+    checks = {c["check"]: c for c in json.loads(done.stdout)}
+    assert checks["SQLite libraries"]["level"] == "ok", checks
+
+
 def test_ctrl_c_ends_listen_at_once(path: Path) -> None:
     honker.open(path).close()
     proc = subprocess.Popen(

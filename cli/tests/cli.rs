@@ -659,8 +659,14 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
     let progress = String::from_utf8_lossy(&o.stderr).into_owned();
     let lines: Vec<&str> = progress.lines().collect();
     assert!(lines.len() >= 2, "{progress}");
-    assert!(lines[0].starts_with("honker: backup   0% (0.0 MB of "), "{progress}");
-    assert!(lines[lines.len() - 1].starts_with("honker: backup 100% ("), "{progress}");
+    assert!(
+        lines[0].starts_with("honker: backup   0% (0.0 MB of "),
+        "{progress}"
+    );
+    assert!(
+        lines[lines.len() - 1].starts_with("honker: backup 100% ("),
+        "{progress}"
+    );
     // The writers were (and are still) committing around it.
     let mut waited = 0;
     while max_id(&path) <= before && waited < 250 {

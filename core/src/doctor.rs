@@ -145,9 +145,9 @@ fn openers(path: &Path) -> Vec<(i32, String)> {
 }
 
 /// The SQLite libraries a process maps, from its `/proc/PID/maps` text:
-/// the system's `libsqlite3`, and the libraries that bundle their own
-/// (honker's Python and Node modules, Python's `_sqlite3` linked
-/// statically, better-sqlite3).
+/// the system's `libsqlite3`, and the libraries known to bundle their own
+/// (honker's Python and Node modules, better-sqlite3). A copy compiled into
+/// another module (a Python built with a static `_sqlite3`) is not seen.
 pub fn sqlite_libraries(maps: &str) -> Vec<String> {
     let mut libs: Vec<String> = maps
         .lines()
