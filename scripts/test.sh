@@ -250,10 +250,17 @@ grep -q "Test Suite 'All tests' passed" "$swift_log"
 HONKER_SWIFT_ROOT="$(bash scripts/swift-chroot.sh)"
 export HONKER_SWIFT_ROOT
 
-step "tests-interop: every scenario, roles across surfaces, one file"
+step "tests-interop: every scenario, roles across surfaces, one file; the honker command on each play's file"
 cargo build --locked -q -p honker-interop-driver
 interop_log="$work/interop.log"
-"$HONKER_VENV/bin/python" tests-interop/run.py 2>&1 | tee "$interop_log"
+interop_files="$work/interop-files"
+rm -rf "$interop_files"
+mkdir -p "$interop_files"
+"$HONKER_VENV/bin/python" tests-interop/run.py --keep "$interop_files" 2>&1 | tee "$interop_log"
+# Every read command on every kept file (Swift's included): the human
+# output is the scenario's snapshot whoever played it, the JSON matches its
+# schema, the file is unchanged (cli/tests/interop_files.rs).
+HONKER_INTEROP_FILES="$interop_files" cargo test --locked -q -p honker-cli --test interop_files -- --ignored 2>&1 | tee -a "$log"
 
 step "examples: the README's demo (Python shop, Node mailer, SQL inspector) and the Rust one"
 demo_log="$work/demo.log"

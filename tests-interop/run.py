@@ -2,7 +2,11 @@
 given to different surfaces — Rust, Python, Node, and SQL through the stdlib
 sqlite3 module with the extension — each a separate process on one file.
 
-    python tests-interop/run.py [--only NAME]
+    python tests-interop/run.py [--only NAME] [--keep DIR]
+
+--keep DIR copies the file of every passing play of a steps scenario into
+DIR as SCENARIO--ROLE=SURFACE,....db (the `honker` command's snapshot tests,
+cli/tests/interop_files.rs, read them).
 
 Needs: HONKER_VENV (a venv with the Python binding), HONKER_EXT (the built
 extension), the Rust driver built (target/debug/honker-interop-driver) and
@@ -228,6 +232,19 @@ def play(pool: Pool, scenario: dict, assignment: dict[str, str], path: str) -> N
         for d in drivers.values():
             d.send({"op": "rollback"})
             d.send({"op": "close"})
+
+
+def keep(path: str, keep_dir: str, scenario: dict, assignment: dict[str, str]) -> None:
+    """A consistent copy of a play's file (SQLite's backup API), named by
+    its scenario and who played which role."""
+    slug = ",".join(f"{r}={s}" for r, s in assignment.items())
+    src = sqlite3.connect(path)
+    dst = sqlite3.connect(f"{keep_dir}/{scenario['name']}--{slug}.db")
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
 
 
 def assignments(scenario: dict) -> list[dict[str, str]]:
@@ -752,6 +769,7 @@ def check_steps(scenarios: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
+    ap.add_argument("--keep", metavar="DIR")
     args = ap.parse_args()
     scenarios = [
         json.loads(p.read_text()) for p in sorted((HERE / "scenarios").glob("*.json"))
@@ -799,12 +817,10 @@ def main() -> int:
                         assert assignment is not None
                         run_workers(scenario, tmp, assignment["victim"])
                     else:
-                        play(
-                            pool,
-                            scenario,
-                            assignment,
-                            f"{tmp}/{scenario['name']}-{n}.db",
-                        )
+                        path = f"{tmp}/{scenario['name']}-{n}.db"
+                        play(pool, scenario, assignment, path)
+                        if args.keep:
+                            keep(path, args.keep, scenario, assignment)
                     passed += 1
                     print(
                         f"PASS    {label} ({time.monotonic() - started:.2f} s)",

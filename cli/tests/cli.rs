@@ -12,26 +12,8 @@ use honker::stream::Start;
 use honker::Database;
 use serde_json::{json, Value as Json};
 
-fn honker(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_honker"))
-        .args(args)
-        .output()
-        .expect("run honker")
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn bytes(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap()
-}
+mod common;
+use common::{bytes, conforms, honker, schema_errors, stdout};
 
 /// Another process with the file open in WAL mode and idle, as a worker
 /// between jobs (Debian's python3 on the system SQLite); it exits when its
@@ -886,65 +868,6 @@ fn tail_follows_a_stream_and_listen_prints_notifications() {
 /// Checks `v` against the subset of JSON Schema that cli/schemas uses
 /// (`type` with null unions, `enum`, `properties`, `required`,
 /// `additionalProperties: false`, `items`); the errors, with their paths.
-fn schema_errors(schema: &Json, v: &Json, at: &str, out: &mut Vec<String>) {
-    if let Some(t) = schema.get("type") {
-        let types: Vec<&str> = match t {
-            Json::String(s) => vec![s.as_str()],
-            Json::Array(a) => a.iter().filter_map(Json::as_str).collect(),
-            _ => vec![],
-        };
-        let ok = types.iter().any(|t| match *t {
-            "object" => v.is_object(),
-            "array" => v.is_array(),
-            "string" => v.is_string(),
-            "integer" => v.is_i64() || v.is_u64(),
-            "boolean" => v.is_boolean(),
-            "null" => v.is_null(),
-            _ => false,
-        });
-        if !ok {
-            out.push(format!("{at}: {v} is not {types:?}"));
-            return;
-        }
-    }
-    if let Some(Json::Array(allowed)) = schema.get("enum") {
-        if !allowed.contains(v) {
-            out.push(format!("{at}: {v} is not one of {allowed:?}"));
-        }
-    }
-    if let (Some(Json::Object(props)), Json::Object(obj)) = (schema.get("properties"), v) {
-        for r in schema["required"].as_array().into_iter().flatten() {
-            let key = r.as_str().unwrap();
-            if !obj.contains_key(key) {
-                out.push(format!("{at}: missing {key}"));
-            }
-        }
-        for (k, x) in obj {
-            match props.get(k) {
-                Some(s) => schema_errors(s, x, &format!("{at}.{k}"), out),
-                None if schema["additionalProperties"] == json!(false) => {
-                    out.push(format!("{at}: {k} is not in the schema"))
-                }
-                None => {}
-            }
-        }
-    }
-    if let (Some(items), Json::Array(list)) = (schema.get("items"), v) {
-        for (i, x) in list.iter().enumerate() {
-            schema_errors(items, x, &format!("{at}[{i}]"), out);
-        }
-    }
-}
-
-/// `v` against cli/schemas/NAME.schema.json; panics with every error.
-fn conforms(name: &str, v: &Json) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schemas/{name}.schema.json"));
-    let schema: Json = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let mut errors = Vec::new();
-    schema_errors(&schema, v, "$", &mut errors);
-    assert!(errors.is_empty(), "{name}: {errors:#?}\n{v:#}");
-}
-
 fn json_of(args: &[&str]) -> Json {
     serde_json::from_str(&stdout(&honker(args))).unwrap()
 }
