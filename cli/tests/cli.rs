@@ -784,6 +784,44 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     let o = honker(&["doctor", p]);
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stdout).contains("SCHEMA_TOO_NEW"));
+
+    // A file in rollback-journal mode, and a WAL that checkpoints cannot keep
+    // small (a sparse 300 MB one: its zero header makes SQLite ignore it).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    let c = honker::rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "journal_mode", "DELETE").unwrap();
+    drop(c);
+    let p = path.to_str().unwrap();
+    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
+    let journal = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "journal mode")
+        .unwrap();
+    assert_eq!(journal["level"], "warn", "{checks:#}");
+    assert!(journal["detail"].as_str().unwrap().starts_with("delete:"));
+    let c = honker::rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "journal_mode", "WAL").unwrap();
+    drop(c);
+    std::fs::File::create(dir.path().join("app.db-wal"))
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
+    let wal = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "WAL size")
+        .unwrap();
+    assert_eq!(wal["level"], "warn", "{checks:#}");
+    assert!(wal["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("300 MB: checkpoints cannot keep up"));
 }
 
 /// Reads one line from a child's stdout, or panics after `secs`.
