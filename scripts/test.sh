@@ -93,6 +93,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
 step "cargo test (unit, integration, multi-process, doc-tests)"
 log="$work/cargo-test.log"
 cargo test --workspace --locked 2>&1 | tee "$log"
+# The operator's command as README installs it alone (the debug build above
+# is reused, so this only links and copies).
+cargo install --locked --debug --path cli --root "$work/cli-root" --target-dir target -q
+[ "$("$work/cli-root/bin/honker" --version)" = "honker $(bash scripts/version.sh)" ]
 
 step "core on the system SQLite (Debian 12's libsqlite3, 3.40.1: the Swift package's mode, ADR 18)"
 # The same tests without the `bundled` feature, linked to the system's
