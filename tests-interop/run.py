@@ -5,8 +5,9 @@ sqlite3 module with the extension — each a separate process on one file.
     python tests-interop/run.py [--only NAME] [--keep DIR]
 
 --keep DIR copies the file of every passing play of a steps scenario into
-DIR as SCENARIO--ROLE=SURFACE,....db (the `honker` command's snapshot tests,
-cli/tests/interop_files.rs, read them).
+DIR as SCENARIO--ROLE=SURFACE,....db, with the time of the copy in ms in
+….db.now (the `honker` command's snapshot tests, cli/tests/interop_files.rs,
+read them).
 
 Needs: HONKER_VENV (a venv with the Python binding), HONKER_EXT (the built
 extension), the Rust driver built (target/debug/honker-interop-driver) and
@@ -236,15 +237,19 @@ def play(pool: Pool, scenario: dict, assignment: dict[str, str], path: str) -> N
 
 def keep(path: str, keep_dir: str, scenario: dict, assignment: dict[str, str]) -> None:
     """A consistent copy of a play's file (SQLite's backup API), named by
-    its scenario and who played which role."""
+    its scenario and who played which role, and beside it (`.now`) the
+    moment it was taken in ms, at which its views are compared (a lease or a
+    lock that lapses a minute after the play is seen as it was)."""
     slug = ",".join(f"{r}={s}" for r, s in assignment.items())
+    copy = f"{keep_dir}/{scenario['name']}--{slug}.db"
     src = sqlite3.connect(path)
-    dst = sqlite3.connect(f"{keep_dir}/{scenario['name']}--{slug}.db")
+    dst = sqlite3.connect(copy)
     try:
         src.backup(dst)
     finally:
         dst.close()
         src.close()
+    Path(f"{copy}.now").write_text(str(int(time.time() * 1000)))
 
 
 def assignments(scenario: dict) -> list[dict[str, str]]:

@@ -29,6 +29,17 @@ use honker::{Database, ErrorKind, Payload};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show times (ages, what is due, which leases and locks have lapsed)
+    /// as of this instant, in ms since the epoch, instead of now. Only
+    /// what is printed changes; the snapshot tests use it to see a file as
+    /// it was when it was written.
+    #[arg(long, global = true, hide = true)]
+    now_ms: Option<i64>,
+}
+
+thread_local! {
+    /// `--now-ms`, for the command running on this thread.
+    static NOW_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
 }
 
 #[derive(Subcommand)]
@@ -346,6 +357,9 @@ fn megabytes(bytes: u64) -> String {
 }
 
 fn now_ms() -> i64 {
+    if let Some(t) = NOW_MS.get() {
+        return t;
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -1101,6 +1115,7 @@ where
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    NOW_MS.set(cli.now_ms);
     let streamed = match &cli.command {
         Command::Tail {
             db,
