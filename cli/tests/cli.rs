@@ -53,6 +53,14 @@ fn schema_from_a_newer_build(path: &Path) {
     .unwrap();
 }
 
+/// A temporary directory holding `app.db`, written by [`busy_file`].
+fn busy_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    busy_file(&path);
+    (dir, path)
+}
+
 /// A file with something of everything, written through core's API.
 fn busy_file(path: &Path) {
     let db = Database::open(path).unwrap();
@@ -87,9 +95,7 @@ fn busy_file(path: &Path) {
 
 #[test]
 fn status_shows_everything_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     let before = bytes(&path);
     let j: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
@@ -224,9 +230,7 @@ fn worker_explains_and_completions_print() {
 
 #[test]
 fn dead_schedules_locks_and_maintain() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
 
     // Read commands leave the file as it was.
@@ -312,9 +316,7 @@ fn dead_schedules_locks_and_maintain() {
 
 #[test]
 fn jobs_enqueue_and_publish() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     let before = bytes(&path);
     let all: Json = serde_json::from_str(&stdout(&honker(&["jobs", "list", p, "--json"]))).unwrap();
@@ -355,14 +357,7 @@ fn jobs_enqueue_and_publish() {
     .trim()
     .parse()
     .unwrap();
-    let job: Json = serde_json::from_str(&stdout(&honker(&[
-        "jobs",
-        "show",
-        p,
-        &id.to_string(),
-        "--json",
-    ])))
-    .unwrap();
+    let job = job_json(p, id);
     assert_eq!(
         (&job["priority"], &job["payload"]),
         (&json!(7), &json!({"to": "z"}))
@@ -380,14 +375,7 @@ fn jobs_enqueue_and_publish() {
         "typo"
     ]))
     .starts_with("cancelled job"));
-    let job: Json = serde_json::from_str(&stdout(&honker(&[
-        "jobs",
-        "show",
-        p,
-        &id.to_string(),
-        "--json",
-    ])))
-    .unwrap();
+    let job = job_json(p, id);
     assert_eq!(job["state"], "cancelled");
 
     let offset = stdout(&honker(&[
@@ -416,9 +404,7 @@ fn job_json(p: &str, id: i64) -> Json {
 
 #[test]
 fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     // A job waiting out a retry's backoff: it keeps its attempt.
     let backing_off = {
@@ -522,9 +508,7 @@ fn read_only_runner(dir: &Path) -> impl Fn(&[&str]) -> Output {
 
 #[test]
 fn read_commands_work_on_a_file_this_user_may_not_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     let run = read_only_runner(dir.path());
     let before = bytes(&path);
@@ -622,9 +606,7 @@ fn max_id(path: &Path) -> i64 {
 
 #[test]
 fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     let dest = dir.path().join("backup.db");
     let d = dest.to_str().unwrap();
@@ -728,9 +710,7 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
 
 #[test]
 fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     {
         // A job whose worker "died": its 1 ms lease has lapsed.
         let db = Database::open(&path).unwrap();
@@ -787,9 +767,7 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
 
     // A file in rollback-journal mode, and a WAL that checkpoints cannot keep
     // small (a sparse 300 MB one: its zero header makes SQLite ignore it).
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (dir, path) = busy_dir();
     let c = honker::rusqlite::Connection::open(&path).unwrap();
     c.pragma_update(None, "journal_mode", "DELETE").unwrap();
     drop(c);
@@ -845,9 +823,7 @@ fn line_within(reader: &mut std::io::BufReader<std::process::ChildStdout>, secs:
 
 #[test]
 fn tail_follows_a_stream_and_listen_prints_notifications() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     let before = bytes(&path);
     let last2 = stdout(&honker(&["tail", p, "orders", "--lines", "2"]));
@@ -919,9 +895,7 @@ fn every_json_output_matches_its_schema() {
     schema_errors(&schema, &json!({"a": "1", "b": 2}), "$", &mut errors);
     assert_eq!(errors.len(), 2, "{errors:?}");
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.db");
-    busy_file(&path);
+    let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
     {
         let db = Database::open(&path).unwrap();
