@@ -772,14 +772,8 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     c.pragma_update(None, "journal_mode", "DELETE").unwrap();
     drop(c);
     let p = path.to_str().unwrap();
-    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
-    let journal = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "journal mode")
-        .unwrap();
-    assert_eq!(journal["level"], "warn", "{checks:#}");
+    let journal = doctor_check(p, "journal mode");
+    assert_eq!(journal["level"], "warn", "{journal:#}");
     assert!(journal["detail"].as_str().unwrap().starts_with("delete:"));
     let c = honker::rusqlite::Connection::open(&path).unwrap();
     c.pragma_update(None, "journal_mode", "WAL").unwrap();
@@ -788,18 +782,24 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
         .unwrap()
         .set_len(300 << 20)
         .unwrap();
-    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
-    let wal = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "WAL size")
-        .unwrap();
-    assert_eq!(wal["level"], "warn", "{checks:#}");
+    let wal = doctor_check(p, "WAL size");
+    assert_eq!(wal["level"], "warn", "{wal:#}");
     assert!(wal["detail"]
         .as_str()
         .unwrap()
         .starts_with("300 MB: checkpoints cannot keep up"));
+}
+
+/// `honker doctor DB --json`'s check `name`.
+fn doctor_check(db: &str, name: &str) -> Json {
+    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", db, "--json"]))).unwrap();
+    checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {checks:#}"))
+        .clone()
 }
 
 /// Reads one line from a child's stdout, or panics after `secs`.
