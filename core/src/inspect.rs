@@ -289,6 +289,22 @@ fn version(conn: &Connection) -> Result<i64> {
     Ok(version)
 }
 
+/// Every row of `sql` with `params`, each made by `row` (statements are
+/// cached on the connection).
+fn rows<T, P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    conn.prepare_cached(sql)
+        .map_err(sql_err)?
+        .query_map(params, row)
+        .map_err(sql_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(sql_err)
+}
+
 fn has(conn: &Connection, table: &str) -> Result<bool> {
     conn.query_row(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
@@ -318,23 +334,21 @@ pub fn dead_letters(
         if !has(conn, "_honker_finished")? {
             return Ok(Vec::new());
         }
-        conn.prepare(
+        rows(
+            conn,
             "SELECT id, queue, attempts, last_error, finished_at FROM _honker_finished
              WHERE state = 'dead' AND (?1 IS NULL OR queue = ?1) ORDER BY id LIMIT ?2",
+            rusqlite::params![queue, limit],
+            |r| {
+                Ok(DeadLetter {
+                    id: r.get(0)?,
+                    queue: r.get(1)?,
+                    attempts: r.get(2)?,
+                    last_error: r.get(3)?,
+                    died_at: r.get(4)?,
+                })
+            },
         )
-        .map_err(sql_err)?
-        .query_map(rusqlite::params![queue, limit], |r| {
-            Ok(DeadLetter {
-                id: r.get(0)?,
-                queue: r.get(1)?,
-                attempts: r.get(2)?,
-                last_error: r.get(3)?,
-                died_at: r.get(4)?,
-            })
-        })
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)
     })
 }
 
@@ -380,9 +394,11 @@ fn job_rows(
     if !has(conn, "_honker_jobs")? || !has(conn, "_honker_finished")? {
         return Ok(Vec::new());
     }
-    conn.prepare(JOBS)
-        .map_err(sql_err)?
-        .query_map(rusqlite::params![queue, state, now, limit, id], |r| {
+    rows(
+        conn,
+        JOBS,
+        rusqlite::params![queue, state, now, limit, id],
+        |r| {
             Ok(JobRow {
                 id: r.get(0)?,
                 queue: r.get(1)?,
@@ -397,10 +413,8 @@ fn job_rows(
                 payload_json: r.get(10)?,
                 payload_bytes: r.get(11)?,
             })
-        })
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)
+        },
+    )
 }
 
 fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
@@ -479,39 +493,26 @@ fn queues(conn: &Connection, now: i64) -> Result<Vec<QueueStatus>> {
 }
 
 fn streams(conn: &Connection) -> Result<Vec<StreamStatus>> {
-    let mut out: Vec<StreamStatus> = conn
-        .prepare("SELECT name, last_offset FROM _honker_streams ORDER BY name")
-        .map_err(sql_err)?
-        .query_map([], |r| {
+    let mut out: Vec<StreamStatus> = rows(
+        conn,
+        "SELECT name, last_offset FROM _honker_streams ORDER BY name",
+        [],
+        |r| {
             Ok(StreamStatus {
                 name: r.get(0)?,
                 last_offset: r.get(1)?,
                 ..StreamStatus::default()
             })
-        })
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)?;
-    let mut consumers = conn
-        .prepare(
-            "SELECT consumer, next_offset FROM _honker_stream_offsets
-             WHERE stream = ?1 ORDER BY consumer",
-        )
-        .map_err(sql_err)?;
-    let mut groups = conn
-        .prepare(
-            "SELECT g.grp, g.next_offset,
-                    (SELECT count(*) FROM _honker_stream_group_events e
-                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'delivered'),
-                    (SELECT count(*) FROM _honker_stream_group_events e
-                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'dead')
-             FROM _honker_stream_groups g WHERE g.stream = ?1 ORDER BY g.grp",
-        )
-        .map_err(sql_err)?;
+        },
+    )?;
     for s in &mut out {
         let last = s.last_offset;
-        s.consumers = consumers
-            .query_map([&s.name], |r| {
+        s.consumers = rows(
+            conn,
+            "SELECT consumer, next_offset FROM _honker_stream_offsets
+             WHERE stream = ?1 ORDER BY consumer",
+            [&s.name],
+            |r| {
                 let next: i64 = r.get(1)?;
                 Ok(ReaderStatus {
                     name: r.get(0)?,
@@ -519,12 +520,18 @@ fn streams(conn: &Connection) -> Result<Vec<StreamStatus>> {
                     lag: (last + 1 - next).max(0),
                     ..ReaderStatus::default()
                 })
-            })
-            .map_err(sql_err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(sql_err)?;
-        s.groups = groups
-            .query_map([&s.name], |r| {
+            },
+        )?;
+        s.groups = rows(
+            conn,
+            "SELECT g.grp, g.next_offset,
+                    (SELECT count(*) FROM _honker_stream_group_events e
+                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'delivered'),
+                    (SELECT count(*) FROM _honker_stream_group_events e
+                     WHERE e.stream = g.stream AND e.grp = g.grp AND e.state = 'dead')
+             FROM _honker_stream_groups g WHERE g.stream = ?1 ORDER BY g.grp",
+            [&s.name],
+            |r| {
                 let next: i64 = r.get(1)?;
                 Ok(ReaderStatus {
                     name: r.get(0)?,
@@ -533,53 +540,47 @@ fn streams(conn: &Connection) -> Result<Vec<StreamStatus>> {
                     pending: r.get(2)?,
                     dead: r.get(3)?,
                 })
-            })
-            .map_err(sql_err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(sql_err)?;
+            },
+        )?;
     }
     Ok(out)
 }
 
 fn schedules(conn: &Connection) -> Result<Vec<ScheduleStatus>> {
-    conn.prepare(
+    rows(
+        conn,
         "SELECT name, queue, spec, time_zone, paused, next_fire_at, missed
          FROM _honker_schedules ORDER BY name",
+        [],
+        |r| {
+            Ok(ScheduleStatus {
+                name: r.get(0)?,
+                queue: r.get(1)?,
+                spec: r.get(2)?,
+                time_zone: r.get(3)?,
+                paused: r.get::<_, i64>(4)? != 0,
+                next_fire_at: r.get(5)?,
+                missed: r.get(6)?,
+            })
+        },
     )
-    .map_err(sql_err)?
-    .query_map([], |r| {
-        Ok(ScheduleStatus {
-            name: r.get(0)?,
-            queue: r.get(1)?,
-            spec: r.get(2)?,
-            time_zone: r.get(3)?,
-            paused: r.get::<_, i64>(4)? != 0,
-            next_fire_at: r.get(5)?,
-            missed: r.get(6)?,
-        })
-    })
-    .map_err(sql_err)?
-    .collect::<rusqlite::Result<_>>()
-    .map_err(sql_err)
 }
 
 fn locks(conn: &Connection, now: i64) -> Result<Vec<LockStatus>> {
-    conn.prepare(
+    rows(
+        conn,
         "SELECT name, owner, token, expires_at FROM _honker_lock_holders
          WHERE name <> '' AND expires_at > ?1 ORDER BY name",
+        [now],
+        |r| {
+            Ok(LockStatus {
+                name: r.get(0)?,
+                owner: r.get(1)?,
+                token: r.get(2)?,
+                expires_at: r.get(3)?,
+            })
+        },
     )
-    .map_err(sql_err)?
-    .query_map([now], |r| {
-        Ok(LockStatus {
-            name: r.get(0)?,
-            owner: r.get(1)?,
-            token: r.get(2)?,
-            expires_at: r.get(3)?,
-        })
-    })
-    .map_err(sql_err)?
-    .collect::<rusqlite::Result<_>>()
-    .map_err(sql_err)
 }
 
 /// A stream event or a channel message, as `honker tail` and `honker
@@ -607,20 +608,15 @@ fn messages(
     if !has(conn, table)? {
         return Ok(Vec::new());
     }
-    conn.prepare(sql)
-        .map_err(sql_err)?
-        .query_map(p, |r| {
-            Ok(Message {
-                offset: r.get(0)?,
-                key: r.get(1)?,
-                payload_json: r.get(2)?,
-                payload_bytes: r.get(3)?,
-                created_at: r.get(4)?,
-            })
+    rows(conn, sql, p, |r| {
+        Ok(Message {
+            offset: r.get(0)?,
+            key: r.get(1)?,
+            payload_json: r.get(2)?,
+            payload_bytes: r.get(3)?,
+            created_at: r.get(4)?,
         })
-        .map_err(sql_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(sql_err)
+    })
 }
 
 /// Up to `limit` events of `stream` after offset `after`, read-only.
