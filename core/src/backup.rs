@@ -50,9 +50,7 @@ fn sql_err(e: rusqlite::Error) -> Error {
 }
 
 fn open_read_only(path: &Path) -> Result<Connection> {
-    let c = crate::inspect::open_read_only(path)?;
-    c.busy_timeout(Duration::from_secs(10)).map_err(sql_err)?;
-    Ok(c)
+    crate::inspect::open_read_only(path, Duration::from_secs(10))
 }
 
 /// Checks a copy: SQLite's `integrity_check`, and a honker schema this

@@ -207,7 +207,7 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
         },
     });
 
-    let c = crate::inspect::open_read_only(&path)?;
+    let c = crate::inspect::open_read_only(&path, std::time::Duration::from_secs(5))?;
     let mode: String = c
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .map_err(Error::from)?;

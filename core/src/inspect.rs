@@ -195,7 +195,12 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
 /// database, and no writer can be running, since a writer needs the `-shm`
 /// too); with commits in a `-wal` and no `-shm`, reading is refused with
 /// what to do.
-pub(crate) fn open_read_only(path: &Path) -> Result<Connection> {
+///
+/// A writer holding the lock is waited for up to `busy`. (Through the
+/// `busy_timeout` pragma: rusqlite's `busy_timeout` also records client data,
+/// which SQLite before 3.44 lacks, and the system SQLite the Swift package
+/// runs on may be older.)
+pub(crate) fn open_read_only(path: &Path, busy: Duration) -> Result<Connection> {
     if !path.is_file() {
         return Err(Error::invalid(format!(
             "{} is not a database file",
@@ -209,7 +214,8 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection> {
         Connection::open_with_flags(path, flags)
     }
     .map_err(sql_err)?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(sql_err)?;
+    conn.execute_batch(&format!("PRAGMA busy_timeout = {}", busy.as_millis()))
+        .map_err(sql_err)?;
     Ok(conn)
 }
 
@@ -266,7 +272,7 @@ fn immutable_uri(path: &Path) -> String {
 /// (which must exist), after checking that this build understands the
 /// file's schema; `f` gets the schema version.
 fn read_only<T>(path: &Path, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
-    let conn = open_read_only(path)?;
+    let conn = open_read_only(path, Duration::from_secs(5))?;
     conn.execute_batch("BEGIN").map_err(sql_err)?;
     let out = version(&conn).and_then(|v| f(&conn, v));
     let _ = conn.execute_batch("COMMIT");
