@@ -6,7 +6,7 @@
 //! size (`stat`), lapsed leases, and from `/proc` the processes that have
 //! the file open and any that map more than one SQLite library.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
@@ -107,7 +107,7 @@ fn fs_magic(_dir: &Path) -> Option<i64> {
 /// its `-wal` or `-shm`: (pid, command line).
 #[cfg(target_os = "linux")]
 fn openers(path: &Path) -> Vec<(i32, String)> {
-    let targets: Vec<PathBuf> = ["", "-wal", "-shm"]
+    let targets: Vec<std::path::PathBuf> = ["", "-wal", "-shm"]
         .iter()
         .map(|s| crate::inspect::with_suffix(path, s))
         .collect();
