@@ -732,15 +732,7 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     let mut holder = idle_holder(&path);
     let before = bytes(&path);
     let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
-    let by = |name: &str| {
-        checks
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {checks:#}"))
-            .clone()
-    };
+    let by = |name: &str| check_named(&checks, name);
     assert_eq!(by("file system")["level"], "ok", "{checks:#}");
     assert_eq!(by("journal mode")["detail"], "wal");
     assert_eq!(by("schema")["level"], "ok");
@@ -793,6 +785,11 @@ fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
 /// `honker doctor DB --json`'s check `name`.
 fn doctor_check(db: &str, name: &str) -> Json {
     let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", db, "--json"]))).unwrap();
+    check_named(&checks, name)
+}
+
+/// The check `name` in doctor's JSON.
+fn check_named(checks: &Json, name: &str) -> Json {
     checks
         .as_array()
         .unwrap()
