@@ -5,6 +5,8 @@
 //
 // `--smoke` runs tiny counts to check the benchmark works (scripts/test.sh);
 // its numbers mean nothing. Ratios are the result; nothing is asserted.
+// better-sqlite3 comes from bindings-node's dev dependencies: `npm install`
+// in bindings-node, then in bench/node.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

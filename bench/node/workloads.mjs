@@ -10,6 +10,10 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
+// better-sqlite3 is bindings-node's dev dependency (its tests use it too):
+// one copy, compiled once from source where npm finds no prebuilt binary
+// for it (about a minute here), not once per folder.
+const requireFromBinding = createRequire(new URL('../../bindings-node/package.json', import.meta.url));
 const WORKER = 'bench-worker';
 const payload = (i) => ({ to: `user${i}@example.com`, template: 'order-confirmed' });
 
@@ -62,7 +66,12 @@ class Honker {
 
 class Better {
   async init(path) {
-    const Database = require('better-sqlite3');
+    let Database;
+    try {
+      Database = requireFromBinding('better-sqlite3');
+    } catch (e) {
+      throw new Error(`better-sqlite3 is bindings-node's dev dependency: run npm install in bindings-node (${e.message})`);
+    }
     this.db = new Database(path, { timeout: 10_000 });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
