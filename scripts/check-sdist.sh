@@ -10,8 +10,12 @@
 # what is missing: a Rust older than 1.89, and no libclang.
 #
 # The sdist is unpacked into target/sdist-src (files rewritten only when
-# their content changed) and built into target/sdist-build, so that a warm
-# run rebuilds only what changed. Needs HONKER_VENV (scripts/deps.sh).
+# their content changed) and built in the checkout's target directory, so
+# that a warm run rebuilds only what changed, and the README's demo and the
+# benchmarks, built from the checkout next, reuse what this build compiled
+# (cargo names a path crate's build by its place in the workspace, the same
+# in the sdist: the demo's source install then takes seconds, not 80).
+# Needs HONKER_VENV (scripts/deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -66,7 +70,7 @@ venv="$scratch/venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "$(grep -o 'maturin==[0-9.]*' scripts/deps.sh)"
 build() {
     # No HONKER_EXT: the extension must come from the sdist's own sources.
-    env -u HONKER_EXT CARGO_TARGET_DIR="$root/target/sdist-build" PATH="$venv/bin:$PATH" \
+    env -u HONKER_EXT CARGO_TARGET_DIR="$root/target" PATH="$venv/bin:$PATH" \
         "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps \
         "$@" target/sdist-src
 }
