@@ -15,8 +15,12 @@ say "setting up (first run builds everything; later runs take seconds)"
 . scripts/deps.sh
 honker_python_venv
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
-cargo build --release --locked -q --manifest-path extension/Cargo.toml --target-dir target
-export HONKER_EXT="$root/target/release/libhonker_ext"
+# The SQL extension, unless HONKER_EXT names one built already (scripts/test.sh
+# passes the release build it tests).
+if [ -z "${HONKER_EXT:-}" ] || [ ! -f "$HONKER_EXT.so" ]; then
+    cargo build --release --locked -q --manifest-path extension/Cargo.toml --target-dir target
+    export HONKER_EXT="$root/target/release/libhonker_ext"
+fi
 PATH="$HONKER_VENV/bin:$PATH" "$HONKER_VENV/bin/pip" install -q --disable-pip-version-check \
     --no-build-isolation ./bindings-python
 # The Node addon, built from source into target/node/ unless it is there

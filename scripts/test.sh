@@ -59,21 +59,22 @@ step "generated facts: error codes, job states and the interop op table in every
 python3 scripts/facts.py --check --self-test
 
 step "loadable extension (its own workspace; core without rusqlite)"
+# The release build, linked against glibc 2.17 with zig: the one the
+# manylinux wheel, the npm package and the download carry, and the one every
+# test here loads (HONKER_EXT), the README's demo included. Its own directory
+# under target/: its flags differ from the wheel's zig build, and sharing one
+# directory made each rebuild the other every run.
 ext_log="$work/extension.log"
-cargo build --release --locked --manifest-path extension/Cargo.toml --target-dir target 2>&1 | tee "$ext_log"
+cargo zigbuild --release --locked \
+    --manifest-path extension/Cargo.toml --target x86_64-unknown-linux-gnu.2.17 --target-dir target/zig-ext 2>&1 |
+    tee "$ext_log"
 # Warnings in core's protocol-only build show here and nowhere else.
 if grep -q '^warning' "$ext_log"; then
     echo "test.sh: the extension build has warnings" >&2
     exit 1
 fi
-export HONKER_EXT="$PWD/target/release/libhonker_ext"
-# The release build of it: linked against glibc 2.17 with zig, for the
-# manylinux wheel, the npm package and the download. Its own directory under
-# target/: its flags differ from the wheel's zig build, and sharing one
-# directory made each rebuild the other every run.
-cargo zigbuild --release --locked \
-    --manifest-path extension/Cargo.toml --target x86_64-unknown-linux-gnu.2.17 --target-dir target/zig-ext
 release_ext="$PWD/target/zig-ext/x86_64-unknown-linux-gnu/release/libhonker_ext"
+export HONKER_EXT="$release_ext"
 
 step "SQL extension download: archive + checksum, loaded by Debian's sqlite3 shell and python3"
 ext_archive=$(HONKER_EXT_SO="$release_ext.so" bash scripts/package-extension.sh)
