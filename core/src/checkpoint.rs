@@ -90,6 +90,8 @@ pub(crate) struct Checkpointer {
     state: Mutex<State>,
     cv: Condvar,
     pub(crate) stats: Stats,
+    /// The writer's batched queue counts, told of each commit first.
+    pending: std::sync::OnceLock<Arc<crate::queue::metrics::Pending>>,
 }
 
 impl Checkpointer {
@@ -100,7 +102,14 @@ impl Checkpointer {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             stats: Stats::default(),
+            pending: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tells `pending` of every commit of the writer (from the WAL hook:
+    /// SQLite calls it once a commit is in the WAL).
+    pub(crate) fn count_into(&self, pending: Arc<crate::queue::metrics::Pending>) {
+        let _ = self.pending.set(pending);
     }
 
     /// Installs the hook on `conn` (the writer), replacing SQLite's automatic
@@ -261,6 +270,9 @@ unsafe extern "C" fn wal_hook(
     // while the connection is (see `install`). Borrowed: never dropped here.
     let me = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(ctx as *const Checkpointer) });
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(p) = me.pending.get() {
+            p.committed();
+        }
         me.after_commit(db, schema, frames);
     }));
     ffi::SQLITE_OK

@@ -15,6 +15,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::checkpoint::Checkpointer;
+use crate::queue::metrics::Pending;
 use crate::raw::{Conn, StmtCache};
 
 use crate::error::{is_busy, Error, Result};
@@ -87,6 +88,9 @@ pub(crate) struct HConn {
     /// The writer's checkpointer: the context of its WAL hook, so it lives
     /// as long as the connection (dropped after `conn`).
     checkpointer: Option<Arc<Checkpointer>>,
+    /// The writer's batched queue counts: the context of its rollback hook
+    /// (dropped after `conn`).
+    pending: Option<Arc<Pending>>,
 }
 
 impl HConn {
@@ -95,7 +99,34 @@ impl HConn {
             cache: Arc::new(StmtCache::default()),
             conn: Some(conn),
             checkpointer: None,
+            pending: None,
         }
+    }
+
+    /// Batches this (writer) connection's queue counts in `pending` (see
+    /// `queue::metrics`): SQLite's WAL hook (the checkpointer's, installed
+    /// first) tells it of each commit, its rollback hook of each rollback.
+    pub(crate) fn install_pending(&mut self, pending: Arc<Pending>) {
+        let Some(checkpointer) = &self.checkpointer else {
+            return; // no commit hook: counts stay exact
+        };
+        checkpointer.count_into(Arc::clone(&pending));
+        // SAFETY: the handle is open; the context stays valid while the
+        // connection lives (`self.pending`, dropped after `conn`).
+        unsafe {
+            rusqlite::ffi::sqlite3_rollback_hook(
+                self.sql().handle(),
+                Some(rolled_back),
+                Arc::as_ptr(&pending).cast_mut().cast(),
+            );
+        }
+        let _ = self.cache.counts.set(Arc::clone(&pending));
+        self.pending = Some(pending);
+    }
+
+    /// The batched queue counts, on the writer.
+    pub(crate) fn pending(&self) -> Option<&Arc<Pending>> {
+        self.pending.as_ref()
     }
 
     /// Hands this (writer) connection's checkpoints to `checkpointer`.
@@ -129,6 +160,13 @@ impl HConn {
             None => Ok(()),
         }
     }
+}
+
+unsafe extern "C" fn rolled_back(ctx: *mut std::ffi::c_void) {
+    // SAFETY: `ctx` is the `Pending` installed with the hook, alive while the
+    // connection is (see `install_pending`); borrowed, never dropped here.
+    let pending = unsafe { &*(ctx as *const Pending) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pending.rolled_back()));
 }
 
 impl Drop for HConn {

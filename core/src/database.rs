@@ -98,6 +98,8 @@ pub(crate) struct Inner {
     /// Where maintenance's walk over schedules (pruning their fire
     /// records) goes on from.
     pub(crate) fire_sweep_after: Mutex<String>,
+    /// The queue counts this process batches (ADR 27), when it does.
+    pending: Option<Arc<crate::queue::metrics::Pending>>,
 }
 
 impl Drop for Inner {
@@ -111,6 +113,11 @@ impl Drop for Inner {
             }
             self.readers.abandon();
         } else {
+            // Dropped without `close`: what this process counted still
+            // goes to the file.
+            if !self.closed.load(Ordering::SeqCst) {
+                self.flush_metrics_at_close();
+            }
             self.checkpointer.stop();
         }
     }
@@ -251,8 +258,15 @@ impl Database {
         let watcher = watcher_for(&path, options.busy_timeout, options.watch_fallback);
         let checkpointer = Checkpointer::new(path.clone(), options.clone());
         writer.install_checkpointer(Arc::clone(&checkpointer));
+        // Queue counts batched in this process (ADR 27), unless asked to
+        // count in each transaction.
+        let pending = (!options.metrics_flush_every.is_zero())
+            .then(|| crate::queue::metrics::Pending::new(options.metrics_flush_every));
+        if let Some(p) = &pending {
+            writer.install_pending(Arc::clone(p));
+        }
         let now = options.clock.now_ms();
-        Ok(Database {
+        let db = Database {
             inner: Arc::new(Inner {
                 readers: Pool::new(path.clone(), options.readers, options.busy_timeout),
                 path,
@@ -269,9 +283,23 @@ impl Database {
                 lock_sweep_after: Mutex::new(String::new()),
                 rate_sweep_after: Mutex::new(Default::default()),
                 fire_sweep_after: Mutex::new(String::new()),
+                pending: pending.clone(),
                 options,
             }),
-        })
+        };
+        if let Some(p) = pending {
+            let weak = Arc::downgrade(&db.inner);
+            let flushed = Arc::clone(&p);
+            p.start_flusher(move || {
+                let inner = weak.upgrade()?;
+                if inner.closed.load(Ordering::SeqCst) {
+                    return None;
+                }
+                Some(inner.write(None, |conn, _| flushed.flush(conn.raw())))
+            })?;
+            flush_at_exit(&db.inner);
+        }
+        Ok(db)
     }
 
     /// Registers honker's SQL functions (`honker_enqueue`, `honker_ack`, …:
@@ -438,11 +466,15 @@ impl Database {
     /// In a process forked from the one that opened it, `close` only marks
     /// it closed: the connections belong to the parent.
     pub fn close(&self) -> Result<()> {
-        self.inner.closed.store(true, Ordering::SeqCst);
         if self.inner.pid != std::process::id() {
+            self.inner.closed.store(true, Ordering::SeqCst);
             self.inner.readers.abandon();
             return Ok(());
         }
+        if !self.inner.closed.load(Ordering::SeqCst) {
+            self.inner.flush_metrics_at_close();
+        }
+        self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.readers.close();
         self.inner.checkpointer.stop();
         let mut guard = self
@@ -513,6 +545,36 @@ impl Database {
             .ensure_running()?;
         Ok(Arc::clone(&self.inner.signal))
     }
+}
+
+/// The open databases of this process that batch queue counts: what the
+/// process still holds is written when it exits normally (`exit`, the end
+/// of `main`, Node's and Python's exits), also for a handle never closed.
+static BATCHING: Mutex<Vec<std::sync::Weak<Inner>>> = parking_lot::const_mutex(Vec::new());
+
+fn flush_at_exit(inner: &Arc<Inner>) {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: registers a plain function, run once at exit.
+        unsafe { libc::atexit(flush_all_at_exit) };
+    });
+    let mut open = BATCHING.lock();
+    open.retain(|w| w.strong_count() > 0);
+    open.push(Arc::downgrade(inner));
+}
+
+extern "C" fn flush_all_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // Bounded waits throughout: an exit must not hang on a lock another
+        // thread keeps (or a forked child's copy of one).
+        let Some(open) = BATCHING.try_lock_for(std::time::Duration::from_millis(100)) else {
+            return;
+        };
+        let open: Vec<_> = open.iter().filter_map(std::sync::Weak::upgrade).collect();
+        for inner in open {
+            inner.flush_metrics_before_exit();
+        }
+    });
 }
 
 thread_local! {
@@ -609,6 +671,11 @@ impl Inner {
         // timestamps matches the order of commits.
         let now = self.now();
         let result = f(conn, now).and_then(|r| {
+            // This process's queue counts, when they are due, go with this
+            // commit (a failure leaves them for the next one).
+            if let Some(p) = conn.pending().filter(|p| p.due()) {
+                let _ = p.flush(conn.raw());
+            }
             conn.raw().prepare_cached("COMMIT")?.execute(&[])?;
             Ok(r)
         });
@@ -620,6 +687,69 @@ impl Inner {
             self.after_commit(now);
         }
         result
+    }
+
+    /// Writes this process's batched queue counts to the file now, in a
+    /// write transaction of their own, when there are any: before a read of
+    /// the counters, so that a process reads its own counts. Skipped on a
+    /// thread that holds an open transaction (it would wait for itself).
+    pub(crate) fn flush_metrics(&self) -> Result<()> {
+        match &self.pending {
+            Some(p) if p.has_committed() => {
+                if self.tx_owner.load(Ordering::SeqCst) == thread_token() {
+                    return Ok(());
+                }
+                self.write(None, |conn, _| p.flush(conn.raw()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// At exit: [`flush_metrics`](Self::flush_metrics), waiting at most
+    /// half a second for this process's writer.
+    fn flush_metrics_before_exit(&self) {
+        if self.in_forked_child() || self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(p) = &self.pending else {
+            return;
+        };
+        if !p.has_committed() {
+            return;
+        }
+        let wait = std::time::Duration::from_millis(500);
+        let Some(guard) = self.writer.try_lock_arc_for(wait) else {
+            return;
+        };
+        let Some(conn) = guard.as_ref() else {
+            return;
+        };
+        if self.begin_immediate(conn).is_err() {
+            return;
+        }
+        let raw = conn.raw();
+        let done = p.flush(raw).is_ok()
+            && raw
+                .prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute(&[]))
+                .is_ok();
+        if !done && !raw.is_autocommit() {
+            let _ = raw.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// At close (or drop): the idle flush stops, and what is left is
+    /// written (a failure leaves it uncounted: said on stderr, never
+    /// raised, as the close itself must go on).
+    fn flush_metrics_at_close(&self) {
+        if let Some(p) = &self.pending {
+            p.stop();
+            if let Err(e) = self.flush_metrics() {
+                eprintln!(
+                    "honker: the queue counts of this process were not written at close: {e}"
+                );
+            }
+        }
     }
 
     pub(crate) fn mark_maintained(&self) {

@@ -322,6 +322,24 @@ fn has(conn: &Connection, table: &str) -> Result<bool> {
     .map_err(sql_err)
 }
 
+/// Every queue's counters and jobs by state (ADR 27), read-only: what
+/// `honker metrics` exposes. A file older than schema 10 has no counters yet
+/// (they start when it is upgraded): only its jobs by state are read.
+pub fn metrics(
+    path: impl AsRef<Path>,
+    now: i64,
+) -> Result<Vec<crate::queue::metrics::QueueMetrics>> {
+    read_only(path.as_ref(), |conn, _| {
+        if !has(conn, "_honker_jobs")? || !has(conn, "_honker_finished")? {
+            return Ok(Vec::new());
+        }
+        let counters = has(conn, "_honker_queue_counters")?;
+        // SAFETY: `conn` is open and used by this thread only while `raw` lives.
+        let raw = unsafe { Conn::new(conn.handle(), None) };
+        crate::queue::metrics::read(raw, None, counters, now)
+    })
+}
+
 /// Opens `path` read-only (it must exist) and reads its status at `now`
 /// (ms).
 pub fn status(path: impl AsRef<Path>, now: i64) -> Result<FileStatus> {

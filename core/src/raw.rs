@@ -81,6 +81,10 @@ pub(crate) use params;
 #[derive(Debug, Default)]
 pub(crate) struct StmtCache {
     idle: Mutex<HashMap<(usize, usize), Vec<StmtPtr>>>,
+    /// The queue counters batched on this connection (honker's own writer:
+    /// it sees the commits); none elsewhere, where counts are written in the
+    /// transaction itself (`queue::metrics`).
+    pub(crate) counts: std::sync::OnceLock<std::sync::Arc<crate::queue::metrics::Pending>>,
 }
 
 #[derive(Debug)]
@@ -278,11 +282,22 @@ impl<'a> Conn<'a> {
     }
 
     /// Runs `f` in the savepoint `honker_nested`: released when `f`
-    /// succeeds, rolled back (and released) when it fails.
+    /// succeeds, rolled back (and released) when it fails, the queue counts
+    /// it made with it.
     pub(crate) fn in_savepoint<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.prepare_cached("SAVEPOINT honker_nested")?
             .execute(&[])?;
-        self.finish_savepoint(f())
+        let mark = self.pending().map(|p| (p, p.mark()));
+        let result = f();
+        if let (Err(_), Some((p, mark))) = (&result, mark) {
+            p.rewind(mark);
+        }
+        self.finish_savepoint(result)
+    }
+
+    /// The queue counts batched on this connection, if they are.
+    pub(crate) fn pending(&self) -> Option<&'a crate::queue::metrics::Pending> {
+        self.cache.and_then(|c| c.counts.get()).map(|p| &**p)
     }
 
     /// Ends the savepoint `honker_nested` according to `result`.

@@ -76,6 +76,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("migrations/0009_schedules.sql"),
     },
+    Migration {
+        version: 10,
+        name: "queue counters",
+        sql: include_str!("migrations/0010_queue_counters.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -39,8 +39,10 @@ pub struct Transaction {
     guard: Option<WriterGuard>,
     /// What made SQLite end the transaction, once it has.
     dead: Mutex<Option<String>>,
-    /// Savepoints the application opened through `execute`, innermost last.
-    savepoints: Mutex<Vec<String>>,
+    /// Savepoints the application opened through `execute`, innermost last,
+    /// with where the batched queue counts were when each began (a
+    /// `ROLLBACK TO` takes back the counts made since).
+    savepoints: Mutex<Vec<(String, usize)>>,
 }
 
 // The writer guard is Send thanks to parking_lot's `send_guard` feature.
@@ -128,8 +130,9 @@ impl Transaction {
     /// `RELEASE` of a savepoint not opened through this transaction.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
         let control = self.check_control(sql)?;
+        let mark = self.counts_mark();
         let changed = self.run(|conn| Ok(conn.sql().prepare_cached(sql)?.execute(params)?))?;
-        self.track(control);
+        self.track(control, mark);
         Ok(changed)
     }
 
@@ -138,8 +141,9 @@ impl Transaction {
     /// [`execute`](Self::execute) does.
     pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
         let control = self.check_control(sql)?;
+        let mark = self.counts_mark();
         let rows = self.run(|conn| query_rows(conn.sql(), sql, params))?;
-        self.track(control);
+        self.track(control, mark);
         Ok(rows)
     }
 
@@ -150,9 +154,11 @@ impl Transaction {
                 "{word} would end the transaction behind honker's back: use commit() or \
                  rollback() on the transaction"
             )),
-            Control::Release(name) if !self.savepoints.lock().contains(name) => Some(format!(
-                "RELEASE {name}: no savepoint of that name was opened through this transaction"
-            )),
+            Control::Release(name) if !self.savepoints.lock().iter().any(|(n, _)| n == name) => {
+                Some(format!(
+                    "RELEASE {name}: no savepoint of that name was opened through this transaction"
+                ))
+            }
             _ => None,
         };
         match refused {
@@ -161,14 +167,34 @@ impl Transaction {
         }
     }
 
-    /// Keeps the application's savepoints in step after a statement ran.
-    fn track(&self, control: Control) {
+    /// Where the batched queue counts are (0 when they are not batched).
+    fn counts_mark(&self) -> usize {
+        self.conn()
+            .ok()
+            .and_then(HConn::pending)
+            .map_or(0, |p| p.mark())
+    }
+
+    /// Keeps the application's savepoints in step after a statement ran
+    /// (`mark`: where the counts were before it).
+    fn track(&self, control: Control, mark: usize) {
         let mut open = self.savepoints.lock();
         match control {
-            Control::Savepoint(name) => open.push(name),
+            Control::Savepoint(name) => open.push((name, mark)),
             Control::Release(name) => {
-                if let Some(at) = open.iter().rposition(|n| *n == name) {
+                if let Some(at) = open.iter().rposition(|(n, _)| *n == name) {
                     open.truncate(at);
+                }
+            }
+            Control::RollbackTo(name) => {
+                // The savepoint stays open; those opened inside it are gone,
+                // and so are the counts made since it began.
+                if let Some(at) = open.iter().rposition(|(n, _)| *n == name) {
+                    let began = open[at].1;
+                    open.truncate(at + 1);
+                    if let Some(p) = self.conn().ok().and_then(HConn::pending) {
+                        p.rewind(began);
+                    }
                 }
             }
             _ => {}
@@ -220,10 +246,15 @@ impl Transaction {
         });
         let result = match (&dead, commit) {
             (Some(cause), true) => Err(Error::rolled_back(cause)),
-            (_, true) => raw
-                .prepare_cached("COMMIT")
-                .and_then(|mut s| s.execute(&[]))
-                .map(drop),
+            (_, true) => {
+                // This process's queue counts, when due, go with the commit.
+                if let Some(p) = conn.pending().filter(|p| p.due()) {
+                    let _ = p.flush(raw);
+                }
+                raw.prepare_cached("COMMIT")
+                    .and_then(|mut s| s.execute(&[]))
+                    .map(drop)
+            }
             (_, false) => Ok(()),
         };
         if !raw.is_autocommit() {
@@ -256,7 +287,9 @@ enum Control {
     Savepoint(String),
     /// `RELEASE [SAVEPOINT] name`.
     Release(String),
-    /// Anything else (`ROLLBACK TO` included).
+    /// `ROLLBACK [TRANSACTION] TO [SAVEPOINT] name`.
+    RollbackTo(String),
+    /// Anything else.
     Other,
 }
 
@@ -277,7 +310,11 @@ impl Control {
                     next = words.next().map(|w| w.to_ascii_uppercase());
                 }
                 if next.as_deref() == Some("TO") {
-                    Control::Other
+                    let mut name = words.next();
+                    if name.is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT")) {
+                        name = words.next();
+                    }
+                    Control::RollbackTo(name.map(unquote).unwrap_or_default())
                 } else {
                     Control::Ends("ROLLBACK")
                 }
@@ -367,10 +404,13 @@ mod tests {
             Control::of("rollback transaction"),
             Control::Ends("ROLLBACK")
         );
-        assert_eq!(Control::of("ROLLBACK TO sp"), Control::Other);
         assert_eq!(
-            Control::of("ROLLBACK TRANSACTION TO SAVEPOINT sp"),
-            Control::Other
+            Control::of("ROLLBACK TO sp"),
+            Control::RollbackTo("sp".into())
+        );
+        assert_eq!(
+            Control::of("ROLLBACK TRANSACTION TO SAVEPOINT [Sp]"),
+            Control::RollbackTo("sp".into())
         );
         assert_eq!(
             Control::of("SAVEPOINT \"My SP\""),

@@ -298,6 +298,25 @@ fn a_job_enqueued_through_rust_is_claimed_and_acked_through_sql() {
     let s = q.stats().unwrap();
     assert_eq!((s.ready, s.running), (0, 0));
     assert_eq!(q.get_job(a).unwrap_err().kind(), ErrorKind::NotFound);
+    // The SQL surface counts into the file's metrics like every other
+    // (ADR 27): the refused ack counts nothing.
+    use honker::queue::metrics::Event;
+    let m = q.metrics().unwrap();
+    let counted: Vec<u64> = [Event::Enqueued, Event::Claimed, Event::Acked]
+        .iter()
+        .map(|e| m.total(*e))
+        .collect();
+    assert_eq!(counted, [2, 2, 2]);
+    let r = sql(
+        &f.path,
+        json!([
+            "SELECT honker_queue_metrics('emails')",
+            "SELECT honker_queue_metrics_text()"
+        ]),
+    );
+    let from_sql: Json = serde_json::from_str(one(&r[0]).as_str().unwrap()).unwrap();
+    assert_eq!(from_sql, m.to_json());
+    assert_eq!(one(&r[1]).as_str().unwrap(), db.metrics_text().unwrap());
     common::assert_integrity(&db);
 }
 

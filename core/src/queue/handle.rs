@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::metrics::{self, QueueMetrics};
 use super::ops;
 use super::types::{
     ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryNow,
@@ -27,6 +28,23 @@ impl Database {
     /// A handle on the queue `name` with the given per-queue defaults.
     pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
         Queue::new(self.clone(), name, options)
+    }
+
+    /// Every queue's counters and jobs by state (ADR 27), ordered by name:
+    /// counted in the file by every process, so they are the whole file's.
+    /// A read.
+    pub fn metrics(&self) -> Result<Vec<QueueMetrics>> {
+        // This process's own counts first (a reader sees the file only).
+        let _ = self.inner.flush_metrics();
+        let reader = self.inner.reader()?;
+        metrics::read(reader.raw(), None, true, self.inner.now())
+    }
+
+    /// [`metrics`](Self::metrics) in Prometheus's text format, for an
+    /// application's `/metrics` route (`honker metrics DB` prints the same
+    /// for node_exporter's textfile collector).
+    pub fn metrics_text(&self) -> Result<String> {
+        Ok(metrics::exposition(&self.metrics()?))
     }
 }
 
@@ -478,15 +496,10 @@ impl Queue {
         validate::batch_usize(leases.len())?;
         let keep = !self.db.options().retention.completed.is_zero();
         self.write(tx, |conn, now| {
-            let mut acked = 0;
-            for l in leases {
-                match ops::ack(conn, &self.name, l.job_id, &l.token, None, keep, now) {
-                    Ok(()) => acked += 1,
-                    Err(e) if e.kind() == ErrorKind::LeaseLost => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(acked)
+            let pairs = leases.iter().map(|l| (l.job_id, l.token.as_str()));
+            ops::ack_many(conn, &self.name, pairs, keep, now, |e| {
+                e.kind() == ErrorKind::LeaseLost
+            })
         })
     }
 
@@ -828,6 +841,20 @@ impl Queue {
             let before = age.map_or(i64::MAX, |a| now.saturating_sub(a));
             ops::purge_dead(conn, &self.name, before)
         })
+    }
+
+    /// This queue's counters since the file was created (enqueued,
+    /// claimed, acked, retried, reclaimed, dead, expired, cancelled), its
+    /// claim latency histogram and its jobs by state (ADR 27). A read.
+    pub fn metrics(&self) -> Result<QueueMetrics> {
+        // This process's own counts first (a reader sees the file only).
+        let _ = self.db.inner.flush_metrics();
+        let reader = self.db.inner.reader()?;
+        let found = metrics::read(reader.raw(), Some(&self.name), true, self.db.inner.now())?;
+        Ok(found.into_iter().next().unwrap_or_else(|| QueueMetrics {
+            queue: self.name.to_string(),
+            ..QueueMetrics::default()
+        }))
     }
 
     /// Counts per state, and the age of the oldest due job. A read.

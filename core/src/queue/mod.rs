@@ -12,6 +12,7 @@
 
 #[cfg(feature = "rusqlite")]
 mod handle;
+pub mod metrics;
 pub(crate) mod ops;
 #[cfg(feature = "rusqlite")]
 pub(crate) mod retention;

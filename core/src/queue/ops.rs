@@ -12,6 +12,7 @@
 
 use crate::raw::{params, Conn, Damage, Row};
 
+use super::metrics::{self, Event};
 use super::statements;
 use super::types::{JobInfo, JobState, QueueStats, RetryNow};
 use crate::error::{Error, Result};
@@ -70,6 +71,8 @@ pub(crate) fn enqueue(
             (dedupe_holder(conn, queue, job.dedupe_key)?, true)
         });
     }
+    let added = out.iter().filter(|(_, existing)| !existing).count();
+    metrics::count(conn, queue, Event::Enqueued, added as u64)?;
     Ok(out)
 }
 
@@ -124,6 +127,11 @@ pub(crate) fn claim(
         None => n,
     };
     let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now)?;
+    metrics::count_claims(
+        conn,
+        queue,
+        jobs.iter().map(|j| now.saturating_sub(j.run_at)),
+    )?;
     if let (Some((l, tat)), false) = (&limited, jobs.is_empty()) {
         crate::rate::ops::queue_take(conn, queue, l, *tat, jobs.len() as i64, now)?;
     }
@@ -158,7 +166,7 @@ fn pick_and_lease(
                 // imported): Honker dead-letters it at claim, and so do we.
                 Ok(job) if job.attempts >= job.max_attempts => {
                     damaged += 1;
-                    archive(conn, job.id, JobState::Dead, Some(EXHAUSTED), now)?;
+                    archive(conn, queue, job.id, JobState::Dead, Some(EXHAUSTED), now)?;
                 }
                 Ok(mut job) => {
                     job.lease_token = crate::raw::random_token();
@@ -183,7 +191,7 @@ fn pick_and_lease(
                 Err((id, damage)) => {
                     damaged += 1;
                     let why = format!("undecodable row: {} holds {}", damage.column, damage.found);
-                    archive(conn, id, JobState::Dead, Some(&why), now)?;
+                    archive(conn, queue, id, JobState::Dead, Some(&why), now)?;
                 }
             }
         }
@@ -232,17 +240,18 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
         .query_map(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     for (id, column, kind) in damaged {
         let why = format!("undecodable row: {column} holds {kind}");
-        archive(conn, id, JobState::Dead, Some(&why), now)?;
+        archive(conn, queue, id, JobState::Dead, Some(&why), now)?;
     }
     expire(conn, queue, now)?;
     conn.prepare_cached(statements::PROMOTE)?
         .execute(params![queue, now])?;
     for id in ids(conn, statements::LAPSED_EXHAUSTED, queue, now)? {
-        archive(conn, id, JobState::Dead, Some(EXHAUSTED), now)?;
+        archive(conn, queue, id, JobState::Dead, Some(EXHAUSTED), now)?;
     }
-    conn.prepare_cached(statements::RECLAIM)?
+    let reclaimed = conn
+        .prepare_cached(statements::RECLAIM)?
         .execute(params![queue, now])?;
-    Ok(())
+    metrics::count(conn, queue, Event::Reclaimed, reclaimed as u64)
 }
 
 /// Moves `queue`'s jobs whose expiry passed before they started to the
@@ -252,6 +261,7 @@ pub(crate) fn expire(conn: Conn<'_>, queue: &str, now: i64) -> Result<usize> {
     for &id in &expired {
         archive(
             conn,
+            queue,
             id,
             JobState::Expired,
             Some("expired before it started"),
@@ -275,8 +285,31 @@ fn ids(conn: Conn<'_>, sql: &'static str, queue: &str, now: i64) -> Result<Vec<i
     stmt.query_map(params![queue, now], |r| r.get(0))
 }
 
-/// Moves a live job to the finished records with `state`.
+/// Moves a live job of `queue` to the finished records with `state`, and
+/// counts it (a completed job as acked).
 pub(crate) fn archive(
+    conn: Conn<'_>,
+    queue: &str,
+    id: i64,
+    state: JobState,
+    error: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    let event = match state {
+        JobState::Dead => Event::Dead,
+        JobState::Expired => Event::Expired,
+        JobState::Cancelled => Event::Cancelled,
+        JobState::Completed => Event::Acked,
+        JobState::Ready | JobState::Scheduled | JobState::Running => {
+            return Err(Error::internal(format!("archive as {}", state.as_str())))
+        }
+    };
+    move_to_finished(conn, id, state, error, now)?;
+    metrics::count(conn, queue, event, 1)
+}
+
+/// [`archive`] without the count.
+fn move_to_finished(
     conn: Conn<'_>,
     id: i64,
     state: JobState,
@@ -361,9 +394,48 @@ pub(crate) fn ack(
     keep_completed: bool,
     now: i64,
 ) -> Result<()> {
+    ack_uncounted(conn, queue, id, token, keep_completed, now)?;
+    metrics::count(conn, queue, Event::Acked, 1)?;
+    if let Some(value) = result {
+        save_result(conn, queue, id, value, None, now)?;
+    }
+    Ok(())
+}
+
+/// Acks each `(id, token)` of `queue`, passing over the failures `skip`
+/// accepts (a lease lost meanwhile); how many were acked, counted once.
+pub(crate) fn ack_many<'t>(
+    conn: Conn<'_>,
+    queue: &str,
+    leases: impl IntoIterator<Item = (i64, &'t str)>,
+    keep_completed: bool,
+    now: i64,
+    skip: impl Fn(&Error) -> bool,
+) -> Result<usize> {
+    let mut acked = 0;
+    for (id, token) in leases {
+        match ack_uncounted(conn, queue, id, token, keep_completed, now) {
+            Ok(()) => acked += 1,
+            Err(e) if skip(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    metrics::count(conn, queue, Event::Acked, acked as u64)?;
+    Ok(acked)
+}
+
+/// The ack itself: the job deleted (or kept as completed), not counted.
+fn ack_uncounted(
+    conn: Conn<'_>,
+    queue: &str,
+    id: i64,
+    token: &str,
+    keep_completed: bool,
+    now: i64,
+) -> Result<()> {
     if keep_completed {
         leased(conn, queue, id, token)?;
-        archive(conn, id, JobState::Completed, None, now)?;
+        move_to_finished(conn, id, JobState::Completed, None, now)
     } else {
         let n = conn
             .prepare_cached(statements::ACK)?
@@ -371,11 +443,8 @@ pub(crate) fn ack(
         if n == 0 {
             return Err(lease_error(conn, queue, id));
         }
+        Ok(())
     }
-    if let Some(value) = result {
-        save_result(conn, queue, id, value, None, now)?;
-    }
-    Ok(())
 }
 
 /// The retry-relevant fields of a job held under a valid lease.
@@ -459,6 +528,7 @@ pub(crate) fn retry(
     if job.attempts >= job.max_attempts {
         archive(
             conn,
+            queue,
             id,
             JobState::Dead,
             error.or(Some("attempts exhausted")),
@@ -467,6 +537,7 @@ pub(crate) fn retry(
         return Ok(JobState::Dead);
     }
     let delay = delay_ms.unwrap_or_else(|| backoff_delay_ms(&job, fastrand::f64()));
+    metrics::count(conn, queue, Event::Retried, 1)?;
     give_back(
         conn,
         id,
@@ -487,7 +558,7 @@ pub(crate) fn fail(
     now: i64,
 ) -> Result<()> {
     leased(conn, queue, id, token)?;
-    archive(conn, id, JobState::Dead, Some(error), now)
+    archive(conn, queue, id, JobState::Dead, Some(error), now)
 }
 
 /// Gives a leased job back without consuming an attempt: at its old place in
@@ -543,6 +614,7 @@ pub(crate) fn cancel(
         Some(q) if q == queue => {
             archive(
                 conn,
+                queue,
                 id,
                 JobState::Cancelled,
                 Some(reason.unwrap_or("cancelled")),

@@ -21,6 +21,8 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_queue_enqueue", -1, DIRECT_ONLY, queue_enqueue),
     SqlFn::atomic("honker_queue_claim", 4, DIRECT_ONLY, queue_claim),
     SqlFn::atomic("honker_queue_stats", 1, DIRECT_ONLY, queue_stats),
+    SqlFn::atomic("honker_queue_metrics", 1, DIRECT_ONLY, queue_metrics),
+    SqlFn::atomic("honker_queue_metrics_text", 0, DIRECT_ONLY, metrics_text),
     SqlFn::atomic("honker_job_ack", -1, DIRECT_ONLY, job_ack),
     SqlFn::atomic("honker_job_ack_many", 2, DIRECT_ONLY, job_ack_many),
     SqlFn::atomic("honker_job_retry", 5, DIRECT_ONLY, job_retry),
@@ -222,15 +224,10 @@ fn job_ack_many(c: &Call<'_>) -> Result<Out> {
             _ => Err(bad()),
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut acked = 0i64;
-    for (id, token) in pairs {
-        match ops::ack(c.conn, queue, id, token, None, false, c.now) {
-            Ok(()) => acked += 1,
-            Err(e) if matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Out::Int(acked))
+    let acked = ops::ack_many(c.conn, queue, pairs, false, c.now, |e| {
+        matches!(e.kind(), ErrorKind::LeaseLost | ErrorKind::NotFound)
+    })?;
+    Ok(Out::Int(acked as i64))
 }
 
 /// `honker_job_retry(queue, id, token, delay_ms, error)` → the state it went
@@ -327,6 +324,27 @@ fn queue_stats(c: &Call<'_>) -> Result<Out> {
         })
         .to_string(),
     ))
+}
+
+/// `honker_queue_metrics(queue)` → the queue's metrics as JSON (ADR 27;
+/// the shape `honker metrics --json` prints for each queue).
+fn queue_metrics(c: &Call<'_>) -> Result<Out> {
+    let queue = c.args.name(0)?;
+    let m = super::metrics::read(c.conn, Some(queue), true, c.now)?
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| super::metrics::QueueMetrics {
+            queue: queue.to_string(),
+            ..Default::default()
+        });
+    Ok(Out::Text(m.to_json().to_string()))
+}
+
+/// `honker_queue_metrics_text()` → every queue's metrics in Prometheus's text
+/// format.
+fn metrics_text(c: &Call<'_>) -> Result<Out> {
+    let all = super::metrics::read(c.conn, None, true, c.now)?;
+    Ok(Out::Text(super::metrics::exposition(&all)))
 }
 
 /// `honker_dead_requeue(queue[, id])` → how many dead letters went back.
