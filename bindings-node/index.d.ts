@@ -517,6 +517,10 @@ export class Database {
   transaction<T>(fn: (tx: Transaction) => T | Promise<T>): Promise<T>;
   execute(sql: string, params?: SqlValue[]): Promise<number>;
   query(sql: string, params?: SqlValue[]): Promise<Row[]>;
+  /** Every queue's metrics (see Queue#metrics), by name. */
+  metrics(): Promise<QueueMetrics[]>;
+  /** Every queue's metrics in Prometheus's text format (for a `/metrics` route). */
+  metricsText(): Promise<string>;
   maintain(): Promise<MaintenanceReport>;
   close(): Promise<void>;
   /** A handle on a stream (creating it writes nothing). */
@@ -562,6 +566,8 @@ export class Queue {
   getResult(id: number): Promise<Payload | null>;
   waitResult(id: number, options?: { timeout?: number }): Promise<Payload | null>;
   stats(): Promise<QueueStats>;
+  /** Counters, claim latency and jobs by state, counted in the file by every process (ADR 27). */
+  metrics(): Promise<QueueMetrics>;
   /** Limits how many jobs start per `per` ms, for every process (enforced in each claim); null lifts it. */
   setRateLimit(limit: { limit: number; per: number; burst?: number } | null): Promise<void>;
   rateLimit(): Promise<RateLimitParams | null>;
@@ -989,3 +995,31 @@ declare const honker: {
   version: string;
 };
 export default honker;
+
+/** A queue's counters since the file was created (or reached schema 10), and its jobs by state now. */
+export interface QueueMetrics {
+  queue: string;
+  /** Jobs enqueued (a dedupe hit that returned the live job is not). */
+  enqueued: number;
+  /** Claims (a job claimed again after a retry or a lapsed lease counts again). */
+  claimed: number;
+  acked: number;
+  /** Given back by a worker for another attempt. */
+  retried: number;
+  /** Taken back after their lease lapsed. */
+  reclaimed: number;
+  dead: number;
+  expired: number;
+  cancelled: number;
+  /** From when a job was due to its claim, in ms. */
+  claimLatency: {
+    /** Cumulative: claims with a latency up to `le` ms (the last `le` is Infinity). */
+    buckets: { le: number; count: number }[];
+    sum: number;
+    count: number;
+  };
+  ready: number;
+  scheduled: number;
+  running: number;
+  deadLetters: number;
+}

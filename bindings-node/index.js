@@ -14,6 +14,29 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const os = require('node:os');
 const { addon, extensionPath } = require('./binding.js').load();
 
+// ----- metrics (ADR 27): core's JSON as a plain object --------------------
+
+/** core's metrics JSON for one queue as the object Queue#metrics returns. */
+function queueMetrics(m) {
+  return {
+    queue: m.queue,
+    ...m.totals,
+    // In ms, Node's unit (the Prometheus text has seconds).
+    claimLatency: {
+      buckets: m.claim_latency.buckets.map((b) => ({
+        le: b.le_seconds === null ? Infinity : Math.round(b.le_seconds * 1000),
+        count: b.count,
+      })),
+      sum: Math.round(m.claim_latency.sum_seconds * 1000),
+      count: m.claim_latency.count,
+    },
+    ready: m.jobs.ready,
+    scheduled: m.jobs.scheduled,
+    running: m.jobs.running,
+    deadLetters: m.jobs.dead,
+  };
+}
+
 // ----- errors (the one place native failures become exceptions) ---------
 
 class HonkerError extends Error {
@@ -737,6 +760,19 @@ class Database {
   }
 
   /** Prunes finished jobs and results past retention. */
+  /** Every queue's metrics (see Queue#metrics), by name. */
+  async metrics() {
+    return JSON.parse(await call(() => this._native.metricsJson())).map(queueMetrics);
+  }
+
+  /**
+   * Every queue's metrics in Prometheus's text format, for the application's
+   * own `/metrics` route (`honker metrics DB` prints the same).
+   */
+  async metricsText() {
+    return call(() => this._native.metricsText());
+  }
+
   async maintain() {
     txId(this, undefined);
     return maintenanceReport(await this._writer.run(() => call(() => this._native.maintain())));
@@ -954,6 +990,15 @@ class Queue {
 
   async stats() {
     return queueStats(await call(() => this._native.stats()));
+  }
+
+  /**
+   * The queue's counters (enqueued, claimed, acked, retried, reclaimed, dead,
+   * expired, cancelled), claim latency histogram and jobs by state: counted
+   * in the file by every process, so the whole file's (ADR 27).
+   */
+  async metrics() {
+    return queueMetrics(JSON.parse(await call(() => this._native.metricsJson())));
   }
 
   /**

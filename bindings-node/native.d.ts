@@ -39,6 +39,10 @@ export declare class Database {
   /** Runs a read-only query on a reader connection. */
   query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<Rows>>
   tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out<Rows>
+  /** Every queue's metrics (ADR 27) as core's JSON list. */
+  metricsJson(): Promise<Out<string>>
+  /** Every queue's metrics in Prometheus's text format. */
+  metricsText(): Promise<Out<string>>
   /** Prunes past retention. */
   maintain(): Promise<Out<MaintenanceReport>>
   close(): Promise<Out<undefined>>
@@ -266,6 +270,9 @@ export declare class Queue {
   tryGetResult(id: number): Out<PayloadIo | undefined | null>
   stats(): Promise<Out<QueueStats>>
   tryStats(): Out<QueueStats>
+  /** The queue's metrics (ADR 27) as core's JSON. */
+  metricsJson(): Promise<Out<string>>
+  tryMetricsJson(): Out<string>
   /** Sets (null: lifts) the queue's rate limit, for every process. */
   setRateLimit(limit?: RateLimitParams | undefined | null): Promise<Out<undefined>>
   trySetRateLimit(limit?: RateLimitParams | undefined | null): Out<undefined>

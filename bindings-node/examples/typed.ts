@@ -28,6 +28,7 @@ import honker, {
   type WorkerEvent,
   type Job,
   type JobInfo,
+  type QueueMetrics,
   type QueueStats,
   type Enqueued,
   type Fire,
@@ -81,6 +82,11 @@ export async function everything(path: string): Promise<void> {
   const cancelled: boolean = await emails.cancel(order.e.id, { reason: 'dup' });
   const info: JobInfo = await emails.getJob(order.e.id);
   const stats: QueueStats = await emails.stats();
+  const counted: QueueMetrics = await emails.metrics();
+  const p99ish: number = counted.claimLatency.buckets[0].le + counted.acked + counted.deadLetters;
+  const exposition: string = await db.metricsText();
+  const everyQueue: QueueMetrics[] = await db.metrics();
+  void [p99ish, exposition, everyQueue];
   const dead: JobInfo[] = await emails.deadLetters({ afterId: 0, limit: 10 });
   const requeued: boolean = await emails.requeueDead(info.id);
   const all: number = await emails.requeueAllDead();

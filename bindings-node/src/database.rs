@@ -170,6 +170,8 @@ fn open_options(o: Option<OpenOptions>) -> honker::Result<honker::Options> {
         max_payload_bytes: o.max_payload_bytes.map(|v| v as usize),
         watch_fallback: opt_ms("watchFallback", o.watch_fallback)?,
         auto_maintain_every: opt_ms("autoMaintainEvery", o.auto_maintain_every)?,
+        // Not offered here: the default (1 s batches, ADR 27).
+        metrics_flush_every: None,
         clock: None,
     }
     .apply())
@@ -313,6 +315,25 @@ impl Database {
     #[napi]
     pub fn try_query(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<Rows> {
         now(self.query_op(sql, params))
+    }
+
+    /// Every queue's metrics (ADR 27) as core's JSON list.
+    #[napi]
+    pub async fn metrics_json(&self) -> napi::Result<Out<String>> {
+        let db = self.db.clone();
+        blocking(move || {
+            db.metrics().map(|list| {
+                serde_json::Value::Array(list.iter().map(|m| m.to_json()).collect()).to_string()
+            })
+        })
+        .await
+    }
+
+    /// Every queue's metrics in Prometheus's text format.
+    #[napi]
+    pub async fn metrics_text(&self) -> napi::Result<Out<String>> {
+        let db = self.db.clone();
+        blocking(move || db.metrics_text()).await
     }
 
     /// Prunes past retention.

@@ -245,6 +245,11 @@ impl Queue {
         })
     }
 
+    fn metrics_op(&self) -> Op<String> {
+        let q = self.q.clone();
+        Box::new(move || q.metrics().map(|m| m.to_json().to_string()))
+    }
+
     fn stats_op(&self) -> Op<QueueStats> {
         let q = self.q.clone();
         Box::new(move || q.stats().map(QueueStats::from))
@@ -329,6 +334,8 @@ verbs! {
     get_job / try_get_job (id: i64) -> JobInfo = get_job_op;
     get_result / try_get_result (id: i64) -> Option<PayloadIo> = get_result_op;
     stats / try_stats () -> QueueStats = stats_op;
+    #[doc = "The queue's metrics (ADR 27) as core's JSON."]
+    metrics_json / try_metrics_json () -> String = metrics_op;
     #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]
     set_rate_limit / try_set_rate_limit (limit: Option<crate::lock::RateLimitParams>) -> () = set_rate_limit_op;
     rate_limit / try_rate_limit () -> Option<crate::lock::RateLimitParams> = rate_limit_op;

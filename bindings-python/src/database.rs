@@ -80,6 +80,8 @@ impl Database {
             max_payload_bytes,
             watch_fallback: opt_secs("watch_fallback", watch_fallback)?,
             auto_maintain_every: opt_secs("auto_maintain_every", auto_maintain_every)?,
+            // Not offered here: the default (1 s batches, ADR 27).
+            metrics_flush_every: None,
             clock: clock.map(|c| std::sync::Arc::new(c.clock.clone()) as _),
         }
         .apply();
@@ -242,6 +244,17 @@ impl Database {
             .detach(|| with_params!(&params, |p| self.db.query(sql, p)))
             .py()?;
         rows_to_py(py, rows)
+    }
+
+    /// Every queue's metrics (ADR 27) as core's JSON list.
+    fn metrics_json(&self, py: Python<'_>) -> PyResult<String> {
+        let list = py.detach(|| self.db.metrics()).py()?;
+        Ok(serde_json::Value::Array(list.iter().map(|m| m.to_json()).collect()).to_string())
+    }
+
+    /// The Prometheus text exposition of every queue's metrics.
+    fn metrics_text(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| self.db.metrics_text()).py()
     }
 
     /// Prunes past retention; returns what was removed, by kind.

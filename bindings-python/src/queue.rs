@@ -303,6 +303,12 @@ impl Queue {
         Ok(r.map(Payload::from))
     }
 
+    /// The queue's metrics (ADR 27) as core's JSON.
+    fn metrics_json(&self, py: Python<'_>) -> PyResult<String> {
+        let m = py.detach(|| self.queue.metrics()).py()?;
+        Ok(m.to_json().to_string())
+    }
+
     fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
         py.detach(|| self.queue.stats()).py().map(QueueStats::from)
     }

@@ -270,6 +270,23 @@ impl Database {
         )?))
     }
 
+    /// Every queue's metrics (ADR 27) as core's JSON list.
+    pub fn metrics_json(&self) -> R<String> {
+        let list = self.db.metrics()?;
+        Ok(format!(
+            "[{}]",
+            list.iter()
+                .map(|m| m.to_json().to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ))
+    }
+
+    /// Every queue's metrics in Prometheus's text format.
+    pub fn metrics_text(&self) -> R<String> {
+        Ok(self.db.metrics_text()?)
+    }
+
     /// Prunes past retention; returns what was removed, by kind.
     pub fn maintain(&self) -> R<MaintenanceReport> {
         Ok(self.db.maintain()?.into())

@@ -387,6 +387,11 @@ impl Queue {
         Ok(self.q.stats()?.into())
     }
 
+    /// The queue's metrics (ADR 27) as core's JSON.
+    pub fn metrics_json(&self) -> R<String> {
+        Ok(self.q.metrics()?.to_json().to_string())
+    }
+
     /// Sets (`None`: lifts) the queue's rate limit, for every process.
     pub fn set_rate_limit(&self, limit: Option<crate::lock::RateLimitRecord>) -> R<()> {
         let rl = match limit {

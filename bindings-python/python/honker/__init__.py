@@ -52,6 +52,7 @@ from .group import (
 )
 from .importer import import_honker
 from .lock import Held, Lock, LockGrant, LockInfo, RateDecision, RateLimit, RateLimiter
+from .metrics import LatencyHistogram, QueueMetrics
 from .queue import Claimer, Enqueued, Job, JobInfo, KeepAlive, Queue, QueueStats
 from .scheduler import Fire, Schedule, ScheduleInfo, Scheduler, SyncReport
 from .stream import (
@@ -90,6 +91,7 @@ __all__ = [
     "Job",
     "JobInfo",
     "KeepAlive",
+    "LatencyHistogram",
     "LeaseLost",
     "Listener",
     "Lock",
@@ -100,6 +102,7 @@ __all__ = [
     "Notification",
     "Permanent",
     "Queue",
+    "QueueMetrics",
     "QueueStats",
     "RateDecision",
     "RateLimit",

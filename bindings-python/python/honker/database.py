@@ -20,6 +20,7 @@ from ._time import Seconds, seconds
 from ._writer import Writer, current_tx
 from .errors import InvalidArgument
 from .lock import Lock, RateLimiter
+from .metrics import QueueMetrics, from_json
 from .queue import Queue
 from .scheduler import Scheduler
 from .stream import Listener, Stream
@@ -337,6 +338,16 @@ class Database:
     def query_columns(self, sql: str, params: Params = None) -> tuple[list[str], list[tuple]]:
         """Like :meth:`query`, with the column names."""
         return self._native.query(sql, params)
+
+    def metrics(self) -> list[QueueMetrics]:
+        """Every queue's :class:`QueueMetrics`, by name (ADR 27)."""
+        return from_json(self._native.metrics_json())
+
+    def metrics_text(self) -> str:
+        """Every queue's metrics in Prometheus's text format, for the
+        application's own ``/metrics`` route (``honker metrics DB`` prints
+        the same for node_exporter's textfile collector)."""
+        return self._native.metrics_text()
 
     def maintain(self) -> dict[str, int]:
         """Prunes finished jobs and results past retention, stream events past

@@ -19,6 +19,7 @@ from . import _args, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
 from .errors import HonkerError
+from .metrics import QueueMetrics, from_json
 
 if TYPE_CHECKING:
     from . import _native
@@ -762,6 +763,12 @@ class Queue:
 
     async def wait_result_async(self, job_id: int, timeout: Seconds) -> Any:
         return await _threads.run(self.wait_result, job_id, timeout)
+
+    def metrics(self) -> QueueMetrics:
+        """The queue's counters (enqueued, claimed, acked, retried, reclaimed,
+        dead, expired, cancelled), claim latency histogram and jobs by state:
+        counted in the file by every process, so the whole file's (ADR 27)."""
+        return from_json(f"[{self._native.metrics_json()}]")[0]
 
     def stats(self) -> QueueStats:
         return QueueStats._from(self._native.stats())

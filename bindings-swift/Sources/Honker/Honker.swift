@@ -249,6 +249,19 @@ public final class Database: @unchecked Sendable {
         Row.all(try native.query(sql: sql, params: params))
     }
 
+    /// Every queue's metrics (see `Queue.metrics()`), by name.
+    public func metrics() async throws -> [QueueMetrics] {
+        let native = self.native
+        return try QueueMetrics.decode(list: try await offThread { try native.metricsJson() })
+    }
+
+    /// Every queue's metrics in Prometheus's text format, for an app's own
+    /// `/metrics` route (`honker metrics DB` prints the same).
+    public func metricsText() async throws -> String {
+        let native = self.native
+        return try await offThread { try native.metricsText() }
+    }
+
     /// Prunes finished jobs and results past retention; what it removed, by
     /// kind.
     public func maintain() async throws -> MaintenanceReport {
@@ -583,6 +596,15 @@ public final class Queue: @unchecked Sendable {
     public func stats(isolation: isolated (any Actor)? = #isolation) async throws -> QueueStats {
         let native = self.native
         return try await soon(inline) { try native.stats() }
+    }
+
+    /// The queue's counters (enqueued, claimed, acked, retried, reclaimed,
+    /// dead, expired, cancelled), claim latency histogram and jobs by state:
+    /// counted in the file by every process, so the whole file's (ADR 27).
+    public func metrics() async throws -> QueueMetrics {
+        let native = self.native
+        let json = try await offThread { try native.metricsJson() }
+        return try QueueMetrics.decode(list: "[\(json)]")[0]
     }
 
     /// Limits how many of this queue's jobs start, for every worker of every

@@ -973,6 +973,16 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
      */
     func maintain() throws  -> MaintenanceReport
     
+    /**
+     * Every queue's metrics (ADR 27) as core's JSON list.
+     */
+    func metricsJson() throws  -> String
+    
+    /**
+     * Every queue's metrics in Prometheus's text format.
+     */
+    func metricsText() throws  -> String
+    
     func path()  -> String
     
     func query(sql: String, params: [SqlValue]) throws  -> Rows
@@ -1154,6 +1164,30 @@ open func maintain()throws  -> MaintenanceReport  {
     return try  FfiConverterTypeMaintenanceReport_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_database_maintain(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Every queue's metrics (ADR 27) as core's JSON list.
+     */
+open func metricsJson()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_metrics_json(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Every queue's metrics in Prometheus's text format.
+     */
+open func metricsText()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_metrics_text(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -2990,6 +3024,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
      */
     func leaseMs()  -> UInt64
     
+    /**
+     * The queue's metrics (ADR 27) as core's JSON.
+     */
+    func metricsJson() throws  -> String
+    
     func name()  -> String
     
     func purgeDead(olderThanMs: UInt64?) throws  -> UInt64
@@ -3295,6 +3334,18 @@ open func leaseMs() -> UInt64  {
     return try!  FfiConverterUInt64.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_lease_ms(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The queue's metrics (ADR 27) as core's JSON.
+     */
+open func metricsJson()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_metrics_json(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -9925,6 +9976,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_maintain() != 2014) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_database_metrics_json() != 677) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_metrics_text() != 33530) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_database_path() != 28693) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10175,6 +10232,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_lease_ms() != 51808) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_metrics_json() != 63405) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_name() != 7101) {

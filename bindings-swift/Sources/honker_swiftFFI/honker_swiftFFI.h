@@ -283,6 +283,16 @@ uint64_t uniffi_honker_swift_fn_method_database_execute(uint64_t ptr, RustBuffer
 RustBuffer uniffi_honker_swift_fn_method_database_maintain(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_METRICS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_METRICS_JSON
+RustBuffer uniffi_honker_swift_fn_method_database_metrics_json(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_METRICS_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_METRICS_TEXT
+RustBuffer uniffi_honker_swift_fn_method_database_metrics_text(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PATH
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PATH
 RustBuffer uniffi_honker_swift_fn_method_database_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -826,6 +836,11 @@ uint64_t uniffi_honker_swift_fn_method_queue_keep_alive(uint64_t ptr, int64_t id
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_LEASE_MS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_LEASE_MS
 uint64_t uniffi_honker_swift_fn_method_queue_lease_ms(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_METRICS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_METRICS_JSON
+RustBuffer uniffi_honker_swift_fn_method_queue_metrics_json(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_NAME
@@ -1562,6 +1577,18 @@ uint16_t uniffi_honker_swift_checksum_method_database_maintain(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_METRICS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_METRICS_JSON
+uint16_t uniffi_honker_swift_checksum_method_database_metrics_json(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_METRICS_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_METRICS_TEXT
+uint16_t uniffi_honker_swift_checksum_method_database_metrics_text(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_PATH
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_PATH
 uint16_t uniffi_honker_swift_checksum_method_database_path(void
@@ -2063,6 +2090,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_keep_alive(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LEASE_MS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LEASE_MS
 uint16_t uniffi_honker_swift_checksum_method_queue_lease_ms(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_METRICS_JSON
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_METRICS_JSON
+uint16_t uniffi_honker_swift_checksum_method_queue_metrics_json(void
     
 );
 #endif
