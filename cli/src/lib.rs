@@ -150,6 +150,31 @@ enum Command {
         #[command(subcommand)]
         action: ScheduleAction,
     },
+    /// Every queue's counters (enqueued, claimed, acked, retried, reclaimed,
+    /// dead, expired, cancelled), claim latency histogram and jobs by state,
+    /// in Prometheus's text format (for node_exporter's textfile
+    /// collector). Read-only.
+    Metrics {
+        /// The database file.
+        db: PathBuf,
+        /// Print JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A live view of every queue: rates (per second, from the file's
+    /// counters), jobs by state and claim latency, redrawn when another
+    /// process commits (woken by the watcher, no polling) and at least every
+    /// few seconds. Read-only. Ctrl-C ends it.
+    Top {
+        /// The database file.
+        db: PathBuf,
+        /// At most one redraw per this many milliseconds.
+        #[arg(long, default_value_t = 500)]
+        interval_ms: u64,
+        /// Exit after this many redraws.
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Held locks, with holder and fencing token (read-only).
     Locks {
         /// The database file.
@@ -669,6 +694,14 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
         }
         Command::Dead { action } => dead(action),
         Command::Schedules { action } => schedules(action),
+        Command::Metrics { db, json } => {
+            let list = inspect::metrics(&db, now_ms())?;
+            Ok(if json {
+                json_text(&Json::Array(list.iter().map(|m| m.to_json()).collect()))
+            } else {
+                honker::queue::metrics::exposition(&list)
+            })
+        }
         Command::Locks { db, json } => {
             let now = now_ms();
             let s = status(&db, now)?;
@@ -759,7 +792,8 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
         Command::Worker { .. }
         | Command::Doctor { .. }
         | Command::Tail { .. }
-        | Command::Listen { .. } => unreachable!("handled in main"),
+        | Command::Listen { .. }
+        | Command::Top { .. } => unreachable!("handled in main"),
     }
 }
 
@@ -1070,6 +1104,82 @@ fn listen(
     }
 }
 
+/// `honker top`: redraws the queues' rates and states when the file
+/// changes (and at least every 5 s), until Ctrl-C or `count` redraws.
+fn top(db: &Path, interval: Duration, count: Option<u64>) -> Result<(), honker::Error> {
+    use honker::queue::metrics::{Event, QueueMetrics};
+    use std::io::IsTerminal;
+    let follower = inspect::Follower::new(db)?;
+    let terminal = std::io::stdout().is_terminal();
+    // Readings of the last RATE_WINDOW and one before: a rate is taken over
+    // the window, not since the last redraw, because each process writes its
+    // counts about once a second (ADR 27) and a shorter span would jump
+    // between nothing and twice the rate.
+    const RATE_WINDOW: Duration = Duration::from_secs(5);
+    let mut readings: std::collections::VecDeque<(std::time::Instant, Vec<QueueMetrics>)> =
+        std::collections::VecDeque::new();
+    let mut drawn = 0u64;
+    loop {
+        let mark = follower.mark();
+        let now = std::time::Instant::now();
+        let list = inspect::metrics(db, now_ms())?;
+        let mut t = table(&[
+            "queue",
+            "enqueued/s",
+            "claimed/s",
+            "acked/s",
+            "retried/s",
+            "dead/s",
+            "ready",
+            "running",
+            "dead",
+            "mean claim latency",
+        ]);
+        while readings.len() > 1 && now.duration_since(readings[1].0) >= RATE_WINDOW {
+            readings.pop_front();
+        }
+        let last = readings.front();
+        for m in &list {
+            let before = last.and_then(|(_, l)| l.iter().find(|b| b.queue == m.queue));
+            let secs = last.map_or(0.0, |(at, _)| now.duration_since(*at).as_secs_f64());
+            let rate = |e: Event| match before {
+                Some(b) if secs > 0.0 => {
+                    format!("{:.1}", m.total(e).saturating_sub(b.total(e)) as f64 / secs)
+                }
+                _ => "-".into(),
+            };
+            let lat = &m.claim_latency;
+            t.add_row(vec![
+                m.queue.clone(),
+                rate(Event::Enqueued),
+                rate(Event::Claimed),
+                rate(Event::Acked),
+                rate(Event::Retried),
+                rate(Event::Dead),
+                m.ready.to_string(),
+                m.running.to_string(),
+                m.dead_letters.to_string(),
+                match lat.count() {
+                    0 => "-".into(),
+                    n => format!("{} ms", lat.sum_ms / n),
+                },
+            ]);
+        }
+        let screen = if terminal { "\x1b[H\x1b[2J" } else { "" };
+        print(&format!(
+            "{screen}honker top {} (rates over the last 5 s; Ctrl-C ends)\n{t}\n",
+            db.display()
+        ))?;
+        drawn += 1;
+        if count.is_some_and(|c| drawn >= c) {
+            return Ok(());
+        }
+        readings.push_back((now, list));
+        follower.wait_past(mark, Duration::from_secs(5));
+        std::thread::sleep(interval.saturating_sub(now.elapsed()));
+    }
+}
+
 /// `honker doctor`: its report and whether a check failed.
 fn doctor(db: &Path, json: bool) -> Result<(String, bool), honker::Error> {
     let checks = honker::doctor::diagnose(db, now_ms())?;
@@ -1132,6 +1242,11 @@ where
             timeout,
             json,
         } => Some(listen(db, channel, *count, *timeout, *json)),
+        Command::Top {
+            db,
+            interval_ms,
+            count,
+        } => Some(top(db, Duration::from_millis(*interval_ms), *count)),
         _ => None,
     };
     if let Some(r) = streamed {

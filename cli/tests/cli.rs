@@ -521,7 +521,8 @@ fn read_commands_work_on_a_file_this_user_may_not_write() {
         names
     };
     let files = listing();
-    let reads: [&[&str]; 10] = [
+    let reads: [&[&str]; 11] = [
+        &["metrics", p],
         &["status", p],
         &["status", p, "--json"],
         &["jobs", "list", p],
@@ -917,6 +918,29 @@ fn every_json_output_matches_its_schema() {
         &json_of(&["schedules", "list", p, "--json"]),
     );
     conforms("locks", &json_of(&["locks", p, "--json"]));
+    let metrics = json_of(&["metrics", p, "--json"]);
+    conforms("metrics", &metrics);
+    // busy_file: 4 enqueued on emails, 2 claimed, one of them failed.
+    let emails = &metrics[0];
+    assert_eq!(
+        (
+            &emails["totals"]["enqueued"],
+            &emails["totals"]["claimed"],
+            &emails["totals"]["dead"],
+            &emails["jobs"]["running"]
+        ),
+        (&json!(4), &json!(2), &json!(1), &json!(1)),
+        "{metrics:#}"
+    );
+    let text = stdout(&honker(&["metrics", p]));
+    assert!(
+        text.contains("honker_jobs_total{queue=\"emails\",event=\"enqueued\"} 4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("honker_claim_latency_seconds_count{queue=\"emails\"} 2\n"),
+        "{text}"
+    );
     let tail = stdout(&honker(&["tail", p, "orders", "--json"]));
     assert_eq!(tail.lines().count(), 5);
     for line in tail.lines() {
@@ -950,5 +974,46 @@ fn every_json_output_matches_its_schema() {
     let m: Json = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(m["payload"], json!({"v": 3}));
     conforms("listen", &m);
+    db.close().unwrap();
+}
+
+#[test]
+fn top_redraws_when_another_process_commits_with_rates() {
+    let (_dir, path) = busy_dir();
+    let p = path.to_str().unwrap();
+    let mut top = Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args(["top", p, "--count", "2", "--interval-ms", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(top.stdout.take().unwrap());
+    // The first frame: title, then the table down to its last rule.
+    let mut first = String::new();
+    while !first.contains('└') {
+        std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    }
+    assert!(first.contains("emails"), "{first}");
+    let started = std::time::Instant::now();
+    // Counting in the transaction: the commit that wakes top carries its
+    // counts (a Database batches them for up to a second, ADR 27).
+    let db = Database::open_with(
+        &path,
+        honker::Options {
+            metrics_flush_every: Duration::ZERO,
+            ..honker::Options::default()
+        },
+    )
+    .unwrap();
+    let q = db.queue("emails").unwrap();
+    q.enqueue_many((0..50).map(|n| json!(n)), &Default::default())
+        .unwrap();
+    let mut second = String::new();
+    std::io::Read::read_to_string(&mut out, &mut second).unwrap();
+    assert!(top.wait().unwrap().success());
+    // Woken by the commit, not by its 5 s timer.
+    assert!(started.elapsed() < Duration::from_secs(4), "{second}");
+    let emails = second.lines().find(|l| l.contains("emails")).unwrap();
+    let enqueued_per_s: f64 = emails.split('┆').nth(1).unwrap().trim().parse().unwrap();
+    assert!(enqueued_per_s > 0.0, "{second}");
     db.close().unwrap();
 }

@@ -9,6 +9,8 @@
 //!   scenario's snapshot in cli/tests/snapshots/SCENARIO.txt, whichever
 //!   surfaces played it (`HONKER_UPDATE_SNAPSHOTS=1` writes the snapshots);
 //! - every `--json` output matches its schema;
+//! - the metrics' counts are the same whichever surfaces played (each
+//!   counts into the file, ADR 27);
 //! - the file is byte-identical afterwards.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,6 +106,19 @@ fn read_everything(file: &Path) -> String {
             conforms("tail", &serde_json::from_str(line).unwrap());
         }
     }
+    // The counters (not the latencies, which vary with each surface's
+    // speed): every surface counts the same events into the file.
+    let metrics = stdout(&honker(&["metrics", p]));
+    let counted: String = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("honker_jobs_total")
+                || l.starts_with("honker_queue_jobs{")
+                || l.starts_with("honker_claim_latency_seconds_count")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out += &format!("$ honker metrics (counts)\n{counted}\n");
     let jobs: Json =
         serde_json::from_str(&stdout(&honker(&["jobs", "list", p, "--json"]))).unwrap();
     conforms("jobs-list", &jobs);
@@ -117,6 +132,7 @@ fn read_everything(file: &Path) -> String {
         ("dead-list", ["dead", "list", p, "--json"].as_slice()),
         ("schedules-list", &["schedules", "list", p, "--json"]),
         ("locks", &["locks", p, "--json"]),
+        ("metrics", &["metrics", p, "--json"]),
         ("doctor", &["doctor", p, "--json"]),
     ] {
         conforms(

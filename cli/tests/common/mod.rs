@@ -44,6 +44,7 @@ pub fn schema_errors(schema: &Json, v: &Json, at: &str, out: &mut Vec<String>) {
             "array" => v.is_array(),
             "string" => v.is_string(),
             "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
             "boolean" => v.is_boolean(),
             "null" => v.is_null(),
             _ => false,
