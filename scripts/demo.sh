@@ -6,6 +6,10 @@
 #   transaction each (one payment fails: that order and its email never exist),
 #   a Node mailer claims and "sends" the emails as they commit,
 #   and plain SQL in the sqlite3 shell (with the honker extension) inspects it.
+# Then the outbox article's drill: a mailer dies after sending and before its
+# ack; `honker status` shows the job still running, it comes back after its
+# lease, the metrics count the reclaim, and the idempotency key the mailer
+# passes keeps the email single.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -48,3 +52,20 @@ wait "$mailer"
 
 say "inspecting with plain SQL (sqlite3 shell + the honker extension)"
 { echo ".load $HONKER_EXT"; cat demo/inspect.sql; } | sqlite3 "$db"
+
+say "the drill: a mailer dies after its send and before its ack"
+"$HONKER_VENV/bin/python" -c "
+import sys, honker
+db = honker.open(sys.argv[1])
+db.queue('emails').enqueue({'to': 'dave@example.com', 'template': 'order-confirmed'})
+db.close()" "$db"
+status=0
+node demo/drill.mjs "$db" die || status=$?
+[ "$status" = 137 ] || { echo "demo: the doomed mailer exited $status, not by SIGKILL" >&2; exit 1; }
+# The `honker` command the Python package installed (read-only).
+"$HONKER_VENV/bin/honker" jobs list "$db" --queue emails --state running
+sleep 2.1  # past the 2 s lease
+node demo/drill.mjs "$db"
+"$HONKER_VENV/bin/honker" metrics "$db" | grep '^honker_jobs_total{queue="emails"'
+echo "[drill]     emails the mail service delivered to dave: $(sqlite3 "$db" \
+    "SELECT count(*) FROM mail_service WHERE recipient = 'dave@example.com'")"

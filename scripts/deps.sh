@@ -64,9 +64,10 @@ honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-v
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 
 # What the Python tests need besides honker, pinned: pytest, SQLAlchemy and
-# Django (the honker.sqlalchemy and honker.django tests) and mypy (the wheel's
-# types, checked from a user's script).
-HONKER_PY_TEST_DEPS="pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1"
+# Django (the honker.sqlalchemy and honker.django tests), mypy (the wheel's
+# types, checked from a user's script) and prometheus-client (its text-format
+# parser reads the metrics exposition).
+HONKER_PY_TEST_DEPS="pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1 prometheus-client==0.23.1"
 export HONKER_PY_TEST_DEPS
 
 # The Python environment of the other steps (interop, crash points, demo,

@@ -66,6 +66,9 @@ scope["db"].queue("emails").enqueue({"to": "bob@example.com", "template": "welco
 for code in others:
     exec(compile(code, readme, "exec"), scope)
 assert mailed == [("bob@example.com", "welcome")], mailed
+# The metrics section (one of those): the emails sent above are counted.
+assert scope["m"].acked >= 2 and scope["m"].enqueued >= 2, scope["m"]
+assert 'honker_jobs_total{queue="emails",event="acked"}' in scope["text"]
 
 # The streams section: the publish commits with the order's update; the
 # projection's write and its offset commit together.

@@ -267,13 +267,18 @@ mkdir -p "$interop_files"
 # schema, the file is unchanged (cli/tests/interop_files.rs).
 HONKER_INTEROP_FILES="$interop_files" cargo test --locked -q -p honker-cli --test interop_files -- --ignored 2>&1 | tee -a "$log"
 
-step "examples: the README's demo (Python shop, Node mailer, SQL inspector) and the Rust one"
+step "examples: the README's demo (Python shop, Node mailer, SQL inspector, the drill) and the Rust one"
 demo_log="$work/demo.log"
 bash scripts/demo.sh 2>&1 | tee "$demo_log"
 grep -q "sent order-confirmed to carol@example.com" "$demo_log"
 grep -q "orders for mallory (rolled back): 0" "$demo_log"
 grep -q "email jobs ever created:          3" "$demo_log"
 grep -q '"ready":0,"running":0' "$demo_log"
+# The drill: the killed mailer's email came back after its lease, was counted
+# as reclaimed, and the idempotency key kept it to one delivery.
+grep -q "already sent under this key: not sent again" "$demo_log"
+grep -q 'honker_jobs_total{queue="emails",event="reclaimed"} 1' "$demo_log"
+grep -q "emails the mail service delivered to dave: 1" "$demo_log"
 cargo run --locked -q -p honker --example outbox_demo
 
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"

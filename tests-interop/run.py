@@ -725,9 +725,41 @@ def run_workers(scenario: dict, tmp: str, victim: str) -> None:
         )
         if set(by_worker) != set(surfaces):
             raise Failure(f"not every worker took part: {by_worker}")
+        # The file's metrics (ADR 27), counted by every language's worker.
+        # The survivors exit (end of input; none closes its database
+        # explicitly): their counts are all in the file then. The killed
+        # one loses what it had not flushed yet (its last second at most),
+        # so the jobs whose last run was its own may be missing from acked,
+        # and its claims from claimed; nothing may be counted twice. The Rust
+        # driver that enqueued the jobs closed too.
+        for s, w in workers.items():
+            if s != victim:
+                w.close()
+        counted = dict(
+            conn.execute(
+                "SELECT event, sum(n) FROM _honker_queue_counters WHERE queue = 'work' "
+                "GROUP BY event"
+            ).fetchall()
+        )
+        c = {
+            e: counted.get(e, 0) for e in ("enqueued", "claimed", "acked", "reclaimed")
+        }
+        victim_last = sum(1 for r in runs.values() if r[-1][1] == victim)
+        survivors_acked = n - victim_last
+        if (
+            c["enqueued"] != n
+            or not survivors_acked <= c["acked"] <= n
+            or c["reclaimed"] < reclaimed
+            or not survivors_acked <= c["claimed"] <= len(rows) + c["reclaimed"]
+            or counted.get("dead", 0) + counted.get("retried", 0)
+        ):
+            raise Failure(
+                f"the metrics do not add up for {n} jobs ({victim_last} last run by the "
+                f"killed {victim} worker): {counted}"
+            )
         print(
             f"        per worker: {by_worker}; reclaimed after the lease: {reclaimed}; "
-            f"run twice: {len(twice)}"
+            f"run twice: {len(twice)}; counted: {c}"
         )
     finally:
         conn.close()
