@@ -129,6 +129,14 @@ impl HConn {
         self.pending.as_ref()
     }
 
+    /// Before a COMMIT of honker's: this process's committed queue counts,
+    /// when they are due, go with it (a failure leaves them for the next).
+    pub(crate) fn flush_counts_if_due(&self) {
+        if let Some(p) = self.pending.as_ref().filter(|p| p.due()) {
+            let _ = p.flush(self.raw());
+        }
+    }
+
     /// Hands this (writer) connection's checkpoints to `checkpointer`.
     pub(crate) fn install_checkpointer(&mut self, checkpointer: Arc<Checkpointer>) {
         checkpointer.install(self.sql());

@@ -664,18 +664,23 @@ impl Inner {
         if let Some(tx) = tx {
             return tx.run_for(self, |conn| conn.raw().in_savepoint(|| f(conn, self.now())));
         }
-        let guard = self.lock_writer()?;
+        self.write_locked(self.lock_writer()?, f)
+    }
+
+    /// [`write`](Self::write)'s own transaction, with the writer `guard`
+    /// already held.
+    fn write_locked<R>(
+        &self,
+        guard: WriterGuard,
+        f: impl FnOnce(&HConn, i64) -> Result<R>,
+    ) -> Result<R> {
         let conn = guard.as_ref().ok_or_else(Error::closed)?;
         self.begin_immediate(conn)?;
         // Time is read once the write lock is held, so that the order of
         // timestamps matches the order of commits.
         let now = self.now();
         let result = f(conn, now).and_then(|r| {
-            // This process's queue counts, when they are due, go with this
-            // commit (a failure leaves them for the next one).
-            if let Some(p) = conn.pending().filter(|p| p.due()) {
-                let _ = p.flush(conn.raw());
-            }
+            conn.flush_counts_if_due();
             conn.raw().prepare_cached("COMMIT")?.execute(&[])?;
             Ok(r)
         });
@@ -693,7 +698,7 @@ impl Inner {
     /// write transaction of their own, when there are any: before a read of
     /// the counters, so that a process reads its own counts. Skipped on a
     /// thread that holds an open transaction (it would wait for itself).
-    pub(crate) fn flush_metrics(&self) -> Result<()> {
+    fn flush_metrics(&self) -> Result<()> {
         match &self.pending {
             Some(p) if p.has_committed() => {
                 if self.tx_owner.load(Ordering::SeqCst) == thread_token() {
@@ -703,6 +708,17 @@ impl Inner {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The counters of `queue` (or every queue's), this process's own
+    /// written first (a reader sees the file only).
+    pub(crate) fn read_metrics(
+        &self,
+        queue: Option<&str>,
+    ) -> Result<Vec<crate::queue::metrics::QueueMetrics>> {
+        let _ = self.flush_metrics();
+        let reader = self.reader()?;
+        crate::queue::metrics::read(reader.raw(), queue, true, self.now())
     }
 
     /// At exit: [`flush_metrics`](Self::flush_metrics), waiting at most
@@ -718,23 +734,8 @@ impl Inner {
             return;
         }
         let wait = std::time::Duration::from_millis(500);
-        let Some(guard) = self.writer.try_lock_arc_for(wait) else {
-            return;
-        };
-        let Some(conn) = guard.as_ref() else {
-            return;
-        };
-        if self.begin_immediate(conn).is_err() {
-            return;
-        }
-        let raw = conn.raw();
-        let done = p.flush(raw).is_ok()
-            && raw
-                .prepare_cached("COMMIT")
-                .and_then(|mut s| s.execute(&[]))
-                .is_ok();
-        if !done && !raw.is_autocommit() {
-            let _ = raw.execute_batch("ROLLBACK");
+        if let Some(guard) = self.writer.try_lock_arc_for(wait) {
+            let _ = self.write_locked(guard, |conn, _| p.flush(conn.raw()));
         }
     }
 

@@ -129,8 +129,7 @@ impl Transaction {
     /// [`rollback`](Self::rollback); `ROLLBACK TO` a savepoint is fine) and
     /// `RELEASE` of a savepoint not opened through this transaction.
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<usize> {
-        let control = self.check_control(sql)?;
-        let mark = self.counts_mark();
+        let (control, mark) = self.check_control(sql)?;
         let changed = self.run(|conn| Ok(conn.sql().prepare_cached(sql)?.execute(params)?))?;
         self.track(control, mark);
         Ok(changed)
@@ -140,14 +139,16 @@ impl Transaction {
     /// uncommitted writes). Refuses transaction control as
     /// [`execute`](Self::execute) does.
     pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
-        let control = self.check_control(sql)?;
-        let mark = self.counts_mark();
+        let (control, mark) = self.check_control(sql)?;
         let rows = self.run(|conn| query_rows(conn.sql(), sql, params))?;
         self.track(control, mark);
         Ok(rows)
     }
 
-    fn check_control(&self, sql: &str) -> Result<Control> {
+    /// What `sql` does to the transaction, refused when it would end it;
+    /// for a `SAVEPOINT`, also where the batched queue counts are before it
+    /// runs (0 otherwise, or when they are not batched).
+    fn check_control(&self, sql: &str) -> Result<(Control, usize)> {
         let control = Control::of(sql);
         let refused = match &control {
             Control::Ends(word) => Some(format!(
@@ -161,18 +162,19 @@ impl Transaction {
             }
             _ => None,
         };
-        match refused {
-            Some(message) => Err(Error::invalid(message)),
-            None => Ok(control),
+        if let Some(message) = refused {
+            return Err(Error::invalid(message));
         }
+        let mark = match control {
+            Control::Savepoint(_) => self.counts().map_or(0, |p| p.mark()),
+            _ => 0,
+        };
+        Ok((control, mark))
     }
 
-    /// Where the batched queue counts are (0 when they are not batched).
-    fn counts_mark(&self) -> usize {
-        self.conn()
-            .ok()
-            .and_then(HConn::pending)
-            .map_or(0, |p| p.mark())
+    /// The batched queue counts of this transaction's connection, if any.
+    fn counts(&self) -> Option<&crate::queue::metrics::Pending> {
+        self.conn().ok().and_then(HConn::pending).map(|p| &**p)
     }
 
     /// Keeps the application's savepoints in step after a statement ran
@@ -192,7 +194,7 @@ impl Transaction {
                 if let Some(at) = open.iter().rposition(|(n, _)| *n == name) {
                     let began = open[at].1;
                     open.truncate(at + 1);
-                    if let Some(p) = self.conn().ok().and_then(HConn::pending) {
+                    if let Some(p) = self.counts() {
                         p.rewind(began);
                     }
                 }
@@ -247,10 +249,7 @@ impl Transaction {
         let result = match (&dead, commit) {
             (Some(cause), true) => Err(Error::rolled_back(cause)),
             (_, true) => {
-                // This process's queue counts, when due, go with the commit.
-                if let Some(p) = conn.pending().filter(|p| p.due()) {
-                    let _ = p.flush(raw);
-                }
+                conn.flush_counts_if_due();
                 raw.prepare_cached("COMMIT")
                     .and_then(|mut s| s.execute(&[]))
                     .map(drop)

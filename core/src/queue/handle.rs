@@ -34,10 +34,7 @@ impl Database {
     /// counted in the file by every process, so they are the whole file's.
     /// A read.
     pub fn metrics(&self) -> Result<Vec<QueueMetrics>> {
-        // This process's own counts first (a reader sees the file only).
-        let _ = self.inner.flush_metrics();
-        let reader = self.inner.reader()?;
-        metrics::read(reader.raw(), None, true, self.inner.now())
+        self.inner.read_metrics(None)
     }
 
     /// [`metrics`](Self::metrics) in Prometheus's text format, for an
@@ -847,10 +844,7 @@ impl Queue {
     /// claimed, acked, retried, reclaimed, dead, expired, cancelled), its
     /// claim latency histogram and its jobs by state (ADR 27). A read.
     pub fn metrics(&self) -> Result<QueueMetrics> {
-        // This process's own counts first (a reader sees the file only).
-        let _ = self.db.inner.flush_metrics();
-        let reader = self.db.inner.reader()?;
-        let found = metrics::read(reader.raw(), Some(&self.name), true, self.db.inner.now())?;
+        let found = self.db.inner.read_metrics(Some(&self.name))?;
         Ok(found.into_iter().next().unwrap_or_else(|| QueueMetrics {
             queue: self.name.to_string(),
             ..QueueMetrics::default()

@@ -249,9 +249,7 @@ impl Pending {
     /// The connection committed (SQLite's WAL hook).
     pub(crate) fn committed(&self) {
         let mut st = self.state.lock();
-        if !st.flushing.is_empty() {
-            st.flushing = Counts::default();
-        }
+        st.flushing = Counts::default();
         if st.tx.is_empty() {
             return;
         }
@@ -322,9 +320,7 @@ impl Pending {
             }
         }
     }
-}
-#[cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
-impl Pending {
+
     /// Starts the idle flush: a thread that, `every` after a commit left
     /// counts unwritten and no write flushed them since, calls `flush_now`
     /// (which runs [`flush`](Self::flush) in a write transaction of its own,
