@@ -7,7 +7,7 @@
 #   a Node mailer claims and "sends" the emails as they commit,
 #   and plain SQL in the sqlite3 shell (with the honker extension) inspects it.
 # Then the outbox article's drill: a mailer dies after sending and before its
-# ack; `honker status` shows the job still running, it comes back after its
+# ack; `honker jobs list` shows the job still running, it comes back after its
 # lease, the metrics count the reclaim, and the idempotency key the mailer
 # passes keeps the email single.
 set -euo pipefail
