@@ -94,6 +94,7 @@ mod settings;
 pub mod sql;
 pub mod stream;
 pub mod surface;
+mod trace;
 #[cfg(feature = "rusqlite")]
 mod transaction;
 pub mod validate;
@@ -122,6 +123,7 @@ pub use queue::{Job, Queue};
 pub use raw::vm_steps_on_this_thread;
 #[cfg(all(unix, feature = "rusqlite"))]
 pub use readiness::Readiness;
+pub use trace::{TraceContext, MAX_TRACESTATE};
 #[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
 #[cfg(feature = "rusqlite")]

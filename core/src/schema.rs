@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "queue counters",
         sql: include_str!("migrations/0010_queue_counters.sql"),
     },
+    Migration {
+        version: 11,
+        name: "trace context",
+        sql: include_str!("migrations/0011_trace_context.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -63,6 +63,8 @@ macro_rules! records {
                 lease_expires_at_ms: [i64] = lease_expires_at,
                 #[doc = "The lease token every verb on the job presents."]
                 token: [String] = lease.token,
+                #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
+                trace_context: [Option<String>] = trace_context,
             }
 
             #[doc = "A job in any state, as a lookup or the dead letters report it (no lease token)."]
@@ -97,6 +99,8 @@ macro_rules! records {
                 lease_expires_at_ms: [Option<i64>] = lease_expires_at,
                 #[doc = "When it finished (finished jobs only)."]
                 finished_at_ms: [Option<i64>] = finished_at,
+                #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
+                trace_context: [Option<String>] = trace_context,
             }
 
             #[doc = "Counts per state for one queue."]
@@ -131,6 +135,8 @@ macro_rules! records {
                 payload: [Payload] = payload,
                 #[doc = "When it was published."]
                 created_at_ms: [i64] = created_at,
+                #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
+                trace_context: [Option<String>] = trace_context,
             }
 
             #[doc = "A consumer's place in a stream."]
@@ -172,6 +178,8 @@ macro_rules! records {
                 token: [String] = token,
                 #[doc = "When the lease lapses unless extended."]
                 lease_expires_at_ms: [i64] = lease_expires_at,
+                #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
+                trace_context: [Option<String>] = trace_context,
             }
 
             #[doc = "An event in a consumer group's dead letters."]
@@ -408,6 +416,14 @@ impl Wire<String> for crate::schedule::CatchUp {
 impl Wire<String> for crate::schedule::Overlap {
     fn wire(self) -> String {
         self.as_str().to_owned()
+    }
+}
+
+/// A trace context as the JSON object of its W3C headers; each wrapper
+/// hands it out as its language's carrier (`dict`, object, dictionary).
+impl Wire<Option<String>> for Option<crate::TraceContext> {
+    fn wire(self) -> Option<String> {
+        self.as_ref().map(crate::TraceContext::to_json)
     }
 }
 

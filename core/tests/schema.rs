@@ -96,8 +96,21 @@ fn dump(conn: &Connection, sql: &str) -> Vec<Vec<honker::rusqlite::types::Value>
 
 fn contents(conn: &Connection) -> Vec<Vec<Vec<honker::rusqlite::types::Value>>> {
     vec![
-        dump(conn, "SELECT * FROM _honker_jobs ORDER BY id"),
-        dump(conn, "SELECT * FROM _honker_finished ORDER BY id"),
+        // Schema 1's columns (later migrations add others, NULL in old rows).
+        dump(
+            conn,
+            "SELECT id, queue, state, payload, priority, run_at, attempts, max_attempts,
+                 backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at,
+                 created_at, worker_id, lease_token, lease_expires_at, last_error
+             FROM _honker_jobs ORDER BY id",
+        ),
+        dump(
+            conn,
+            "SELECT id, queue, state, payload, priority, run_at, attempts, max_attempts,
+                 backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at,
+                 created_at, worker_id, last_error, finished_at
+             FROM _honker_finished ORDER BY id",
+        ),
         dump(
             conn,
             "SELECT job_id, queue, value, created_at FROM _honker_results ORDER BY job_id",

@@ -68,9 +68,12 @@ fn offsets_are_dense_per_stream_and_a_rollback_leaves_no_gap() {
     assert_eq!(
         events,
         json!([
-            {"offset": 1, "key": null, "payload": {"n": 1}, "created_at": 1_700_000_000_000i64},
-            {"offset": 2, "key": null, "payload": {"n": 2}, "created_at": 1_700_000_000_000i64},
-            {"offset": 3, "key": "user-7", "payload": {"n": 3}, "created_at": 1_700_000_000_000i64},
+            {"offset": 1, "key": null, "payload": {"n": 1}, "created_at": 1_700_000_000_000i64,
+             "trace_context": null},
+            {"offset": 2, "key": null, "payload": {"n": 2}, "created_at": 1_700_000_000_000i64,
+             "trace_context": null},
+            {"offset": 3, "key": "user-7", "payload": {"n": 3}, "created_at": 1_700_000_000_000i64,
+             "trace_context": null},
         ])
     );
     assert_eq!(

@@ -426,6 +426,7 @@ impl Queue {
                     job_id: c.id,
                     token: c.lease_token,
                 },
+                trace_context: c.trace_context,
                 queue: self.clone(),
             })
             .collect())
@@ -685,6 +686,7 @@ impl Queue {
             lease_expires_at,
             worker_id: info.worker_id.unwrap_or_default(),
             lease,
+            trace_context: info.trace_context,
             queue: self.clone(),
         })
     }

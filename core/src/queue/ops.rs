@@ -29,6 +29,8 @@ pub(crate) struct NewJob<'a> {
     pub backoff_jitter: f64,
     pub dedupe_key: Option<&'a str>,
     pub expires_at: Option<i64>,
+    /// The stored form (JSON) of the producer's trace context.
+    pub trace_context: Option<String>,
 }
 
 /// Inserts one job per payload, all with `job`'s settings; returns
@@ -61,7 +63,8 @@ pub(crate) fn enqueue(
             job.backoff_jitter,
             job.dedupe_key,
             job.expires_at,
-            now
+            now,
+            job.trace_context
         ])?;
         // No RETURNING: it costs an ephemeral table per statement, while the
         // connection already knows the new rowid.
@@ -99,6 +102,7 @@ pub(crate) struct Claimed {
     pub created_at: i64,
     pub lease_token: String,
     pub lease_expires_at: i64,
+    pub trace_context: Option<crate::trace::TraceContext>,
 }
 
 /// Expires, promotes and reclaims what is due in `queue`, then leases up to
@@ -219,6 +223,7 @@ fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, 
         created_at: r.decode(6)?,
         lease_token: String::new(),
         lease_expires_at,
+        trace_context: r.decode::<crate::trace::Stored>(11)?.0,
     })
 }
 

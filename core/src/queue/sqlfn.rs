@@ -70,7 +70,8 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
 /// live duplicate's id when `dedupe_key` matched one). `options` is a JSON
 /// object: `run_at` (ms since the epoch) or `delay_ms`, `priority`,
 /// `max_attempts`, `dedupe_key`, `expires_ms`, `backoff` (`base_ms`,
-/// `max_ms`, `jitter`).
+/// `max_ms`, `jitter`), `traceparent` and `tracestate` (the producer's W3C
+/// trace context, stored beside the job).
 fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     a.count(2, 3)?;
@@ -93,6 +94,7 @@ fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
 fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
     let mut o = EnqueueOptions::default();
     let Some(text) = text else { return Ok(o) };
+    let (mut parent, mut state) = (None, None);
     let bad = |what: &str| Error::invalid(format!("honker_queue_enqueue: options: {what}"));
     let obj: Map<String, Json> = match serde_json::from_str(text) {
         Ok(Json::Object(m)) => m,
@@ -125,6 +127,10 @@ fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
                 );
             }
             "expires_ms" => o.expires = Some(ms(k, v)?),
+            "traceparent" => {
+                parent = Some(v.as_str().ok_or_else(|| bad("traceparent must be text"))?)
+            }
+            "tracestate" => state = Some(v.as_str().ok_or_else(|| bad("tracestate must be text"))?),
             "backoff" => {
                 let b = v
                     .as_object()
@@ -146,6 +152,7 @@ fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
             other => return Err(bad(&format!("unknown key {other:?}"))),
         }
     }
+    o.trace_context = crate::TraceContext::from_headers(parent, state)?;
     Ok(o)
 }
 
@@ -171,6 +178,7 @@ fn queue_claim(c: &Call<'_>) -> Result<Out> {
                 "priority": j.priority, "run_at": j.run_at, "created_at": j.created_at,
                 "worker_id": worker, "lease_token": j.lease_token,
                 "lease_expires_at": j.lease_expires_at,
+                "trace_context": crate::sql::trace_json(j.trace_context.as_ref()),
             })
         })
         .collect();

@@ -4,12 +4,14 @@
 
 /// ?1 queue, ?2 state ('ready'|'scheduled'), ?3 payload, ?4 priority,
 /// ?5 run_at, ?6 max_attempts, ?7 backoff_base_ms, ?8 backoff_max_ms,
-/// ?9 backoff_jitter, ?10 dedupe_key, ?11 expires_at, ?12 created_at.
+/// ?9 backoff_jitter, ?10 dedupe_key, ?11 expires_at, ?12 created_at,
+/// ?13 trace_context (JSON, or NULL).
 /// Inserts nothing when a live job holds the dedupe key.
 pub const ENQUEUE: &str = "
 INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
-    backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+    backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at,
+    trace_context)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// ?1 queue, ?2 dedupe_key.
@@ -96,7 +98,7 @@ WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 /// later retry or listing does not trip on it instead.
 pub const PICK: &str = "
 SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
-    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at
+    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context
 FROM _honker_jobs
 WHERE queue = ?1 AND state = 'ready'
 ORDER BY priority DESC, run_at, id
@@ -148,10 +150,10 @@ WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
 pub const ARCHIVE: &str = "
 INSERT INTO _honker_finished (id, queue, state, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, worker_id, last_error, finished_at)
+    expires_at, created_at, worker_id, last_error, finished_at, trace_context)
 SELECT id, queue, ?2, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, worker_id, coalesce(?3, last_error), ?4
+    expires_at, created_at, worker_id, coalesce(?3, last_error), ?4, trace_context
 FROM _honker_jobs WHERE id = ?1";
 
 /// ?1 id.
@@ -192,7 +194,7 @@ pub const MAX_ID: &str = "SELECT seq FROM sqlite_sequence WHERE name = '_honker_
 macro_rules! info_columns {
     () => {
         "id, queue, state, payload, priority, run_at, attempts, max_attempts, dedupe_key, \
-         expires_at, created_at, worker_id, last_error"
+         expires_at, created_at, worker_id, last_error, trace_context"
     };
 }
 
@@ -224,10 +226,10 @@ pub const LIST_DEAD: &str = concat!(
 pub const REQUEUE_DEAD: &str = "
 INSERT INTO _honker_jobs (id, queue, state, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, last_error)
+    expires_at, created_at, last_error, trace_context)
 SELECT id, queue, 'ready', payload, priority, ?2, 0,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    NULL, created_at, last_error
+    NULL, created_at, last_error, trace_context
 FROM _honker_finished
 WHERE queue = ?1 AND state = 'dead' AND (?3 IS NULL OR id = ?3)
 ON CONFLICT DO NOTHING";

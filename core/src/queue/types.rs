@@ -7,6 +7,7 @@ use crate::clock::duration_ms;
 use crate::error::{Error, Result};
 use crate::options::{check_attempts, Backoff, QueueOptions};
 use crate::payload::Payload;
+use crate::trace::TraceContext;
 #[cfg(feature = "rusqlite")]
 use crate::transaction::Transaction;
 use crate::validate;
@@ -59,6 +60,10 @@ pub struct EnqueueOptions {
     pub expires: Option<Duration>,
     /// Overrides the queue's retry backoff for this job.
     pub backoff: Option<Backoff>,
+    /// The producer's W3C trace context, stored beside the job (never in its
+    /// payload) and handed to its handler ([`Job::trace_context`]). Python
+    /// and Node fill it from the active OpenTelemetry span.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl EnqueueOptions {
@@ -112,6 +117,7 @@ impl EnqueueOptions {
             backoff_jitter: backoff.jitter,
             dedupe_key: self.dedupe_key.as_deref(),
             expires_at,
+            trace_context: self.trace_context.as_ref().map(TraceContext::to_json),
         })
     }
 }
@@ -184,6 +190,10 @@ pub struct Job {
     pub worker_id: String,
     /// The lease.
     pub lease: Lease,
+    /// The producer's W3C trace context, if it had one: continue the trace
+    /// from it (the worker runtimes of Python and Node do so around the
+    /// handler).
+    pub trace_context: Option<TraceContext>,
     pub(crate) queue: Queue,
 }
 
@@ -338,6 +348,8 @@ pub struct JobInfo {
     pub worker_id: Option<String>,
     /// The last error, or the cancel reason.
     pub last_error: Option<String>,
+    /// The producer's W3C trace context, if it had one.
+    pub trace_context: Option<TraceContext>,
     /// When the current lease lapses (running jobs only).
     pub lease_expires_at: Option<i64>,
     /// When it finished (finished jobs only).
@@ -374,8 +386,9 @@ impl JobInfo {
             created_at: r.get(10)?,
             worker_id: r.get(11)?,
             last_error: r.get(12)?,
-            lease_expires_at: r.get(13)?,
-            finished_at: r.get(14)?,
+            trace_context: r.get::<crate::trace::Stored>(13)?.0,
+            lease_expires_at: r.get(14)?,
+            finished_at: r.get(15)?,
         })
     }
 }

@@ -273,6 +273,7 @@ fn fire(
         backoff_jitter: defaults.backoff.jitter,
         dedupe_key: None,
         expires_at: s.expires_ms().map(|e| run_at.saturating_add(e)),
+        trace_context: None,
     };
     let (id, _) = qops::enqueue(conn, &s.queue, &job, std::slice::from_ref(&s.payload), now)?[0];
     conn.prepare_cached(st::FIRE_JOB)?

@@ -391,5 +391,14 @@ pub(crate) fn job_json(j: &JobInfo) -> Json {
         "max_attempts": j.max_attempts, "dedupe_key": j.dedupe_key, "expires_at": j.expires_at,
         "created_at": j.created_at, "worker_id": j.worker_id, "last_error": j.last_error,
         "lease_expires_at": j.lease_expires_at, "finished_at": j.finished_at,
+        "trace_context": trace_json(j.trace_context.as_ref()),
+    })
+}
+
+/// A trace context in a SQL function's JSON: the object of its W3C headers,
+/// or null.
+pub(crate) fn trace_json(t: Option<&crate::TraceContext>) -> Json {
+    t.map_or(Json::Null, |t| {
+        serde_json::from_str(&t.to_json()).unwrap_or(Json::Null)
     })
 }

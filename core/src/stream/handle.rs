@@ -83,6 +83,7 @@ impl Stream {
     ) -> Result<i64> {
         check_options(o)?;
         payload.validate(self.db.inner.options.max_payload_bytes)?;
+        let trace = o.trace_context.as_ref().map(crate::TraceContext::to_json);
         let offsets = self.write(tx, |conn, now| {
             ops::publish(
                 conn,
@@ -90,6 +91,7 @@ impl Stream {
                 o.key.as_deref(),
                 o.idempotency_key.as_deref(),
                 std::slice::from_ref(&payload),
+                trace.as_deref(),
                 now,
             )
         })?;
@@ -102,7 +104,11 @@ impl Stream {
         payloads: impl IntoIterator<Item = P>,
         key: Option<&str>,
     ) -> Result<Vec<i64>> {
-        self.publish_many_in(None, payloads, key)
+        let o = PublishOptions {
+            key: key.map(str::to_owned),
+            ..PublishOptions::default()
+        };
+        self.publish_many_with(None, payloads, &o)
     }
 
     /// [`publish_many`](Self::publish_many) inside the caller's transaction.
@@ -112,25 +118,45 @@ impl Stream {
         payloads: impl IntoIterator<Item = P>,
         key: Option<&str>,
     ) -> Result<Vec<i64>> {
-        self.publish_many_in(Some(tx), payloads, key)
+        let o = PublishOptions {
+            key: key.map(str::to_owned),
+            ..PublishOptions::default()
+        };
+        self.publish_many_with(Some(tx), payloads, &o)
     }
 
-    fn publish_many_in<P: Into<Payload>>(
+    /// [`publish_many`](Self::publish_many) with every option but the
+    /// idempotency key (which names one event: `INVALID_ARGUMENT`), in `tx`
+    /// when given. Every event of the batch gets the key and trace context.
+    pub fn publish_many_with<P: Into<Payload>>(
         &self,
         tx: Option<&Transaction>,
         payloads: impl IntoIterator<Item = P>,
-        key: Option<&str>,
+        o: &PublishOptions,
     ) -> Result<Vec<i64>> {
-        if let Some(k) = key {
-            validate::key("key", k)?;
+        check_options(o)?;
+        if o.idempotency_key.is_some() {
+            return Err(crate::Error::invalid(
+                "an idempotency key names one event, not a batch",
+            ));
         }
+        let key = o.key.as_deref();
+        let trace = o.trace_context.as_ref().map(crate::TraceContext::to_json);
         let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
         validate::batch_usize(payloads.len().max(1))?;
         for p in &payloads {
             p.validate(self.db.inner.options.max_payload_bytes)?;
         }
         self.write(tx, |conn, now| {
-            ops::publish(conn, &self.name, key, None, &payloads, now)
+            ops::publish(
+                conn,
+                &self.name,
+                key,
+                None,
+                &payloads,
+                trace.as_deref(),
+                now,
+            )
         })
     }
 

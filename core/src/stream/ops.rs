@@ -17,6 +17,7 @@ pub(crate) struct Event {
     pub key: Option<String>,
     pub payload: Payload,
     pub created_at: i64,
+    pub trace_context: Option<crate::TraceContext>,
 }
 
 /// A stable digest of a payload (FNV-1a, 64 bits, with the kind first): the
@@ -39,13 +40,16 @@ fn digest(p: &Payload) -> i64 {
 /// returning their offsets, consecutive. With an `idempotency` key (one
 /// payload only): a publish with the same key and payload within the window
 /// returns the first one's offset and appends nothing; the same key with
-/// another payload is `INVALID_ARGUMENT`.
+/// another payload is `INVALID_ARGUMENT`. `trace` is the stored form of the
+/// producer's trace context, kept with every event of the batch.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn publish(
     conn: Conn<'_>,
     stream: &str,
     key: Option<&str>,
     idempotency: Option<&str>,
     payloads: &[Payload],
+    trace: Option<&str>,
     now: i64,
 ) -> Result<Vec<i64>> {
     let n = payloads.len() as i64;
@@ -83,7 +87,7 @@ pub(crate) fn publish(
     let first = last - n + 1;
     let mut insert = conn.prepare_cached(statements::INSERT_EVENT)?;
     for (i, p) in payloads.iter().enumerate() {
-        insert.execute(params![stream, first + i as i64, key, p, now])?;
+        insert.execute(params![stream, first + i as i64, key, p, now, trace])?;
     }
     if let Some(k) = idempotency {
         conn.prepare_cached(statements::SAVE_KEY)?.execute(params![
@@ -107,6 +111,7 @@ pub(crate) fn read(conn: Conn<'_>, stream: &str, after: i64, limit: usize) -> Re
                 key: r.get(1)?,
                 payload: r.get(2)?,
                 created_at: r.get(3)?,
+                trace_context: r.get::<crate::trace::Stored>(4)?.0,
             })
         },
     )

@@ -59,15 +59,16 @@ fn consumer<'a>(a: &'a Args<'_>, i: usize) -> Result<&'a str> {
 }
 
 /// `honker_stream_append(stream, payload[, options])` → the event's offset.
-/// `options`: a JSON object with `key` (a label stored with the event) and
-/// `idempotency_key` (a retried append returns the original offset).
+/// `options`: a JSON object with `key` (a label stored with the event),
+/// `idempotency_key` (a retried append returns the original offset),
+/// `traceparent` and `tracestate` (the producer's W3C trace context).
 fn append(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     a.count(2, 3)?;
     let name = stream(a, 0)?;
     let payload = a.payload(1)?;
     payload.validate(c.config.max_payload_bytes)?;
-    let (mut key, mut idem) = (None, None);
+    let (mut key, mut idem, mut parent, mut state) = (None, None, None, None);
     if a.has(2) {
         if let Some(text) = a.opt_text(2, "options")? {
             let bad = |w: &str| Error::invalid(format!("honker_stream_append: options: {w}"));
@@ -80,28 +81,33 @@ fn append(c: &Call<'_>) -> Result<Out> {
                     Json::String(s) => s,
                     _ => return Err(bad(&format!("{k} must be text"))),
                 };
-                validate::key(&k, &text)?;
                 match k.as_str() {
-                    "key" => key = Some(text),
-                    "idempotency_key" => idem = Some(text),
+                    "traceparent" => parent = Some(text),
+                    "tracestate" => state = Some(text),
+                    "key" => key = Some(validate::key(&k, &text).map(|()| text)?),
+                    "idempotency_key" => idem = Some(validate::key(&k, &text).map(|()| text)?),
                     other => return Err(bad(&format!("unknown key {other:?}"))),
                 }
             }
         }
     }
+    let trace = crate::TraceContext::from_headers(parent.as_deref(), state.as_deref())?
+        .map(|t| t.to_json());
     let offsets = ops::publish(
         c.conn,
         name,
         key.as_deref(),
         idem.as_deref(),
         std::slice::from_ref(&payload),
+        trace.as_deref(),
         c.now,
     )?;
     Ok(Out::Int(offsets[0]))
 }
 
 /// `honker_stream_read(stream, after, limit)` → a JSON array of events with
-/// offsets above `after`: `offset, key, payload, created_at` (ms).
+/// offsets above `after`: `offset, key, payload, created_at` (ms),
+/// `trace_context` (the W3C headers' object, or null).
 fn read(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let name = stream(a, 0)?;
@@ -116,7 +122,8 @@ fn read(c: &Call<'_>) -> Result<Out> {
         .iter()
         .map(|e| {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
-                   "created_at": e.created_at})
+                   "created_at": e.created_at,
+                   "trace_context": crate::sql::trace_json(e.trace_context.as_ref())})
         })
         .collect();
     Ok(Out::Text(Json::Array(events).to_string()))

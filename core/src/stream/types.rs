@@ -1,6 +1,7 @@
 //! The stream's records and options.
 
 use crate::payload::Payload;
+use crate::trace::TraceContext;
 
 /// One event of a stream.
 #[derive(Clone, Debug, PartialEq)]
@@ -13,6 +14,8 @@ pub struct Event {
     pub payload: Payload,
     /// When it was published (ms since the epoch).
     pub created_at: i64,
+    /// The producer's W3C trace context, if it had one.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl From<super::ops::Event> for Event {
@@ -22,6 +25,7 @@ impl From<super::ops::Event> for Event {
             key: e.key,
             payload: e.payload,
             created_at: e.created_at,
+            trace_context: e.trace_context,
         }
     }
 }
@@ -35,6 +39,10 @@ pub struct PublishOptions {
     /// append nothing; the same key with another payload is
     /// `INVALID_ARGUMENT`. Up to 512 bytes.
     pub idempotency_key: Option<String>,
+    /// The producer's W3C trace context, stored beside the event (never in
+    /// its payload) and handed to its readers. Python and Node fill it from
+    /// the active OpenTelemetry span.
+    pub trace_context: Option<TraceContext>,
 }
 
 /// Where a consumer with no committed offset starts. A committed offset

@@ -95,6 +95,8 @@ pub struct GroupEvent {
     pub token: String,
     /// When the lease ends unless renewed (ms since the epoch).
     pub lease_expires_at: i64,
+    /// The producer's W3C trace context, if it had one.
+    pub trace_context: Option<crate::TraceContext>,
 }
 
 /// What names a delivered event to its outcome (ack, retry, fail,

@@ -17,6 +17,7 @@ use crate::payload::Payload;
 use crate::raw::{params, Conn};
 use crate::stream::ops as stream_ops;
 use crate::stream::Start;
+use crate::trace::Stored;
 
 /// New events one claim takes in at most (beyond those it hands out):
 /// events waiting behind a busy key are taken in once, in bounded steps,
@@ -268,16 +269,19 @@ pub(crate) fn claim(
                 skipped += 1;
                 continue;
             }
-            let ev: Option<(Payload, i64)> = conn
+            let ev: Option<(Payload, i64, Stored)> = conn
                 .prepare_cached(st::EVENT)?
-                .query_row(params![stream, offset], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            let Some((payload, created_at)) = ev else {
+                .query_row(params![stream, offset], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            let Some((payload, created_at, trace)) = ev else {
                 finish(conn, stream, group, offset, key.as_deref(), now)?;
                 out.missed += 1;
                 skipped += 1;
                 continue;
             };
-            let e = delivered(offset, key, deliveries + 1, payload, created_at, lease_end);
+            let mut e = delivered(offset, key, deliveries + 1, payload, created_at, lease_end);
+            e.trace_context = trace.0;
             conn.prepare_cached(st::DELIVER)?.execute(params![
                 stream, group, offset, member, e.token, lease_end, now
             ])?;
@@ -297,15 +301,15 @@ pub(crate) fn claim(
             break;
         }
         let chunk = (n - out.events.len()).min(INTAKE + n - visited).max(1);
-        let rows: Vec<(i64, Option<String>, Payload, i64)> = conn
+        let rows: Vec<(i64, Option<String>, Payload, i64, Stored)> = conn
             .prepare_cached(st::INCOMING)?
             .query_map(params![stream, next, chunk as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })?;
         if rows.is_empty() {
             break;
         }
-        for (offset, key, payload, created_at) in rows {
+        for (offset, key, payload, created_at, trace) in rows {
             visited += 1;
             next = offset + 1;
             let busy = match &key {
@@ -330,7 +334,8 @@ pub(crate) fn claim(
                 ])?;
                 continue;
             }
-            let e = delivered(offset, key, 1, payload, created_at, lease_end);
+            let mut e = delivered(offset, key, 1, payload, created_at, lease_end);
+            e.trace_context = trace.0;
             conn.prepare_cached(st::TAKE_IN)?.execute(params![
                 stream,
                 group,
@@ -369,6 +374,7 @@ fn delivered(
         deliveries: deliveries.clamp(0, i64::from(u32::MAX)) as u32,
         token: crate::raw::random_token(),
         lease_expires_at: lease_end,
+        trace_context: None,
     }
 }
 

@@ -127,7 +127,8 @@ fn claim(c: &Call<'_>) -> Result<Out> {
         .map(|e| {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
                    "created_at": e.created_at, "deliveries": e.deliveries,
-                   "lease_token": e.token, "lease_expires_at": e.lease_expires_at})
+                   "lease_token": e.token, "lease_expires_at": e.lease_expires_at,
+                   "trace_context": crate::sql::trace_json(e.trace_context.as_ref())})
         })
         .collect();
     Ok(Out::Text(

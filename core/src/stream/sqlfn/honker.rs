@@ -35,6 +35,7 @@ pub(super) fn publish(c: &Call<'_>) -> Result<Out> {
         key,
         None,
         std::slice::from_ref(&payload),
+        None,
         c.now,
     )?;
     Ok(Out::Int(offsets[0]))
