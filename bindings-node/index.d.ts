@@ -73,6 +73,16 @@ export const extensionPath: string;
 
 /** A JSON-serializable value, or bytes. */
 export type Payload = unknown;
+
+/**
+ * A W3C trace context, as the headers' carrier object (give it to
+ * OpenTelemetry's `propagation.extract`). Captured from the active span at
+ * enqueue and publish when `@opentelemetry/api` is installed and registered.
+ */
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
+}
 export type SqlValue = null | boolean | number | string | Buffer;
 export type Row = Record<string, null | number | string | Buffer>;
 
@@ -181,6 +191,8 @@ export interface JobInfo {
   leaseExpiresAt: Date | null;
   /** When it finished (finished jobs only). */
   finishedAt: Date | null;
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext: TraceContext | null;
 }
 // </generated: record-JobInfo>
 
@@ -247,6 +259,8 @@ export interface StreamEvent {
   payload: Payload;
   /** When it was published. */
   createdAt: Date;
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext: TraceContext | null;
 }
 // </generated: record-StreamEvent>
 
@@ -293,6 +307,8 @@ export interface GroupEvent {
   token: string;
   /** When the lease lapses unless extended. */
   leaseExpiresAt: Date;
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext: TraceContext | null;
 }
 // </generated: record-GroupEvent>
 
@@ -590,6 +606,8 @@ export class Job {
   readonly runAt: Date;
   readonly createdAt: Date;
   readonly leaseExpiresAt: Date;
+  /** The producer's W3C trace context, if it had an active OpenTelemetry span (the Worker makes it active around the handler). */
+  readonly traceContext: TraceContext | null;
   ack(options?: TxOption & { result?: Payload }): Promise<void>;
   retry(options?: TxOption & { delay?: number; error?: string }): Promise<'ready' | 'scheduled' | 'dead'>;
   fail(error: string, options?: TxOption): Promise<void>;

@@ -332,6 +332,66 @@ function decode(raw) {
   return typeof raw === 'string' ? JSON.parse(raw) : raw;
 }
 
+// ----- W3C trace context (ADR 28) -----------------------------------------
+// With the OpenTelemetry API (@opentelemetry/api, an optional peer
+// dependency), enqueue and publish capture the active span's context beside
+// the job or event (never in its payload), and the Worker makes it active
+// around the handler. honker looks for the API only once the application
+// has registered OpenTelemetry (a context manager, a tracer provider: the
+// API's global registry exists then); before that no span can be active,
+// so nothing is captured or required. Without the package, nothing happens.
+
+const OTEL_REGISTRY = Symbol.for('opentelemetry.js.api.1');
+let otelApi; // undefined: not looked up yet; null: not installed
+
+function otel() {
+  if (otelApi === undefined) {
+    try {
+      otelApi = require('@opentelemetry/api');
+    } catch {
+      otelApi = null;
+    }
+  }
+  return otelApi;
+}
+
+/** The stored JSON as the W3C headers' carrier object, or null. */
+function traceContext(json) {
+  return json === null || json === undefined ? null : JSON.parse(json);
+}
+
+/** The active span's { traceparent, tracestate }, or {} when there is none. */
+function captureTrace() {
+  if (!globalThis[OTEL_REGISTRY]) return {};
+  const api = otel();
+  if (!api) return {};
+  const sc = api.trace.getSpanContext(api.context.active());
+  if (!sc || !api.isSpanContextValid(sc)) return {};
+  const flags = (sc.traceFlags & 0xff).toString(16).padStart(2, '0');
+  let state = sc.traceState ? sc.traceState.serialize() : '';
+  // W3C lets a platform drop what it cannot carry; a capture never fails
+  // the enqueue (honker keeps up to 8 KiB of printable ASCII).
+  if (state.length > 8192 || !/^[\x20-\x7e]*$/.test(state)) state = '';
+  return { traceparent: `00-${sc.traceId}-${sc.spanId}-${flags}`, tracestate: state || undefined };
+}
+
+/** Runs `fn` with the producer's context active (its span the parent of
+ * the spans `fn` starts), when there is one and the API is installed. */
+function withTrace(headers, fn) {
+  if (!headers) return fn();
+  const api = otel();
+  if (!api) return fn();
+  const [, traceId, spanId, flags] = headers.traceparent.split('-');
+  const spanContext = {
+    traceId,
+    spanId,
+    traceFlags: parseInt(flags, 16) & 0xff,
+    isRemote: true,
+    traceState: headers.tracestate && api.createTraceState ? api.createTraceState(headers.tracestate) : undefined,
+  };
+  return api.context.with(api.trace.setSpanContext(api.context.active(), spanContext), fn);
+}
+
 function date(ms) {
   return ms === null || ms === undefined ? null : new Date(ms);
 }
@@ -408,6 +468,7 @@ function jobInfo(d) {
     lastError: d.lastError ?? null,
     leaseExpiresAt: date(d.leaseExpiresAtMs),
     finishedAt: date(d.finishedAtMs),
+    traceContext: traceContext(d.traceContext),
   };
 }
 // </generated: record-JobInfo>
@@ -453,6 +514,7 @@ function streamEvent(d) {
     key: d.key ?? null,
     payload: decode(d.payload),
     createdAt: date(d.createdAtMs),
+    traceContext: traceContext(d.traceContext),
   };
 }
 // </generated: record-StreamEvent>
@@ -488,6 +550,7 @@ function groupEvent(d) {
     deliveries: d.deliveries,
     token: d.token,
     leaseExpiresAt: date(d.leaseExpiresAtMs),
+    traceContext: traceContext(d.traceContext),
   };
 }
 // </generated: record-GroupEvent>
@@ -839,6 +902,7 @@ class Queue {
       dedupeKey,
       expires: optMs('expires', expires),
       tx: txId(this._db, tx),
+      ...captureTrace(),
     };
     const n = this._native;
     const done = await write(
@@ -1080,6 +1144,15 @@ class Job {
 
   get createdAt() {
     return new Date(this._raw.createdAtMs);
+  }
+
+  /**
+   * The producer's W3C trace context ({ traceparent, tracestate? }), if it
+   * had an active OpenTelemetry span; the Worker makes it active around the
+   * handler. Give it to `propagation.extract` when you run jobs by hand.
+   */
+  get traceContext() {
+    return traceContext(this._raw.traceContext);
   }
 
   /** When the lease lapses unless extended (renewals by keepAlive included). */
@@ -1404,6 +1477,7 @@ class Stream {
       key: optText('key', options.key),
       idempotencyKey: optText('idempotencyKey', options.idempotencyKey),
       tx: txId(this._db, options.tx),
+      ...captureTrace(),
     };
     const n = this._native;
     return write(this._db, args.tx, this._db._fast, () => n.tryPublish(p, args), () => n.publish(p, args));
@@ -1414,13 +1488,14 @@ class Stream {
     const list = Array.from(payloads, encode);
     const key = optText('key', options.key);
     const tx = txId(this._db, options.tx);
+    const { traceparent, tracestate } = captureTrace();
     const n = this._native;
     return write(
       this._db,
       tx,
       this._db._fast && list.length <= FAST_MAX,
-      () => n.tryPublishMany(list, key, tx),
-      () => n.publishMany(list, key, tx),
+      () => n.tryPublishMany(list, key, tx, traceparent, tracestate),
+      () => n.publishMany(list, key, tx, traceparent, tracestate),
     );
   }
 
@@ -2216,7 +2291,7 @@ class Worker {
       let outcome;
       try {
         if (handler instanceof Permanent) throw handler;
-        outcome = ['ack', await handler(job, abort.signal), undefined];
+        outcome = ['ack', await withTrace(job.traceContext, () => handler(job, abort.signal)), undefined];
       } catch (e) {
         outcome = outcomeOf(e);
       } finally {

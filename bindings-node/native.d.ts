@@ -386,8 +386,8 @@ export declare class Stream {
   publish(payload: PayloadIo, options?: PublishArgs | undefined | null): Promise<Out<number>>
   tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null): Out<number>
   /** Appends events in one transaction; resolves to their offsets. */
-  publishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null): Promise<Out<Array<number>>>
-  tryPublishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null): Out<Array<number>>
+  publishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<number>>>
+  tryPublishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<number>>
   /** Up to `limit` events with offsets above `after`. */
   read(after: number, limit: number): Promise<Out<Array<StreamEvent>>>
   tryRead(after: number, limit: number): Out<Array<StreamEvent>>
@@ -544,6 +544,8 @@ export interface ClaimedJob {
   leaseExpiresAtMs: number
   /** The lease token every verb on the job presents. */
   token: string
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext?: string
 }
 
 /**
@@ -587,6 +589,13 @@ export interface EnqueueOptions {
   /** Expire if not started this many ms after enqueue. */
   expires?: number
   tx?: number
+  /**
+   * The producer's W3C `traceparent` (index.js captures it from the
+   * active OpenTelemetry span).
+   */
+  traceparent?: string
+  /** The producer's W3C `tracestate`. */
+  tracestate?: string
 }
 
 /** Every stable error code, for the JS layer's error classes. */
@@ -661,6 +670,8 @@ export interface GroupEvent {
   token: string
   /** When the lease lapses unless extended. */
   leaseExpiresAtMs: number
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext?: string
 }
 
 /** What `Group.info` (and each of a stream's `groups`) reports. */
@@ -746,6 +757,8 @@ export interface JobInfo {
   leaseExpiresAtMs?: number
   /** When it finished (finished jobs only). */
   finishedAtMs?: number
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext?: string
 }
 
 export interface LeaseArg {
@@ -848,6 +861,10 @@ export interface PublishArgs {
    */
   idempotencyKey?: string
   tx?: number
+  /** The producer's W3C `traceparent` (index.js captures it). */
+  traceparent?: string
+  /** The producer's W3C `tracestate`. */
+  tracestate?: string
 }
 
 export interface QueueOptions {
@@ -1021,6 +1038,8 @@ export interface StreamEvent {
   payload: PayloadIo
   /** When it was published. */
   createdAtMs: number
+  /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
+  traceContext?: string
 }
 
 export interface StreamInfo {

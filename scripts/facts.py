@@ -93,7 +93,8 @@ def drivers_missing_ops(root: Path, ops: list[dict]) -> list[str]:
 # ----- records: core's `honker::records!` table, as each wrapper declares it.
 # A field named *_at_ms is an instant (datetime / Date), another *_ms a
 # duration (seconds in Python, ms in Node); Payload is the decoded payload;
-# the `state` field is a job state.
+# the `state` field is a job state; `trace_context` (JSON text on the wire)
+# is the W3C headers' carrier (a dict, an object, a dictionary).
 
 RUST_SCALARS = {"i64", "i32", "u32", "u64", "String", "bool"}
 
@@ -122,6 +123,8 @@ def field_kind(field: dict) -> tuple[str, bool]:
         return "payload", optional
     if name == "state" and ty == "String":
         return "state", optional
+    if name == "trace_context" and ty == "String":
+        return "trace", optional
     if ty not in RUST_SCALARS:
         raise SystemExit(
             f"facts: record field {name!r} has a type ({ty}) no wrapper maps"
@@ -140,6 +143,7 @@ PY_TYPES = {
     "payload": "Any",
     "instant": "_dt.datetime",
     "duration": "float",
+    "trace": "dict[str, str]",
 }
 
 
@@ -177,6 +181,8 @@ def py_record(f: dict, name: str, cls: str | None = None) -> str:
             v = f"None if {v} is None else {v} / 1000" if opt else f"{v} / 1000"
         elif kind == "payload":
             v = f"_decode({v})"
+        elif kind == "trace":
+            v = f"_trace({v})"
         ignore = "  # type: ignore[arg-type]" if kind == "instant" and not opt else ""
         lines.append(f"            {py_name(fl)}={v},{ignore}")
     lines += ["        )", ""]  # ruff format's blank line before the end marker
@@ -231,6 +237,8 @@ def py_item(f: dict, name: str) -> str:
         elif kind == "duration":
             v = f"None if {raw} is None else {raw} / 1000" if opt else f"{raw} / 1000"
             lines.append(f"        return {v}")
+        elif kind == "trace":
+            lines.append(f"        return _trace({raw})")
         else:
             lines.append(f"        return {raw}  # type: ignore[no-any-return]")
     lines.append("")  # ruff format's blank line before the end marker
@@ -247,7 +255,7 @@ def py_job_unpack(f: dict) -> str:
             "_raw"
             if kind == "payload"
             else "_" + fl["name"]
-            if kind == "instant"
+            if kind in ("instant", "trace")
             else fl["name"]
         )
         names.append(f"self.{attr}")
@@ -269,6 +277,7 @@ PYI_TYPES = {
     "payload": "_Payload",
     "instant": "int",
     "duration": "int",
+    "trace": "str",
 }
 
 
@@ -316,6 +325,7 @@ TS_TYPES = {
     "payload": "Payload",
     "instant": "Date",
     "duration": "number",
+    "trace": "TraceContext",
 }
 
 
@@ -351,6 +361,8 @@ def js_converter(f: dict, name: str) -> str:
             v = f"date({v})"
         elif kind == "payload":
             v = f"decode({v})"
+        elif kind == "trace":
+            v = f"traceContext({v})"
         elif opt:
             v += " ?? null"
         lines.append(f"    {ts_name(fl)}: {v},")
@@ -367,6 +379,7 @@ SWIFT_TYPES = {
     "state": "String",
     "instant": "Date",
     "duration": "TimeInterval",
+    "trace": "[String: String]",
 }
 
 
@@ -394,7 +407,9 @@ def swift_record(f: dict, name: str) -> str:
     for fl in fields:
         kind, opt = field_kind(fl)
         v = f"i.{camel(fl['name'])}"
-        if kind == "instant":
+        if kind == "trace":
+            v = f"{v}.flatMap(traceCarrier)"
+        elif kind == "instant":
             v = f"{v}.map(date)" if opt else f"date({v})"
         elif kind == "duration":
             v = (

@@ -30,6 +30,11 @@ pub struct EnqueueOptions {
     /// Expire if not started this many ms after enqueue.
     pub expires: Option<f64>,
     pub tx: Option<u32>,
+    /// The producer's W3C `traceparent` (index.js captures it from the
+    /// active OpenTelemetry span).
+    pub traceparent: Option<String>,
+    /// The producer's W3C `tracestate`.
+    pub tracestate: Option<String>,
 }
 
 #[napi(object)]
@@ -89,6 +94,8 @@ impl Queue {
                 dedupe_key: None,
                 expires: None,
                 tx: None,
+                traceparent: None,
+                tracestate: None,
             });
             let run_at = match o.run_at {
                 Some(t) if t.is_finite() => Some(t.round() as i64),
@@ -103,6 +110,10 @@ impl Queue {
                 dedupe_key: o.dedupe_key,
                 expires: opt_ms("expires", o.expires)?,
                 backoff: None,
+                trace_context: honker::TraceContext::from_headers(
+                    o.traceparent.as_deref(),
+                    o.tracestate.as_deref(),
+                )?,
             };
             let done = with_tx(&txs, o.tx, |tx| q.enqueue_many_in(tx, payloads, &options))?;
             Ok(done.into_iter().map(Enqueued::from).collect())

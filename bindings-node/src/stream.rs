@@ -21,6 +21,10 @@ pub struct PublishArgs {
     /// offset and appends nothing.
     pub idempotency_key: Option<String>,
     pub tx: Option<u32>,
+    /// The producer's W3C `traceparent` (index.js captures it).
+    pub traceparent: Option<String>,
+    /// The producer's W3C `tracestate`.
+    pub tracestate: Option<String>,
 }
 
 /// Where a consumer with no committed offset starts: `kind` is
@@ -97,6 +101,10 @@ impl Stream {
                     PublishOptions {
                         key: a.key,
                         idempotency_key: a.idempotency_key,
+                        trace_context: honker::TraceContext::from_headers(
+                            a.traceparent.as_deref(),
+                            a.tracestate.as_deref(),
+                        )?,
                     },
                     a.tx,
                 ),
@@ -114,14 +122,21 @@ impl Stream {
         payloads: Vec<PayloadIo>,
         key: Option<String>,
         tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> Op<Vec<i64>> {
         let (s, txs) = self.parts();
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
         Box::new(move || {
-            with_tx(&txs, tx, |t| match t {
-                Some(t) => s.publish_many_tx(t, payloads, key.as_deref()),
-                None => s.publish_many(payloads, key.as_deref()),
-            })
+            let o = PublishOptions {
+                key,
+                trace_context: honker::TraceContext::from_headers(
+                    traceparent.as_deref(),
+                    tracestate.as_deref(),
+                )?,
+                ..PublishOptions::default()
+            };
+            with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))
         })
     }
 
@@ -268,8 +283,8 @@ verbs! {
     #[doc = "Appends one event; resolves to its offset."]
     publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>) -> i64 = publish_op;
     #[doc = "Appends events in one transaction; resolves to their offsets."]
-    publish_many / try_publish_many (payloads: Vec<PayloadIo>, key: Option<String>, tx: Option<u32>)
-        -> Vec<i64> = publish_many_op;
+    publish_many / try_publish_many (payloads: Vec<PayloadIo>, key: Option<String>, tx: Option<u32>,
+        traceparent: Option<String>, tracestate: Option<String>) -> Vec<i64> = publish_many_op;
     #[doc = "Up to `limit` events with offsets above `after`."]
     read / try_read (after: i64, limit: u32) -> Vec<StreamEvent> = read_op;
     #[doc = "Commits `nextOffset` for `consumer` (never back); resolves to its next offset."]

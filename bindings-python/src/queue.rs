@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use honker::{ClaimOptions, EnqueueOptions, Lease, RetryOptions};
+use honker::{ClaimOptions, EnqueueOptions, Lease, RetryOptions, TraceContext};
 use pyo3::prelude::*;
 
 use crate::database::{in_tx, secs, Transaction};
@@ -42,7 +42,8 @@ impl Queue {
     /// Enqueues each payload with the same options; returns `(id, existing)`
     /// per payload, all in one transaction (the caller's `tx` if given).
     #[pyo3(signature = (payloads, *, delay = None, run_at = None, priority = 0,
-                        max_attempts = None, dedupe_key = None, expires = None, tx = None))]
+                        max_attempts = None, dedupe_key = None, expires = None, tx = None,
+                        traceparent = None, tracestate = None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn enqueue_many(
         &self,
@@ -55,6 +56,8 @@ impl Queue {
         dedupe_key: Option<String>,
         expires: Option<f64>,
         tx: Option<PyRef<'_, Transaction>>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
     ) -> PyResult<Vec<Enqueued>> {
         let payloads = payloads
             .iter()
@@ -70,6 +73,7 @@ impl Queue {
             dedupe_key,
             expires: expires.map(|s| secs("expires", s)).transpose()?,
             backoff: None,
+            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
         };
         let tx = tx.as_deref();
         let out = py

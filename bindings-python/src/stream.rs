@@ -6,6 +6,7 @@
 
 use honker::runtime::OffThreadDrop;
 use honker::stream::{PublishOptions, Start, StreamRetention};
+use honker::TraceContext;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -77,7 +78,9 @@ impl Stream {
     }
 
     /// Appends one event; returns its offset.
-    #[pyo3(signature = (payload, *, key = None, idempotency_key = None, tx = None))]
+    #[pyo3(signature = (payload, *, key = None, idempotency_key = None, tx = None,
+                        traceparent = None, tracestate = None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn publish(
         &self,
         py: Python<'_>,
@@ -85,11 +88,14 @@ impl Stream {
         key: Option<String>,
         idempotency_key: Option<String>,
         tx: Option<PyRef<'_, Transaction>>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
     ) -> PyResult<i64> {
         let payload = payload_from_py(payload)?;
         let o = PublishOptions {
             key,
             idempotency_key,
+            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
         };
         let s = &self.stream;
         let tx = tx.as_deref();
@@ -103,27 +109,29 @@ impl Stream {
     }
 
     /// Appends events in one transaction; returns their offsets.
-    #[pyo3(signature = (payloads, *, key = None, tx = None))]
+    #[pyo3(signature = (payloads, *, key = None, tx = None, traceparent = None, tracestate = None))]
     fn publish_many(
         &self,
         py: Python<'_>,
         payloads: Vec<Bound<'_, PyAny>>,
         key: Option<String>,
         tx: Option<PyRef<'_, Transaction>>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
     ) -> PyResult<Vec<i64>> {
+        let o = PublishOptions {
+            key,
+            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
+            ..PublishOptions::default()
+        };
         let payloads = payloads
             .iter()
             .map(payload_from_py)
             .collect::<PyResult<Vec<_>>>()?;
         let s = &self.stream;
         let tx = tx.as_deref();
-        py.detach(|| {
-            in_tx(tx, |t| match t {
-                Some(t) => s.publish_many_tx(t, payloads, key.as_deref()),
-                None => s.publish_many(payloads, key.as_deref()),
-            })
-        })
-        .py()
+        py.detach(|| in_tx(tx, |t| s.publish_many_with(t, payloads, &o)))
+            .py()
     }
 
     /// Up to `limit` events with offsets above `after`.

@@ -32,6 +32,8 @@ fn core_options(options: EnqueueOptions) -> R<honker::EnqueueOptions> {
         dedupe_key: options.dedupe_key,
         expires: opt_ms("expires", options.expires_ms)?,
         backoff: None,
+        // Swift has no ambient trace context honker could capture (ADR 28).
+        trace_context: None,
     })
 }
 

@@ -94,6 +94,7 @@ impl Stream {
         let o = PublishOptions {
             key,
             idempotency_key,
+            ..PublishOptions::default()
         };
         let payload: honker::Payload = payload.into();
         in_tx(&tx, |t| match t {

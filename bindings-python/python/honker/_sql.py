@@ -1,7 +1,8 @@
 """What the ORM integrations (honker.sqlalchemy, honker.django) share: the
 ``honker_queue_enqueue``, ``honker_stream_append`` and ``honker_notify`` calls
-for the bindings' options, and honker's exception for a SQL error that
-carries a honker code."""
+for the bindings' options (with the active OpenTelemetry span's trace
+context, as ``Queue.enqueue`` captures it), and honker's exception for a SQL
+error that carries a honker code."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._time import Seconds, When, epoch, seconds
+from ._trace import capture
 from .errors import HonkerError, class_for_code
 
 
@@ -32,7 +34,9 @@ def publish_call(
     """The ``SELECT honker_stream_append(...)`` statement for
     ``Stream.publish``'s options (it returns the event's offset)."""
     options = {
-        k: v for k, v in (("key", key), ("idempotency_key", idempotency_key)) if v is not None
+        k: v
+        for k, v in (("key", key), ("idempotency_key", idempotency_key), *_trace_options())
+        if v is not None
     }
     p = placeholder
     return f"SELECT honker_stream_append({p}, {p}, {p})", [
@@ -40,6 +44,12 @@ def publish_call(
         _payload(payload),
         json.dumps(options),
     ]
+
+
+def _trace_options() -> tuple[tuple[str, str | None], ...]:
+    """The active OpenTelemetry span's context as the functions' options."""
+    parent, state = capture()
+    return (("traceparent", parent), ("tracestate", state))
 
 
 def notify_call(channel: str, payload: Any, placeholder: str = "?") -> tuple[str, list[Any]]:
@@ -76,6 +86,7 @@ def enqueue_call(
             options[key] = secs * 1000
     if dedupe_key is not None:
         options["dedupe_key"] = dedupe_key
+    options.update((k, v) for k, v in _trace_options() if v is not None)
     sql = f"SELECT honker_queue_enqueue({placeholder}, {placeholder}, {placeholder})"
     return sql, [queue, value, json.dumps(options)]
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from . import _args, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
+from ._trace import carrier as _trace
 from .stream import _UNSET, Start, _Item, _Reader, _start
 
 if TYPE_CHECKING:
@@ -45,8 +46,18 @@ class _GroupEventRecord(_Item):
         "_payload",
         "_raw",
         "_token",
+        "_trace_context",
     )
-    _names = ("offset", "key", "payload", "created_at", "deliveries", "token", "lease_expires_at")
+    _names = (
+        "offset",
+        "key",
+        "payload",
+        "created_at",
+        "deliveries",
+        "token",
+        "lease_expires_at",
+        "trace_context",
+    )
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         (
@@ -57,6 +68,7 @@ class _GroupEventRecord(_Item):
             self._deliveries,
             self._token,
             self._lease_expires_at_ms,
+            self._trace_context,
         ) = row
         self._payload: Any = _UNSET
 
@@ -96,6 +108,11 @@ class _GroupEventRecord(_Item):
     def lease_expires_at(self) -> _dt.datetime:
         """When the lease lapses unless extended."""
         return from_ms(self._lease_expires_at_ms)  # type: ignore[return-value]
+
+    @property
+    def trace_context(self) -> dict[str, str] | None:
+        """The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."""
+        return _trace(self._trace_context)
 
     # </generated: record-GroupEvent>
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from . import _args, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
+from ._trace import capture as _capture
+from ._trace import carrier as _trace
 from .errors import HonkerError
 from .metrics import QueueMetrics, from_json
 
@@ -77,6 +79,8 @@ class JobInfo:
     """When the current lease lapses (running jobs only)."""
     finished_at: _dt.datetime | None
     """When it finished (finished jobs only)."""
+    trace_context: dict[str, str] | None
+    """The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."""
 
     @classmethod
     def _from(cls, row: tuple[Any, ...]) -> JobInfo:
@@ -96,6 +100,7 @@ class JobInfo:
             last_error=row[12],
             lease_expires_at=from_ms(row[13]),
             finished_at=from_ms(row[14]),
+            trace_context=_trace(row[15]),
         )
 
     # </generated: record-JobInfo>
@@ -162,6 +167,7 @@ class Job:
         "_run_at_ms",
         "_settled",
         "_task",
+        "_trace_context",
         "attempts",
         "id",
         "max_attempts",
@@ -182,6 +188,7 @@ class Job:
             self._created_at_ms,
             self._lease_expires_at_ms,
             self.token,
+            self._trace_context,
         ) = row
         # </generated: record-ClaimedJob>
         self._queue = queue
@@ -222,6 +229,14 @@ class Job:
     @property
     def queue(self) -> Queue:
         return self._queue
+
+    @property
+    def trace_context(self) -> dict[str, str] | None:
+        """The producer's W3C trace context (``traceparent``, ``tracestate``),
+        if it had an active OpenTelemetry span: the worker runtime makes it
+        current around the handler; pass it to a propagator's ``extract``
+        when you run jobs by hand."""
+        return _trace(self._trace_context)
 
     @property
     def cancelled(self) -> bool:
@@ -653,6 +668,7 @@ class Queue:
             _tx(tx),
         )
         native = self._native
+        parent, state = _capture()  # here, in the caller's context
         return lambda: native.enqueue_many(
             items,
             delay=d,
@@ -662,6 +678,8 @@ class Queue:
             dedupe_key=dedupe_key,
             expires=exp,
             tx=t,
+            traceparent=parent,
+            tracestate=state,
         )
 
     def claim_batch(

@@ -21,6 +21,11 @@ it with the queue's backoff and dead-letters it once its attempts are spent;
 :class:`Permanent` dead-letters it at once; :class:`Snooze` runs it again
 later without spending an attempt.
 
+A job enqueued (or an event published) under an active OpenTelemetry span
+carries that span's W3C trace context: the handler runs with it attached,
+so the spans it starts continue the producer's trace (``honker[otel]``;
+without the OpenTelemetry API nothing is captured or imported).
+
 Semantics are at-least-once. A handler that overruns its ``timeout`` has its
 job retried then; an async handler is cancelled (and awaited before its slot
 frees), a sync one cannot be stopped: it keeps its slot until it returns, its
@@ -46,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from . import _native, _threads
 from ._time import Seconds, seconds
+from ._trace import attached as _attached
 from .errors import InvalidArgument
 from .group import Group, GroupEvent
 from .queue import Job, Queue
@@ -594,9 +600,10 @@ class Worker:
                 self._starting -= 1
                 self._start_cv.notify_all()
         try:
-            result = handler(job)
-            if inspect.isawaitable(result):  # an async handler under run(): its own loop
-                result = asyncio.run(_awaited(result))
+            with _attached(job.trace_context):
+                result = handler(job)
+                if inspect.isawaitable(result):  # an async handler under run(): its own loop
+                    result = asyncio.run(_awaited(result))
         except BaseException as e:
             self._finish(native, task, job, *_outcome(e))
             if not isinstance(e, Exception):
@@ -620,10 +627,11 @@ class Worker:
         self._emit("start", task.queue, job, None)
         remaining = task.remaining
         try:
-            coro = _awaited(handler(job))
-            result = await (
-                coro if remaining is None else asyncio.wait_for(coro, max(remaining, 0))
-            )
+            with _attached(job.trace_context):
+                coro = _awaited(handler(job))
+                result = await (
+                    coro if remaining is None else asyncio.wait_for(coro, max(remaining, 0))
+                )
         except asyncio.TimeoutError:
             # Cancelled and awaited by wait_for: core records the timeout.
             outcome: tuple[str, Any, str | None] = ("retry", None, "timed out")

@@ -29,6 +29,8 @@ public struct GroupEvent: Sendable {
     public let token: String
     /// When the lease lapses unless extended.
     public let leaseExpiresAt: Date
+    /// The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+    public let traceContext: [String: String]?
 
     init(_ i: HonkerNative.GroupEvent) {
         offset = i.offset
@@ -38,6 +40,7 @@ public struct GroupEvent: Sendable {
         deliveries = i.deliveries
         token = i.token
         leaseExpiresAt = date(i.leaseExpiresAtMs)
+        traceContext = i.traceContext.flatMap(traceCarrier)
     }
     // </generated: record-GroupEvent>
 

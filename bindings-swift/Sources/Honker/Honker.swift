@@ -119,6 +119,15 @@ func epochMillis(_ name: String, _ date: Date) throws -> Int64 {
     return Int64(ms)
 }
 
+/// A stored trace context (the JSON object of the W3C headers) as a
+/// dictionary: `traceparent`, and `tracestate` when there is one.
+func traceCarrier(_ json: String) -> [String: String]? {
+    guard let data = json.data(using: .utf8),
+          let object = try? JSONSerialization.jsonObject(with: data) as? [String: String]
+    else { return nil }
+    return object
+}
+
 func date(_ ms: Int64) -> Date {
     Date(timeIntervalSince1970: TimeInterval(ms) / 1000)
 }
@@ -374,6 +383,8 @@ public struct JobRecord: Sendable {
     public let leaseExpiresAt: Date?
     /// When it finished (finished jobs only).
     public let finishedAt: Date?
+    /// The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+    public let traceContext: [String: String]?
 
     init(_ i: HonkerNative.JobInfo) {
         id = i.id
@@ -391,6 +402,7 @@ public struct JobRecord: Sendable {
         lastError = i.lastError
         leaseExpiresAt = i.leaseExpiresAtMs.map(date)
         finishedAt = i.finishedAtMs.map(date)
+        traceContext = i.traceContext.flatMap(traceCarrier)
     }
     // </generated: record-JobInfo>
 
@@ -665,6 +677,10 @@ public final class Job: @unchecked Sendable {
     public let token: String
     public let runAt: Date
     public let createdAt: Date
+    /// The producer's W3C trace context (`traceparent`, `tracestate`), if it
+    /// had one (Python and Node capture it from OpenTelemetry): continue the
+    /// trace from it with your tracing library.
+    public let traceContext: [String: String]?
     public let queue: Queue
     let rawPayload: Payload
     let leaseMs: UInt64
@@ -698,6 +714,7 @@ public final class Job: @unchecked Sendable {
         token = c.token
         runAt = date(c.runAtMs)
         createdAt = date(c.createdAtMs)
+        traceContext = c.traceContext.flatMap(traceCarrier)
         rawPayload = c.payload
         expiresMs = c.leaseExpiresAtMs
     }

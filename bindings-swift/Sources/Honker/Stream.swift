@@ -19,12 +19,15 @@ public struct StreamEvent: Sendable {
     let payload: Payload
     /// When it was published.
     public let createdAt: Date
+    /// The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+    public let traceContext: [String: String]?
 
     init(_ i: HonkerNative.StreamEvent) {
         offset = i.offset
         key = i.key
         payload = i.payload
         createdAt = date(i.createdAtMs)
+        traceContext = i.traceContext.flatMap(traceCarrier)
     }
     // </generated: record-StreamEvent>
 

@@ -5343,6 +5343,10 @@ public struct ClaimedJob: Equatable, Hashable {
      * The lease token every verb on the job presents.
      */
     public var token: String
+    /**
+     * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+     */
+    public var traceContext: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5373,7 +5377,10 @@ public struct ClaimedJob: Equatable, Hashable {
          */leaseExpiresAtMs: Int64, 
         /**
          * The lease token every verb on the job presents.
-         */token: String) {
+         */token: String, 
+        /**
+         * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+         */traceContext: String?) {
         self.id = id
         self.payload = payload
         self.attempts = attempts
@@ -5383,6 +5390,7 @@ public struct ClaimedJob: Equatable, Hashable {
         self.createdAtMs = createdAtMs
         self.leaseExpiresAtMs = leaseExpiresAtMs
         self.token = token
+        self.traceContext = traceContext
     }
 
     
@@ -5409,7 +5417,8 @@ public struct FfiConverterTypeClaimedJob: FfiConverterRustBuffer {
                 runAtMs: FfiConverterInt64.read(from: &buf), 
                 createdAtMs: FfiConverterInt64.read(from: &buf), 
                 leaseExpiresAtMs: FfiConverterInt64.read(from: &buf), 
-                token: FfiConverterString.read(from: &buf)
+                token: FfiConverterString.read(from: &buf), 
+                traceContext: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -5423,6 +5432,7 @@ public struct FfiConverterTypeClaimedJob: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.createdAtMs, into: &buf)
         FfiConverterInt64.write(value.leaseExpiresAtMs, into: &buf)
         FfiConverterString.write(value.token, into: &buf)
+        FfiConverterOptionString.write(value.traceContext, into: &buf)
     }
 }
 
@@ -5960,6 +5970,10 @@ public struct GroupEvent: Equatable, Hashable {
      * When the lease lapses unless extended.
      */
     public var leaseExpiresAtMs: Int64
+    /**
+     * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+     */
+    public var traceContext: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5984,7 +5998,10 @@ public struct GroupEvent: Equatable, Hashable {
          */token: String, 
         /**
          * When the lease lapses unless extended.
-         */leaseExpiresAtMs: Int64) {
+         */leaseExpiresAtMs: Int64, 
+        /**
+         * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+         */traceContext: String?) {
         self.offset = offset
         self.key = key
         self.payload = payload
@@ -5992,6 +6009,7 @@ public struct GroupEvent: Equatable, Hashable {
         self.deliveries = deliveries
         self.token = token
         self.leaseExpiresAtMs = leaseExpiresAtMs
+        self.traceContext = traceContext
     }
 
     
@@ -6016,7 +6034,8 @@ public struct FfiConverterTypeGroupEvent: FfiConverterRustBuffer {
                 createdAtMs: FfiConverterInt64.read(from: &buf), 
                 deliveries: FfiConverterUInt32.read(from: &buf), 
                 token: FfiConverterString.read(from: &buf), 
-                leaseExpiresAtMs: FfiConverterInt64.read(from: &buf)
+                leaseExpiresAtMs: FfiConverterInt64.read(from: &buf), 
+                traceContext: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -6028,6 +6047,7 @@ public struct FfiConverterTypeGroupEvent: FfiConverterRustBuffer {
         FfiConverterUInt32.write(value.deliveries, into: &buf)
         FfiConverterString.write(value.token, into: &buf)
         FfiConverterInt64.write(value.leaseExpiresAtMs, into: &buf)
+        FfiConverterOptionString.write(value.traceContext, into: &buf)
     }
 }
 
@@ -6374,6 +6394,10 @@ public struct JobInfo: Equatable, Hashable {
      * When it finished (finished jobs only).
      */
     public var finishedAtMs: Int64?
+    /**
+     * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+     */
+    public var traceContext: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -6422,7 +6446,10 @@ public struct JobInfo: Equatable, Hashable {
          */leaseExpiresAtMs: Int64?, 
         /**
          * When it finished (finished jobs only).
-         */finishedAtMs: Int64?) {
+         */finishedAtMs: Int64?, 
+        /**
+         * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+         */traceContext: String?) {
         self.id = id
         self.queue = queue
         self.state = state
@@ -6438,6 +6465,7 @@ public struct JobInfo: Equatable, Hashable {
         self.lastError = lastError
         self.leaseExpiresAtMs = leaseExpiresAtMs
         self.finishedAtMs = finishedAtMs
+        self.traceContext = traceContext
     }
 
     
@@ -6470,7 +6498,8 @@ public struct FfiConverterTypeJobInfo: FfiConverterRustBuffer {
                 workerId: FfiConverterOptionString.read(from: &buf), 
                 lastError: FfiConverterOptionString.read(from: &buf), 
                 leaseExpiresAtMs: FfiConverterOptionInt64.read(from: &buf), 
-                finishedAtMs: FfiConverterOptionInt64.read(from: &buf)
+                finishedAtMs: FfiConverterOptionInt64.read(from: &buf), 
+                traceContext: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -6490,6 +6519,7 @@ public struct FfiConverterTypeJobInfo: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.lastError, into: &buf)
         FfiConverterOptionInt64.write(value.leaseExpiresAtMs, into: &buf)
         FfiConverterOptionInt64.write(value.finishedAtMs, into: &buf)
+        FfiConverterOptionString.write(value.traceContext, into: &buf)
     }
 }
 
@@ -7980,6 +8010,10 @@ public struct StreamEvent: Equatable, Hashable {
      * When it was published.
      */
     public var createdAtMs: Int64
+    /**
+     * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+     */
+    public var traceContext: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -7995,11 +8029,15 @@ public struct StreamEvent: Equatable, Hashable {
          */payload: Payload, 
         /**
          * When it was published.
-         */createdAtMs: Int64) {
+         */createdAtMs: Int64, 
+        /**
+         * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
+         */traceContext: String?) {
         self.offset = offset
         self.key = key
         self.payload = payload
         self.createdAtMs = createdAtMs
+        self.traceContext = traceContext
     }
 
     
@@ -8021,7 +8059,8 @@ public struct FfiConverterTypeStreamEvent: FfiConverterRustBuffer {
                 offset: FfiConverterInt64.read(from: &buf), 
                 key: FfiConverterOptionString.read(from: &buf), 
                 payload: FfiConverterTypePayload.read(from: &buf), 
-                createdAtMs: FfiConverterInt64.read(from: &buf)
+                createdAtMs: FfiConverterInt64.read(from: &buf), 
+                traceContext: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -8030,6 +8069,7 @@ public struct FfiConverterTypeStreamEvent: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.key, into: &buf)
         FfiConverterTypePayload.write(value.payload, into: &buf)
         FfiConverterInt64.write(value.createdAtMs, into: &buf)
+        FfiConverterOptionString.write(value.traceContext, into: &buf)
     }
 }
 
