@@ -1,6 +1,7 @@
 // The Node surface of tests-interop: one JSON step per line on stdin, one
 // JSON answer per line on stdout ({"ok": ...} or {"error": CODE, ...}). The
 // step vocabulary is in tests-interop/README.md; every driver implements it.
+import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { setTimeout } from 'node:timers/promises';
 import honker from '../../bindings-node/index.js';
@@ -264,8 +265,67 @@ async function run(s) {
       return drain(q, s);
     case 'work':
       return work(s);
+    case 'enqueue_traced': {
+      // The producer's span, made active as an application's would be.
+      const { context, trace, createTraceState } = otel();
+      const [, traceId, spanId, flags] = s.traceparent.split('-');
+      const span = trace.wrapSpanContext({
+        traceId,
+        spanId,
+        traceFlags: parseInt(flags, 16),
+        traceState: s.tracestate ? createTraceState(s.tracestate) : undefined,
+      });
+      const e = await context.with(trace.setSpan(context.active(), span), () => q.enqueue(s.payload));
+      return { id: e.id };
+    }
+    case 'work_traced':
+      return workTraced(q);
   }
   return UNSUPPORTED;
+}
+
+// The OpenTelemetry API from bindings-node's dev dependencies (the copy
+// honker's index.js finds), with the context manager an application's SDK
+// would register.
+let otelApi = null;
+function otel() {
+  if (!otelApi) {
+    const require = createRequire(new URL('../../bindings-node/package.json', import.meta.url));
+    otelApi = require('@opentelemetry/api');
+    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+    otelApi.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
+  return otelApi;
+}
+
+// Runs honker's Worker until the queue is empty; each handler reports the
+// span context active in it.
+async function workTraced(q) {
+  const { context, trace } = otel();
+  const worker = new honker.Worker(db);
+  const seen = [];
+  worker.handle(q.name, async (job) => {
+    await setTimeout(1);
+    const sc = trace.getSpanContext(context.active());
+    seen.push({
+      payload: job.payload,
+      trace_id: sc?.traceId ?? null,
+      span_id: sc?.spanId ?? null,
+      remote: sc?.isRemote ?? null,
+      tracestate: sc?.traceState?.serialize() || null,
+    });
+  });
+  const watch = setInterval(async () => {
+    const st = await q.stats();
+    if (st.ready + st.scheduled + st.running === 0) worker.stop();
+  }, 50);
+  try {
+    await worker.run({ signals: false });
+  } finally {
+    clearInterval(watch);
+  }
+  const key = (r) => JSON.stringify(r.payload);
+  return seen.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
 // Runs honker's Worker on the queue until nothing is left to run: each

@@ -11,6 +11,25 @@ import threading
 import time
 
 import honker
+from opentelemetry import trace as _otel_trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
+
+
+def _span(traceparent: str, tracestate: str | None) -> NonRecordingSpan:
+    """A producer's span, from its W3C headers (the OpenTelemetry API alone:
+    no SDK)."""
+    _, trace_id, span_id, flags = traceparent.split("-")
+    return NonRecordingSpan(
+        SpanContext(
+            trace_id=int(trace_id, 16),
+            span_id=int(span_id, 16),
+            is_remote=False,
+            trace_flags=TraceFlags(int(flags, 16)),
+            trace_state=TraceState.from_header([tracestate])
+            if tracestate
+            else TraceState(),
+        )
+    )
 
 
 class Driver:
@@ -138,6 +157,11 @@ class Driver:
             return self.drain(q, s)
         if op == "work":
             return self.work(s)
+        if op == "enqueue_traced":
+            with _otel_trace.use_span(_span(s["traceparent"], s.get("tracestate"))):
+                return {"id": q.enqueue(s["payload"]).id}
+        if op == "work_traced":
+            return self.work_traced(q)
         return UNSUPPORTED
 
     def group(self, op: str, s: dict):
@@ -306,6 +330,40 @@ class Driver:
                 break
             heard.append(n.payload)
         return heard
+
+    def work_traced(self, q: honker.Queue) -> list:
+        """Runs honker.Worker until the queue is empty; each handler reports
+        the OpenTelemetry span context active in it."""
+        assert self.db is not None
+        worker = honker.Worker(self.db)
+        seen = []
+
+        @worker.task(q.name)
+        def handle(job: honker.Job) -> None:
+            ctx = _otel_trace.get_current_span().get_span_context()
+            valid = ctx.is_valid
+            seen.append(
+                {
+                    "payload": job.payload,
+                    "trace_id": f"{ctx.trace_id:032x}" if valid else None,
+                    "span_id": f"{ctx.span_id:016x}" if valid else None,
+                    "remote": ctx.is_remote if valid else None,
+                    "tracestate": (ctx.trace_state.to_header() or None)
+                    if valid
+                    else None,
+                }
+            )
+
+        def watch() -> None:
+            while not worker.stopping:
+                st = q.stats()
+                if st.ready + st.scheduled + st.running == 0:
+                    worker.stop()
+                time.sleep(0.05)
+
+        threading.Thread(target=watch, daemon=True).start()
+        worker.run(signals=False)
+        return sorted(seen, key=lambda r: json.dumps(r["payload"], sort_keys=True))
 
     def work(self, s: dict) -> dict:
         """Runs honker.Worker on the queue until nothing is left to run: each

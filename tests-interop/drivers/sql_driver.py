@@ -317,6 +317,13 @@ class Driver:
                 [q, json.dumps(s["payload"]), json.dumps(options)],
             )
             return {"id": job_id, "existing": job_id <= before}
+        if op == "enqueue_traced":
+            options = {k: s[k] for k in ("traceparent", "tracestate") if s.get(k)}
+            job_id = self.one(
+                "SELECT honker_queue_enqueue(?, ?, ?)",
+                [q, json.dumps(s["payload"]), json.dumps(options)],
+            )
+            return {"id": job_id}
         if op == "claim":
             deadline = time.monotonic() + s.get("wait_ms", 0) / 1000
             while True:

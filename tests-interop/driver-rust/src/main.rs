@@ -121,7 +121,7 @@ impl Driver {
                 let stream = self.db()?.stream(s(step, "stream"))?;
                 let o = honker::stream::PublishOptions {
                     key: step["key"].as_str().map(str::to_owned),
-                    idempotency_key: None,
+                    ..Default::default()
                 };
                 let payload = Payload::from(&step["payload"]);
                 let offset = match self.tx(step) {
@@ -427,6 +427,19 @@ impl Driver {
                     None => q.enqueue(payload, &options)?,
                 };
                 Ok(json!({"id": e.id, "existing": e.existing}))
+            }
+            "enqueue_traced" => {
+                // Rust has no ambient trace context: the producer gives it.
+                let q = self.queue(step)?;
+                let options = EnqueueOptions {
+                    trace_context: honker::TraceContext::from_headers(
+                        step["traceparent"].as_str(),
+                        step["tracestate"].as_str(),
+                    )?,
+                    ..EnqueueOptions::default()
+                };
+                let e = q.enqueue(Payload::from(&step["payload"]), &options)?;
+                Ok(json!({"id": e.id}))
             }
             "claim" => {
                 let q = self.queue(step)?;
