@@ -116,8 +116,8 @@ def test_publish_captures_it_and_a_group_handler_runs_in_it(rdb):
 
 
 def test_the_orm_calls_carry_it_as_sql_options():
-    with trace.use_span(producer_span()):
-        _, args = enqueue_call(
+    def options() -> list[dict]:
+        _, job = enqueue_call(
             "mail",
             {"to": "a"},
             delay=None,
@@ -127,21 +127,15 @@ def test_the_orm_calls_carry_it_as_sql_options():
             dedupe_key=None,
             expires=None,
         )
-        _, pub = publish_call("orders", {"n": 1}, key=None, idempotency_key=None)
-    for options in (json.loads(args[2]), json.loads(pub[2])):
-        assert options["traceparent"] == PARENT
-        assert options["tracestate"] == "congo=t61rcWkgMzE"
-    _, args = enqueue_call(
-        "mail",
-        {},
-        delay=None,
-        run_at=None,
-        priority=0,
-        max_attempts=3,
-        dedupe_key=None,
-        expires=None,
-    )
-    assert "traceparent" not in json.loads(args[2])
+        _, event = publish_call("orders", {"n": 1}, key=None, idempotency_key=None)
+        return [json.loads(job[2]), json.loads(event[2])]
+
+    with trace.use_span(producer_span()):
+        traced = options()
+    for o in traced:
+        assert (o["traceparent"], o["tracestate"]) == (PARENT, "congo=t61rcWkgMzE")
+    for o in options():
+        assert "traceparent" not in o and "tracestate" not in o
 
 
 def test_a_bad_context_through_sql_is_refused_and_writes_nothing(rdb):

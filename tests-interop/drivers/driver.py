@@ -32,6 +32,19 @@ def _span(traceparent: str, tracestate: str | None) -> NonRecordingSpan:
     )
 
 
+def stop_when_empty(worker: honker.Worker, q: honker.Queue) -> None:
+    """Stops `worker` once nothing of `q` is ready, scheduled or running."""
+
+    def watch() -> None:
+        while not worker.stopping:
+            st = q.stats()
+            if st.ready + st.scheduled + st.running == 0:
+                worker.stop()
+            time.sleep(0.1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 class Driver:
     def __init__(self) -> None:
         self.db: honker.Database | None = None
@@ -354,14 +367,7 @@ class Driver:
                 }
             )
 
-        def watch() -> None:
-            while not worker.stopping:
-                st = q.stats()
-                if st.ready + st.scheduled + st.running == 0:
-                    worker.stop()
-                time.sleep(0.05)
-
-        threading.Thread(target=watch, daemon=True).start()
+        stop_when_empty(worker, q)
         worker.run(signals=False)
         return sorted(seen, key=lambda r: json.dumps(r["payload"], sort_keys=True))
 
@@ -411,14 +417,7 @@ class Driver:
 
         q = db.queue(s["queue"])
 
-        def watch() -> None:
-            while not worker.stopping:
-                st = q.stats()
-                if st.ready + st.scheduled + st.running == 0:
-                    worker.stop()
-                time.sleep(0.1)
-
-        threading.Thread(target=watch, daemon=True).start()
+        stop_when_empty(worker, q)
         worker.run(signals=bool(s.get("signals")))
         # A sync handler whose job the drain gave up on may still be
         # returning: its outcome (refused) is part of the answer.

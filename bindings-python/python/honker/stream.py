@@ -489,18 +489,7 @@ class Stream:
         returns its offset. With ``tx`` it exists only if your transaction
         commits. ``idempotency_key``: a retried publish (within 24 h) returns
         the original offset and appends nothing."""
-        t, (tp, ts) = _args.transaction(tx), _capture()
-        return self._db._write(
-            tx,
-            lambda: self._native.publish(
-                payload,
-                key=key,
-                idempotency_key=idempotency_key,
-                tx=t,
-                traceparent=tp,
-                tracestate=ts,
-            ),
-        )
+        return self._db._write(tx, self._publish(payload, key, idempotency_key, tx))
 
     async def publish_async(
         self,
@@ -510,38 +499,43 @@ class Stream:
         idempotency_key: str | None = None,
         tx: Transaction | None = None,
     ) -> int:
-        t, (tp, ts) = _args.transaction(tx), _capture()
-        return await self._db._write_async(
-            tx,
-            lambda: self._native.publish(
-                payload,
-                key=key,
-                idempotency_key=idempotency_key,
-                tx=t,
-                traceparent=tp,
-                tracestate=ts,
-            ),
+        return await self._db._write_async(tx, self._publish(payload, key, idempotency_key, tx))
+
+    def _publish(
+        self, payload: Any, key: str | None, idempotency_key: str | None, tx: Transaction | None
+    ) -> Callable[[], int]:
+        # Checked, and the trace context captured, here: in the caller's
+        # thread and context, before any wait for the writer.
+        t, (parent, state) = _args.transaction(tx), _capture()
+        native = self._native
+        return lambda: native.publish(
+            payload,
+            key=key,
+            idempotency_key=idempotency_key,
+            tx=t,
+            traceparent=parent,
+            tracestate=state,
         )
 
     def publish_many(
         self, payloads: Iterable[Any], *, key: str | None = None, tx: Transaction | None = None
     ) -> list[int]:
         """Appends events in one transaction; returns their offsets."""
-        items = list(payloads)
-        t, (tp, ts) = _args.transaction(tx), _capture()
-        return self._db._write(
-            tx,
-            lambda: self._native.publish_many(items, key=key, tx=t, traceparent=tp, tracestate=ts),
-        )
+        return self._db._write(tx, self._publish_many(payloads, key, tx))
 
     async def publish_many_async(
         self, payloads: Iterable[Any], *, key: str | None = None, tx: Transaction | None = None
     ) -> list[int]:
+        return await self._db._write_async(tx, self._publish_many(payloads, key, tx))
+
+    def _publish_many(
+        self, payloads: Iterable[Any], key: str | None, tx: Transaction | None
+    ) -> Callable[[], list[int]]:
         items = list(payloads)
-        t, (tp, ts) = _args.transaction(tx), _capture()
-        return await self._db._write_async(
-            tx,
-            lambda: self._native.publish_many(items, key=key, tx=t, traceparent=tp, tracestate=ts),
+        t, (parent, state) = _args.transaction(tx), _capture()
+        native = self._native
+        return lambda: native.publish_many(
+            items, key=key, tx=t, traceparent=parent, tracestate=state
         )
 
     def read(self, after: int = 0, limit: int = 100) -> list[Event]:
