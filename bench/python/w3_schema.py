@@ -68,6 +68,9 @@ def connect(in_check: bool, drop_running_index: bool = False) -> sqlite3.Connect
     # Schema 1 has the IN checks; schema 2 only rewrites them as OR chains.
     for m in MIGRATIONS[:1] if in_check else MIGRATIONS:
         conn.executescript(m.read_text())
+    if in_check:
+        # The statements read and write the column schema 11 added.
+        conn.execute("ALTER TABLE _honker_jobs ADD COLUMN trace_context TEXT")
     if drop_running_index:
         conn.execute("DROP INDEX _honker_jobs_running")
     return conn
@@ -119,7 +122,7 @@ def w2(in_check=False, batches=W2_BATCHES) -> float:
     conn = connect(in_check)
     enqueue = const("ENQUEUE")
     rows = [
-        ("b", "ready", payload(i), 0, 1, 3, 1000, 3600000, 0.5, None, None, 1)
+        ("b", "ready", payload(i), 0, 1, 3, 1000, 3600000, 0.5, None, None, 1, None)
         for i in range(1000)
     ]
     started = time.perf_counter()
