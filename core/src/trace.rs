@@ -101,14 +101,20 @@ impl TraceContext {
         u8::from_str_radix(&self.traceparent[53..55], 16).is_ok_and(|f| f & 1 == 1)
     }
 
-    /// The stored form: a JSON object of the W3C headers.
-    pub fn to_json(&self) -> String {
+    /// The JSON object of the W3C headers (`tracestate` only when there is
+    /// one): what the SQL functions' JSON holds.
+    pub fn to_value(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         m.insert("traceparent".into(), self.traceparent.clone().into());
         if let Some(s) = &self.tracestate {
             m.insert("tracestate".into(), s.clone().into());
         }
-        serde_json::Value::Object(m).to_string()
+        serde_json::Value::Object(m)
+    }
+
+    /// The stored form: [`to_value`](Self::to_value) as text.
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
     }
 
     /// Reads the stored form; `None` for anything that is not a valid

@@ -398,7 +398,5 @@ pub(crate) fn job_json(j: &JobInfo) -> Json {
 /// A trace context in a SQL function's JSON: the object of its W3C headers,
 /// or null.
 pub(crate) fn trace_json(t: Option<&crate::TraceContext>) -> Json {
-    t.map_or(Json::Null, |t| {
-        serde_json::from_str(&t.to_json()).unwrap_or(Json::Null)
-    })
+    t.map_or(Json::Null, crate::TraceContext::to_value)
 }

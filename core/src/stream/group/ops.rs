@@ -280,8 +280,15 @@ pub(crate) fn claim(
                 skipped += 1;
                 continue;
             };
-            let mut e = delivered(offset, key, deliveries + 1, payload, created_at, lease_end);
-            e.trace_context = trace.0;
+            let e = delivered(
+                offset,
+                key,
+                deliveries + 1,
+                payload,
+                trace,
+                created_at,
+                lease_end,
+            );
             conn.prepare_cached(st::DELIVER)?.execute(params![
                 stream, group, offset, member, e.token, lease_end, now
             ])?;
@@ -334,8 +341,7 @@ pub(crate) fn claim(
                 ])?;
                 continue;
             }
-            let mut e = delivered(offset, key, 1, payload, created_at, lease_end);
-            e.trace_context = trace.0;
+            let e = delivered(offset, key, 1, payload, trace, created_at, lease_end);
             conn.prepare_cached(st::TAKE_IN)?.execute(params![
                 stream,
                 group,
@@ -363,6 +369,7 @@ fn delivered(
     key: Option<String>,
     deliveries: i64,
     payload: Payload,
+    trace: Stored,
     created_at: i64,
     lease_end: i64,
 ) -> GroupEvent {
@@ -374,7 +381,7 @@ fn delivered(
         deliveries: deliveries.clamp(0, i64::from(u32::MAX)) as u32,
         token: crate::raw::random_token(),
         lease_expires_at: lease_end,
-        trace_context: None,
+        trace_context: trace.0,
     }
 }
 
