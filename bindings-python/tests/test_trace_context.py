@@ -6,10 +6,12 @@ imported and handlers run as before."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import honker
@@ -194,3 +196,70 @@ def test_without_opentelemetry_nothing_is_captured_or_imported(path):
         path,
     )
     assert out == "[('plain', False), ('traced', True)] []"
+
+
+def span_for(trace_id: int) -> NonRecordingSpan:
+    return NonRecordingSpan(
+        SpanContext(trace_id=trace_id, span_id=trace_id, is_remote=False, trace_flags=TraceFlags(1))
+    )
+
+
+def test_concurrent_requests_each_keep_their_own_span(rdb):
+    # Threads (a sync web server's requests) and asyncio tasks (an async
+    # one's) enqueue at once, each under its own span: every job carries
+    # its own request's trace, never a neighbour's.
+    q = rdb.queue("mail")
+
+    def request(i: int) -> None:
+        with trace.use_span(span_for(i)):
+            for _ in range(20):
+                q.enqueue({"request": i})
+
+    threads = [threading.Thread(target=request, args=(i,)) for i in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    async def async_request(i: int) -> None:
+        with trace.use_span(span_for(i)):
+            for _ in range(20):
+                await q.enqueue_async({"request": i})
+                await asyncio.sleep(0)
+
+    async def server() -> None:
+        await asyncio.gather(*(async_request(i) for i in range(9, 17)))
+
+    asyncio.run(server())
+    rows = rdb.query("SELECT payload, trace_context FROM _honker_jobs")
+    assert len(rows) == 320
+    for payload, stored in rows:
+        i = json.loads(payload)["request"]
+        assert json.loads(stored)["traceparent"] == f"00-{i:032x}-{i:016x}-01"
+
+
+def test_an_orm_session_carries_the_span_and_a_rollback_leaves_nothing(path):
+    import honker.sqlalchemy as hsa
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.orm import Session
+
+    engine = create_engine(f"sqlite:///{path}")
+    hsa.setup(engine)
+    with engine.begin() as c:
+        c.execute(text("CREATE TABLE orders (id INTEGER PRIMARY KEY)"))
+    for order, commit in ((1, True), (2, False)):
+        with trace.use_span(span_for(order)), Session(engine) as session:
+            session.execute(text("INSERT INTO orders (id) VALUES (:id)"), {"id": order})
+            hsa.enqueue(session, "mail", {"order": order})
+            if commit:
+                session.commit()
+            else:
+                session.rollback()
+    with engine.connect() as c:
+        rows = c.execute(text("SELECT payload, trace_context FROM _honker_jobs")).all()
+        orders = c.execute(text("SELECT id FROM orders")).scalars().all()
+    engine.dispose()
+    assert orders == [1]
+    assert [(json.loads(p), json.loads(t)["traceparent"]) for p, t in rows] == [
+        ({"order": 1}, f"00-{1:032x}-{1:016x}-01")
+    ]
