@@ -24,6 +24,9 @@ struct Shared {
     tasks: TaskTable,
 }
 
+/// Dropping it shuts the worker down: always off the caller's thread.
+impl honker::runtime::QuickDrop for Shared {}
+
 /// See `Worker` in index.js.
 #[napi]
 pub struct Worker {

@@ -21,6 +21,9 @@ struct Shared {
     tasks: TaskTable,
 }
 
+/// Dropping it shuts the worker down: always off the caller's thread.
+impl honker::runtime::QuickDrop for Shared {}
+
 /// See `Worker` in Honker.swift.
 #[derive(uniffi::Object)]
 pub struct Worker {

@@ -100,6 +100,8 @@ pub(crate) struct Inner {
     pub(crate) fire_sweep_after: Mutex<String>,
     /// The queue counts this process batches (ADR 27), when it does.
     pending: Option<Arc<crate::queue::metrics::Pending>>,
+    /// The keep-alives' timer, from the first keep-alive.
+    renewals: std::sync::OnceLock<Arc<crate::runtime::Renewals>>,
 }
 
 impl Drop for Inner {
@@ -119,6 +121,9 @@ impl Drop for Inner {
                 self.flush_metrics_at_close();
             }
             self.checkpointer.stop();
+            if let Some(r) = self.renewals.get() {
+                r.shutdown();
+            }
         }
     }
 }
@@ -284,6 +289,7 @@ impl Database {
                 rate_sweep_after: Mutex::new(Default::default()),
                 fire_sweep_after: Mutex::new(String::new()),
                 pending: pending.clone(),
+                renewals: std::sync::OnceLock::new(),
                 options,
             }),
         };
@@ -591,6 +597,11 @@ fn thread_token() -> u64 {
 impl Inner {
     pub(crate) fn now(&self) -> i64 {
         self.options.clock.now_ms()
+    }
+
+    /// The keep-alives' timer (started with the first).
+    pub(crate) fn renewals(&self) -> &Arc<crate::runtime::Renewals> {
+        self.renewals.get_or_init(Default::default)
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::test_db;
+use common::{test_db, wait_until};
 use honker::runtime::{Claimer, KeepAlive};
 use honker::{EnqueueOptions, ErrorKind, JobState};
 use serde_json::json;
@@ -31,14 +31,6 @@ fn renewing(q: &honker::Queue, job: &honker::Job) -> KeepAlive {
         Some(Duration::from_millis(10)),
     )
     .unwrap()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 #[test]
@@ -220,6 +212,20 @@ fn keep_alive_stops_and_reports_when_the_lease_is_lost() {
 }
 
 #[test]
+fn a_keep_alive_on_a_closed_database_has_ended_already() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    enqueue(&q, 1);
+    let job = q.claim("w", 1).unwrap().remove(0);
+    t.db.close().unwrap();
+    let ka = renewing(&q, &job);
+    assert!(ka.wait_end(Duration::ZERO), "ended at once, quietly");
+    let report = ka.stop();
+    assert_eq!((report.lost, report.beats), (false, 0));
+    assert_eq!(report.ended_by, Some(ErrorKind::Closed));
+}
+
+#[test]
 fn keep_alive_keeps_trying_while_the_file_is_busy() {
     let t = test_db();
     let q = t.db.queue("q").unwrap();
@@ -284,6 +290,21 @@ fn off_thread_drop_never_makes_the_dropping_thread_wait() {
             self.0.store(true, Ordering::SeqCst);
         }
     }
+    // It does not say it drops quickly (the default).
+    impl honker::runtime::QuickDrop for Slow {}
+    let dropped = Arc::new(AtomicBool::new(false));
+    let held = honker::runtime::OffThreadDrop::new(Slow(Arc::clone(&dropped)));
+    let start = Instant::now();
+    drop(held);
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "the drop waited"
+    );
+    wait_until(
+        "the value's own drop, on a thread of its own",
+        Duration::from_secs(5),
+        || dropped.load(Ordering::SeqCst),
+    );
     let dropped = Arc::new(AtomicBool::new(false));
     let held = honker::runtime::OffThreadDrop::new(Slow(Arc::clone(&dropped)));
     let shared = held.shared(); // a call still running elsewhere
@@ -293,7 +314,8 @@ fn off_thread_drop_never_makes_the_dropping_thread_wait() {
         start.elapsed() < Duration::from_millis(100),
         "the drop waited"
     );
-    drop(shared);
+    // The call's thread (one that may wait) drops it last.
+    std::thread::spawn(move || drop(shared));
     wait_until(
         "the value's own drop, elsewhere",
         Duration::from_secs(5),

@@ -150,6 +150,13 @@ impl Drop for Claimer {
     }
 }
 
+impl super::QuickDrop for Claimer {
+    /// Closed: its buffer is given back already.
+    fn drops_quickly(&self) -> bool {
+        self.is_closed()
+    }
+}
+
 fn release_all(jobs: Vec<Job>) -> usize {
     // A release that fails (lapsed and reclaimed, or the database is gone)
     // leaves that job to its lease: not ours any more.

@@ -154,6 +154,13 @@ impl Drop for GroupConsumer {
     }
 }
 
+impl super::QuickDrop for GroupConsumer {
+    /// Closed: its buffer is given back already.
+    fn drops_quickly(&self) -> bool {
+        self.is_closed()
+    }
+}
+
 fn release_all(group: &Group, events: Vec<GroupEvent>) -> usize {
     // A release that fails (lapsed and reclaimed, or the database is gone)
     // leaves that event to its lease.

@@ -139,3 +139,10 @@ impl Drop for HeldLock {
         }
     }
 }
+
+impl super::QuickDrop for HeldLock {
+    /// Released: nothing is left to write or join.
+    fn drops_quickly(&self) -> bool {
+        self.is_released() && self.keep.drops_quickly()
+    }
+}

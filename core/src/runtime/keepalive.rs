@@ -8,14 +8,18 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::renewals::{first_due, Due, Key, Renewals};
+use crate::database::Database;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::Lock;
 use crate::queue::{Lease, Queue};
 use crate::validate;
 
-/// Renews one lease (a job's, or a lock's) on a thread of its own until
-/// stopped: every `every` (default: a third of the lease) it extends the
-/// lease to its full length from now. One meaning on every surface:
+/// Renews one lease (a job's, or a lock's) until stopped: every `every`
+/// (default: a third of the lease) it extends the lease to its full length
+/// from now. Until its first renewal is due it is only an entry in its
+/// database's timer; from then on it renews on a thread of its own. One
+/// meaning on every surface:
 ///
 /// - a lost lease (`LEASE_LOST`: reclaimed, cancelled or finished elsewhere;
 ///   `NOT_FOUND`) stops the renewal and is reported ([`lost`](Self::lost),
@@ -26,10 +30,36 @@ use crate::validate;
 ///   again at the next beat.
 #[derive(Debug)]
 pub struct KeepAlive {
-    shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    entry: Arc<Entry>,
     /// The process that started it: a forked copy has no renewal thread.
     pid: u32,
+}
+
+/// A keep-alive's state, shared by its handle, the database's timer
+/// ([`Renewals`]: until the first renewal is due) and then its own thread.
+struct Entry {
+    shared: Shared,
+    renew: Box<dyn Fn() -> Result<i64> + Send + Sync>,
+    every: Duration,
+    renewals: Arc<Renewals>,
+    phase: Mutex<Phase>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeepAlive")
+            .field("every", &self.every)
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Phase {
+    /// Filed in the timer under this key; no thread yet.
+    Waiting(Option<Key>),
+    /// Renewing on its own thread (taken by `stop` to join it).
+    Running(Option<JoinHandle<()>>),
+    Stopped,
 }
 
 /// What a [`KeepAlive`] did, from [`KeepAlive::stop`].
@@ -69,8 +99,9 @@ impl KeepAlive {
     ) -> Result<KeepAlive> {
         validate::lease(length)?;
         let every = every_within(length, every)?;
+        let db = queue.database().clone();
         let queue = queue.clone();
-        Self::spawn(every, move || queue.heartbeat(&lease, Some(length)))
+        Self::spawn(&db, every, move || queue.heartbeat(&lease, Some(length)))
     }
 
     /// Starts renewing the lock `lock` held with fencing token `token`,
@@ -86,43 +117,70 @@ impl KeepAlive {
         crate::lock::check_ttl(ttl)?;
         let token = crate::lock::check_token(token)?;
         let every = every_within(ttl, every)?;
+        let db = lock.database().clone();
         let lock = lock.clone();
-        Self::spawn(every, move || lock.renew(token, ttl))
+        Self::spawn(&db, every, move || lock.renew(token, ttl))
     }
 
+    /// Files the keep-alive in the database's timer, due `every` from now:
+    /// no thread runs for it unless it lives that long.
     fn spawn(
+        db: &Database,
         every: Duration,
-        renew: impl Fn() -> Result<i64> + Send + 'static,
+        renew: impl Fn() -> Result<i64> + Send + Sync + 'static,
     ) -> Result<KeepAlive> {
-        let shared = Arc::new(Shared::default());
-        let thread = {
-            let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("honker-keepalive".into())
-                .spawn(move || beat(&renew, every, &shared))
-                .map_err(|e| Error::internal(format!("cannot start a keep-alive thread: {e}")))?
-        };
+        if let Err(e) = db.inner.check_open() {
+            // Closed, or a forked child's copy (whose timer must not be
+            // touched): a keep-alive that has already ended, as its first
+            // renewal would end it.
+            let entry = Arc::new(Entry {
+                shared: Shared::default(),
+                renew: Box::new(renew),
+                every,
+                renewals: Arc::default(),
+                phase: Mutex::new(Phase::Stopped),
+            });
+            entry.shared.end(Some(e.kind()));
+            return Ok(KeepAlive {
+                entry,
+                pid: std::process::id(),
+            });
+        }
+        let renewals = db.inner.renewals();
+        let entry = Arc::new(Entry {
+            shared: Shared::default(),
+            renew: Box::new(renew),
+            every,
+            renewals: Arc::clone(renewals),
+            phase: Mutex::new(Phase::Waiting(None)),
+        });
+        {
+            // Held while filing it, so the timer (which takes this lock to
+            // start it) sees the key in place.
+            let mut phase = entry.phase.lock();
+            let key = renewals.add(first_due(every), Arc::clone(&entry) as Arc<dyn Due>)?;
+            *phase = Phase::Waiting(Some(key));
+        }
         Ok(KeepAlive {
-            shared,
-            thread: Mutex::new(Some(thread)),
+            entry,
             pid: std::process::id(),
         })
     }
 
     /// Whether the lease was lost (renewal stopped).
     pub fn lost(&self) -> bool {
-        self.shared.lost.load(Ordering::SeqCst)
+        self.entry.shared.lost.load(Ordering::SeqCst)
     }
 
     /// Renewals that succeeded so far.
     pub fn beats(&self) -> u64 {
-        self.shared.beats.load(Ordering::SeqCst)
+        self.entry.shared.beats.load(Ordering::SeqCst)
     }
 
     /// When the lease lapses after the last renewal (ms), if there was one:
     /// bindings show it as their job's lease expiry.
     pub fn lease_expires_at(&self) -> Option<i64> {
-        match self.shared.expires_at.load(Ordering::SeqCst) {
+        match self.entry.shared.expires_at.load(Ordering::SeqCst) {
             0 => None,
             ms => Some(ms),
         }
@@ -137,15 +195,21 @@ impl KeepAlive {
             return true; // a forked copy: nothing runs here
         }
         let deadline = Instant::now().checked_add(timeout);
-        let mut ended = self.shared.ended.lock();
+        let mut ended = self.entry.shared.ended.lock();
         while ended.is_none() {
             match deadline {
                 Some(d) => {
-                    if self.shared.ended_cv.wait_until(&mut ended, d).timed_out() {
+                    if self
+                        .entry
+                        .shared
+                        .ended_cv
+                        .wait_until(&mut ended, d)
+                        .timed_out()
+                    {
                         return ended.is_some();
                     }
                 }
-                None => self.shared.ended_cv.wait(&mut ended),
+                None => self.entry.shared.ended_cv.wait(&mut ended),
             }
         }
         true
@@ -162,23 +226,39 @@ impl KeepAlive {
     /// touches neither, and reports what the copied counters say.
     pub fn stop(&self) -> KeepAliveReport {
         if self.pid != std::process::id() {
-            if let Some(t) = self.thread.try_lock().and_then(|mut t| t.take()) {
-                std::mem::forget(t);
+            if let Some(mut phase) = self.entry.phase.try_lock() {
+                if let Phase::Running(t) = &mut *phase {
+                    std::mem::forget(t.take());
+                }
             }
             return self.report(None);
         }
+        let shared = &self.entry.shared;
         {
-            let mut stopped = self.shared.stopped.lock();
+            let mut stopped = shared.stopped.lock();
             *stopped = true;
-            self.shared.wake.notify_all();
+            shared.wake.notify_all();
         }
-        let thread = self.thread.lock().take();
-        if let Some(t) = thread {
-            if self.wait_end(STOP_WAIT) {
-                let _ = t.join();
-            } // else: detached; it ends after its renewal
+        let was = std::mem::replace(&mut *self.entry.phase.lock(), Phase::Stopped);
+        match was {
+            Phase::Waiting(key) => {
+                if let Some(key) = key {
+                    self.entry.renewals.remove(&key);
+                }
+                shared.end(None);
+            }
+            Phase::Running(Some(t)) => {
+                if self.wait_end(STOP_WAIT) {
+                    let _ = t.join();
+                } // else: detached; it ends after its renewal
+            }
+            Phase::Running(None) => {
+                // Renewing on the timer's thread (no thread to be had).
+                self.wait_end(STOP_WAIT);
+            }
+            Phase::Stopped => {}
         }
-        self.report(self.shared.ended.lock().flatten())
+        self.report(self.entry.shared.ended.lock().flatten())
     }
 
     fn report(&self, ended_by: Option<ErrorKind>) -> KeepAliveReport {
@@ -200,6 +280,18 @@ impl Drop for KeepAlive {
     }
 }
 
+impl super::QuickDrop for KeepAlive {
+    /// Stopped, or never past the timer: no renewal thread to wait for.
+    fn drops_quickly(&self) -> bool {
+        self.pid == std::process::id()
+            && self
+                .entry
+                .phase
+                .try_lock()
+                .is_some_and(|p| matches!(*p, Phase::Waiting(_) | Phase::Stopped))
+    }
+}
+
 /// The renewal period: `every` (default: a third of `length`), positive and
 /// shorter than `length`.
 pub(crate) fn every_within(length: Duration, every: Option<Duration>) -> Result<Duration> {
@@ -212,35 +304,101 @@ pub(crate) fn every_within(length: Duration, every: Option<Duration>) -> Result<
     Ok(every)
 }
 
-fn beat(renew: &dyn Fn() -> Result<i64>, every: Duration, shared: &Shared) {
-    let mut next = Instant::now() + every;
-    let ended_by = loop {
+impl Due for Entry {
+    fn start_renewing(self: Arc<Self>) {
+        let mut phase = self.phase.lock();
+        if !matches!(*phase, Phase::Waiting(_)) {
+            return; // stopped meanwhile
+        }
+        let me = Arc::clone(&self);
+        match std::thread::Builder::new()
+            .name("honker-keepalive".into())
+            .spawn(move || me.beat())
         {
-            let mut stopped = shared.stopped.lock();
-            while !*stopped && Instant::now() < next {
-                shared.wake.wait_until(&mut stopped, next);
-            }
-            if *stopped {
-                break None;
+            Ok(t) => *phase = Phase::Running(Some(t)),
+            Err(_) => {
+                // No thread to be had: renew here, and wait again.
+                *phase = Phase::Running(None);
+                drop(phase);
+                let ended = self.renew_once();
+                let mut phase = self.phase.lock();
+                if !matches!(*phase, Phase::Running(None)) {
+                    // Stopped meanwhile (`stop` waits for this end).
+                    self.shared.end(ended.flatten());
+                    return;
+                }
+                let again = match ended {
+                    Some(ended_by) => Err(ended_by),
+                    None => self
+                        .renewals
+                        .add(first_due(self.every), Arc::clone(&self) as Arc<dyn Due>)
+                        .map_err(|e| Some(e.kind())),
+                };
+                match again {
+                    Ok(key) => *phase = Phase::Waiting(Some(key)),
+                    Err(ended_by) => {
+                        *phase = Phase::Stopped;
+                        self.shared.end(ended_by);
+                    }
+                }
             }
         }
-        next = Instant::now() + every;
-        match renew() {
+    }
+}
+
+impl Entry {
+    /// Renews now and then every `every` until stopped or ended.
+    fn beat(&self) {
+        let shared = &self.shared;
+        let mut next = Instant::now();
+        let ended_by = loop {
+            {
+                let mut stopped = shared.stopped.lock();
+                while !*stopped && Instant::now() < next {
+                    shared.wake.wait_until(&mut stopped, next);
+                }
+                if *stopped {
+                    break None;
+                }
+            }
+            next = Instant::now() + self.every;
+            if let Some(ended_by) = self.renew_once() {
+                break ended_by;
+            }
+        };
+        shared.end(ended_by);
+    }
+
+    /// One renewal; `Some(why)` if the renewals end here (`why` the error).
+    fn renew_once(&self) -> Option<Option<ErrorKind>> {
+        let shared = &self.shared;
+        match (self.renew)() {
             Ok(expires_at) => {
                 shared.expires_at.store(expires_at, Ordering::SeqCst);
                 shared.beats.fetch_add(1, Ordering::SeqCst);
+                None
             }
             Err(e) => match e.kind() {
                 ErrorKind::LeaseLost | ErrorKind::NotFound => {
                     shared.lost.store(true, Ordering::SeqCst);
-                    break Some(e.kind());
+                    Some(Some(e.kind()))
                 }
-                ErrorKind::Closed | ErrorKind::Unsafe => break Some(e.kind()),
+                ErrorKind::Closed | ErrorKind::Unsafe => Some(Some(e.kind())),
                 // BUSY and the like: the next beat tries again.
-                _ => {}
+                _ => None,
             },
         }
-    };
-    *shared.ended.lock() = Some(ended_by);
-    shared.ended_cv.notify_all();
+    }
+}
+
+impl Shared {
+    /// Records how the renewals ended (the first end wins) and wakes
+    /// `wait_end`.
+    fn end(&self, ended_by: Option<ErrorKind>) {
+        let mut ended = self.ended.lock();
+        if ended.is_none() {
+            *ended = Some(ended_by);
+        }
+        self.ended_cv.notify_all();
+    }
 }

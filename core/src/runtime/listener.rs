@@ -33,6 +33,13 @@ pub struct Listener {
     closed: AtomicBool,
 }
 
+impl super::QuickDrop for Listener {
+    /// A listener holds no lease and writes nothing when dropped.
+    fn drops_quickly(&self) -> bool {
+        true
+    }
+}
+
 impl Listener {
     /// Starts listening on `channel`, reading `batch` messages at a time.
     pub fn new(channel: &Channel, batch: usize) -> Result<Listener> {

@@ -264,3 +264,10 @@ impl Drop for Subscription {
         let _ = self.close();
     }
 }
+
+impl super::QuickDrop for Subscription {
+    /// Closed: its place is committed already.
+    fn drops_quickly(&self) -> bool {
+        self.is_closed()
+    }
+}

@@ -168,6 +168,13 @@ impl Drop for Task {
     }
 }
 
+impl super::QuickDrop for Task {
+    /// Finished: nothing to give back.
+    fn drops_quickly(&self) -> bool {
+        self.done
+    }
+}
+
 /// Runs handlers for registered queues; see the module docs. Cheap to
 /// clone; clones share the worker.
 ///

@@ -18,6 +18,18 @@ pub struct TestDb {
     _dir: TempDir,
 }
 
+/// Polls `f` every 2 ms until it holds; fails the test after `timeout`.
+pub fn wait_until(what: &str, timeout: std::time::Duration, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// A fresh database in its own temp dir, on a manual clock.
 pub fn test_db() -> TestDb {
     test_db_with(Options::default())
