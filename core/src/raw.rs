@@ -237,6 +237,26 @@ impl<'a> Conn<'a> {
         unsafe { ffi::sqlite3_last_insert_rowid(self.db) }
     }
 
+    /// The main database's data version on this connection
+    /// (`SQLITE_FCNTL_DATA_VERSION`, the pager's counter): it goes up by one
+    /// at each commit on this connection, and again whenever the connection
+    /// finds that another one changed the file (at the start of its next
+    /// transaction). `None` if SQLite cannot say.
+    pub(crate) fn data_version(&self) -> Option<u32> {
+        let mut version: std::ffi::c_uint = 0;
+        // SAFETY: `db` is open (constructor contract); the opcode writes
+        // one unsigned int to the pointer it is given.
+        let rc = unsafe {
+            ffi::sqlite3_file_control(
+                self.db,
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_DATA_VERSION,
+                (&raw mut version).cast(),
+            )
+        };
+        (rc == ffi::SQLITE_OK).then_some(version)
+    }
+
     pub(crate) fn is_autocommit(&self) -> bool {
         // SAFETY: as above.
         unsafe { ffi::sqlite3_get_autocommit(self.db) != 0 }

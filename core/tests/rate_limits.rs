@@ -222,6 +222,60 @@ fn parameters_are_shared_through_the_file() {
     assert_eq!((d.allowed, d.limit, d.retry_after), (false, 20, 50 * MS));
 }
 
+/// A handle remembers the stored parameters from one check to the next
+/// while nothing else commits (a repeated check is one statement), and reads
+/// them again after any other commit: another connection's update, this
+/// connection's own through SQL, anything at all another process writes.
+#[test]
+fn a_handle_reads_the_parameters_again_after_any_other_commit() {
+    let t = test_db();
+    let other = t.reopen();
+    let rl = limiter(&t, "mail", 1_000, Duration::from_secs(1), 1_000);
+    let check = || {
+        let before = honker::vm_steps_on_this_thread();
+        let d = rl.try_acquire("k", 1).unwrap();
+        assert!(d.allowed);
+        (d.limit, honker::vm_steps_on_this_thread() - before)
+    };
+    check(); // the key's first check inserts it
+    let (_, remembered) = check();
+    assert_eq!(check().1, remembered);
+    // Another process writes something else: read again, then remembered.
+    other
+        .queue("q")
+        .unwrap()
+        .enqueue(serde_json::json!(1), &Default::default())
+        .unwrap();
+    let (_, read) = check();
+    assert!(
+        remembered < read,
+        "{remembered} steps, not fewer than {read}"
+    );
+    assert_eq!(check().1, remembered);
+    // Another process updates the parameters: the next check uses them.
+    other
+        .rate_limiter_update(
+            "mail",
+            RateLimit::new(900, Duration::from_secs(1)).burst(900),
+        )
+        .unwrap();
+    assert_eq!(check().0, 900);
+    // This connection updates them through SQL (not through this handle).
+    sql(
+        &t.db,
+        "SELECT honker_rate_limit_set('mail', 800, 1000, 800)",
+    );
+    assert_eq!(check().0, 800);
+    // A transaction that changed them and rolled back changes nothing.
+    let tx = t.db.transaction().unwrap();
+    tx.query("SELECT honker_rate_limit_set('mail', 700, 1000, 700)", [])
+        .unwrap();
+    assert_eq!(rl.try_acquire_tx(&tx, "k", 1).unwrap().limit, 700);
+    tx.rollback().unwrap();
+    assert_eq!(check().0, 800);
+    assert_eq!(rl.limit().unwrap().limit, 800);
+}
+
 #[test]
 fn bad_parameters_and_keys_are_typed_errors_and_change_nothing() {
     let t = test_db();

@@ -1,9 +1,13 @@
 //! The [`RateLimiter`] handle (`db.rate_limiter(name, limit)`): each check
 //! reads the limiter's stored parameters and updates its key in one write
-//! transaction (its own or the caller's).
+//! transaction (its own or the caller's). A handle remembers the parameters
+//! it read until the file changes under it ([`Remembered`]), so a check
+//! made again and again runs one statement.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use super::ops;
 use super::types::{self, RateDecision, RateLimit};
@@ -37,10 +41,7 @@ impl Database {
         if ops::params(reader.raw(), name)?.is_none() {
             return Err(not_found(name));
         }
-        Ok(RateLimiter {
-            db: self.clone(),
-            name: name.into(),
-        })
+        Ok(RateLimiter::new(self, name))
     }
 
     fn rate_limiter_with(&self, name: &str, limit: RateLimit, update: bool) -> Result<RateLimiter> {
@@ -56,10 +57,7 @@ impl Database {
                 ops::adopt(conn.raw(), name, &limit, update, now)
             })?;
         }
-        Ok(RateLimiter {
-            db: self.clone(),
-            name: name.into(),
-        })
+        Ok(RateLimiter::new(self, name))
     }
 }
 
@@ -90,9 +88,31 @@ fn not_found(name: &str) -> Error {
 pub struct RateLimiter {
     db: Database,
     name: Arc<str>,
+    remembered: Arc<Mutex<Option<Remembered>>>,
+}
+
+/// The parameters a check read, and the writer connection's data version
+/// they stay valid for: the version that check's own commit left. Any
+/// other commit since — another connection's (seen when the next
+/// transaction begins), or this connection's own (a parameter update
+/// through SQL, any other write) — moves the version past it, and the next
+/// check reads them again. Kept only after a check that wrote its key in
+/// its own transaction: that commit is known to move the version by one.
+#[derive(Clone, Copy, Debug)]
+struct Remembered {
+    version: u32,
+    limit: RateLimit,
 }
 
 impl RateLimiter {
+    fn new(db: &Database, name: &str) -> RateLimiter {
+        RateLimiter {
+            db: db.clone(),
+            name: name.into(),
+            remembered: Arc::default(),
+        }
+    }
+
     /// The limiter's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -101,7 +121,7 @@ impl RateLimiter {
     /// The parameters stored in the file (which every check uses).
     pub fn limit(&self) -> Result<RateLimit> {
         let reader = self.db.inner.reader()?;
-        ops::params(reader.raw(), &self.name)?.ok_or_else(|| not_found(&self.name))
+        self.params(reader.raw(), false)
     }
 
     /// Checks `cost` calls (0 peeks: nothing is taken) for `key`; when
@@ -119,17 +139,44 @@ impl RateLimiter {
 
     fn check_in(&self, tx: Option<&Transaction>, k: &str, cost: i64) -> Result<RateDecision> {
         validate::key_or_empty("a rate limit key", k)?;
-        let check = |conn: crate::raw::Conn<'_>, now: i64| {
-            let limit = ops::params(conn, &self.name)?.ok_or_else(|| not_found(&self.name))?;
-            let cost = types::cost(cost, &limit)?;
-            ops::check(conn, &self.name, k, &limit, cost, now)
-        };
         if cost == 0 && tx.is_none() {
             // A peek writes nothing: a reader answers it.
             let reader = self.db.inner.reader()?;
-            return check(reader.raw(), self.db.inner.now());
+            let conn = reader.raw();
+            let limit = self.params(conn, false)?;
+            types::cost(cost, &limit)?;
+            return ops::check(conn, &self.name, k, &limit, cost, self.db.inner.now());
         }
-        self.db.inner.write(tx, |conn, now| check(conn.raw(), now))
+        let own = tx.is_none();
+        self.db.inner.write(tx, |conn, now| {
+            let conn = conn.raw();
+            let limit = self.params(conn, own)?;
+            let cost = types::cost(cost, &limit)?;
+            let d = ops::check(conn, &self.name, k, &limit, cost, now)?;
+            // Its own commit moves the version by one, when it wrote.
+            *self.remembered.lock() = (own && d.allowed && cost > 0)
+                .then(|| conn.data_version())
+                .flatten()
+                .map(|v| Remembered {
+                    version: v.wrapping_add(1),
+                    limit,
+                });
+            Ok(d)
+        })
+    }
+
+    /// The stored parameters: as remembered when nothing has changed the
+    /// file since (in a check's own transaction), else read.
+    fn params(&self, conn: crate::raw::Conn<'_>, own: bool) -> Result<RateLimit> {
+        if own {
+            let remembered = *self.remembered.lock();
+            if let Some(r) = remembered {
+                if conn.data_version() == Some(r.version) {
+                    return Ok(r.limit);
+                }
+            }
+        }
+        ops::params(conn, &self.name)?.ok_or_else(|| not_found(&self.name))
     }
 
     /// [`try_acquire`](Self::try_acquire), sleeping `retry_after` and
