@@ -9,6 +9,9 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -209,6 +212,80 @@ def test_concurrent_requests_take_turns_under_one_lock(path: Path) -> None:
     assert not errors, errors
     assert db.query("SELECT n FROM counter") == [(120,)]
     db.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux's /proc")
+def test_short_holds_on_request_threads_and_tasks_start_no_thread(path: Path) -> None:
+    """Requests on eight threads and fifty asyncio tasks (more than honker's
+    32 pool workers) each hold a lock for a moment, over and over: none of
+    them starts a renewal thread (a hold is an entry in the database's timer
+    until its first renewal is due), nothing waits for a free worker, and a
+    long hold beside them is renewed on the one thread it gets. In a child
+    process, so that a hang fails the test instead of stopping the suite."""
+    script = textwrap.dedent(
+        """
+        import asyncio, sys, threading, time
+        from pathlib import Path
+        import honker
+
+        def renewal_threads():
+            count = 0  # core names them honker-keepalive (Linux keeps 15 bytes)
+            for task in Path("/proc/self/task").iterdir():
+                try:
+                    count += (task / "comm").read_text().startswith("honker-keepaliv")
+                except OSError:
+                    pass  # ended meanwhile
+            return count
+
+        db = honker.open(sys.argv[1])
+        most, sampling = 0, threading.Event()
+
+        def sample():
+            global most
+            while not sampling.is_set():
+                most = max(most, renewal_threads())
+                time.sleep(0.001)
+
+        def request(i):
+            lock = db.lock(f"short-{i}")
+            for _ in range(200):
+                with lock.hold(f"req-{i}", ttl=30):
+                    pass
+
+        async def tasks():
+            async def one(i):
+                for _ in range(20):
+                    async with db.lock(f"task-{i}").hold("t", ttl=30):
+                        await asyncio.sleep(0)
+
+            await asyncio.gather(*(one(i) for i in range(50)))
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        with db.lock("long").hold("a", ttl=0.3) as long:
+            threads = [threading.Thread(target=request, args=(i,)) for i in range(8)]
+            for t in threads:
+                t.start()
+            asyncio.run(tasks())
+            for t in threads:
+                t.join()
+            time.sleep(0.5)
+            renewals, lost = long.renewals, long.lost
+        sampling.set()
+        sampler.join()
+        held = db.query("SELECT count(*) FROM _honker_lock_holders WHERE name != ''")[0][0]
+        print(most, renewals, lost, held)
+        db.close()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    most, renewals, lost, held = done.stdout.split()
+    assert most == "1", f"{most} renewal threads at once"
+    assert int(renewals) >= 3 and lost == "False"
+    assert held == "0", "every hold released"
 
 
 def test_bad_lock_input_is_a_typed_error_and_changes_nothing(db: honker.Database) -> None:

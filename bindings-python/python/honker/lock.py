@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
+import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _args, _threads
@@ -258,6 +259,7 @@ class Held:
         self._every = every
         self._native: _native.HeldLock | None = None
         self._task: asyncio.Task[Any] | None = None
+        self._watch: asyncio.TimerHandle | None = None
         self._cancelled_for_loss = False
 
     def _held(self) -> _native.HeldLock:
@@ -325,9 +327,15 @@ class Held:
             raise self._timeout()
         self._native = held
         self._task = asyncio.current_task()
+        # Loss is found only by a renewal, the first of which is due a third
+        # of the TTL from now: the watch starts then, so a short block never
+        # needs it. It runs on a thread of its own: on honker's pool, a
+        # watch per block held across the whole block would take every
+        # worker once there are more blocks than workers, and the blocks'
+        # releases (which need one) would wait forever.
         loop = asyncio.get_running_loop()
-        watch = _threads.submit(held.wait_lost, 1e9)
-        watch.add_done_callback(lambda f: _on_watch_end(f, loop, self))
+        first = self._every if self._every is not None else self._ttl / 3
+        self._watch = loop.call_later(first, _watch, loop, self, held)
         return self
 
     def _cancel_for_loss(self) -> None:
@@ -341,6 +349,8 @@ class Held:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> None:
         native, self._task = self._native, None
+        if self._watch is not None:
+            self._watch.cancel()
         if native is not None:
             await _threads.run(native.release)
         if self._cancelled_for_loss and isinstance(exc, asyncio.CancelledError):
@@ -355,16 +365,29 @@ class Held:
             ) from exc
 
 
-def _on_watch_end(fut: Any, loop: asyncio.AbstractEventLoop, held: Held) -> None:
-    try:
-        lost = fut.result()
-    except BaseException:
+def _watch(loop: asyncio.AbstractEventLoop, held: Held, native: _native.HeldLock) -> None:
+    """On the loop, when the first renewal of an ``async with`` hold is due:
+    waits on a thread of its own for the hold to end, and cancels the
+    block's task if it ended because the lock was lost."""
+    if native.released:
         return
-    if lost:
+
+    def wait() -> None:
         try:
-            loop.call_soon_threadsafe(held._cancel_for_loss)
-        except RuntimeError:
-            pass  # the loop is closed
+            lost = native.wait_lost(1e9)
+        except BaseException:
+            return
+        if lost:
+            try:
+                loop.call_soon_threadsafe(held._cancel_for_loss)
+            except RuntimeError:
+                pass  # the loop is closed
+
+    # Not a daemon: like the pool's workers it watched on before, it ends
+    # when the hold does (the block's exit releases it, also when asyncio.run
+    # cancels the task at the end), and exit waits for it rather than
+    # finalizing Python under a thread inside a native wait.
+    threading.Thread(target=wait, name="honker-lock-watch").start()
 
 
 @dataclasses.dataclass(frozen=True)
