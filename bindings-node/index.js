@@ -2528,7 +2528,7 @@ class Lock {
       if (signal && signal.aborted) throw signal.reason;
       throw new Timeout('TIMEOUT', `lock ${JSON.stringify(this.name)} stayed held by another owner for ${wait} ms`);
     }
-    return new HeldLock(this, native);
+    return new HeldLock(this, native, every ?? ttl / 3);
   }
 
   /**
@@ -2554,17 +2554,25 @@ class Lock {
 
 /** A lock held by a block of work (`Lock.hold`). */
 class HeldLock {
-  constructor(lock, native) {
+  constructor(lock, native, firstRenewal) {
     this._lock = lock;
     this._native = native;
     this._controller = new AbortController();
-    // Core tells when the renewal found the lock lost; nothing polls.
-    native.waitLost().then(
-      (r) => {
-        if (r === true && !this._controller.signal.aborted) this._controller.abort(lockLost(lock.name));
-      },
-      () => {},
-    );
+    // Core tells when the renewal found the lock lost; nothing polls. Only
+    // a renewal finds it, the first due `firstRenewal` ms from now, so the
+    // watch (a thread of the native pool while it waits) starts then: a
+    // short hold never takes one, and many holds at once never take every
+    // thread that their releases need.
+    this._watch = setTimeout(() => {
+      this._watch = null;
+      if (native.released) return;
+      native.waitLost().then(
+        (r) => {
+          if (r === true && !this._controller.signal.aborted) this._controller.abort(lockLost(lock.name));
+        },
+        () => {},
+      );
+    }, firstRenewal);
   }
 
   /** The fencing token of this hold. */
@@ -2598,6 +2606,10 @@ class HeldLock {
 
   /** Stops renewing and releases the lock; whether it was still held. */
   async release() {
+    if (this._watch !== null) {
+      clearTimeout(this._watch);
+      this._watch = null;
+    }
     return call(() => this._native.release());
   }
 

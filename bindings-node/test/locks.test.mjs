@@ -6,6 +6,8 @@
 // parameters shared through the file, refunds on rollback, and typed errors
 // that change nothing. Mirrors bindings-python/tests/test_locks.py.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import honker from '../index.js';
@@ -149,6 +151,37 @@ test('concurrent requests take turns under one lock: no update lost', async () =
   await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(request));
   assert.deepEqual(await db.query('SELECT n FROM counter'), [{ n: 80 }]);
   await db.close();
+});
+
+test('600 short holds at once take no thread each; a long hold beside them is renewed', () => {
+  // More holds than the native pool has threads (512): a watch per hold
+  // from its start would take every thread, and their releases (which need
+  // one) would wait forever. In a child process, so a hang fails the test.
+  const script = `
+    const honker = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))});
+    (async () => {
+      const db = await honker.open(process.argv[1]);
+      const long = await db.lock('long').hold('a', { ttl: 300 });
+      for (let round = 0; round < 3; round++) {
+        // All 600 held at once, then all released.
+        const held = await Promise.all(
+          Array.from({ length: 600 }, (_, i) => db.lock('short-' + i).hold('r', { ttl: 30_000 })),
+        );
+        await Promise.all(held.map((h) => h.release()));
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const out = { renewals: long.renewals, lost: long.lost, aborted: long.signal.aborted };
+      await long.release();
+      const held = await db.query("SELECT count(*) AS n FROM _honker_lock_holders WHERE name != ''");
+      out.held = held[0].n;
+      console.log(JSON.stringify(out));
+      await db.close();
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `;
+  const out = execFileSync(process.execPath, ['-e', script, tempPath()], { encoding: 'utf8', timeout: 120_000 });
+  const r = JSON.parse(out.trim().split('\n').pop());
+  assert.ok(r.renewals >= 3, `renewals ${r.renewals}`);
+  assert.deepEqual([r.lost, r.aborted, r.held], [false, false, 0]);
 });
 
 test('bad lock input is InvalidArgument and changes nothing', async () => {
