@@ -65,6 +65,15 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
     }
 }
 
+/// Runs a blocking `body` on a thread of its own, not the shared pool: for
+/// a wait that lasts as long as work that the pool's threads must finish
+/// (a held lock's watch lasts until its release, which runs on the pool).
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
 /// Runs a short native call that may write: right here on the caller's
 /// thread when it can finish without waiting for any lock (an uncontended
 /// write in WAL: tens of µs, where the two thread hops cost 40–55 µs), or,

@@ -203,10 +203,16 @@ public final class Lock: @unchecked Sendable {
         }
         let held = HeldLock(lock: self, taken)
         let work = Task { try await body(held) }
-        // Core's renewal says when the lock is lost; nothing polls.
+        // Core's renewal says when the lock is lost; nothing polls. Only a
+        // renewal finds it, the first due `every` (a third of `ttl`) from
+        // now, so the watch starts then, on a thread of its own: a short
+        // body never needs one, and many bodies at once never take every
+        // thread of the shared pool that their releases need.
+        let (firstNs, overflow) = (everyMs ?? ttlMs / 3).multipliedReportingOverflow(by: 1_000_000)
         let watch = Task.detached {
-            let lost = (try? await offThread { taken.waitLost(timeoutMs: UInt64.max / 2) }) ?? false
-            if lost { work.cancel() }
+            try? await Task.sleep(nanoseconds: overflow ? UInt64.max : firstNs)
+            if Task.isCancelled || taken.isReleased() { return }
+            if await onThreadOfItsOwn({ taken.waitLost(timeoutMs: UInt64.max / 2) }) { work.cancel() }
         }
         let result = await withTaskCancellationHandler {
             await work.result
@@ -214,6 +220,7 @@ public final class Lock: @unchecked Sendable {
             work.cancel()
         }
         _ = try? await offThread { try taken.release() }
+        watch.cancel()
         await watch.value
         if taken.isLost() {
             throw HonkerError.LeaseLost(message: "lock \"\(name)\" was lost while withLock's body ran "

@@ -81,6 +81,45 @@ final class LockTests: XCTestCase {
         XCTAssertGreaterThan(next, other.token)
     }
 
+    /// More bodies held at once than the shared pool has threads (64): a
+    /// watch per body from its start took every thread, and their releases
+    /// (which need one) waited forever. None starts one until its first
+    /// renewal is due; a long body beside them is renewed and not lost.
+    func testManyBodiesHeldAtOnceNeedNoThreadEachBesideALongRenewedOne() async throws {
+        let db = try Database(path: tempPath())
+        let entered = Counter()
+        let long = Task {
+            try await db.lock("long").withLock(owner: "a", ttl: 0.3) { held in
+                try await Task.sleep(nanoseconds: 1_000_000_000)
+                return (held.renewals, held.isLost)
+            }
+        }
+        let started = Date()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<100 {
+                group.addTask {
+                    try await db.lock("short-\(i)").withLock(owner: "r", ttl: 30) { _ in
+                        // Every body waits until all hundred are held.
+                        await entered.add()
+                        while await entered.value < 100 {
+                            try await Task.sleep(nanoseconds: 1_000_000)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // A liveness bound, not a speed goal: about 1 s here; a watch per
+        // body from its start starved the pool for ~100 s (Linux's GCD then
+        // adds threads slowly), and for good on a pool that adds none.
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30, "the bodies waited for the pool")
+        let (renewals, lost) = try await long.value
+        XCTAssertGreaterThanOrEqual(renewals, 3)
+        XCTAssertFalse(lost)
+        let held = try db.query("SELECT count(*) AS n FROM _honker_lock_holders WHERE name != ''")
+        XCTAssertEqual(held[0]["n"], .integer(value: 0), "every hold released")
+    }
+
     func testALostLockCancelsTheBodyAndWithLockThrowsLeaseLost() async throws {
         let t = try testDb()
         let lock = try t.db.lock("job")
@@ -243,4 +282,10 @@ final class QueueRateLimitTests: XCTestCase {
         let rest = try await q.claimBatch(workerId: "w", n: 100)
         XCTAssertEqual(rest.count, 16)
     }
+}
+
+/// A count shared by tasks.
+actor Counter {
+    private(set) var value = 0
+    func add() { value += 1 }
 }
