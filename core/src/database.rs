@@ -572,7 +572,11 @@ fn flush_at_exit(inner: &Arc<Inner>) {
 extern "C" fn flush_all_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         // Bounded waits throughout: an exit must not hang on a lock another
-        // thread keeps (or a forked child's copy of one).
+        // thread keeps (or a forked child's copy of one). First the drops
+        // on threads of their own (a binding's last handle on a database
+        // may be one: its drop writes the counts, and it is no longer
+        // among the databases below once it has begun).
+        crate::runtime::wait_for_drops(std::time::Duration::from_millis(1000));
         let Some(open) = BATCHING.try_lock_for(std::time::Duration::from_millis(100)) else {
             return;
         };

@@ -54,6 +54,7 @@ pub use group_consumer::GroupConsumer;
 pub use held_lock::HeldLock;
 pub use keepalive::{KeepAlive, KeepAliveReport, STOP_WAIT};
 pub use listener::Listener;
+pub(crate) use off_thread::wait_for_drops;
 pub use off_thread::{OffThreadDrop, QuickDrop};
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
 pub(crate) use renewals::Renewals;

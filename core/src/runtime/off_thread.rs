@@ -62,9 +62,68 @@ impl<T: QuickDrop + Send + Sync + 'static> Drop for OffThreadDrop<T> {
             return;
         };
         if !value.drops_quickly() {
-            std::thread::spawn(move || drop(value));
+            IN_FLIGHT.start();
+            std::thread::spawn(move || {
+                drop(value);
+                IN_FLIGHT.end();
+            });
         }
     }
+}
+
+/// Drops running on threads of their own. At exit the process waits for
+/// them (briefly): one of them may be the last owner of a database, whose
+/// drop writes this process's last queue counts, and the exit's own flush
+/// no longer sees a database being dropped.
+static IN_FLIGHT: InFlight = InFlight {
+    count: parking_lot::const_mutex((0, 0)),
+    done: parking_lot::Condvar::new(),
+};
+
+struct InFlight {
+    /// (the process whose threads these are, how many run): a forked
+    /// child inherits the count but none of the threads.
+    count: parking_lot::Mutex<(u32, usize)>,
+    done: parking_lot::Condvar,
+}
+
+impl InFlight {
+    fn start(&self) {
+        let mut c = self.count.lock();
+        let pid = std::process::id();
+        if c.0 != pid {
+            *c = (pid, 0);
+        }
+        c.1 += 1;
+    }
+
+    fn end(&self) {
+        let mut c = self.count.lock();
+        c.1 = c.1.saturating_sub(1);
+        if c.1 == 0 {
+            self.done.notify_all();
+        }
+    }
+
+    fn wait(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let Some(mut c) = self.count.try_lock_for(timeout) else {
+            return false;
+        };
+        let pid = std::process::id();
+        while c.0 == pid && c.1 > 0 {
+            if self.done.wait_until(&mut c, deadline).timed_out() {
+                return c.1 == 0;
+            }
+        }
+        true
+    }
+}
+
+/// Waits up to `timeout` for the drops running on threads of their own to
+/// end; whether they all did.
+pub(crate) fn wait_for_drops(timeout: std::time::Duration) -> bool {
+    IN_FLIGHT.wait(timeout)
 }
 
 #[cfg(test)]
@@ -111,6 +170,22 @@ mod tests {
         drop(slow);
         let on = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_ne!(on, here);
+    }
+
+    #[test]
+    fn the_exit_can_wait_for_a_drop_on_its_own_thread() {
+        struct Slow(mpsc::Sender<()>);
+        impl QuickDrop for Slow {}
+        impl Drop for Slow {
+            fn drop(&mut self) {
+                thread::sleep(Duration::from_millis(200));
+                let _ = self.0.send(());
+            }
+        }
+        let (tx, rx) = mpsc::channel();
+        drop(OffThreadDrop::new(Slow(tx)));
+        assert!(wait_for_drops(Duration::from_secs(10)), "the drop ended");
+        assert!(rx.try_recv().is_ok(), "done when the wait returned");
     }
 
     #[test]
