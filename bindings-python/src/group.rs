@@ -113,6 +113,14 @@ impl Group {
         ))
     }
 
+    /// When a claim could hand something out, found without waiting:
+    /// seconds (0.0: now), None (only a commit can bring something), or
+    /// False where a reader was not free at once.
+    fn due_in<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let g = &self.g;
+        crate::runtime::looked(py, || g.due_in())
+    }
+
     #[pyo3(signature = (offset, token, *, tx = None))]
     fn ack(
         &self,

@@ -120,6 +120,13 @@ impl Lock {
         Ok(py.detach(|| l.info()).py()?.map(LockInfo::from))
     }
 
+    /// Seconds until `owner` could take it (0.0: try now), found without
+    /// waiting; False where a reader was not free at once.
+    fn free_in<'py>(&self, py: Python<'py>, owner: &str) -> PyResult<Bound<'py, PyAny>> {
+        let l = &self.lock;
+        crate::runtime::looked(py, || l.free_in(owner).map(Some))
+    }
+
     /// A token for `hold`'s wait.
     fn cancel_token(&self) -> PyResult<CancelToken> {
         Ok(CancelToken {

@@ -7,6 +7,7 @@
 
 use honker::runtime::OffThreadDrop;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt as _;
 
 use crate::database::secs;
 use crate::errors::IntoPyResult as _;
@@ -58,6 +59,15 @@ impl Claimer {
     /// A job claimed earlier and not handed out yet, if any (no I/O).
     fn take_buffered(&self) -> Option<ClaimedJob> {
         self.inner().take_buffered().map(ClaimedJob::from)
+    }
+
+    /// When a claim could find work, without waiting or writing (core's
+    /// `Claimer::due_in`): 0.0 now, seconds until the next job may start,
+    /// None when only a commit can bring work; False where a reader was not
+    /// free at once (claim on a thread, which waits for one).
+    fn due_in<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.inner();
+        looked(py, || c.due_in())
     }
 
     /// Releases the jobs claimed but not handed out and wakes a waiting
@@ -114,6 +124,23 @@ impl KeepAlive {
     fn stop(&self, py: Python<'_>) -> bool {
         let k = self.inner();
         py.detach(|| k.stop().lost)
+    }
+}
+
+/// An event loop's look before it sleeps (`Claimer.due_in`, `Lock.free_in`,
+/// `Group.due_in`), run without the GIL and without waiting: seconds until
+/// a try may succeed (0.0: now), None when only a commit can change that,
+/// False where a reader was not free at once (try on a thread instead).
+pub(crate) fn looked<'py>(
+    py: Python<'py>,
+    look: impl FnOnce() -> honker::Result<Option<std::time::Duration>> + Send,
+) -> PyResult<Bound<'py, PyAny>> {
+    match py.detach(|| honker::without_waiting(look)) {
+        Err(e) if e.kind() == honker::ErrorKind::Busy => false.into_bound_py_any(py),
+        r => match r.py()? {
+            Some(d) => d.as_secs_f64().into_bound_py_any(py),
+            None => Ok(py.None().into_bound(py)),
+        },
     }
 }
 

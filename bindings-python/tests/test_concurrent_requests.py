@@ -460,3 +460,64 @@ def test_a_transaction_dropped_without_commit_rolls_back_and_frees_the_writer(pa
     q.enqueue("kept")  # not stuck behind the dropped transaction
     assert [j.payload for j in q.claim_batch("w", 10)] == ["kept"]
     db.close()
+
+
+def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path):
+    """A web app's long waits, well past honker's 32 pool threads: 64
+    consumers, 40 lock waiters, 40 result waiters and 40 group members, each
+    waiting 30 s. None holds a thread while it waits (each sleeps on the
+    loop), so every write still goes through at once and each wait ends
+    with the commit that ends it. Before, the first 32 waits took the pool:
+    each enqueue_async stalled until one of them ran out (30 s here), and
+    the 33rd consumer did not wait at all."""
+    db = honker.open(path)
+    q, results = db.queue("q"), db.queue("r")
+    lock = db.lock("l")
+    stream = db.stream("s")
+    group = stream.group("g")
+    group.create()
+    held = lock.try_acquire("holder", ttl=60)
+    assert held is not None
+
+    async def first(tasks: list[asyncio.Task]) -> object:
+        done, _ = await asyncio.wait(tasks, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        assert len(done) == 1, "no wait ended within 10 s of the commit that ends it"
+        return done.pop().result()
+
+    async def main() -> None:
+        got: asyncio.Queue[int] = asyncio.Queue()
+
+        async def consumer(i: int) -> None:
+            async for job in q.claim(f"w{i}", wait=30):
+                await job.ack_async()
+                await got.put(job.id)
+
+        owed = results.enqueue_many([{"n": i} for i in range(40)])
+        consumers = [asyncio.create_task(consumer(i)) for i in range(64)]
+        lockers = [
+            asyncio.create_task(lock.acquire_async(f"o{i}", ttl=60, wait=30)) for i in range(40)
+        ]
+        waiters = [
+            asyncio.create_task(results.wait_result_async(e.id, timeout=30)) for e in owed
+        ]
+        members = [asyncio.create_task(group.claim_async(f"m{i}", wait=30)) for i in range(40)]
+        await asyncio.sleep(0.5)  # every wait has begun
+        for n in range(5):
+            e = await asyncio.wait_for(q.enqueue_async({"now": n}), 10)
+            assert await asyncio.wait_for(got.get(), 10) == e.id
+        await asyncio.wait_for(stream.publish_async({"e": 1}), 10)
+        claim = await first(members)
+        assert [ev.payload for ev in claim] == [{"e": 1}]  # type: ignore[attr-defined]
+        lock.release(held.token)
+        grant = await first(lockers)
+        assert grant is not None and grant.token > held.token  # type: ignore[attr-defined]
+        [job] = results.claim_batch("x", 1)
+        await asyncio.wait_for(job.ack_async(result={"id": job.id}), 10)
+        assert await first(waiters) == {"id": job.id}
+        everyone = consumers + lockers + waiters + members
+        for t in everyone:
+            t.cancel()
+        await asyncio.gather(*everyone, return_exceptions=True)
+
+    asyncio.run(main())
+    db.close()

@@ -73,6 +73,11 @@ impl Clock for ManualClock {
     }
 }
 
+/// From `now` to `t` (both ms since the epoch); zero once `t` has come.
+pub(crate) fn ms_until(t: i64, now: i64) -> Duration {
+    Duration::from_millis(u64::try_from(t.saturating_sub(now)).unwrap_or(0))
+}
+
 /// A duration in whole milliseconds, saturating at `i64::MAX`.
 pub(crate) fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)

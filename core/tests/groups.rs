@@ -857,3 +857,23 @@ fn an_idle_group_consumer_polls_without_the_write_lock_and_a_cancel_ends_its_wai
         .unwrap();
     assert_eq!(c.next(Duration::ZERO).unwrap().unwrap().offset, 1);
 }
+
+#[test]
+fn due_in_says_when_a_claim_could_hand_something_out_without_claiming() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 1000)).unwrap();
+    assert_eq!(g.due_in().unwrap(), None);
+    s.publish(json(serde_json::json!(1)), &PublishOptions::default())
+        .unwrap();
+    assert_eq!(g.due_in().unwrap(), Some(Duration::ZERO));
+    let got = g.claim("m", 1, None).unwrap();
+    assert_eq!(got.events.len(), 1);
+    // In flight: due again when its lease (1 s) lapses.
+    assert_eq!(g.due_in().unwrap(), Some(Duration::from_secs(1)));
+    t.clock.advance(Duration::from_millis(400));
+    assert_eq!(g.due_in().unwrap(), Some(Duration::from_millis(600)));
+    g.ack(&got.events[0]).unwrap();
+    assert_eq!(g.due_in().unwrap(), None);
+}

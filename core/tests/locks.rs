@@ -507,3 +507,32 @@ fn a_killed_holders_lock_is_taken_once_its_ttl_lapses() {
         .is_none());
     assert_eq!(lock.info().unwrap().unwrap().owner, "doomed");
 }
+
+#[test]
+fn free_in_says_how_long_until_an_owner_could_take_the_lock() {
+    let t = test_db();
+    let lock = t.db.lock("l").unwrap();
+    assert_eq!(lock.free_in("a").unwrap(), Duration::ZERO);
+    let g = lock.try_acquire("a", TTL).unwrap().unwrap();
+    assert_eq!(lock.free_in("b").unwrap(), TTL);
+    // Its own holder could take it again now (a re-acquire renews).
+    assert_eq!(lock.free_in("a").unwrap(), Duration::ZERO);
+    t.clock.advance(Duration::from_secs(4));
+    assert_eq!(lock.free_in("b").unwrap(), TTL - Duration::from_secs(4));
+    assert_eq!(
+        honker::without_waiting(|| lock.free_in("b")).unwrap(),
+        TTL - Duration::from_secs(4)
+    );
+    // It only looked: the holder still holds it.
+    assert_eq!(lock.info().unwrap().unwrap().token, g.token);
+    lock.release(g.token).unwrap();
+    assert_eq!(lock.free_in("b").unwrap(), Duration::ZERO);
+    let g = lock.try_acquire("a", TTL).unwrap().unwrap();
+    t.clock.advance(TTL);
+    assert_eq!(lock.free_in("b").unwrap(), Duration::ZERO, "lapsed");
+    assert_eq!(lock.info().unwrap().unwrap().token, g.token);
+    assert_eq!(
+        lock.free_in("").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}

@@ -392,3 +392,44 @@ fn a_cancel_token_ends_a_waiting_claim_and_a_result_wait_at_once() {
         .is_empty());
     assert_eq!(q.stats().unwrap().ready, 1, "the job was left alone");
 }
+
+#[test]
+fn due_in_says_when_a_claim_could_find_work_without_claiming() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let c = Claimer::new(&q, "w", 2, None).unwrap();
+    // Nothing: only a commit can bring work.
+    assert_eq!(c.due_in().unwrap(), None);
+    let later = EnqueueOptions {
+        delay: Some(Duration::from_secs(5)),
+        ..EnqueueOptions::default()
+    };
+    q.enqueue(json!({}), &later).unwrap();
+    assert_eq!(c.due_in().unwrap(), Some(Duration::from_secs(5)));
+    t.clock.advance(Duration::from_secs(2));
+    assert_eq!(c.due_in().unwrap(), Some(Duration::from_secs(3)));
+    enqueue(&q, 2);
+    assert_eq!(c.due_in().unwrap(), Some(Duration::ZERO));
+    // It only looked: nothing is leased, and the look waits for nothing.
+    assert_eq!(q.stats().unwrap().ready, 2);
+    assert_eq!(
+        honker::without_waiting(|| c.due_in()).unwrap(),
+        Some(Duration::ZERO)
+    );
+    // A buffered job is work at hand.
+    let first = c.next(Duration::ZERO).unwrap().unwrap();
+    assert_eq!(c.buffered(), 1);
+    assert_eq!(c.due_in().unwrap(), Some(Duration::ZERO));
+    first.ack().unwrap();
+    c.take_buffered().unwrap().ack().unwrap();
+    assert_eq!(c.due_in().unwrap(), Some(Duration::from_secs(3)));
+    // A lapsing lease is work too, when it lapses.
+    t.clock.advance(Duration::from_secs(3));
+    let lease = honker::ClaimOptions {
+        lease: Some(Duration::from_secs(7)),
+        ..honker::ClaimOptions::default()
+    };
+    let job = q.claim_with("other", 1, &lease).unwrap();
+    assert_eq!(job.len(), 1);
+    assert_eq!(c.due_in().unwrap(), Some(Duration::from_secs(7)));
+}

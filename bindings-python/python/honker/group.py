@@ -22,7 +22,7 @@ import datetime as _dt
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-from . import _args, _threads
+from . import _args, _loopwait, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 from ._trace import carrier as _trace
@@ -494,9 +494,25 @@ class Group:
         self, member: str, n: int = 1, *, lease: Seconds | None = None, wait: Seconds = 0
     ) -> GroupClaim:
         claim = self._claim(member, n, lease, wait)
-        if wait:
+        if not wait:
+            return await self._stream._db._write_async(None, claim)
+        db = self._stream._db
+        w = _loopwait.waits(db)
+        if w is None:
             return await _threads.run(claim)
-        return await self._stream._db._write_async(None, claim)
+        # Holding no thread while it waits: a look on the loop, a claim on
+        # honker's threads when it finds something (_loopwait).
+        now = self._claim(member, n, lease, 0)
+
+        def take() -> GroupClaim | None:
+            got = now()
+            return got if got or got.missed else None
+
+        native = self._native
+        got = await _loopwait.poll(
+            w, db, _args.duration("wait", wait), native.due_in, lambda: _loopwait.on_thread(take)
+        )
+        return GroupClaim((), 0) if got is None else got
 
     def ack_many(self, events: Iterable[GroupEvent | tuple[int, str]]) -> None:
         """Acks several delivered events in one transaction, all or none (a

@@ -30,7 +30,7 @@ import datetime as _dt
 import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from . import _args, _threads
+from . import _args, _loopwait, _threads
 from ._time import Seconds, from_ms
 from .errors import LeaseLost, Timeout
 
@@ -145,12 +145,39 @@ class Lock:
         _args.text("owner", owner)
         s, w = _args.duration("ttl", ttl), _args.duration("wait", wait)
         native = self._native
-        row = await _cancellable(
-            native,
+        row = await self._wait_for(
+            owner,
+            w,
+            lambda: native.acquire(owner, s, 0.0),
             lambda cancel: native.acquire(owner, s, w, cancel=cancel),
             lambda row: native.release(row[0]),
         )
         return _grant(row)
+
+    async def _wait_for(
+        self,
+        owner: str,
+        wait: float,
+        take: Callable[[], T | None],
+        wait_on_thread: Callable[[Any], T | None],
+        give_back: Callable[[T], object],
+    ) -> T | None:
+        """Up to ``wait`` seconds for ``take`` (one try, on honker's
+        threads) to get the lock, holding no thread while it waits: between
+        tries it sleeps in the loop's selector until any process commits (a
+        release) or the holder's TTL lapses (``_loopwait``). Where the loop
+        cannot watch a descriptor, ``wait_on_thread`` waits on a thread."""
+        w = _loopwait.waits(self._db)
+        if w is None:
+            return await _cancellable(self._native, wait_on_thread, give_back)
+        native = self._native
+        return await _loopwait.poll(
+            w,
+            self._db,
+            wait,
+            lambda: native.free_in(owner),
+            lambda: _loopwait.on_thread(take, give_back),
+        )
 
     def renew(self, token: int, *, ttl: Seconds = 60.0) -> _dt.datetime:
         """Extends the lock held with ``token`` to ``ttl`` from now; the new
@@ -221,20 +248,8 @@ async def _cancellable(
         return await asyncio.wrap_future(fut)
     except asyncio.CancelledError:
         cancel.cancel()
-        fut.add_done_callback(lambda f: _give_back(f, give_back))
+        fut.add_done_callback(lambda f: _loopwait._give_back(f, give_back))
         raise
-
-
-def _give_back(fut: Any, give_back: Callable[[Any], object]) -> None:
-    try:
-        taken = fut.result()
-    except BaseException:
-        return
-    if taken is not None:
-        try:
-            give_back(taken)
-        except Exception:
-            pass  # the TTL frees it
 
 
 class Held:
@@ -316,8 +331,10 @@ class Held:
 
     async def __aenter__(self) -> Held:
         native = self._lock._native
-        held = await _cancellable(
-            native,
+        held = await self._lock._wait_for(
+            self._owner,
+            self._wait,
+            lambda: native.hold(self._owner, self._ttl, 0.0, every=self._every),
             lambda cancel: native.hold(
                 self._owner, self._ttl, self._wait, every=self._every, cancel=cancel
             ),

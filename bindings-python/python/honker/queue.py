@@ -15,12 +15,12 @@ import datetime as _dt
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import _args, _threads
+from . import _args, _loopwait, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
 from ._trace import capture as _capture
 from ._trace import carrier as _trace
-from .errors import HonkerError
+from .errors import HonkerError, Timeout
 from .metrics import QueueMetrics, from_json
 
 if TYPE_CHECKING:
@@ -498,14 +498,41 @@ class Claimer:
                 raise StopAsyncIteration
             row = native.take_buffered()
             if row is None:
-                loop = asyncio.get_running_loop()
-                fut: asyncio.Future[tuple | None] = loop.create_future()
-                _threads.submit(self._claim_for, loop, fut)
-                # Cancelled here, the wait still finishes on its thread, and
-                # _deliver gives its job back.
-                row = await fut
+                row = await self._next_async()
             if row is not None:
                 return self._job(row)
+
+    async def _next_async(self) -> tuple | None:
+        """Up to ``wait`` seconds for a job, holding no thread while it
+        waits (``_loopwait``): a look (one read) on the loop, a claim on
+        honker's threads (a short call) only when the look found work, and
+        between looks a sleep in the loop's selector until any process
+        commits or the next job comes due. Cancelled meanwhile, the job a
+        claim still hands out is given back."""
+        w = _loopwait.waits(self._queue._db)
+        if w is None:
+            return await self._next_on_thread()
+        native = self._native
+        return await _loopwait.poll(
+            w,
+            self._queue._db,
+            self._wait,
+            native.due_in,
+            lambda: _loopwait.on_thread(
+                lambda: native.next(0.0), lambda row: _release_all([self._job(row)])
+            ),
+            lambda: native.closed,
+        )
+
+    async def _next_on_thread(self) -> tuple | None:
+        """The wait on one of honker's threads, where the loop cannot watch
+        the readiness pipe (Windows)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple | None] = loop.create_future()
+        _threads.submit(self._claim_for, loop, fut)
+        # Cancelled here, the wait still finishes on its thread, and
+        # _deliver gives its job back.
+        return await fut
 
     def close(self) -> None:
         """Stops the stream and releases jobs claimed but not handed out."""
@@ -780,7 +807,30 @@ class Queue:
         return _decode(self._native.wait_result(_args.integer("job_id", job_id, _args.I64), t))
 
     async def wait_result_async(self, job_id: int, timeout: Seconds) -> Any:
-        return await _threads.run(self.wait_result, job_id, timeout)
+        """:meth:`wait_result`, holding no thread while it waits: it sleeps
+        in the loop's selector until a commit, then looks on a thread."""
+        t = seconds("timeout", timeout)
+        assert t is not None
+        i = _args.integer("job_id", job_id, _args.I64)
+        w = _loopwait.waits(self._db)
+        if w is None:
+            return await _threads.run(self.wait_result, job_id, timeout)
+        native = self._native
+
+        def look_now() -> tuple[Any] | None:
+            try:
+                return (native.wait_result(i, 0.0),)
+            except Timeout:
+                return None  # still live
+
+        got = await _loopwait.poll(
+            w, self._db, t, lambda: 0.0, lambda: _loopwait.on_thread(look_now)
+        )
+        if got is None:
+            got = await _loopwait.on_thread(look_now)  # the last look, at the deadline
+        if got is None:
+            raise Timeout("TIMEOUT", f"job {i} produced no result within {t} s")
+        return _decode(got[0])
 
     def metrics(self) -> QueueMetrics:
         """The queue's counters (enqueued, claimed, acked, retried, reclaimed,

@@ -126,12 +126,7 @@ impl Lock {
             if stop() {
                 return Ok(None);
             }
-            let now = self.db.inner.now();
-            let holder = self.info()?;
-            let free_at = match holder {
-                Some(h) if h.expires_at > now && h.owner != owner => Some(h.expires_at),
-                _ => None,
-            };
+            let (free_at, now) = self.free_at(owner)?;
             if free_at.is_none() {
                 if let Some(g) = self.try_acquire(owner, ttl)? {
                     return Ok(Some(g));
@@ -143,8 +138,7 @@ impl Lock {
             }
             let mut wake = deadline.min(start + recheck);
             if let Some(t) = free_at {
-                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
-                wake = wake.min(start + Duration::from_millis(ms));
+                wake = wake.min(start + crate::clock::ms_until(t, now));
             }
             signal.wait_past(seen, wake);
         }
@@ -189,6 +183,30 @@ impl Lock {
         self.db.inner.write(Some(tx), |conn, _| {
             ops::fence(conn.raw(), &self.name, token)
         })
+    }
+
+    /// How long until `owner` could take the lock, found with one read and
+    /// no waiting: zero when it is free, lapsed or `owner`'s already, else
+    /// until its holder's TTL lapses (a release by any process may come
+    /// sooner). An event loop's wait: look, try on a thread when zero, else
+    /// sleep on [`Database::readiness`](crate::Database::readiness) until a
+    /// commit or that long. A reader not free at once is `BUSY` under
+    /// [`without_waiting`](crate::without_waiting).
+    pub fn free_in(&self, owner: &str) -> Result<Duration> {
+        validate::name("owner", owner)?;
+        let (free_at, now) = self.free_at(owner)?;
+        Ok(free_at.map_or(Duration::ZERO, |t| crate::clock::ms_until(t, now)))
+    }
+
+    /// When another holder's unlapsed TTL ends (`None`: free for `owner`
+    /// now), and the clock's now.
+    fn free_at(&self, owner: &str) -> Result<(Option<i64>, i64)> {
+        let now = self.db.inner.now();
+        let free_at = match self.info()? {
+            Some(h) if h.expires_at > now && h.owner != owner => Some(h.expires_at),
+            _ => None,
+        };
+        Ok((free_at, now))
     }
 
     /// The holder, if any (lapsed or not).

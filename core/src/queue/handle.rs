@@ -336,8 +336,7 @@ impl Queue {
             }
             let mut wake = deadline.min(start + recheck);
             if let Some(t) = next_at {
-                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
-                wake = wake.min(start + Duration::from_millis(ms));
+                wake = wake.min(start + crate::clock::ms_until(t, now));
             }
             signal.wait_past(seen, wake);
         }

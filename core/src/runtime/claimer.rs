@@ -116,6 +116,26 @@ impl Claimer {
         self.buffer.lock().pop_front()
     }
 
+    /// When a claim could find work, found without waiting for anything
+    /// and without writing (one read): `Some(ZERO)` now (a job is buffered,
+    /// or one is ready), `Some(d)` in `d` (the next scheduled job comes due,
+    /// a lease lapses, or the queue's rate limit lets one start), `None`
+    /// when nothing is known (only a commit can bring work). An event
+    /// loop's wait: check, claim (`next(ZERO)`, on a thread) when due, else
+    /// sleep on [`Database::readiness`](crate::Database::readiness) until a
+    /// commit or the time given. A reader that is not free at once is
+    /// `BUSY` under [`without_waiting`](crate::without_waiting).
+    pub fn due_in(&self) -> Result<Option<Duration>> {
+        if self.is_closed() || !self.buffer.lock().is_empty() {
+            return Ok(Some(Duration::ZERO));
+        }
+        let (probe, now) = self.queue.probe()?;
+        Ok(match probe {
+            crate::queue::ops::Probe::Claimable => Some(Duration::ZERO),
+            crate::queue::ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+        })
+    }
+
     /// Jobs claimed but not handed out yet.
     pub fn buffered(&self) -> usize {
         self.buffer.lock().len()

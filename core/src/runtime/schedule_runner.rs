@@ -185,8 +185,7 @@ impl ScheduleRunner {
                 until = until.min(d);
             }
             if let Some(t) = wake_at {
-                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
-                until = until.min(start + Duration::from_millis(ms));
+                until = until.min(start + crate::clock::ms_until(t, now));
             }
             crate::queue::refuse_waiting("ScheduleRunner::next")?;
             signal.wait_past(seen, until);

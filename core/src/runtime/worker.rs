@@ -445,8 +445,7 @@ impl Worker {
                         }
                     }
                     Probe::NextAt(Some(t)) => {
-                        let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
-                        let at = Instant::now() + Duration::from_millis(ms);
+                        let at = Instant::now() + crate::clock::ms_until(t, now);
                         next_at = Some(next_at.map_or(at, |n| n.min(at)));
                     }
                     Probe::NextAt(None) => {}

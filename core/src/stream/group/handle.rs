@@ -157,11 +157,22 @@ impl Group {
             }
             let mut wake = deadline.min(start + recheck);
             if let Some(t) = next_at {
-                let ms = u64::try_from(t.saturating_sub(now)).unwrap_or(0);
-                wake = wake.min(start + Duration::from_millis(ms));
+                wake = wake.min(start + crate::clock::ms_until(t, now));
             }
             signal.wait_past(seen, wake);
         }
+    }
+
+    /// When a claim could hand something out, found with one read and no
+    /// waiting: `Some(ZERO)` now, `Some(d)` in `d` (a lease lapses, a key
+    /// comes free), `None` when only a commit can bring something. An event
+    /// loop's wait, as [`Claimer::due_in`](crate::runtime::Claimer::due_in)'s.
+    pub fn due_in(&self) -> Result<Option<Duration>> {
+        let (probe, now) = self.probe_now()?;
+        Ok(match probe {
+            ops::Probe::Claimable => Some(Duration::ZERO),
+            ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+        })
     }
 
     /// The read-only check a waiting claim makes: whether this group has
