@@ -128,6 +128,15 @@ fn own_ofd_locks() -> HashSet<(String, bool, String, String)> {
 
 /// The other processes that hold a lock on the database at `path` (or its
 /// `-wal`/`-shm` files), or wait for one. Each pid once.
+///
+/// A lock without a pid (an open-file-description lock) is another
+/// process's only if this process does not hold it: its own are read from
+/// `/proc/self/fdinfo` before and after the kernel's table, and a pid-less
+/// lock counts only if three looks 20 ms apart all find it. A connection of
+/// this process that was closing (or taking a transient lock) between two
+/// reads once made the importer refuse a file nobody else had open; another
+/// process's open connection holds its lock on the `-shm` for as long as it
+/// is open, so it is in every look.
 pub(crate) fn others(path: &Path) -> std::io::Result<Vec<Holder>> {
     let files: HashSet<String> = ["", "-wal", "-shm"]
         .iter()
@@ -136,9 +145,46 @@ pub(crate) fn others(path: &Path) -> std::io::Result<Vec<Holder>> {
     if files.is_empty() {
         return Ok(Vec::new());
     }
-    let table = std::fs::read_to_string("/proc/locks")?;
     let me = i32::try_from(std::process::id()).unwrap_or(-1);
-    let mut own = own_ofd_locks();
+    confirmed(3, std::time::Duration::from_millis(20), || {
+        let mut own = own_ofd_locks();
+        let table = std::fs::read_to_string("/proc/locks")?;
+        own.extend(own_ofd_locks());
+        Ok(holders_in(&table, &files, &own, me))
+    })
+}
+
+/// `look` up to `looks` times, `pause` apart: holders with a pid as soon as
+/// one look finds any, and those without only when every look found them.
+fn confirmed(
+    looks: usize,
+    pause: std::time::Duration,
+    mut look: impl FnMut() -> std::io::Result<Vec<Holder>>,
+) -> std::io::Result<Vec<Holder>> {
+    let mut found = look()?;
+    for _ in 1..looks {
+        if found.is_empty() || found.iter().any(|h| h.pid.is_some()) {
+            break;
+        }
+        std::thread::sleep(pause);
+        let again = look()?;
+        found.retain(|h| again.contains(h));
+        if let Some(p) = again.into_iter().find(|h| h.pid.is_some()) {
+            found.push(p);
+        }
+    }
+    Ok(found)
+}
+
+/// The holders in one read of the kernel's table, less this process's
+/// own locks (`own`: its open-file-description locks; `me`: its pid).
+fn holders_in(
+    table: &str,
+    files: &HashSet<String>,
+    own: &HashSet<(String, bool, String, String)>,
+    me: i32,
+) -> Vec<Holder> {
+    let mut own = own.clone();
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for l in table.lines().filter_map(parse) {
@@ -161,7 +207,7 @@ pub(crate) fn others(path: &Path) -> std::io::Result<Vec<Holder>> {
             });
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -181,6 +227,67 @@ mod tests {
             ("OFDLCK", true, -1, "EOF", true)
         );
         assert!(parse("garbage").is_none());
+    }
+
+    #[test]
+    fn a_pid_less_lock_counts_only_when_every_look_finds_it() {
+        let unknown = Holder {
+            pid: None,
+            command: None,
+        };
+        let known = Holder {
+            pid: Some(42),
+            command: None,
+        };
+        let pause = std::time::Duration::ZERO;
+        // This process's connection closing between two reads: gone at the
+        // next look.
+        let mut looks = vec![vec![], vec![unknown.clone()]];
+        let got = confirmed(3, pause, || Ok(looks.pop().unwrap_or_default())).unwrap();
+        assert_eq!(got, vec![]);
+        // Another process's open connection: in every look.
+        let mut n = 0;
+        let got = confirmed(3, pause, || {
+            n += 1;
+            Ok(vec![unknown.clone()])
+        })
+        .unwrap();
+        assert_eq!((got, n), (vec![unknown.clone()], 3));
+        // A holder with a pid counts at once, and ends the looking.
+        let mut n = 0;
+        let got = confirmed(3, pause, || {
+            n += 1;
+            Ok(vec![unknown.clone(), known.clone()])
+        })
+        .unwrap();
+        assert_eq!((got, n), (vec![unknown.clone(), known.clone()], 1));
+        let mut looks = vec![vec![known.clone()], vec![unknown.clone()]];
+        let got = confirmed(3, pause, || Ok(looks.pop().unwrap_or_default())).unwrap();
+        assert_eq!(got, vec![known]);
+    }
+
+    #[test]
+    fn own_locks_and_other_files_are_not_holders() {
+        let files: HashSet<String> = ["08:02:5678".to_string()].into();
+        let own: HashSet<_> = [(
+            "08:02:5678".to_string(),
+            false,
+            "128".to_string(),
+            "128".to_string(),
+        )]
+        .into();
+        let table = "1: OFDLCK ADVISORY  READ -1 08:02:5678 128 128\n\
+                     2: POSIX  ADVISORY  WRITE 77 08:02:5678 0 EOF\n\
+                     3: POSIX  ADVISORY  WRITE 78 08:02:9999 0 EOF\n\
+                     4: OFDLCK ADVISORY  WRITE -1 08:02:5678 120 120\n";
+        let got = holders_in(table, &files, &own, 77);
+        assert_eq!(
+            got,
+            vec![Holder {
+                pid: None,
+                command: None
+            }]
+        );
     }
 
     #[test]
