@@ -121,11 +121,16 @@ export declare class Group {
 /** See `Group.consume`. */
 export declare class GroupConsumer {
   /**
-   * The next event, waiting up to `wait` ms; null when the wait ran out or the
-   * consumer was closed. TRIMMED (with `missed`) when the stream's age limit
-   * removed events before the group handled them.
+   * The next event, waiting up to `wait` ms (holding no thread while it
+   * waits); null when the wait ran out or the consumer was closed.
+   * TRIMMED (with `missed`) when the stream's age limit removed events
+   * before the group handled them.
    */
   next(wait: number): Promise<Out<GroupEvent | undefined | null>>
+  /**
+   * `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+   * would.
+   */
   tryNext(wait: number): Out<GroupEvent | undefined | null>
   /**
    * Stops: releases the events claimed and not handed out (their
@@ -168,11 +173,16 @@ export declare class KeepAlive {
 /** See `Database.listen`. */
 export declare class Listener {
   /**
-   * The next notification, waiting up to `wait` ms; null when the wait
-   * ran out or the listener was closed. TRIMMED (once, with `missed`) when
-   * the channel's window moved past notifications it had not read.
+   * The next notification, waiting up to `wait` ms (holding no thread
+   * while it waits); null when the wait ran out or the listener was
+   * closed. TRIMMED (once, with `missed`) when the channel's window moved
+   * past notifications it had not read.
    */
   next(wait: number): Promise<Out<Notification | undefined | null>>
+  /**
+   * `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+   * would.
+   */
   tryNext(wait: number): Out<Notification | undefined | null>
   /** Stops listening and wakes a waiting `next`. */
   close(): void
@@ -200,14 +210,16 @@ export declare class Lock {
   /** A token that ends a waiting `acquire`/`hold` when cancelled. */
   cancelToken(): LockCancel
   /**
-   * A grant, waiting up to `wait` ms for the lock; null when the wait ran
-   * out or `cancel` was cancelled (a grant taken as it was is released).
+   * A grant, waiting up to `wait` ms for the lock (holding no thread
+   * while it waits: waits.rs); null when the wait ran out or `cancel` was
+   * cancelled (a grant taken as it was is released).
    */
   acquire(owner: string, ttl: number, wait: number, cancel?: LockCancel | undefined | null): Promise<Out<LockGrant | undefined | null>>
   /**
-   * Takes the lock (waiting up to `wait` ms) and renews it every `every`
-   * ms (a third of `ttl`) until released (core's `HeldLock`); null if it
-   * was not free in time or `cancel` was cancelled.
+   * Takes the lock (waiting up to `wait` ms, holding no thread while it
+   * waits) and renews it every `every` ms (a third of `ttl`) until
+   * released (core's `HeldLock`); null if it was not free in time or
+   * `cancel` was cancelled.
    */
   hold(owner: string, ttl: number, wait: number, every?: number | undefined | null, cancel?: LockCancel | undefined | null): Promise<Out<HeldLock | undefined | null>>
 }
@@ -232,7 +244,10 @@ export declare class Queue {
   get name(): string
   /** The queue's default lease (ms). */
   get lease(): number
-  /** Waits up to `timeout` ms for the job's result (always async). */
+  /**
+   * Waits up to `timeout` ms for the job's result (always async; holding
+   * no thread while it waits: waits.rs).
+   */
   waitResult(id: number, timeout: number): Promise<Out<PayloadIo | undefined | null>>
   enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Promise<Out<Array<Enqueued>>>
   tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Out<Array<Enqueued>>
@@ -408,16 +423,21 @@ export declare class Stream {
 
 /** See `Stream.subscribe`. */
 export declare class Subscription {
-  /**
-   * The next event, waiting up to `wait` ms; null when the wait ran out
-   * or the subscription was closed. TRIMMED (once, with `missed`) when
-   * retention removed events it had not read.
-   */
-  next(wait: number): Promise<Out<StreamEvent | undefined | null>>
-  tryNext(wait: number): Out<StreamEvent | undefined | null>
   /** Commits the place after the event at `offset`. */
   commit(offset: number, tx?: number | undefined | null): Promise<Out<undefined>>
   tryCommit(offset: number, tx?: number | undefined | null): Out<undefined>
+  /**
+   * The next event, waiting up to `wait` ms (holding no thread while it
+   * waits); null when the wait ran out or the subscription was closed.
+   * TRIMMED (once, with `missed`) when retention removed events it had
+   * not read.
+   */
+  next(wait: number): Promise<Out<StreamEvent | undefined | null>>
+  /**
+   * `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+   * would.
+   */
+  tryNext(wait: number): Out<StreamEvent | undefined | null>
   /**
    * Stops: with auto-commit, commits the place after the last event
    * passed, and wakes a waiting `next`.

@@ -248,6 +248,7 @@ impl Group {
             let c = honker::runtime::GroupConsumer::new(&self.g, &member, batch as usize, lease)?;
             Ok(GroupConsumer {
                 c: OffThreadDrop::new(c),
+                db: self.g.stream().database().clone(),
             })
         }))
     }
@@ -257,28 +258,40 @@ impl Group {
 #[napi]
 pub struct GroupConsumer {
     c: OffThreadDrop<honker::runtime::GroupConsumer>,
-}
-
-impl GroupConsumer {
-    fn next_op(&self, wait: f64) -> Op<Option<GroupEvent>> {
-        let c = self.c.shared();
-        Box::new(move || {
-            Ok(c.next(crate::errors::ms("wait", wait)?)?
-                .map(GroupEvent::from))
-        })
-    }
-}
-
-verbs! {
-    impl GroupConsumer;
-    #[doc = "The next event, waiting up to `wait` ms; null when the wait ran out or the"]
-    #[doc = "consumer was closed. TRIMMED (with `missed`) when the stream's age limit"]
-    #[doc = "removed events before the group handled them."]
-    next / try_next (wait: f64) -> Option<GroupEvent> = next_op;
+    db: honker::Database,
 }
 
 #[napi]
 impl GroupConsumer {
+    /// The next event, waiting up to `wait` ms (holding no thread while it
+    /// waits); null when the wait ran out or the consumer was closed.
+    /// TRIMMED (with `missed`) when the stream's age limit removed events
+    /// before the group handled them.
+    #[napi]
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<GroupEvent>>> {
+        let e = crate::waits::next(
+            self.db.clone(),
+            wait,
+            self.c.shared(),
+            None,
+            |c| c.next(std::time::Duration::ZERO),
+            honker::runtime::GroupConsumer::is_closed,
+        )
+        .await;
+        Ok(out(e.map(|e| e.map(GroupEvent::from))))
+    }
+
+    /// `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+    /// would.
+    #[napi]
+    pub fn try_next(&self, wait: f64) -> Out<Option<GroupEvent>> {
+        let c = self.c.shared();
+        now(move || {
+            Ok(c.next(crate::errors::ms("wait", wait)?)?
+                .map(GroupEvent::from))
+        })
+    }
+
     /// Stops: releases the events claimed and not handed out (their
     /// deliveries not counted) and wakes a waiting `next`; resolves to how
     /// many it released.

@@ -28,6 +28,7 @@ mod records;
 mod runtime;
 mod schedule;
 mod stream;
+mod waits;
 mod worker;
 
 use napi_derive::napi;

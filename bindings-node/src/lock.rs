@@ -158,8 +158,9 @@ impl Lock {
         }
     }
 
-    /// A grant, waiting up to `wait` ms for the lock; null when the wait ran
-    /// out or `cancel` was cancelled (a grant taken as it was is released).
+    /// A grant, waiting up to `wait` ms for the lock (holding no thread
+    /// while it waits: waits.rs); null when the wait ran out or `cancel` was
+    /// cancelled (a grant taken as it was is released).
     #[napi]
     pub async fn acquire(
         &self,
@@ -169,20 +170,28 @@ impl Lock {
         cancel: Option<&LockCancel>,
     ) -> napi::Result<Out<Option<LockGrant>>> {
         let (l, c) = (self.l.clone(), cancel.map(|c| c.c.clone()));
-        blocking(move || {
+        let r = async move {
             let (ttl, wait) = (ms("ttl", ttl)?, ms("wait", wait)?);
-            let g = match c {
-                Some(c) => c.acquire_lock(&l, &owner, ttl, wait)?,
-                None => l.acquire(&owner, ttl, wait)?,
-            };
-            Ok(g.map(LockGrant::from))
-        })
-        .await
+            let taker = l.clone();
+            let g = wait_for_lock(&l, &owner, wait, c.as_ref(), move |owner| {
+                taker.try_acquire(owner, ttl)
+            })
+            .await?;
+            match g {
+                Some(g) if c.as_ref().is_some_and(Cancel::is_cancelled) => {
+                    let _ = tokio::task::spawn_blocking(move || l.release(g.token)).await;
+                    Ok(None)
+                }
+                g => Ok(g.map(LockGrant::from)),
+            }
+        };
+        Ok(out(r.await))
     }
 
-    /// Takes the lock (waiting up to `wait` ms) and renews it every `every`
-    /// ms (a third of `ttl`) until released (core's `HeldLock`); null if it
-    /// was not free in time or `cancel` was cancelled.
+    /// Takes the lock (waiting up to `wait` ms, holding no thread while it
+    /// waits) and renews it every `every` ms (a third of `ttl`) until
+    /// released (core's `HeldLock`); null if it was not free in time or
+    /// `cancel` was cancelled.
     #[napi]
     pub async fn hold(
         &self,
@@ -193,15 +202,47 @@ impl Lock {
         cancel: Option<&LockCancel>,
     ) -> napi::Result<Out<Option<HeldLock>>> {
         let (l, c) = (self.l.clone(), cancel.map(|c| c.c.clone()));
-        blocking(move || {
+        let r = async move {
             let (ttl, wait, every) = (ms("ttl", ttl)?, ms("wait", wait)?, opt_ms("every", every)?);
-            let h = CoreHeld::acquire(&l, &owner, ttl, wait, every, c.as_ref())?;
-            Ok(h.map(|h| HeldLock {
-                h: OffThreadDrop::new(h),
-            }))
-        })
-        .await
+            let taker = l.clone();
+            let h = wait_for_lock(&l, &owner, wait, c.as_ref(), move |owner| {
+                CoreHeld::acquire(&taker, owner, ttl, std::time::Duration::ZERO, every, None)
+            })
+            .await?;
+            match h {
+                Some(h) if c.as_ref().is_some_and(Cancel::is_cancelled) => {
+                    let _ = tokio::task::spawn_blocking(move || h.release()).await;
+                    Ok(None)
+                }
+                h => Ok(h.map(|h| HeldLock {
+                    h: OffThreadDrop::new(h),
+                })),
+            }
+        };
+        Ok(out(r.await))
     }
+}
+
+/// Up to `wait` for `take(owner)` (one try) to get the lock: between tries
+/// a sleep until any process commits (a release) or the holder's TTL lapses
+/// (waits.rs), ended early by `cancel`.
+async fn wait_for_lock<T: Send + 'static>(
+    l: &honker::lock::Lock,
+    owner: &str,
+    wait: std::time::Duration,
+    cancel: Option<&Cancel>,
+    take: impl Fn(&str) -> honker::Result<Option<T>> + Send + Sync + 'static,
+) -> honker::Result<Option<T>> {
+    let owned = owner.to_owned();
+    let cancel = cancel.cloned();
+    crate::waits::poll(
+        l.database(),
+        wait,
+        || l.free_in(owner).map(Some),
+        move || take(&owned),
+        move || cancel.as_ref().is_some_and(Cancel::is_cancelled),
+    )
+    .await
 }
 
 /// See `Lock.hold`.

@@ -13,7 +13,7 @@ use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, Lease, Payload};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
-use crate::errors::{blocking, invalid, ms, now, opt_ms, verbs, Op, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
 use crate::records::{
     payload_in, payload_out, ClaimedJob, Enqueued, JobInfo, PayloadIo, QueueStats,
 };
@@ -306,15 +306,38 @@ impl Queue {
         self.q.options().lease.as_secs_f64() * 1000.0
     }
 
-    /// Waits up to `timeout` ms for the job's result (always async).
+    /// Waits up to `timeout` ms for the job's result (always async; holding
+    /// no thread while it waits: waits.rs).
     #[napi]
     pub async fn wait_result(&self, id: i64, timeout: f64) -> napi::Result<Out<Option<PayloadIo>>> {
         let q = self.q.clone();
-        blocking(move || {
+        let r = async move {
             let t = ms("timeout", timeout)?;
-            q.wait_result(id, t).map(|r| r.map(payload_out))
-        })
-        .await
+            let looker = q.clone();
+            // A look: the result (or none, the job having finished without
+            // one), or nothing yet while the job is live.
+            let look = move || match looker.wait_result(id, std::time::Duration::ZERO) {
+                Ok(r) => Ok(Some(r)),
+                Err(e) if e.kind() == honker::ErrorKind::Timeout => Ok(None),
+                Err(e) => Err(e),
+            };
+            let last = look.clone();
+            let always = || Ok(Some(std::time::Duration::ZERO));
+            let got = match crate::waits::poll(q.database(), t, always, look, || false).await? {
+                Some(r) => Some(r),
+                None => tokio::task::spawn_blocking(last).await.map_err(|e| {
+                    crate::waits::internal(format!("a honker call panicked: {e}"))
+                })??,
+            };
+            match got {
+                Some(r) => Ok(r.map(payload_out)),
+                None => Err(honker::Error::new(
+                    honker::ErrorKind::Timeout,
+                    format!("job {id} produced no result within {t:?}"),
+                )),
+            }
+        };
+        Ok(out(r.await))
     }
 }
 

@@ -19,6 +19,7 @@ use crate::records::ClaimedJob;
 pub struct Claimer {
     // Garbage-collected without close(): the release happens off the JS thread.
     c: OffThreadDrop<honker::runtime::Claimer>,
+    db: honker::Database,
 }
 
 impl Claimer {
@@ -33,8 +34,18 @@ impl Claimer {
     /// out or the claimer was closed.
     #[napi]
     pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<ClaimedJob>>> {
-        let c = self.inner();
-        blocking(move || Ok(c.next(ms("wait", wait)?)?.map(ClaimedJob::from))).await
+        // Holding no thread while it waits (waits.rs): a look, then a claim
+        // on the blocking pool only when the look found work.
+        let job = crate::waits::next(
+            self.db.clone(),
+            wait,
+            self.inner(),
+            Some(honker::runtime::Claimer::due_in),
+            |c| c.next(std::time::Duration::ZERO),
+            honker::runtime::Claimer::is_closed,
+        )
+        .await;
+        Ok(out(job.map(|j| j.map(ClaimedJob::from))))
     }
 
     /// A job already claimed and not handed out yet, if any (no I/O).
@@ -143,6 +154,7 @@ impl Queue {
             let c = honker::runtime::Claimer::new(self.core(), &worker_id, batch as usize, lease)?;
             Ok(Claimer {
                 c: OffThreadDrop::new(c),
+                db: self.core().database().clone(),
             })
         })())
     }

@@ -5,6 +5,7 @@
 //! their last reference is dropped there (a subscription's drop commits).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use honker::runtime::OffThreadDrop;
 use honker::stream::{PublishOptions, Start, StreamRetention};
@@ -270,6 +271,7 @@ impl Stream {
                 auto,
             )?;
             Ok(Subscription {
+                db: s.database().clone(),
                 s: OffThreadDrop::new(sub),
                 txs,
             })
@@ -301,17 +303,13 @@ verbs! {
 #[napi]
 pub struct Subscription {
     s: OffThreadDrop<honker::runtime::Subscription>,
+    db: honker::Database,
     txs: Arc<Txs>,
 }
 
 impl Subscription {
     fn inner(&self) -> Arc<honker::runtime::Subscription> {
         self.s.shared()
-    }
-
-    fn next_op(&self, wait: f64) -> Op<Option<StreamEvent>> {
-        let s = self.inner();
-        Box::new(move || Ok(s.next(ms("wait", wait)?)?.map(StreamEvent::from)))
     }
 
     fn commit_op(&self, offset: i64, tx: Option<u32>) -> Op<()> {
@@ -322,16 +320,38 @@ impl Subscription {
 
 verbs! {
     impl Subscription;
-    #[doc = "The next event, waiting up to `wait` ms; null when the wait ran out"]
-    #[doc = "or the subscription was closed. TRIMMED (once, with `missed`) when"]
-    #[doc = "retention removed events it had not read."]
-    next / try_next (wait: f64) -> Option<StreamEvent> = next_op;
     #[doc = "Commits the place after the event at `offset`."]
     commit / try_commit (offset: i64, tx: Option<u32>) -> () = commit_op;
 }
 
 #[napi]
 impl Subscription {
+    /// The next event, waiting up to `wait` ms (holding no thread while it
+    /// waits); null when the wait ran out or the subscription was closed.
+    /// TRIMMED (once, with `missed`) when retention removed events it had
+    /// not read.
+    #[napi]
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<StreamEvent>>> {
+        let e = crate::waits::next(
+            self.db.clone(),
+            wait,
+            self.inner(),
+            None,
+            |s| s.next(Duration::ZERO),
+            honker::runtime::Subscription::is_closed,
+        )
+        .await;
+        Ok(out(e.map(|e| e.map(StreamEvent::from))))
+    }
+
+    /// `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+    /// would.
+    #[napi]
+    pub fn try_next(&self, wait: f64) -> Out<Option<StreamEvent>> {
+        let s = self.inner();
+        now(move || Ok(s.next(ms("wait", wait)?)?.map(StreamEvent::from)))
+    }
+
     /// Stops: with auto-commit, commits the place after the last event
     /// passed, and wakes a waiting `next`.
     #[napi]
@@ -355,25 +375,37 @@ impl Subscription {
 #[napi]
 pub struct Listener {
     l: OffThreadDrop<honker::runtime::Listener>,
-}
-
-impl Listener {
-    fn next_op(&self, wait: f64) -> Op<Option<Notification>> {
-        let l = self.l.shared();
-        Box::new(move || Ok(l.next(ms("wait", wait)?)?.map(Notification::from)))
-    }
-}
-
-verbs! {
-    impl Listener;
-    #[doc = "The next notification, waiting up to `wait` ms; null when the wait"]
-    #[doc = "ran out or the listener was closed. TRIMMED (once, with `missed`) when"]
-    #[doc = "the channel's window moved past notifications it had not read."]
-    next / try_next (wait: f64) -> Option<Notification> = next_op;
+    db: honker::Database,
 }
 
 #[napi]
 impl Listener {
+    /// The next notification, waiting up to `wait` ms (holding no thread
+    /// while it waits); null when the wait ran out or the listener was
+    /// closed. TRIMMED (once, with `missed`) when the channel's window moved
+    /// past notifications it had not read.
+    #[napi]
+    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<Notification>>> {
+        let n = crate::waits::next(
+            self.db.clone(),
+            wait,
+            self.l.shared(),
+            None,
+            |l| l.next(Duration::ZERO),
+            honker::runtime::Listener::is_closed,
+        )
+        .await;
+        Ok(out(n.map(|n| n.map(Notification::from))))
+    }
+
+    /// `next` without waiting (`wait` must be 0): `WOULD_WAIT` where it
+    /// would.
+    #[napi]
+    pub fn try_next(&self, wait: f64) -> Out<Option<Notification>> {
+        let l = self.l.shared();
+        now(move || Ok(l.next(ms("wait", wait)?)?.map(Notification::from)))
+    }
+
     /// Stops listening and wakes a waiting `next`.
     #[napi]
     pub fn close(&self) {
@@ -427,6 +459,7 @@ impl Database {
     pub fn listen(&self, channel: String) -> Out<Listener> {
         out(self.core().listen(&channel).map(|l| Listener {
             l: OffThreadDrop::new(l),
+            db: self.core().clone(),
         }))
     }
 

@@ -3,6 +3,7 @@
 // other request, the in-process worker's acks and plain writes wait their
 // turn off the event loop, in order, and none fails.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -290,4 +291,69 @@ test('the server publishes and notifies while a subscription and a listener in i
   assert.ok(worst < 250, `the loop stalled for ${worst.toFixed(1)} ms`);
   assert.equal(await orders.position('projector'), n); // the last was handed out, then closed
   await db.close();
+});
+
+test('idle waits past the native pool hold no thread: writes, wake-ups and results go on', () => {
+  // 600 consumers, 150 lock waiters, 150 result waiters and 150
+  // subscriptions, each waiting 30 s: more than tokio's 512 blocking
+  // threads. None holds one while it waits (each sleeps on the runtime),
+  // so each commit wakes what it concerns at once. Before, the first 512
+  // waits took the pool and the rest (subscriptions, results) sat queued
+  // behind them for up to their 30 s. In a child process, so a stall fails
+  // the test instead of hanging it.
+  const script = `
+    const honker = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+    const within = (p, what) => Promise.race([
+      p, new Promise((_, no) => setTimeout(() => no(new Error(what + ': not within 10 s')), 10_000)),
+    ]);
+    (async () => {
+      const db = await honker.open(process.argv[1]);
+      const q = db.queue('q');
+      const results = db.queue('r');
+      const lock = db.lock('l');
+      const stream = db.stream('s');
+      const held = await lock.tryAcquire('holder', { ttl: 60_000 });
+      const owed = await results.enqueueMany(Array.from({ length: 150 }, (_, i) => ({ i })));
+      const stop = new AbortController();
+      const got = [];
+      let gotOne = () => {};
+      for (let i = 0; i < 600; i++) {
+        (async () => {
+          for await (const job of q.claim('w' + i, { wait: 30_000, signal: stop.signal })) {
+            await job.ack();
+            got.push(job.id);
+            gotOne();
+          }
+        })();
+      }
+      const lockers = Array.from({ length: 150 }, (_, i) =>
+        lock.acquire('o' + i, { ttl: 60_000, wait: 30_000, signal: stop.signal }));
+      const waiting = owed.map((e) => results.waitResult(e.id, { timeout: 30_000 }).catch((e) => e));
+      const heard = Array.from({ length: 150 }, async (_, i) => {
+        for await (const ev of stream.subscribe('c' + i, { wait: 30_000, signal: stop.signal })) return ev.payload;
+      });
+      await new Promise((r) => setTimeout(r, 1000)); // every wait has begun
+      for (let n = 0; n < 5; n++) {
+        const arrived = new Promise((r) => (gotOne = r));
+        const e = await within(q.enqueue({ now: n }), 'enqueue');
+        await within(arrived, 'a job reaching a consumer');
+        if (got.at(-1) !== e.id) throw new Error('job ' + got.at(-1) + ' for ' + e.id);
+      }
+      await within(db.query('SELECT 1 AS one'), 'a query');
+      await within(stream.publish({ e: 1 }), 'publish');
+      const payloads = await within(Promise.all(heard), 'every subscription hearing the event');
+      if (!payloads.every((p) => p.e === 1)) throw new Error(JSON.stringify(payloads));
+      await lock.release(held.token);
+      const grant = await within(Promise.race(lockers), 'a lock waiter taking the lock');
+      if (!grant || grant.token <= held.token) throw new Error('grant ' + JSON.stringify(grant));
+      const [job] = await results.claimBatch('x', 1);
+      await job.ack({ result: { id: job.id } });
+      const r = await within(Promise.race(waiting.filter((_, i) => owed[i].id === job.id)), 'the result');
+      if (r.id !== job.id) throw new Error('result ' + JSON.stringify(r));
+      console.log('ok');
+      process.exit(0);
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `;
+  const out = execFileSync(process.execPath, ['-e', script, tempPath()], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(out.trim().split('\n').pop(), 'ok');
 });

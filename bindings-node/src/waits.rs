@@ -1,0 +1,188 @@
+//! Waits that hold no thread (ADR 14's addendum).
+//!
+//! A wait run as one blocking core call holds one of tokio's blocking
+//! threads for as long as it waits, and short calls that would wait for a
+//! lock go to the same pool: past its 512 threads, idle consumers, lock
+//! waiters and result waiters left every such call (and every further wait)
+//! queued until one of them ran out.
+//!
+//! So a wait here is a loop on the runtime itself: note the generation, look
+//! (one read, never waiting: core's `due_in`/`free_in`), take on the
+//! blocking pool only when the look found something (a short call), and
+//! otherwise sleep until the generation moves (any process's commit), the
+//! time looked, or the re-check interval. The commits arrive through one
+//! readiness pipe per database file (core's, written by the watcher thread
+//! while armed) under tokio's reactor, shared by every wait on that file;
+//! whoever drains it moves the generation, which ends every other wait's
+//! sleep, so none misses a commit that came while it looked or took.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::watch;
+
+/// The readiness pipe's read end, as tokio's reactor takes it (the pipe
+/// itself belongs to the `Readiness`).
+struct Fd(RawFd);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// The waits on one database file. Field order is drop order: the reactor
+/// lets go of the descriptor before the pipe closes.
+struct Waits {
+    fd: AsyncFd<Fd>,
+    ready: honker::Readiness,
+    generation: watch::Sender<u64>,
+}
+
+impl Waits {
+    /// Until the pipe is readable (then drained: the generation moves), the
+    /// generation moved since `rx` last looked, or `nap` passed.
+    async fn sleep(&self, rx: &mut watch::Receiver<u64>, nap: Duration) {
+        tokio::select! {
+            r = self.fd.readable() => {
+                if let Ok(mut guard) = r {
+                    if self.ready.drain() {
+                        self.generation.send_modify(|g| *g = g.wrapping_add(1));
+                    }
+                    guard.clear_ready();
+                }
+            }
+            _ = rx.changed() => {}
+            () = tokio::time::sleep(nap) => {}
+        }
+    }
+}
+
+impl Drop for Waits {
+    fn drop(&mut self) {
+        self.ready.disarm();
+    }
+}
+
+/// The waits of every file some wait is on now; gone when the last ends.
+static WAITS: Mutex<Option<HashMap<PathBuf, Weak<Waits>>>> = Mutex::new(None);
+
+fn waits(db: &honker::Database) -> honker::Result<Arc<Waits>> {
+    let mut all = WAITS.lock();
+    let all = all.get_or_insert_with(HashMap::new);
+    if let Some(w) = all.get(db.path()).and_then(Weak::upgrade) {
+        return Ok(w);
+    }
+    all.retain(|_, w| w.strong_count() > 0);
+    let ready = db.readiness()?;
+    ready.arm();
+    // SAFETY: the descriptor is the read end of `ready`'s pipe, which stays
+    // open, the same description, for as long as this `AsyncFd` lives: both
+    // belong to one `Waits`, whose field order drops the `AsyncFd` first.
+    let fd = unsafe { AsyncFd::register_with_interest(Fd(ready.fd()), Interest::READABLE) }
+        .map_err(|e| internal(format!("cannot watch the readiness pipe: {e}")))?;
+    let w = Arc::new(Waits {
+        fd,
+        ready,
+        generation: watch::Sender::new(0),
+    });
+    all.insert(db.path().to_owned(), Arc::downgrade(&w));
+    Ok(w)
+}
+
+/// Up to `wait` for what `take` gets (`None`: the wait ran out, or `stop`
+/// said so). `look` runs here without waiting (a reader not free at once is
+/// taken as "now"): how long until a take may succeed (zero: now), `None`
+/// when only a commit can change that. `take` runs on the blocking pool: its
+/// result, or `None` for nothing (another was first).
+pub(crate) async fn poll<T, K>(
+    db: &honker::Database,
+    wait: Duration,
+    look: impl Fn() -> honker::Result<Option<Duration>>,
+    take: K,
+    stop: impl Fn() -> bool,
+) -> honker::Result<Option<T>>
+where
+    T: Send + 'static,
+    K: Fn() -> honker::Result<Option<T>> + Send + Sync + 'static,
+{
+    if wait.is_zero() {
+        return tokio::task::spawn_blocking(take)
+            .await
+            .map_err(|e| crate::waits::internal(format!("a honker call panicked: {e}")))?;
+    }
+    let waits = waits(db)?;
+    let take = Arc::new(take);
+    let mut rx = waits.generation.subscribe();
+    let deadline = tokio::time::Instant::now() + wait;
+    let recheck = db.recheck_interval();
+    loop {
+        rx.borrow_and_update();
+        if stop() {
+            return Ok(None);
+        }
+        let mut due = match honker::without_waiting(&look) {
+            Err(e) if e.kind() == honker::ErrorKind::Busy => Some(Duration::ZERO),
+            r => r?,
+        };
+        if due == Some(Duration::ZERO) {
+            let t = Arc::clone(&take);
+            let got = tokio::task::spawn_blocking(move || t())
+                .await
+                .map_err(|e| crate::waits::internal(format!("a honker call panicked: {e}")))??;
+            if got.is_some() || stop() {
+                return Ok(got);
+            }
+            due = None; // another was first: sleep until the next commit
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        let mut nap = (deadline - now).min(recheck);
+        if let Some(d) = due {
+            nap = nap.min(d);
+        }
+        waits.sleep(&mut rx, nap).await;
+    }
+}
+
+/// A look without waiting: how long until a take may succeed (`due_in`).
+type Look<R> = fn(&R) -> honker::Result<Option<Duration>>;
+
+/// A reader's `next(wait)` (a claimer, subscription, listener or group
+/// consumer) as a wait that holds no thread: `due` looks (`None`: each
+/// wake-up tries), `next(r)` takes without waiting on the blocking pool.
+pub(crate) async fn next<R, T>(
+    db: honker::Database,
+    wait: f64,
+    r: Arc<R>,
+    due: Option<Look<R>>,
+    next: fn(&R) -> honker::Result<Option<T>>,
+    closed: fn(&R) -> bool,
+) -> honker::Result<Option<T>>
+where
+    R: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let wait = crate::errors::ms("wait", wait)?;
+    let (taker, looker) = (Arc::clone(&r), Arc::clone(&r));
+    poll(
+        &db,
+        wait,
+        move || due.map_or(Ok(Some(Duration::ZERO)), |d| d(&looker)),
+        move || next(&taker),
+        move || closed(&r),
+    )
+    .await
+}
+
+pub(crate) fn internal(message: String) -> honker::Error {
+    honker::Error::new(honker::ErrorKind::Internal, message)
+}
