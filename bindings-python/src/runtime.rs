@@ -56,6 +56,17 @@ impl Claimer {
         Ok(job.map(ClaimedJob::from))
     }
 
+    /// `next(0)` only where it needs no waiting (core's `without_waiting`):
+    /// a job, None (nothing now), or False where it would have waited for
+    /// the writer (claim on a thread instead). An event loop's claim.
+    fn try_next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.inner();
+        crate::stream::taken::<_, ClaimedJob>(
+            py,
+            py.detach(|| honker::without_waiting(|| c.next(std::time::Duration::ZERO))),
+        )
+    }
+
     /// A job claimed earlier and not handed out yet, if any (no I/O).
     fn take_buffered(&self) -> Option<ClaimedJob> {
         self.inner().take_buffered().map(ClaimedJob::from)

@@ -462,15 +462,18 @@ def test_a_transaction_dropped_without_commit_rolls_back_and_frees_the_writer(pa
     db.close()
 
 
-def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path):
+@pytest.mark.parametrize("durability", ["normal", "full"])
+def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path, durability):
     """A web app's long waits, well past honker's 32 pool threads: 64
     consumers, 40 lock waiters, 40 result waiters and 40 group members, each
     waiting 30 s. None holds a thread while it waits (each sleeps on the
     loop), so every write still goes through at once and each wait ends
     with the commit that ends it. Before, the first 32 waits took the pool:
     each enqueue_async stalled until one of them ran out (30 s here), and
-    the 33rd consumer did not wait at all."""
-    db = honker.open(path)
+    the 33rd consumer did not wait at all. A claim that finds work runs on
+    the loop when it needs no waiting, on a thread under "full" (an fsync
+    per commit)."""
+    db = honker.open(path, durability=durability)
     q, results = db.queue("q"), db.queue("r")
     lock = db.lock("l")
     stream = db.stream("s")
@@ -497,9 +500,7 @@ def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path):
         lockers = [
             asyncio.create_task(lock.acquire_async(f"o{i}", ttl=60, wait=30)) for i in range(40)
         ]
-        waiters = [
-            asyncio.create_task(results.wait_result_async(e.id, timeout=30)) for e in owed
-        ]
+        waiters = [asyncio.create_task(results.wait_result_async(e.id, timeout=30)) for e in owed]
         members = [asyncio.create_task(group.claim_async(f"m{i}", wait=30)) for i in range(40)]
         await asyncio.sleep(0.5)  # every wait has begun
         for n in range(5):

@@ -163,10 +163,15 @@ class Database:
     worker processes").
     """
 
-    def __init__(self, native: _native.Database, busy_timeout: float) -> None:
+    def __init__(
+        self, native: _native.Database, busy_timeout: float, inline_writes: bool = True
+    ) -> None:
         self._native = native
         self.path: str = os.fspath(native.path)
         self._writer = Writer(busy_timeout)
+        # Whether a short write may run on an event loop's thread when it
+        # needs no waiting (not under durability "full": each commit fsyncs).
+        self._inline_writes = inline_writes
 
     def _check_context(self) -> None:
         ref = current_tx.get()
@@ -401,4 +406,4 @@ def open(
         auto_maintain_every=seconds("auto_maintain_every", auto_maintain_every),
         clock=clock,
     )
-    return Database(native, native.busy_timeout)
+    return Database(native, native.busy_timeout, inline_writes=durability != "full")
