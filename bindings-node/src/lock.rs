@@ -238,6 +238,7 @@ async fn wait_for_lock<T: Send + 'static>(
     crate::waits::poll(
         l.database(),
         wait,
+        true,
         || l.free_in(owner).map(Some),
         move || take(&owned),
         move || cancel.as_ref().is_some_and(Cancel::is_cancelled),

@@ -323,12 +323,15 @@ impl Queue {
             };
             let last = look.clone();
             let always = || Ok(Some(std::time::Duration::ZERO));
-            let got = match crate::waits::poll(q.database(), t, always, look, || false).await? {
-                Some(r) => Some(r),
-                None => tokio::task::spawn_blocking(last).await.map_err(|e| {
-                    crate::waits::internal(format!("a honker call panicked: {e}"))
-                })??,
-            };
+            // Not inline: core's wait_result refuses to run where waiting
+            // is forbidden (it is a wait by design), so each look is a hop.
+            let got =
+                match crate::waits::poll(q.database(), t, false, always, look, || false).await? {
+                    Some(r) => Some(r),
+                    None => tokio::task::spawn_blocking(last).await.map_err(|e| {
+                        crate::waits::internal(format!("a honker call panicked: {e}"))
+                    })??,
+                };
             match got {
                 Some(r) => Ok(r.map(payload_out)),
                 None => Err(honker::Error::new(

@@ -293,21 +293,22 @@ test('the server publishes and notifies while a subscription and a listener in i
   await db.close();
 });
 
-test('idle waits past the native pool hold no thread: writes, wake-ups and results go on', () => {
+for (const durability of ['normal', 'full']) test(`idle waits past the native pool hold no thread: writes, wake-ups and results go on (${durability})`, () => {
   // 600 consumers, 150 lock waiters, 150 result waiters and 150
   // subscriptions, each waiting 30 s: more than tokio's 512 blocking
   // threads. None holds one while it waits (each sleeps on the runtime),
   // so each commit wakes what it concerns at once. Before, the first 512
   // waits took the pool and the rest (subscriptions, results) sat queued
   // behind them for up to their 30 s. In a child process, so a stall fails
-  // the test instead of hanging it.
+  // the test instead of hanging it. A take that needs no waiting runs on
+  // the runtime's own thread, on the blocking pool under 'full'.
   const script = `
     const honker = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
     const within = (p, what) => Promise.race([
       p, new Promise((_, no) => setTimeout(() => no(new Error(what + ': not within 10 s')), 10_000)),
     ]);
     (async () => {
-      const db = await honker.open(process.argv[1]);
+      const db = await honker.open(process.argv[1], { durability: process.argv[2] });
       const q = db.queue('q');
       const results = db.queue('r');
       const lock = db.lock('l');
@@ -354,6 +355,9 @@ test('idle waits past the native pool hold no thread: writes, wake-ups and resul
       process.exit(0);
     })().catch((e) => { console.error(e); process.exit(1); });
   `;
-  const out = execFileSync(process.execPath, ['-e', script, tempPath()], { encoding: 'utf8', timeout: 120_000 });
+  const out = execFileSync(process.execPath, ['-e', script, tempPath(), durability], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.equal(out.trim().split('\n').pop(), 'ok');
 });
