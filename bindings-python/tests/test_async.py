@@ -185,3 +185,37 @@ def test_batched_claims_release_what_was_not_handed_out(db):
     asyncio.run(main())
     s = q.stats()
     assert (s.ready, s.running) == (4, 0)
+
+
+def test_a_consumer_that_starts_waiting_later_wakes_when_the_scheduled_job_comes_due(path):
+    """Consumers of one queue on one loop share a look while nothing moved
+    (no commit, no claim): the second consumer starts waiting 1.5 s after
+    the first looked and saw the job due in 2 s. It must wake when the job
+    comes due (0.5 s later), not 2 s after it began waiting. The first is
+    cancelled, so only the second can take the job."""
+    db = honker.open(path)
+    q = db.queue("q")
+
+    async def main() -> float:
+        start = time.monotonic()
+        e = q.enqueue({"n": 1}, delay=2)
+
+        async def first_job(worker: str) -> int:
+            async for job in q.claim(worker, wait=30):
+                await job.ack_async()
+                return job.id
+            return -1
+
+        a = asyncio.create_task(first_job("a"))
+        await asyncio.sleep(1.5)
+        b = asyncio.create_task(first_job("b"))
+        await asyncio.sleep(0.05)  # b has looked (or reused a's look)
+        a.cancel()
+        got = await asyncio.wait_for(b, 10)
+        assert got == e.id
+        return time.monotonic() - start
+
+    took = asyncio.run(main())
+    # Due at 2 s; a look reused as "2 s from now" would wake b at 3.5 s.
+    assert took < 3.0, took
+    db.close()

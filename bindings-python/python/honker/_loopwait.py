@@ -54,6 +54,13 @@ class _Waits:
         self._users = 0
         self._registered = False
         self.generation = 0
+        # Takes begun on this loop; and per key, the last look that found
+        # nothing to take: (generation, takes, when one may succeed in loop
+        # time, or None: at a commit). Waiters on one
+        # queue share a look while neither has moved, so an idle herd costs
+        # one read per commit, not one per waiter.
+        self.takes = 0
+        self.looked: dict[object, tuple[int, int, float | None]] = {}
 
     def enter(self) -> None:
         """A task starts waiting: the pipe is armed and on the loop (it stays
@@ -138,6 +145,7 @@ async def poll(
     look: Callable[[], float | None | bool],
     take: Callable[[], Awaitable[T | None]],
     closed: Callable[[], bool] = lambda: False,
+    key: object = None,
 ) -> T | None:
     """Up to ``wait`` seconds for what ``take`` gets, then leaves ``w``.
 
@@ -146,17 +154,28 @@ async def poll(
     when it could not look without waiting (take anyway). ``take`` is a short
     call on a thread (``on_thread``): its result, or None for nothing (taken
     by another meanwhile). Between takes: a sleep until a commit, the time
-    looked, or the re-check interval, whichever comes first."""
+    looked, or the re-check interval, whichever comes first. Waits with the
+    same ``key`` (not None) look alike: one's answer that there is nothing to
+    take serves the others until a commit or a take on this loop."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     try:
         while True:
             w.drain()
             seen = w.generation
-            due = look()
+            hit = w.looked.get(key) if key is not None else None
+            if hit is not None and hit[0] == seen and hit[1] == w.takes:
+                at = hit[2]  # when the next take may succeed (loop time)
+                due: float | None | bool = None if at is None else max(at - loop.time(), 0.0)
+            else:
+                due = look()
+                if key is not None and due is not False and due != 0.0:
+                    at = None if due is None else loop.time() + due
+                    w.looked[key] = (seen, w.takes, at)
             if closed():
                 return None
             if due is False or due == 0.0:
+                w.takes += 1
                 got = await take()
                 if got is not None or closed():
                     return got

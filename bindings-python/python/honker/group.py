@@ -510,7 +510,12 @@ class Group:
 
         native = self._native
         got = await _loopwait.poll(
-            w, db, _args.duration("wait", wait), native.due_in, lambda: _loopwait.on_thread(take)
+            w,
+            db,
+            _args.duration("wait", wait),
+            native.due_in,
+            lambda: _loopwait.on_thread(take),
+            key=("group", self._stream.name, self.name),
         )
         return GroupClaim((), 0) if got is None else got
 

@@ -527,7 +527,13 @@ class Claimer:
             )
 
         return await _loopwait.poll(
-            w, self._queue._db, self._wait, native.due_in, take, lambda: native.closed
+            w,
+            self._queue._db,
+            self._wait,
+            native.due_in,
+            take,
+            lambda: native.closed,
+            key=("claim", self._queue.name),
         )
 
     async def _next_on_thread(self) -> tuple | None:
