@@ -207,7 +207,10 @@ public final class Group: @unchecked Sendable {
                       wait: TimeInterval = 0) async throws -> (events: [GroupEvent], missed: UInt64) {
         let (leaseMs, waitMs) = (try millis("lease", lease), try millis("wait", wait))
         let native = self.native
-        let c = try await offThread { try native.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs) }
+        let claim: @Sendable () throws -> GroupClaimRecord = {
+            try native.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs)
+        }
+        let c = try await waitMs == 0 ? offThread(claim) : waitOffThread(claim)
         return (c.events.map(GroupEvent.init), c.missed)
     }
 

@@ -65,6 +65,21 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
     }
 }
 
+/// Runs a blocking *wait* (a claim, a read or a lock's acquire that sleeps
+/// until a commit, `waitResult`, a runner's `next`) on a thread of its own,
+/// never on the dispatch queues: a wait lasts as long as its timeout, and
+/// each one held on a dispatch thread takes that thread from every other
+/// task (Swift's tasks run on those queues on Linux) and from all of the
+/// app's GCD work, which Apple platforms cap at 64 threads. With 600 idle
+/// consumers on them, a claimed job's hand-off waited 120 s on Linux.
+func waitOffThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+}
+
 /// Runs a blocking `body` on a thread of its own, not the shared pool: for
 /// a wait that lasts as long as work that the pool's threads must finish
 /// (a held lock's watch lasts until its release, which runs on the pool).
@@ -524,7 +539,7 @@ public final class Queue: @unchecked Sendable {
             // it was cancelled goes back).
             let cancel = CancelToken(queue: native)
             jobs = try await withTaskCancellationHandler {
-                try await offThread {
+                try await waitOffThread {
                     try native.claimCancellable(workerId: workerId, n: n, leaseMs: leaseMs,
                                                 waitMs: waitMs, cancel: cancel)
                 }
@@ -603,7 +618,7 @@ public final class Queue: @unchecked Sendable {
         let payload: Payload?
         do {
             payload = try await withTaskCancellationHandler {
-                try await offThread { try native.waitResultCancellable(id: id, timeoutMs: timeoutMs, cancel: cancel) }
+                try await waitOffThread { try native.waitResultCancellable(id: id, timeoutMs: timeoutMs, cancel: cancel) }
             } onCancel: {
                 cancel.cancel()
             }
@@ -900,7 +915,7 @@ public struct ClaimSequence: AsyncSequence {
                     return nil
                 }
                 let claimed = try await withTaskCancellationHandler {
-                    try await offThread { try claimer.next(waitMs: waitMs) }
+                    try await waitOffThread { try claimer.next(waitMs: waitMs) }
                 } onCancel: {
                     // Wakes the waiting claim; what it claimed goes back.
                     _ = claimer.close()

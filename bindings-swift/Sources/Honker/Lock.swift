@@ -138,7 +138,7 @@ public final class Lock: @unchecked Sendable {
         let (native, ttlMs, waitMs) = (self.native, try millis("ttl", ttl), try millis("wait", wait))
         let cancel = native.cancelToken()
         return try await withTaskCancellationHandler {
-            try await offThread { try native.acquire(owner: owner, ttlMs: ttlMs, waitMs: waitMs, cancel: cancel) }
+            try await waitOffThread { try native.acquire(owner: owner, ttlMs: ttlMs, waitMs: waitMs, cancel: cancel) }
         } onCancel: {
             cancel.cancel()
         }.map(LockGrant.init)
@@ -191,7 +191,7 @@ public final class Lock: @unchecked Sendable {
         let (ttlMs, waitMs, everyMs) = (try millis("ttl", ttl), try millis("wait", wait), try millis("every", every))
         let cancel = native.cancelToken()
         let taken = try await withTaskCancellationHandler {
-            try await offThread {
+            try await waitOffThread {
                 try native.hold(owner: owner, ttlMs: ttlMs, waitMs: waitMs, everyMs: everyMs, cancel: cancel)
             }
         } onCancel: {

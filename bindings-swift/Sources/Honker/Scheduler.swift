@@ -315,7 +315,7 @@ public final class Scheduler: @unchecked Sendable {
         let runner = native.runner()
         try await withTaskCancellationHandler {
             while !Task.isCancelled && !runner.isClosed() {
-                _ = try await offThread { try runner.next(waitMs: 3_600_000) }
+                _ = try await waitOffThread { try runner.next(waitMs: 3_600_000) }
             }
         } onCancel: {
             runner.close()

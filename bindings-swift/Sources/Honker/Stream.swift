@@ -169,7 +169,7 @@ func cancellableNext<T: Sendable>(_ db: Database, closed: @escaping @Sendable ()
     while true {
         if Task.isCancelled || closed() { return nil }
         let item = try await withTaskCancellationHandler {
-            try await offThread { try next(cancel) }
+            try await waitOffThread { try next(cancel) }
         } onCancel: {
             cancel.cancel()
         }

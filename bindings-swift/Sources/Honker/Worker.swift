@@ -311,7 +311,7 @@ public final class Worker: @unchecked Sendable {
         await withTaskCancellationHandler {
             while !native.isStopping() {
                 do {
-                    if let t = try await offThread({ try native.next(waitMs: 60_000) }) {
+                    if let t = try await waitOffThread({ try native.next(waitMs: 60_000) }) {
                         dispatch(t, running)
                     }
                 } catch {

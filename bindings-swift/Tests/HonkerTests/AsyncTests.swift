@@ -86,4 +86,36 @@ final class AsyncTests: XCTestCase {
         XCTAssertTrue(jobs.isEmpty)
         XCTAssertGreaterThan(ticks, 20)
     }
+
+    /// 600 idle consumers, each waiting 30 s: more waits than the dispatch
+    /// queues have threads. Each waits on a thread of its own, so a job
+    /// still reaches one of them, and plain tasks still run, at once. On the
+    /// dispatch queues the claimed job's hand-off waited 120 s.
+    func testSixHundredIdleConsumersLeaveTheDispatchQueuesFree() async throws {
+        let db = try Database(path: tempPath())
+        let q = try db.queue("q")
+        let (got, sink) = AsyncStream<Int64>.makeStream()
+        var consumers: [Task<Void, Error>] = []
+        for i in 0..<600 {
+            consumers.append(Task {
+                for try await job in q.claim(workerId: "w\(i)", wait: 30) {
+                    try await job.ack()
+                    sink.yield(job.id)
+                }
+            })
+        }
+        try await Task.sleep(nanoseconds: 1_000_000_000) // every claim waits
+        var arrived = got.makeAsyncIterator()
+        for _ in 0..<3 {
+            let started = Date()
+            let ran = await Task.detached { Date() }.value
+            XCTAssertLessThan(ran.timeIntervalSince(started), 10, "a plain task waited for a thread")
+            let e = try await q.enqueue("x")
+            let id = await arrived.next()
+            XCTAssertEqual(id, e.id)
+            XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the job waited for a thread")
+        }
+        for c in consumers { c.cancel() }
+        for c in consumers { _ = try? await c.value }
+    }
 }
