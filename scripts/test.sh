@@ -288,6 +288,7 @@ cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/python/streams.py --smoke >/dev/null
 "$HONKER_VENV/bin/python" bench/python/locks.py --smoke >/dev/null
 "$HONKER_VENV/bin/python" bench/python/scheduler.py --smoke >/dev/null
+"$HONKER_VENV/bin/python" bench/python/idle_waits.py --smoke >/dev/null
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 "$HONKER_VENV/bin/python" bench/swift/run.py --smoke
 bash bench/watcher/run.sh 50
