@@ -67,7 +67,7 @@ class _Waits:
         there until the loop turns with no task waiting, so that a consumer
         that keeps up does not add and remove it each time)."""
         if not self._registered:
-            self._loop.add_reader(self._ready.fileno(), self._readable)  # NotImplementedError
+            self._loop.add_reader(self._ready.fileno(), self.drain)  # NotImplementedError
             self._registered = True
         if self._users == 0:
             self._ready.arm()
@@ -89,11 +89,7 @@ class _Waits:
         if self._ready.drain():
             self.generation += 1
             for fut in self._sleepers:
-                if not fut.done():
-                    fut.set_result(None)
-
-    def _readable(self) -> None:
-        self.drain()
+                _wake(fut)
 
     async def sleep(self, seen: int, timeout: float) -> None:
         """Until the generation passes ``seen`` (a commit) or ``timeout``
@@ -112,6 +108,7 @@ class _Waits:
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
+    """Ends a sleep, unless it ended already (a timer, a commit, a cancel)."""
     if not fut.done():
         fut.set_result(None)
 

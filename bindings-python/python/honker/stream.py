@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
 from . import _args, _threads
+from ._loopwait import _wake
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 from ._trace import capture as _capture
@@ -254,11 +255,6 @@ class _Waiter:
             raise
         self._pending = None
         return result
-
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 class _Reader(Generic[T]):
