@@ -504,11 +504,12 @@ class Claimer:
 
     async def _next_async(self) -> tuple | None:
         """Up to ``wait`` seconds for a job, holding no thread while it
-        waits (``_loopwait``): a look (one read) on the loop, a claim on
-        honker's threads (a short call) only when the look found work, and
-        between looks a sleep in the loop's selector until any process
-        commits or the next job comes due. Cancelled meanwhile, the job a
-        claim still hands out is given back."""
+        waits (``_loopwait``): a look (one read) on the loop, a claim only
+        when the look found work (on the loop where it needs no waiting,
+        else a short call on honker's threads), and between looks a sleep in
+        the loop's selector until any process commits or the next job comes
+        due. Cancelled meanwhile, the job a claim on a thread still hands
+        out is given back."""
         w = _loopwait.waits(self._queue._db)
         if w is None:
             return await self._next_on_thread()
