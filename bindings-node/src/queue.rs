@@ -328,9 +328,7 @@ impl Queue {
             let got =
                 match crate::waits::poll(q.database(), t, false, always, look, || false).await? {
                     Some(r) => Some(r),
-                    None => tokio::task::spawn_blocking(last).await.map_err(|e| {
-                        crate::waits::internal(format!("a honker call panicked: {e}"))
-                    })??,
+                    None => crate::waits::on_pool(last).await?,
                 };
             match got {
                 Some(r) => Ok(r.map(payload_out)),

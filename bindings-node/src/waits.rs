@@ -115,9 +115,7 @@ where
     K: Fn() -> honker::Result<Option<T>> + Send + Sync + 'static,
 {
     if wait.is_zero() {
-        return tokio::task::spawn_blocking(take)
-            .await
-            .map_err(|e| internal(format!("a honker call panicked: {e}")))?;
+        return on_pool(take).await;
     }
     let waits = waits(db)?;
     let inline = inline && db.options().durability != honker::Durability::Full;
@@ -149,9 +147,7 @@ where
                 Some(r) => r?,
                 None => {
                     let t = Arc::clone(&take);
-                    tokio::task::spawn_blocking(move || t())
-                        .await
-                        .map_err(|e| internal(format!("a honker call panicked: {e}")))??
+                    on_pool(move || t()).await?
                 }
             };
             if got.is_some() || stop() {
@@ -176,7 +172,7 @@ type Look<R> = fn(&R) -> honker::Result<Option<Duration>>;
 
 /// A reader's `next(wait)` (a claimer, subscription, listener or group
 /// consumer) as a wait that holds no thread: `due` looks (`None`: each
-/// wake-up tries), `next(r)` takes without waiting on the blocking pool.
+/// wake-up tries), `next(r)` takes without waiting, as `poll` runs takes.
 pub(crate) async fn next<R, T>(
     db: honker::Database,
     wait: f64,
@@ -200,6 +196,15 @@ where
         move || closed(&r),
     )
     .await
+}
+
+/// `f` on tokio's blocking pool; a panic there is `INTERNAL`.
+pub(crate) async fn on_pool<T: Send + 'static>(
+    f: impl FnOnce() -> honker::Result<T> + Send + 'static,
+) -> honker::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| internal(format!("a honker call panicked: {e}")))?
 }
 
 pub(crate) fn internal(message: String) -> honker::Error {

@@ -149,8 +149,8 @@ async def poll(
     ``look`` runs on the loop (one read, never waiting): seconds until a take
     may succeed (0.0: now), None when only a commit can change that, False
     when it could not look without waiting (take anyway). ``take`` is a short
-    call on a thread (``on_thread``): its result, or None for nothing (taken
-    by another meanwhile). Between takes: a sleep until a commit, the time
+    call (on the loop where it needs no waiting, else ``on_thread``): its
+    result, or None for nothing (taken by another meanwhile). Between takes: a sleep until a commit, the time
     looked, or the re-check interval, whichever comes first. Waits with the
     same ``key`` (not None) look alike: one's answer that there is nothing to
     take serves the others until a commit or a take on this loop."""
