@@ -150,8 +150,9 @@ async def poll(
     may succeed (0.0: now), None when only a commit can change that, False
     when it could not look without waiting (take anyway). ``take`` is a short
     call (on the loop where it needs no waiting, else ``on_thread``): its
-    result, or None for nothing (taken by another meanwhile). Between takes: a sleep until a commit, the time
-    looked, or the re-check interval, whichever comes first. Waits with the
+    result, or None for nothing (taken by another meanwhile). Between takes:
+    a sleep until a commit, the time looked, or the re-check interval,
+    whichever comes first. Waits with the
     same ``key`` (not None) look alike: one's answer that there is nothing to
     take serves the others until a commit or a take on this loop."""
     loop = asyncio.get_running_loop()
