@@ -62,8 +62,9 @@ fn now_s() -> i64 {
 /// A Honker file with something in every table: jobs in every state,
 /// completed jobs (only the sequence and a result remember them), dead
 /// letters, results, two topics interleaved with two consumers, schedules,
-/// locks, notifications and rate-limit windows.
-fn honker_file(path: &Path) {
+/// locks, notifications and rate-limit windows. Returns the time (s) its
+/// times are relative to.
+fn honker_file(path: &Path) -> i64 {
     let t = now_s();
     let c = Connection::open(path).unwrap();
     c.execute_batch(HONKER_SCHEMA).unwrap();
@@ -106,6 +107,7 @@ fn honker_file(path: &Path) {
         sched = t + 7200,
     ))
     .unwrap();
+    t
 }
 
 /// Every object and every row of the file, to compare before and after.
@@ -226,8 +228,8 @@ fn open_and_bootstrap_refuse_a_honker_file_and_change_nothing() {
 fn import_moves_everything_and_keeps_ids_positions_and_next_fires() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("app.db");
-    honker_file(&path);
-    let t = now_s();
+    // The file's own time: a second may pass between writing it and here.
+    let t = honker_file(&path);
     let options = ImportOptions {
         time_zone: Some("Europe/Berlin".into()),
         ..ImportOptions::default()
