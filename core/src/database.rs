@@ -102,6 +102,9 @@ pub(crate) struct Inner {
     pending: Option<Arc<crate::queue::metrics::Pending>>,
     /// The keep-alives' timer, from the first keep-alive.
     renewals: std::sync::OnceLock<Arc<crate::runtime::Renewals>>,
+    /// Starts of rate-limited queues this process reserved ahead (ADR 23
+    /// §9).
+    pub(crate) blocks: crate::rate::blocks::Blocks,
 }
 
 impl Drop for Inner {
@@ -290,6 +293,7 @@ impl Database {
                 fire_sweep_after: Mutex::new(String::new()),
                 pending: pending.clone(),
                 renewals: std::sync::OnceLock::new(),
+                blocks: Default::default(),
                 options,
             }),
         };

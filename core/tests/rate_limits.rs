@@ -768,3 +768,215 @@ fn the_worker_runtime_sleeps_until_a_limited_queue_lets_the_next_job_start() {
     );
     w.shutdown();
 }
+
+// ----- blocks of starts reserved ahead (ADR 23 §9) --------------------------
+
+/// The queue's stored `tat` (µs), as another connection sees it.
+fn stored_tat(db: &Database, queue: &str) -> Option<i64> {
+    match db
+        .query(
+            "SELECT value FROM _honker_settings \
+             WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'tat_us'",
+            [queue],
+        )
+        .unwrap()
+        .rows
+        .pop()
+        .map(|mut r| r.remove(0))
+    {
+        Some(Value::Integer(n)) => Some(n),
+        None => None,
+        v => panic!("{v:?}"),
+    }
+}
+
+fn limited_queue(t: &TestDb, jobs: usize, limit: RateLimit) -> honker::Queue {
+    let q = t.db.queue("mail").unwrap();
+    q.enqueue_many(
+        (0..jobs).map(|i| serde_json::json!(i)),
+        &honker::EnqueueOptions::default(),
+    )
+    .unwrap();
+    q.set_rate_limit(Some(limit)).unwrap();
+    q
+}
+
+/// A limit that never binds: the first claim writes the queue's state with
+/// a block of 256 starts reserved after its 100 ms validity; the next 256
+/// claims write nothing for the limit; then, or once the validity passed,
+/// a claim writes again.
+#[test]
+fn a_limit_that_does_not_bind_writes_its_state_once_per_block_of_starts() {
+    let t = test_db();
+    let never = RateLimit::new(1_000_000_000, Duration::from_secs(1)).burst(1_000_000);
+    let q = limited_queue(&t, 1000, never);
+    let now_us = t.clock.now_ms() * 1000;
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    let block = stored_tat(&t.db, "mail").unwrap();
+    assert_eq!(
+        block,
+        now_us + 100_000 + 256,
+        "256 slots of 1 µs after 100 ms"
+    );
+    for _ in 0..256 {
+        assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+        assert_eq!(stored_tat(&t.db, "mail"), Some(block), "no write");
+    }
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    let next = stored_tat(&t.db, "mail").unwrap();
+    assert!(next > block, "the block ran out: a write (and a new block)");
+    q.claim("w", 1).unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), Some(next));
+    t.clock.advance(101 * MS);
+    q.claim("w", 1).unwrap();
+    assert!(
+        stored_tat(&t.db, "mail").unwrap() > next,
+        "its validity passed"
+    );
+    // A batch takes its starts from a block too: a claim of 32 reserves
+    // max(256, 4 × 32) starts.
+    t.clock.advance(101 * MS);
+    assert_eq!(q.claim("w", 32).unwrap().len(), 32);
+    let batch = stored_tat(&t.db, "mail").unwrap();
+    for _ in 0..3 {
+        assert_eq!(q.claim("w", 32).unwrap().len(), 32);
+    }
+    assert_eq!(stored_tat(&t.db, "mail"), Some(batch));
+}
+
+/// Claims inside the caller's transaction take starts from a block but
+/// never reserve one (the block would outlive a rollback); a claim that
+/// finds fewer jobs than it asked for leaves the rest in the block.
+#[test]
+fn only_a_claim_in_its_own_transaction_reserves_a_block() {
+    let t = test_db();
+    let never = RateLimit::new(1_000_000_000, Duration::from_secs(1)).burst(1_000_000);
+    let q = limited_queue(&t, 300, never);
+    let now_us = t.clock.now_ms() * 1000;
+    let tx = t.db.transaction().unwrap();
+    assert_eq!(q.claim_tx(&tx, "w", 1, None).unwrap().len(), 1);
+    tx.commit().unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), Some(now_us + 1), "exact");
+    let tx = t.db.transaction().unwrap();
+    q.claim_tx(&tx, "w", 1, None).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), Some(now_us + 1), "rolled back");
+    q.claim("w", 1).unwrap();
+    let block = stored_tat(&t.db, "mail").unwrap();
+    assert_eq!(block, now_us + 100_000 + 256);
+    let tx = t.db.transaction().unwrap();
+    assert_eq!(q.claim_tx(&tx, "w", 1, None).unwrap().len(), 1);
+    tx.commit().unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), Some(block), "from the block");
+    // 297 jobs left: the block's 255 starts, then exact claims.
+    assert_eq!(q.claim("w", 255).unwrap().len(), 255);
+    assert_eq!(stored_tat(&t.db, "mail"), Some(block));
+    assert_eq!(q.claim("w", 100).unwrap().len(), 42);
+    assert!(stored_tat(&t.db, "mail").unwrap() > block);
+    q.enqueue(serde_json::json!(1), &honker::EnqueueOptions::default())
+        .unwrap();
+    let short = stored_tat(&t.db, "mail").unwrap();
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    assert!(
+        stored_tat(&t.db, "mail").unwrap() > short,
+        "a claim that found fewer than it asked reserved no block"
+    );
+}
+
+/// A block never outlives the limit it was reserved under: another
+/// process's stricter limit applies at the next claim, and a limit lifted
+/// and set again (its state reset) is decided afresh.
+#[test]
+fn a_block_is_dropped_when_the_limit_changes_or_is_reset() {
+    let t = test_db();
+    let never = RateLimit::new(1_000_000_000, Duration::from_secs(1)).burst(1_000_000);
+    let q = limited_queue(&t, 100, never);
+    let other = t.reopen();
+    let oq = other.queue("mail").unwrap();
+    q.claim("w", 1).unwrap();
+    let block = stored_tat(&t.db, "mail").unwrap();
+    q.claim("w", 1).unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), Some(block), "the block serves");
+    // Another process lifts the limit and sets it again, in the same
+    // millisecond: the state starts over, and the block (reserved in the
+    // old state, not counted in the new) is not used.
+    oq.set_rate_limit(None).unwrap();
+    oq.set_rate_limit(Some(never)).unwrap();
+    assert_eq!(stored_tat(&t.db, "mail"), None);
+    let now_us = t.clock.now_ms() * 1000;
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    assert_eq!(
+        stored_tat(&t.db, "mail"),
+        Some(now_us + 100_000 + 256),
+        "decided afresh: a new block"
+    );
+    // Another process: at most one an hour (the state kept: the block's
+    // slots lie ahead, so nothing may start for an hour).
+    q.claim("w", 1).unwrap();
+    let hourly = RateLimit::new(1, Duration::from_secs(3600));
+    oq.set_rate_limit(Some(hourly)).unwrap();
+    assert!(
+        q.claim("w", 1).unwrap().is_empty(),
+        "the new limit, at once"
+    );
+}
+
+/// Four handles (each its own connection and blocks, as processes are)
+/// claiming flat out on a queue limited to 5,000 a second with a burst of
+/// 2,000 — where blocks are reserved while the limit is less than half
+/// used and claims are exact once it binds: no window of one second holds
+/// more than `limit + burst − 1` starts.
+#[test]
+fn four_handles_with_blocks_of_starts_keep_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blocks.db");
+    let db = Database::open(&path).unwrap();
+    let q = db.queue("mail").unwrap();
+    q.enqueue_many(
+        (0..40_000).map(|i| serde_json::json!(i)),
+        &honker::EnqueueOptions::default(),
+    )
+    .unwrap();
+    let (limit, burst) = (5_000, 2_000);
+    q.set_rate_limit(Some(
+        RateLimit::new(limit, Duration::from_secs(1)).burst(burst),
+    ))
+    .unwrap();
+    let lease = Duration::from_secs(600);
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let db = Database::open(&path).unwrap();
+                let q = db.queue("mail").unwrap();
+                let started = std::time::Instant::now();
+                let mut starts = Vec::new();
+                let options = honker::ClaimOptions {
+                    lease: Some(lease),
+                    wait: Duration::ZERO,
+                };
+                let mut n = 0;
+                while started.elapsed() < Duration::from_millis(1500) {
+                    n = n % 8 + 1;
+                    for job in q.claim_with(&format!("w{i}"), n, &options).unwrap() {
+                        starts.push(job.lease_expires_at - lease.as_millis() as i64);
+                    }
+                }
+                starts
+            })
+        })
+        .collect();
+    let mut all: Vec<i64> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    all.sort();
+    let most = max_in_window(&all, 1000) as i64;
+    let bound = limit + burst - 1;
+    assert!(most <= bound, "{most} starts in one second");
+    assert!(
+        all.len() as i64 > burst + limit / 2,
+        "the limit bound the run: {} starts",
+        all.len()
+    );
+}

@@ -406,9 +406,16 @@ impl Queue {
         n: usize,
         lease_ms: i64,
     ) -> Result<Vec<Job>> {
-        let claimed = self.write(tx, |conn, now| {
-            ops::claim(conn, &self.name, worker_id, n, lease_ms, now)
+        // Only a claim in a transaction of its own may reserve a block of a
+        // limited queue's starts: it is installed once its write committed.
+        let blocks = &self.db.inner.blocks;
+        let (claimed, block) = self.write(tx, |conn, now| {
+            let own = Some((blocks, tx.is_none()));
+            ops::claim_limited(conn, &self.name, worker_id, n, lease_ms, now, own)
         })?;
+        if let Some(b) = block {
+            blocks.install(&self.name, b);
+        }
         Ok(claimed
             .into_iter()
             .map(|c| Job {

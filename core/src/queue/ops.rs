@@ -17,6 +17,7 @@ use super::statements;
 use super::types::{JobInfo, JobState, QueueStats, RetryNow};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
+use crate::rate::blocks::{Block, Blocks};
 
 /// A fully resolved enqueue, minus the payload.
 #[derive(Debug)]
@@ -115,30 +116,75 @@ pub(crate) fn claim(
     lease_ms: i64,
     now: i64,
 ) -> Result<Vec<Claimed>> {
+    claim_limited(conn, queue, worker_id, n, lease_ms, now, None).map(|(jobs, _)| jobs)
+}
+
+/// [`claim`] by a `Database` with its `blocks` of starts of rate-limited
+/// queues (ADR 23 §9), and whether this claim, in a transaction of its
+/// own, may reserve one: then the block to install once it commits.
+pub(crate) fn claim_limited(
+    conn: Conn<'_>,
+    queue: &str,
+    worker_id: &str,
+    n: usize,
+    lease_ms: i64,
+    now: i64,
+    blocks: Option<(&Blocks, bool)>,
+) -> Result<(Vec<Claimed>, Option<Block>)> {
     housekeep(conn, queue, now)?;
     // A rate-limited queue starts what its limit allows now, for every
     // worker of every process together (ADR 23); the rest keep waiting,
     // their attempts untouched.
-    let limited = crate::rate::ops::queue_state(conn, queue)?;
-    let n = match &limited {
-        Some((l, tat)) => {
-            let (allowed, _) = crate::rate::ops::queue_allowance(l, *tat, n as i64, now);
-            if allowed == 0 {
-                return Ok(Vec::new());
-            }
-            allowed as usize
-        }
-        None => n,
+    let Some(stored) = crate::rate::ops::queue_state(conn, queue)? else {
+        return Ok((
+            lease_counted(conn, queue, worker_id, n, lease_ms, now)?,
+            None,
+        ));
     };
+    let want = n as i64;
+    if let Some((blocks, _)) = blocks {
+        if let Some(which) = blocks.take(queue, &stored, want, now) {
+            let jobs = lease_counted(conn, queue, worker_id, n, lease_ms, now)?;
+            blocks.give_back(queue, which, want - jobs.len() as i64);
+            return Ok((jobs, None));
+        }
+    }
+    let (allowed, _) = crate::rate::ops::queue_allowance(&stored.limit, stored.tat, want, now);
+    if allowed == 0 {
+        return Ok((Vec::new(), None));
+    }
+    let jobs = lease_counted(conn, queue, worker_id, allowed as usize, lease_ms, now)?;
+    if jobs.is_empty() {
+        return Ok((jobs, None));
+    }
+    let started = jobs.len() as i64;
+    let mut tat = crate::rate::ops::queue_tat_after(&stored.limit, stored.tat, started, now);
+    let mut block = None;
+    if matches!(blocks, Some((_, true))) && started == want {
+        if let Some((b, reserved)) = Block::plan(&stored, tat, want, now) {
+            tat = reserved;
+            block = Some(b);
+        }
+    }
+    crate::rate::ops::set_queue_tat(conn, queue, tat, now)?;
+    Ok((jobs, block))
+}
+
+/// Leases up to `n` ready jobs and counts the claim.
+fn lease_counted(
+    conn: Conn<'_>,
+    queue: &str,
+    worker_id: &str,
+    n: usize,
+    lease_ms: i64,
+    now: i64,
+) -> Result<Vec<Claimed>> {
     let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now)?;
     metrics::count_claims(
         conn,
         queue,
         jobs.iter().map(|j| now.saturating_sub(j.run_at)),
     )?;
-    if let (Some((l, tat)), false) = (&limited, jobs.is_empty()) {
-        crate::rate::ops::queue_take(conn, queue, l, *tat, jobs.len() as i64, now)?;
-    }
     Ok(jobs)
 }
 
@@ -774,8 +820,9 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         // until the limit lets one start, plus a jitter up to a quarter of
         // the interval (at most 25 ms), so that the workers waiting on one
         // queue do not all wake at that instant and race for one start.
-        if let Some((l, tat)) = crate::rate::ops::queue_state(conn, queue)? {
-            let (allowed, next_ms) = crate::rate::ops::queue_allowance(&l, tat, 1, now);
+        if let Some(stored) = crate::rate::ops::queue_state(conn, queue)? {
+            let l = stored.limit;
+            let (allowed, next_ms) = crate::rate::ops::queue_allowance(&l, stored.tat, 1, now);
             if allowed == 0 {
                 let spread = (l.interval_us() / 4000).clamp(0, 25);
                 let jitter = if spread > 0 {

@@ -10,6 +10,7 @@
 //! transaction that rolls back refunds itself. Keys fully refilled are
 //! removed by maintenance in batches.
 
+pub(crate) mod blocks;
 #[cfg(feature = "rusqlite")]
 mod handle;
 pub(crate) mod ops;

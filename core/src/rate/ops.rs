@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use super::blocks::QueueLimit;
 use super::statements as st;
 use super::types::{RateDecision, RateLimit};
 use crate::error::{Error, Result};
@@ -76,22 +77,31 @@ fn set_scoped(conn: Conn<'_>, scope: &str, name: &str, limit: &RateLimit, now: i
 
 /// A queue's rate limit, if it has one.
 pub(crate) fn queue_limit(conn: Conn<'_>, queue: &str) -> Result<Option<RateLimit>> {
-    Ok(queue_state(conn, queue)?.map(|(l, _)| l))
+    Ok(queue_state(conn, queue)?.map(|s| s.limit))
 }
 
-/// A queue's rate limit and its theoretical arrival time (µs), read in one
-/// statement: the queue's state is a settings row beside its parameters
-/// (`tat_us`), so the check in every claim reads and writes one page that
-/// the parameters' read already brought in, and adds no index to update.
-pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<(RateLimit, Option<i64>)>> {
-    let rows: Vec<(String, Option<i64>)> = conn
+/// A queue's rate limit, its theoretical arrival time (µs) and when the
+/// limit was set, read in one statement: the queue's state is a settings
+/// row beside its parameters (`tat_us`), so the check in every claim reads
+/// and writes one page that the parameters' read already brought in, and
+/// adds no index to update.
+pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<QueueLimit>> {
+    let rows: Vec<(String, Option<i64>, i64)> = conn
         .prepare_cached(st::PARAMS)?
-        .query_map(params![QUEUE_SCOPE, queue], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let tat = rows
-        .iter()
-        .find(|(k, _)| k == "tat_us")
-        .and_then(|(_, v)| *v);
-    Ok(parse(queue, &rows)?.map(|l| (l, tat)))
+        .query_map(params![QUEUE_SCOPE, queue], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    let (mut tat, mut set_at) = (None, 0);
+    let mut values = Vec::with_capacity(rows.len());
+    for (key, value, at) in rows {
+        match key.as_str() {
+            "tat_us" => tat = value,
+            "limit" => set_at = at,
+            _ => {}
+        }
+        values.push((key, value));
+    }
+    Ok(parse(queue, &values)?.map(|limit| QueueLimit { limit, tat, set_at }))
 }
 
 /// Sets (or, with `None`, lifts) a queue's rate limit for every process.
@@ -131,19 +141,16 @@ pub(crate) fn queue_allowance(
     (n, next_ms.max(now_ms))
 }
 
-/// Records that `k` of a queue's jobs started at `now_ms`.
-pub(crate) fn queue_take(
-    conn: Conn<'_>,
-    queue: &str,
-    limit: &RateLimit,
-    tat: Option<i64>,
-    k: i64,
-    now_ms: i64,
-) -> Result<()> {
+/// The queue's `tat` (µs) once `k` more of its jobs started at `now_ms`.
+pub(crate) fn queue_tat_after(limit: &RateLimit, tat: Option<i64>, k: i64, now_ms: i64) -> i64 {
     let now = now_ms.saturating_mul(1000);
     let tat = tat.unwrap_or(now).max(now);
-    let new_tat = tat.saturating_add(k.saturating_mul(limit.interval_us()));
-    settings::set_int(conn, QUEUE_SCOPE, queue, "tat_us", Some(new_tat), now_ms)
+    tat.saturating_add(k.saturating_mul(limit.interval_us()))
+}
+
+/// Stores a queue's `tat` (µs).
+pub(crate) fn set_queue_tat(conn: Conn<'_>, queue: &str, tat: i64, now_ms: i64) -> Result<()> {
+    settings::set_int(conn, QUEUE_SCOPE, queue, "tat_us", Some(tat), now_ms)
 }
 
 /// How a handle's parameters meet the stored ones.

@@ -33,9 +33,9 @@ DELETE FROM _honker_rate_limit_keys WHERE tat_us <= ?1";
 
 /// ?1 scope (`rate_limit`, or `queue_rate_limit` for a queue's), ?2 name.
 /// A limiter's stored parameters: rows `limit`, `per_ms`, `burst` (and a
-/// queue's state, `tat_us`).
+/// queue's state, `tat_us`), with when each was written.
 pub const PARAMS: &str = "
-SELECT key, value FROM _honker_settings WHERE scope = ?1 AND name = ?2";
+SELECT key, value, updated_at FROM _honker_settings WHERE scope = ?1 AND name = ?2";
 
 /// ?1 scope, ?2 name. Removes a limiter's settings (a queue's limit lifted,
 /// with its state).
