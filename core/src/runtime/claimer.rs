@@ -121,10 +121,12 @@ impl Claimer {
     /// or one is ready), `Some(d)` in `d` (the next scheduled job comes due,
     /// a lease lapses, or the queue's rate limit lets one start), `None`
     /// when nothing is known (only a commit can bring work). An event
-    /// loop's wait: check, claim (`next(ZERO)`, on a thread) when due, else
+    /// loop's wait: check, claim (`next(ZERO)`: on the loop itself under
+    /// [`without_waiting`](crate::without_waiting), on a thread when that
+    /// says `BUSY` or the commit waits for a disk flush) when due, else
     /// sleep on [`Database::readiness`](crate::Database::readiness) until a
-    /// commit or the time given. A reader that is not free at once is
-    /// `BUSY` under [`without_waiting`](crate::without_waiting).
+    /// commit or the time given. A reader that is not free at once is `BUSY`
+    /// under [`without_waiting`](crate::without_waiting).
     pub fn due_in(&self) -> Result<Option<Duration>> {
         if self.is_closed() || !self.buffer.lock().is_empty() {
             return Ok(Some(Duration::ZERO));
