@@ -38,6 +38,9 @@ fn a_keep_alive_gets_a_thread_only_when_its_first_renewal_is_due() {
         assert_eq!(threads("honker-keepaliv"), 0);
         assert!(held.release().unwrap());
     }
+    // A thread takes its name once it runs, which under load can be after
+    // the holds are done.
+    wait_until("the timer thread", LONG, || threads("honker-renewals") >= 1);
     assert_eq!(threads("honker-renewals"), 1);
     assert!(lock.info().unwrap().is_none(), "released");
 
