@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import honker
 import pytest
+from honker import _loopwait
 
 
 def events_of(db: honker.Database, stream: str) -> list[tuple]:
@@ -386,13 +388,12 @@ def test_async_readers_wake_on_the_loop_from_another_process_and_release_the_loo
         assert await loop.run_in_executor(None, proc.wait, 60) == 0
         assert submitted == []  # nothing waited on honker's threads
         await asyncio.sleep(0)
-        assert sub._ready is not None  # it waited (the publisher started later)
-        for reader in (sub, listener):
-            if reader._ready is None:
-                continue  # never waited: the notification was there
-            fd = reader._ready[1].fileno()
-            with pytest.raises(KeyError):
-                loop._selector.get_key(fd)  # type: ignore[attr-defined]
+        # They waited (the publisher started later) on the one pipe of this
+        # database and loop, which left the loop when nobody waited.
+        waits = _loopwait._by_db[db][1][loop]
+        assert not waits._registered and not waits._ready.armed
+        with pytest.raises(KeyError):
+            loop._selector.get_key(waits._ready.fileno())  # type: ignore[attr-defined]
 
         # A close from another task ends a waiting iterator at once.
         async def close_soon() -> None:
@@ -409,6 +410,81 @@ def test_async_readers_wake_on_the_loop_from_another_process_and_release_the_loo
 
     asyncio.run(main())
     db.close()
+
+
+MANY_READERS = """
+import asyncio, json, os, resource, sys
+import honker
+
+# A low descriptor limit (Debian's default soft limit is 1,024): readers
+# that each held a pipe (two descriptors) ran out of descriptors here.
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+db = honker.open(sys.argv[1])
+stream = db.stream("orders")
+group = stream.group("mailers")
+group.create(start="beginning")
+
+
+async def main() -> None:
+    heard = []
+
+    async def listen(i: int) -> None:
+        async for n in db.listen("chat"):
+            heard.append(("listener", n.payload))
+            return
+
+    async def subscribe(i: int) -> None:
+        async for e in stream.subscribe(f"c{i}", start="beginning"):
+            heard.append(("subscriber", e.payload))
+            return
+
+    async def consume(i: int) -> None:
+        async for e in group.consume(f"m{i}", batch=1):
+            heard.append(("member", e.payload))
+            e.ack()
+            return
+
+    tasks = [asyncio.ensure_future(listen(i)) for i in range(600)]
+    tasks += [asyncio.ensure_future(subscribe(i)) for i in range(300)]
+    tasks += [asyncio.ensure_future(consume(i)) for i in range(100)]
+    await asyncio.sleep(1.0)  # every reader is waiting
+    waiting_fds = len(os.listdir("/proc/self/fd"))
+    await asyncio.get_running_loop().run_in_executor(None, db.notify, "chat", "hi")
+    await asyncio.wait(tasks[:600], timeout=30)
+    await asyncio.get_running_loop().run_in_executor(None, stream.publish, "order")
+    await asyncio.wait(tasks[600:900], timeout=30)
+    await asyncio.get_running_loop().run_in_executor(None, stream.publish_many, ["x"] * 100)
+    await asyncio.wait(tasks[900:], timeout=30)
+    print(json.dumps({"fds": waiting_fds, "kinds": sorted(set(heard)), "heard": len(heard)}))
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts /proc/self/fd")
+def test_a_thousand_idle_async_readers_share_one_pipe(path):
+    # 600 listeners, 300 subscribers and 100 group members waiting in one
+    # process, each as a websocket handler would: together they hold no
+    # thread and one readiness pipe, so a process with a 256-descriptor
+    # limit serves them (with a pipe each, about the 120th reader failed
+    # with EMFILE), and every one hears what is published.
+    out = subprocess.run(
+        [sys.executable, "-c", MANY_READERS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout)
+    assert got["fds"] < 64, got
+    assert got["kinds"] == [
+        ["listener", "hi"],
+        ["member", "order"],
+        ["member", "x"],
+        ["subscriber", "order"],
+    ]
+    assert got["heard"] == 1000
 
 
 def test_async_readers_without_add_reader_wait_on_threads(db):
@@ -432,10 +508,9 @@ def test_async_readers_without_add_reader_wait_on_threads(db):
         started = time.monotonic()
         assert loop.run_until_complete(main()) == "woke"
         assert time.monotonic() - started < 4
+        assert not _loopwait._by_db[db][1][loop]._ready.armed  # left disarmed
     finally:
         loop.close()
-    assert sub._no_ready
-    assert sub._ready is not None and not sub._ready[1].armed  # left disarmed
     sub.close()
 
 

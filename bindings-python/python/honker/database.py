@@ -293,7 +293,7 @@ class Database:
         (see :class:`honker.Listener`). ``wait`` bounds each sleep between
         checks."""
         _args.text("channel", channel)
-        return Listener(self._native.listen(channel), _args.wait(wait), self._native)
+        return Listener(self._native.listen(channel), _args.wait(wait), self)
 
     def channel_retention(self, channel: str) -> tuple[float, int]:
         """The channel's window ``(max_age_seconds, max_count)``: 1 hour and

@@ -372,7 +372,7 @@ class GroupConsumer(_Reader[GroupEvent]):
     _native: _NativeGroupConsumer
 
     def __init__(self, group: Group, native: _NativeGroupConsumer, wait: float) -> None:
-        super().__init__(native, wait, group._stream._db._native)
+        super().__init__(native, wait, group._stream._db)
         self._group = group
         self._row = lambda row: GroupEvent(group, row)
 

@@ -22,12 +22,10 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime as _dt
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
-from . import _args, _threads
-from ._loopwait import _wake
+from . import _args, _loopwait, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 from ._trace import capture as _capture
@@ -258,31 +256,29 @@ class _Waiter:
 
 
 class _Reader(Generic[T]):
-    """What a subscription and a listener share: ``next(wait)``, the sync
-    and async iterators, and ``closed``.
+    """What a subscription, a listener and a group consumer share:
+    ``next(wait)``, the sync and async iterators, and ``closed``.
 
     The sync iterator waits in native code. The async one takes what is
     there on the loop thread without waiting (buffered, already committed),
-    and otherwise waits for a commit on the loop itself: core's readiness
-    pipe, which the watcher thread writes, under ``add_reader`` (one thread
-    hand-off per wake-up). Where the loop has no ``add_reader`` (Windows'
-    proactor), or a lock is held, it waits on honker's threads instead, one
-    native ``next`` at a time."""
+    and otherwise sleeps on the loop itself until a commit (``_loopwait``:
+    one readiness pipe per database and loop, shared with every other wait
+    there, so a thousand idle readers hold no thread and no descriptor of
+    their own). Where the loop has no ``add_reader`` (Windows' proactor), or
+    a lock is held, it waits on honker's threads instead, one native
+    ``next`` at a time."""
 
     _row: Callable[[tuple[Any, ...]], T]
 
-    def __init__(self, native: Any, wait: float, db: _native.Database) -> None:
+    def __init__(self, native: Any, wait: float, db: Database) -> None:
         self._native = native
         self._wait = wait
         self._db = db
         self._waiter = _Waiter()
         self._streak = 0
-        # The readiness pipe, made at the first wait (a forked child makes
-        # its own); the loop it is registered with; the wait it would end.
-        self._ready: tuple[int, _native.Readiness] | None = None
-        self._no_ready = not hasattr(db, "readiness")  # not on Windows
-        self._on_loop: asyncio.AbstractEventLoop | None = None
-        self._until: asyncio.Future[None] | None = None
+        # What the last look took: a row, or False (a lock is held: wait on
+        # a thread); the take hands it out.
+        self._taken: tuple[Any, ...] | bool | None = None
 
     @property
     def closed(self) -> bool:
@@ -309,92 +305,60 @@ class _Reader(Generic[T]):
     def __aiter__(self) -> AsyncIterator[T]:
         return self
 
-    def _readiness(self) -> _native.Readiness | None:
-        if self._no_ready:
-            return None
-        pid = os.getpid()
-        if self._ready is None or self._ready[0] != pid:
-            self._ready = (pid, self._db.readiness())
-            self._on_loop = None
-        return self._ready[1]
+    def _look(self) -> float | None:
+        """``_loopwait.poll``'s look: a take without waiting, kept for
+        ``_take`` (nothing awaits between the two, so a cancellation cannot
+        come between them and lose it)."""
+        row = self._native.try_next()
+        if row is None:
+            return None  # only a commit can bring one
+        self._taken = row
+        return 0.0
 
-    def _readable(self) -> None:
-        """The loop's reader callback: drains the pipe (so that it is not
-        readable again until the next change) and ends the wait, if any."""
-        if self._ready is not None:
-            self._ready[1].drain()
-        if self._until is not None:
-            _wake(self._until)
+    async def _take(self) -> tuple[Any, ...] | bool | None:
+        row, self._taken = self._taken, None
+        return row
 
-    async def _sleep(self, ready: _native.Readiness) -> None:
-        """Until a change (the pipe was readable, and is drained) or the
-        re-check interval, on the loop. The pipe stays registered with the
-        loop from one wait to the next (``_unregister_idle``): removing it
-        would be a system call between the wake-up and the item."""
-        loop = asyncio.get_running_loop()
-        if self._on_loop is not loop:
-            loop.add_reader(ready.fileno(), self._readable)  # NotImplementedError: proactor
-            self._on_loop = loop
-        fut = self._until = loop.create_future()
-        timer = loop.call_later(self._db.recheck_interval, _wake, fut)
-        try:
-            await fut
-        finally:
-            timer.cancel()
-            self._until = None
-
-    def _unregister_idle(self) -> None:
-        """Soon after an item was handed out: unless the reader is waiting
-        again by now (a consumer that keeps up), its pipe leaves the loop, so
-        that an abandoned iterator holds nothing of the loop's."""
-        loop = self._on_loop
-        if self._until is None and loop is not None and self._ready is not None:
-            self._on_loop = None
-            loop.remove_reader(self._ready[1].fileno())
+    def _closed_with_nothing_taken(self) -> bool:
+        # A row the look took is handed out even if a close raced with it:
+        # a subscription's close counts what was handed out as processed.
+        return self._taken is None and bool(self._native.closed)
 
     async def __anext__(self) -> T:
-        ready: _native.Readiness | None = None
-        try:
-            while True:
-                if self._native.closed:
-                    raise StopAsyncIteration
-                if self._waiter._pending is None:
-                    # None: nothing now; False: a lock is held (wait on a
-                    # thread, which waits for it).
-                    row = self._native.try_next()
-                    if row:
-                        # Every _FAST_MAX in a row yield to the loop, so a
-                        # backlog never starves it.
-                        self._streak += 1
-                        if self._streak >= _FAST_MAX:
-                            self._streak = 0
-                            await asyncio.sleep(0)
-                        return self._row(row)
-                    self._streak = 0
-                    if row is None and ready is None:
-                        ready = self._readiness()
-                        if ready is not None:
-                            # Armed, then drained, then looked at again: a
-                            # commit after the drain makes the pipe readable.
-                            ready.arm()
-                            ready.drain()
-                            continue
-                    if row is None and ready is not None:
-                        try:
-                            await self._sleep(ready)  # drained when it returns
-                        except NotImplementedError:  # a loop without add_reader
-                            ready.disarm()  # or the watcher would run for it forever
-                            self._no_ready, ready = True, None
-                        continue
-                self._streak = 0
-                row = await self._waiter.next(self._native.next, self._wait)
-                if row is not None:
+        while True:
+            if self._native.closed:
+                raise StopAsyncIteration
+            if self._waiter._pending is None:
+                # None: nothing now; False: a lock is held (wait on a
+                # thread, which waits for it).
+                row = self._native.try_next()
+                if row:
+                    # Every _FAST_MAX in a row yield to the loop, so a
+                    # backlog never starves it.
+                    self._streak += 1
+                    if self._streak >= _FAST_MAX:
+                        self._streak = 0
+                        await asyncio.sleep(0)
                     return self._row(row)
-        finally:
-            if ready is not None:
-                ready.disarm()
-                if self._on_loop is not None:
-                    self._on_loop.call_soon(self._unregister_idle)
+                self._streak = 0
+                w = _loopwait.waits(self._db) if row is None else None
+                if w is not None:
+                    got: tuple[Any, ...] | bool | None = await _loopwait.poll(
+                        w,
+                        self._db,
+                        self._wait,
+                        self._look,
+                        self._take,
+                        self._closed_with_nothing_taken,
+                    )
+                    if got is None:
+                        continue  # the wait ran out, or closed
+                    if isinstance(got, tuple):
+                        return self._row(got)
+            self._streak = 0
+            row = await self._waiter.next(self._native.next, self._wait)
+            if row is not None:
+                return self._row(row)
 
 
 class Subscription(_Reader[Event]):
@@ -417,7 +381,7 @@ class Subscription(_Reader[Event]):
     _native: _NativeSubscription
 
     def __init__(self, stream: Stream, native: _NativeSubscription, wait: float) -> None:
-        super().__init__(native, wait, stream._db._native)
+        super().__init__(native, wait, stream._db)
         self._stream = stream
 
     @property
@@ -645,7 +609,7 @@ class Listener(_Reader[Notification]):
     _row = Notification
     _native: _NativeListener
 
-    def __init__(self, native: _NativeListener, wait: float, db: _native.Database) -> None:
+    def __init__(self, native: _NativeListener, wait: float, db: Database) -> None:
         super().__init__(native, wait, db)
 
     @property
