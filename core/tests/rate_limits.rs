@@ -662,15 +662,7 @@ fn a_limited_queues_claim_takes_what_the_limit_allows_and_leaves_the_rest_untouc
 fn four_workers_on_a_queue_limited_to_5_a_second_never_start_more() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("limited.db");
-    let db = Database::open(&path).unwrap();
-    let q = db.queue("mail").unwrap();
-    q.enqueue_many(
-        (0..1000).map(|i| serde_json::json!(i)),
-        &honker::EnqueueOptions::default(),
-    )
-    .unwrap();
-    q.set_rate_limit(Some(RateLimit::new(5, Duration::from_secs(1))))
-        .unwrap();
+    let db = limited_file(&path, 1000, RateLimit::new(5, Duration::from_secs(1)));
     let lease = Duration::from_secs(60);
     let run_for = Duration::from_secs(3);
     let workers: Vec<_> = (0..4)
@@ -790,8 +782,9 @@ fn stored_tat(db: &Database, queue: &str) -> Option<i64> {
     }
 }
 
-fn limited_queue(t: &TestDb, jobs: usize, limit: RateLimit) -> honker::Queue {
-    let q = t.db.queue("mail").unwrap();
+/// Queue `mail` of `db` with `jobs` ready jobs and `limit`.
+fn limited_queue_of(db: &Database, jobs: usize, limit: RateLimit) -> honker::Queue {
+    let q = db.queue("mail").unwrap();
     q.enqueue_many(
         (0..jobs).map(|i| serde_json::json!(i)),
         &honker::EnqueueOptions::default(),
@@ -799,6 +792,18 @@ fn limited_queue(t: &TestDb, jobs: usize, limit: RateLimit) -> honker::Queue {
     .unwrap();
     q.set_rate_limit(Some(limit)).unwrap();
     q
+}
+
+fn limited_queue(t: &TestDb, jobs: usize, limit: RateLimit) -> honker::Queue {
+    limited_queue_of(&t.db, jobs, limit)
+}
+
+/// A file at `path` (on the system clock) whose queue `mail` has `jobs`
+/// ready jobs and `limit`.
+fn limited_file(path: &std::path::Path, jobs: usize, limit: RateLimit) -> Database {
+    let db = Database::open(path).unwrap();
+    limited_queue_of(&db, jobs, limit);
+    db
 }
 
 /// A limit that never binds: the first claim writes the queue's state with
@@ -930,18 +935,9 @@ fn a_block_is_dropped_when_the_limit_changes_or_is_reset() {
 fn four_handles_with_blocks_of_starts_keep_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("blocks.db");
-    let db = Database::open(&path).unwrap();
-    let q = db.queue("mail").unwrap();
-    q.enqueue_many(
-        (0..40_000).map(|i| serde_json::json!(i)),
-        &honker::EnqueueOptions::default(),
-    )
-    .unwrap();
     let (limit, burst) = (5_000, 2_000);
-    q.set_rate_limit(Some(
-        RateLimit::new(limit, Duration::from_secs(1)).burst(burst),
-    ))
-    .unwrap();
+    let rate = RateLimit::new(limit, Duration::from_secs(1)).burst(burst);
+    let _db = limited_file(&path, 40_000, rate);
     let lease = Duration::from_secs(600);
     let workers: Vec<_> = (0..4)
         .map(|i| {
