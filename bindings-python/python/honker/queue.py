@@ -862,7 +862,9 @@ class Queue:
         ``limit=10, per=1``), enforced inside each claim's transaction: a
         claim takes what the limit allows, the rest keep waiting with their
         attempts untouched, and waiting workers sleep until the next may
-        start. ``limit=None`` lifts it."""
+        start. In any window of ``per`` at most ``limit + burst - 1`` jobs
+        start (with the default ``burst=1``, exactly ``limit``).
+        ``limit=None`` lifts it."""
         _args.optional_integer("limit", limit, _args.I64)
         _args.integer("burst", burst, _args.I64)
         p = seconds("per", per)

@@ -870,7 +870,11 @@ impl Queue {
     /// file, enforced inside each claim's transaction (ADR 23). A claim of
     /// n takes what the limit allows now; the rest keep waiting with their
     /// attempts untouched, and waiting workers sleep until the limit lets
-    /// the next one start. `None` lifts the limit.
+    /// the next one start. In any window of `per`, at most `limit + burst
+    /// − 1` jobs start (with the default burst of 1, exactly `limit`);
+    /// while the limit is less than half used, a `Database` takes its
+    /// starts from blocks it reserved ahead, which keep that bound and
+    /// save a write per claim (ADR 23 §9). `None` lifts the limit.
     pub fn set_rate_limit(&self, limit: Option<crate::rate::RateLimit>) -> Result<()> {
         if let Some(l) = &limit {
             l.check()?;
