@@ -1,12 +1,15 @@
 """honker.django: the outbox on Django's own connection (the stdlib sqlite3
-module with the extension loaded; no honker.open in this process). Enqueue
-before and after the first ORM write, rollback leaves no job, commit leaves
-exactly one, autocommit is refused, a setting without IMMEDIATE is refused,
-and a honker worker in another process handles the job."""
+module with the extension loaded; no honker.open in this process but in the
+last test). Enqueue before and after the first ORM write, rollback leaves no
+job, commit leaves exactly one, autocommit is refused, a setting without
+IMMEDIATE is refused, a honker worker in another process handles the job,
+and the ORM's commit wakes this process's asyncio consumers."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
+import time
 from pathlib import Path
 
 import django
@@ -142,3 +145,55 @@ def test_publish_and_notify_commit_with_the_atomic_block_or_not_at_all():
         hdj.notify("dashboard", {"order": 3})
     [(raw,)] = rows(f"SELECT honker_stream_read('orders', {offset}, 100)")
     assert json.loads(raw) == []
+
+
+def test_an_orm_commit_wakes_this_process_s_async_waiters_on_the_loop():
+    # As in test_sqlalchemy: a request thread commits through Django (its own
+    # connection on that thread), while this process's asyncio consumer,
+    # subscriber and listener wait on the loop; each wakes at the commit (the
+    # re-check comes every 50 s here).
+    db = honker.open(DB, watch_fallback=5)
+
+    async def main() -> dict:
+        got: dict = {}
+
+        async def consume() -> None:
+            async for job in db.queue("receipts").claim("printer", wait=30):
+                got["job"] = job.payload
+                job.ack()
+                return
+
+        async def subscribe() -> None:
+            async for e in db.stream("ledger").subscribe("projector", wait=30):
+                got["event"] = e.payload
+                return
+
+        async def listen() -> None:
+            async for n in db.listen("board", wait=30):
+                got["notification"] = n.payload
+                return
+
+        waiting = [asyncio.ensure_future(f()) for f in (consume, subscribe, listen)]
+        await asyncio.sleep(0.5)  # all three asleep on the loop
+
+        def request() -> None:
+            try:
+                with transaction.atomic():
+                    add_order(7)
+                    hdj.enqueue("receipts", {"order": 7})
+                    hdj.publish("ledger", {"order": 7})
+                    hdj.notify("board", {"order": 7})
+            finally:
+                connection.close()  # this thread's connection
+
+        started = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, request)
+        await asyncio.wait_for(asyncio.gather(*waiting), 20)
+        assert time.monotonic() - started < 5, "woken by the commit, not a re-check"
+        return got
+
+    try:
+        got = asyncio.run(main())
+    finally:
+        db.close()
+    assert got == {"job": {"order": 7}, "event": {"order": 7}, "notification": {"order": 7}}

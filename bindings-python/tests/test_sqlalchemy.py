@@ -1,10 +1,14 @@
 """honker.sqlalchemy: the outbox on SQLAlchemy 2's own connection (the stdlib
-sqlite3 module with the extension loaded; no honker.open in this process).
-Enqueue before and after the first ORM write, rollback leaves no job, commit
-leaves exactly one, autocommit is refused, and a honker worker in another
-process handles the job."""
+sqlite3 module with the extension loaded; no honker.open in this process but
+in the last test). Enqueue before and after the first ORM write, rollback
+leaves no job, commit leaves exactly one, autocommit is refused, a honker
+worker in another process handles the job, and the ORM's commit wakes this
+process's asyncio consumers."""
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 import honker
 import honker.sqlalchemy as hsa
@@ -151,3 +155,54 @@ def test_publish_and_notify_commit_with_the_session_or_not_at_all(engine, path):
         with pytest.raises(honker.InvalidArgument):
             hsa.notify(session, "dashboard", "x" * (64 * 1024 + 1))
     assert events(engine) == [{"offset": 1, "key": "o-2", "payload": {"order": 2}}]
+
+
+def test_an_orm_commit_wakes_this_process_s_async_waiters_on_the_loop(engine, path):
+    # A web app's shape: a request thread commits an order with its job, event
+    # and notification through the ORM (the stdlib sqlite3: a second SQLite
+    # library in the process), while the same process's asyncio consumer,
+    # subscriber and listener wait on the loop (_loopwait: no thread each).
+    # Each wakes at the commit: the re-check comes every 50 s here.
+    db = honker.open(path, watch_fallback=5)
+
+    async def main() -> dict:
+        got: dict = {}
+
+        async def consume() -> None:
+            async for job in db.queue("emails").claim("mailer", wait=30):
+                got["job"] = job.payload
+                job.ack()
+                return
+
+        async def subscribe() -> None:
+            async for e in db.stream("orders").subscribe("projector", wait=30):
+                got["event"] = e.payload
+                return
+
+        async def listen() -> None:
+            async for n in db.listen("dashboard", wait=30):
+                got["notification"] = n.payload
+                return
+
+        waiting = [asyncio.ensure_future(f()) for f in (consume, subscribe, listen)]
+        await asyncio.sleep(0.5)  # all three asleep on the loop
+
+        def request() -> None:
+            with Session(engine) as session, session.begin():
+                session.add(Order(id=1, status="paid"))
+                hsa.enqueue(session, "emails", {"order": 1})
+                hsa.publish(session, "orders", {"order": 1})
+                hsa.notify(session, "dashboard", {"order": 1})
+
+        started = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, request)
+        await asyncio.wait_for(asyncio.gather(*waiting), 20)
+        assert time.monotonic() - started < 5, "woken by the commit, not a re-check"
+        return got
+
+    try:
+        got = asyncio.run(main())
+    finally:
+        db.close()
+    assert got == {"job": {"order": 1}, "event": {"order": 1}, "notification": {"order": 1}}
+    assert jobs(engine) == []
