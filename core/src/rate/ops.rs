@@ -28,22 +28,30 @@ pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
 }
 
 fn scoped_params(conn: Conn<'_>, scope: &str, name: &str) -> Result<Option<RateLimit>> {
-    let rows: Vec<(String, Option<i64>)> = conn
-        .prepare_cached(st::PARAMS)?
-        .query_map(params![scope, name], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    parse(name, &rows)
+    parse(name, &stored(conn, scope, name)?)
+}
+
+/// A limiter's settings row: key, value, when it was written (ms).
+type Setting = (String, Option<i64>, i64);
+
+/// A limiter's settings rows (parameters, and a queue's state).
+fn stored(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<Setting>> {
+    conn.prepare_cached(st::PARAMS)?
+        .query_map(params![scope, name], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
 }
 
 /// Parameters from their settings rows (other rows, a queue's `tat_us`,
 /// are left alone).
-fn parse(name: &str, rows: &[(String, Option<i64>)]) -> Result<Option<RateLimit>> {
-    if rows.iter().all(|(k, _)| k == "tat_us") {
+fn parse(name: &str, rows: &[Setting]) -> Result<Option<RateLimit>> {
+    if rows.iter().all(|(k, _, _)| k == "tat_us") {
         return Ok(None);
     }
     let get = |k: &str| {
         rows.iter()
-            .find(|(key, _)| key == k)
-            .and_then(|(_, v)| *v)
+            .find(|(key, _, _)| key == k)
+            .and_then(|(_, v, _)| *v)
             .ok_or_else(|| {
                 Error::internal(format!(
                     "rate limiter {name:?}'s settings lack a {k} (written by hand?)"
@@ -86,22 +94,13 @@ pub(crate) fn queue_limit(conn: Conn<'_>, queue: &str) -> Result<Option<RateLimi
 /// and writes one page that the parameters' read already brought in, and
 /// adds no index to update.
 pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<QueueLimit>> {
-    let rows: Vec<(String, Option<i64>, i64)> = conn
-        .prepare_cached(st::PARAMS)?
-        .query_map(params![QUEUE_SCOPE, queue], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-    let (mut tat, mut set_at) = (None, 0);
-    let mut values = Vec::with_capacity(rows.len());
-    for (key, value, at) in rows {
-        match key.as_str() {
-            "tat_us" => tat = value,
-            "limit" => set_at = at,
-            _ => {}
-        }
-        values.push((key, value));
-    }
-    Ok(parse(queue, &values)?.map(|limit| QueueLimit { limit, tat, set_at }))
+    let rows = stored(conn, QUEUE_SCOPE, queue)?;
+    let row = |key: &str| rows.iter().find(|(k, _, _)| k == key);
+    Ok(parse(queue, &rows)?.map(|limit| QueueLimit {
+        limit,
+        tat: row("tat_us").and_then(|(_, v, _)| *v),
+        set_at: row("limit").map_or(0, |(_, _, at)| *at),
+    }))
 }
 
 /// Sets (or, with `None`, lifts) a queue's rate limit for every process.
