@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import honker
@@ -122,3 +124,46 @@ def stop_when(worker: honker.Worker, cond) -> threading.Thread:
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     return t
+
+
+def async_waiters_woken_by(
+    path: Path, commit: Callable[[], None], queue: str, stream: str, channel: str
+) -> dict:
+    """An asyncio consumer of ``queue``, subscriber of ``stream`` and
+    listener of ``channel`` in this process, asleep on the loop, then
+    ``commit`` on another thread (a request committing through the app's
+    ORM): what each got. Each must wake at the commit (within 5 s), not at a
+    re-check, which comes every 50 s here."""
+    db = honker.open(path, watch_fallback=5)
+
+    async def main() -> dict:
+        got: dict = {}
+
+        async def consume() -> None:
+            async for job in db.queue(queue).claim("worker", wait=30):
+                got["job"] = job.payload
+                job.ack()
+                return
+
+        async def subscribe() -> None:
+            async for e in db.stream(stream).subscribe("projector", wait=30):
+                got["event"] = e.payload
+                return
+
+        async def listen() -> None:
+            async for n in db.listen(channel, wait=30):
+                got["notification"] = n.payload
+                return
+
+        waiting = [asyncio.ensure_future(f()) for f in (consume, subscribe, listen)]
+        await asyncio.sleep(0.5)  # all three asleep on the loop
+        started = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, commit)
+        await asyncio.wait_for(asyncio.gather(*waiting), 20)
+        assert time.monotonic() - started < 5, "woken by the commit, not a re-check"
+        return got
+
+    try:
+        return asyncio.run(main())
+    finally:
+        db.close()

@@ -7,16 +7,14 @@ and the ORM's commit wakes this process's asyncio consumers."""
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
-import time
 from pathlib import Path
 
 import django
 import honker
 import honker.django as hdj
 import pytest
-from conftest import HonkerListener, honker_worker
+from conftest import HonkerListener, async_waiters_woken_by, honker_worker
 from django.conf import settings
 
 DB = Path(tempfile.mkdtemp(prefix="honker-django-")) / "app.db"
@@ -150,50 +148,16 @@ def test_publish_and_notify_commit_with_the_atomic_block_or_not_at_all():
 def test_an_orm_commit_wakes_this_process_s_async_waiters_on_the_loop():
     # As in test_sqlalchemy: a request thread commits through Django (its own
     # connection on that thread), while this process's asyncio consumer,
-    # subscriber and listener wait on the loop; each wakes at the commit (the
-    # re-check comes every 50 s here).
-    db = honker.open(DB, watch_fallback=5)
+    # subscriber and listener wait on the loop.
+    def request() -> None:
+        try:
+            with transaction.atomic():
+                add_order(7)
+                hdj.enqueue("receipts", {"order": 7})
+                hdj.publish("ledger", {"order": 7})
+                hdj.notify("board", {"order": 7})
+        finally:
+            connection.close()  # this thread's connection
 
-    async def main() -> dict:
-        got: dict = {}
-
-        async def consume() -> None:
-            async for job in db.queue("receipts").claim("printer", wait=30):
-                got["job"] = job.payload
-                job.ack()
-                return
-
-        async def subscribe() -> None:
-            async for e in db.stream("ledger").subscribe("projector", wait=30):
-                got["event"] = e.payload
-                return
-
-        async def listen() -> None:
-            async for n in db.listen("board", wait=30):
-                got["notification"] = n.payload
-                return
-
-        waiting = [asyncio.ensure_future(f()) for f in (consume, subscribe, listen)]
-        await asyncio.sleep(0.5)  # all three asleep on the loop
-
-        def request() -> None:
-            try:
-                with transaction.atomic():
-                    add_order(7)
-                    hdj.enqueue("receipts", {"order": 7})
-                    hdj.publish("ledger", {"order": 7})
-                    hdj.notify("board", {"order": 7})
-            finally:
-                connection.close()  # this thread's connection
-
-        started = time.monotonic()
-        await asyncio.get_running_loop().run_in_executor(None, request)
-        await asyncio.wait_for(asyncio.gather(*waiting), 20)
-        assert time.monotonic() - started < 5, "woken by the commit, not a re-check"
-        return got
-
-    try:
-        got = asyncio.run(main())
-    finally:
-        db.close()
+    got = async_waiters_woken_by(DB, request, "receipts", "ledger", "board")
     assert got == {"job": {"order": 7}, "event": {"order": 7}, "notification": {"order": 7}}

@@ -7,13 +7,10 @@ process's asyncio consumers."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import honker
 import honker.sqlalchemy as hsa
 import pytest
-from conftest import HonkerListener, honker_worker
+from conftest import HonkerListener, async_waiters_woken_by, honker_worker
 from sqlalchemy import Integer, String, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -162,47 +159,13 @@ def test_an_orm_commit_wakes_this_process_s_async_waiters_on_the_loop(engine, pa
     # and notification through the ORM (the stdlib sqlite3: a second SQLite
     # library in the process), while the same process's asyncio consumer,
     # subscriber and listener wait on the loop (_loopwait: no thread each).
-    # Each wakes at the commit: the re-check comes every 50 s here.
-    db = honker.open(path, watch_fallback=5)
+    def request() -> None:
+        with Session(engine) as session, session.begin():
+            session.add(Order(id=1, status="paid"))
+            hsa.enqueue(session, "emails", {"order": 1})
+            hsa.publish(session, "orders", {"order": 1})
+            hsa.notify(session, "dashboard", {"order": 1})
 
-    async def main() -> dict:
-        got: dict = {}
-
-        async def consume() -> None:
-            async for job in db.queue("emails").claim("mailer", wait=30):
-                got["job"] = job.payload
-                job.ack()
-                return
-
-        async def subscribe() -> None:
-            async for e in db.stream("orders").subscribe("projector", wait=30):
-                got["event"] = e.payload
-                return
-
-        async def listen() -> None:
-            async for n in db.listen("dashboard", wait=30):
-                got["notification"] = n.payload
-                return
-
-        waiting = [asyncio.ensure_future(f()) for f in (consume, subscribe, listen)]
-        await asyncio.sleep(0.5)  # all three asleep on the loop
-
-        def request() -> None:
-            with Session(engine) as session, session.begin():
-                session.add(Order(id=1, status="paid"))
-                hsa.enqueue(session, "emails", {"order": 1})
-                hsa.publish(session, "orders", {"order": 1})
-                hsa.notify(session, "dashboard", {"order": 1})
-
-        started = time.monotonic()
-        await asyncio.get_running_loop().run_in_executor(None, request)
-        await asyncio.wait_for(asyncio.gather(*waiting), 20)
-        assert time.monotonic() - started < 5, "woken by the commit, not a re-check"
-        return got
-
-    try:
-        got = asyncio.run(main())
-    finally:
-        db.close()
+    got = async_waiters_woken_by(path, request, "emails", "orders", "dashboard")
     assert got == {"job": {"order": 1}, "event": {"order": 1}, "notification": {"order": 1}}
     assert jobs(engine) == []
