@@ -12,16 +12,30 @@ import Foundation
 enum PayloadJSON {
     /// `value` as JSON text; `EncodingError` for what JSON cannot carry.
     static func encode<T: Encodable>(_ value: T) throws -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        try encode(value, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `value` as JSON text appended to `out` (a batch's payloads are
+    /// written into one buffer: Packed.swift).
+    static func encode<T: Encodable>(_ value: T, into out: inout [UInt8]) throws {
         let root = NodeEncoder(parent: nil, key: nil)
-        let node = try root.box(value)
+        // The value encodes into the root itself (one encoder fewer than
+        // `box`, which nests), unless it is one of the special cases.
+        let node: JSONNode
+        if let special = try root.special(value, at: nil) {
+            node = special
+        } else {
+            try value.encode(to: root)
+            node = root.node ?? .pending(root)
+        }
         if case .pending(let e) = node, e.node == nil {
             throw EncodingError.invalidValue(value, EncodingError.Context(
                 codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(128)
         write(node, into: &out)
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
@@ -44,28 +58,43 @@ enum JSONNode {
 }
 
 final class JSONObject {
-    var keys: [String] = []
-    var values: [JSONNode] = []
+    /// Members in the order they are written: by the key's UTF-8 bytes while
+    /// there are few (kept so as they are set, so most objects are never
+    /// sorted), in the order set once there are many (sorted when written).
+    private(set) var members: [(key: String, value: JSONNode)] = []
     /// Positions by key, once there are enough keys for a scan to cost.
     private var index: [String: Int]?
 
-    func set(_ key: String, _ value: JSONNode) {
-        // The same key twice: the last value wins, as in JSONEncoder.
-        if let i = position(key) {
-            values[i] = value
-            return
-        }
-        index?[key] = keys.count
-        keys.append(key)
-        values.append(value)
-        if index == nil && keys.count == 16 {
-            index = Dictionary(uniqueKeysWithValues: zip(keys, keys.indices))
-        }
+    var inKeyOrder: Bool { index == nil }
+
+    init() {
+        members.reserveCapacity(4)
     }
 
-    private func position(_ key: String) -> Int? {
-        if let index { return index[key] }
-        return keys.firstIndex(of: key)
+    func set(_ key: String, _ value: JSONNode) {
+        // The same key twice: the last value wins, as in JSONEncoder.
+        if var index {
+            if let i = index[key] {
+                members[i].value = value
+            } else {
+                index[key] = members.count
+                self.index = index
+                members.append((key, value))
+            }
+            return
+        }
+        // Keys equal as Swift strings (canonically) are one key, as in
+        // JSONEncoder's dictionary, whatever their bytes.
+        if let i = members.firstIndex(where: { $0.key == key }) {
+            members[i].value = value
+            return
+        }
+        var i = members.count
+        while i > 0, !precedes(members[i - 1].key, key) { i -= 1 }
+        members.insert((key, value), at: i)
+        if members.count == 16 {
+            index = Dictionary(uniqueKeysWithValues: zip(members.map(\.key), members.indices))
+        }
     }
 }
 
@@ -124,8 +153,16 @@ final class NodeEncoder: Encoder {
 
     /// `value` as a node, below this encoder at `key`.
     func box<T: Encodable>(_ value: T, at key: CodingKey? = nil) throws -> JSONNode {
-        // Metatype checks (cheap) for JSONEncoder's special cases and the
-        // scalars, before the general route through `encode(to:)`.
+        if let special = try special(value, at: key) { return special }
+        let nested = NodeEncoder(parent: self, key: key)
+        try value.encode(to: nested)
+        return nested.node ?? .pending(nested)
+    }
+
+    /// Metatype checks (cheap) for JSONEncoder's special cases and the
+    /// scalars, before the general route through `encode(to:)`; nil for
+    /// that route.
+    func special<T: Encodable>(_ value: T, at key: CodingKey?) throws -> JSONNode? {
         if T.self == String.self { return .string(value as! String) }
         if T.self == Int.self { return .int(Int64(value as! Int)) }
         if T.self == Bool.self { return .bool(value as! Bool) }
@@ -141,9 +178,7 @@ final class NodeEncoder: Encoder {
             guard !d.isNaN else { throw nonFinite(d, at: key) }
             return .number(d.description)
         }
-        let nested = NodeEncoder(parent: self, key: key)
-        try value.encode(to: nested)
-        return nested.node ?? .pending(nested)
+        return nil
     }
 
     func double(_ v: Double, at key: CodingKey?) throws -> JSONNode {
@@ -343,11 +378,18 @@ private func write(_ node: JSONNode, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "]"))
     case .object(let o):
         out.append(UInt8(ascii: "{"))
-        for (n, i) in sortedIndices(o.keys).enumerated() {
+        let members = o.members
+        func member(_ n: Int, _ i: Int) {
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            writeString(o.keys[i], into: &out)
+            writeString(members[i].key, into: &out)
             out.append(UInt8(ascii: ":"))
-            write(o.values[i], into: &out)
+            write(members[i].value, into: &out)
+        }
+        if o.inKeyOrder {
+            for i in members.indices { member(i, i) }
+        } else {
+            let order = members.indices.sorted { precedes(members[$0].key, members[$1].key) }
+            for (n, i) in order.enumerated() { member(n, i) }
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -355,20 +397,6 @@ private func write(_ node: JSONNode, into out: inout [UInt8]) {
 
 private func precedes(_ a: String, _ b: String) -> Bool {
     a.utf8.lexicographicallyPrecedes(b.utf8)
-}
-
-/// The order to write `keys` in: by UTF-8 bytes (a struct's fields usually
-/// already are, or are short).
-private func sortedIndices(_ keys: [String]) -> [Int] {
-    var sorted = true
-    if keys.count > 1 {
-        for i in 1..<keys.count where !precedes(keys[i - 1], keys[i]) {
-            sorted = false
-            break
-        }
-    }
-    if sorted { return Array(keys.indices) }
-    return keys.indices.sorted { precedes(keys[$0], keys[$1]) }
 }
 
 private func writeInteger<I: BinaryInteger>(_ value: I, into out: inout [UInt8]) {
@@ -390,6 +418,18 @@ private let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
 private func writeString(_ s: String, into out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
+    // Most strings need no escape: copied whole.
+    let copied = s.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+        if utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return false
+        }
+        out.append(contentsOf: utf8)
+        return true
+    } ?? false
+    if copied {
+        out.append(UInt8(ascii: "\""))
+        return
+    }
     for b in s.utf8 {
         switch b {
         case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

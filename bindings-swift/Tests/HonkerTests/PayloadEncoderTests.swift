@@ -157,6 +157,36 @@ final class PayloadEncoderTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix(#"{"k0":0,"k1":1,"k10":10,"k100":100,"k101":101,"#), text)
     }
 
+    func testAKeyWrittenAgainKeepsOnePlaceAndItsLastValueFewKeysOrMany() throws {
+        // Below 16 keys an object keeps its keys in order as they are set;
+        // from 16 on it indexes them and sorts when written.
+        struct Again: Encodable {
+            let before: Int
+            struct Key: CodingKey {
+                let stringValue: String
+                init(_ s: String) { stringValue = s }
+                init?(stringValue: String) { self.init(stringValue) }
+                var intValue: Int? { nil }
+                init?(intValue: Int) { nil }
+            }
+            func encode(to encoder: Encoder) throws {
+                var c = encoder.container(keyedBy: Key.self)
+                for i in (0..<before).reversed() { try c.encode(i, forKey: Key("k\(i)")) }
+                try c.encode(1, forKey: Key("\u{E9}"))
+                // The same key as Swift compares strings (canonical
+                // equivalence), other bytes: one key, as in JSONEncoder.
+                try c.encode(2, forKey: Key("e\u{301}"))
+                try c.encode(3, forKey: Key("k0"))
+                try c.encode(4, forKey: Key("a"))
+            }
+        }
+        for before in [0, 1, 3, 14, 15, 16, 40] {
+            let ours = try PayloadJSON.encode(Again(before: before))
+            XCTAssertEqual(ours, try foundation(Again(before: before)), "\(before) keys before")
+        }
+        XCTAssertEqual(try PayloadJSON.encode(Again(before: 2)), #"{"a":4,"k0":3,"k1":1,"é":2}"#)
+    }
+
     func testWhatJSONCannotCarryIsAnEncodingErrorWithItsPath() {
         struct Bad: Encodable {
             let fine = 1
