@@ -12,6 +12,7 @@ mod database;
 mod errors;
 mod group;
 mod lock;
+mod packed;
 mod queue;
 mod records;
 mod schedule;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::database::{in_tx, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
-use crate::records::{ClaimedJob, Enqueued, JobInfo, QueueStats};
+use crate::packed;
+use crate::records::{ClaimedJob, JobInfo, QueueStats};
 
 #[derive(Debug, uniffi::Record)]
 pub struct EnqueueOptions {
@@ -182,16 +183,28 @@ impl Queue {
         self.q.options().lease.as_millis() as u64
     }
 
+    /// Enqueues packed payloads, passed by address (packed.rs); returns
+    /// the packed results, one per payload in order.
+    ///
+    /// # Safety
+    ///
+    /// As for `packed::borrowed`: the address must be a live buffer of
+    /// that length. Not an `unsafe fn` only because UniFFI exports none;
+    /// Packed.swift is its one caller (as `handle_ptr`'s callers, for a
+    /// connection's address).
     pub fn enqueue_many(
         &self,
-        payloads: Vec<Payload>,
+        payloads_address: u64,
+        payloads_len: u64,
         options: EnqueueOptions,
         tx: Option<Arc<Transaction>>,
-    ) -> R<Vec<Enqueued>> {
+    ) -> R<Vec<u8>> {
         let o = core_options(options)?;
-        let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
+        // SAFETY: the caller's contract above.
+        let payloads =
+            packed::unpack_payloads(unsafe { packed::borrowed(payloads_address, payloads_len)? })?;
         let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
-        Ok(done.into_iter().map(Enqueued::from).collect())
+        Ok(packed::pack_enqueued(done))
     }
 
     /// `enqueue_many` on a connection to this file that the app opened
@@ -200,18 +213,22 @@ impl Queue {
     pub fn enqueue_many_on(
         &self,
         handle: u64,
-        payloads: Vec<Payload>,
+        payloads_address: u64,
+        payloads_len: u64,
         options: EnqueueOptions,
-    ) -> R<Vec<Enqueued>> {
+    ) -> R<Vec<u8>> {
         let db = crate::database::handle_ptr(handle)?;
         let o = core_options(options)?;
-        let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
+        // SAFETY: as for `enqueue_many`.
+        let payloads =
+            packed::unpack_payloads(unsafe { packed::borrowed(payloads_address, payloads_len)? })?;
         // SAFETY: as for `Database::register_functions`.
         let done = unsafe { self.q.enqueue_many_on(db, payloads, &o)? };
-        Ok(done.into_iter().map(Enqueued::from).collect())
+        Ok(packed::pack_enqueued(done))
     }
 
-    /// Claims up to `n` jobs, waiting up to `wait_ms` for work.
+    /// Claims up to `n` jobs, waiting up to `wait_ms` for work; the jobs
+    /// packed (packed.rs).
     pub fn claim(
         &self,
         worker_id: String,
@@ -219,7 +236,7 @@ impl Queue {
         lease_ms: Option<u64>,
         wait_ms: u64,
         tx: Option<Arc<Transaction>>,
-    ) -> R<Vec<ClaimedJob>> {
+    ) -> R<Vec<u8>> {
         let n = honker::validate::batch(i64::from(n))?;
         let lease = opt_ms("lease", lease_ms)?;
         let wait = ms("wait", wait_ms)?;
@@ -227,7 +244,7 @@ impl Queue {
             self.q
                 .claim_in(tx, &worker_id, n, &honker::ClaimOptions { lease, wait })
         })?;
-        Ok(jobs.into_iter().map(ClaimedJob::from).collect())
+        Ok(packed::pack_claimed(jobs))
     }
 
     /// `claim` (outside a transaction) that `cancel` ends at once, with no
@@ -240,7 +257,7 @@ impl Queue {
         lease_ms: Option<u64>,
         wait_ms: u64,
         cancel: Arc<CancelToken>,
-    ) -> R<Vec<ClaimedJob>> {
+    ) -> R<Vec<u8>> {
         let n = honker::validate::batch(i64::from(n))?;
         let lease = opt_ms("lease", lease_ms)?;
         let wait = ms("wait", wait_ms)?;
@@ -250,7 +267,7 @@ impl Queue {
             n,
             &honker::ClaimOptions { lease, wait },
         )?;
-        Ok(jobs.into_iter().map(ClaimedJob::from).collect())
+        Ok(packed::pack_claimed(jobs))
     }
 
     /// `wait_result` that `cancel` ends at once (`TIMEOUT`).

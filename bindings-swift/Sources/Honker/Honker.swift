@@ -467,7 +467,9 @@ public final class Queue: @unchecked Sendable {
                                           tx: Transaction? = nil) throws -> [Enqueued] {
         let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
                                          maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
-        return try native.enqueueMany(payloads: try payloads.map(encode), options: options, tx: tx?.native)
+        return try Packed.enqueued(Packed.withAddress(try Packed.payloads(payloads)) {
+            try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx?.native)
+        })
     }
 
     /// `enqueue` for async code: the write (and any wait for the writer)
@@ -489,8 +491,12 @@ public final class Queue: @unchecked Sendable {
                                                      expires: TimeInterval? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
         let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
                                          maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
-        let (native, encoded) = (self.native, try payloads.map(encode))
-        return try await soon(inline) { try native.enqueueMany(payloads: encoded, options: options, tx: nil) }
+        let (native, packed) = (self.native, try Packed.payloads(payloads))
+        return try Packed.enqueued(await soon(inline) {
+            try Packed.withAddress(packed) {
+                try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: nil)
+            }
+        })
     }
 
     /// Adds a job on a connection to this file that your app opened itself
@@ -506,8 +512,20 @@ public final class Queue: @unchecked Sendable {
                                       dedupeKey: String? = nil, expires: TimeInterval? = nil) throws -> Enqueued {
         let options = try enqueueOptions(delay: delay, runAt: runAt, priority: priority,
                                          maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires)
-        return try native.enqueueManyOn(handle: UInt64(UInt(bitPattern: connection)),
-                                        payloads: [try encode(payload)], options: options)[0]
+        return try Packed.enqueued(Packed.withAddress(try Packed.payloads([payload])) {
+            try native.enqueueManyOn(handle: UInt64(UInt(bitPattern: connection)),
+                                     payloadsAddress: $0, payloadsLen: $1, options: options)
+        })[0]
+    }
+
+    /// One job whose payload is JSON text as it is, with options as core
+    /// takes them: for tests-interop's driver, which replays steps that
+    /// other languages wrote (`@_spi(Interop) import Honker`).
+    @_spi(Interop)
+    public func enqueue(jsonText: String, options: EnqueueOptions, tx: HonkerNative.Transaction?) throws -> Enqueued {
+        try Packed.enqueued(Packed.withAddress(Packed.jsonTexts([jsonText])) {
+            try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx)
+        })[0]
     }
 
     func enqueueOptions(delay: TimeInterval?, runAt: Date?, priority: Int32, maxAttempts: UInt32?,
@@ -528,9 +546,9 @@ public final class Queue: @unchecked Sendable {
         let leaseMs = try millis("lease", lease) ?? native.leaseMs()
         let waitMs = try millis("wait", wait)
         try Task.checkCancellation()
-        let jobs: [ClaimedJob]
+        let packed: Data
         if waitMs == 0 {
-            jobs = try await soon(inline) {
+            packed = try await soon(inline) {
                 try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: nil)
             }
         } else {
@@ -538,7 +556,7 @@ public final class Queue: @unchecked Sendable {
             // ended at once by the task's cancellation (what it claimed as
             // it was cancelled goes back).
             let cancel = CancelToken(queue: native)
-            jobs = try await withTaskCancellationHandler {
+            packed = try await withTaskCancellationHandler {
                 try await waitOffThread {
                     try native.claimCancellable(workerId: workerId, n: n, leaseMs: leaseMs,
                                                 waitMs: waitMs, cancel: cancel)
@@ -547,6 +565,7 @@ public final class Queue: @unchecked Sendable {
                 cancel.cancel()
             }
         }
+        let jobs = try Packed.claimed(packed)
         if Task.isCancelled {
             for j in jobs { _ = try? native.release(id: j.id, token: j.token, tx: nil) }
             throw CancellationError()
@@ -558,7 +577,7 @@ public final class Queue: @unchecked Sendable {
     public func claimBatch(workerId: String, n: UInt32 = 1, lease: TimeInterval? = nil,
                            tx: Transaction) throws -> [Job] {
         let leaseMs = try millis("lease", lease) ?? native.leaseMs()
-        return try native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: tx.native)
+        return try Packed.claimed(native.claim(workerId: workerId, n: n, leaseMs: leaseMs, waitMs: 0, tx: tx.native))
             .map { Job(queue: self, workerId: workerId, claimed: $0, leaseMs: leaseMs) }
     }
 

@@ -4,7 +4,7 @@
 // every driver implements it. It runs inside the Debian 13 chroot.
 
 import Foundation
-import Honker
+@_spi(Interop) import Honker
 import HonkerNative
 
 struct Unsupported: Error {}
@@ -254,7 +254,7 @@ final class Driver {
                 priority: Int32((s["priority"] as? NSNumber)?.intValue ?? 0),
                 maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
                 dedupeKey: s["dedupe_key"] as? String, expiresMs: nil)
-            let e = try n.enqueueMany(payloads: [.json(text: text)], options: options, tx: txFor(s))[0]
+            let e = try q.enqueue(jsonText: text, options: options, tx: txFor(s))
             return ["id": e.id, "existing": e.existing]
         case "claim":
             let count = (s["n"] as? NSNumber)?.int64Value ?? 1

@@ -2966,16 +2966,17 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func cancel(id: Int64, reason: String?, tx: Transaction?) throws  -> Bool
     
     /**
-     * Claims up to `n` jobs, waiting up to `wait_ms` for work.
+     * Claims up to `n` jobs, waiting up to `wait_ms` for work; the jobs
+     * packed (packed.rs).
      */
-    func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?) throws  -> [ClaimedJob]
+    func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?) throws  -> Data
     
     /**
      * `claim` (outside a transaction) that `cancel` ends at once, with no
      * jobs (core's `Cancel::claim`: jobs claimed as it was cancelled are
      * released, not returned).
      */
-    func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken) throws  -> [ClaimedJob]
+    func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken) throws  -> Data
     
     /**
      * The claim stream (core's `runtime::Claimer`): `next(wait_ms)` hands
@@ -2986,14 +2987,25 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     func deadLetters(afterId: Int64, limit: UInt32) throws  -> [JobInfo]
     
-    func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transaction?) throws  -> [Enqueued]
+    /**
+     * Enqueues packed payloads, passed by address (packed.rs); returns
+     * the packed results, one per payload in order.
+     *
+     * # Safety
+     *
+     * As for `packed::borrowed`: the address must be a live buffer of
+     * that length. Not an `unsafe fn` only because UniFFI exports none;
+     * Packed.swift is its one caller (as `handle_ptr`'s callers, for a
+     * connection's address).
+     */
+    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions, tx: Transaction?) throws  -> Data
     
     /**
      * `enqueue_many` on a connection to this file that the app opened
      * itself (GRDB's handle, as an address), inside whatever transaction it
      * has open there: core's `Queue::enqueue_many_on`.
      */
-    func enqueueManyOn(handle: UInt64, payloads: [Payload], options: EnqueueOptions) throws  -> [Enqueued]
+    func enqueueManyOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions) throws  -> Data
     
     func fail(id: Int64, token: String, error: String, tx: Transaction?) throws 
     
@@ -3155,10 +3167,11 @@ open func cancel(id: Int64, reason: String?, tx: Transaction?)throws  -> Bool  {
 }
     
     /**
-     * Claims up to `n` jobs, waiting up to `wait_ms` for work.
+     * Claims up to `n` jobs, waiting up to `wait_ms` for work; the jobs
+     * packed (packed.rs).
      */
-open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?)throws  -> [ClaimedJob]  {
-    return try  FfiConverterSequenceTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, tx: Transaction?)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_claim(
             self.uniffiCloneHandle(),
@@ -3176,8 +3189,8 @@ open func claim(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, t
      * jobs (core's `Cancel::claim`: jobs claimed as it was cancelled are
      * released, not returned).
      */
-open func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken)throws  -> [ClaimedJob]  {
-    return try  FfiConverterSequenceTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func claimCancellable(workerId: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_claim_cancellable(
             self.uniffiCloneHandle(),
@@ -3218,12 +3231,24 @@ open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
 })
 }
     
-open func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transaction?)throws  -> [Enqueued]  {
-    return try  FfiConverterSequenceTypeEnqueued.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+    /**
+     * Enqueues packed payloads, passed by address (packed.rs); returns
+     * the packed results, one per payload in order.
+     *
+     * # Safety
+     *
+     * As for `packed::borrowed`: the address must be a live buffer of
+     * that length. Not an `unsafe fn` only because UniFFI exports none;
+     * Packed.swift is its one caller (as `handle_ptr`'s callers, for a
+     * connection's address).
+     */
+open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions, tx: Transaction?)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_enqueue_many(
             self.uniffiCloneHandle(),
-        FfiConverterSequenceTypePayload.lower(payloads),
+        FfiConverterUInt64.lower(payloadsAddress),
+        FfiConverterUInt64.lower(payloadsLen),
         FfiConverterTypeEnqueueOptions_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
@@ -3235,13 +3260,14 @@ open func enqueueMany(payloads: [Payload], options: EnqueueOptions, tx: Transact
      * itself (GRDB's handle, as an address), inside whatever transaction it
      * has open there: core's `Queue::enqueue_many_on`.
      */
-open func enqueueManyOn(handle: UInt64, payloads: [Payload], options: EnqueueOptions)throws  -> [Enqueued]  {
-    return try  FfiConverterSequenceTypeEnqueued.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func enqueueManyOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_enqueue_many_on(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(handle),
-        FfiConverterSequenceTypePayload.lower(payloads),
+        FfiConverterUInt64.lower(payloadsAddress),
+        FfiConverterUInt64.lower(payloadsLen),
         FfiConverterTypeEnqueueOptions_lower(options),uniffiCallStatus
     )
 })
@@ -9504,31 +9530,6 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeClaimedJob: FfiConverterRustBuffer {
-    typealias SwiftType = [ClaimedJob]
-
-    public static func write(_ value: [ClaimedJob], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeClaimedJob.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ClaimedJob] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ClaimedJob]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeClaimedJob.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceTypeConsumerInfo: FfiConverterRustBuffer {
     typealias SwiftType = [ConsumerInfo]
 
@@ -9546,31 +9547,6 @@ fileprivate struct FfiConverterSequenceTypeConsumerInfo: FfiConverterRustBuffer 
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeConsumerInfo.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeEnqueued: FfiConverterRustBuffer {
-    typealias SwiftType = [Enqueued]
-
-    public static func write(_ value: [Enqueued], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeEnqueued.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Enqueued] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Enqueued]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeEnqueued.read(from: &buf))
         }
         return seq
     }
@@ -10235,10 +10211,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_cancel() != 58773) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_claim() != 13173) {
+    if (uniffi_honker_swift_checksum_method_queue_claim() != 31465) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_claim_cancellable() != 43475) {
+    if (uniffi_honker_swift_checksum_method_queue_claim_cancellable() != 57457) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {
@@ -10247,10 +10223,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 31237) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 47619) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many_on() != 1203) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many_on() != 49569) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_fail() != 16087) {

@@ -795,12 +795,12 @@ RustBuffer uniffi_honker_swift_fn_method_queue_dead_letters(uint64_t ptr, int64_
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
-RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many(uint64_t ptr, RustBuffer payloads, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many(uint64_t ptr, uint64_t payloads_address, uint64_t payloads_len, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY_ON
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY_ON
-RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many_on(uint64_t ptr, uint64_t handle, RustBuffer payloads, RustBuffer options, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many_on(uint64_t ptr, uint64_t handle, uint64_t payloads_address, uint64_t payloads_len, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_FAIL
