@@ -85,8 +85,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python demo tests-interop tests-faults scripts
-ruff format --check bindings-python extension/tests bench/python demo tests-interop tests-faults scripts
+ruff check bindings-python extension/tests bench/python bench/swift demo tests-interop tests-faults scripts
+ruff format --check bindings-python extension/tests bench/python bench/swift demo tests-interop tests-faults scripts
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
