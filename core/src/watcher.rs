@@ -365,18 +365,28 @@ fn run(
         }
         // Written but not visible yet: look again soon. The pauses are waits
         // on the notifier, so a further write (the next commit) cuts them
-        // short instead of waiting out a sleep.
-        let started = Instant::now();
+        // short instead of waiting out a sleep, and starts the looks over:
+        // that commit is publishing now, and a pause grown long on the last
+        // one (up to 1 ms) would delay it by as much.
+        let mut started = Instant::now();
         let mut pause = Duration::from_micros(20);
-        for round in 0u32.. {
+        let mut round = 0u32;
+        loop {
+            let mut written = false;
             if round < 16 {
                 std::thread::yield_now();
             } else {
-                notifier.wait(stop, pause);
+                written = notifier.wait(stop, pause) == Wake::FileWritten;
                 pause = (pause * 2).min(Duration::from_millis(1));
             }
+            round += 1;
             if stop.requested() {
                 return;
+            }
+            if written {
+                started = Instant::now();
+                pause = Duration::from_micros(20);
+                round = 0;
             }
             if check(conn, &mut last, signal) || started.elapsed() >= SETTLE {
                 break;
@@ -569,12 +579,29 @@ mod linux {
         }
     }
 
+    /// `poll(2)` for `timeout`, to the microsecond (`ppoll`): the settle
+    /// loop's pauses are tens of microseconds, and `poll`'s whole
+    /// milliseconds made each a full millisecond. Never less than 10 µs,
+    /// so no caller spins.
     fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> i32 {
-        let ms = i32::try_from(timeout.as_millis())
-            .unwrap_or(i32::MAX)
-            .max(1);
-        // SAFETY: `fds` is a valid, correctly sized slice of pollfd.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
+        let timeout = timeout.max(Duration::from_micros(10));
+        // `c_long` is i32 on 32-bit targets; nanoseconds (< 10^9) fit.
+        #[allow(clippy::unnecessary_fallible_conversions)]
+        let nanos = libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0);
+        let ts = libc::timespec {
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: nanos,
+        };
+        // SAFETY: `fds` is a valid, correctly sized slice of pollfd; `ts`
+        // outlives the call; a null signal mask leaves the mask as it is.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        }
     }
 
     #[derive(Debug)]
