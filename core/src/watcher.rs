@@ -325,6 +325,13 @@ fn data_version(conn: Conn<'_>) -> Option<i64> {
 /// to a commit already counted, or to a checkpoint, and never show a change.
 const SETTLE: Duration = Duration::from_millis(50);
 
+/// The first pause of those re-checks, after a few yields; each next one is
+/// four times longer, up to 1 ms. A commit publishes microseconds after its
+/// last write, so the first pause usually sees it; the growth keeps a write
+/// that shows nothing (a checkpoint, a commit already counted) to a few
+/// wake-ups.
+const FIRST_PAUSE: Duration = Duration::from_micros(50);
+
 /// Reads `data_version`; on a change (or an unreadable version: a spurious
 /// wake is cheap, a missed one is not) bumps the signal and returns true.
 fn check(conn: Conn<'_>, last: &mut Option<i64>, signal: &Signal) -> bool {
@@ -365,11 +372,13 @@ fn run(
         }
         // Written but not visible yet: look again soon. The pauses are waits
         // on the notifier, so a further write (the next commit) cuts them
-        // short instead of waiting out a sleep, and starts the looks over:
-        // that commit is publishing now, and a pause grown long on the last
-        // one (up to 1 ms) would delay it by as much.
+        // short instead of waiting out a sleep, and starts the pauses over at
+        // the first: that commit is publishing now, and a pause grown long on the
+        // last one (up to 1 ms) would delay it by as much. (Not the yields:
+        // a long run of writes, a bulk load in another process, would spin
+        // through them at every write.)
         let mut started = Instant::now();
-        let mut pause = Duration::from_micros(20);
+        let mut pause = FIRST_PAUSE;
         let mut round = 0u32;
         loop {
             let mut written = false;
@@ -377,7 +386,7 @@ fn run(
                 std::thread::yield_now();
             } else {
                 written = notifier.wait(stop, pause) == Wake::FileWritten;
-                pause = (pause * 2).min(Duration::from_millis(1));
+                pause = (pause * 4).min(Duration::from_millis(1));
             }
             round += 1;
             if stop.requested() {
@@ -385,8 +394,7 @@ fn run(
             }
             if written {
                 started = Instant::now();
-                pause = Duration::from_micros(20);
-                round = 0;
+                pause = FIRST_PAUSE;
             }
             if check(conn, &mut last, signal) || started.elapsed() >= SETTLE {
                 break;
