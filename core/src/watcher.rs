@@ -379,8 +379,7 @@ fn run(
         // through them at every write.)
         let mut started = Instant::now();
         let mut pause = FIRST_PAUSE;
-        let mut round = 0u32;
-        loop {
+        for round in 0u32.. {
             let mut written = false;
             if round < 16 {
                 std::thread::yield_now();
@@ -388,7 +387,6 @@ fn run(
                 written = notifier.wait(stop, pause) == Wake::FileWritten;
                 pause = (pause * 4).min(Duration::from_millis(1));
             }
-            round += 1;
             if stop.requested() {
                 return;
             }
