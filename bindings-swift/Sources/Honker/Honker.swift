@@ -162,8 +162,17 @@ func encode<P: Encodable>(_ payload: P) throws -> Payload {
     if P.self == Data.self {
         return .bytes(data: payload as! Data)
     }
+    var text: [UInt8] = []
+    text.reserveCapacity(128)
+    try encodeJSON(payload, into: &text)
+    return .json(text: String(decoding: text, as: UTF8.self))
+}
+
+/// `payload` as JSON text appended to `out` (a batch's payloads go into one
+/// buffer: Packed.swift).
+func encodeJSON<P: Encodable>(_ payload: P, into out: inout [UInt8]) throws {
     do {
-        return .json(text: try PayloadJSON.encode(payload))
+        try PayloadJSON.encode(payload, into: &out)
     } catch let e as EncodingError {
         // A value JSON cannot carry (an infinite or NaN Double): the same
         // coded error as every other surface, not Foundation's own.

@@ -10,30 +10,22 @@ enum Packed {
     private static let json: UInt8 = 0
     private static let bytes: UInt8 = 1
 
-    /// `payloads` as core takes them (see `encode`): `Data` as bytes,
+    /// `payloads` as core takes them (as `encode` does one): `Data` as bytes,
     /// anything else as JSON text, each written straight into the buffer.
     static func payloads<P: Encodable>(_ payloads: [P]) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(payloads.count * 64)
         for p in payloads {
             if P.self == Data.self {
-                let d = p as! Data
-                out.append(bytes)
-                appendLength(d.count, into: &out)
-                out.append(contentsOf: d)
+                append(bytes, p as! Data, into: &out)
                 continue
             }
             out.append(json)
             let at = out.count
             out.append(contentsOf: [0, 0, 0, 0])
-            do {
-                try PayloadJSON.encode(p, into: &out)
-            } catch let e as EncodingError {
-                throw HonkerError.InvalidArgument(message: "payload is not JSON-encodable: \(e)")
-            }
-            let length = UInt32(truncatingIfNeeded: out.count - at - 4)
-            withUnsafeBytes(of: length.littleEndian) { le in
-                for i in 0..<4 { out[at + i] = le[i] }
+            try encodeJSON(p, into: &out)
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: out.count - at - 4).littleEndian) {
+                out.replaceSubrange(at..<at + 4, with: $0)
             }
         }
         return out
@@ -42,12 +34,14 @@ enum Packed {
     /// JSON texts as they are, unchecked here (core validates them).
     static func jsonTexts(_ texts: [String]) -> [UInt8] {
         var out: [UInt8] = []
-        for t in texts {
-            out.append(json)
-            appendLength(t.utf8.count, into: &out)
-            out.append(contentsOf: t.utf8)
-        }
+        for t in texts { append(json, t.utf8, into: &out) }
         return out
+    }
+
+    private static func append<C: Collection<UInt8>>(_ kind: UInt8, _ item: C, into out: inout [UInt8]) {
+        out.append(kind)
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: item.count).littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: item)
     }
 
     /// `body` with the address and length of `packed`, valid during the
@@ -56,10 +50,6 @@ enum Packed {
         try packed.withUnsafeBytes { raw in
             try body(UInt64(UInt(bitPattern: raw.baseAddress)), UInt64(raw.count))
         }
-    }
-
-    private static func appendLength(_ n: Int, into out: inout [UInt8]) {
-        withUnsafeBytes(of: UInt32(truncatingIfNeeded: n).littleEndian) { out.append(contentsOf: $0) }
     }
 
     static func enqueued(_ packed: Data) throws -> [Enqueued] {
