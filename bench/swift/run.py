@@ -158,13 +158,13 @@ def link_pythons_sqlite(root: Path) -> str:
     return PYTHONS_SQLITE
 
 
-def loaded_sqlite(root: Path, sqlite: str) -> str:
-    """The SQLite version the Swift process runs on with `sqlite` first on
+def loaded_sqlite(root: Path, sqlite: str, config: str) -> str:
+    """The SQLite library the Swift process loads with `sqlite` first on
     its library path (what the second column claims, checked)."""
     return in_chroot(
         root,
         f"LD_LIBRARY_PATH={sqlite} /usr/bin/ldd "
-        "/work/honker-swift/.build/debug/HonkerBench | grep libsqlite3",
+        f"/work/honker-swift/.build/{config}/HonkerBench | grep libsqlite3",
     ).strip()
 
 
@@ -208,7 +208,7 @@ def run(
             "cd /work/honker-swift && swift build -c release --product HonkerBench >/dev/null",
         )
     sqlite = link_pythons_sqlite(root)
-    loaded = loaded_sqlite(root, sqlite)
+    loaded = loaded_sqlite(root, sqlite, config)
     if PYTHONS_SQLITE not in loaded:
         raise SystemExit(f"the Swift process does not load Python's SQLite: {loaded}")
     tmp = Path(tempfile.mkdtemp(prefix="honker-swift-bench-"))
