@@ -14,12 +14,12 @@ asserted. `--smoke` checks the benchmark works (its numbers mean nothing),
 on the debug build that scripts/swift-test.sh already made.
 
 Swift runs twice: as it ships, on the system SQLite (ADR 18: Debian 13's
-3.46.1 in the chroot, built with SQLITE_OMIT_LOOKASIDE and
-SQLITE_SECURE_DELETE), and on the very SQLite objects Python's module links
-(libsqlite3-sys's bundled build from this workspace's release target,
-linked into a shared library that the Swift process loads instead). The
-second isolates what the Swift binding costs; the first adds what the
-SQLite build costs.
+3.46.1 in the chroot, which Debian compiles from SQLite's separate source
+files rather than the amalgamation), and on the very SQLite objects
+Python's module links (libsqlite3-sys's bundled build from this workspace's
+release target, linked into a shared library that the Swift process loads
+instead). The second isolates what the Swift binding costs; the first adds
+what the SQLite build costs.
 """
 
 from __future__ import annotations
