@@ -16,12 +16,21 @@ import threading
 # thread's Python stack.
 faulthandler.enable()
 
+# Directories the snippets run in, removed when the interpreter exits.
+_scratch = []
+
+
+def scratch() -> str:
+    _scratch.append(tempfile.TemporaryDirectory(prefix="honker-readme-"))
+    return _scratch[-1].name
+
+
 readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
 with open(readme, encoding="utf-8") as f:
     blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
 assert blocks, "the README has a Python quickstart"
 
-os.chdir(tempfile.mkdtemp())
+os.chdir(scratch())
 sent = []
 mailed = []
 
@@ -112,7 +121,7 @@ db.close()
 # The switching section, in a directory of its own whose app.db holds a
 # Honker job (Honker's table as Honker 0.2.4 creates it): refused on open,
 # then imported with the job's id kept.
-os.chdir(tempfile.mkdtemp())
+os.chdir(scratch())
 honker_file = sqlite3.connect("app.db")
 honker_file.executescript(
     "PRAGMA journal_mode = WAL;"

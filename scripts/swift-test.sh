@@ -39,13 +39,19 @@ if ! mountpoint -q "$root/proc"; then
     "${sudo[@]}" mount -t proc proc "$root/proc"
     mounted=1
 fi
+# The tests' files (a directory per test database) go to a temp dir of this
+# run's own, removed afterwards: the chroot is a cache that outlives the run.
+scratch=/tmp/honker-swift-test
+"${sudo[@]}" rm -rf "$root$scratch"
+"${sudo[@]}" mkdir -p "$root$scratch"
 cleanup() {
+    "${sudo[@]}" rm -rf "$root$scratch"
     if [ "$mounted" = 1 ]; then "${sudo[@]}" umount "$root/proc" || true; fi
 }
 trap cleanup EXIT
 
 # HONKER_VERSION: the Cargo workspace's, which the version test compares with.
-"${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin TMPDIR=/tmp \
+"${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin TMPDIR="$scratch" \
     HONKER_VERSION="$(bash scripts/version.sh)" \
     /bin/sh -c 'cd /work/honker-swift &&
         if ! swift build --build-tests -Xswiftc -warnings-as-errors >/tmp/swift-build.log 2>&1; then

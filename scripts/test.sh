@@ -41,7 +41,13 @@ report_timings() {
 
 # Logs the closing summary reads, and scratch projects: one place, one trap.
 work="$(mktemp -d)"
-trap 'status=$?; report_timings; rm -rf "$work"; exit $status' EXIT
+# Every tool and test of the run makes its temporary files in a temp dir of
+# the run's own, removed with $work (the last step checks that the tests
+# removed their own). Mode 1777 like /tmp: a test drops to nobody.
+run_tmp="$(mktemp -d)"
+chmod 1777 "$run_tmp"
+trap 'status=$?; report_timings; rm -rf "$work" "$run_tmp"; exit $status' EXIT
+export TMPDIR="$run_tmp"
 
 step "dependencies"
 . scripts/deps.sh
@@ -279,7 +285,7 @@ grep -q '"ready":0,"running":0' "$demo_log"
 grep -q "already sent under this key: not sent again" "$demo_log"
 grep -q 'honker_jobs_total{queue="emails",event="reclaimed"} 1' "$demo_log"
 grep -q "emails the mail service delivered to dave: 1" "$demo_log"
-cargo run --locked -q -p honker --example outbox_demo
+cargo run --locked -q -p honker --example outbox_demo "$work/outbox-demo.db"
 
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
 cargo build --locked -q --release -p honker-bench
@@ -292,6 +298,17 @@ cargo build --locked -q --release -p honker-bench
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 "$HONKER_VENV/bin/python" bench/swift/run.py --smoke
 bash bench/watcher/run.sh 50
+
+step "the tests removed their temporary files"
+# Not the tests': pytest keeps its numbered base dirs by design, and CPython
+# 3.9's ensurepip (its bundled pip, run from the wheel) leaves the CA bundle
+# it extracted when the every-CPython step makes that version's venv.
+left=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 ! -name 'pytest-of-*' ! -name 'tmp*cacert.pem' | sort)
+if [ -n "$left" ]; then
+    echo "test.sh: left in the temp dir:" >&2
+    printf '%s\n' "$left" >&2
+    exit 1
+fi
 
 report_timings
 echo

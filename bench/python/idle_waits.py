@@ -103,7 +103,8 @@ def main() -> None:
     a = ap.parse_args()
     counts = [2] if a.smoke else a.consumers
     rounds, seconds = (2, 0.2) if a.smoke else (10, 2.0)
-    tmp = Path(tempfile.mkdtemp(prefix="honker-idle-waits-"))
+    scratch = tempfile.TemporaryDirectory(prefix="honker-idle-waits-")
+    tmp = Path(scratch.name)
     print(f"honker {honker.__version__}: idle asyncio consumers in one process")
     for n in counts:
         db = honker.open(tmp / f"lat-{n}.db")
@@ -117,6 +118,7 @@ def main() -> None:
             f"worst loop gap {gap * 1000:.1f} ms",
             flush=True,
         )
+    scratch.cleanup()
 
 
 def enqueue_ms(s: float) -> str:

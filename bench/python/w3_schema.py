@@ -21,6 +21,7 @@ Variants:
   dropped, for W3.
 """
 
+import itertools
 import json
 import os
 import re
@@ -35,6 +36,9 @@ SQL = (ROOT / "core/src/queue/statements.rs").read_text()
 MIGRATIONS = sorted((ROOT / "core/src/migrations").glob("*.sql"))
 SMOKE = "--smoke" in sys.argv[1:]
 N = 50 if SMOKE else 10_000
+# The databases, removed when the interpreter exits.
+SCRATCH = tempfile.TemporaryDirectory(prefix="honker-w3-")
+_files = itertools.count()
 W2_BATCHES = 2 if SMOKE else 50
 
 # The claim schema 1 used, kept here to measure what replaced it.
@@ -61,7 +65,7 @@ def payload(i: int) -> str:
 
 
 def connect(in_check: bool, drop_running_index: bool = False) -> sqlite3.Connection:
-    path = os.path.join(tempfile.mkdtemp(), "bench.db")
+    path = os.path.join(SCRATCH.name, f"bench-{next(_files)}.db")
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")

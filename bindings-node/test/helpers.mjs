@@ -4,9 +4,22 @@ import os from 'node:os';
 import path from 'node:path';
 import honker from '../index.js';
 
+// Every directory tempDir made, removed when the test file's process exits
+// (node --test runs each file in a process of its own).
+const made = [];
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system's temp dir, gone when the process exits. */
+export function tempDir(prefix = 'honker-node-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
 export function tempPath() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-node-'));
-  return path.join(dir, 'app.db');
+  return path.join(tempDir(), 'app.db');
 }
 
 export async function testDb() {

@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -18,7 +18,7 @@ test('the README Node quickstart runs', () => {
   // Inside the package, so `import ... from 'honker'` resolves to it.
   const file = path.join(here, `.readme-${process.pid}.mjs`);
   fs.writeFileSync(file, prelude + code);
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  const cwd = tempDir('honker-readme-');
   try {
     const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' });
     assert.equal(out.trim(), 'sent alice@example.com order-confirmed');
@@ -40,7 +40,7 @@ test("the README's Worker snippet runs", () => {
   ].join('\n');
   const file = path.join(here, `.readme-worker-${process.pid}.mjs`);
   fs.writeFileSync(file, `${prelude + code}\nawait db.close();\n`);
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  const cwd = tempDir('honker-readme-');
   try {
     const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
     assert.equal(out.trim(), 'mailed bob@example.com false');
@@ -55,7 +55,7 @@ test("the README's streams snippet runs", () => {
   const prelude = "import { open } from 'honker';\nconst db = await open('app.db');\n";
   const file = path.join(here, `.readme-streams-${process.pid}.mjs`);
   fs.writeFileSync(file, prelude + code + 'await db.close();\n');
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  const cwd = tempDir('honker-readme-');
   try {
     const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
     assert.equal(out.trim(), 'event 1 paid\nheard 7');
@@ -76,7 +76,7 @@ test("the README's consumer groups snippet runs", () => {
     "const info = await billing.info();\nconsole.log(row.order_id, info.pending, info.delivered);\n";
   const file = path.join(here, `.readme-groups-${process.pid}.mjs`);
   fs.writeFileSync(file, prelude + code + check + 'await db.close();\n');
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  const cwd = tempDir('honker-readme-');
   try {
     const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
     assert.equal(out.trim(), 'invoiced 7\n7 0 0');
@@ -97,7 +97,7 @@ test("the README's locks and rate limits snippet runs", () => {
     "console.log(row.version, await reindex.info());\n";
   const file = path.join(here, `.readme-locks-${process.pid}.mjs`);
   fs.writeFileSync(file, prelude + code + check + 'await db.close();\n');
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'honker-readme-'));
+  const cwd = tempDir('honker-readme-');
   try {
     const out = execFileSync(process.execPath, [file], { cwd, encoding: 'utf8', timeout: 30_000 });
     assert.equal(out.trim(), 'sent\n1 null');

@@ -17,7 +17,9 @@ import pytest
 from conftest import HonkerListener, async_waiters_woken_by, honker_worker
 from django.conf import settings
 
-DB = Path(tempfile.mkdtemp(prefix="honker-django-")) / "app.db"
+# Removed when the interpreter exits (TemporaryDirectory's finalizer).
+_SCRATCH = tempfile.TemporaryDirectory(prefix="honker-django-")
+DB = Path(_SCRATCH.name) / "app.db"
 
 if not settings.configured:
     settings.configure(
