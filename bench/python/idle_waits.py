@@ -103,22 +103,21 @@ def main() -> None:
     a = ap.parse_args()
     counts = [2] if a.smoke else a.consumers
     rounds, seconds = (2, 0.2) if a.smoke else (10, 2.0)
-    scratch = tempfile.TemporaryDirectory(prefix="honker-idle-waits-")
-    tmp = Path(scratch.name)
-    print(f"honker {honker.__version__}: idle asyncio consumers in one process")
-    for n in counts:
-        db = honker.open(tmp / f"lat-{n}.db")
-        enq, arrival = asyncio.run(latencies(db, n, rounds))
-        db.close()
-        commits, cpu, gap = asyncio.run(herd(tmp / f"herd-{n}.db", n, seconds))
-        print(
-            f"{n:>4} idle consumers: enqueue_async worst {enqueue_ms(enq)}, "
-            f"job to a consumer worst {enqueue_ms(arrival)}; "
-            f"{commits / seconds:.0f} commits/s elsewhere: CPU {cpu * 100:.0f} % of a core, "
-            f"worst loop gap {gap * 1000:.1f} ms",
-            flush=True,
-        )
-    scratch.cleanup()
+    with tempfile.TemporaryDirectory(prefix="honker-idle-waits-") as d:
+        tmp = Path(d)
+        print(f"honker {honker.__version__}: idle asyncio consumers in one process")
+        for n in counts:
+            db = honker.open(tmp / f"lat-{n}.db")
+            enq, arrival = asyncio.run(latencies(db, n, rounds))
+            db.close()
+            commits, cpu, gap = asyncio.run(herd(tmp / f"herd-{n}.db", n, seconds))
+            print(
+                f"{n:>4} idle consumers: enqueue_async worst {enqueue_ms(enq)}, "
+                f"job to a consumer worst {enqueue_ms(arrival)}; "
+                f"{commits / seconds:.0f} commits/s elsewhere: CPU {cpu * 100:.0f} % of a core, "
+                f"worst loop gap {gap * 1000:.1f} ms",
+                flush=True,
+            )
 
 
 def enqueue_ms(s: float) -> str:
