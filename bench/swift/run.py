@@ -213,6 +213,12 @@ def run(
         raise SystemExit(f"the Swift process does not load Python's SQLite: {loaded}")
     tmp = Path(tempfile.mkdtemp(prefix="honker-swift-bench-"))
     try:
+        scale = (
+            "smoke: Swift's debug build and a few jobs, the numbers mean nothing"
+            if smoke
+            else f"full: release builds, the median of {runs} run{'s' if runs != 1 else ''}"
+        )
+        print(f"honker Swift vs Python benchmark ({scale})")
         print(
             f"{'workload':36} {'python':>10} {'swift':>10} {'ratio':>7}"
             f" {'swift*':>10} {'ratio*':>7}"
