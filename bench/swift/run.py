@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -211,8 +210,10 @@ def run(
     loaded = loaded_sqlite(root, sqlite, config)
     if PYTHONS_SQLITE not in loaded:
         raise SystemExit(f"the Swift process does not load Python's SQLite: {loaded}")
-    tmp = Path(tempfile.mkdtemp(prefix="honker-swift-bench-"))
-    try:
+    with tempfile.TemporaryDirectory(
+        prefix="honker-swift-bench-", ignore_cleanup_errors=True
+    ) as d:
+        tmp = Path(d)
         scale = (
             "smoke: Swift's debug build and a few jobs, the numbers mean nothing"
             if smoke
@@ -239,8 +240,6 @@ def run(
             "swift: on the system SQLite, as it ships; swift*: on Python's SQLite"
             " (the same objects)\ngoal: swift >= 0.9x python on each; '!' marks a miss"
         )
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
