@@ -146,4 +146,20 @@ assert switched["report"]["jobs"]["ready"] == 1, switched["report"]
 [job] = switched["db"].queue("emails").claim_batch("readme", 10)
 assert (job.id, job.payload) == (7, {"to": "c@x"})
 switched["db"].close()
+
+# The Python package's own README (PyPI's page): its example, as written, in
+# a directory of its own.
+os.chdir(scratch())
+package_readme = os.path.join(os.path.dirname(readme), "bindings-python", "README.md")
+with open(package_readme, encoding="utf-8") as f:
+    [package_example] = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+sent.clear()
+scope = {"send_confirmation": scope["send_confirmation"]}
+exec(compile(package_example, package_readme, "exec"), scope)
+asyncio.run(main())
+assert sent == [("alice@example.com", "order-confirmed")], sent
+assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
+stats = scope["db"].queue("emails").stats()
+assert (stats.ready, stats.running) == (0, 0), stats
+scope["db"].close()
 print("README quickstart ok on CPython", sys.version.split()[0])
