@@ -27,8 +27,13 @@
 //! idempotent (dedupe keys, the job id as an idempotency key, or ack inside
 //! the transaction that records the effect).
 //!
-//! Start with [`Database::open`], then [`Database::queue`]. Errors carry a
-//! stable [`ErrorKind`] code.
+//! Start with [`Database::open`], then [`Database::queue`]. The other
+//! primitives open the same way: [`Database::stream`] (durable streams with
+//! consumer offsets and consumer groups), [`Database::notify`] and
+//! [`Database::listen`] (pub/sub), [`Database::lock`] (locks with fencing
+//! tokens), [`Database::rate_limiter`] and [`Database::scheduler`]; the loops
+//! that wait, renew and run handlers are in [`runtime`], the worker runtime
+//! among them. Errors carry a stable [`ErrorKind`] code.
 
 //! ## Threads and async runtimes
 //!
@@ -45,10 +50,15 @@
 //!
 //! ## Features
 //!
-//! - `rusqlite` (default): the [`Database`] API, on connections that honker
-//!   opens itself (rusqlite with a bundled SQLite). Without it, the crate is
-//!   only the protocol and the SQL functions over the raw SQLite API: what
-//!   the loadable extension (`extension/`) builds on.
+//! - `bundled` (default): honker's own SQLite compiled in, with (on Linux)
+//!   the lock layer that lets it share a file with another SQLite library in
+//!   the process (ADR 13). Implies `rusqlite`.
+//! - `rusqlite`: the [`Database`] API, on connections that honker opens
+//!   itself. Alone (`default-features = false, features = ["rusqlite"]`) it
+//!   links the system's `libsqlite3` (3.39 or newer) and shares it with the
+//!   rest of the process: the Swift package's mode (ADR 18). Without either,
+//!   the crate is only the protocol and the SQL functions over the raw
+//!   SQLite API: what the loadable extension (`extension/`) builds on.
 
 // In the protocol-only build (the extension) parts of the protocol serve
 // only the Database API.
