@@ -56,19 +56,28 @@ schedules = next(b for b in others if ".scheduler()" in b)
 others.remove(schedules)
 switching = next(b for b in others if "import_honker(" in b)
 others.remove(switching)
-exec(compile(quickstart, readme, "exec"), scope)
 
 
-async def main():
-    worker = asyncio.ensure_future(scope["email_worker"](scope["db"]))
-    while not sent:
-        await asyncio.sleep(0.001)
-    worker.cancel()
+def run_quickstart(code: str, path: str, scope: dict) -> None:
+    """Runs a quickstart (the order and its email in one transaction, then
+    `email_worker`) in `scope`: one email sent and acked, the order there."""
+    sent.clear()
+    exec(compile(code, path, "exec"), scope)
+
+    async def drive():
+        worker = asyncio.ensure_future(scope["email_worker"](scope["db"]))
+        while not sent:
+            await asyncio.sleep(0.001)
+        worker.cancel()
+
+    asyncio.run(drive())
+    assert sent == [("alice@example.com", "order-confirmed")], sent
+    assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
+    stats = scope["db"].queue("emails").stats()
+    assert (stats.ready, stats.running) == (0, 0), stats
 
 
-asyncio.run(main())
-assert sent == [("alice@example.com", "order-confirmed")], sent
-assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
+run_quickstart(quickstart, readme, scope)
 
 # The Workers section: its worker runs the next email, then stops.
 scope["db"].queue("emails").enqueue({"to": "bob@example.com", "template": "welcome"})
@@ -153,13 +162,7 @@ os.chdir(scratch())
 package_readme = os.path.join(os.path.dirname(readme), "bindings-python", "README.md")
 with open(package_readme, encoding="utf-8") as f:
     [package_example] = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-sent.clear()
-scope = {"send_confirmation": scope["send_confirmation"]}
-exec(compile(package_example, package_readme, "exec"), scope)
-asyncio.run(main())
-assert sent == [("alice@example.com", "order-confirmed")], sent
-assert scope["db"].query("SELECT user_id FROM orders") == [(42,)]
-stats = scope["db"].queue("emails").stats()
-assert (stats.ready, stats.running) == (0, 0), stats
-scope["db"].close()
+package = {"send_confirmation": scope["send_confirmation"]}
+run_quickstart(package_example, package_readme, package)
+package["db"].close()
 print("README quickstart ok on CPython", sys.version.split()[0])
