@@ -9,6 +9,13 @@
 #    and starts with `exec 3>&1 1>&2`, printing its result to fd 3 only.
 # 2. swift-chroot.sh, run on its install path with stand-ins for apt-get,
 #    debootstrap and chroot that all print to stdout, prints exactly its path.
+# 3. Nothing of the caller's environment reaches into the Swift chroot (a
+#    host TMPDIR does not exist there: ca-certificates' post-install failed on
+#    it, on new machines only): every `chroot` call, in the shell scripts and
+#    in the Python that runs one, starts its command with `/usr/bin/env -i`,
+#    and so does every debootstrap call (its second stage runs in the
+#    chroot). Checked in the text, and on the install path with stand-ins
+#    that record what they were given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -31,6 +38,11 @@ for name in $(echo "$captured" | sort -u); do
     fi
 done
 
+# Every chroot and debootstrap call runs its command under `env -i`.
+if ! python3 scripts/check-chroot-env.py; then
+    fail=1
+fi
+
 # Behaviour: the install path with noisy stand-ins, in a scratch cache.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -40,22 +52,35 @@ cat >"$tmp/bin/apt-get" <<'SH'
 echo "Selecting previously unselected package arch-test."
 echo "apt-get noise on stderr" >&2
 # Installing debootstrap makes it appear on PATH.
-case "$*" in *debootstrap*) printf '#!/bin/sh\necho "I: Retrieving InRelease"\nmkdir -p "$3"\n' >"$(dirname "$0")/debootstrap"; chmod +x "$(dirname "$0")/debootstrap" ;; esac
+case "$*" in *debootstrap*) printf '#!/bin/sh\necho "I: Retrieving InRelease"\nenv >"%s/debootstrap.env"\nmkdir -p "$3"\n' "$(dirname "$(dirname "$0")")" >"$(dirname "$0")/debootstrap"; chmod +x "$(dirname "$0")/debootstrap" ;; esac
 SH
 cat >"$tmp/bin/chroot" <<'SH'
 #!/bin/sh
 echo "Setting up swiftlang ..."
+shift
+echo "$@" >>"$(dirname "$(dirname "$0")")/chroot.args"
 SH
 cat >"$tmp/bin/id" <<'SH'
 #!/bin/sh
 echo 0
 SH
 chmod +x "$tmp/bin/"*
-out=$(HONKER_CACHE="$tmp/cache" PATH="$tmp/bin:/usr/bin:/bin" bash scripts/swift-chroot.sh 2>/dev/null)
+# A TMPDIR of the caller's that exists only outside (as scripts/test.sh's).
+out=$(HONKER_CACHE="$tmp/cache" TMPDIR="$tmp/host-only" HONKER_LEAK=1 PATH="$tmp/bin:/usr/bin:/bin" \
+    bash scripts/swift-chroot.sh 2>/dev/null)
 if [ "$out" != "$tmp/cache/trixie-swift" ]; then
     echo "check-scripts: swift-chroot.sh printed more than its path on a first run:" >&2
     printf '%s\n' "$out" | awk 'NR <= 5' >&2
     fail=1
 fi
-[ "$fail" = 0 ] && echo "check-scripts: scripts whose stdout is a result print only their result"
+if ! grep -qx 'TMPDIR=/tmp' "$tmp/debootstrap.env" 2>/dev/null || grep -q '^HONKER_LEAK=' "$tmp/debootstrap.env"; then
+    echo "check-scripts: debootstrap (whose second stage runs in the chroot) got the caller's environment" >&2
+    fail=1
+fi
+if ! grep -q '^/usr/bin/env -i .*TMPDIR=/tmp .*apt-get install' "$tmp/chroot.args" 2>/dev/null; then
+    echo "check-scripts: swift-chroot.sh ran apt-get in the chroot without a clean environment:" >&2
+    cat "$tmp/chroot.args" >&2 2>/dev/null || true
+    fail=1
+fi
+[ "$fail" = 0 ] && echo "check-scripts: scripts whose stdout is a result print only their result; chroot and debootstrap run under env -i"
 exit "$fail"

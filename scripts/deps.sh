@@ -43,6 +43,45 @@ honker_tools() {
     export PATH="$venv/bin:$PATH"
 }
 
+# Compiled crates kept across fresh clones (DESIGN §15: CI runs each
+# submission in a new clone, which otherwise recompiles every dependency
+# several times). When the checkout has no target/ of its own, target/
+# becomes a link to $HONKER_CACHE/target/KEY, KEY a hash of the lockfiles and
+# rustc's version: a clone of the same dependencies reuses them, and cargo
+# rebuilds only the workspace's own crates (their sources are newer). The
+# two most recently used keys are kept, older ones removed. SQLite's headers
+# for the extension build are read from a copy of the same key, so the
+# build scripts that watch SQLITE3_INCLUDE_DIR see one path from every clone
+# (the checkout's own path in .cargo/config.toml would rebuild them each
+# time). HONKER_SHARED_TARGET=0 keeps target/ in the checkout. Two runs at
+# once share it (cargo's lock serialises builds, the scripts' own files
+# under target/ do not): run them from one checkout at a time.
+honker_target() {
+    [ "${HONKER_SHARED_TARGET:-1}" = 1 ] || return 0
+    if [ ! -e target ] && [ ! -L target ]; then
+        local key
+        key=$( { cat Cargo.lock extension/Cargo.lock; rustc -vV; } | sha256sum | cut -c1-16)
+        mkdir -p "$HONKER_CACHE/target/$key"
+        ln -s "$HONKER_CACHE/target/$key" target
+    fi
+    [ -L target ] || return 0
+    local shared
+    shared=$(readlink target)
+    touch "$shared"
+    # Keep this key and the one used before it.
+    local old
+    for old in $(ls -1td "$(dirname "$shared")"/*/ 2>/dev/null | tail -n +3); do
+        rm -rf "$old"
+    done
+    local headers="$shared/sqlite3-headers"
+    if ! cmp -s extension/sqlite3/sqlite3ext.h "$headers/sqlite3ext.h" 2>/dev/null ||
+        ! cmp -s extension/sqlite3/sqlite3.h "$headers/sqlite3.h" 2>/dev/null; then
+        rm -rf "$headers"
+        cp -r extension/sqlite3 "$headers"
+    fi
+    export SQLITE3_INCLUDE_DIR="$headers" SQLITE3_LIB_DIR="$headers"
+}
+
 # Rust toolchain and a C compiler (bundled SQLite).
 if ! command -v cargo >/dev/null; then
     echo "deps: cargo not found; install Rust 1.89+ with rustup (https://rustup.rs)" >&2

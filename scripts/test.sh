@@ -46,11 +46,20 @@ work="$(mktemp -d)"
 # removed their own). Mode 1777 like /tmp: a test drops to nobody.
 run_tmp="$(mktemp -d)"
 chmod 1777 "$run_tmp"
-trap 'status=$?; report_timings; rm -rf "$work" "$run_tmp"; exit $status' EXIT
+# A mount a test left under the run's temp dir is detached (lazily) so that
+# the directory can go; the last step fails on one.
+unmount_leftovers() {
+    local m
+    for m in $(awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
+        umount -l "$m" 2>/dev/null || true
+    done
+}
+trap 'status=$?; report_timings; unmount_leftovers; rm -rf "$work" "$run_tmp"; exit $status' EXIT
 export TMPDIR="$run_tmp"
 
 step "dependencies"
 . scripts/deps.sh
+honker_target
 honker_tools
 
 step "scripts: a script whose stdout is its result prints nothing else"
@@ -299,7 +308,13 @@ cargo build --locked -q --release -p honker-bench
 "$HONKER_VENV/bin/python" bench/swift/run.py --smoke
 bash bench/watcher/run.sh 50
 
-step "the tests removed their temporary files"
+step "the tests removed their temporary files and unmounted what they mounted"
+mounts=$(awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts)
+if [ -n "$mounts" ]; then
+    echo "test.sh: tests left these mounted in the temp dir:" >&2
+    printf '  %s\n' $mounts >&2
+    exit 1
+fi
 # A test's leftovers: anything named honker-*, or holding a database. Other
 # tools' files are named, not failed on (CPython 3.9's ensurepip leaves the
 # CA bundle its pip extracted; an installer on a fresh machine may leave

@@ -149,10 +149,32 @@ impl Tmpfs {
 }
 
 impl Drop for Tmpfs {
+    /// Unmounts even when something still holds the file system (a
+    /// connection or child process the test leaked, or one still closing):
+    /// a few tries, then a lazy unmount, which detaches it now and frees it
+    /// when the last holder lets go. A mount left behind would make the temp
+    /// directory impossible to remove (scripts/test.sh fails on one).
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.dir.path())
-            .status();
+        let umount = |lazy: bool| {
+            let mut c = std::process::Command::new("umount");
+            if lazy {
+                c.arg("-l");
+            }
+            c.arg(self.dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        };
+        for _ in 0..5 {
+            if umount(false) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if !umount(true) {
+            eprintln!("could not unmount the tmpfs at {}", self.dir.path().display());
+        }
     }
 }
 
