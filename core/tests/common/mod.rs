@@ -173,7 +173,10 @@ impl Drop for Tmpfs {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         if !umount(true) {
-            eprintln!("could not unmount the tmpfs at {}", self.dir.path().display());
+            eprintln!(
+                "could not unmount the tmpfs at {}",
+                self.dir.path().display()
+            );
         }
     }
 }
