@@ -689,6 +689,12 @@ interface Reader<T> extends AsyncIterableIterator<T>, AsyncDisposable {
   readonly closed: boolean;
   /** Stops and wakes a waiting iteration (a subscription commits first). */
   close(): Promise<void>;
+  /**
+   * One bounded wait: the next item, or null once `wait` ms pass with none
+   * (0: only what is there now) or the reader is closed. Shares the
+   * iterator's place; don't run the two at once.
+   */
+  nextWithin(wait: number): Promise<T | null>;
 }
 
 /**
@@ -703,6 +709,7 @@ export class Subscription implements Reader<StreamEvent> {
   commit(event: StreamEvent | number, options?: TxOption): Promise<void>;
   close(): Promise<void>;
   next(): Promise<IteratorResult<StreamEvent>>;
+  nextWithin(wait: number): Promise<StreamEvent | null>;
   return(): Promise<IteratorResult<StreamEvent>>;
   [Symbol.asyncIterator](): this;
   [Symbol.asyncDispose](): Promise<void>;
@@ -715,6 +722,7 @@ export class Listener implements Reader<Notification> {
   readonly closed: boolean;
   close(): Promise<void>;
   next(): Promise<IteratorResult<Notification>>;
+  nextWithin(wait: number): Promise<Notification | null>;
   return(): Promise<IteratorResult<Notification>>;
   [Symbol.asyncIterator](): this;
   [Symbol.asyncDispose](): Promise<void>;
@@ -784,6 +792,7 @@ export class GroupConsumer implements Reader<GroupEvent> {
   /** Stops and releases the events claimed and not handed out. */
   close(): Promise<void>;
   next(): Promise<IteratorResult<GroupEvent>>;
+  nextWithin(wait: number): Promise<GroupEvent | null>;
   return(): Promise<IteratorResult<GroupEvent>>;
   [Symbol.asyncIterator](): this;
   [Symbol.asyncDispose](): Promise<void>;

@@ -1370,6 +1370,28 @@ class Reader {
     }
   }
 
+  /**
+   * One bounded wait, for code that polls rather than iterates: the next
+   * item, or null once `wait` ms pass with none (0: only what is there now)
+   * or the reader is closed. It shares the iterator's place; don't run the
+   * two at once.
+   */
+  async nextWithin(wait) {
+    if (typeof wait !== 'number' || !(wait >= 0) || !Number.isFinite(wait)) {
+      throw invalid(`wait must be a number of ms >= 0, got ${describe(wait)}`);
+    }
+    if (this._closing) return null;
+    const n = await this._opening;
+    if (this._closing) return null;
+    let raw = null;
+    if (this._db._fast || wait === 0) {
+      const r = guarded(() => n.tryNext(0));
+      if (!wouldWait(r)) raw = unwrap(r);
+    }
+    if (raw === null && wait > 0) raw = await call(() => n.next(Math.ceil(wait)));
+    return raw ? this._record(raw) : null;
+  }
+
   async return() {
     await this.close();
     return { done: true, value: undefined };

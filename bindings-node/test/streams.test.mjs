@@ -232,6 +232,46 @@ test('an AbortSignal ends a waiting iteration at once, and a loop body keeps its
   assert.equal(await s.position('d'), 2);
 });
 
+test('nextWithin: one bounded wait for a subscription, a listener and a group member', async () => {
+  const { db } = await testDb();
+  const s = db.stream('orders');
+  const sub = s.subscribe('poller', { autoCommit: false });
+  // Nothing there: null after the wait, not before it.
+  let started = Date.now();
+  assert.equal(await sub.nextWithin(200), null);
+  assert.ok(Date.now() - started >= 150, `returned after ${Date.now() - started} ms`);
+  assert.equal(await sub.nextWithin(0), null);
+  // A publish during the wait ends it with the event.
+  started = Date.now();
+  setTimeout(() => s.publish({ n: 1 }), 50);
+  const e = await sub.nextWithin(10_000);
+  assert.deepEqual([e.offset, e.payload], [1, { n: 1 }]);
+  assert.ok(Date.now() - started < 5000, `woke after ${Date.now() - started} ms`);
+  // It shares the iterator's place.
+  await s.publishMany([2, 3]);
+  assert.equal((await sub.nextWithin(0)).payload, 2);
+  assert.equal((await sub.next()).value.payload, 3);
+  await sub.commit(3);
+  await sub.close();
+  assert.equal(await sub.nextWithin(10), null); // closed
+  assert.equal(await s.position('poller'), 3);
+  const l = db.listen('ch');
+  await db.notify('ch', 'hello');
+  assert.equal((await l.nextWithin(5000)).payload, 'hello');
+  assert.equal(await l.nextWithin(20), null);
+  await l.close();
+  const g = s.group('workers');
+  await g.create({ start: 'beginning' });
+  const member = g.consume('m1');
+  const ge = await member.nextWithin(5000);
+  assert.equal(ge.offset, 1);
+  await ge.ack();
+  await member.close();
+  for (const bad of [-1, Number.NaN, Infinity, '10', undefined]) {
+    await assert.rejects(sub.nextWithin(bad), honker.InvalidArgument);
+  }
+});
+
 test('notify and listen: after commit, in commit order, each once', async () => {
   const { db } = await testDb();
   const l = db.listen('orders', { wait: 50 });

@@ -70,24 +70,16 @@ async function run(s) {
       await db.execute(s.sql, s.params ?? []);
       return null;
   }
-  const call = async (p) => {
-    const r = await p;
-    if (r && r.honkerError) throw Object.assign(new Error(r.message), { code: r.code });
-    return r;
-  };
-  // A reader's native next (one wait of wait_ms; null when it ran out).
-  const decode = (raw) => (typeof raw.payload === 'string' ? JSON.parse(raw.payload) : raw.payload);
   switch (s.op) {
     case 'publish':
       return db.stream(s.stream).publish(s.payload, { key: s.key, tx: txFor(s) });
     case 'consume': {
       const sub = db.stream(s.stream).subscribe(s.consumer, { autoCommit: false, wait: s.wait_ms ?? 1000 });
-      const native = await sub._opening;
       const got = [];
       while (got.length < s.n) {
-        const raw = await call(native.next(s.wait_ms ?? 1000));
-        if (!raw) break;
-        got.push({ offset: raw.offset, payload: decode(raw) });
+        const e = await sub.nextWithin(s.wait_ms ?? 1000);
+        if (!e) break;
+        got.push({ offset: e.offset, payload: e.payload });
       }
       if (got.length) await sub.commit(got[got.length - 1].offset);
       await sub.close();
@@ -107,12 +99,12 @@ async function run(s) {
       listeners.set(s.channel, db.listen(s.channel));
       return null;
     case 'heard': {
-      const native = listeners.get(s.channel)._opening;
+      const listener = listeners.get(s.channel);
       const heard = [];
       while (heard.length < s.n) {
-        const raw = await call(native.next(s.wait_ms ?? 1000));
-        if (!raw) break;
-        heard.push(decode(raw));
+        const n = await listener.nextWithin(s.wait_ms ?? 1000);
+        if (!n) break;
+        heard.push(n.payload);
       }
       return heard;
     }
@@ -165,20 +157,22 @@ async function run(s) {
     return i === null ? null : { time_zone: i.timeZone, day_rule: i.dayRule, fires: i.fires, missed: i.missed };
   }
   if (s.op === 'schedule_run') {
-    // Core's runner, one next() at a time: it stops as soon as the schedule
-    // has fired enough (run() would go on).
+    // The scheduler's run(), stopped by its signal as soon as the schedule
+    // has fired enough (or the wait is over).
     const sched = db.scheduler();
-    const runner = sched._native.runner();
+    const stop = new AbortController();
+    const running = sched.run({ signal: stop.signal });
     const deadline = Date.now() + s.wait_ms;
     try {
       for (;;) {
         const { fires } = await sched.get(s.name);
         if (fires >= s.fires || Date.now() > deadline) return { fires, reached: fires >= s.fires };
-        const r = await runner.next(500);
-        if (r && r.honkerError) throw new Error(`${r.code}: ${r.message}`);
+        // run() failing ends the wait with its error.
+        await Promise.race([running, setTimeout(50)]);
       }
     } finally {
-      runner.close();
+      stop.abort();
+      await running;
     }
   }
   if (s.op.startsWith('group_')) {
@@ -215,7 +209,6 @@ async function run(s) {
     return UNSUPPORTED;
   }
   const q = queue(s);
-  const native = q._native; // acting on a lease another surface handed over
   switch (s.op) {
     case 'enqueue': {
       const e = await q.enqueue(s.payload, {

@@ -291,18 +291,32 @@ class Driver:
                 "missed": i.missed,
             }
         if op == "schedule_run":
-            # Core's runner, one next() at a time: it stops as soon as the
-            # schedule has fired enough (run() would go on).
-            runner = sched._native.runner()
+            # The scheduler's run() on a thread, stopped as soon as the
+            # schedule has fired enough (or the wait is over).
+            stop = threading.Event()
+            failed: list[BaseException] = []
+
+            def run() -> None:
+                try:
+                    sched.run(stop)
+                except BaseException as e:  # reported below, not lost on the thread
+                    failed.append(e)
+
+            runner = threading.Thread(target=run, name="interop-scheduler")
+            runner.start()
             deadline = time.monotonic() + s["wait_ms"] / 1000
             try:
                 while True:
                     fires = sched.get(s["name"]).fires  # type: ignore[union-attr]
-                    if fires >= s["fires"] or time.monotonic() > deadline:
-                        return {"fires": fires, "reached": fires >= s["fires"]}
-                    runner.next(0.5)
+                    if fires >= s["fires"] or time.monotonic() > deadline or failed:
+                        break
+                    runner.join(0.05)
             finally:
-                runner.close()
+                stop.set()
+                runner.join()
+            if failed:
+                raise failed[0]
+            return {"fires": fires, "reached": fires >= s["fires"]}
         return UNSUPPORTED
 
     def events(self, op: str, s: dict):
