@@ -510,6 +510,11 @@ def work_file(path: str, n: int) -> sqlite3.Connection:
     fill(path, n, "work")
     conn = sqlite3.connect(path, timeout=30)
     conn.execute("CREATE TABLE done (job_id INTEGER, attempts INTEGER, worker TEXT)")
+    # A row per handler that started (the `work` op's `started`): what a play
+    # waits for before it signals the worker. A claim alone is not enough: a
+    # job claimed and not yet handed to a handler (under load, the hand-over
+    # can lag the claim's commit) is only released at shutdown.
+    conn.execute("CREATE TABLE started (job_id INTEGER, attempts INTEGER)")
     conn.commit()
     return conn
 
@@ -540,11 +545,16 @@ def run_sigterm(scenario: dict, tmp: str, surface: str) -> None:
             long_ms=scenario["long_ms"],
             grace_ms=scenario["grace_ms"],
             signals=True,
+            started="started",
         )
-        # Both slots busy: the long job (the first) and the second short one,
-        # claimed after the first short one acked (gone from the queue).
+        # Both slots' handlers running: the long job (the first) and the
+        # second short one, started after the first short one acked (gone
+        # from the queue).
         deadline = time.monotonic() + 30
-        busy = "SELECT count(*) = ? AND sum(attempts > 0) = 2 FROM _honker_jobs"
+        busy = (
+            "SELECT (SELECT count(*) FROM _honker_jobs) = ?"
+            " AND (SELECT count(*) FROM started) = 3"
+        )
         while not conn.execute(busy, [n - 1]).fetchone()[0]:
             if time.monotonic() > deadline:
                 raise Failure("the worker did not run the long and a second short job")
@@ -606,9 +616,13 @@ def run_sigstop(scenario: dict, tmp: str, surface: str) -> None:
         check({}, w.send({"op": "open", "path": path}), "open")
         check({}, rescuer.send({"op": "open", "path": path}), "open")
         pid = w.send({"op": "pid"})["ok"]
-        start_work(w, scenario, long_ms=scenario["long_ms"], signals=True)
+        start_work(
+            w, scenario, long_ms=scenario["long_ms"], signals=True, started="started"
+        )
+        # The handler is running (not only the job claimed), so the worker
+        # has a lease to lose.
         deadline = time.monotonic() + 30
-        running = "SELECT count(*) FROM _honker_jobs WHERE attempts = 1"
+        running = "SELECT count(*) FROM started"
         while not conn.execute(running).fetchone()[0]:
             if time.monotonic() > deadline:
                 raise Failure("the worker did not start the job")

@@ -332,6 +332,13 @@ async function work(s) {
   worker.handle(
     s.queue,
     async (job, signal) => {
+      if (s.started) {
+        // The harness waits for this row, not for a claim: a job claimed and
+        // not yet handed to a handler is only released.
+        await db.transaction(async (t) => {
+          await t.execute(`INSERT INTO ${s.started} (job_id, attempts) VALUES (?, ?)`, [job.id, job.attempts]);
+        });
+      }
       const long = s.long_ms !== undefined && job.payload.i === 0;
       await setTimeout(long ? s.long_ms : s.sleep_ms, undefined, { signal });
       await db.transaction(async (t) => {

@@ -415,6 +415,14 @@ class Driver:
         @worker.task(s["queue"], lease=s["lease_ms"] / 1000)
         def handle(job: honker.Job) -> None:
             nonlocal done
+            if "started" in s:
+                # The harness waits for this row, not for a claim: a job
+                # claimed and not yet handed to a handler is only released.
+                with db.transaction() as tx:
+                    tx.execute(
+                        f"INSERT INTO {s['started']} (job_id, attempts) VALUES (?, ?)",
+                        [job.id, job.attempts],
+                    )
             long = job.payload == {"i": 0} and "long_ms" in s
             end = time.monotonic() + (s["long_ms"] if long else s["sleep_ms"]) / 1000
             # A sync handler stops when told to (a timeout, a shutdown).

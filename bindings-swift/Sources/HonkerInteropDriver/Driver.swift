@@ -323,7 +323,16 @@ extension Driver {
         let done = Counter()
         let leaseLost = Counter()
         worker.on(.leaseLost) { _ in leaseLost.add() }
+        let started = s["started"] as? String
         try worker.handle(name, lease: (s["lease_ms"] as! NSNumber).doubleValue / 1000) { (job: Job) in
+            if let started {
+                // The harness waits for this row, not for a claim: a job
+                // claimed and not yet handed to a handler is only released.
+                try await db.transaction { tx in
+                    try tx.execute("INSERT INTO \(started) (job_id, attempts) VALUES (?, ?)",
+                                   [.integer(value: job.id), .integer(value: Int64(job.attempts))])
+                }
+            }
             let i = (try? job.payload(as: [String: Int].self))?["i"]
             try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
             try await db.transaction { tx in
