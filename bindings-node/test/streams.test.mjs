@@ -254,7 +254,7 @@ test('nextWithin: one bounded wait for a subscription, a listener and a group me
   await sub.commit(3);
   await sub.close();
   assert.equal(await sub.nextWithin(10), null); // closed
-  assert.equal(await s.position('poller'), 3);
+  assert.equal(await s.position('poller'), 4); // the place after the committed event
   const l = db.listen('ch');
   await db.notify('ch', 'hello');
   assert.equal((await l.nextWithin(5000)).payload, 'hello');
