@@ -179,6 +179,27 @@ fn a_failed_spill_write_never_commits_frames_that_were_not_written() {
     assert!(met_full_disk, "no UPDATE met the full disk");
 }
 
+/// The tmpfs these tests mount is unmounted even while something still
+/// holds it (a connection or child a test leaked): a mount left behind made
+/// the test command's temp dir impossible to remove on a new machine.
+#[test]
+fn a_tmpfs_still_held_is_unmounted_and_removed() {
+    let Some(fs) = Tmpfs::mount("1m") else { return };
+    let dir = fs.path().to_path_buf();
+    let held = std::fs::File::create(dir.join("held")).unwrap();
+    let mounted = |d: &Path| {
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .lines()
+            .any(|l| l.split(' ').nth(1) == d.to_str())
+    };
+    assert!(mounted(&dir));
+    drop(fs);
+    assert!(!mounted(&dir), "{} is still mounted", dir.display());
+    assert!(!dir.exists(), "{} was not removed", dir.display());
+    drop(held);
+}
+
 /// Runs the scenario in `dir`; returns whether the UPDATE failed.
 fn full_disk_mid_transaction(dir: &Path, update_bytes: i64) -> bool {
     let path = dir.join("a.db");
