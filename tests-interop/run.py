@@ -2,12 +2,13 @@
 given to different surfaces — Rust, Python, Node, and SQL through the stdlib
 sqlite3 module with the extension — each a separate process on one file.
 
-    python tests-interop/run.py [--only NAME] [--keep DIR]
+    python tests-interop/run.py [--only NAME,...] [--keep DIR] [--repeat N]
 
 --keep DIR copies the file of every passing play of a steps scenario into
 DIR as SCENARIO--ROLE=SURFACE,....db, with the time of the copy in ms in
 ….db.now (the `honker` command's snapshot tests, cli/tests/interop_files.rs,
-read them).
+read them). --repeat N plays the chosen scenarios N times, each time in
+new files: tests-interop/load.sh runs the worker plays so, under load.
 
 Needs: HONKER_VENV (a venv with the Python binding), HONKER_EXT (the built
 extension), the Rust driver built (target/debug/honker-interop-driver) and
@@ -819,22 +820,40 @@ def check_steps(scenarios: list[dict]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="scenario names, comma-separated")
     ap.add_argument("--keep", metavar="DIR")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="play the chosen scenarios N times (a flakiness check, under load)",
+    )
     args = ap.parse_args()
     scenarios = [
         json.loads(p.read_text()) for p in sorted((HERE / "scenarios").glob("*.json"))
     ]
     check_steps(scenarios)
     if args.only:
-        scenarios = [s for s in scenarios if s["name"] == args.only]
+        names = args.only.split(",")
+        unknown = set(names) - {s["name"] for s in scenarios}
+        if unknown:
+            raise SystemExit(f"interop: no scenario named {sorted(unknown)}")
+        scenarios = [s for s in scenarios if s["name"] in names]
+    if args.repeat < 1:
+        raise SystemExit("interop: --repeat takes a count >= 1")
+    # Each repetition plays in a directory of its own (the plays name their
+    # files by scenario and surface).
+    rounds = [(r, s) for r in range(args.repeat) for s in scenarios]
     passed = failed = skipped = 0
     pool = Pool()
     mounted = swift_proc(mount=True)
     # With Swift, the files live inside the chroot so that every surface sees them.
     tmp_parent = f"{SWIFT_ROOT}/tmp" if SWIFT_ROOT else None
-    with tempfile.TemporaryDirectory(dir=tmp_parent) as tmp:
-        for scenario in scenarios:
+    with tempfile.TemporaryDirectory(dir=tmp_parent) as top:
+        for r, scenario in rounds:
+            tmp = f"{top}/{r}"
+            os.makedirs(tmp, exist_ok=True)
             kind = scenario.get("kind", "steps")
             if kind in ("sigterm", "sigstop"):
                 plays = [{"worker": s} for s in scenario["workers"] if s in SURFACES]
