@@ -82,5 +82,37 @@ if ! grep -q '^/usr/bin/env -i .*TMPDIR=/tmp .*apt-get install' "$tmp/chroot.arg
     cat "$tmp/chroot.args" >&2 2>/dev/null || true
     fail=1
 fi
-[ "$fail" = 0 ] && echo "check-scripts: scripts whose stdout is a result print only their result; chroot and debootstrap run under env -i"
+# deps.sh's honker_target: a checkout without target/ gets a link to the
+# cache's directory for its lockfiles; a second key is kept, a third
+# removes the oldest; SQLite's headers are read from the key's copy.
+repo="$PWD"
+checkout="$tmp/checkout"
+mkdir -p "$checkout/extension/sqlite3"
+cp extension/sqlite3/*.h "$checkout/extension/sqlite3/"
+shared_check=$(
+    cd "$checkout"
+    export HONKER_CACHE="$tmp/target-cache"
+    # shellcheck disable=SC1091
+    . "$repo/scripts/deps.sh" >/dev/null
+    for lock in a b c; do
+        echo "$lock" >Cargo.lock
+        echo "$lock" >extension/Cargo.lock
+        rm -f target
+        honker_target
+        echo "$(readlink target) $SQLITE3_INCLUDE_DIR"
+    done
+)
+last=$(echo "$shared_check" | tail -n 1)
+link=${last%% *}
+headers=${last#* }
+if [ "$(echo "$shared_check" | sort -u | wc -l)" != 3 ] ||
+    [ "$(find "$tmp/target-cache/target" -mindepth 1 -maxdepth 1 | wc -l)" != 2 ] ||
+    [ "$(dirname "$link")" != "$tmp/target-cache/target" ] || [ ! -d "$link" ] ||
+    [ "$headers" != "$link/sqlite3-headers" ] || ! cmp -s extension/sqlite3/sqlite3.h "$headers/sqlite3.h"; then
+    echo "check-scripts: honker_target (scripts/deps.sh) did not link target/ into the cache as it should:" >&2
+    echo "$shared_check" >&2
+    fail=1
+fi
+
+[ "$fail" = 0 ] && echo "check-scripts: scripts whose stdout is a result print only their result; chroot and debootstrap run under env -i; target/ links into the cache"
 exit "$fail"

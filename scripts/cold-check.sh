@@ -107,7 +107,7 @@ sed -n '/^test.sh: step timings/,$p' "$log"
 mounts=$(awk -v d="$scratch" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts)
 if [ -n "$mounts" ]; then
     echo "cold-check: the run left mounts behind:" >&2
-    printf '  %s\n' $mounts >&2
+    printf '  %s\n' "$mounts" >&2
     [ "$status" = 0 ] && status=1
 fi
 if [ "$status" = 0 ]; then

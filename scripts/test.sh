@@ -338,7 +338,7 @@ step "the tests removed their temporary files and unmounted what they mounted"
 mounts=$(awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts)
 if [ -n "$mounts" ]; then
     echo "test.sh: tests left these mounted in the temp dir:" >&2
-    printf '  %s\n' $mounts >&2
+    printf '  %s\n' "$mounts" >&2
     exit 1
 fi
 # A test's leftovers: anything named honker-*, or holding a database. Other
