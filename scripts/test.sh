@@ -320,6 +320,12 @@ grep -q '"ready":0,"running":0' "$demo_log"
 grep -q "already sent under this key: not sent again" "$demo_log"
 grep -q 'honker_jobs_total{queue="emails",event="reclaimed"} 1' "$demo_log"
 grep -q "emails the mail service delivered to dave: 1" "$demo_log"
+# A newcomer reads a cargo warning or bash's notice of the drill's SIGKILL
+# ("Killed") as an error: the demo prints neither.
+if grep -nE '^warning|Killed' "$demo_log"; then
+    echo "test.sh: the demo printed a warning or a job's kill notice (above)" >&2
+    exit 1
+fi
 cargo run --locked -q -p honker --example outbox_demo "$work/outbox-demo.db"
 
 step "benchmarks build (and the Python benchmark, at smoke scale: it must keep working)"
