@@ -1350,14 +1350,7 @@ class Reader {
       }
       const n = await this._opening;
       if (this._closing) continue;
-      // What is already buffered or committed is read right here (tryNext
-      // with no wait); only a wait goes off the loop.
-      let raw = null;
-      if (this._db._fast) {
-        const r = guarded(() => n.tryNext(0));
-        if (!wouldWait(r)) raw = unwrap(r);
-      }
-      raw ??= await call(() => n.next(this._wait));
+      const raw = await this._read(n, this._wait);
       if (raw) {
         if (++this._streak >= FAST_MAX) {
           this._streak = 0;
@@ -1383,13 +1376,21 @@ class Reader {
     if (this._closing) return null;
     const n = await this._opening;
     if (this._closing) return null;
+    const raw = await this._read(n, Math.ceil(wait));
+    return raw ? this._record(raw) : null;
+  }
+
+  // One native read: what is already buffered or committed is read right
+  // here (tryNext with no wait: with the fast path, or when no wait is
+  // wanted); only a wait of `wait` ms goes off the loop.
+  async _read(n, wait) {
     let raw = null;
     if (this._db._fast || wait === 0) {
       const r = guarded(() => n.tryNext(0));
       if (!wouldWait(r)) raw = unwrap(r);
     }
-    if (raw === null && wait > 0) raw = await call(() => n.next(Math.ceil(wait)));
-    return raw ? this._record(raw) : null;
+    if (raw == null && wait > 0) raw = await call(() => n.next(wait));
+    return raw;
   }
 
   async return() {
