@@ -55,9 +55,13 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 fi
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/honker-cold.XXXXXX")
 log="${TMPDIR:-/tmp}/honker-cold-$(date +%Y%m%d-%H%M%S).log"
+# Mounts under the scratch directory, deepest first.
+mounts_under() {
+    awk -v d="$scratch" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+}
 unmount_under() {
     local m
-    for m in $(awk -v d="$scratch" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
+    for m in $(mounts_under); do
         umount -l "$m" 2>/dev/null || true
     done
 }
@@ -104,7 +108,7 @@ status=0
 took=$((SECONDS - start))
 
 sed -n '/^test.sh: step timings/,$p' "$log"
-mounts=$(awk -v d="$scratch" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts)
+mounts=$(mounts_under)
 if [ -n "$mounts" ]; then
     echo "cold-check: the run left mounts behind:" >&2
     printf '  %s\n' "$mounts" >&2

@@ -74,8 +74,7 @@ honker_target() {
         rm -rf "$old"
     done
     local headers="$shared/sqlite3-headers"
-    if ! cmp -s extension/sqlite3/sqlite3ext.h "$headers/sqlite3ext.h" 2>/dev/null ||
-        ! cmp -s extension/sqlite3/sqlite3.h "$headers/sqlite3.h" 2>/dev/null; then
+    if ! diff -rq extension/sqlite3 "$headers" >/dev/null 2>&1; then
         rm -rf "$headers"
         cp -r extension/sqlite3 "$headers"
     fi

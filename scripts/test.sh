@@ -65,11 +65,14 @@ work="$(mktemp -d)"
 # removed their own). Mode 1777 like /tmp: a test drops to nobody.
 run_tmp="$(mktemp -d)"
 chmod 1777 "$run_tmp"
-# A mount a test left under the run's temp dir is detached (lazily) so that
-# the directory can go; the last step fails on one.
+# Mounts under the run's temp dir, deepest first. One a test left is
+# detached (lazily) so that the directory can go; the last step fails on one.
+leftover_mounts() {
+    awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+}
 unmount_leftovers() {
     local m
-    for m in $(awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r); do
+    for m in $(leftover_mounts); do
         umount -l "$m" 2>/dev/null || true
     done
 }
@@ -240,15 +243,13 @@ if [ "$tier" = release ]; then
     bash scripts/check-sdist.sh
 fi
 
+# 200 kill points and 100 error points; the release tier (HONKER_SLOW=1)
+# runs every call both ways.
+faults_slow=0 faults_at="pwrite64 calls"
+[ "$tier" = release ] && faults_slow=1 faults_at="every pwrite64 call (release tier)"
+step "crash and error points: SIGKILL and ENOSPC/EIO at $faults_at, recovery from the files alone"
 faults_log="$work/faults.log"
-if [ "$tier" = release ]; then
-    step "crash and error points: SIGKILL and ENOSPC/EIO at every pwrite64 call, recovery from the files alone (release tier)"
-    HONKER_SLOW=1 "$HONKER_VENV/bin/python" tests-faults/run.py 2>&1 | tee "$faults_log"
-else
-    step "crash and error points: SIGKILL and ENOSPC/EIO at pwrite64 calls, recovery from the files alone"
-    # 200 kill points and 100 error points; the release tier runs every call both ways.
-    "$HONKER_VENV/bin/python" tests-faults/run.py 2>&1 | tee "$faults_log"
-fi
+HONKER_SLOW=$faults_slow "$HONKER_VENV/bin/python" tests-faults/run.py 2>&1 | tee "$faults_log"
 
 step "node binding: release build (glibc 2.17 via zig), declarations, tsc, node --test; the npm tarballs installed without Rust"
 # The addon a release publishes in honker-linux-x64-gnu, built once with
@@ -341,7 +342,7 @@ cargo build --locked -q --release -p honker-bench
 bash bench/watcher/run.sh 50
 
 step "the tests removed their temporary files and unmounted what they mounted"
-mounts=$(awk -v d="$run_tmp" 'index($2, d "/") == 1 { print $2 }' /proc/self/mounts)
+mounts=$(leftover_mounts)
 if [ -n "$mounts" ]; then
     echo "test.sh: tests left these mounted in the temp dir:" >&2
     printf '  %s\n' "$mounts" >&2
