@@ -1350,7 +1350,7 @@ class Reader {
       }
       const n = await this._opening;
       if (this._closing) continue;
-      const raw = await this._read(n, this._wait);
+      const raw = this._readNow(n, this._wait) ?? (await call(() => n.next(this._wait)));
       if (raw) {
         if (++this._streak >= FAST_MAX) {
           this._streak = 0;
@@ -1376,21 +1376,18 @@ class Reader {
     if (this._closing) return null;
     const n = await this._opening;
     if (this._closing) return null;
-    const raw = await this._read(n, Math.ceil(wait));
+    const ms = Math.ceil(wait);
+    const raw = this._readNow(n, ms) ?? (ms > 0 ? await call(() => n.next(ms)) : null);
     return raw ? this._record(raw) : null;
   }
 
-  // One native read: what is already buffered or committed is read right
-  // here (tryNext with no wait: with the fast path, or when no wait is
-  // wanted); only a wait of `wait` ms goes off the loop.
-  async _read(n, wait) {
-    let raw = null;
-    if (this._db._fast || wait === 0) {
-      const r = guarded(() => n.tryNext(0));
-      if (!wouldWait(r)) raw = unwrap(r);
-    }
-    if (raw == null && wait > 0) raw = await call(() => n.next(wait));
-    return raw;
+  // What is already buffered or committed, read right here (tryNext with no
+  // wait: with the fast path, or when no wait is wanted), without an await;
+  // null when a read would have to wait. Only a wait goes off the loop.
+  _readNow(n, wait) {
+    if (!this._db._fast && wait > 0) return null;
+    const r = guarded(() => n.tryNext(0));
+    return wouldWait(r) ? null : (unwrap(r) ?? null);
   }
 
   async return() {
