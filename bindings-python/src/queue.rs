@@ -41,7 +41,7 @@ impl Queue {
 
     /// Enqueues each payload with the same options; returns `(id, existing)`
     /// per payload, all in one transaction (the caller's `tx` if given).
-    #[pyo3(signature = (payloads, *, delay = None, run_at = None, priority = 0,
+    #[pyo3(signature = (payloads, delay = None, run_at = None, priority = 0,
                         max_attempts = None, dedupe_key = None, expires = None, tx = None,
                         traceparent = None, tracestate = None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
@@ -86,7 +86,7 @@ impl Queue {
     /// `on_claimable` (no arguments; errors ignored) is called, with the GIL,
     /// each time a wait finds work, just before the claim (asyncio wakes its
     /// loop with it; see `Queue::claim_with_hook`).
-    #[pyo3(signature = (worker_id, n, *, lease = None, wait = 0.0, tx = None, on_claimable = None))]
+    #[pyo3(signature = (worker_id, n, lease = None, wait = 0.0, tx = None, on_claimable = None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn claim(
         &self,
@@ -148,7 +148,7 @@ impl Queue {
         crate::runtime::keep_alive(&self.queue, job_id, token, lease, every)
     }
 
-    #[pyo3(signature = (job_id, token, *, result = None, tx = None))]
+    #[pyo3(signature = (job_id, token, result = None, tx = None))]
     fn ack(
         &self,
         py: Python<'_>,
@@ -166,7 +166,7 @@ impl Queue {
 
     /// Acks `[(id, token), ...]` in one transaction; returns how many were
     /// still held.
-    #[pyo3(signature = (leases, *, tx = None))]
+    #[pyo3(signature = (leases, tx = None))]
     fn ack_many(
         &self,
         py: Python<'_>,

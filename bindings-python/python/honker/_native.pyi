@@ -149,7 +149,6 @@ class Queue:
     def enqueue_many(
         self,
         payloads: list[Any],
-        *,
         delay: float | None = None,
         run_at: float | None = None,
         priority: int = 0,
@@ -164,7 +163,6 @@ class Queue:
         self,
         worker_id: str,
         n: int,
-        *,
         lease: float | None = None,
         wait: float = 0.0,
         tx: Transaction | None = None,
@@ -179,11 +177,10 @@ class Queue:
         self,
         job_id: int,
         token: str,
-        *,
         result: Any | None = None,
         tx: Transaction | None = None,
     ) -> None: ...
-    def ack_many(self, leases: list[tuple[int, str]], *, tx: Transaction | None = None) -> int: ...
+    def ack_many(self, leases: list[tuple[int, str]], tx: Transaction | None = None) -> int: ...
     def retry(
         self,
         job_id: int,

@@ -187,8 +187,15 @@ class Database:
         """A write: inside ``tx`` at once, else at this caller's turn."""
         if tx is not None:
             return fn()
-        self._check_context()
-        return self._writer.run(fn)
+        if current_tx.get() is not None:  # this context began a transaction once
+            self._check_context()
+        w = self._writer  # (Writer.run, inline: this runs once per write)
+        if not w.take():
+            w.hold()
+        try:
+            return fn()
+        finally:
+            w.release()
 
     async def _write_async(self, tx: Transaction | None, fn: Callable[[], T]) -> T:
         if tx is not None:

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import _args, _loopwait, _threads
@@ -34,6 +35,11 @@ T = TypeVar("T")
 
 def _tx(tx: Transaction | None) -> Any:
     return _args.transaction(tx)
+
+
+_new_tuple = tuple.__new__  # a record's tuple without its Python __new__
+_I32_MIN, _I32_MAX = _args.I32
+_I64_MIN, _I64_MAX = _args.I64
 
 
 class Enqueued(NamedTuple):
@@ -260,11 +266,21 @@ class Job:
         """Completes the job; with ``tx``, in your transaction (commit it to
         make the completion and your writes durable together); with
         ``result``, saved for ``get_result``/``wait_result``."""
+        if tx is None and result is None:  # the common call, with no closure
+            q = self._queue
+            q._db._write(None, partial(q._native.ack, self.id, self.token))
+            self._settled = True
+            return
         self._queue._db._write(tx, self._ack(tx, result))
 
     def _ack(self, tx: Transaction | None, result: Any) -> Callable[[], None]:
-        native, t = self._queue._native, _tx(tx)
-        return self._settle(lambda: native.ack(self.id, self.token, result=result, tx=t))
+        ack, t = self._queue._native.ack, None if tx is None else _args.transaction(tx)
+
+        def settle() -> None:  # (one closure, positional: it runs once per job)
+            ack(self.id, self.token, result, t)
+            self._settled = True
+
+        return settle
 
     def retry(
         self,
@@ -625,16 +641,10 @@ class Queue:
         """Adds a job. ``payload`` is anything ``json.dumps`` takes, or
         ``bytes``. With ``tx``, the job commits or rolls back with your
         transaction (the outbox)."""
-        return self.enqueue_many(
-            [payload],
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            max_attempts=max_attempts,
-            dedupe_key=dedupe_key,
-            expires=expires,
-            tx=tx,
-        )[0]
+        fn = self._enqueue(
+            [payload], delay, run_at, priority, max_attempts, dedupe_key, expires, tx
+        )
+        return _new_tuple(Enqueued, self._db._write(tx, fn)[0])
 
     def enqueue_many(
         self,
@@ -650,7 +660,7 @@ class Queue:
     ) -> list[Enqueued]:
         """Adds one job per payload, all in one transaction."""
         fn = self._enqueue(payloads, delay, run_at, priority, max_attempts, dedupe_key, expires, tx)
-        return [Enqueued(i, e) for i, e in self._db._write(tx, fn)]
+        return [_new_tuple(Enqueued, r) for r in self._db._write(tx, fn)]
 
     async def enqueue_async(
         self,
@@ -684,7 +694,7 @@ class Queue:
         tx: Transaction | None = None,
     ) -> list[Enqueued]:
         fn = self._enqueue(payloads, delay, run_at, priority, max_attempts, dedupe_key, expires, tx)
-        return [Enqueued(i, e) for i, e in await self._db._write_async(tx, fn)]
+        return [_new_tuple(Enqueued, r) for r in await self._db._write_async(tx, fn)]
 
     def _enqueue(
         self,
@@ -697,29 +707,22 @@ class Queue:
         expires: Seconds | None,
         tx: Transaction | None,
     ) -> Callable[[], list[tuple[int, bool]]]:
-        # Arguments are checked here, before any wait for the writer.
+        # Arguments are checked here, before any wait for the writer; the
+        # defaults cost no call (this runs once per enqueue: ADR 29).
         items = payloads if isinstance(payloads, list) else list(payloads)
-        _args.integer("priority", priority, _args.I32)
-        _args.optional_integer("max_attempts", max_attempts, _args.U32)
-        d, at, exp, t = (
-            seconds("delay", delay),
-            epoch("run_at", run_at),
-            seconds("expires", expires),
-            _tx(tx),
-        )
-        native = self._native
+        if priority.__class__ is not int or not _I32_MIN <= priority <= _I32_MAX:
+            _args.integer("priority", priority, _args.I32)
+        if max_attempts is not None:
+            _args.integer("max_attempts", max_attempts, _args.U32)
+        d = None if delay is None else seconds("delay", delay)
+        at = None if run_at is None else epoch("run_at", run_at)
+        exp = None if expires is None else seconds("expires", expires)
+        t = None if tx is None else _args.transaction(tx)
+        enqueue = self._native.enqueue_many
         parent, state = _capture()  # here, in the caller's context
-        return lambda: native.enqueue_many(
-            items,
-            delay=d,
-            run_at=at,
-            priority=priority,
-            max_attempts=max_attempts,
-            dedupe_key=dedupe_key,
-            expires=exp,
-            tx=t,
-            traceparent=parent,
-            tracestate=state,
+        # Positional: the native signature's order (keywords cost more).
+        return lambda: enqueue(
+            items, d, at, priority, max_attempts, dedupe_key, exp, t, parent, state
         )
 
     def claim_batch(
@@ -733,7 +736,24 @@ class Queue:
     ) -> list[Job]:
         """Leases up to ``n`` due jobs to ``worker_id`` (highest priority,
         then oldest first). With ``wait``, sleeps up to that long for work."""
-        return self._claim(worker_id, n, seconds("lease", lease), seconds("wait", wait), tx)
+        if (
+            lease is None
+            and tx is None
+            and wait.__class__ is int
+            and wait == 0
+            and worker_id.__class__ is str
+            and n.__class__ is int
+            and 0 < n <= _I64_MAX
+        ):  # the common call: nothing to convert, no closure (ADR 29)
+            rows = self._db._write(None, partial(self._native.claim, worker_id, n))
+            return [Job(self, worker_id, row, self._lease) for row in rows]
+        return self._claim(
+            worker_id,
+            n,
+            None if lease is None else seconds("lease", lease),
+            0.0 if wait.__class__ is int and wait == 0 else seconds("wait", wait),
+            tx,
+        )
 
     def _claim(
         self,
@@ -744,14 +764,14 @@ class Queue:
         tx: Transaction | None,
         on_claimable: Callable[[], object] | None = None,
     ) -> list[Job]:
-        native, t = self._native, _tx(tx)
-        _args.text("worker_id", worker_id)
-        _args.integer("n", n, _args.I64)
+        native_claim, t = self._native.claim, None if tx is None else _args.transaction(tx)
+        if worker_id.__class__ is not str:
+            _args.text("worker_id", worker_id)
+        if n.__class__ is not int or not _I64_MIN <= n <= _I64_MAX:
+            _args.integer("n", n, _args.I64)
 
-        def claim() -> list[tuple]:
-            return native.claim(
-                worker_id, n, lease=lease_s, wait=wait_s or 0.0, tx=t, on_claimable=on_claimable
-            )
+        def claim() -> list[tuple]:  # positional: the native signature's order
+            return native_claim(worker_id, n, lease_s, wait_s or 0.0, t, on_claimable)
 
         # A claim that waits for work takes the writer only for each attempt,
         # so it does not hold this process's turn while it sleeps.
@@ -778,7 +798,8 @@ class Queue:
     def ack_many(self, jobs: Iterable[Job], tx: Transaction | None = None) -> int:
         """Acks several jobs in one transaction; returns how many were still held."""
         leases, t = [(j.id, j.token) for j in jobs], _tx(tx)
-        return self._db._write(tx, lambda: self._native.ack_many(leases, tx=t))
+        ack_many = self._native.ack_many
+        return self._db._write(tx, lambda: ack_many(leases, t))
 
     def cancel(self, job_id: int, reason: str | None = None, tx: Transaction | None = None) -> bool:
         """Cancels a live job, whatever its state; False if it had already
