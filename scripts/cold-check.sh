@@ -48,7 +48,7 @@ for arg in "$@"; do
 done
 # What scripts/deps.sh and scripts/swift-chroot.sh install with apt that a
 # new Debian 12 + Rust machine does not have.
-APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap)
+APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap valgrind)
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "cold-check: the work tree has uncommitted changes; the check runs the committed HEAD only" >&2

@@ -122,8 +122,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
 
 step "python lint (ruff)"
-ruff check bindings-python extension/tests bench/python bench/swift demo tests-interop tests-faults scripts
-ruff format --check bindings-python extension/tests bench/python bench/swift demo tests-interop tests-faults scripts
+ruff check bindings-python extension/tests bench/python bench/instr bench/swift demo tests-interop tests-faults scripts
+ruff format --check bindings-python extension/tests bench/python bench/instr bench/swift demo tests-interop tests-faults scripts
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
@@ -340,6 +340,11 @@ cargo build --locked -q --release -p honker-bench
 (cd bench/node && npm install --no-audit --no-fund --loglevel=error && node run.mjs --smoke)
 "$HONKER_VENV/bin/python" bench/swift/run.py --smoke
 bash bench/watcher/run.sh 50
+
+step "instruction counts per job (callgrind): core and Python W1-W4 against bench/instr/baseline.json; its self-test"
+"$HONKER_VENV/bin/python" bench/instr/check.py --bench target/release/honker-bench
+"$HONKER_VENV/bin/python" bench/instr/check.py --bench target/release/honker-bench \
+    --self-test --only core/W3,python/W3
 
 step "the tests removed their temporary files and unmounted what they mounted"
 mounts=$(leftover_mounts)

@@ -383,9 +383,50 @@ fn child(args: &[String]) {
             }
             println!("{done}");
         }
+        // The instruction-count check (bench/instr): setup, not measured...
+        "instr-fill" => {
+            let db = Database::open(path).unwrap();
+            prefill(&db, args[2].parse().unwrap());
+        }
+        // ...and one workload of `n` jobs, honker's side only, measured.
+        "instr" => instr(path, &args[2], args[3].parse().unwrap()),
         "w6-consumer" => w6::consumer(path, &args[2..]),
         "w8-idle" => w6::idle_consumer(path),
         other => panic!("unknown child mode {other}"),
+    }
+}
+
+/// One workload through honker for `n` jobs on the file at `path`
+/// (`instr-fill` filled it for W3/W4), for bench/instr/check.py: run under
+/// callgrind at n and 2n, the difference over n is the instructions per job.
+/// `HONKER_INSTR_EXTRA=1` adds one statement per job (a point read of the
+/// jobs table, the cheapest statement honker's own verbs run): the check
+/// must fail then (its self-test).
+fn instr(path: &Path, workload: &str, n: usize) {
+    let db = Database::open(path).unwrap();
+    let q = db.queue("emails").unwrap();
+    let o = EnqueueOptions::default();
+    if std::env::var_os("HONKER_INSTR_EXTRA").is_some() {
+        for i in 0..n {
+            db.query("SELECT state FROM _honker_jobs WHERE id = ?1", [i as i64])
+                .unwrap();
+        }
+    }
+    match workload {
+        "W1" => (0..n).for_each(|i| {
+            q.enqueue(payload(i), &o).unwrap();
+        }),
+        "W2" => (0..n / 1000).for_each(|b| {
+            q.enqueue_many((0..1000).map(|i| payload(b * 1000 + i)), &o)
+                .unwrap();
+        }),
+        "W3" => {
+            claim_ack_honker(&db, 1, n);
+        }
+        "W4" => {
+            claim_ack_honker(&db, 32, n / 32);
+        }
+        other => panic!("unknown workload {other}"),
     }
 }
 
