@@ -20,6 +20,8 @@ from typing import Any
 
 _UNSET: Any = object()
 _otel: Any = _UNSET  # (context, propagator) once looked up; None when absent
+# The module whose presence means the application imported OpenTelemetry.
+OTEL_TRACE = "opentelemetry.trace"
 
 
 def carrier(raw: str | None) -> dict[str, str] | None:
@@ -31,7 +33,7 @@ def carrier(raw: str | None) -> dict[str, str] | None:
 def capture() -> tuple[str | None, str | None]:
     """The current span's ``(traceparent, tracestate)``, or ``(None, None)``
     when there is none (or OpenTelemetry was never imported)."""
-    trace = sys.modules.get("opentelemetry.trace")
+    trace = sys.modules.get(OTEL_TRACE)
     if trace is None:
         return None, None
     ctx = trace.get_current_span().get_span_context()
