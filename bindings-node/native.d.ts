@@ -253,15 +253,20 @@ export declare class Queue {
   tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Out<Array<Enqueued>>
   /**
    * Claims up to `n` jobs, waiting up to `wait` ms for work
-   * (`tryClaim`: its `wait` must be 0).
+   * (`tryClaim`: its `wait` must be 0): their fields, flat, in the
+   * order of `ClaimedJob` (index.js's `claimedJobAt` reads them).
    */
-  claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out<Array<ClaimedJob>>>
-  tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out<Array<ClaimedJob>>
+  claim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Promise<Out<Array<Cell>>>
+  tryClaim(workerId: string, n: number, options?: ClaimArgs | undefined | null): Out<Array<Cell>>
   ack(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Promise<Out<undefined>>
   tryAck(id: number, token: string, result?: PayloadIo | undefined | null, tx?: number | undefined | null): Out<undefined>
-  /** Acks several jobs in one transaction; resolves to how many were held. */
-  ackMany(leases: Array<LeaseArg>, tx?: number | undefined | null): Promise<Out<number>>
-  tryAckMany(leases: Array<LeaseArg>, tx?: number | undefined | null): Out<number>
+  /**
+   * Acks several jobs in one transaction; resolves to how many were held.
+   * (Ids and their tokens as two arrays: napi reads an array of
+   * objects field by field, ten times dearer.)
+   */
+  ackMany(ids: Array<number>, tokens: Array<string>, tx?: number | undefined | null): Promise<Out<number>>
+  tryAckMany(ids: Array<number>, tokens: Array<string>, tx?: number | undefined | null): Out<number>
   /** Resolves to the new state: "ready", "scheduled" or "dead". */
   retry(id: number, token: string, delay?: number | undefined | null, error?: string | undefined | null, tx?: number | undefined | null): Promise<Out<string>>
   tryRetry(id: number, token: string, delay?: number | undefined | null, error?: string | undefined | null, tx?: number | undefined | null): Out<string>
@@ -779,11 +784,6 @@ export interface JobInfo {
   finishedAtMs?: number
   /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
   traceContext?: string
-}
-
-export interface LeaseArg {
-  id: number
-  token: string
 }
 
 /** A lock granted: its fencing token and its expiry. */

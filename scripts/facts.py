@@ -369,6 +369,21 @@ def js_converter(f: dict, name: str) -> str:
     return "\n".join(lines + ["  };", "}"])
 
 
+def js_cells_reader(f: dict, name: str) -> str:
+    """Reads one record back from a flat array of its fields (the native
+    side's `cells`, in the table's order) as the object napi would build."""
+    fields = record(f, name)["fields"]
+    fn = camel(snake(name))
+    lines = [
+        f"const {snake(name).upper()}_FIELDS = {len(fields)};",
+        f"function {fn}At(a, i) {{",
+        "  return {",
+    ]
+    for k, fl in enumerate(fields):
+        lines.append(f"    {camel(fl['name'])}: a[i{f' + {k}' if k else ''}],")
+    return "\n".join(lines + ["  };", "}"])
+
+
 SWIFT_TYPES = {
     "i64": "Int64",
     "i32": "Int32",
@@ -602,6 +617,12 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             ("bindings-node/index.js", f"record-{n}", "//", js_converter(f, n))
             for n in NODE_RECORDS
         ],
+        (
+            "bindings-node/index.js",
+            "cells-ClaimedJob",
+            "//",
+            js_cells_reader(f, "ClaimedJob"),
+        ),
         *[
             (file, f"record-{n}", "    //", swift_record(f, n))
             for file, n in SWIFT_RECORDS

@@ -21,6 +21,26 @@ test('enqueue, claim, ack', async () => {
   await assert.rejects(q.getJob(job.id), honker.NotFound);
 });
 
+test('a claimed job carries every field, each from its own column (they cross as one flat array)', async () => {
+  const { db, clock } = await testDb();
+  const q = db.queue('emails', { lease: 30_000 });
+  const created = clock.now();
+  await q.enqueue({ n: 1 }, { delay: 5_000, priority: 7, maxAttempts: 9 });
+  await q.enqueue(Buffer.from([1, 2, 3]), { delay: 5_000, priority: 6, maxAttempts: 9 });
+  clock.advance(6_000);
+  const [a, b] = await q.claimBatch('w1', 2);
+  assert.deepEqual(
+    [a.attempts, a.maxAttempts, a.priority, a.workerId, a.payload, a.traceContext],
+    [1, 9, 7, 'w1', { n: 1 }, null],
+  );
+  assert.deepEqual([a.createdAt.getTime(), a.runAt.getTime()], [created, created + 5_000]);
+  assert.equal(a.leaseExpiresAt.getTime(), created + 6_000 + 30_000);
+  assert.match(a.token, /^[0-9a-f]{32}$/);
+  assert.deepEqual([b.id, b.priority, [...b.payload]], [a.id + 1, 6, [1, 2, 3]]);
+  assert.notEqual(a.token, b.token);
+  assert.equal(await q.ackMany([a, b]), 2);
+});
+
 test('a lapsed lease is reclaimed, then dead-lettered with the last error', async () => {
   const { db, clock } = await testDb();
   const q = db.queue('emails', { lease: 30_000, maxAttempts: 2 });
