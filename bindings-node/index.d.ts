@@ -833,7 +833,11 @@ export class Group {
 export class Lock {
   private constructor();
   readonly name: string;
-  /** A grant, or null while another owner holds it; with `tx`, held only if it commits. */
+  /**
+   * A grant, or null while anyone holds it (every acquire is its own holder, so
+   * one with the holder's own owner name gets null too); with `tx`, held only if
+   * it commits.
+   */
   tryAcquire(owner: string, options?: { ttl?: number; tx?: Transaction }): Promise<LockGrant | null>;
   /** Waits up to `wait` ms (woken by any process's release); null when it ran out or `signal` aborted. */
   acquire(owner: string, options?: { ttl?: number; wait?: number; signal?: AbortSignal }): Promise<LockGrant | null>;

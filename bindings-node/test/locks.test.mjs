@@ -153,6 +153,33 @@ test('concurrent requests take turns under one lock: no update lost', async () =
   await db.close();
 });
 
+test('holds that name one owner exclude each other, each with its own token', async () => {
+  // Issue 53's trial: an in-process Worker with concurrency 4 (or requests
+  // of one process) holding the nightly lock under one owner name.
+  const db = await honker.open(tempPath());
+  const lock = db.lock('nightly');
+  let inside = 0;
+  let overlaps = 0;
+  const tokens = new Set();
+  const handler = async () => {
+    await lock.withLock('worker-1', { ttl: 30_000, wait: 30_000 }, async (held) => {
+      if (++inside > 1) overlaps++;
+      tokens.add(held.token);
+      await sleep(5);
+      await db.transaction(async (tx) => held.fence(tx));
+      inside--;
+    });
+  };
+  await Promise.all(Array.from({ length: 12 }, handler));
+  assert.equal(overlaps, 0);
+  assert.equal(tokens.size, 12);
+  assert.equal(await lock.info(), null);
+  const g = await lock.tryAcquire('worker-1');
+  assert.ok(g);
+  assert.equal(await lock.tryAcquire('worker-1'), null);
+  await db.close();
+});
+
 test('600 short holds at once take no thread each; a long hold beside them is renewed', () => {
   // More holds than the native pool has threads (512): a watch per hold
   // from its start would take every thread, and their releases (which need

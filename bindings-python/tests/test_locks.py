@@ -18,6 +18,7 @@ from pathlib import Path
 
 import honker
 import pytest
+from conftest import stop_when
 
 
 def held_rows(db: honker.Database) -> list:
@@ -211,6 +212,43 @@ def test_concurrent_requests_take_turns_under_one_lock(path: Path) -> None:
         t.join()
     assert not errors, errors
     assert db.query("SELECT n FROM counter") == [(120,)]
+    db.close()
+
+
+def test_handlers_of_one_worker_that_name_one_owner_exclude_each_other(path: Path) -> None:
+    """Issue 53's trial: a Worker with concurrency 4 whose handlers hold
+    the nightly lock under the worker's own name. Each hold is its own
+    holder with its own token, so no two handlers are ever inside at once,
+    and the first to leave never releases the lock under another."""
+    db = honker.open(path)
+    db.queue("nightly").enqueue_many(list(range(12)))
+    lock = db.lock("nightly")
+    w = honker.Worker(db, concurrency=4, worker_id="worker-1")
+    inside, overlaps, tokens, done = [0], [0], [], []
+    guard = threading.Lock()
+
+    @w.task("nightly")
+    def run(job: honker.Job) -> None:
+        with lock.hold("worker-1", ttl=30, wait=30) as held:
+            with guard:
+                inside[0] += 1
+                overlaps[0] += inside[0] > 1
+                tokens.append(held.token)
+            time.sleep(0.01)
+            with db.transaction() as tx:
+                held.fence(tx)
+            with guard:
+                inside[0] -= 1
+        done.append(job.id)
+
+    stop_when(w, lambda: len(done) == 12)
+    w.run(signals=False)
+    assert overlaps[0] == 0, f"{overlaps[0]} handlers got in while another held the lock"
+    assert len(set(tokens)) == 12, "every hold has its own token"
+    assert lock.info() is None
+    # The same owner name is refused while held, by try_acquire as well.
+    g = lock.try_acquire("worker-1", ttl=5)
+    assert g is not None and lock.try_acquire("worker-1", ttl=5) is None
     db.close()
 
 

@@ -32,11 +32,12 @@ fn one_owner_at_a_time_and_every_grant_gets_a_greater_token() {
     let lock = t.db.lock("reindex").unwrap();
     let a = lock.try_acquire("a", TTL).unwrap().unwrap();
     assert!(lock.try_acquire("b", TTL).unwrap().is_none());
-    // The same owner again: its grant, renewed, same token.
+    // The same owner again is another holder: excluded, nothing changed
+    // (two handlers of one worker name must not both get in: issue 53).
     t.clock.advance(Duration::from_secs(3));
-    let again = lock.try_acquire("a", TTL).unwrap().unwrap();
-    assert_eq!(again.token, a.token);
-    assert_eq!(again.expires_at, a.expires_at + 3000);
+    assert!(lock.try_acquire("a", TTL).unwrap().is_none());
+    assert_eq!(lock.info().unwrap().unwrap().expires_at, a.expires_at);
+    assert_eq!(lock.free_in("a").unwrap(), TTL - Duration::from_secs(3));
     let info = lock.info().unwrap().unwrap();
     assert_eq!((info.owner.as_str(), info.token), ("a", a.token));
     assert!(lock.release(a.token).unwrap());
@@ -215,10 +216,16 @@ fn honkers_lock_functions_keep_their_contracts() {
         v => panic!("{v:?}"),
     };
     let token = taken["token"].as_i64().unwrap();
-    assert_eq!(
-        sql(&t.db, "SELECT honker_lock_take('job', 'w2', 30000)"),
-        Value::Null
-    );
+    // NULL while held, also for the same owner name (its own holder).
+    for owner in ["w2", "w1"] {
+        assert_eq!(
+            sql(
+                &t.db,
+                &format!("SELECT honker_lock_take('job', '{owner}', 30000)")
+            ),
+            Value::Null
+        );
+    }
     assert_eq!(
         int(&format!("SELECT honker_lock_extend('job', {token}, 60000)")),
         honker::Clock::now_ms(&t.clock) + 60_000
@@ -314,6 +321,59 @@ fn a_held_lock_is_renewed_while_held_and_released_at_the_end() {
         .unwrap();
     assert!(again.token() > held.token());
     drop(again);
+    assert!(lock.info().unwrap().is_none());
+}
+
+/// Issue 53: a worker with concurrency > 1 (or two requests of one web
+/// process) names one owner; its holds must still exclude each other, each
+/// with its own token, and the first to leave must not release the other.
+#[test]
+fn holds_that_share_an_owner_name_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("same-owner.db")).unwrap();
+    let lock = db.lock("nightly").unwrap();
+    let inside = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let overlaps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tokens = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, inside, overlaps, tokens) = (
+                lock.clone(),
+                inside.clone(),
+                overlaps.clone(),
+                tokens.clone(),
+            );
+            std::thread::spawn(move || {
+                for _ in 0..5 {
+                    let held = HeldLock::acquire(
+                        &lock,
+                        "worker-1",
+                        Duration::from_secs(30),
+                        Duration::from_secs(30),
+                        None,
+                        None,
+                    )
+                    .unwrap()
+                    .expect("acquired within the wait");
+                    if inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) != 0 {
+                        overlaps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    tokens.lock().unwrap().push(held.token());
+                    std::thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    assert!(held.release().unwrap(), "released its own grant");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(overlaps.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let mut tokens = tokens.lock().unwrap().clone();
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 20, "every hold its own token");
     assert!(lock.info().unwrap().is_none());
 }
 
@@ -515,8 +575,8 @@ fn free_in_says_how_long_until_an_owner_could_take_the_lock() {
     assert_eq!(lock.free_in("a").unwrap(), Duration::ZERO);
     let g = lock.try_acquire("a", TTL).unwrap().unwrap();
     assert_eq!(lock.free_in("b").unwrap(), TTL);
-    // Its own holder could take it again now (a re-acquire renews).
-    assert_eq!(lock.free_in("a").unwrap(), Duration::ZERO);
+    // Its own owner name waits too: every acquire is its own holder.
+    assert_eq!(lock.free_in("a").unwrap(), TTL);
     t.clock.advance(Duration::from_secs(4));
     assert_eq!(lock.free_in("b").unwrap(), TTL - Duration::from_secs(4));
     assert_eq!(

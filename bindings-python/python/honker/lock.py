@@ -1,7 +1,9 @@
 """Named locks with fencing tokens, and rate limits.
 
-A lock (``db.lock("reindex")``) is held by one owner until released or its
-TTL lapses. Every grant carries a **fencing token** greater than every
+A lock (``db.lock("reindex")``) is held by one holder until released or its
+TTL lapses. Every acquire is its own holder: two handlers of one worker, or
+two requests of one process, exclude each other even when they give the
+same owner name (the name says who holds it, for ``info()`` and operators). Every grant carries a **fencing token** greater than every
 earlier grant's, so a holder paused past its TTL wakes up with a stale
 token; fence the guarded write with it (``lock.fence(tx, token)`` or
 ``held.fence(tx)``) inside the write's transaction and a stale token raises
@@ -97,8 +99,9 @@ def _grant(row: tuple[Any, ...] | None) -> LockGrant | None:
 class Lock:
     """A handle on one named lock (``db.lock(name)``; creating it writes
     nothing). TTLs are 1 ms to 30 days; a TTL of 0 or less is
-    :class:`honker.InvalidArgument`. Re-acquiring a lock you hold (same
-    owner) renews it and keeps its token."""
+    :class:`honker.InvalidArgument`. Every acquire is its own holder: one
+    with the holder's own owner name fails too while it is held (extend a
+    grant with :meth:`renew`)."""
 
     def __init__(self, db: Database, native: _native.Lock) -> None:
         self._db = db
@@ -115,8 +118,8 @@ class Lock:
         self, owner: str, *, ttl: Seconds = 60.0, tx: Transaction | None = None
     ) -> LockGrant | None:
         """Takes the lock for ``owner`` if it is free (or its holder's TTL
-        lapsed): a grant with a new fencing token; None while another owner
-        holds it. With ``tx``, held only if that transaction commits."""
+        lapsed): a grant with a new fencing token; None while anyone holds
+        it (a holder with the same owner name too). With ``tx``, held only if that transaction commits."""
         _args.text("owner", owner)
         t, s = _args.transaction(tx), _args.duration("ttl", ttl)
         return _grant(self._db._write(tx, lambda: self._native.try_acquire(owner, s, tx=t)))

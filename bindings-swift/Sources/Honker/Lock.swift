@@ -1,6 +1,8 @@
 // Named locks with fencing tokens, and rate limits.
 //
-// A lock is held by one owner until released or its TTL lapses. Every grant
+// A lock is held by one holder until released or its TTL lapses; every
+// acquire is its own holder, so two tasks that give the same owner name
+// exclude each other (the name says who holds it, for operators). Every grant
 // carries a fencing token greater than every earlier grant's; fence the
 // guarded write with it inside its transaction (`lock.fence(tx, token:)`)
 // and a stale token throws `.LeaseLost`, rolling the transaction back.
@@ -118,7 +120,8 @@ public final class Lock: @unchecked Sendable {
     public var name: String { native.name() }
 
     /// Takes the lock for `owner` if it is free (or its holder's TTL
-    /// lapsed): a grant with a new token; nil while another owner holds it.
+    /// lapsed): a grant with a new token; nil while anyone holds it (one
+    /// with the same owner name too: every acquire is its own holder).
     /// With `tx`, held only if your transaction commits.
     public func tryAcquire(owner: String, ttl: TimeInterval = 60, tx: Transaction? = nil) throws -> LockGrant? {
         try native.tryAcquire(owner: owner, ttlMs: try millis("ttl", ttl), tx: tx?.native).map(LockGrant.init)

@@ -81,6 +81,39 @@ final class LockTests: XCTestCase {
         XCTAssertGreaterThan(next, other.token)
     }
 
+    /// Issue 53: tasks that give the same owner name (a worker's id, a
+    /// process's) are each their own holder: never two inside at once, each
+    /// with its own token.
+    func testBodiesThatNameOneOwnerExcludeEachOther() async throws {
+        let db = try Database(path: tempPath())
+        let lock = try db.lock("nightly")
+        let overlaps = Counter()
+        let inside = Inside()
+        let tokens = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await lock.withLock(owner: "worker-1", ttl: 30, wait: 30) { held in
+                        if await inside.enter() > 1 { await overlaps.add() }
+                        try await Task.sleep(nanoseconds: 5_000_000)
+                        try await db.transaction { tx in try held.fence(tx) }
+                        await inside.leave()
+                        return held.token
+                    }
+                }
+            }
+            var all: [Int64] = []
+            for try await t in group { all.append(t) }
+            return all
+        }
+        let n = await overlaps.value
+        XCTAssertEqual(n, 0)
+        XCTAssertEqual(Set(tokens).count, 8, "every hold its own token")
+        let taken = try await lock.tryAcquire(owner: "worker-1", ttl: 5)
+        XCTAssertNotNil(taken)
+        let again = try await lock.tryAcquire(owner: "worker-1", ttl: 5)
+        XCTAssertNil(again, "the same owner name is another holder")
+    }
+
     /// More bodies held at once than the shared pool has threads (64): a
     /// watch per body from its start took every thread, and their releases
     /// (which need one) waited forever. None starts one until its first
@@ -288,4 +321,11 @@ final class QueueRateLimitTests: XCTestCase {
 actor Counter {
     private(set) var value = 0
     func add() { value += 1 }
+}
+
+/// How many tasks are inside a block.
+actor Inside {
+    private var n = 0
+    func enter() -> Int { n += 1; return n }
+    func leave() { n -= 1 }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ops::{self, Taken};
+use super::ops::{self, Reenter, Taken};
 use super::types::{self, LockGrant, LockInfo};
 use crate::database::Database;
 use crate::error::Result;
@@ -57,9 +57,12 @@ impl Lock {
     }
 
     /// Takes the lock for `owner` for `ttl` (1 ms to 30 days) if it is free
-    /// or its holder's TTL lapsed: a grant with a new fencing token. If
-    /// `owner` holds it already, its grant with the TTL renewed from now
-    /// (the same token). `None` while another owner holds it.
+    /// or its holder's TTL lapsed: a grant with a new fencing token. `None`
+    /// while any holder has it, one with the same owner name too: every
+    /// acquire is its own holder, so two handlers or requests that name
+    /// the same owner exclude each other (extend a grant with
+    /// [`renew`](Self::renew)). `owner` is who the holder says it is, for
+    /// operators ([`info`](Self::info), `honker locks`).
     pub fn try_acquire(&self, owner: &str, ttl: Duration) -> Result<Option<LockGrant>> {
         self.try_acquire_in(None, owner, ttl)
     }
@@ -84,7 +87,7 @@ impl Lock {
         validate::name("owner", owner)?;
         let ttl = types::ttl_ms(ttl)?;
         let taken = self.db.inner.write(tx, |conn, now| {
-            ops::take(conn.raw(), &self.name, owner, ttl, true, now)
+            ops::take(conn.raw(), &self.name, owner, ttl, Reenter::No, now)
         })?;
         Ok(match taken {
             Taken::Granted(g) | Taken::Mine(g) => Some(g),
@@ -126,7 +129,7 @@ impl Lock {
             if stop() {
                 return Ok(None);
             }
-            let (free_at, now) = self.free_at(owner)?;
+            let (free_at, now) = self.free_at()?;
             if free_at.is_none() {
                 if let Some(g) = self.try_acquire(owner, ttl)? {
                     return Ok(Some(g));
@@ -186,7 +189,7 @@ impl Lock {
     }
 
     /// How long until `owner` could take the lock, found with one read and
-    /// no waiting: zero when it is free, lapsed or `owner`'s already, else
+    /// no waiting: zero when it is free or lapsed, else
     /// until its holder's TTL lapses (a release by any process may come
     /// sooner). An event loop's wait: look, try on a thread when zero, else
     /// sleep on [`Database::readiness`](crate::Database::readiness) until a
@@ -194,16 +197,16 @@ impl Lock {
     /// [`without_waiting`](crate::without_waiting).
     pub fn free_in(&self, owner: &str) -> Result<Duration> {
         validate::name("owner", owner)?;
-        let (free_at, now) = self.free_at(owner)?;
+        let (free_at, now) = self.free_at()?;
         Ok(free_at.map_or(Duration::ZERO, |t| crate::clock::ms_until(t, now)))
     }
 
-    /// When another holder's unlapsed TTL ends (`None`: free for `owner`
-    /// now), and the clock's now.
-    fn free_at(&self, owner: &str) -> Result<(Option<i64>, i64)> {
+    /// When the holder's unlapsed TTL ends (`None`: free now), and the
+    /// clock's now.
+    fn free_at(&self) -> Result<(Option<i64>, i64)> {
         let now = self.db.inner.now();
         let free_at = match self.info()? {
-            Some(h) if h.expires_at > now && h.owner != owner => Some(h.expires_at),
+            Some(h) if h.expires_at > now => Some(h.expires_at),
             _ => None,
         };
         Ok((free_at, now))

@@ -24,39 +24,47 @@ pub(crate) fn get(conn: Conn<'_>, name: &str) -> Result<Option<LockInfo>> {
 pub(crate) enum Taken {
     /// Granted now, with a new token.
     Granted(LockGrant),
-    /// Already held by this owner (not lapsed): its grant, unchanged.
+    /// Already held by this owner (not lapsed): its grant, unchanged. Only
+    /// Honker's `honker_lock_acquire` re-enters ([`Reenter::Honker`]).
     Mine(LockGrant),
-    /// Held by another owner.
+    /// Held by another holder.
     Held,
 }
 
-/// Takes `name` for `owner` if it is free or lapsed. A holder that is the
-/// same owner keeps its token (acquiring again is not a new grant); with
-/// `refresh`, its expiry moves to now + `ttl_ms`.
+/// What an acquire does when the unlapsed holder has the same owner name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reenter {
+    /// Nothing: every acquire is its own holder with its own token, so two
+    /// handlers or requests that share an owner name exclude each other
+    /// (ADR 22 §5, amended by issue 53).
+    No,
+    /// Honker's SQL contract: the same owner holds it already (1), its TTL
+    /// not refreshed.
+    Honker,
+}
+
+/// Takes `name` for `owner` if it is free or lapsed: a new grant with a new
+/// token. An unlapsed holder keeps it, whatever its owner's name, except
+/// under Honker's rule ([`Reenter::Honker`]), where the same owner finds its
+/// own grant.
 pub(crate) fn take(
     conn: Conn<'_>,
     name: &str,
     owner: &str,
     ttl_ms: i64,
-    refresh: bool,
+    reenter: Reenter,
     now: i64,
 ) -> Result<Taken> {
     let expires_at = now.saturating_add(ttl_ms);
     if let Some(h) = get(conn, name)? {
         if h.expires_at > now {
-            if h.owner != owner {
-                return Ok(Taken::Held);
+            if reenter == Reenter::Honker && h.owner == owner {
+                return Ok(Taken::Mine(LockGrant {
+                    token: h.token,
+                    expires_at: h.expires_at,
+                }));
             }
-            let mut grant = LockGrant {
-                token: h.token,
-                expires_at: h.expires_at,
-            };
-            if refresh {
-                conn.prepare_cached(st::RENEW)?
-                    .execute(params![name, h.token, expires_at])?;
-                grant.expires_at = expires_at;
-            }
-            return Ok(Taken::Mine(grant));
+            return Ok(Taken::Held);
         }
     }
     let token: i64 = conn

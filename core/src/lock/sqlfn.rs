@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use super::ops::{self, Taken};
+use super::ops::{self, Reenter, Taken};
 use super::types;
 use crate::error::{Error, Result};
 use crate::sql::{Args, Call, Out, SqlFn, DIRECT_ONLY};
@@ -65,7 +65,7 @@ fn honker_acquire(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let (n, o, ttl) = (name(a)?, owner(a)?, ttl_seconds(a)?);
     Ok(Out::Int(
-        match ops::take(c.conn, n, o, ttl, false, c.now)? {
+        match ops::take(c.conn, n, o, ttl, Reenter::Honker, c.now)? {
             Taken::Granted(_) | Taken::Mine(_) => 1,
             Taken::Held => 0,
         },
@@ -90,12 +90,13 @@ fn honker_renew(c: &Call<'_>) -> Result<Out> {
 }
 
 /// `honker_lock_take(name, owner, ttl_ms)` → JSON `{token, expires_at}`
-/// (ms) when `owner` holds the lock now (a new grant, or its own grant
-/// renewed), NULL when another owner does.
+/// (ms) of a new grant when the lock is free or lapsed, NULL while any
+/// holder has it (one with the same owner name too: every take is its own
+/// holder; extend a grant with `honker_lock_extend`).
 fn take(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let (n, o, ttl) = (name(a)?, owner(a)?, ttl_millis(a)?);
-    Ok(match ops::take(c.conn, n, o, ttl, true, c.now)? {
+    Ok(match ops::take(c.conn, n, o, ttl, Reenter::No, c.now)? {
         Taken::Granted(g) | Taken::Mine(g) => {
             Out::Text(json!({"token": g.token, "expires_at": g.expires_at}).to_string())
         }
