@@ -56,6 +56,8 @@ schedules = next(b for b in others if ".scheduler()" in b)
 others.remove(schedules)
 switching = next(b for b in others if "import_honker(" in b)
 others.remove(switching)
+paying = next(b for b in others if "payments.charge(" in b)
+others.remove(paying)
 
 
 def run_quickstart(code: str, path: str, scope: dict) -> None:
@@ -78,6 +80,23 @@ def run_quickstart(code: str, path: str, scope: dict) -> None:
 
 
 run_quickstart(quickstart, readme, scope)
+
+
+# The cost of an await inside a transaction: the call made first, then a
+# short transaction with the order's update and its email job.
+class Payments:
+    async def charge(self, order_id):
+        await asyncio.sleep(0.001)
+        return f"r-{order_id}"
+
+
+paid = {"payments": Payments()}
+exec(compile(paying, readme, "exec"), paid)
+asyncio.run(paid["pay"](scope["db"], 1))
+assert scope["db"].query("SELECT status FROM orders WHERE id = 1") == [("paid",)]
+[receipt_job] = scope["db"].queue("emails").claim_batch("readme", 10)
+assert receipt_job.payload == {"order": 1, "receipt": "r-1"}, receipt_job.payload
+receipt_job.ack()
 
 # The Workers section: its worker runs the next email, then stops.
 scope["db"].queue("emails").enqueue({"to": "bob@example.com", "template": "welcome"})

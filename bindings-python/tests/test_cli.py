@@ -99,12 +99,13 @@ def test_doctor_names_a_process_with_two_sqlite_libraries(path: Path) -> None:
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         done = run("doctor", str(path), "--json")
-        # A warning, not a failure: on Linux honker guards the file with OFD
-        # locks (ADR 13).
+        # Ok, and says why: on Linux honker guards the file with OFD locks
+        # (ADR 13; issue 53: it warned for every Python honker process).
         assert done.returncode == 0, done.stderr
         checks = {c["check"]: c for c in json.loads(done.stdout)}
         libs = checks["SQLite libraries"]
-        assert libs["level"] == "warn", libs
+        assert libs["level"] == "ok", libs
+        assert "open-file-description locks" in libs["detail"], libs
         assert f"pid {child.pid}:" in libs["detail"], libs
         assert "libsqlite3" in libs["detail"] and "_native" in libs["detail"], libs
         assert f"pid {child.pid}" in checks["processes"]["detail"]
@@ -115,6 +116,31 @@ def test_doctor_names_a_process_with_two_sqlite_libraries(path: Path) -> None:
     done = run("doctor", str(path), "--json")
     checks = {c["check"]: c for c in json.loads(done.stdout)}
     assert checks["SQLite libraries"]["level"] == "ok", checks
+    # A plain honker process maps one library: `import honker` does not
+    # import the stdlib's sqlite3 (it did, and doctor named every one).
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, honker\n"
+            "db = honker.open(sys.argv[1])\n"
+            "print('sqlite3' in sys.modules, flush=True)\n"
+            "sys.stdin.read()\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "False"
+        checks = {c["check"]: c for c in json.loads(run("doctor", str(path), "--json").stdout)}
+        assert f"pid {child.pid}" in checks["processes"]["detail"], checks
+        libs = checks["SQLite libraries"]
+        assert libs["detail"] == "each process maps one SQLite library", libs
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_ctrl_c_ends_listen_at_once(path: Path) -> None:

@@ -158,12 +158,31 @@ pub fn sqlite_libraries(maps: &str) -> Vec<String> {
                 || file.starts_with("honker.") && file.ends_with(".node")
                 || file.starts_with("_native.") && path.contains("/honker/")
                 || file == "better_sqlite3.node"
+                || file.starts_with("libhonker_swift")
         })
         .map(str::to_string)
         .collect();
     libs.sort();
     libs.dedup();
     libs
+}
+
+/// Whether a library [`sqlite_libraries`] lists is honker's own bundled
+/// copy (the Python, Node or Swift binding), which guards itself (ADR 13).
+fn is_honkers(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.starts_with("honker.") && file.ends_with(".node")
+        || file.starts_with("_native.") && path.contains("/honker/")
+        || file.starts_with("libhonker_swift")
+}
+
+/// Whether the SQLite libraries one process maps exclude each other: each
+/// honker copy locks with OFD locks (where the kernel has them), which
+/// conflict with every other lock on the file even within the process, so
+/// honker's copies and at most one other library are safe together; two
+/// libraries that are not honker's lock past each other.
+pub fn guarded_layout(libs: &[String], ofd: bool) -> bool {
+    libs.len() < 2 || ofd && libs.iter().filter(|l| !is_honkers(l)).count() <= 1
 }
 
 /// Runs every check on the database at `path` at `now` (ms).
@@ -323,29 +342,52 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
                     .join("; ")
             },
         });
-        let two: Vec<String> = procs
-            .iter()
-            .filter_map(|(p, _)| {
-                let maps = std::fs::read_to_string(format!("/proc/{p}/maps")).ok()?;
-                let libs = sqlite_libraries(&maps);
-                (libs.len() > 1).then(|| format!("pid {p}: {}", libs.join(", ")))
-            })
-            .collect();
+        // The kernel's OFD locks, probed by honker's own lock layer (built
+        // with the bundled SQLite, as every binding is).
+        #[cfg(feature = "bundled")]
+        let ofd = crate::ofd::kernel_has_ofd_locks();
+        #[cfg(not(feature = "bundled"))]
+        let ofd = false;
+        let mut guarded = Vec::new();
+        let mut unguarded = Vec::new();
+        for (p, _) in &procs {
+            let Ok(maps) = std::fs::read_to_string(format!("/proc/{p}/maps")) else {
+                continue;
+            };
+            let libs = sqlite_libraries(&maps);
+            if libs.len() < 2 {
+                continue;
+            }
+            let line = format!("pid {p}: {}", libs.join(", "));
+            if guarded_layout(&libs, ofd) {
+                guarded.push(line);
+            } else {
+                unguarded.push(line);
+            }
+        }
         out.push(Check {
             name: "SQLite libraries",
-            level: if two.is_empty() {
+            level: if unguarded.is_empty() {
                 Level::Ok
             } else {
                 Level::Warn
             },
-            detail: if two.is_empty() {
-                "each process maps one SQLite library".into()
-            } else {
+            detail: if !unguarded.is_empty() {
                 format!(
-                    "{}: two SQLite libraries in one process can corrupt a file unless honker \
-                     guards it (Linux: OFD locks, ADR 13); elsewhere use one library",
-                    two.join("; ")
+                    "{}: two SQLite libraries in one process that lock with plain POSIX locks \
+                     can corrupt the file (honker's guard, ADR 13, needs honker's own copy \
+                     beside at most one other and a kernel with OFD locks); keep one of them \
+                     out of that process",
+                    unguarded.join("; ")
                 )
+            } else if !guarded.is_empty() {
+                format!(
+                    "{}: guarded, honker's copy locks with open-file-description locks, so the \
+                     libraries exclude each other as two processes would (ADR 13)",
+                    guarded.join("; ")
+                )
+            } else {
+                "each process maps one SQLite library".into()
             },
         });
     }
@@ -383,6 +425,27 @@ mod tests {
             ]
         );
         assert!(sqlite_libraries("7f00-7f01 r-xp 0 08:02 3 /usr/lib/libc.so.6\n").is_empty());
+    }
+
+    #[test]
+    fn honkers_copy_beside_one_other_library_is_guarded_two_others_are_not() {
+        let libs = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let stdlib = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6";
+        let python = "/venv/lib/python3.11/site-packages/honker/_native.abi3.so";
+        let node = "/app/node_modules/honker/honker.linux-x64-gnu.node";
+        let better = "/app/node_modules/better-sqlite3/build/Release/better_sqlite3.node";
+        let swift = "/app/.build/debug/libhonker_swift.so";
+        assert!(guarded_layout(&libs(&[stdlib, python]), true));
+        assert!(guarded_layout(&libs(&[better, node]), true));
+        assert!(guarded_layout(&libs(&[swift, stdlib]), true));
+        assert!(guarded_layout(&libs(&[stdlib, python, node]), true));
+        assert!(
+            !guarded_layout(&libs(&[stdlib, python]), false),
+            "no OFD locks"
+        );
+        assert!(!guarded_layout(&libs(&[stdlib, better, node]), true));
+        assert!(!guarded_layout(&libs(&[stdlib, better]), true));
+        assert!(guarded_layout(&libs(&[stdlib]), false));
     }
 
     #[test]

@@ -18,10 +18,17 @@ outbox on Django's own connection.
         order = Order.objects.create(user_id=42, status="paid")
         honker.django.enqueue("emails", {"order": order.id})
 
-One SQLite library serves the file: the stdlib ``sqlite3`` module's (Django's
-backend), with honker's extension loaded into each of Django's connections.
-Do not also ``honker.open`` the same file in that process; run honker's
-workers in another process (``honker.open`` there is fine).
+Django's connections run honker on the stdlib ``sqlite3`` module's library
+(Django's backend), with honker's extension loaded into each of them.
+The web app's process may also run a worker on the same file with
+``honker.open`` (an in-process worker next to the ORM): on Linux that is
+safe in either order of opening, because honker's own SQLite locks with
+open-file-description locks, so it and the ``sqlite3`` module's library
+exclude each other as two processes would (ADR 13, docs/orm.md). On a
+Linux kernel without them (before 3.15) ``honker.open`` refuses
+(``UNSAFE``) a file this process already has open through another library,
+and on other platforms nothing guards the layout: run the worker in another
+process there (``honker.open`` in that process is fine).
 
 ``transaction_mode = "IMMEDIATE"`` makes every ``atomic`` block begin with
 ``BEGIN IMMEDIATE``: the write lock is taken when the block starts, so a

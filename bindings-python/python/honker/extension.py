@@ -5,11 +5,17 @@ functions honker's own connection has (docs/sql.md).
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    # Not at run time: `import honker` must not map the stdlib's SQLite
+    # library into a process that never uses it (`honker doctor` lists the
+    # SQLite libraries each process maps).
+    import sqlite3
 
 
 def extension_path() -> str:

@@ -13,11 +13,17 @@
     # the order, its email job, its event and the notification committed
     # together, or none did
 
-One SQLite library serves the file: the stdlib ``sqlite3`` module's, with
-honker's extension loaded into each of the engine's connections. Do not also
-``honker.open`` the same file in this process (two SQLite libraries in one
-process can corrupt it); run honker's workers in another process (they may
-use ``honker.open``), or claim through the SQL functions on this engine.
+The engine's connections run honker on the stdlib ``sqlite3`` module's
+library, with honker's extension loaded into each of them.
+The web app's process may also run a worker on the same file with
+``honker.open`` (an in-process worker next to the ORM): on Linux that is
+safe in either order of opening, because honker's own SQLite locks with
+open-file-description locks, so it and the ``sqlite3`` module's library
+exclude each other as two processes would (ADR 13, docs/orm.md). On a
+Linux kernel without them (before 3.15) ``honker.open`` refuses
+(``UNSAFE``) a file this process already has open through another library,
+and on other platforms nothing guards the layout: run the worker in another
+process there (``honker.open`` in that process is fine).
 
 ``setup(engine)`` hands transactions to SQLAlchemy: the ``sqlite3`` module's
 own transaction handling (a deferred ``BEGIN`` sent lazily before the first
