@@ -709,6 +709,119 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
     assert_eq!(s["schema"]["version"], s["schema"]["latest"]);
 }
 
+/// Issue 53: a backup that fails on a full disk left
+/// `<dest>.honker-tmp-<pid>-journal` behind on every attempt. The disk is
+/// "full" through the file-size limit (writes past it fail with EFBIG;
+/// SIGXFSZ ignored, as an ignored signal stays ignored across exec).
+#[test]
+fn a_backup_that_fails_for_space_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    let db = Database::open(&path).unwrap();
+    let pad = "x".repeat(4000);
+    let many: Vec<_> = (0..100).map(|n| json!({ "n": n, "pad": pad })).collect();
+    db.queue("big")
+        .unwrap()
+        .enqueue_many(many, &Default::default())
+        .unwrap();
+    db.close().unwrap();
+    let dest = dir.path().join("backup.db");
+    for _ in 0..2 {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 128; exec \"$0\" backup \"$1\" \"$2\"")
+            .arg(env!("CARGO_BIN_EXE_honker"))
+            .arg(&path)
+            .arg(&dest)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    // The source's own -wal/-shm may be there (the read-only connection
+    // that copied it made them); nothing of the backup's.
+    left.retain(|f| !f.starts_with("app.db"));
+    assert!(left.is_empty(), "a failed backup left {left:?} behind");
+}
+
+/// Issue 53: `restore` rewound the locks' fencing-token counter, so a token
+/// granted before it (and kept outside the file) was granted again; and
+/// the restored file was in rollback-journal mode until honker opened it.
+#[test]
+fn restore_keeps_fencing_tokens_growing_and_the_file_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    let (p, d) = (path.to_str().unwrap(), dir.path().join("b.db"));
+    let db = Database::open(&path).unwrap();
+    let lock = db.lock("nightly").unwrap();
+    let first = lock
+        .try_acquire("a", Duration::from_secs(60))
+        .unwrap()
+        .unwrap();
+    lock.release(first.token).unwrap();
+    db.close().unwrap();
+    stdout(&honker(&["backup", p, d.to_str().unwrap()]));
+    let db = Database::open(&path).unwrap();
+    let lock = db.lock("nightly").unwrap();
+    let mut last = 0;
+    for _ in 0..5 {
+        let g = lock
+            .try_acquire("a", Duration::from_secs(60))
+            .unwrap()
+            .unwrap();
+        lock.release(g.token).unwrap();
+        last = g.token;
+    }
+    db.close().unwrap();
+    // Refused while a honker process has the file open, and named: its
+    // open-file-description locks carry no pid in /proc/locks, so the
+    // refusal said it could not tell which process it was.
+    let mut listener = Command::new(env!("CARGO_BIN_EXE_honker"))
+        .args(["listen", p, "changes"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let refused = (0..200).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        let o = honker(&["restore", d.to_str().unwrap(), p]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code() == Some(1) && err.contains("UNSAFE")).then_some(err)
+    });
+    listener.kill().unwrap();
+    listener.wait().unwrap();
+    let refused = refused.expect("restore was refused while honker listen had the file");
+    assert!(
+        refused.contains(&format!("pid {}", listener.id())),
+        "{refused}"
+    );
+    stdout(&honker(&["restore", d.to_str().unwrap(), p]));
+    let c = honker::rusqlite::Connection::open(&path).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(c);
+    let checks: Json = serde_json::from_str(&stdout(&honker(&["doctor", p, "--json"]))).unwrap();
+    assert_eq!(check_named(&checks, "journal mode")["detail"], "wal");
+    let db = Database::open(&path).unwrap();
+    let next = db
+        .lock("nightly")
+        .unwrap()
+        .try_acquire("b", Duration::from_secs(60))
+        .unwrap()
+        .unwrap();
+    assert!(
+        next.token > last,
+        "token {} granted again after the restore (last before it: {last})",
+        next.token
+    );
+    db.close().unwrap();
+}
+
 #[test]
 fn doctor_names_the_hazards_it_finds_and_changes_nothing() {
     let (_dir, path) = busy_dir();

@@ -13,6 +13,13 @@
 //! copies the source next to it, removes the database's `-wal` and `-shm`
 //! (a stale WAL replayed onto the restored file would corrupt it) and
 //! renames the copy into place.
+//!
+//! Both leave a file in WAL mode (a `VACUUM INTO` copy is a rollback-journal
+//! file, which `doctor` flags until honker opens it), and a restore never
+//! rewinds the locks' fencing-token counter: the restored file's counter is
+//! raised to the replaced file's, so a token granted before the restore and
+//! kept outside the file (the point of fencing) is never granted again
+//! (ADR 22: tokens only grow).
 
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
@@ -114,6 +121,56 @@ fn temporary(dest: &Path) -> PathBuf {
     crate::inspect::with_suffix(dest, &format!(".honker-tmp-{}", std::process::id()))
 }
 
+/// Removes a temporary copy and the journal files SQLite may have left
+/// beside it (a `VACUUM INTO` that failed on a full disk leaves its
+/// `-journal`).
+fn remove_temporary(tmp: &Path) {
+    let _ = std::fs::remove_file(tmp);
+    for s in ["-journal", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(crate::inspect::with_suffix(tmp, s));
+    }
+}
+
+/// The locks' fencing-token counter of the database at `path`, if it is one
+/// honker has used (read-only; `None` when there is no file or no counter).
+fn token_counter(path: &Path) -> Option<i64> {
+    if !path.is_file() {
+        return None;
+    }
+    let c = open_read_only(path).ok()?;
+    c.query_row(
+        "SELECT token FROM _honker_lock_holders WHERE name = ''",
+        [],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// Makes the copy at `tmp` (no other connection has it) a WAL-mode file,
+/// and raises its fencing-token counter to at least `floor`.
+fn finish_copy(tmp: &Path, floor: Option<i64>) -> Result<()> {
+    let c = Connection::open(tmp).map_err(sql_err)?;
+    if let Some(floor) = floor {
+        c.execute(
+            "UPDATE _honker_lock_holders SET token = ?1 WHERE name = '' AND token < ?1",
+            [floor],
+        )
+        .map_err(sql_err)?;
+    }
+    let mode: String = c
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(sql_err)?;
+    // Closing the only connection checkpoints and removes `-wal`/`-shm`.
+    c.close().map_err(|(_, e)| sql_err(e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::invalid(format!(
+            "cannot put {} in WAL mode (journal mode {mode})",
+            tmp.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Backs the database at `src` up into `dest` (see the module docs).
 pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>, force: bool) -> Result<BackupReport> {
     backup_with_progress(src, dest, force, Duration::MAX, &mut |_| {})
@@ -138,7 +195,7 @@ pub fn backup_with_progress(
         )));
     }
     let tmp = temporary(dest);
-    let _ = std::fs::remove_file(&tmp);
+    remove_temporary(&tmp);
     let result = (|| {
         let c = open_read_only(src)?;
         let text = tmp
@@ -155,19 +212,22 @@ pub fn backup_with_progress(
         report(BackupProgress { written: 0, total });
         vacuum_into(&c, text, &tmp, total, every, report)?;
         drop(c);
-        std::fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
         let done = std::fs::metadata(&tmp).map_or(0, |m| m.len());
         report(BackupProgress {
             written: done,
             total: done,
         });
+        // Checked while still a rollback-journal file: a read-only
+        // connection to a WAL file leaves `-wal`/`-shm` it cannot remove.
         let v = verify(&tmp)?;
+        finish_copy(&tmp, None)?;
+        std::fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
         put_in_place(&tmp, dest, v)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        remove_temporary(&tmp);
     }
     result
 }
@@ -288,12 +348,17 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
     let (src, dest) = (src.as_ref(), dest.as_ref());
     let v = verify(src)?;
     refuse_if_held(dest)?;
+    let floor = token_counter(dest);
     {
         let tmp = temporary(dest);
+        remove_temporary(&tmp);
         let result = (|| {
             std::fs::copy(src, &tmp)
-                .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
                 .map_err(|e| Error::invalid(format!("cannot copy {}: {e}", src.display())))?;
+            finish_copy(&tmp, floor)?;
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
             for s in ["-wal", "-shm", "-journal"] {
                 let p = crate::inspect::with_suffix(dest, s);
                 match std::fs::remove_file(&p) {
@@ -310,7 +375,7 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
             put_in_place(&tmp, dest, v)
         })();
         if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+            remove_temporary(&tmp);
         }
         result
     }
@@ -319,6 +384,43 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 53: a backup that failed on a full disk left its temporary
+    /// copy's `-journal` behind, on every attempt; one left by an earlier
+    /// attempt of the same pid would even be rolled into the next copy as a
+    /// hot journal. Whatever SQLite leaves, a backup leaves nothing.
+    #[test]
+    fn a_failed_backup_leaves_no_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("app.db");
+        crate::Database::open(&src).unwrap().close().unwrap();
+        let dest = dir.path().join("copy.db");
+        let tmp = temporary(&dest);
+        for s in ["-journal", "-wal", "-shm"] {
+            std::fs::write(
+                crate::inspect::with_suffix(&tmp, s),
+                b"left by a failed attempt",
+            )
+            .unwrap();
+        }
+        // A source that is not a database: the copy fails.
+        let bad = dir.path().join("bad.db");
+        std::fs::write(&bad, vec![7u8; 8192]).unwrap();
+        backup(&bad, &dest, false).unwrap_err();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| f.contains("honker-tmp") || f.starts_with("copy"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // A good backup after it is a WAL file with nothing beside it.
+        backup(&src, &dest, false).unwrap();
+        let c = Connection::open(&dest).unwrap();
+        let mode: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
 
     #[test]
     fn progress_is_reported_while_the_copy_grows_then_complete() {

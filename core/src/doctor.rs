@@ -106,7 +106,7 @@ fn fs_magic(_dir: &Path) -> Option<i64> {
 /// The processes (other than this one) with a descriptor on the database,
 /// its `-wal` or `-shm`: (pid, command line).
 #[cfg(target_os = "linux")]
-fn openers(path: &Path) -> Vec<(i32, String)> {
+pub(crate) fn openers(path: &Path) -> Vec<(i32, String)> {
     let targets: Vec<std::path::PathBuf> = ["", "-wal", "-shm"]
         .iter()
         .map(|s| crate::inspect::with_suffix(path, s))
