@@ -713,6 +713,29 @@ function fire(d) {
  * Opens (creating if needed) the honker file at `path`: WAL mode, honker's
  * tables migrated, your own tables left alone.
  */
+/**
+ * A clock that only moves when told to (tests: `new ManualClock(ms)`, then
+ * `open(path, { clock })`). Its time is ms since the Unix epoch, from 1970
+ * to the end of 9999; a time or an advance outside that is InvalidArgument
+ * and leaves it as it was.
+ */
+class ManualClock {
+  constructor(nowMs) {
+    this._native = new addon.ManualClock();
+    if (nowMs !== undefined) unwrap(guarded(() => this._native.startAt(nowMs)));
+  }
+
+  /** Moves time forward by `ms`. */
+  advance(ms) {
+    unwrap(guarded(() => this._native.advance(ms)));
+  }
+
+  /** The clock's time (ms since the Unix epoch). */
+  now() {
+    return this._native.now();
+  }
+}
+
 async function open(file, options = {}) {
   text('path', file);
   const { clock, ...rest } = options;
@@ -722,8 +745,8 @@ async function open(file, options = {}) {
   for (const k of ['busyTimeout', 'watchFallback', 'autoMaintainEvery']) optMs(k, rest[k]);
   const fastPath = rest.durability !== 'full';
   if (clock !== undefined) {
-    if (!(clock instanceof addon.ManualClock)) throw invalid('clock must be a ManualClock');
-    return new Database(unwrap(guarded(() => addon.openWithClock(file, rest, clock))), fastPath);
+    if (!(clock instanceof ManualClock)) throw invalid('clock must be a ManualClock');
+    return new Database(unwrap(guarded(() => addon.openWithClock(file, rest, clock._native))), fastPath);
   }
   return new Database(await call(() => addon.open(file, rest)), fastPath);
 }
@@ -2972,7 +2995,7 @@ module.exports = {
   Permanent,
   Retry,
   Snooze,
-  ManualClock: addon.ManualClock,
+  ManualClock,
   HonkerError,
   Busy,
   LeaseLost,

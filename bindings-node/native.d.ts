@@ -231,8 +231,16 @@ export declare class LockCancel {
 
 /** A clock that only moves when told to (tests: `new ManualClock(ms)`). */
 export declare class ManualClock {
-  /** Starts at `nowMs` (ms since the Unix epoch; default: the real time). */
-  constructor(nowMs?: number | undefined | null)
+  /**
+   * Starts at the real time; index.js's `ManualClock` sets its time
+   * with `set` (checked) before anyone sees it.
+   */
+  constructor()
+  /**
+   * Sets the time of a clock nobody uses yet to `nowMs` (ms since the
+   * Unix epoch, whole): `INVALID_ARGUMENT` unless a time core accepts.
+   */
+  startAt(nowMs: number): Out<undefined>
   /** Moves time forward by `ms`. */
   advance(ms: number): Out<undefined>
   /** The clock's time (ms since the Unix epoch). */

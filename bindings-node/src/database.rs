@@ -13,7 +13,7 @@ use honker::rusqlite::types::Value;
 use napi::bindgen_prelude::{Buffer, Either4};
 use napi_derive::napi;
 
-use crate::errors::{blocking, ms, now, opt_ms, out, Op, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, out, Op, Out};
 use crate::queue::Queue;
 use crate::records::MaintenanceReport;
 
@@ -452,20 +452,36 @@ pub struct ManualClock {
 
 #[napi]
 impl ManualClock {
-    /// Starts at `nowMs` (ms since the Unix epoch; default: the real time).
+    /// Starts at the real time; index.js's `ManualClock` sets its time
+    /// with `set` (checked) before anyone sees it.
     #[napi(constructor)]
-    pub fn new(now_ms: Option<f64>) -> ManualClock {
-        let clock = match now_ms {
-            Some(ms) => honker::ManualClock::new(ms as i64),
-            None => honker::ManualClock::starting_now(),
+    pub fn new() -> ManualClock {
+        ManualClock {
+            clock: honker::ManualClock::starting_now(),
+        }
+    }
+
+    /// Sets the time of a clock nobody uses yet to `nowMs` (ms since the
+    /// Unix epoch, whole): `INVALID_ARGUMENT` unless a time core accepts.
+    #[napi]
+    pub fn start_at(&self, now_ms: f64) -> Out<()> {
+        let checked = if now_ms.is_finite() && now_ms.fract() == 0.0 {
+            honker::ManualClock::checked(now_ms as i64).map(|c| {
+                use honker::Clock as _;
+                self.clock.set(c.now_ms());
+            })
+        } else {
+            Err(invalid(format!(
+                "a ManualClock's time must be a whole number of ms since the Unix epoch, got {now_ms}"
+            )))
         };
-        ManualClock { clock }
+        out(checked)
     }
 
     /// Moves time forward by `ms`.
     #[napi]
     pub fn advance(&self, ms: f64) -> Out<()> {
-        out(self::ms("ms", ms).map(|d| self.clock.advance(d)))
+        out(self::ms("ms", ms).and_then(|d| self.clock.try_advance(d)))
     }
 
     /// The clock's time (ms since the Unix epoch).

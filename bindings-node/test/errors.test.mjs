@@ -71,3 +71,27 @@ test('arguments of the wrong type are INVALID_ARGUMENT too', async () => {
   await assert.rejects(db.execute('SELECT ?', [{ an: 'object' }]), honker.InvalidArgument);
   assert.throws(() => db.queue(42, { lease: 'long' }), honker.InvalidArgument);
 });
+
+test('a ManualClock refuses times and advances outside 1970 to 9999, and throws', async () => {
+  // Issue 53 §23: NaN, Infinity, 1e300 and negative values were taken
+  // silently (advance returned a failure object nobody read), and 1e300
+  // made a lock granted for 60 s lapse at once.
+  for (const bad of [NaN, Infinity, 1e300, -1, 1.5, '5']) {
+    assert.throws(() => new honker.ManualClock(bad), { code: 'INVALID_ARGUMENT' }, String(bad));
+  }
+  const clock = new honker.ManualClock(1_700_000_000_000);
+  for (const bad of [NaN, Infinity, -1, 1e300]) {
+    assert.throws(() => clock.advance(bad), { code: 'INVALID_ARGUMENT' }, String(bad));
+  }
+  assert.equal(clock.now(), 1_700_000_000_000, 'unchanged');
+  const century = 100 * 365 * 86_400_000;
+  assert.throws(() => {
+    for (let i = 0; i < 200; i++) clock.advance(century);
+  }, { code: 'INVALID_ARGUMENT' });
+  assert.ok(clock.now() <= 253_402_300_799_999);
+  const db = await honker.open(tempPath(), { clock });
+  const lock = db.lock('l');
+  assert.ok(await lock.tryAcquire('a'));
+  assert.equal(await lock.tryAcquire('b'), null);
+  await db.close();
+});

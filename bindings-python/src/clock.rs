@@ -19,7 +19,8 @@ impl ManualClock {
     #[pyo3(signature = (now = None))]
     fn new(now: Option<f64>) -> PyResult<ManualClock> {
         let clock = match now {
-            Some(s) => honker::ManualClock::new(secs("now", s)?.as_millis() as i64),
+            Some(s) => honker::ManualClock::checked(secs("now", s)?.as_millis() as i64)
+                .map_err(crate::errors::to_py)?,
             None => honker::ManualClock::starting_now(),
         };
         Ok(ManualClock { clock })
@@ -27,8 +28,9 @@ impl ManualClock {
 
     /// Moves time forward by `seconds`.
     fn advance(&self, seconds: f64) -> PyResult<()> {
-        self.clock.advance(secs("seconds", seconds)?);
-        Ok(())
+        self.clock
+            .try_advance(secs("seconds", seconds)?)
+            .map_err(crate::errors::to_py)
     }
 
     /// The clock's time in seconds since the Unix epoch.

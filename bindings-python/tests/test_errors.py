@@ -113,3 +113,23 @@ def test_bad_arguments_are_invalid_argument_naming_the_parameter(db, call, named
         call(db, q)
     assert e.value.message.startswith(named) or named in e.value.message, e.value.message
     assert snapshot(db) == before
+
+
+def test_a_manual_clock_refuses_times_outside_1970_to_9999(path):
+    """Issue 53 §23: a clock near the end of i64 made every expiry saturate,
+    so a lock granted for 60 s had lapsed at once."""
+    for bad in (-1.0, float("nan"), float("inf"), 1e300):
+        with pytest.raises(honker.InvalidArgument):
+            honker.ManualClock(bad)
+    clock = honker.ManualClock(1_700_000_000)
+    century = 100 * 365 * 86_400
+    with pytest.raises(honker.InvalidArgument):
+        for _ in range(200):
+            clock.advance(century)
+    assert clock.now() <= 253_402_300_800
+    # At the latest time it reaches, a lock still excludes for its TTL.
+    db = honker.open(path, clock=clock)
+    lock = db.lock("l")
+    assert lock.try_acquire("a", ttl=60) is not None
+    assert lock.try_acquire("b", ttl=60) is None
+    db.close()

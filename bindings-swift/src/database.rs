@@ -149,15 +149,14 @@ pub struct ManualClock {
 impl ManualClock {
     /// Starts at `now_ms` (ms since the Unix epoch).
     #[uniffi::constructor]
-    pub fn new(now_ms: i64) -> Arc<ManualClock> {
-        Arc::new(ManualClock {
-            clock: honker::ManualClock::new(now_ms),
-        })
+    pub fn new(now_ms: i64) -> R<Arc<ManualClock>> {
+        Ok(Arc::new(ManualClock {
+            clock: honker::ManualClock::checked(now_ms)?,
+        }))
     }
 
     pub fn advance(&self, ms: u64) -> R<()> {
-        self.clock.advance(self::ms("ms", ms)?);
-        Ok(())
+        Ok(self.clock.try_advance(self::ms("ms", ms)?)?)
     }
 
     pub fn now_ms(&self) -> i64 {

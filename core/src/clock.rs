@@ -56,9 +56,53 @@ impl ManualClock {
         ManualClock::new(SystemClock.now_ms())
     }
 
+    /// The latest time a clock given by a binding may read: the last
+    /// millisecond of the year 9999. Every expiry honker computes (now plus
+    /// a lease, a TTL of up to 30 days, a delay of up to 100 years) then
+    /// stays far inside `i64`; a clock near `i64::MAX` made them saturate,
+    /// so a lock granted for 60 s had lapsed at once.
+    pub const MAX_MS: i64 = 253_402_300_799_999;
+
+    /// [`ManualClock::new`] for a time from outside (a binding's test
+    /// clock): `INVALID_ARGUMENT` unless 0 ≤ `now_ms` ≤ [`MAX_MS`](Self::MAX_MS).
+    pub fn checked(now_ms: i64) -> crate::Result<ManualClock> {
+        Self::check("a ManualClock's time", now_ms)?;
+        Ok(ManualClock::new(now_ms))
+    }
+
+    fn check(what: &str, ms: i64) -> crate::Result<i64> {
+        if !(0..=Self::MAX_MS).contains(&ms) {
+            return Err(crate::Error::invalid(format!(
+                "{what} must be between 1970 and the end of 9999 (0 to {} ms since the Unix \
+                 epoch), got {ms} ms",
+                Self::MAX_MS
+            )));
+        }
+        Ok(ms)
+    }
+
     /// Move time forward by `by`.
     pub fn advance(&self, by: Duration) {
         self.now.fetch_add(duration_ms(by), Ordering::SeqCst);
+    }
+
+    /// [`advance`](Self::advance) for a binding: `INVALID_ARGUMENT`, and
+    /// the clock unchanged, if it would pass [`MAX_MS`](Self::MAX_MS).
+    pub fn try_advance(&self, by: Duration) -> crate::Result<()> {
+        let by = duration_ms(by);
+        self.now
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                let next = now.saturating_add(by);
+                (next <= Self::MAX_MS).then_some(next)
+            })
+            .map(|_| ())
+            .map_err(|now| {
+                crate::Error::invalid(format!(
+                    "advancing a ManualClock at {now} ms by {by} ms passes the end of 9999 \
+                     ({} ms)",
+                    Self::MAX_MS
+                ))
+            })
     }
 
     /// Set the time to `now_ms` (may go backwards, to test clock skew).
@@ -81,4 +125,23 @@ pub(crate) fn ms_until(t: i64, now: i64) -> Duration {
 /// A duration in whole milliseconds, saturating at `i64::MAX`.
 pub(crate) fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bindings_clock_stays_between_1970_and_9999() {
+        assert!(ManualClock::checked(-1).is_err());
+        assert!(ManualClock::checked(i64::MAX).is_err());
+        assert!(ManualClock::checked(ManualClock::MAX_MS + 1).is_err());
+        let c = ManualClock::checked(ManualClock::MAX_MS - 10).unwrap();
+        c.try_advance(Duration::from_millis(10)).unwrap();
+        assert_eq!(c.now_ms(), ManualClock::MAX_MS);
+        let e = c.try_advance(Duration::from_millis(1)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(c.now_ms(), ManualClock::MAX_MS, "unchanged");
+        assert!(c.try_advance(Duration::MAX).is_err());
+    }
 }

@@ -31,6 +31,21 @@ final class ErrorsTests: XCTestCase {
         XCTAssertEqual(made.localizedDescription, "LEASE_LOST: job 1: its lease was lost")
     }
 
+    /// Issue 53 §23: a clock near the end of Int64 made every expiry
+    /// saturate (a lock granted for 60 s lapsed at once).
+    func testAManualClockRefusesTimesOutside1970To9999() throws {
+        for bad: Int64 in [-1, .max, 253_402_300_800_000] {
+            XCTAssertThrowsError(try ManualClock(nowMs: bad)) { e in
+                XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT")
+            }
+        }
+        let clock = try ManualClock(nowMs: 253_402_300_799_000)
+        XCTAssertThrowsError(try clock.advance(ms: 1_001)) { e in
+            XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT")
+        }
+        XCTAssertEqual(clock.nowMs(), 253_402_300_799_000, "unchanged")
+    }
+
     func testBadDurationsOnAClaimedJobAreInvalidArgumentNotATrap() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")

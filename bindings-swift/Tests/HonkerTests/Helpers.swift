@@ -17,7 +17,7 @@ struct TestDb {
 }
 
 func testDb() throws -> TestDb {
-    let clock = ManualClock(nowMs: 1_700_000_000_000)
+    let clock = try ManualClock(nowMs: 1_700_000_000_000)
     let path = tempPath()
     let db = try Database(path: path, clock: clock)
     try db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, status TEXT)")

@@ -208,30 +208,10 @@ pub(crate) fn honker_file(found: &[String]) -> Error {
 /// importer and `honker restore` refuse on.
 #[cfg(target_os = "linux")]
 pub(crate) fn others_holding(path: &Path) -> std::io::Result<Vec<String>> {
-    let found = holders::others(path)?;
-    // Open-file-description locks (honker's own, ADR 13) carry no pid in
-    // the lock table; name the processes from their descriptors instead,
-    // as `doctor` does.
-    if found.iter().any(|h| h.pid.is_none()) {
-        let named: Vec<String> = crate::doctor::openers(path)
-            .iter()
-            .map(|(p, c)| format!("pid {p} ({c})"))
-            .collect();
-        if !named.is_empty() {
-            let mut out: Vec<String> = found
-                .iter()
-                .filter(|h| h.pid.is_some())
-                .map(ToString::to_string)
-                .collect();
-            for n in named {
-                if !out.contains(&n) {
-                    out.push(n);
-                }
-            }
-            return Ok(out);
-        }
-    }
-    Ok(found.iter().map(ToString::to_string).collect())
+    Ok(holders::others(path)?
+        .iter()
+        .map(ToString::to_string)
+        .collect())
 }
 
 /// Looks for other processes that have the file open; `Err` (`UNSAFE`)
