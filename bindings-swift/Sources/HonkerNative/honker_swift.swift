@@ -2863,9 +2863,9 @@ open class ManualClock: ManualClockProtocol, @unchecked Sendable {
     /**
      * Starts at `now_ms` (ms since the Unix epoch).
      */
-public convenience init(nowMs: Int64) {
+public convenience init(nowMs: Int64)throws  {
     let handle =
-        try! rustCall() {
+        try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_constructor_manualclock_new(
         FfiConverterInt64.lower(nowMs),uniffiCallStatus
@@ -10445,7 +10445,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_constructor_database_open_with_clock() != 14976) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 59782) {
+    if (uniffi_honker_swift_checksum_constructor_manualclock_new() != 60261) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_constructor_canceltoken_for_database() != 36561) {
