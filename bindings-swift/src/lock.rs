@@ -233,6 +233,12 @@ impl RateLimiter {
         })
     }
 
+    /// Checks an `acquire`'s wait by core's rule for every wait (finite,
+    /// at most 100 years): the Swift loop sleeps within it.
+    pub fn check_wait(&self, wait_ms: u64) -> R<()> {
+        ms("wait", wait_ms).map(|_| ())
+    }
+
     /// Checks `cost` calls for `key` (0 peeks) and takes them when allowed.
     pub fn try_acquire(
         &self,

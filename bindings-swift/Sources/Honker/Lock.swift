@@ -314,12 +314,17 @@ public final class RateLimiter: @unchecked Sendable {
     /// refusal (at once when its `retryAfter` lies beyond the wait).
     /// Cancelling the Task ends the sleep (`CancellationError`).
     public func acquire(key: String = "", cost: Int64 = 1, wait: TimeInterval) async throws -> RateDecision {
-        _ = try millis("wait", wait)
+        // Core's rule for every wait (at most 100 years), so the sleep
+        // below stays far inside UInt64 nanoseconds (a wait over ~584 years
+        // trapped there: issue 53).
+        try native.checkWait(waitMs: try millis("wait", wait))
         let deadline = Date().addingTimeInterval(wait)
         while true {
             let d = try await tryAcquire(key: key, cost: cost)
-            if d.allowed || d.retryAfter > deadline.timeIntervalSinceNow { return d }
-            try await Task.sleep(nanoseconds: UInt64(d.retryAfter * 1_000_000_000))
+            let left = deadline.timeIntervalSinceNow
+            if d.allowed || d.retryAfter > left { return d }
+            let pause = max(0, min(d.retryAfter, left))
+            try await Task.sleep(nanoseconds: UInt64(pause * 1_000_000_000))
         }
     }
 }

@@ -3567,6 +3567,12 @@ public func FfiConverterTypeQueue_lower(_ value: Queue) -> UInt64 {
  */
 public protocol RateLimiterProtocol: AnyObject, Sendable {
     
+    /**
+     * Checks an `acquire`'s wait by core's rule for every wait (finite,
+     * at most 100 years): the Swift loop sleeps within it.
+     */
+    func checkWait(waitMs: UInt64) throws 
+    
     func name()  -> String
     
     func params() throws  -> RateLimitRecord
@@ -3632,6 +3638,19 @@ open class RateLimiter: RateLimiterProtocol, @unchecked Sendable {
 
     
 
+    
+    /**
+     * Checks an `acquire`'s wait by core's rule for every wait (finite,
+     * at most 100 years): the Swift loop sleeps within it.
+     */
+open func checkWait(waitMs: UInt64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_ratelimiter_check_wait(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+}
+}
     
 open func name() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
@@ -10164,6 +10183,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_lock_try_acquire() != 2330) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_ratelimiter_check_wait() != 63101) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_ratelimiter_name() != 11413) {

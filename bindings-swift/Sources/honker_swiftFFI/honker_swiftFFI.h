@@ -648,6 +648,11 @@ uint64_t uniffi_honker_swift_fn_clone_ratelimiter(uint64_t handle, RustCallStatu
 void uniffi_honker_swift_fn_free_ratelimiter(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CHECK_WAIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CHECK_WAIT
+void uniffi_honker_swift_fn_method_ratelimiter_check_wait(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_NAME
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_NAME
 RustBuffer uniffi_honker_swift_fn_method_ratelimiter_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1922,6 +1927,12 @@ uint16_t uniffi_honker_swift_checksum_method_lock_renew(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_TRY_ACQUIRE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_LOCK_TRY_ACQUIRE
 uint16_t uniffi_honker_swift_checksum_method_lock_try_acquire(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CHECK_WAIT
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CHECK_WAIT
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_check_wait(void
     
 );
 #endif

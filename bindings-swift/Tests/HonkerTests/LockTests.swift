@@ -279,6 +279,18 @@ final class LockTests: XCTestCase {
         XCTAssertFalse(spent.allowed, "one limit for every handle")
     }
 
+    /// Issue 53 §12: a wait over ~584 years passed validation and trapped
+    /// converting the sleep to nanoseconds.
+    func testAnAcquireWaitBeyondTheLimitIsInvalidArgumentNotATrap() async throws {
+        let t = try testDb()
+        let rl = try await t.db.rateLimiter("mail", limit: 1, per: 1)
+        for wait: TimeInterval in [1e12, 1e10, .infinity, -1] {
+            await assertThrows({ _ = try await rl.acquire(key: "k", wait: wait) }) { e in
+                XCTAssertEqual((e as? HonkerError)?.code, "INVALID_ARGUMENT", "\(wait)")
+            }
+        }
+    }
+
     func testAcquireSleepsRetryAfter() async throws {
         let db = try Database(path: tempPath())
         let rl = try await db.rateLimiter("w", limit: 10, per: 1)
