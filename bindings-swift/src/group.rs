@@ -121,13 +121,15 @@ impl Group {
         n: u32,
         lease_ms: Option<u64>,
         wait_ms: u64,
+        cancel: Option<Arc<CancelToken>>,
     ) -> R<GroupClaimRecord> {
-        let c = self.g.claim_wait(
-            &member,
-            n as usize,
-            opt_ms("lease", lease_ms)?,
-            ms("wait", wait_ms)?,
-        )?;
+        let (lease, wait) = (opt_ms("lease", lease_ms)?, ms("wait", wait_ms)?);
+        let c = match cancel {
+            Some(c) => c
+                .core()
+                .claim_group(&self.g, &member, n as usize, lease, wait)?,
+            None => self.g.claim_wait(&member, n as usize, lease, wait)?,
+        };
         Ok(GroupClaimRecord {
             events: c.events.into_iter().map(GroupEvent::from).collect(),
             missed: c.missed,

@@ -207,10 +207,27 @@ public final class Group: @unchecked Sendable {
                       wait: TimeInterval = 0) async throws -> (events: [GroupEvent], missed: UInt64) {
         let (leaseMs, waitMs) = (try millis("lease", lease), try millis("wait", wait))
         let native = self.native
-        let claim: @Sendable () throws -> GroupClaimRecord = {
-            try native.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs)
+        try Task.checkCancellation()
+        let c: GroupClaimRecord
+        if waitMs == 0 {
+            c = try await offThread { try native.claim(member: member, n: n, leaseMs: leaseMs, waitMs: 0, cancel: nil) }
+        } else {
+            // Ended at once by the task's cancellation (issue 53: it waited
+            // out its whole wait); what it claimed as it was cancelled goes
+            // back, no attempt spent.
+            let cancel = CancelToken.forDatabase(db: db.native)
+            c = try await withTaskCancellationHandler {
+                try await waitOffThread {
+                    try native.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs, cancel: cancel)
+                }
+            } onCancel: {
+                cancel.cancel()
+            }
         }
-        let c = try await waitMs == 0 ? offThread(claim) : waitOffThread(claim)
+        if Task.isCancelled {
+            for e in c.events { try? native.release(offset: e.offset, token: e.token) }
+            throw CancellationError()
+        }
         return (c.events.map(GroupEvent.init), c.missed)
     }
 

@@ -1415,7 +1415,7 @@ public protocol GroupProtocol: AnyObject, Sendable {
      * Up to `n` events for `member`, waiting up to `wait_ms` (0: not at
      * all).
      */
-    func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64) throws  -> GroupClaimRecord
+    func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken?) throws  -> GroupClaimRecord
     
     /**
      * `member` as a stream of events, claiming `batch` at once.
@@ -1532,7 +1532,7 @@ open func ack(offset: Int64, token: String, tx: Transaction?)throws   {try rustC
      * Up to `n` events for `member`, waiting up to `wait_ms` (0: not at
      * all).
      */
-open func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64)throws  -> GroupClaimRecord  {
+open func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64, cancel: CancelToken?)throws  -> GroupClaimRecord  {
     return try  FfiConverterTypeGroupClaimRecord_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_group_claim(
@@ -1540,7 +1540,8 @@ open func claim(member: String, n: UInt32, leaseMs: UInt64?, waitMs: UInt64)thro
         FfiConverterString.lower(member),
         FfiConverterUInt32.lower(n),
         FfiConverterOptionUInt64.lower(leaseMs),
-        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterOptionTypeCancelToken.lower(cancel),uniffiCallStatus
     )
 })
 }
@@ -10077,7 +10078,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_group_ack() != 47154) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_group_claim() != 50720) {
+    if (uniffi_honker_swift_checksum_method_group_claim() != 46818) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_group_consume() != 30274) {

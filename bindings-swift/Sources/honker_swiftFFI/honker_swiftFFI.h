@@ -430,7 +430,7 @@ void uniffi_honker_swift_fn_method_group_ack(uint64_t ptr, int64_t offset, RustB
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CLAIM
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CLAIM
-RustBuffer uniffi_honker_swift_fn_method_group_claim(uint64_t ptr, RustBuffer member, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_group_claim(uint64_t ptr, RustBuffer member, uint32_t n, RustBuffer lease_ms, uint64_t wait_ms, RustBuffer cancel, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_GROUP_CONSUME

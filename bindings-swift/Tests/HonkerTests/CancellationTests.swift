@@ -42,6 +42,24 @@ final class CancellationTests: XCTestCase {
         XCTAssertEqual(jobs.map(\.id), [e.id])
     }
 
+    /// Issue 53 §10: a group's waiting claim ran its whole wait (29.7 s of
+    /// 30) after its task was cancelled.
+    func testACancelledGroupClaimEndsAtOnceAndTakesNothing() async throws {
+        let db = try Database(path: tempPath())
+        let s = try db.stream("orders")
+        let g = try s.group("billing")
+        try await g.create()
+        let claim = Task { try await g.claim(member: "a", n: 4, wait: 15).events.count }
+        let (result, took) = try await timeToEnd(claim)
+        print("cancelled group claim ended in \(Int(took * 1000)) ms")
+        XCTAssertThrowsError(try result.get()) { XCTAssertTrue($0 is CancellationError, "\($0)") }
+        XCTAssertLessThan(took, 2, "the 15 s wait ran on after cancellation")
+        // Nothing is held for the cancelled task: a new event goes to b.
+        try await s.publish("x")
+        let got = try await g.claim(member: "b", n: 4)
+        XCTAssertEqual(got.events.count, 1)
+    }
+
     func testACancelledWaitResultEndsAtOnce() async throws {
         let q = try Database(path: tempPath()).queue("q")
         let e = try await q.enqueue("x")

@@ -105,6 +105,31 @@ impl Cancel {
         consumer.next_until(wait, &|| self.is_cancelled())
     }
 
+    /// [`Group::claim_wait`](crate::stream::group::Group::claim_wait) that
+    /// returns early, with no events, once cancelled (also if cancelled
+    /// before it starts). Events it claimed as the token was set are
+    /// released (no attempt spent), not returned.
+    pub fn claim_group(
+        &self,
+        group: &crate::stream::group::Group,
+        member: &str,
+        n: usize,
+        lease: Option<Duration>,
+        wait: Duration,
+    ) -> Result<crate::stream::group::GroupClaim> {
+        if self.is_cancelled() {
+            return Ok(Default::default());
+        }
+        let got = group.claim_until(member, n, lease, wait, &|| self.is_cancelled())?;
+        if self.is_cancelled() {
+            for e in &got.events {
+                let _ = group.release(e);
+            }
+            return Ok(Default::default());
+        }
+        Ok(got)
+    }
+
     /// [`Lock::acquire`](crate::lock::Lock::acquire) that returns `None`
     /// once cancelled. A grant taken as the token was set is released, not
     /// returned (nobody is left to hold it).
