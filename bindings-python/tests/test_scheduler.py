@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -268,3 +272,47 @@ def test_a_worker_runs_the_scheduler_by_default(path: Path) -> None:
             honker.Worker(db, scheduler="yes")  # type: ignore[arg-type]
     finally:
         db.close()
+
+
+@pytest.mark.parametrize(
+    ("sig", "signals", "code"),
+    [(signal.SIGTERM, True, 0), (signal.SIGINT, True, 0), (signal.SIGTERM, False, 3)],
+)
+def test_run_on_the_main_thread_ends_at_once_on_a_signal(
+    path: Path, sig: int, signals: bool, code: int
+) -> None:
+    """Issue 53 §16: on the main thread, run() ignored Ctrl-C and SIGTERM for
+    as long as its native wait lasted (up to an hour: here the only schedule
+    is hourly, so the loop sleeps until the next hour). With ``signals`` it
+    stops and returns; without, the program's own handler runs at once."""
+    script = textwrap.dedent(
+        """
+        import signal, sys, honker
+        db = honker.open(sys.argv[1])
+        db.scheduler().add("hourly", "0 * * * *", "q")
+        if sys.argv[2] == "0":
+            def bye(*_):
+                raise SystemExit(3)
+            signal.signal(signal.SIGTERM, bye)
+        print("ready", flush=True)
+        db.scheduler().run(signals=sys.argv[2] == "1")
+        print("returned", flush=True)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(path), "1" if signals else "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)  # inside the loop's native wait
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == code
+        took = time.monotonic() - sent
+        assert took < 3, f"ended {took:.1f} s after the signal"
+        assert (proc.stdout.read().strip() == "returned") == signals
+    finally:
+        proc.kill()
+        proc.wait()

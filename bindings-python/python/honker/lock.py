@@ -3,10 +3,11 @@
 A lock (``db.lock("reindex")``) is held by one holder until released or its
 TTL lapses. Every acquire is its own holder: two handlers of one worker, or
 two requests of one process, exclude each other even when they give the
-same owner name (the name says who holds it, for ``info()`` and operators). Every grant carries a **fencing token** greater than every
-earlier grant's, so a holder paused past its TTL wakes up with a stale
-token; fence the guarded write with it (``lock.fence(tx, token)`` or
-``held.fence(tx)``) inside the write's transaction and a stale token raises
+same owner name (the name says who holds it, for ``info()`` and operators).
+Every grant carries a **fencing token** greater than every earlier grant's,
+so a holder paused past its TTL wakes up with a stale token; fence the
+guarded write with it (``lock.fence(tx, token)`` or ``held.fence(tx)``)
+inside the write's transaction and a stale token raises
 :class:`honker.LeaseLost`, rolling the whole transaction back.
 
 ``with lock.hold("worker-1", ttl=30) as held:`` takes the lock, renews it
@@ -119,7 +120,8 @@ class Lock:
     ) -> LockGrant | None:
         """Takes the lock for ``owner`` if it is free (or its holder's TTL
         lapsed): a grant with a new fencing token; None while anyone holds
-        it (a holder with the same owner name too). With ``tx``, held only if that transaction commits."""
+        it (a holder with the same owner name too). With ``tx``, held only if
+        that transaction commits."""
         _args.text("owner", owner)
         t, s = _args.transaction(tx), _args.duration("ttl", ttl)
         return _grant(self._db._write(tx, lambda: self._native.try_acquire(owner, s, tx=t)))

@@ -388,10 +388,15 @@ class Scheduler:
         """Fires what is due now (nothing is written when nothing is due)."""
         return [Fire._from(r) for r in self._db._write(None, self._native.tick)]
 
-    def run(self, stop: threading.Event | None = None) -> None:
+    def run(self, stop: threading.Event | None = None, *, signals: bool = True) -> None:
         """Fires schedules as they come due until ``stop`` is set (or
         forever), sleeping until the next boundary or a change. Safe to run
-        in every process: each boundary fires once. On a daemon thread too:
+        in every process: each boundary fires once. On the main thread,
+        SIGTERM and SIGINT (Ctrl-C) end it at once (``signals=False`` leaves
+        your own handlers in place; they still run at once): the loop waits
+        on a thread of its own while the main thread waits where signal
+        handlers run, so a process that is not the scheduling leader, whose
+        loop sleeps up to an hour, stops when told. On a daemon thread too:
         at interpreter exit the loop is stopped before Python finalizes."""
         runner = self._native.runner()
         key, done = _track(runner)
@@ -405,12 +410,47 @@ class Scheduler:
             stopper = threading.Thread(target=watch, name="honker-scheduler-stop", daemon=True)
             stopper.start()
         try:
-            while not runner.closed:
-                runner.next(3600.0)
+            if threading.current_thread() is threading.main_thread():
+                self._run_beside_main(runner, signals)
+            else:
+                while not runner.closed:
+                    runner.next(3600.0)
         finally:
             runner.close()
             done.set()
             _untrack(key)
+
+    @staticmethod
+    def _run_beside_main(runner: _native.ScheduleRunner, signals: bool) -> None:
+        """The loop on a thread, the main thread waiting where CPython runs
+        signal handlers (issue 53: Ctrl-C and SIGTERM waited for the native
+        wait, up to an hour, when another process was the leader)."""
+        import signal
+
+        with _threads.MainWait(True) as wait:
+            previous: dict[int, Any] = {}
+            if signals:
+
+                def stop_on_signal(*_: object) -> None:
+                    runner.close()
+                    wait.wake()
+
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    previous[sig] = signal.signal(sig, stop_on_signal)
+            try:
+
+                def loop() -> None:
+                    while not runner.closed:
+                        runner.next(3600.0)
+
+                # A KeyboardInterrupt (signals=False) or another exception
+                # a handler raises ends the wait; the finally closes the
+                # runner, which ends the loop's native wait at once.
+                wait.call(loop)
+            finally:
+                runner.close()
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     async def run_async(self) -> None:
         """:meth:`run` for asyncio: runs until the task is cancelled."""

@@ -42,7 +42,6 @@ import itertools
 import logging
 import os
 import queue as _queue
-import select
 import signal
 import socket
 import threading
@@ -405,7 +404,7 @@ class Worker:
             return
         previous = self._install_signals() if signals and on_main else None
         try:
-            with _MainWait(on_main) as wait:
+            with _threads.MainWait(on_main) as wait:
                 native = self._start()
                 self._on_stop = wait.wake
                 feeder = self._feed(native, None)
@@ -804,70 +803,6 @@ def _outcome(e: BaseException) -> tuple[str, Any, str | None]:
     if isinstance(e, Retry):
         return ("retry", e.delay, str(e))
     return ("retry", None, f"{type(e).__name__}: {e}")
-
-
-class _MainWait:
-    """Waits on the main thread so that signal handlers run at once. CPython
-    runs them only on the main thread, and the kernel may hand a process's
-    signal to any of its threads (honker's, a handler's): then nothing
-    interrupts a main thread blocked in ``Event.wait``, and SIGTERM would wait
-    for its timeout. CPython's own handler writes to the wakeup fd on any
-    thread, so the main thread waits on that socket instead; the other
-    threads wake it with :meth:`wake` when what it waits for happens."""
-
-    def __init__(self, on_main: bool) -> None:
-        self._on_main = on_main
-        self._r, self._w = socket.socketpair()
-        self._r.setblocking(False)
-        self._w.setblocking(False)
-        self._previous: int | None = None
-
-    def __enter__(self) -> _MainWait:
-        if self._on_main:
-            self._previous = signal.set_wakeup_fd(self._w.fileno(), warn_on_full_buffer=False)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self._previous is not None:
-            signal.set_wakeup_fd(self._previous)
-        self._r.close()
-        self._w.close()
-
-    def wake(self) -> None:
-        """Thread-safe, and safe in a signal handler (no lock)."""
-        try:
-            self._w.send(b"\0")
-        except OSError:  # full (a wake is pending anyway) or closed
-            pass
-
-    def until(self, event: threading.Event) -> None:
-        while not event.is_set():
-            select.select([self._r], [], [], 60.0)
-            try:
-                while self._r.recv(512):
-                    pass
-            except OSError:  # drained
-                pass
-
-    def call(self, fn: Callable[[], object]) -> None:
-        """Runs ``fn`` on a thread while this one waits as :meth:`until` does
-        (a second Ctrl-C is handled meanwhile); re-raises what it raised."""
-        done = threading.Event()
-        failure: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                fn()
-            except BaseException as e:
-                failure.append(e)
-            finally:
-                done.set()
-                self.wake()
-
-        threading.Thread(target=call, name="honker-drain", daemon=True).start()
-        self.until(done)
-        if failure:
-            raise failure[0]
 
 
 class _Pool:
