@@ -501,6 +501,40 @@ def test_a_task_whose_lease_was_lost_before_its_handler_started_never_starts(rdb
     assert (info.state, info.attempts) == ("running", 2), "the rescuer's job is untouched"
 
 
+def test_a_sync_handler_released_at_shutdown_is_told_once_before_run_returns(rdb, caplog):
+    """Issue 53 §17: a plain ``def`` handler still running when the grace
+    period ended had its job released, but its ``released`` hook and log
+    line never came (async handlers had them): the handler returned after
+    run() had. Now they come when the drain releases the job, and not again
+    when the handler returns."""
+    q = rdb.queue("q")
+    job_id = q.enqueue("long").id
+    w = honker.Worker(rdb, grace=0.2)
+    events: list[tuple[str, int]] = []
+    for kind in ("start", "released", "success", "settled"):
+        w.on(kind, lambda e: events.append((e.kind, e.job_id)))
+    let_go = threading.Event()
+
+    @w.task("q")
+    def handle(job):
+        let_go.wait(30)
+
+    runner = threading.Thread(target=lambda: w.run(signals=False))
+    with caplog.at_level("INFO", logger="honker.worker"):
+        runner.start()
+        wait_until(lambda: ("start", job_id) in events)
+        w.stop()
+        runner.join(10)
+        assert not runner.is_alive()
+        assert events == [("start", job_id), ("released", job_id)], events
+        assert any(f"released job {job_id}" in r.getMessage() for r in caplog.records)
+        info = q.get_job(job_id)
+        assert (info.state, info.attempts) == ("ready", 0), "released, attempt given back"
+        let_go.set()
+        time.sleep(0.3)  # the handler returns now: nothing more is told
+    assert events == [("start", job_id), ("released", job_id)], events
+
+
 def test_a_task_released_by_the_drain_before_its_handler_started_never_starts(rdb):
     q, job_id, w, runner, held, ran, events = unstarted_worker(rdb, lease=30, grace=0.2)
     w.stop()

@@ -45,6 +45,7 @@ import queue as _queue
 import signal
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Union
 
@@ -192,6 +193,12 @@ class Worker:
         # handler starts after run() returns.
         self._unstarted: dict[int, tuple[_native.Task, Item]] = {}
         self._starting = 0
+        # Sync handlers running now, by key: (task, job, when it started).
+        # A drain that runs out of grace releases their jobs while they go
+        # on (a thread cannot be cancelled); the `released` event is told
+        # then, once (`_told_released`), not when the handler returns.
+        self._running_sync: dict[int, tuple[_native.Task, Item, float]] = {}
+        self._told_released: set[int] = set()
         self._closed = False
         self._start_cv = threading.Condition()
         self._keys = itertools.count()
@@ -550,6 +557,15 @@ class Worker:
             self._finish(native, task, job, "release", None, None)
         with self._start_cv:
             self._start_cv.wait_for(lambda: self._starting == 0)
+            # Sync handlers still running: the drain released their jobs
+            # (issue 53: their `released` hook and log line never came,
+            # as the handler may return after run() has).
+            still = list(self._running_sync.items())
+            for key, _ in still:
+                self._told_released.add(key)
+        now = time.monotonic()
+        for _, (task, job, started) in still:
+            self._emit("released", task.queue, job, now - started)
 
     @staticmethod
     def _handler(reg: _Registration, job: Item) -> Handler | Permanent:
@@ -597,18 +613,24 @@ class Worker:
         finally:
             with self._start_cv:
                 self._starting -= 1
+                self._running_sync[key] = (task, job, time.monotonic())
                 self._start_cv.notify_all()
         try:
-            with _attached(job.trace_context):
-                result = handler(job)
-                if inspect.isawaitable(result):  # an async handler under run(): its own loop
-                    result = asyncio.run(_awaited(result))
-        except BaseException as e:
-            self._finish(native, task, job, *_outcome(e))
-            if not isinstance(e, Exception):
-                raise
-        else:
-            self._finish(native, task, job, "ack", result, None)
+            try:
+                with _attached(job.trace_context):
+                    result = handler(job)
+                    if inspect.isawaitable(result):  # an async handler under run(): its own loop
+                        result = asyncio.run(_awaited(result))
+            except BaseException as e:
+                self._finish(native, task, job, *_outcome(e), key=key)
+                if not isinstance(e, Exception):
+                    raise
+            else:
+                self._finish(native, task, job, "ack", result, None, key=key)
+        finally:
+            with self._start_cv:
+                self._running_sync.pop(key, None)
+                self._told_released.discard(key)
 
     def _start_async(
         self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
@@ -669,6 +691,7 @@ class Worker:
         error: str | None,
         *,
         on_loop: bool = False,
+        key: int | None = None,
     ) -> bool:
         """Records the outcome. ``on_loop``: only without waiting (core's
         ``try_complete``, on the event loop's thread, where an uncontended
@@ -708,6 +731,10 @@ class Worker:
                 pass
         _, queue, _, finished, state, ran = report
         kind = _KINDS[finished]
+        if key is not None:
+            with self._start_cv:
+                if key in self._told_released:
+                    return True  # `released` was told when the drain ended
         self._emit(kind, queue, job, ran, error if kind in ("retry", "dead") else None, state)
         return True
 
