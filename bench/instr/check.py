@@ -102,8 +102,11 @@ def per_job(key: str, bench: str, python: str, env: dict, tmp: Path) -> float:
 
 TOOLCHAIN_PY = """
 import os, sys, tempfile, honker
-db = honker.open(os.path.join(tempfile.mkdtemp(prefix="honker-instr-"), "t.db"))
-cc = [r[0] for r in db.query("PRAGMA compile_options") if r[0].startswith("COMPILER=")]
+with tempfile.TemporaryDirectory(prefix="honker-instr-") as d:
+    db = honker.open(os.path.join(d, "t.db"))
+    opts = [r[0] for r in db.query("PRAGMA compile_options")]
+    db.close()
+cc = [o for o in opts if o.startswith("COMPILER=")]
 print(sys.version.split()[0], cc[0][9:] if cc else "?")
 """
 
