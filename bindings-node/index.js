@@ -256,6 +256,68 @@ function write(db, tx, enabled, now, later) {
   }
 }
 
+// The option names each method takes (issue 53: an unknown key such as
+// `{ delya: 5 }` was ignored, and the job enqueued with no delay). A method
+// checks its options with opts() before anything else.
+const OPEN_OPTIONS = new Set(['clock', 'durability', 'busyTimeout', 'readers', 'maxPayloadBytes', 'watchFallback', 'autoMaintainEvery']);
+const QUEUE_OPTIONS = new Set(['lease', 'maxAttempts', 'backoffBase', 'backoffMax', 'backoffJitter']);
+const RATE_LIMITER_OPTIONS = new Set(['limit', 'per', 'burst', 'update']);
+const TX_OPTIONS = new Set(['tx']);
+const READER_OPTIONS = new Set(['wait', 'signal']);
+const CHANNEL_RETENTION_OPTIONS = new Set(['maxAge', 'maxCount']);
+const ENQUEUE_OPTIONS = new Set(['delay', 'runAt', 'priority', 'maxAttempts', 'dedupeKey', 'expires', 'tx']);
+const CLAIM_BATCH_OPTIONS = new Set(['lease', 'wait', 'tx']);
+const CLAIM_OPTIONS = new Set(['batch', 'lease', 'signal', 'wait']);
+const CANCEL_OPTIONS = new Set(['reason', 'tx']);
+const WAIT_RESULT_OPTIONS = new Set(['timeout']);
+const DEAD_LETTERS_OPTIONS = new Set(['afterId', 'limit']);
+const PURGE_DEAD_OPTIONS = new Set(['olderThan']);
+const ACK_OPTIONS = new Set(['result', 'tx']);
+const RETRY_OPTIONS = new Set(['delay', 'error', 'tx']);
+const HEARTBEAT_OPTIONS = new Set(['extend', 'tx']);
+const KEEP_ALIVE_OPTIONS = new Set(['every']);
+const PUBLISH_OPTIONS = new Set(['idempotencyKey', 'key', 'tx']);
+const PUBLISH_MANY_OPTIONS = new Set(['key', 'tx']);
+const READ_OPTIONS = new Set(['after', 'limit']);
+const STREAM_RETENTION_OPTIONS = new Set(['maxAge', 'maxCount', 'trimPassed']);
+const SUBSCRIBE_OPTIONS = new Set(['start', 'batch', 'autoCommit', 'commitEvery', 'commitInterval', 'wait', 'signal']);
+const EVENT_RETRY_OPTIONS = new Set(['delay', 'error']);
+const EVENT_HEARTBEAT_OPTIONS = new Set(['extend']);
+const GROUP_CREATE_OPTIONS = new Set(['start', 'lease', 'maxDeliveries', 'memberIdle']);
+const GROUP_CLAIM_OPTIONS = new Set(['n', 'lease', 'wait']);
+const REMOVE_MEMBER_OPTIONS = new Set(['force']);
+const RETRY_ERROR_OPTIONS = new Set(['delay']);
+const WORKER_OPTIONS = new Set(['concurrency', 'grace', 'scheduler', 'workerId']);
+const HANDLE_OPTIONS = new Set(['task', 'concurrency', 'timeout', 'lease']);
+const RUN_OPTIONS = new Set(['signal', 'signals']);
+const LOCK_TRY_OPTIONS = new Set(['ttl', 'tx']);
+const LOCK_ACQUIRE_OPTIONS = new Set(['ttl', 'wait', 'signal']);
+const LOCK_RENEW_OPTIONS = new Set(['ttl']);
+const LOCK_HOLD_OPTIONS = new Set(['ttl', 'wait', 'every', 'signal']);
+const RATE_TRY_OPTIONS = new Set(['cost', 'tx']);
+const RATE_ACQUIRE_OPTIONS = new Set(['cost', 'wait', 'signal']);
+const PAUSE_OPTIONS = new Set(['note']);
+const SCHEDULER_RUN_OPTIONS = new Set(['signal']);
+
+/**
+ * A method's options: undefined is none; anything but a plain object, or
+ * a key the method does not take, is InvalidArgument (naming the key and
+ * the ones it takes) before anything is written.
+ */
+function opts(options, known) {
+  if (options === undefined) return NO_OPTIONS;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(`options must be an object, got ${describe(options)}`);
+  }
+  for (const k in options) {
+    if (!known.has(k)) {
+      throw invalid(`unknown option ${JSON.stringify(k)}; the options here are ${[...known].join(', ')}`);
+    }
+  }
+  return options;
+}
+const NO_OPTIONS = Object.freeze({});
+
 function leaseLost(id) {
   return new LeaseLost('LEASE_LOST', `job ${id}'s lease was lost while keepAlive ran; its outcome cannot be recorded`);
 }
@@ -276,8 +338,22 @@ function invalid(message) {
 function encode(payload) {
   if (Buffer.isBuffer(payload)) return payload;
   if (payload instanceof Uint8Array) return Buffer.from(payload);
-  checkJson(payload, 'payload', []);
-  return JSON.stringify(payload);
+  try {
+    checkJson(payload, 'payload', []);
+    return JSON.stringify(payload);
+  } catch (e) {
+    // A value nested deeper than the stack (about 10,000 levels here).
+    if (e instanceof RangeError) throw invalid(`payload is nested too deeply to encode (${e.message})`);
+    throw e;
+  }
+}
+
+/** `value` when it is iterable (an array, a Set, a generator), else InvalidArgument. */
+function iterable(what, value) {
+  if (value === null || value === undefined || typeof value[Symbol.iterator] !== 'function' || typeof value === 'string') {
+    throw invalid(`${what} must be an array (or another iterable), got ${describe(value)}`);
+  }
+  return value;
 }
 
 function checkJson(v, where, parents) {
@@ -736,7 +812,8 @@ class ManualClock {
   }
 }
 
-async function open(file, options = {}) {
+async function open(file, options) {
+  options = opts(options, OPEN_OPTIONS);
   text('path', file);
   const { clock, ...rest } = options;
   if (rest.durability !== undefined) text('durability', rest.durability);
@@ -765,7 +842,8 @@ class Database {
   }
 
   /** A handle on the queue `name` (creating it writes nothing). */
-  queue(name, options = {}) {
+  queue(name, options) {
+    options = opts(options, QUEUE_OPTIONS);
     text('name', name);
     int('maxAttempts', options.maxAttempts, ...U32);
     for (const k of ['lease', 'backoffBase', 'backoffMax']) optMs(k, options[k]);
@@ -838,7 +916,8 @@ class Database {
    * process. With neither `limit` nor `per`, the limiter as stored
    * (NotFound if none is).
    */
-  async rateLimiter(name, options = {}) {
+  async rateLimiter(name, options) {
+    options = opts(options, RATE_LIMITER_OPTIONS);
     text('name', name);
     const { limit, per, burst, update = false } = options;
     int('limit', limit, ...ID);
@@ -855,7 +934,8 @@ class Database {
    * with `{ tx }` it is delivered only if your transaction commits.
    * Resolves to its id.
    */
-  async notify(channel, payload, options = {}) {
+  async notify(channel, payload, options) {
+    options = opts(options, TX_OPTIONS);
     text('channel', channel);
     const p = encode(payload);
     const tx = txId(this, options.tx);
@@ -870,7 +950,8 @@ class Database {
    * rejects once with Trimmed (`.missed`); iterate again to go on. Ends when
    * `signal` aborts, the loop breaks, or `close()`.
    */
-  listen(channel, options = {}) {
+  listen(channel, options) {
+    options = opts(options, READER_OPTIONS);
     text('channel', channel);
     const { wait, signal } = readerOptions(options);
     const n = unwrap(guarded(() => this._native.listen(channel)));
@@ -884,7 +965,8 @@ class Database {
   }
 
   /** Sets the channel's window for every process; maintenance trims past it. */
-  async setChannelRetention(channel, options = {}) {
+  async setChannelRetention(channel, options) {
+    options = opts(options, CHANNEL_RETENTION_OPTIONS);
     text('channel', channel);
     const { maxAge, maxCount } = options;
     if (typeof maxAge !== 'number') throw invalid(`maxAge must be a number of ms, got ${describe(maxAge)}`);
@@ -956,13 +1038,15 @@ class Queue {
    * Options: delay (ms), runAt (Date), priority, maxAttempts, dedupeKey,
    * expires (ms).
    */
-  async enqueue(payload, options = {}) {
+  async enqueue(payload, options) {
+    options = opts(options, ENQUEUE_OPTIONS);
     return enqueued((await this._enqueue([encode(payload)], options))[0]);
   }
 
   /** Adds one job per payload, all in one transaction. */
-  async enqueueMany(payloads, options = {}) {
-    return (await this._enqueue(Array.from(payloads, encode), options)).map(enqueued);
+  async enqueueMany(payloads, options) {
+    options = opts(options, ENQUEUE_OPTIONS);
+    return (await this._enqueue(Array.from(iterable('payloads', payloads), encode), options)).map(enqueued);
   }
 
   // Checks the options (throwing here, before any wait) and writes the
@@ -996,7 +1080,8 @@ class Queue {
   }
 
   /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */
-  async claimBatch(workerId, n = 1, options = {}) {
+  async claimBatch(workerId, n = 1, options) {
+    options = opts(options, CLAIM_BATCH_OPTIONS);
     const { lease, wait, tx } = options;
     text('workerId', workerId);
     int('n', n, ...U32);
@@ -1030,7 +1115,8 @@ class Queue {
    * after the end, are released at once; a job already handed to the loop
    * body stays leased to it.
    */
-  claim(workerId, options = {}) {
+  claim(workerId, options) {
+    options = opts(options, CLAIM_OPTIONS);
     const { signal, batch = 1, lease, wait = 1000 } = options;
     text('workerId', workerId);
     int('batch', batch, ...U32);
@@ -1073,10 +1159,11 @@ class Queue {
   }
 
   /** Acks several jobs in one transaction; resolves to how many were held. */
-  async ackMany(jobs, options = {}) {
+  async ackMany(jobs, options) {
+    options = opts(options, TX_OPTIONS);
     const ids = [];
     const tokens = [];
-    for (const j of jobs) {
+    for (const j of iterable('jobs', jobs)) {
       const i = ids.length;
       ids.push(int(`jobs[${i}].id`, j && j.id, ...ID));
       tokens.push(text(`jobs[${i}].token`, j && j.token));
@@ -1093,7 +1180,8 @@ class Queue {
   }
 
   /** Cancels a live job; false if it had already finished. */
-  async cancel(id, options = {}) {
+  async cancel(id, options) {
+    options = opts(options, CANCEL_OPTIONS);
     int('id', id, ...ID);
     const tx = txId(this._db, options.tx);
     const q = this._native;
@@ -1137,7 +1225,8 @@ class Queue {
   }
 
   /** Waits (off the event loop) for the job's result; Timeout if none comes. */
-  async waitResult(id, options = {}) {
+  async waitResult(id, options) {
+    options = opts(options, WAIT_RESULT_OPTIONS);
     int('id', id, ...ID);
     const timeout = optMs('timeout', options.timeout ?? 30_000);
     return decode(await call(() => this._native.waitResult(id, timeout))) ?? null;
@@ -1181,7 +1270,8 @@ class Queue {
   }
 
   /** Dead letters with ids above `afterId`, oldest first (paged). */
-  async deadLetters(options = {}) {
+  async deadLetters(options) {
+    options = opts(options, DEAD_LETTERS_OPTIONS);
     int('afterId', options.afterId, ...ID);
     int('limit', options.limit, ...U32);
     const rows = await call(() => this._native.deadLetters(options.afterId, options.limit));
@@ -1199,7 +1289,8 @@ class Queue {
   }
 
   /** Deletes dead letters (those that died at least `olderThan` ms ago). */
-  async purgeDead(options = {}) {
+  async purgeDead(options) {
+    options = opts(options, PURGE_DEAD_OPTIONS);
     const olderThan = optMs('olderThan', options.olderThan);
     return this._db._writer.run(() => call(() => this._native.purgeDead(olderThan)));
   }
@@ -1273,7 +1364,8 @@ class Job {
   }
 
   /** Completes the job (in `tx` if given), saving `result` if given. */
-  async ack(options = {}) {
+  async ack(options) {
+    options = opts(options, ACK_OPTIONS);
     const result = options.result === undefined ? undefined : encode(options.result);
     const [q, tx] = [this._q(), this._tx(options)];
     return this._write(
@@ -1284,7 +1376,8 @@ class Job {
   }
 
   /** Another attempt after `delay` ms (default: the job's backoff); dead when used up. */
-  async retry(options = {}) {
+  async retry(options) {
+    options = opts(options, RETRY_OPTIONS);
     const [q, tx, delay] = [this._q(), this._tx(options), optMs('delay', options.delay)];
     return this._write(
       tx,
@@ -1294,7 +1387,8 @@ class Job {
   }
 
   /** Dead-letters the job now. */
-  async fail(error, options = {}) {
+  async fail(error, options) {
+    options = opts(options, TX_OPTIONS);
     const [q, tx, e] = [this._q(), this._tx(options), String(error)];
     return this._write(
       tx,
@@ -1304,7 +1398,8 @@ class Job {
   }
 
   /** Gives the job back now without using up an attempt. */
-  async release(options = {}) {
+  async release(options) {
+    options = opts(options, TX_OPTIONS);
     const [q, tx] = [this._q(), this._tx(options)];
     return this._write(
       tx,
@@ -1314,7 +1409,8 @@ class Job {
   }
 
   /** Gives the job back to run after `delay` ms, without using up an attempt. */
-  async snooze(delay, options = {}) {
+  async snooze(delay, options) {
+    options = opts(options, TX_OPTIONS);
     const [q, tx, d] = [this._q(), this._tx(options), optMs('delay', delay)];
     return this._write(
       tx,
@@ -1324,7 +1420,8 @@ class Job {
   }
 
   /** Extends the lease by `extend` ms (default: the claim's lease); resolves to the new expiry. */
-  async heartbeat(options = {}) {
+  async heartbeat(options) {
+    options = opts(options, HEARTBEAT_OPTIONS);
     const extend = optMs('extend', options.extend) ?? this._leaseMs;
     const [q, tx] = [this._q(), this._tx(options)];
     this._expires = await write(
@@ -1347,7 +1444,9 @@ class Job {
    * job runs again elsewhere (at-least-once). An error from `fn` is thrown
    * as it is. Resolves to what `fn` resolves to.
    */
-  async keepAlive(fn, options = {}) {
+  async keepAlive(fn, options) {
+    options = opts(options, KEEP_ALIVE_OPTIONS);
+    if (typeof fn !== 'function') throw invalid(`keepAlive needs a function to run, got ${describe(fn)}`);
     const every = optMs('every', options.every);
     const renewal = unwrap(guarded(() => this._q().keepAlive(this.id, this.token, this._leaseMs, every)));
     this._renewal = renewal;
@@ -1531,7 +1630,8 @@ class Subscription extends Reader {
    * before it are processed. With `{ tx }` the offset commits or rolls back
    * with your transaction (a local projection, effectively exactly-once).
    */
-  async commit(event, options = {}) {
+  async commit(event, options) {
+    options = opts(options, TX_OPTIONS);
     const offset = need('offset', event !== null && typeof event === 'object' ? event.offset : event, ...ID);
     const tx = txId(this._db, options.tx);
     const n = await this._opening;
@@ -1582,7 +1682,8 @@ class Stream {
    * `idempotencyKey`: a retried publish (within 24 h) resolves to the
    * original offset and appends nothing.
    */
-  async publish(payload, options = {}) {
+  async publish(payload, options) {
+    options = opts(options, PUBLISH_OPTIONS);
     const p = encode(payload);
     const args = {
       key: optText('key', options.key),
@@ -1595,8 +1696,9 @@ class Stream {
   }
 
   /** Appends events in one transaction (up to 10,000); resolves to their offsets. */
-  async publishMany(payloads, options = {}) {
-    const list = Array.from(payloads, encode);
+  async publishMany(payloads, options) {
+    options = opts(options, PUBLISH_MANY_OPTIONS);
+    const list = Array.from(iterable('payloads', payloads), encode);
     const key = optText('key', options.key);
     const tx = txId(this._db, options.tx);
     const { traceparent, tracestate } = captureTrace();
@@ -1611,7 +1713,8 @@ class Stream {
   }
 
   /** Up to `limit` (100) events with offsets above `after` (0): paging. */
-  async read(options = {}) {
+  async read(options) {
+    options = opts(options, READ_OPTIONS);
     const after = int('after', options.after ?? 0, ...ID);
     const limit = int('limit', options.limit ?? 100, ...U32);
     const n = this._native;
@@ -1620,7 +1723,8 @@ class Stream {
   }
 
   /** Commits `nextOffset` (the next event to read) for `consumer`; it never moves back. */
-  async commit(consumer, nextOffset, options = {}) {
+  async commit(consumer, nextOffset, options) {
+    options = opts(options, TX_OPTIONS);
     text('consumer', consumer);
     need('nextOffset', nextOffset, ...ID);
     const tx = txId(this._db, options.tx);
@@ -1686,7 +1790,8 @@ class Stream {
    * for none: required), `maxCount`, `trimPassed` (trim only what every
    * consumer has passed). Maintenance applies it.
    */
-  async setRetention(options = {}) {
+  async setRetention(options) {
+    options = opts(options, STREAM_RETENTION_OPTIONS);
     const { maxAge, maxCount = null, trimPassed = false } = options;
     if (maxAge === undefined) throw invalid('maxAge must be given: a number of ms, or null for no age limit');
     if (maxAge !== null) optMs('maxAge', maxAge);
@@ -1710,7 +1815,8 @@ class Stream {
    * (1,000), commitInterval (1,000 ms), wait (1,000 ms: each sleep between
    * checks), signal.
    */
-  subscribe(consumer, options = {}) {
+  subscribe(consumer, options) {
+    options = opts(options, SUBSCRIBE_OPTIONS);
     text('consumer', consumer);
     const {
       start = 'beginning',
@@ -1780,7 +1886,8 @@ class GroupEvent {
    * The group is done with it; the next event of its key gets its turn.
    * With `{ tx }` the ack commits or rolls back with your transaction.
    */
-  async ack(options = {}) {
+  async ack(options) {
+    options = opts(options, TX_OPTIONS);
     await this._group.ack(this, options);
     this._settled = true;
   }
@@ -1790,7 +1897,8 @@ class GroupEvent {
    * default), recording `error`. Resolves to true when this was its last
    * delivery and the event is now dead.
    */
-  async retry(options = {}) {
+  async retry(options) {
+    options = opts(options, EVENT_RETRY_OPTIONS);
     const died = await this._group.retry(this, options);
     this._settled = true;
     return died;
@@ -1809,7 +1917,8 @@ class GroupEvent {
   }
 
   /** Extends the lease to now + `extend` ms (default: the group's lease); resolves to the new end. */
-  async heartbeat(options = {}) {
+  async heartbeat(options) {
+    options = opts(options, EVENT_HEARTBEAT_OPTIONS);
     this.leaseExpiresAt = await this._group.heartbeat(this, options);
     return this.leaseExpiresAt;
   }
@@ -1882,7 +1991,8 @@ class Group {
    * 1,000), lease (60,000 ms; 1 ms to 24 h), memberIdle (24 h; 1 s to 365
    * days).
    */
-  async create(options = {}) {
+  async create(options) {
+    options = opts(options, GROUP_CREATE_OPTIONS);
     const { start = 'beginning', maxDeliveries, lease, memberIdle } = options;
     const at = startArg(start);
     const o = {
@@ -1907,7 +2017,8 @@ class Group {
    * free) come first, oldest idle first, then new ones. `lease` ms (the
    * group's); `wait` ms (0) to sleep for something claimable.
    */
-  async claim(member, options = {}) {
+  async claim(member, options) {
+    options = opts(options, GROUP_CLAIM_OPTIONS);
     text('member', member);
     const { n = 1, lease, wait = 0 } = options;
     need('n', n, ...U32);
@@ -1934,7 +2045,8 @@ class Group {
    * token }`, as another process or surface hands it over). With `{ tx }`,
    * in your transaction.
    */
-  async ack(event, options = {}) {
+  async ack(event, options) {
+    options = opts(options, TX_OPTIONS);
     const { offset, token } = leaseOf(event);
     const tx = txId(this._db, options.tx);
     const n = this._native;
@@ -1942,7 +2054,8 @@ class Group {
   }
 
   /** `GroupEvent.retry` for an event delivered here or elsewhere (`{ offset, token }`). */
-  async retry(event, options = {}) {
+  async retry(event, options) {
+    options = opts(options, EVENT_RETRY_OPTIONS);
     const { offset, token } = leaseOf(event);
     const delay = optMs('delay', options.delay);
     const error = optText('error', options.error);
@@ -1984,7 +2097,8 @@ class Group {
   }
 
   /** `GroupEvent.heartbeat` for an event delivered here or elsewhere; resolves to the lease's new end. */
-  async heartbeat(event, options = {}) {
+  async heartbeat(event, options) {
+    options = opts(options, EVENT_HEARTBEAT_OPTIONS);
     const { offset, token } = leaseOf(event);
     const extend = optMs('extend', options.extend);
     const n = this._native;
@@ -2000,7 +2114,7 @@ class Group {
 
   /** Acks several events in one transaction: all or none (a stale token anywhere rejects with LeaseLost). */
   async ackMany(events) {
-    const leases = Array.from(events, leaseOf);
+    const leases = Array.from(iterable('events', events), leaseOf);
     const n = this._native;
     await write(
       this._db,
@@ -2016,7 +2130,8 @@ class Group {
    * unless `{ force: true }`, and then its events are claimable at once.
    * Resolves to how many it held.
    */
-  async removeMember(member, options = {}) {
+  async removeMember(member, options) {
+    options = opts(options, REMOVE_MEMBER_OPTIONS);
     text('member', member);
     const { force = false } = options;
     if (typeof force !== 'boolean') throw invalid(`force must be a boolean, got ${describe(force)}`);
@@ -2031,7 +2146,8 @@ class Group {
   }
 
   /** Up to `limit` (100) dead letters with offsets above `after` (0). */
-  async dead(options = {}) {
+  async dead(options) {
+    options = opts(options, READ_OPTIONS);
     const after = int('after', options.after ?? 0, ...ID);
     const limit = int('limit', options.limit ?? 100, ...U32);
     const n = this._native;
@@ -2063,7 +2179,8 @@ class Group {
    * batch (10), lease (ms; the group's), wait (1,000 ms: each sleep between
    * checks), signal.
    */
-  consume(member, options = {}) {
+  consume(member, options) {
+    options = opts(options, CLAIM_OPTIONS);
     text('member', member);
     const { batch = 10, lease } = options;
     const { wait, signal } = readerOptions(options);
@@ -2092,7 +2209,8 @@ class Permanent extends Error {
  * queue's backoff), spending an attempt: a 429 with Retry-After.
  */
 class Retry extends Error {
-  constructor(message = 'retry requested', options = {}) {
+  constructor(message = 'retry requested', options) {
+    options = opts(options, RETRY_ERROR_OPTIONS);
     super(message);
     this.name = 'Retry';
     this.delay = optMs('delay', options.delay);
@@ -2156,7 +2274,8 @@ const CANCEL_POLL_MS = 100;
  * discarded, and the retry may run meanwhile. Make handlers idempotent.
  */
 class Worker {
-  constructor(db, options = {}) {
+  constructor(db, options) {
+    options = opts(options, WORKER_OPTIONS);
     if (!(db instanceof Database)) throw invalid('a Worker needs the Database of honker.open()');
     const { concurrency = 10, workerId, grace = 30_000, scheduler = true } = options;
     int('concurrency', concurrency, ...U32);
@@ -2207,7 +2326,8 @@ class Worker {
    * `no handler for task <name>`. `concurrency`, `timeout` and `lease` (ms)
    * are the queue's.
    */
-  handle(queue, handler, options = {}) {
+  handle(queue, handler, options) {
+    options = opts(options, HANDLE_OPTIONS);
     if (queue instanceof Group) return this._handleGroup(queue, handler, options);
     if (typeof handler !== 'function') throw invalid('a handler must be a function');
     const { task, concurrency, timeout, lease } = options;
@@ -2306,7 +2426,8 @@ class Worker {
    * discarded). A second signal ends the grace period, and that wait, at
    * once. A Worker runs once.
    */
-  async run(options = {}) {
+  async run(options) {
+    options = opts(options, RUN_OPTIONS);
     const { signal, signals = false } = options;
     if (this._started) throw invalid('this worker already ran (a Worker runs once)');
     if (this._queues.size === 0) throw invalid('no handler is registered');
@@ -2547,7 +2668,8 @@ class Lock {
   }
 
   /** A grant for `owner`, or null while another owner holds it; with `{ tx }`, held only if it commits. */
-  async tryAcquire(owner, options = {}) {
+  async tryAcquire(owner, options) {
+    options = opts(options, LOCK_TRY_OPTIONS);
     text('owner', owner);
     const { ttl = 60000, tx } = options;
     optMs('ttl', ttl);
@@ -2561,7 +2683,8 @@ class Lock {
    * sleeps until any process releases it, never polling); null when the
    * wait ran out or `signal` aborted (nothing stays held).
    */
-  async acquire(owner, options = {}) {
+  async acquire(owner, options) {
+    options = opts(options, LOCK_ACQUIRE_OPTIONS);
     text('owner', owner);
     const { ttl = 60000, wait = 0, signal } = options;
     optMs('ttl', ttl);
@@ -2584,7 +2707,8 @@ class Lock {
   }
 
   /** Extends the lock held with `token` to `ttl` ms from now; resolves to the new expiry. */
-  async renew(token, options = {}) {
+  async renew(token, options) {
+    options = opts(options, LOCK_RENEW_OPTIONS);
     need('token', token, ...ID);
     const { ttl = 60000 } = options;
     optMs('ttl', ttl);
@@ -2593,7 +2717,8 @@ class Lock {
   }
 
   /** Releases the lock held with `token`; whether it was held with it. */
-  async release(token, options = {}) {
+  async release(token, options) {
+    options = opts(options, TX_OPTIONS);
     need('token', token, ...ID);
     const t = txId(this._db, options.tx);
     const n = this._native;
@@ -2627,7 +2752,8 @@ class Lock {
    * (0: one try) and throws Timeout if it stays held (or `signal` aborts).
    * `held.signal` aborts (with a LeaseLost) if the lock is lost.
    */
-  async hold(owner, options = {}) {
+  async hold(owner, options) {
+    options = opts(options, LOCK_HOLD_OPTIONS);
     text('owner', owner);
     const { ttl = 60000, wait = 0, every, signal } = options;
     optMs('ttl', ttl);
@@ -2753,7 +2879,8 @@ class RateLimiter {
   }
 
   /** Checks `cost` (1) calls for `key` ('') and takes them when allowed; with `{ tx }`, only if it commits. */
-  async tryAcquire(key = '', options = {}) {
+  async tryAcquire(key = '', options) {
+    options = opts(options, RATE_TRY_OPTIONS);
     text('key', key);
     const { cost = 1, tx } = options;
     need('cost', cost, ...ID);
@@ -2769,7 +2896,8 @@ class RateLimiter {
    * would come within `wait` ms: the allowed decision, or the last refusal
    * (at once when its `retryAfterMs` lies beyond the wait, or `signal` aborts).
    */
-  async acquire(key = '', options = {}) {
+  async acquire(key = '', options) {
+    options = opts(options, RATE_ACQUIRE_OPTIONS);
     const { cost = 1, wait = 0, signal } = options;
     optMs('wait', wait);
     signalArg(signal);
@@ -2903,7 +3031,8 @@ class Scheduler {
   }
 
   /** Pauses `name` (`{ note }` shows in `list`): boundaries are neither fired nor missed until it resumes. */
-  async pause(name, options = {}) {
+  async pause(name, options) {
+    options = opts(options, PAUSE_OPTIONS);
     text('name', name);
     const note = optText('note', options.note);
     const n = this._native;
@@ -2957,7 +3086,8 @@ class Scheduler {
    * the next boundary or a change (on core's watcher, off the event loop).
    * Safe in every process: each boundary fires once. Resolves when stopped.
    */
-  async run(options = {}) {
+  async run(options) {
+    options = opts(options, SCHEDULER_RUN_OPTIONS);
     const { signal } = options;
     signalArg(signal);
     const runner = unwrap(guarded(() => this._native.runner()));

@@ -95,3 +95,45 @@ test('a ManualClock refuses times and advances outside 1970 to 9999, and throws'
   assert.equal(await lock.tryAcquire('b'), null);
   await db.close();
 });
+
+test('bad options, lists and functions are InvalidArgument with a code, and change nothing', async () => {
+  // Issue 53 §9 and §21: unknown option keys were ignored ({ delya: 5 }
+  // enqueued with no delay); null options, a missing list and a
+  // non-function threw plain TypeErrors with no code; a payload nested
+  // ~10,000 deep threw a RangeError.
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const s = db.stream('s');
+  await q.enqueue('a');
+  const [job] = await q.claimBatch('w');
+  const before = await snapshot(db);
+  let deep = [];
+  for (let i = 0; i < 20_000; i++) deep = [deep];
+  const calls = {
+    'unknown enqueue option': () => q.enqueue('x', { delya: 5 }),
+    'unknown claim option': () => q.claimBatch('w', 1, { leese: 5 }),
+    'unknown publish option': () => s.publish('x', { idempotency: 'k' }),
+    'unknown lock option': () => db.lock('l').tryAcquire('o', { tll: 5 }),
+    'null enqueue options': () => q.enqueue(1, null),
+    'options not an object': () => q.enqueue(1, 5),
+    'null retry options': () => job.retry(null),
+    'null heartbeat options': () => job.heartbeat(null),
+    'enqueueMany(undefined)': () => q.enqueueMany(undefined),
+    'enqueueMany of a string': () => q.enqueueMany('abc'),
+    'publishMany(undefined)': () => s.publishMany(undefined),
+    'ackMany(undefined)': () => q.ackMany(undefined),
+    'keepAlive(5)': () => job.keepAlive(5),
+    'a payload nested 20,000 deep': () => q.enqueue(deep),
+  };
+  for (const [what, call] of Object.entries(calls)) {
+    await assert.rejects(
+      (async () => call())(),
+      (e) => e instanceof honker.InvalidArgument && e.code === 'INVALID_ARGUMENT',
+      what,
+    );
+  }
+  await assert.rejects(q.enqueue('x', { delya: 5 }), /unknown option "delya"; the options here are delay, runAt/);
+  assert.deepEqual(await snapshot(db), before, 'a refused call changed something');
+  await job.ack();
+  await db.close();
+});

@@ -26,7 +26,7 @@ test('before OpenTelemetry is registered, nothing is captured or required', asyn
   await db.stream('orders').publish({ n: 1 });
   const [job] = await q.claimBatch('w', 1);
   assert.equal(job.traceContext, null);
-  assert.equal((await db.stream('orders').read(0, 1))[0].traceContext, null);
+  assert.equal((await db.stream('orders').read({ after: 0, limit: 1 }))[0].traceContext, null);
   assert.equal(otelLoaded(), false);
   await db.close();
 });
@@ -53,7 +53,7 @@ test('a traced enqueue and publish reach the handlers, which run in the producer
   const [[stored]] = (await db.query('SELECT trace_context FROM _honker_jobs ORDER BY id')).map((r) => Object.values(r));
   assert.deepEqual(JSON.parse(stored), HEADERS);
   assert.deepEqual(
-    (await s.read(0, 10)).map((e) => e.traceContext),
+    (await s.read({ after: 0, limit: 10 })).map((e) => e.traceContext),
     [HEADERS, HEADERS, HEADERS],
   );
   assert.deepEqual((await q.getJob(1)).traceContext, HEADERS);

@@ -24,6 +24,24 @@ def test_the_extension_is_in_the_package():
     assert os.path.getsize(p) > 0
 
 
+def test_a_python_that_cannot_load_extensions_is_told_how_to_get_one():
+    """pyenv's default build has no ``enable_load_extension``: the error
+    names the configure flag, Debian's Python and pyenv's own form (issue 53)."""
+
+    class NoExtensions:  # what such a Python's sqlite3.Connection lacks
+        pass
+
+    try:
+        honker.load_extension(NoExtensions())  # type: ignore[arg-type]
+    except honker.InvalidArgument as e:
+        message = str(e)
+    else:
+        raise AssertionError("accepted a connection that cannot load extensions")
+    assert "--enable-loadable-sqlite-extensions" in message
+    assert "/usr/bin/python3" in message
+    assert "PYTHON_CONFIGURE_OPTS=--enable-loadable-sqlite-extensions pyenv install" in message
+
+
 def test_stdlib_outbox_commits_and_rolls_back_with_the_business_row(tmp_path):
     path = tmp_path / "stdlib.db"
     conn = stdlib(path)

@@ -37,7 +37,9 @@ def load_extension(conn: sqlite3.Connection) -> None:
             "INVALID_ARGUMENT",
             "this Python's sqlite3 module cannot load extensions (built without "
             "--enable-loadable-sqlite-extensions); use one that can, such as Debian's "
-            "/usr/bin/python3",
+            "/usr/bin/python3, or rebuild this one: with pyenv, "
+            "PYTHON_CONFIGURE_OPTS=--enable-loadable-sqlite-extensions pyenv install "
+            "--force <version>",
         )
     conn.enable_load_extension(True)
     try:
