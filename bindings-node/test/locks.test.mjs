@@ -111,6 +111,24 @@ test("a lost lock aborts the block's signal and withLock rejects with LeaseLost"
   await db.close();
 });
 
+test('once held.lost is true, held.signal has aborted', async () => {
+  // Issue 53 §22: lost turned true up to 1.5 s before the signal aborted,
+  // so code that checked the signal before a write learned late.
+  const { db, clock } = await testDb();
+  const lock = db.lock('job');
+  const held = await lock.hold('a', { ttl: 10_000, every: 50 });
+  clock.advance(20_000);
+  assert.ok(await lock.tryAcquire('b', { ttl: 10_000 }));
+  // Spin without yielding: the renewal thread finds the loss meanwhile,
+  // while the event loop (which delivers the watch's news) cannot turn.
+  const until = Date.now() + 5000;
+  while (!held.lost) assert.ok(Date.now() < until, 'the loss was never found');
+  assert.ok(held.signal.aborted, 'lost, but the signal had not aborted');
+  assert.ok(held.signal.reason instanceof honker.LeaseLost);
+  await held.release();
+  await db.close();
+});
+
 test('an aborted wait ends at once and holds nothing', async () => {
   const db = await honker.open(tempPath());
   const lock = db.lock('job');
