@@ -348,6 +348,25 @@ function encode(payload) {
   }
 }
 
+/**
+ * SQL parameters: an array of null, booleans, numbers, strings and
+ * Buffers (or Uint8Arrays). Anything else is InvalidArgument naming the
+ * parameter (napi's own message listed Rust type names).
+ */
+function sqlParams(params) {
+  if (!Array.isArray(params)) throw invalid(`params must be an array, got ${describe(params)}`);
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (v === null || v instanceof Uint8Array) continue;
+    const t = typeof v;
+    if (t === 'boolean' || t === 'number' || t === 'string') continue;
+    throw invalid(
+      `params[${i}] is ${describe(v)}; a SQL parameter is null, a boolean, a number, a string or a Buffer`,
+    );
+  }
+  return params;
+}
+
 /** `value` when it is iterable (an array, a Set, a generator), else InvalidArgument. */
 function iterable(what, value) {
   if (value === null || value === undefined || typeof value[Symbol.iterator] !== 'function' || typeof value === 'string') {
@@ -419,6 +438,8 @@ function need(name, v, lo, hi) {
 
 const I32 = [-(2 ** 31), 2 ** 31 - 1];
 const U32 = [0, 2 ** 32 - 1];
+// maxAttempts: at least one attempt (core's range, told the same way).
+const ATTEMPTS = [1, 2 ** 32 - 1];
 const ID = [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
 
 function describe(v) {
@@ -845,7 +866,7 @@ class Database {
   queue(name, options) {
     options = opts(options, QUEUE_OPTIONS);
     text('name', name);
-    int('maxAttempts', options.maxAttempts, ...U32);
+    int('maxAttempts', options.maxAttempts, ...ATTEMPTS);
     for (const k of ['lease', 'backoffBase', 'backoffMax']) optMs(k, options[k]);
     num('backoffJitter', options.backoffJitter);
     return new Queue(this, unwrap(guarded(() => this._native.queue(name, options))));
@@ -883,12 +904,12 @@ class Database {
   /** Runs one statement in its own transaction; resolves to rows changed. */
   async execute(sql, params = []) {
     txId(this, undefined);
-    return this._writer.run(() => call(() => this._native.execute(text('sql', sql), params)));
+    return this._writer.run(() => call(() => this._native.execute(text('sql', sql), sqlParams(params))));
   }
 
   /** A read-only query on a reader connection: one object per row. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(() => this._native.query(text('sql', sql), params)));
+    return rowsToObjects(await call(() => this._native.query(text('sql', sql), sqlParams(params))));
   }
 
   /** A handle on the stream `name` (creating it writes nothing). */
@@ -1011,12 +1032,12 @@ class Transaction {
   }
 
   async execute(sql, params = []) {
-    return call(() => this._native.execute(text('sql', sql), params));
+    return call(() => this._native.execute(text('sql', sql), sqlParams(params)));
   }
 
   /** Sees the transaction's own uncommitted writes. */
   async query(sql, params = []) {
-    return rowsToObjects(await call(() => this._native.query(text('sql', sql), params)));
+    return rowsToObjects(await call(() => this._native.query(text('sql', sql), sqlParams(params))));
   }
 }
 
@@ -1054,7 +1075,7 @@ class Queue {
   _enqueue(list, options) {
     const { delay, runAt, priority, maxAttempts, dedupeKey, expires, tx } = options;
     int('priority', priority, ...I32);
-    int('maxAttempts', maxAttempts, ...U32);
+    int('maxAttempts', maxAttempts, ...ATTEMPTS);
     optText('dedupeKey', dedupeKey);
     const opts = {
       delay: optMs('delay', delay),
@@ -2938,7 +2959,7 @@ const SCHEDULE_OPTIONS = {
   timeZone: (v) => text('timeZone', v),
   dayRule: (v) => text('dayRule', v),
   priority: (v) => need('priority', v, ...I32),
-  maxAttempts: (v) => need('maxAttempts', v, ...U32),
+  maxAttempts: (v) => need('maxAttempts', v, ...ATTEMPTS),
   expires: (v) => optMs('expires', v),
   catchUp: (v) => text('catchUp', v),
   catchUpWindow: (v) => optMs('catchUpWindow', v),

@@ -106,7 +106,7 @@ command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm
 # Django (the honker.sqlalchemy and honker.django tests), mypy (the wheel's
 # types, checked from a user's script) and prometheus-client (its text-format
 # parser reads the metrics exposition).
-HONKER_PY_TEST_DEPS="pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1 prometheus-client==0.23.1 opentelemetry-api==1.45.3"
+HONKER_PY_TEST_DEPS="pytest==8.4.2 sqlalchemy==2.1.9 django==5.2.19 mypy==2.4.1 prometheus-client==0.23.1 opentelemetry-api==1.45.3 hypothesis==6.135.0"
 export HONKER_PY_TEST_DEPS
 
 # The Python environment of the other steps (interop, crash points, demo,

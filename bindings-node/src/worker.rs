@@ -89,7 +89,7 @@ pub fn new_worker(
             db.core(),
             WorkerOptions {
                 worker_id,
-                concurrency: honker::validate::batch(i64::from(concurrency))?,
+                concurrency: honker::validate::batch_named("concurrency", i64::from(concurrency))?,
                 run_scheduler,
             },
         )?;
@@ -144,7 +144,7 @@ fn handler_options(
 ) -> honker::Result<HandlerOptions> {
     Ok(HandlerOptions {
         concurrency: concurrency
-            .map(|n| honker::validate::batch(i64::from(n)))
+            .map(|n| honker::validate::batch_named("concurrency", i64::from(n)))
             .transpose()?,
         timeout: opt_ms("timeout", timeout)?,
         lease: opt_ms("lease", lease)?,

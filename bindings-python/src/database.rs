@@ -52,6 +52,15 @@ pub(crate) fn secs(what: &str, s: f64) -> PyResult<Duration> {
     honker::validate::seconds(what, s).py()
 }
 
+/// `what` of `s` seconds checked by core's rule for every duration (finite,
+/// not negative, at most 100 years): `s`, or `InvalidArgument`. For
+/// durations Python keeps before any native call (`Retry(delay=)`,
+/// `Snooze(delay)`), so a bad one fails where it is written.
+#[pyfunction]
+pub fn check_seconds(what: &str, s: f64) -> PyResult<f64> {
+    secs(what, s).map(|_| s)
+}
+
 #[pymethods]
 impl Database {
     #[new]

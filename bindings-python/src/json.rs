@@ -63,12 +63,17 @@ fn with_json_module(obj: &Bound<'_, PyAny>) -> PyResult<String> {
             .call((), Some(&kwargs))?;
         Ok(encoder.getattr("encode")?.unbind())
     })?;
-    // A type json cannot encode (a set, an object) stays json's TypeError,
-    // as `json.dumps` raises it; a float JSON cannot hold, deep down, or a
-    // cycle (json's ValueError) is InvalidArgument, as a shallow NaN is.
+    // What JSON cannot hold is InvalidArgument, as everywhere: a type json
+    // cannot encode (a set, an object: json's TypeError, which it was until
+    // issue 53), a float JSON cannot hold deep down or a cycle (its
+    // ValueError), a value nested past the interpreter's recursion limit.
     match encode.bind(py).call1((obj,)) {
         Ok(text) => text.extract(),
-        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+        Err(e)
+            if e.is_instance_of::<PyValueError>(py)
+                || e.is_instance_of::<pyo3::exceptions::PyTypeError>(py)
+                || e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) =>
+        {
             Err(invalid(format!("payload cannot be JSON: {}", e.value(py))))
         }
         Err(e) => Err(e),

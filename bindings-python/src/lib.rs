@@ -56,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schedule::schedule_definition, m)?)?;
     m.add_function(wrap_pyfunction!(import::import_honker, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(database::check_seconds, m)?)?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

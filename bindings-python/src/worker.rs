@@ -152,7 +152,7 @@ fn handler_options(
 ) -> PyResult<HandlerOptions> {
     Ok(HandlerOptions {
         concurrency: concurrency
-            .map(|n| honker::validate::batch(n).py())
+            .map(|n| honker::validate::batch_named("concurrency", n).py())
             .transpose()?,
         timeout: timeout.map(|s| secs("timeout", s)).transpose()?,
         lease: lease.map(|s| secs("lease", s)).transpose()?,
@@ -183,7 +183,7 @@ impl Worker {
         grace: f64,
         run_scheduler: bool,
     ) -> PyResult<Worker> {
-        let concurrency = honker::validate::batch(concurrency).py()?;
+        let concurrency = honker::validate::batch_named("concurrency", concurrency).py()?;
         let grace = Mutex::new(secs("grace", grace)?);
         let w = honker::runtime::Worker::new(
             &db.db,

@@ -133,3 +133,26 @@ def test_a_manual_clock_refuses_times_outside_1970_to_9999(path):
     assert lock.try_acquire("a", ttl=60) is not None
     assert lock.try_acquire("b", ttl=60) is None
     db.close()
+
+
+def test_error_messages_name_what_was_wrong_in_its_own_terms(db):
+    """Issue 53 §9: Worker(concurrency=0) said "batch size"; max_attempts=-1
+    and 0 gave different ranges; a sub-ms lease said "got 0ns"; Snooze(-1)
+    constructed."""
+    with pytest.raises(honker.InvalidArgument, match=r"^INVALID_ARGUMENT: concurrency must be"):
+        honker.Worker(db, concurrency=0)
+    q = db.queue("q")
+    messages = set()
+    for bad in (-1, 0):
+        with pytest.raises(honker.InvalidArgument) as e:
+            q.enqueue(1, max_attempts=bad)
+        messages.add(str(e.value).split(", got")[0])
+    assert messages == {"INVALID_ARGUMENT: max_attempts must be between 1 and 4294967295"}
+    q.enqueue(1)
+    with pytest.raises(honker.InvalidArgument, match=r"between 1 ms and 24 h, got 0.0005 ms"):
+        q.claim_batch("w", 1, lease=0.0000005)
+    for bad in (-1, float("nan"), None, "soon"):
+        with pytest.raises(honker.InvalidArgument):
+            honker.Snooze(bad)  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
+        honker.Retry("r", delay=-1)

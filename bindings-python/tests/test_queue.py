@@ -69,7 +69,7 @@ def test_delay_and_run_at_accept_seconds_timedelta_and_datetime(db, clock):
         clock.advance(5)
         order += [j.payload for j in q.claim_batch("w", 10)]
     assert order == ["a", "b", "c", "d"]
-    with pytest.raises(TypeError):
+    with pytest.raises(honker.InvalidArgument):
         q.enqueue("e", delay="soon")
 
 
@@ -157,7 +157,7 @@ def test_enqueue_many_is_atomic(db):
     q = db.queue("q")
     ids = q.enqueue_many([{"i": i} for i in range(5)])
     assert len({e.id for e in ids}) == 5
-    with pytest.raises(TypeError):
+    with pytest.raises(honker.InvalidArgument):
         q.enqueue_many([{"i": 1}, object()])  # not JSON: nothing is written
     assert q.stats().ready == 5
 

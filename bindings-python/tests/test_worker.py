@@ -146,7 +146,9 @@ def test_outcomes_ack_result_retry_permanent_snooze(rdb):
     assert q.get_result(ids["snooze"]) == "later"
     assert runs["snooze"] == 2
     unstorable = q.get_job(ids["unstorable"])
-    assert unstorable.last_error.startswith("the handler's result could not be stored: TypeError")
+    assert unstorable.last_error.startswith(
+        "the handler's result could not be stored: InvalidArgument"
+    )
     kinds = {(e.kind, e.job_id) for e in events}
     assert ("success", ids["ack"]) in kinds and ("start", ids["ack"]) in kinds
     assert ("retry", ids["retry"]) in kinds and ("dead", ids["permanent"]) in kinds

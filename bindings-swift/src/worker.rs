@@ -76,7 +76,7 @@ fn handler_options(
 ) -> R<HandlerOptions> {
     Ok(HandlerOptions {
         concurrency: concurrency
-            .map(|n| honker::validate::batch(i64::from(n)))
+            .map(|n| honker::validate::batch_named("concurrency", i64::from(n)))
             .transpose()?,
         timeout: opt_ms("timeout", timeout_ms)?,
         lease: opt_ms("lease", lease_ms)?,
@@ -109,7 +109,7 @@ impl Worker {
             db.core(),
             WorkerOptions {
                 worker_id,
-                concurrency: honker::validate::batch(i64::from(concurrency))?,
+                concurrency: honker::validate::batch_named("concurrency", i64::from(concurrency))?,
                 run_scheduler,
             },
         )?;

@@ -330,8 +330,28 @@ pub(crate) fn check_attempts(n: u32) -> Result<()> {
 pub(crate) fn in_range(what: &str, d: Duration, lo: Duration, hi: Duration) -> Result<()> {
     if d < lo || d > hi {
         return Err(Error::invalid(format!(
-            "{what} must be between {lo:?} and {hi:?}, got {d:?}"
+            "{what} must be between {} and {}, got {}",
+            human(lo),
+            human(hi),
+            human(d)
         )));
     }
     Ok(())
+}
+
+/// A duration as people write it in an error: whole hours or seconds where
+/// it is one, else milliseconds (fractions kept: a sub-ms lease is "0.5 ms",
+/// not Rust's "500µs" or "0ns").
+pub(crate) fn human(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if d >= Duration::from_secs(3600) && d.as_secs() % 3600 == 0 && d.subsec_nanos() == 0 {
+        format!("{} h", d.as_secs() / 3600)
+    } else if d >= Duration::from_secs(1) && d.subsec_nanos() == 0 {
+        format!("{} s", d.as_secs())
+    } else if ms.fract() == 0.0 {
+        format!("{ms:.0} ms")
+    } else {
+        let s = format!("{ms:.6}");
+        format!("{} ms", s.trim_end_matches('0'))
+    }
 }

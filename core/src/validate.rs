@@ -50,10 +50,16 @@ pub fn key_or_empty(what: &str, value: &str) -> Result<()> {
 
 /// A batch size from a language whose integers may be negative.
 pub fn batch(n: i64) -> Result<usize> {
+    batch_named("batch size", n)
+}
+
+/// A count with a batch's bounds (1 to the batch limit), named in the
+/// error: a worker's `concurrency` (told as "batch size" until issue 53).
+pub fn batch_named(what: &str, n: i64) -> Result<usize> {
     let max = limits::MAX_BATCH as i64;
     if n <= 0 || n > max {
         return Err(Error::invalid(format!(
-            "batch size must be between 1 and {max}, got {n}"
+            "{what} must be between 1 and {max}, got {n}"
         )));
     }
     Ok(n as usize)
@@ -119,7 +125,8 @@ pub fn job_id(id: i64) -> Result<i64> {
 pub(crate) fn delay(what: &str, d: Duration) -> Result<i64> {
     if d > limits::MAX_DELAY {
         return Err(Error::invalid(format!(
-            "{what} of {d:?} is over the limit of {} s",
+            "{what} of {} is over the limit of {} s",
+            crate::options::human(d),
             limits::MAX_DELAY.as_secs()
         )));
     }

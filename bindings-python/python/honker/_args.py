@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._time import Seconds, seconds
+from ._time import Seconds, seconds, show
 from .errors import InvalidArgument
 
 U32 = (0, 2**32 - 1)
+# max_attempts: at least one attempt (core's range, told the same way).
+ATTEMPTS = (1, 2**32 - 1)
 I32 = (-(2**31), 2**31 - 1)
 I64 = (-(2**63), 2**63 - 1)
 SIZE = (0, 2**63 - 1)
@@ -23,7 +25,7 @@ def _bad(message: str) -> InvalidArgument:
 
 def integer(name: str, value: Any, bounds: tuple[int, int]) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise _bad(f"{name} must be an int, got {type(value).__name__} {show(value)}")
     lo, hi = bounds
     if not lo <= value <= hi:
         raise _bad(f"{name} must be between {lo} and {hi}, got {value}")
@@ -46,14 +48,25 @@ def wait(value: Seconds) -> float:
     """A reader's wait between checks: positive (0 would make iterating spin)."""
     s = duration("wait", value)
     if not s > 0:
-        raise _bad(f"wait must be positive, got {value!r} (next(wait=0) polls once)")
+        raise _bad(f"wait must be positive, got {show(value)} (next(wait=0) polls once)")
     return s
 
 
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise _bad(f"{name} must be a str, got {type(value).__name__} {value!r}")
+        raise _bad(f"{name} must be a str, got {type(value).__name__} {show(value)}")
     return value
+
+
+def optional_text(name: str, value: Any) -> str | None:
+    return None if value is None else text(name, value)
+
+
+def items(name: str, value: Any) -> list:
+    """An iterable's items as a list (an enqueue_many's payloads)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise _bad(f"{name} must be a list (or another iterable), got {show(value)}")
+    return list(value)
 
 
 def transaction(tx: Any) -> Any:
@@ -65,6 +78,6 @@ def transaction(tx: Any) -> Any:
     if not isinstance(tx, Transaction):
         raise _bad(
             "tx must be the Transaction of db.transaction() or db.transaction_async(), "
-            f"got {type(tx).__name__} {tx!r}"
+            f"got {type(tx).__name__} {show(tx)}"
         )
     return tx._native

@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import datetime as _dt
+import reprlib
 from typing import Union
+
+from .errors import InvalidArgument
 
 Seconds = Union[int, float, _dt.timedelta]
 When = Union[int, float, _dt.datetime]
+
+
+def show(value: object) -> str:
+    """A value in an error message: its repr, cut short and bounded in depth
+    (a payload nested thousands deep made ``repr`` a RecursionError)."""
+    return _repr.repr(value)
+
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 4
+_repr.maxstring = 80
+_repr.maxother = 80
+
+
+def _bad(message: str) -> InvalidArgument:
+    # InvalidArgument, not TypeError: every bad input is a honker error
+    # with a code (issue 53's fuzzing found TypeErrors here).
+    return InvalidArgument("INVALID_ARGUMENT", message)
 
 
 def seconds(name: str, value: Seconds | None) -> float | None:
@@ -16,7 +37,7 @@ def seconds(name: str, value: Seconds | None) -> float | None:
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be seconds (int or float) or a timedelta")
+        raise _bad(f"{name} must be seconds (int or float) or a timedelta, got {show(value)}")
     return float(value)
 
 
@@ -26,9 +47,12 @@ def epoch(name: str, value: When | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, _dt.datetime):
-        return value.timestamp()
+        try:
+            return value.timestamp()
+        except (ValueError, OverflowError, OSError) as e:  # year 1's local time
+            raise _bad(f"{name} is out of range: {show(value)} ({e})") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a datetime or seconds since the Unix epoch")
+        raise _bad(f"{name} must be a datetime or seconds since the Unix epoch, got {show(value)}")
     return float(value)
 
 

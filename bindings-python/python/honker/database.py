@@ -220,7 +220,7 @@ class Database:
         options are this handle's defaults: ``lease`` (60 s), ``max_attempts``
         (3) and the retry backoff (1 s doubling to 1 h, jitter 0.5)."""
         _args.text("name", name)
-        _args.optional_integer("max_attempts", max_attempts, _args.U32)
+        _args.optional_integer("max_attempts", max_attempts, _args.ATTEMPTS)
         return Queue(
             self,
             self._native.queue(

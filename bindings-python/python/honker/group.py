@@ -594,7 +594,7 @@ class Group:
         are claimable at once. Returns how many it held."""
         _args.text("member", member)
         if not isinstance(force, bool):
-            raise _args._bad(f"force must be a bool, got {force!r}")
+            raise _args._bad(f"force must be a bool, got {_args.show(force)}")
         return self._stream._db._write(
             None, lambda: self._native.remove_member(member, force=force)
         )

@@ -519,5 +519,5 @@ class RateLimiter:
 
 def _key(key: Any) -> str:
     if not isinstance(key, str):
-        raise _args._bad(f"key must be a str, got {type(key).__name__} {key!r}")
+        raise _args._bad(f"key must be a str, got {type(key).__name__} {_args.show(key)}")
     return key

@@ -300,6 +300,7 @@ class Job:
         self, delay: Seconds | None, error: str | None, tx: Transaction | None
     ) -> Callable[[], str]:
         native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
+        _args.optional_text("error", error)
         return self._settle(lambda: native.retry(self.id, self.token, delay=d, error=error, tx=t))
 
     def fail(self, error: str, tx: Transaction | None = None) -> None:
@@ -307,8 +308,8 @@ class Job:
         self._queue._db._write(tx, self._fail(error, tx))
 
     def _fail(self, error: str, tx: Transaction | None) -> Callable[[], None]:
-        native, t = self._queue._native, _tx(tx)
-        return self._settle(lambda: native.fail(self.id, self.token, error, tx=t))
+        native, t, e = self._queue._native, _tx(tx), _args.text("error", error)
+        return self._settle(lambda: native.fail(self.id, self.token, e, tx=t))
 
     def release(self, tx: Transaction | None = None) -> None:
         """Gives the job back at once, without using up an attempt."""
@@ -323,8 +324,7 @@ class Job:
         return self._queue._db._write(tx, self._snooze(delay, tx))
 
     def _snooze(self, delay: Seconds, tx: Transaction | None) -> Callable[[], str]:
-        native, d, t = self._queue._native, seconds("delay", delay), _tx(tx)
-        assert d is not None
+        native, d, t = self._queue._native, _args.duration("delay", delay), _tx(tx)
         return self._settle(lambda: native.snooze(self.id, self.token, d, tx=t))
 
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
@@ -712,11 +712,13 @@ class Queue:
     ) -> Callable[[], list[tuple[int, bool]]]:
         # Arguments are checked here, before any wait for the writer; the
         # defaults cost no call (this runs once per enqueue: ADR 29).
-        items = payloads if isinstance(payloads, list) else list(payloads)
+        items = payloads if isinstance(payloads, list) else _args.items("payloads", payloads)
+        if dedupe_key is not None and dedupe_key.__class__ is not str:
+            _args.text("dedupe_key", dedupe_key)
         if priority.__class__ is not int or not _I32_MIN <= priority <= _I32_MAX:
             _args.integer("priority", priority, _args.I32)
         if max_attempts is not None:
-            _args.integer("max_attempts", max_attempts, _args.U32)
+            _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
         d = None if delay is None else seconds("delay", delay)
         at = None if run_at is None else epoch("run_at", run_at)
         exp = None if expires is None else seconds("expires", expires)
@@ -841,15 +843,13 @@ class Queue:
     def wait_result(self, job_id: int, timeout: Seconds) -> Any:
         """Waits for the job's result (``Timeout`` when none comes in time;
         None if the job finished without one)."""
-        t = seconds("timeout", timeout)
-        assert t is not None
+        t = _args.duration("timeout", timeout)
         return _decode(self._native.wait_result(_args.integer("job_id", job_id, _args.I64), t))
 
     async def wait_result_async(self, job_id: int, timeout: Seconds) -> Any:
         """:meth:`wait_result`, holding no thread while it waits: it sleeps
         in the loop's selector until a commit, then looks on a thread."""
-        t = seconds("timeout", timeout)
-        assert t is not None
+        t = _args.duration("timeout", timeout)
         i = _args.integer("job_id", job_id, _args.I64)
         w = _loopwait.waits(self._db)
         if w is None:

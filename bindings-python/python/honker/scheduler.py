@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _args, _threads
 from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
+from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from . import _native
@@ -198,7 +199,7 @@ class Schedule:
             time_zone=_opt_text("time_zone", self.time_zone),
             day_rule=_opt_text("day_rule", self.day_rule),
             priority=_args.optional_integer("priority", self.priority, _args.I32),
-            max_attempts=_args.optional_integer("max_attempts", self.max_attempts, _args.U32),
+            max_attempts=_args.optional_integer("max_attempts", self.max_attempts, _args.ATTEMPTS),
             expires=seconds("expires", self.expires),
             catch_up=_opt_text("catch_up", self.catch_up),
             catch_up_window=seconds("catch_up_window", self.catch_up_window),
@@ -220,6 +221,11 @@ def _ms(name: str, value: When | None) -> int | None:
 
 
 _CLEARABLE = ("max_attempts", "expires", "start_at", "end_at")
+_INT_BOUNDS = {
+    "priority": _args.I32,
+    "max_attempts": _args.ATTEMPTS,
+    "catch_up_max": _args.U32,
+}
 
 
 class Scheduler:
@@ -310,7 +316,7 @@ class Scheduler:
             elif key in ("expires", "catch_up_window", "jitter"):
                 if value is None:
                     if key != "expires":
-                        raise TypeError(f"{key} cannot be None")
+                        raise InvalidArgument("INVALID_ARGUMENT", f"{key} cannot be None")
                     clear.append(key)
                 else:
                     kw[key] = seconds(key, value)
@@ -321,15 +327,16 @@ class Scheduler:
                     kw[f"{key}_ms"] = _ms(key, value)
             elif key == "max_attempts" and value is None:
                 clear.append(key)
+            elif key in _INT_BOUNDS:
+                # Checked here: a value out of the native type's range was
+                # an OverflowError, not InvalidArgument (issue 53).
+                kw[key] = _args.integer(key, value, _INT_BOUNDS[key])
             elif key in (
                 "queue",
                 "payload",
                 "time_zone",
                 "day_rule",
-                "priority",
-                "max_attempts",
                 "catch_up",
-                "catch_up_max",
                 "overlap",
             ):
                 kw[key] = value
@@ -356,6 +363,7 @@ class Scheduler:
         boundaries are neither fired nor counted as missed until it
         resumes."""
         _args.text("name", name)
+        _args.optional_text("note", note)
         self._db._write(None, lambda: self._native.pause(name, note))
 
     def resume(self, name: str) -> None:

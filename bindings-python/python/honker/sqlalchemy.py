@@ -162,4 +162,4 @@ def _connection(session_or_connection: Any) -> Any:
         if not session_or_connection.in_transaction():
             session_or_connection.begin()
         return session_or_connection
-    raise TypeError("enqueue takes a SQLAlchemy Session or Connection")
+    raise InvalidArgument("INVALID_ARGUMENT", "enqueue takes a SQLAlchemy Session or Connection")

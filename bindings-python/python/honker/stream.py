@@ -217,7 +217,7 @@ def _start(start: Start) -> Any:
     if isinstance(start, bool) or not isinstance(start, (str, int)):
         raise _args._bad(
             "start must be 'beginning', 'latest', an offset or a datetime, "
-            f"got {type(start).__name__} {start!r}"
+            f"got {type(start).__name__} {_args.show(start)}"
         )
     return start
 
@@ -467,6 +467,8 @@ class Stream:
         # Checked, and the trace context captured, here: in the caller's
         # thread and context, before any wait for the writer.
         t, (parent, state) = _args.transaction(tx), _capture()
+        _args.optional_text("key", key)
+        _args.optional_text("idempotency_key", idempotency_key)
         native = self._native
         return lambda: native.publish(
             payload,
@@ -491,7 +493,8 @@ class Stream:
     def _publish_many(
         self, payloads: Iterable[Any], key: str | None, tx: Transaction | None
     ) -> Callable[[], list[int]]:
-        items = list(payloads)
+        items = _args.items("payloads", payloads)
+        _args.optional_text("key", key)
         t, (parent, state) = _args.transaction(tx), _capture()
         native = self._native
         return lambda: native.publish_many(
@@ -561,7 +564,7 @@ class Stream:
         :class:`StreamRetention`). Maintenance applies it."""
         _args.optional_integer("max_count", max_count, _args.I64)
         if not isinstance(trim_passed, bool):
-            raise _args._bad(f"trim_passed must be a bool, got {trim_passed!r}")
+            raise _args._bad(f"trim_passed must be a bool, got {_args.show(trim_passed)}")
         age = seconds("max_age", max_age)
         self._db._write(None, lambda: self._native.set_retention(age, max_count, trim_passed))
 

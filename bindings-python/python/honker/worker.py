@@ -49,8 +49,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Union
 
-from . import _native, _threads
+from . import _args, _native, _threads
 from ._time import Seconds, seconds
+from ._time import show as _args_show
 from ._trace import attached as _attached
 from .errors import InvalidArgument
 from .group import Group, GroupEvent
@@ -78,7 +79,10 @@ class Retry(Exception):
 
     def __init__(self, message: str = "retry requested", *, delay: Seconds | None = None) -> None:
         super().__init__(message)
-        self.delay = seconds("delay", delay)
+        d = seconds("delay", delay)
+        # Checked here, where it is written (a bad one failed only when
+        # the worker recorded the outcome).
+        self.delay = None if d is None else _native.check_seconds("delay", d)
 
 
 class Snooze(Exception):
@@ -87,7 +91,9 @@ class Snooze(Exception):
 
     def __init__(self, delay: Seconds) -> None:
         d = seconds("delay", delay)
-        assert d is not None
+        if d is None:
+            raise InvalidArgument("INVALID_ARGUMENT", "Snooze needs a delay, got None")
+        d = _native.check_seconds("delay", d)
         super().__init__(f"snoozed for {d:g} s")
         self.delay = d
 
@@ -144,7 +150,7 @@ class _Registration:
 
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool")
+        raise InvalidArgument("INVALID_ARGUMENT", f"{name} must be a bool, got {_args_show(value)}")
     return value
 
 
@@ -176,8 +182,8 @@ class Worker:
         self._native = _native.Worker(
             db._native,
             worker_id=self.worker_id,
-            concurrency=concurrency,
-            grace=seconds("grace", grace),  # type: ignore[arg-type]
+            concurrency=_args.integer("concurrency", concurrency, _args.I64),
+            grace=_args.duration("grace", grace),
             run_scheduler=_flag("scheduler", scheduler),
         )
         # By (queue or stream, None or group): what a task's (queue, group) names.
