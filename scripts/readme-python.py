@@ -58,6 +58,10 @@ switching = next(b for b in others if "import_honker(" in b)
 others.remove(switching)
 paying = next(b for b in others if "payments.charge(" in b)
 others.remove(paying)
+limiting = next(b for b in others if "set_rate_limit(" in b)
+others.remove(limiting)
+listening = next(b for b in others if "def show_updates" in b)
+others.remove(listening)
 
 
 def run_quickstart(code: str, path: str, scope: dict) -> None:
@@ -118,6 +122,37 @@ assert db.query("SELECT status FROM orders WHERE id = 1") == [("paid",)]
 assert db.query("SELECT total FROM revenue") == [(1,)]
 assert db.stream("orders").position("revenue") == 2
 assert next(listener).payload == {"order": 1}
+
+# A listener on a thread of its own, closed from another: the loop ends.
+shown = []
+exec(
+    compile(listening, readme, "exec"),
+    {"db": db, "threading": threading, "print": lambda *a: shown.append(a)},
+)
+assert all(a[0] == "dashboard:" for a in shown), shown
+
+# A queue's rate limit, and a rate limiter's refusal mapped onto Snooze:
+# the first call is allowed and pushed, a call over the quota snoozes.
+pushed = []
+limits = {"db": db, "honker": scope["honker"], "push_to_crm": pushed.append}
+exec(compile(limiting, readme, "exec"), limits)
+assert db.queue("emails").rate_limit().limit == 10
+db.rate_limiter("crm-api", limit=100, per=60)
+
+
+class FakeJob:
+    payload = {"customer": 42}
+
+
+# 100 a minute with the default burst of 1: one now, the next 0.6 s later.
+limits["sync_customer"](FakeJob())
+try:
+    limits["sync_customer"](FakeJob())
+    raise AssertionError("a second call at once was allowed")
+except scope["honker"].Snooze as e:
+    assert 0 < e.delay <= 0.6, e.delay
+assert len(pushed) == 1
+db.queue("emails").set_rate_limit(limit=None)
 
 # The consumer groups section: one member invoices the order, and the
 # invoice and the ack commit together.

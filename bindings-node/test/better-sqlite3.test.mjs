@@ -27,7 +27,8 @@ function appDb(file) {
 // The recipe: a better-sqlite3 transaction begun IMMEDIATE, the business row
 // and the job in it.
 function placeOrder(db, id, { fail = false } = {}) {
-  const enqueue = db.prepare('SELECT honker_enqueue(?, ?, NULL, NULL, 0, 3, NULL) AS id');
+  // docs/orm.md's recipe, as written there.
+  const enqueue = db.prepare('SELECT honker_queue_enqueue(?, ?) AS id');
   const insert = db.prepare('INSERT INTO orders (id, status) VALUES (?, ?)');
   return db
     .transaction(() => {
@@ -71,7 +72,7 @@ test('fromSqliteError turns a driver error with a honker code into its class', (
   const db = appDb(tempPath());
   let caught;
   try {
-    db.prepare("SELECT honker_enqueue('emails', '{}', NULL, NULL, 0, 0, NULL)").get();
+    db.prepare(`SELECT honker_queue_enqueue('emails', '{}', '{"max_attempts": 0}')`).get();
   } catch (e) {
     caught = e;
   }
