@@ -278,19 +278,19 @@ enum JobsAction {
     Retry {
         /// The database file.
         db: PathBuf,
-        /// The queue.
-        queue: String,
-        /// The job's id.
-        id: i64,
+        /// The job's id, as `jobs show` takes it; `QUEUE ID` (the older
+        /// form) works too.
+        #[arg(num_args = 1..=2, value_names = ["QUEUE", "ID"], required = true)]
+        job: Vec<String>,
     },
     /// Cancel a ready or scheduled job.
     Cancel {
         /// The database file.
         db: PathBuf,
-        /// The queue.
-        queue: String,
-        /// The job's id.
-        id: i64,
+        /// The job's id, as `jobs show` takes it; `QUEUE ID` (the older
+        /// form) works too.
+        #[arg(num_args = 1..=2, value_names = ["QUEUE", "ID"], required = true)]
+        job: Vec<String>,
         /// Why (kept as its last error).
         #[arg(long)]
         reason: Option<String>,
@@ -810,6 +810,37 @@ fn job_json(j: &JobRow) -> Json {
     })
 }
 
+/// A job named as `ID` (its queue read from the file) or `QUEUE ID`.
+fn job_target(db: &Path, args: &[String], now: i64) -> Result<(String, i64), honker::Error> {
+    let id_of = |s: &str| {
+        s.parse::<i64>().map_err(|_| {
+            honker::Error::new(
+                ErrorKind::InvalidArgument,
+                format!("a job id is a whole number, got {s:?}"),
+            )
+        })
+    };
+    match args {
+        [queue, id] => Ok((queue.clone(), id_of(id)?)),
+        [id] => {
+            let id = id_of(id)?;
+            let j = inspect::job(db, id, now)?.ok_or_else(|| {
+                honker::Error::new(honker::ErrorKind::NotFound, format!("no job {id}"))
+            })?;
+            Ok((j.queue, id))
+        }
+        _ => Err(honker::Error::new(
+            ErrorKind::InvalidArgument,
+            "give the job's id (or its queue and id)",
+        )),
+    }
+}
+
+/// `t` (ms since the epoch) as an RFC 3339 UTC time, to the millisecond.
+fn utc(t: i64) -> String {
+    jiff::Timestamp::from_millisecond(t).map_or_else(|_| format!("{t} ms"), |ts| format!("{ts:.3}"))
+}
+
 fn when(t: i64, now: i64) -> String {
     if t <= now {
         format!("{} ago", span(now - t))
@@ -864,12 +895,19 @@ fn jobs(action: JobsAction) -> Result<String, honker::Error> {
             }
             let mut out = String::new();
             for (k, x) in v.as_object().into_iter().flatten() {
-                out += &format!("{k:>16}: {x}\n");
+                // Times as a person reads them (they were raw epoch ms);
+                // --json keeps the numbers.
+                let shown = match (k.ends_with("_at"), x.as_i64()) {
+                    (true, Some(t)) => format!("{} ({})", utc(t), when(t, now)),
+                    _ => x.to_string(),
+                };
+                out += &format!("{k:>16}: {shown}\n");
             }
             Ok(out)
         }
-        JobsAction::Retry { db, queue, id } => {
+        JobsAction::Retry { db, job } => {
             use honker::queue::{JobState, RetryNow};
+            let (queue, id) = job_target(&db, &job, now)?;
             let refused = |why: String| Err(honker::Error::new(ErrorKind::InvalidArgument, why));
             match Database::open(&db)?.queue(&queue)?.retry_now(id)? {
                 RetryNow::MadeReady => Ok(format!("job {id} is ready now\n")),
@@ -888,12 +926,8 @@ fn jobs(action: JobsAction) -> Result<String, honker::Error> {
                 )),
             }
         }
-        JobsAction::Cancel {
-            db,
-            queue,
-            id,
-            reason,
-        } => {
+        JobsAction::Cancel { db, job, reason } => {
+            let (queue, id) = job_target(&db, &job, now)?;
             if Database::open(&db)?
                 .queue(&queue)?
                 .cancel(id, reason.as_deref())?
@@ -1277,7 +1311,7 @@ where
     if let Command::Worker { .. } = cli.command {
         eprintln!(
             "honker: workers run inside your application, in its language:\n  \
-             python -m honker worker app.tasks   (Python: honker.Worker)\n  \
+             python -m honker worker app.tasks:worker   (Python: MODULE:ATTR, a honker.Worker)\n  \
              new Worker(db, ...) in Node          (npm honker)\n  \
              Worker(db) in Swift                  (package Honker)\n\
              See README.md, \"Workers\"."

@@ -339,7 +339,20 @@ fn jobs_enqueue_and_publish() {
         (&json!("running"), &json!("w1"))
     );
     assert!(stdout(&honker(&["jobs", "list", p])).contains("scheduled"));
-    assert!(stdout(&honker(&["jobs", "show", p, "1"])).contains("boom"));
+    let shown = stdout(&honker(&["jobs", "show", p, "1"]));
+    assert!(shown.contains("boom"));
+    // Times read as times (issue 53: raw epoch ms), with how long ago.
+    let run_at = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("run_at:"))
+        .unwrap();
+    assert!(
+        run_at.contains("-")
+            && run_at.contains("T")
+            && run_at.contains("Z (")
+            && run_at.ends_with("ago)"),
+        "{run_at}"
+    );
     assert_eq!(bytes(&path), before, "a read command changed the file");
     let o = honker(&["jobs", "list", p, "--state", "sleeping"]);
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
@@ -438,7 +451,12 @@ fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
     );
 
     // Job 4 was delayed an hour; job 1 is dead after one attempt.
-    assert_eq!(stdout(&retry(4)), "job 4 is ready now\n");
+    // The job's id alone, as `jobs show` takes it (issue 53: retry and
+    // cancel wanted the queue too).
+    assert_eq!(
+        stdout(&honker(&["jobs", "retry", p, "4"])),
+        "job 4 is ready now\n"
+    );
     assert_eq!(job_json(p, 4)["state"], "ready");
     assert_eq!(stdout(&retry(1)), "requeued dead job 1, attempts reset\n");
     let j = job_json(p, 1);
@@ -468,6 +486,10 @@ fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
     let o = honker(&["jobs", "retry", p, "invoices", "4"]);
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: "));
     let o = honker(&["jobs", "retry", p, "emails", "0"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    let o = honker(&["jobs", "cancel", p, "99"]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: NOT_FOUND: no job 99"));
+    let o = honker(&["jobs", "retry", p, "four"]);
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
 }
 

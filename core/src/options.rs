@@ -344,7 +344,7 @@ pub(crate) fn in_range(what: &str, d: Duration, lo: Duration, hi: Duration) -> R
 /// not Rust's "500µs" or "0ns").
 pub(crate) fn human(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1000.0;
-    if d >= Duration::from_secs(3600) && d.as_secs() % 3600 == 0 && d.subsec_nanos() == 0 {
+    if d >= Duration::from_secs(3600) && d.as_secs().is_multiple_of(3600) && d.subsec_nanos() == 0 {
         format!("{} h", d.as_secs() / 3600)
     } else if d >= Duration::from_secs(1) && d.subsec_nanos() == 0 {
         format!("{} s", d.as_secs())
