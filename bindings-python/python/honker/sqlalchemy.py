@@ -63,7 +63,13 @@ def setup(engine: Any) -> None:
         raise InvalidArgument(
             "INVALID_ARGUMENT",
             f"honker.sqlalchemy supports sqlite+pysqlite engines, not "
-            f"{engine.dialect.name}+{engine.dialect.driver}",
+            f"{engine.dialect.name}+{engine.dialect.driver}"
+            + (
+                ": use a sync engine in sync (def) endpoints, which FastAPI runs on its "
+                "thread pool (docs/orm.md, 'FastAPI and async SQLAlchemy')"
+                if engine.dialect.driver == "aiosqlite"
+                else ""
+            ),
         )
 
     @event.listens_for(engine, "connect")

@@ -80,9 +80,17 @@ enum DocsExamples {
     }
 
     // docs/swift.md, example 3
+    static func placeOrderAsync(db: Database, emails: Queue, userId: Int) async throws -> Int64 {
+        try await db.transaction { tx in                  // was: try db.transaction { ... }
+            try tx.execute("INSERT INTO orders (user_id, status) VALUES (?, ?)", [.integer(value: Int64(userId)), .text(value: "paid")])
+            return try emails.enqueue(Email(to: "alice@example.com", template: "order-confirmed"), tx: tx).id
+        }
+    }
+
+    // docs/swift.md, example 4
     struct Resize: Codable, Sendable { var width: Int }
     @MainActor
-    static func example3() async throws {
+    static func example4() async throws {
 
         let db = try Database(path: try appDatabasePath())
         let worker = try Worker(db, concurrency: 8, grace: 30)
@@ -97,10 +105,10 @@ enum DocsExamples {
         running.cancel()                                         // drains: see below
     }
 
-    // docs/swift.md, example 4
+    // docs/swift.md, example 5
     struct Synced: Codable, Sendable { var noteId: Int }
     @MainActor
-    static func example4() async throws {
+    static func example5() async throws {
 
         let db = try Database(path: try appDatabasePath())
         let changes = try db.stream("changes")
@@ -121,10 +129,10 @@ enum DocsExamples {
         syncing.cancel()                                       // ends at once; nothing handed out is lost
     }
 
-    // docs/swift.md, example 5
+    // docs/swift.md, example 6
     struct Upload: Codable, Sendable { var noteId: Int }
     @MainActor
-    static func example5() async throws {
+    static func example6() async throws {
 
         let db = try Database(path: try appDatabasePath())
         let uploads = try db.stream("uploads").group("uploader")
@@ -146,9 +154,9 @@ enum DocsExamples {
         print(status.pending, status.dead)
     }
 
-    // docs/swift.md, example 6
+    // docs/swift.md, example 7
     @MainActor
-    static func example6() async throws {
+    static func example7() async throws {
         let db = try Database(path: try appDatabasePath())
         let sync = try db.lock("sync")
         try await sync.withLock(owner: "app", ttl: 30, wait: 5) { held in
@@ -163,9 +171,9 @@ enum DocsExamples {
         try await db.queue("uploads").setRateLimit(RateLimit(limit: 2, per: 1))   // every worker, every process
     }
 
-    // docs/swift.md, example 7
+    // docs/swift.md, example 8
     @MainActor
-    static func example7() async throws {
+    static func example8() async throws {
         let db = try Database(path: try appDatabasePath())
         let scheduler = db.scheduler()
         try await scheduler.add(try Schedule("digest", schedule: "0 8 * * MON-FRI", queue: "digests",
@@ -177,7 +185,7 @@ enum DocsExamples {
         _ = next
     }
 
-    // docs/swift.md, example 8
+    // docs/swift.md, example 9
     static func placeOrder(dbPool: DatabasePool, honker: Database, emails: Queue) throws {
         try dbPool.write { db in                      // GRDB's transaction
             try db.execute(sql: "INSERT INTO orders (user_id, status) VALUES (?, ?)", arguments: [42, "paid"])
@@ -192,14 +200,14 @@ enum DocsExamples {
         config.prepareDatabase { db in try honker.registerFunctions(on: db.sqliteConnection!) }
     }
 
-    // docs/swift.md, example 9
+    // docs/swift.md, example 10
     static func appDatabasePath() throws -> String {
         let dir = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
                                               appropriateFor: nil, create: true)
         return dir.appendingPathComponent("app.db").path
     }
 
-    // docs/swift.md, example 10
+    // docs/swift.md, example 11
     static func protectForBackgroundWork(path: String) throws {
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
             try FileManager.default.setAttributes(
@@ -207,14 +215,29 @@ enum DocsExamples {
         }
     }
 
-    // docs/swift.md, example 11
-    static func handleRefresh(outbox: Outbox) async {
-        let sending = Task { await outbox.send() }
-        try? await Task.sleep(nanoseconds: 25_000_000_000)   // BGAppRefreshTask: about 30 s
-        sending.cancel()                                      // releases what it had not sent
-    }
-
     // docs/swift.md, example 12
+    static func drainDue(emails: Queue, finished: @escaping @Sendable (Bool) -> Void) -> Task<Void, Never> {
+        Task {
+            do {
+                while !Task.isCancelled {
+                    let jobs = try await emails.claimBatch(workerId: "background", n: 10)
+                    if jobs.isEmpty { break }                    // nothing more is due: done
+                    for job in jobs {
+                        try await upload(try job.payload(as: Email.self))
+                        try await job.ack()
+                    }
+                }
+                finished(true)
+            } catch {
+                finished(false)                                  // cancelled, or a send failed
+            }
+        }
+    }
+    // In the BGAppRefreshTask handler:
+    //   let work = drainDue(emails: emails) { ok in task.setTaskCompleted(success: ok) }
+    //   task.expirationHandler = { work.cancel() }
+
+    // docs/swift.md, example 13
     static func startUpload(_ job: Job, session: URLSession, request: URLRequest, file: URL) async throws {
         try await job.heartbeat(extend: 3600)                // a background upload may take long
         let task = session.uploadTask(with: request, fromFile: file)
