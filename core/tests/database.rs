@@ -321,6 +321,14 @@ fn without_waiting_fails_at_once_where_a_call_would_wait_and_changes_nothing() {
         .unwrap();
     assert_eq!(err.kind(), honker::ErrorKind::Busy);
     assert!(started.elapsed() < Duration::from_millis(500));
+    // A transaction open on this very thread (another Swift task's, on a
+    // thread of the shared pool): Busy too, so the host waits off-thread;
+    // without `without_waiting` it stays the INVALID_ARGUMENT that saves a
+    // thread from waiting on itself (issue 53).
+    let err = honker::without_waiting(|| q.claim("w", 1)).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::Busy, "{err}");
+    let err = q.claim("w", 1).unwrap_err();
+    assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument, "{err}");
     drop(tx);
     assert_eq!(t.snapshot(), before);
 

@@ -19,6 +19,28 @@ final class TransactionTests: XCTestCase {
         XCTAssertEqual(try jobs[0].payload(as: Email.self).template, "order-confirmed")
     }
 
+    /// Issue 53 §11: while one task held `begin()` across an await, 11 of 12
+    /// concurrent `await q.cancel(id)` failed with a false INVALID_ARGUMENT
+    /// (their inline attempt ran on the thread the transaction was opened
+    /// on). They wait for the writer, as they did before the inline path.
+    func testCallsBesideATransactionHeldAcrossAnAwaitWaitForIt() async throws {
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        var ids: [Int64] = []
+        for i in 0..<12 { ids.append(try await q.enqueue(i).id) }
+        let tx = try t.db.begin()
+        try tx.execute("INSERT INTO orders (user_id, status) VALUES (1, 'held')")
+        let cancelled = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for id in ids { group.addTask { try await q.cancel(id) } }
+            try await Task.sleep(nanoseconds: 200_000_000)  // held across an await
+            try tx.commit()
+            var out: [Bool] = []
+            for try await r in group { out.append(r) }
+            return out
+        }
+        XCTAssertEqual(cancelled.filter { $0 }.count, 12)
+    }
+
     func testRowsKeepRepeatedColumnNamesByPositionAndName() throws {
         // SELECT * over a join: two columns named id (dictionaries trapped).
         let t = try testDb()
