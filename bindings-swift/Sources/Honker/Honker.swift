@@ -72,11 +72,57 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
 /// task (Swift's tasks run on those queues on Linux) and from all of the
 /// app's GCD work, which Apple platforms cap at 64 threads. With 600 idle
 /// consumers on them, a claimed job's hand-off waited 120 s on Linux.
+///
+/// The threads are kept for the next wait (``WaitThreads``): a consumer
+/// waiting a second at a time started a new OS thread every second (issue 53).
 func waitOffThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.stackSize = 1 << 20
-        thread.start()
+        WaitThreads.shared.run { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// Threads for waits, each running one wait at a time and kept for the
+/// next: a wait never queues behind another (a new thread starts when none
+/// is idle, so there are as many as there are waits at once), and a thread
+/// idle for 30 s ends, so an app that stops waiting keeps none.
+final class WaitThreads: @unchecked Sendable {
+    static let shared = WaitThreads()
+    private let cond = NSCondition()
+    private var pending: [@Sendable () -> Void] = []
+    private var idle = 0
+    /// How long an idle thread waits for another wait before it ends.
+    static let keep: TimeInterval = 30
+
+    func run(_ job: @escaping @Sendable () -> Void) {
+        cond.lock()
+        pending.append(job)
+        let spawn = idle < pending.count
+        if !spawn { cond.signal() }
+        cond.unlock()
+        if spawn {
+            let thread = Thread { [self] in loop() }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    private func loop() {
+        cond.lock()
+        while true {
+            while pending.isEmpty {
+                idle += 1
+                let woken = cond.wait(until: Date().addingTimeInterval(Self.keep))
+                idle -= 1
+                if !woken && pending.isEmpty {
+                    cond.unlock()
+                    return
+                }
+            }
+            let job = pending.removeFirst()
+            cond.unlock()
+            job()
+            cond.lock()
+        }
     }
 }
 

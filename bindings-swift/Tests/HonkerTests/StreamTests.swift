@@ -51,6 +51,33 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(page.map(\.offset), [3])
     }
 
+    #if os(Linux)
+    /// Issue 53 §14: each wait started an OS thread of its own, so a
+    /// listener waiting 50 ms at a time started 20 threads a second. The
+    /// threads are kept for the next wait: a second of idle waiting shows a
+    /// thread or two new, not one per wait. (Thread ids from /proc; a new
+    /// thread gets a new id.)
+    func testIdleWaitsReuseTheirThreads() async throws {
+        func tids() -> Set<String> {
+            Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
+        }
+        let db = try Database(path: tempPath())
+        let listener = try db.listen("idle", wait: 0.05)
+        let before = tids()
+        let listening = Task { for try await _ in listener {} }
+        var seen = Set<String>()
+        let end = Date().addingTimeInterval(1)
+        while Date() < end {
+            seen.formUnion(tids())
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        listening.cancel()
+        _ = await listening.result
+        let started = seen.subtracting(before)
+        XCTAssertLessThanOrEqual(started.count, 5, "a thread per wait: \(started.count) new threads in 1 s")
+    }
+    #endif
+
     func testEachConsumerReadsEveryEventOnceFromItsOwnPlace() async throws {
         let t = try testDb()
         let s = try t.db.stream("orders")
