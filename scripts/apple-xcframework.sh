@@ -2,8 +2,10 @@
 # apple-xcframework.sh [--dry-run] [--out DIR] [--url URL]
 #
 # Builds libhonker_swift for iOS, the iOS simulator and macOS and bundles it
-# as build/HonkerFFI.xcframework (and a .zip with its SwiftPM checksum), the
-# binary target that bindings-swift/Package.swift uses on Apple platforms.
+# as bindings-swift/build/HonkerFFI.xcframework (and a .zip with its SwiftPM
+# checksum), the binary target that Package.swift (the repository root's, for
+# apps that add the package by Git URL) and bindings-swift/Package.swift use
+# on Apple platforms.
 # Follows Apple's "Creating a multiplatform binary framework bundle":
 #
 # - one static library per platform variant: device arm64; simulator arm64 +
@@ -31,7 +33,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dry=0
-out="build"
+out="bindings-swift/build"
 url=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -121,7 +123,7 @@ if [ "$dry" = 0 ]; then
     checksum=$(swift package compute-checksum "$out/HonkerFFI.xcframework.zip")
     echo "apple-xcframework: $out/HonkerFFI.xcframework.zip, checksum $checksum"
     if [ -n "$url" ]; then
-        echo "Package.swift: let release: (url: String, checksum: String)? = (\"$url\", \"$checksum\")"
+        echo "Package.swift and bindings-swift/Package.swift: let release: (url: String, checksum: String)? = (\"$url\", \"$checksum\")"
     fi
 else
     echo "apple-xcframework: dry run done ($((${#targets[@]})) targets, ${#slices[@]} slices)"

@@ -12,6 +12,12 @@ sudo=()
 bash scripts/swift-bindgen.sh --check
 # docs/swift.md's examples, compiled below as part of the tests.
 python3 scripts/swift-docs-examples.py --check
+# The repository root's manifest (apps add the package by Git URL) takes
+# the same release XCFramework as bindings-swift's.
+if [ "$(grep '^let release' Package.swift)" != "$(grep '^let release' bindings-swift/Package.swift)" ]; then
+    echo "swift-test: Package.swift and bindings-swift/Package.swift differ in their release constant" >&2
+    exit 1
+fi
 cargo build --release --locked -q -p honker-swift
 # One SQLite library in an app's process (ADR 18): the library is built on
 # the system SQLite and must define none of SQLite's symbols itself (a
@@ -58,3 +64,38 @@ trap cleanup EXIT
             tail -n 60 /tmp/swift-build.log; echo "swift-test: swift build failed"; exit 1
         fi &&
         tail -n 3 /tmp/swift-build.log && swift test 2>&1'
+
+# An app that depends on the repository root (as "add the package by Git
+# URL" resolves it): SwiftPM loads both manifests and the package graph,
+# which fails on a target path that does not exist (a check of the paths,
+# without compiling the package a second time).
+app="$root/work/honker-app"
+repo="$root/work/honker-repo"
+"${sudo[@]}" rm -rf "$app" "$repo"
+"${sudo[@]}" mkdir -p "$repo/bindings-swift/lib" "$app/Sources/App"
+"${sudo[@]}" cp Package.swift "$repo/"
+"${sudo[@]}" cp -r bindings-swift/Sources "$repo/bindings-swift/"
+"${sudo[@]}" tee "$app/Package.swift" >/dev/null <<'MANIFEST'
+// swift-tools-version:6.0
+import PackageDescription
+let package = Package(
+    name: "App",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    dependencies: [.package(name: "Honker", path: "../honker-repo")],
+    targets: [.executableTarget(name: "App", dependencies: [.product(name: "Honker", package: "Honker")])]
+)
+MANIFEST
+"${sudo[@]}" tee "$app/Sources/App/main.swift" >/dev/null <<'APP'
+import Honker
+print(Honker.honkerVersion)
+APP
+# shellcheck disable=SC2016
+described=$("${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin TMPDIR="$scratch" \
+    /bin/sh -c 'cd /work/honker-repo && swift package describe --type json >/tmp/root.json &&
+        cd /work/honker-app && swift package show-dependencies --format json' 2>&1) || {
+    printf '%s\n' "$described" >&2
+    echo "swift-test: the repository root's Package.swift does not resolve" >&2
+    exit 1
+}
+"${sudo[@]}" rm -rf "$app" "$repo"
+echo "swift-test: an app depending on the repository root resolves its Package.swift (Honker product, bindings-swift/ paths)"
