@@ -79,6 +79,17 @@ pub struct Spec {
     zone_name: String,
 }
 
+/// What each field takes, told in honker's words (a refusal ended in the
+/// cron parser's own text: issue 53).
+const FIELD_RULES: [&str; 6] = [
+    "0-59",
+    "0-59",
+    "0-23",
+    "1-31, L (the last day) or nW (the weekday nearest n)",
+    "1-12 or JAN-DEC",
+    "0-7 (0 and 7 are Sunday) or SUN-SAT, nL (the last one in the month) or n#k (the k-th)",
+];
+
 const FIELDS: [&str; 6] = [
     "second",
     "minute",
@@ -339,14 +350,16 @@ fn describe_error(text: &str, expr: &str, p: &CronParser, e: &croner::errors::Cr
         parts[i + offset] = f;
         if p.parse(&parts.join(" ")).is_err() {
             return format!(
-                "invalid cron {expr:?}: field {} ({}) {f:?} at position {}: {e}",
+                "invalid cron {expr:?}: field {} ({}) {f:?} at position {} is not valid; it \
+                 takes * or values {}, as a list (a,b), a range (a-b) or a step (*/n, a-b/n)",
                 i + 1,
                 FIELDS[i + offset],
-                pos + 1
+                pos + 1,
+                FIELD_RULES[i + offset]
             );
         }
     }
-    format!("invalid cron {expr:?}: {e}")
+    format!("invalid cron {expr:?}: its fields are valid alone but not together ({e})")
 }
 
 fn is_fixed(cron: &Cron) -> bool {
@@ -698,6 +711,14 @@ mod tests {
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert!(e.message().contains("field 2 (hour)"), "{}", e.message());
         assert!(e.message().contains("position 3"), "{}", e.message());
+        // In honker's words, not the parser's (issue 53).
+        assert!(
+            e.message().ends_with(
+                "it takes * or values 0-23, as a list (a,b), a range (a-b) or a step (*/n, a-b/n)"
+            ),
+            "{}",
+            e.message()
+        );
         assert!(bad("* * * *").message().contains("4 fields"));
         assert!(
             bad("0 0 * * MOO").message().contains("day of week"),
