@@ -222,3 +222,23 @@ def test_a_claim_inside_a_transaction_cannot_wait(db):
         with pytest.raises(honker.InvalidArgument):
             q.claim_batch("w", tx=tx, wait=0.5)
         assert len(q.claim_batch("w", tx=tx)) == 1
+
+
+def test_a_transaction_dropped_open_rolls_back_with_a_resource_warning(db):
+    """Issue 53 §9: dropped without commit() it rolled back silently."""
+    import gc
+    import warnings
+
+    db.execute("CREATE TABLE t (x INTEGER)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tx = db.transaction()
+        tx.execute("INSERT INTO t VALUES (1)")
+        del tx
+        gc.collect()
+    assert any(
+        w.category is ResourceWarning and "dropped without commit()" in str(w.message)
+        for w in caught
+    ), [str(w.message) for w in caught]
+    assert db.query("SELECT count(*) FROM t") == [(0,)]
+    db.execute("INSERT INTO t VALUES (2)")  # the writer was handed on

@@ -10,6 +10,7 @@ transactions, load the extension into it (``honker.load_extension``,
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, TypeVar, Union
@@ -104,8 +105,16 @@ class Transaction:
 
     def __del__(self) -> None:
         # Dropped without commit or rollback: roll back, and let the next
-        # writer of the process have its turn.
+        # writer of the process have its turn. Said, as Python says an
+        # unclosed file (issue 53: the rollback was silent).
         if not getattr(self, "_released", True):
+            warnings.warn(
+                "a honker Transaction was dropped without commit() or rollback(): "
+                "it was rolled back (use `with db.transaction() as tx:`)",
+                ResourceWarning,
+                stacklevel=1,
+                source=self,
+            )
             try:
                 self._native.rollback()
             except Exception:
