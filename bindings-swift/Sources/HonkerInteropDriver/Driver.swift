@@ -111,7 +111,7 @@ final class Driver {
         case "group_claim":
             let (member, n) = (s["member"] as! String, (s["n"] as? NSNumber)?.uint32Value ?? 1)
             let (leaseMs, waitMs) = ((s["lease_ms"] as? NSNumber)?.uint64Value, (s["wait_ms"] as? NSNumber)?.uint64Value ?? 0)
-            let c = try await Task.detached { try g.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs) }.value
+            let c = try await Task.detached { try g.claim(member: member, n: n, leaseMs: leaseMs, waitMs: waitMs, cancel: nil) }.value
             return c.events.map { e -> [String: Any] in
                 ["offset": e.offset, "key": e.key.map { $0 as Any } ?? NSNull(), "deliveries": e.deliveries,
                  "token": e.token, "payload": json(e.payload)]
