@@ -1145,6 +1145,10 @@ fn top(db: &Path, interval: Duration, count: Option<u64>) -> Result<(), honker::
     use std::io::IsTerminal;
     let follower = inspect::Follower::new(db)?;
     let terminal = std::io::stdout().is_terminal();
+    // On a terminal, q (or Ctrl-C) ends it, the terminal restored (issue
+    // 53: q was ignored).
+    let keys = if terminal { Keys::start() } else { None };
+    let quit = || keys.as_ref().is_some_and(Keys::quit);
     // Readings of the last RATE_WINDOW and one before: a rate is taken over
     // the window, not since the last redraw, because each process writes its
     // counts about once a second (ADR 27) and a shorter span would jump
@@ -1200,8 +1204,13 @@ fn top(db: &Path, interval: Duration, count: Option<u64>) -> Result<(), honker::
             ]);
         }
         let screen = if terminal { "\x1b[H\x1b[2J" } else { "" };
+        let ends = if keys.is_some() {
+            "q ends"
+        } else {
+            "Ctrl-C ends"
+        };
         print(&format!(
-            "{screen}honker top {} (rates over the last 5 s; Ctrl-C ends)\n{t}\n",
+            "{screen}honker top {} (rates over the last 5 s; {ends})\n{t}\n",
             db.display()
         ))?;
         drawn += 1;
@@ -1209,8 +1218,89 @@ fn top(db: &Path, interval: Duration, count: Option<u64>) -> Result<(), honker::
             return Ok(());
         }
         readings.push_back((now, list));
-        follower.wait_past(mark, Duration::from_secs(5));
-        std::thread::sleep(interval.saturating_sub(now.elapsed()));
+        // A change, 5 s, or a key: looked at every 100 ms.
+        const SLICE: Duration = Duration::from_millis(100);
+        let until = now + Duration::from_secs(5);
+        while !quit() && std::time::Instant::now() < until && !follower.wait_past(mark, SLICE) {}
+        while !quit() && now.elapsed() < interval {
+            std::thread::sleep(interval.saturating_sub(now.elapsed()).min(SLICE));
+        }
+        if quit() {
+            return Ok(());
+        }
+    }
+}
+
+/// Single keys from a terminal for `honker top`: stdin out of canonical
+/// mode, without echo and with Ctrl-C read as a key (so the terminal is
+/// restored on the way out, whichever key ends it), read on a thread.
+#[cfg(unix)]
+struct Keys {
+    saved: libc::termios,
+    quit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[cfg(unix)]
+impl Keys {
+    fn start() -> Option<Keys> {
+        use std::io::{IsTerminal, Read};
+        if !std::io::stdin().is_terminal() {
+            return None;
+        }
+        // SAFETY: termios is plain data; tcgetattr fills it for fd 0, a
+        // terminal (checked above).
+        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(0, &mut saved) } != 0 {
+            return None;
+        }
+        let mut raw = saved;
+        raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+        raw.c_cc[libc::VMIN] = 1;
+        raw.c_cc[libc::VTIME] = 0;
+        // SAFETY: as above; the saved settings are put back in Drop.
+        if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } != 0 {
+            return None;
+        }
+        let quit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = quit.clone();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 1];
+            // q, Q, Ctrl-C, Ctrl-D; end of input too.
+            while std::io::stdin().read(&mut b).is_ok_and(|n| n == 1) {
+                if matches!(b[0], b'q' | b'Q' | 3 | 4) {
+                    break;
+                }
+            }
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Some(Keys { saved, quit })
+    }
+
+    fn quit(&self) -> bool {
+        self.quit.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// No terminal modes here: Ctrl-C ends `top`.
+#[cfg(not(unix))]
+struct Keys;
+
+#[cfg(not(unix))]
+impl Keys {
+    fn start() -> Option<Keys> {
+        None
+    }
+
+    fn quit(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Keys {
+    fn drop(&mut self) {
+        // SAFETY: restores what tcgetattr read for fd 0.
+        unsafe { libc::tcsetattr(0, libc::TCSANOW, &self.saved) };
     }
 }
 

@@ -731,6 +731,51 @@ fn backup_under_load_then_restore_and_drain_loses_nothing_committed_before_it() 
     assert_eq!(s["schema"]["version"], s["schema"]["latest"]);
 }
 
+/// Issue 53: `top` on a terminal ignored q. Run on a pseudo-terminal
+/// (util-linux's `script`), q ends it at once; another key does not.
+#[test]
+fn top_on_a_terminal_ends_on_q() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    Database::open(&path).unwrap().close().unwrap();
+    let cmd = format!(
+        "{} top {} --interval-ms 200",
+        env!("CARGO_BIN_EXE_honker"),
+        path.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux's script");
+    let mut keys = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    keys.write_all(b"x").unwrap();
+    keys.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(child.try_wait().unwrap().is_none(), "another key ended it");
+    keys.write_all(b"q").unwrap();
+    keys.flush().unwrap();
+    let pressed = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            pressed.elapsed() < Duration::from_secs(3),
+            "q did not end it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(keys);
+    assert!(status.success(), "{status:?}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(out.contains("q ends"), "{out}");
+}
+
 /// Issue 53: a backup that fails on a full disk left
 /// `<dest>.honker-tmp-<pid>-journal` behind on every attempt. The disk is
 /// "full" through the file-size limit (writes past it fail with EFBIG;
