@@ -137,3 +137,22 @@ test('bad options, lists and functions are InvalidArgument with a code, and chan
   await job.ack();
   await db.close();
 });
+
+test("maxAttempts out of range is told in core's words, whichever side refuses it", async () => {
+  // Issue 53 §9: -1 and 0 were told different ranges.
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const told = new Set();
+  for (const bad of [-1, 0, 1001]) {
+    await assert.rejects(q.enqueue('x', { maxAttempts: bad }), (e) => {
+      told.add(e.message.split(', got')[0]);
+      return e.code === 'INVALID_ARGUMENT';
+    });
+  }
+  assert.throws(() => db.queue('q2', { maxAttempts: 2000 }), (e) => {
+    told.add(e.message.split(', got')[0]);
+    return e.code === 'INVALID_ARGUMENT';
+  });
+  assert.deepEqual([...told], ['INVALID_ARGUMENT: maxAttempts must be an integer between 1 and 1000']);
+  await db.close();
+});

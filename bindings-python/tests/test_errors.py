@@ -143,11 +143,13 @@ def test_error_messages_name_what_was_wrong_in_its_own_terms(db):
         honker.Worker(db, concurrency=0)
     q = db.queue("q")
     messages = set()
-    for bad in (-1, 0):
+    for bad in (-1, 0, 1001):
         with pytest.raises(honker.InvalidArgument) as e:
             q.enqueue(1, max_attempts=bad)
         messages.add(str(e.value).split(", got")[0])
-    assert messages == {"INVALID_ARGUMENT: max_attempts must be between 1 and 4294967295"}
+    assert messages == {"INVALID_ARGUMENT: max_attempts must be between 1 and 1000"}
+    with pytest.raises(honker.InvalidArgument, match="between 1 and 1000"):
+        db.queue("q2", max_attempts=2000)  # core's own check
     q.enqueue(1)
     with pytest.raises(honker.InvalidArgument, match=r"between 1 ms and 24 h, got 0.0005 ms"):
         q.claim_batch("w", 1, lease=0.0000005)
