@@ -529,6 +529,12 @@ export function open(path: string, options?: OpenOptions): Promise<Database>;
 export class Database {
   private constructor();
   readonly path: string;
+  /**
+   * A handle on the queue `name` (it reads the queue's settings, writes
+   * nothing). Each option not given comes from the queue's settings in the
+   * file (`queue.configure`, by any process), else its default; options given
+   * here are this handle's only.
+   */
   queue(name: string, options?: QueueOptions): Queue;
   transaction<T>(fn: (tx: Transaction) => T | Promise<T>): Promise<T>;
   execute(sql: string, params?: SqlValue[]): Promise<number>;
@@ -586,6 +592,16 @@ export class Queue {
   metrics(): Promise<QueueMetrics>;
   /** Limits how many jobs start per `per` ms, for every process (enforced in each claim); null lifts it. */
   setRateLimit(limit: { limit: number; per: number; burst?: number } | null): Promise<void>;
+  /**
+   * Stores the queue's settings in the file for every process and language:
+   * handles made afterwards (`db.queue(name)`, a Worker's) use them where they
+   * were not given options of their own; what is not named stays as stored.
+   */
+  configure(settings: QueueOptions): Promise<void>;
+  /** The queue's stored settings (ms); a field is absent when not set. */
+  settings(): Promise<QueueOptions>;
+  /** Forgets the queue's stored settings (the defaults apply again). */
+  clearSettings(): Promise<void>;
   rateLimit(): Promise<RateLimitParams | null>;
   deadLetters(options?: { afterId?: number; limit?: number }): Promise<JobInfo[]>;
   requeueDead(id: number): Promise<boolean>;

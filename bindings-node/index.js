@@ -532,6 +532,12 @@ function definedFields(o) {
   return undefined;
 }
 
+function optNumber(name, value) {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`${name} must be a number, got ${describe(value)}`);
+  return value;
+}
+
 function optMs(name, value) {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds, got ${describe(value)}`);
@@ -1275,6 +1281,40 @@ class Queue {
    * untouched, and waiting workers sleep until the next may start. `null`
    * lifts it.
    */
+  /**
+   * Stores the queue's settings in the file, for every process and
+   * language: handles made afterwards (`db.queue(name)`, a Worker's) use
+   * them where they were not given options of their own; what is not named
+   * stays as stored. Options: lease, maxAttempts, backoffBase, backoffMax
+   * (ms), backoffJitter.
+   */
+  async configure(settings) {
+    settings = opts(settings, QUEUE_OPTIONS);
+    const arg = definedFields({
+      lease: optMs('lease', settings.lease),
+      maxAttempts: int('maxAttempts', settings.maxAttempts, ...ATTEMPTS),
+      backoffBase: optMs('backoffBase', settings.backoffBase),
+      backoffMax: optMs('backoffMax', settings.backoffMax),
+      backoffJitter: optNumber('backoffJitter', settings.backoffJitter),
+    }) ?? {};
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.configure(arg)));
+  }
+
+  /** The queue's stored settings (ms; a field absent when not set). */
+  async settings() {
+    const stored = await call(() => this._native.settings());
+    const out = {};
+    for (const [k, v] of Object.entries(stored)) if (v !== undefined && v !== null) out[k] = v;
+    return out;
+  }
+
+  /** Forgets the queue's stored settings (the defaults apply again). */
+  async clearSettings() {
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.clearSettings()));
+  }
+
   async setRateLimit(limit) {
     let arg = null;
     if (limit !== null) {

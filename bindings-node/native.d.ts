@@ -298,6 +298,14 @@ export declare class Queue {
   tryGetResult(id: number): Out<PayloadIo | undefined | null>
   stats(): Promise<Out<QueueStats>>
   tryStats(): Out<QueueStats>
+  /** Stores the queue's settings in the file for every process; unnamed ones stay. */
+  configure(settings: QueueOptions): Promise<Out<undefined>>
+  tryConfigure(settings: QueueOptions): Out<undefined>
+  /** The queue's stored settings (ms), each absent when not set. */
+  settings(): Promise<Out<QueueOptions>>
+  trySettings(): Out<QueueOptions>
+  clearSettings(): Promise<Out<undefined>>
+  tryClearSettings(): Out<undefined>
   /** The queue's metrics (ADR 27) as core's JSON. */
   metricsJson(): Promise<Out<string>>
   tryMetricsJson(): Out<string>

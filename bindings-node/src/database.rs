@@ -53,6 +53,32 @@ pub struct QueueOptions {
     pub backoff_jitter: Option<f64>,
 }
 
+impl QueueOptions {
+    /// As core's settings (ms to durations, checked).
+    pub(crate) fn settings(&self) -> honker::Result<honker::QueueSettings> {
+        let d = |what, v: Option<f64>| v.map(|v| ms(what, v)).transpose();
+        Ok(honker::QueueSettings {
+            lease: d("lease", self.lease)?,
+            max_attempts: self.max_attempts,
+            backoff_base: d("backoffBase", self.backoff_base)?,
+            backoff_max: d("backoffMax", self.backoff_max)?,
+            backoff_jitter: self.backoff_jitter,
+        })
+    }
+
+    /// Core's settings as JS options (durations in ms).
+    pub(crate) fn from_settings(s: &honker::QueueSettings) -> QueueOptions {
+        let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+        QueueOptions {
+            lease: ms(s.lease),
+            max_attempts: s.max_attempts,
+            backoff_base: ms(s.backoff_base),
+            backoff_max: ms(s.backoff_max),
+            backoff_jitter: s.backoff_jitter,
+        }
+    }
+}
+
 #[napi(object)]
 pub struct Rows {
     pub columns: Vec<String>,
@@ -258,25 +284,11 @@ impl Database {
     #[napi]
     pub fn queue(&self, name: String, options: Option<QueueOptions>) -> Out<Queue> {
         out((|| {
-            let mut qo = honker::QueueOptions::default();
-            if let Some(o) = options {
-                if let Some(v) = o.lease {
-                    qo.lease = ms("lease", v)?;
-                }
-                if let Some(v) = o.max_attempts {
-                    qo.max_attempts = v;
-                }
-                if let Some(v) = o.backoff_base {
-                    qo.backoff.base = ms("backoffBase", v)?;
-                }
-                if let Some(v) = o.backoff_max {
-                    qo.backoff.max = ms("backoffMax", v)?;
-                }
-                if let Some(v) = o.backoff_jitter {
-                    qo.backoff.jitter = v;
-                }
-            }
-            let q = self.db.queue_with(&name, qo)?;
+            let given = match options {
+                Some(o) => o.settings()?,
+                None => honker::QueueSettings::default(),
+            };
+            let q = self.db.queue_given(&name, &given)?;
             Ok(Queue::new(q, Arc::clone(&self.txs)))
         })())
     }

@@ -262,6 +262,21 @@ impl Queue {
         Box::new(move || q.metrics().map(|m| m.to_json().to_string()))
     }
 
+    fn configure_op(&self, settings: crate::database::QueueOptions) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || q.configure(&settings.settings()?))
+    }
+
+    fn settings_op(&self) -> Op<crate::database::QueueOptions> {
+        let q = self.q.clone();
+        Box::new(move || Ok(crate::database::QueueOptions::from_settings(&q.settings()?)))
+    }
+
+    fn clear_settings_op(&self) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || q.clear_settings())
+    }
+
     fn stats_op(&self) -> Op<QueueStats> {
         let q = self.q.clone();
         Box::new(move || q.stats().map(QueueStats::from))
@@ -374,6 +389,11 @@ verbs! {
     get_job / try_get_job (id: i64) -> JobInfo = get_job_op;
     get_result / try_get_result (id: i64) -> Option<PayloadIo> = get_result_op;
     stats / try_stats () -> QueueStats = stats_op;
+    #[doc = "Stores the queue's settings in the file for every process; unnamed ones stay."]
+    configure / try_configure (settings: crate::database::QueueOptions) -> () = configure_op;
+    #[doc = "The queue's stored settings (ms), each absent when not set."]
+    settings / try_settings () -> crate::database::QueueOptions = settings_op;
+    clear_settings / try_clear_settings () -> () = clear_settings_op;
     #[doc = "The queue's metrics (ADR 27) as core's JSON."]
     metrics_json / try_metrics_json () -> String = metrics_op;
     #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]

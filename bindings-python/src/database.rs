@@ -201,23 +201,14 @@ impl Database {
         backoff_max: Option<f64>,
         backoff_jitter: Option<f64>,
     ) -> PyResult<Queue> {
-        let mut options = honker::QueueOptions::default();
-        if let Some(s) = lease {
-            options.lease = secs("lease", s)?;
-        }
-        if let Some(n) = max_attempts {
-            options.max_attempts = n;
-        }
-        if let Some(s) = backoff_base {
-            options.backoff.base = secs("backoff_base", s)?;
-        }
-        if let Some(s) = backoff_max {
-            options.backoff.max = secs("backoff_max", s)?;
-        }
-        if let Some(j) = backoff_jitter {
-            options.backoff.jitter = j;
-        }
-        let queue = self.db.queue_with(name, options).py()?;
+        let given = crate::queue::settings(
+            lease,
+            max_attempts,
+            backoff_base,
+            backoff_max,
+            backoff_jitter,
+        )?;
+        let queue = self.db.queue_given(name, &given).py()?;
         Ok(Queue { queue })
     }
 

@@ -317,6 +317,56 @@ impl Queue {
         py.detach(|| self.queue.stats()).py().map(QueueStats::from)
     }
 
+    /// Stores the queue's settings in the file for every process (core's
+    /// `Queue::configure`); `None` keeps what is stored.
+    #[pyo3(signature = (lease, max_attempts, backoff_base, backoff_max, backoff_jitter))]
+    fn configure(
+        &self,
+        py: Python<'_>,
+        lease: Option<f64>,
+        max_attempts: Option<u32>,
+        backoff_base: Option<f64>,
+        backoff_max: Option<f64>,
+        backoff_jitter: Option<f64>,
+    ) -> PyResult<()> {
+        let s = settings(
+            lease,
+            max_attempts,
+            backoff_base,
+            backoff_max,
+            backoff_jitter,
+        )?;
+        py.detach(|| self.queue.configure(&s)).py()
+    }
+
+    /// The stored settings: (lease s, max_attempts, backoff base s, max s,
+    /// jitter), each None when not set.
+    #[allow(clippy::type_complexity)]
+    fn settings(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(
+        Option<f64>,
+        Option<u32>,
+        Option<f64>,
+        Option<f64>,
+        Option<f64>,
+    )> {
+        let s = py.detach(|| self.queue.settings()).py()?;
+        let f = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        Ok((
+            f(s.lease),
+            s.max_attempts,
+            f(s.backoff_base),
+            f(s.backoff_max),
+            s.backoff_jitter,
+        ))
+    }
+
+    fn clear_settings(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.queue.clear_settings()).py()
+    }
+
     /// Sets (or with `limit` None lifts) the queue's rate limit: `limit`
     /// starts per `per` seconds, `burst` at once, for every process.
     #[pyo3(signature = (limit, per, burst))]
@@ -368,4 +418,22 @@ impl Queue {
         let older = older_than.map(|s| secs("older_than", s)).transpose()?;
         py.detach(|| self.queue.purge_dead(older)).py()
     }
+}
+
+/// A queue's settings from Python's optional seconds and counts.
+pub(crate) fn settings(
+    lease: Option<f64>,
+    max_attempts: Option<u32>,
+    backoff_base: Option<f64>,
+    backoff_max: Option<f64>,
+    backoff_jitter: Option<f64>,
+) -> PyResult<honker::QueueSettings> {
+    let d = |what, v: Option<f64>| v.map(|s| secs(what, s)).transpose();
+    Ok(honker::QueueSettings {
+        lease: d("lease", lease)?,
+        max_attempts,
+        backoff_base: d("backoff_base", backoff_base)?,
+        backoff_max: d("backoff_max", backoff_max)?,
+        backoff_jitter,
+    })
 }

@@ -286,3 +286,48 @@ def test_a_damaged_row_is_dead_lettered_and_the_queue_goes_on(db):
         q.get_job(ids[1])
     assert f"job {ids[1]}" in e.value.message
     assert q.stats().dead == 1
+
+
+def test_a_queues_settings_live_in_the_file_for_every_process(path):
+    """Issue 53 §4: ``db.queue('emails', lease=5)`` on the enqueuing side,
+    and a worker elsewhere naming only 'emails', claimed with the default
+    60 s lease (after a kill -9 its jobs stayed running a minute). Settings
+    configured once are what every handle made afterwards uses."""
+    import subprocess
+    import sys
+    import textwrap
+
+    db = honker.open(path)
+    emails = db.queue("emails")
+    emails.configure(lease=5, max_attempts=7, backoff_base=0.25)
+    assert emails.settings() == {
+        "lease": 5.0,
+        "max_attempts": 7,
+        "backoff_base": 0.25,
+        "backoff_max": None,
+        "backoff_jitter": None,
+    }
+    db.queue("emails").enqueue({"to": "a"})
+    # Another process names only the queue.
+    script = textwrap.dedent(
+        """
+        import sys, time, honker
+        db = honker.open(sys.argv[1])
+        [job] = db.queue("emails").claim_batch("worker-elsewhere", 1)
+        left = job.lease_expires_at.timestamp() - time.time()
+        print(round(left), job.max_attempts)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["5", "7"], out
+    # A handle's own option is its own; bad settings change nothing.
+    assert db.queue("emails", lease=2)._lease == 2.0
+    for bad in ({"lease": 0}, {"max_attempts": 0}, {"backoff_jitter": 2.0}, {"lease": "soon"}):
+        with pytest.raises(honker.InvalidArgument):
+            emails.configure(**bad)
+    assert emails.settings()["lease"] == 5.0
+    emails.clear_settings()
+    assert db.queue("emails")._lease == 60.0
+    db.close()

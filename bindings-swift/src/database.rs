@@ -133,6 +133,31 @@ pub struct QueueOptions {
     pub backoff_jitter: Option<f64>,
 }
 
+impl QueueOptions {
+    /// As core's settings (ms to durations, checked).
+    pub(crate) fn settings(&self) -> R<honker::QueueSettings> {
+        Ok(honker::QueueSettings {
+            lease: opt_ms("lease", self.lease_ms)?,
+            max_attempts: self.max_attempts,
+            backoff_base: opt_ms("backoff_base", self.backoff_base_ms)?,
+            backoff_max: opt_ms("backoff_max", self.backoff_max_ms)?,
+            backoff_jitter: self.backoff_jitter,
+        })
+    }
+
+    /// Core's settings in ms.
+    pub(crate) fn from_settings(s: &honker::QueueSettings) -> QueueOptions {
+        let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_millis() as u64);
+        QueueOptions {
+            lease_ms: ms(s.lease),
+            max_attempts: s.max_attempts,
+            backoff_base_ms: ms(s.backoff_base),
+            backoff_max_ms: ms(s.backoff_max),
+            backoff_jitter: s.backoff_jitter,
+        }
+    }
+}
+
 /// An open honker file.
 #[derive(Debug, uniffi::Object)]
 pub struct Database {
@@ -228,23 +253,8 @@ impl Database {
 
     /// A queue handle; each `Some` overrides that default.
     pub fn queue(&self, name: String, options: QueueOptions) -> R<Arc<Queue>> {
-        let mut o = honker::QueueOptions::default();
-        if let Some(l) = opt_ms("lease", options.lease_ms)? {
-            o.lease = l;
-        }
-        if let Some(n) = options.max_attempts {
-            o.max_attempts = n;
-        }
-        if let Some(b) = opt_ms("backoff_base", options.backoff_base_ms)? {
-            o.backoff.base = b;
-        }
-        if let Some(b) = opt_ms("backoff_max", options.backoff_max_ms)? {
-            o.backoff.max = b;
-        }
-        if let Some(j) = options.backoff_jitter {
-            o.backoff.jitter = j;
-        }
-        Ok(Arc::new(Queue::new(self.db.queue_with(&name, o)?)))
+        let given = options.settings()?;
+        Ok(Arc::new(Queue::new(self.db.queue_given(&name, &given)?)))
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE`).

@@ -406,6 +406,24 @@ impl Queue {
         Ok(self.q.stats()?.into())
     }
 
+    /// Stores the queue's settings in the file for every process (core's
+    /// `Queue::configure`); the ones not given stay as stored.
+    pub fn configure(&self, settings: crate::database::QueueOptions) -> R<()> {
+        Ok(self.q.configure(&settings.settings()?)?)
+    }
+
+    /// The queue's stored settings (ms), each nil when not set.
+    pub fn settings(&self) -> R<crate::database::QueueOptions> {
+        Ok(crate::database::QueueOptions::from_settings(
+            &self.q.settings()?,
+        ))
+    }
+
+    /// Forgets the queue's stored settings.
+    pub fn clear_settings(&self) -> R<()> {
+        Ok(self.q.clear_settings()?)
+    }
+
     /// The queue's metrics (ADR 27) as core's JSON.
     pub fn metrics_json(&self) -> R<String> {
         Ok(self.q.metrics()?.to_json().to_string())

@@ -122,7 +122,9 @@ pub use fork::forked_while_open;
 pub use maintenance::MaintenanceReport;
 #[cfg(all(feature = "bundled", target_os = "linux"))]
 pub use ofd::active as ofd_locks_active;
-pub use options::{limits, Backoff, Durability, Options, OptionsPatch, QueueOptions, Retention};
+pub use options::{
+    limits, Backoff, Durability, Options, OptionsPatch, QueueOptions, QueueSettings, Retention,
+};
 pub use payload::Payload;
 pub use queue::{
     ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, QueueStats, RetryOptions,

@@ -303,6 +303,40 @@ pub mod limits {
     pub const MAX_ERROR: usize = 4096;
 }
 
+/// A queue's defaults as given, field by field (`None`: not given): what
+/// [`Queue::configure`](crate::queue::Queue::configure) stores in the file
+/// for every process and language, and what a handle was opened with.
+/// A handle's options are, field by field, what it was given, else what
+/// the file holds for the queue, else the documented default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueSettings {
+    /// The lease a claim gives.
+    pub lease: Option<Duration>,
+    /// Attempts before a job becomes a dead letter.
+    pub max_attempts: Option<u32>,
+    /// The first retry's delay.
+    pub backoff_base: Option<Duration>,
+    /// The largest retry delay.
+    pub backoff_max: Option<Duration>,
+    /// The randomised fraction of a retry's delay.
+    pub backoff_jitter: Option<f64>,
+}
+
+impl QueueSettings {
+    /// `base` with the fields given here in place of its own.
+    pub fn over(&self, base: &QueueOptions) -> QueueOptions {
+        QueueOptions {
+            lease: self.lease.unwrap_or(base.lease),
+            max_attempts: self.max_attempts.unwrap_or(base.max_attempts),
+            backoff: Backoff {
+                base: self.backoff_base.unwrap_or(base.backoff.base),
+                max: self.backoff_max.unwrap_or(base.backoff.max),
+                jitter: self.backoff_jitter.unwrap_or(base.backoff.jitter),
+            },
+        }
+    }
+}
+
 impl QueueOptions {
     /// Checks every field; called by `queue_with`.
     pub fn validate(&self) -> Result<()> {

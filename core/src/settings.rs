@@ -39,3 +39,25 @@ pub(crate) fn set_int(
         .execute(params![scope, name, key, value, now])?;
     Ok(())
 }
+
+const ALL: &str = "
+SELECT key, value FROM _honker_settings WHERE scope = ?1 AND name = ?2";
+
+const CLEAR: &str = "
+DELETE FROM _honker_settings WHERE scope = ?1 AND name = ?2";
+
+/// Every integer setting of (`scope`, `name`), by key.
+pub(crate) fn get_all(
+    conn: Conn<'_>,
+    scope: &str,
+    name: &str,
+) -> Result<Vec<(String, Option<i64>)>> {
+    conn.prepare_cached(ALL)?
+        .query_map(params![scope, name], |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+/// Removes every setting of (`scope`, `name`): the defaults again.
+pub(crate) fn clear(conn: Conn<'_>, scope: &str, name: &str) -> Result<()> {
+    conn.prepare_cached(CLEAR)?.execute(params![scope, name])?;
+    Ok(())
+}

@@ -830,3 +830,103 @@ fn a_job_rebuilt_with_a_stale_token_changes_nothing() {
     assert_eq!(q.stats().unwrap().running, 1);
     claimed.ack().unwrap();
 }
+
+/// Issue 53 §4: a lease given to one process's handle was not seen by a
+/// worker elsewhere, which claimed with the default 60 s (after a kill -9
+/// its jobs stayed running a minute). A queue's settings live in the file:
+/// every handle made afterwards, in any process, uses them where it was
+/// not given options of its own.
+#[test]
+fn a_queues_settings_are_stored_in_the_file_for_every_process() {
+    let t = common::test_db();
+    let emails = t.db.queue("emails").unwrap();
+    assert_eq!(emails.settings().unwrap(), honker::QueueSettings::default());
+    emails
+        .configure(&honker::QueueSettings {
+            lease: Some(Duration::from_secs(5)),
+            max_attempts: Some(7),
+            backoff_base: Some(Duration::from_millis(250)),
+            ..Default::default()
+        })
+        .unwrap();
+    // Another process (another open of the file) names only the queue.
+    let other = t.reopen();
+    let q = other.queue("emails").unwrap();
+    assert_eq!(q.options().lease, Duration::from_secs(5));
+    assert_eq!(q.options().max_attempts, 7);
+    assert_eq!(q.options().backoff.base, Duration::from_millis(250));
+    assert_eq!(
+        q.options().backoff.max,
+        Duration::from_secs(3600),
+        "default kept"
+    );
+    let id = q
+        .enqueue(serde_json::json!(1), &Default::default())
+        .unwrap()
+        .id;
+    let job = q.claim("w", 1).unwrap().pop().unwrap();
+    assert_eq!(job.id, id);
+    assert_eq!(
+        job.lease_expires_at,
+        honker::Clock::now_ms(&t.clock) + 5_000
+    );
+    assert_eq!(job.max_attempts, 7);
+    // A handle's own option wins over the stored one.
+    let given = other
+        .queue_given(
+            "emails",
+            &honker::QueueSettings {
+                lease: Some(Duration::from_secs(2)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (given.options().lease, given.options().max_attempts),
+        (Duration::from_secs(2), 7)
+    );
+    // A later configure keeps what it does not name; bad input changes nothing.
+    emails
+        .configure(&honker::QueueSettings {
+            max_attempts: Some(2),
+            ..Default::default()
+        })
+        .unwrap();
+    for bad in [
+        honker::QueueSettings {
+            lease: Some(Duration::ZERO),
+            ..Default::default()
+        },
+        honker::QueueSettings {
+            max_attempts: Some(0),
+            ..Default::default()
+        },
+        honker::QueueSettings {
+            backoff_max: Some(Duration::from_millis(100)),
+            ..Default::default()
+        },
+    ] {
+        let e = emails.configure(&bad).unwrap_err();
+        assert_eq!(e.kind(), honker::ErrorKind::InvalidArgument, "{e}");
+    }
+    let s = other.queue("emails").unwrap().settings().unwrap();
+    assert_eq!(
+        (s.lease, s.max_attempts, s.backoff_base, s.backoff_max),
+        (
+            Some(Duration::from_secs(5)),
+            Some(2),
+            Some(Duration::from_millis(250)),
+            None
+        )
+    );
+    // Other queues are untouched; clearing brings the defaults back.
+    assert_eq!(
+        other.queue("invoices").unwrap().options().lease,
+        Duration::from_secs(60)
+    );
+    emails.clear_settings().unwrap();
+    assert_eq!(
+        other.queue("emails").unwrap().options().lease,
+        Duration::from_secs(60)
+    );
+}

@@ -59,6 +59,12 @@ def text(name: str, value: Any) -> str:
     return value
 
 
+def number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(f"{name} must be a number, got {show(value)}")
+    return float(value)
+
+
 def optional_text(name: str, value: Any) -> str | None:
     return None if value is None else text(name, value)
 

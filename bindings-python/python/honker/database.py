@@ -225,9 +225,12 @@ class Database:
         backoff_max: Seconds | None = None,
         backoff_jitter: float | None = None,
     ) -> Queue:
-        """A handle on the queue ``name`` (creating it writes nothing). The
-        options are this handle's defaults: ``lease`` (60 s), ``max_attempts``
-        (3) and the retry backoff (1 s doubling to 1 h, jitter 0.5)."""
+        """A handle on the queue ``name`` (creating it writes nothing; it
+        reads the queue's settings). Each option not given here comes from
+        the queue's settings in the file (:meth:`Queue.configure`, by any
+        process or language), else its default: ``lease`` (60 s),
+        ``max_attempts`` (3) and the retry backoff (1 s doubling to 1 h,
+        jitter 0.5). Options given here are this handle's only."""
         _args.text("name", name)
         _args.optional_integer("max_attempts", max_attempts, _args.ATTEMPTS)
         return Queue(

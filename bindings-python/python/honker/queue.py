@@ -880,6 +880,42 @@ class Queue:
     def stats(self) -> QueueStats:
         return QueueStats._from(self._native.stats())
 
+    def configure(
+        self,
+        *,
+        lease: Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base: Seconds | None = None,
+        backoff_max: Seconds | None = None,
+        backoff_jitter: float | None = None,
+    ) -> None:
+        """Stores the queue's settings in the file, for every process and
+        language: handles made afterwards (``db.queue(name)``, a worker's)
+        use them where they were not given options of their own. What is
+        not named here stays as stored. Set them once, where the queue is
+        defined (a lease given only to one process's handle is not seen by
+        a worker elsewhere, which would claim with the default 60 s)."""
+        _args.optional_integer("max_attempts", max_attempts, _args.ATTEMPTS)
+        args = (
+            seconds("lease", lease),
+            max_attempts,
+            seconds("backoff_base", backoff_base),
+            seconds("backoff_max", backoff_max),
+            None if backoff_jitter is None else _args.number("backoff_jitter", backoff_jitter),
+        )
+        self._db._write(None, lambda: self._native.configure(*args))
+
+    def settings(self) -> dict[str, float | int | None]:
+        """The queue's stored settings (None: not set, the default applies):
+        ``lease``, ``backoff_base`` and ``backoff_max`` in seconds,
+        ``max_attempts``, ``backoff_jitter``."""
+        keys = ("lease", "max_attempts", "backoff_base", "backoff_max", "backoff_jitter")
+        return dict(zip(keys, self._native.settings()))
+
+    def clear_settings(self) -> None:
+        """Forgets the queue's stored settings (the defaults apply again)."""
+        self._db._write(None, self._native.clear_settings)
+
     def set_rate_limit(
         self, *, limit: int | None, per: Seconds | None = None, burst: int = 1
     ) -> None:

@@ -268,6 +268,9 @@ public final class Database: @unchecked Sendable {
     /// A handle on the queue `name` (creating it writes nothing), with this
     /// handle's defaults: `lease` (60 s), `maxAttempts` (3), and the retry
     /// backoff (1 s doubling to 1 h, jitter 0.5), which each job keeps.
+    /// A handle on the queue `name` (it reads the queue's settings, writes
+    /// nothing). Each option not given comes from the queue's settings in
+    /// the file (`Queue.configure`, by any process), else its default.
     public func queue(_ name: String, lease: TimeInterval? = nil, maxAttempts: UInt32? = nil,
                       backoffBase: TimeInterval? = nil, backoffMax: TimeInterval? = nil,
                       backoffJitter: Double? = nil) throws -> Queue {
@@ -706,6 +709,35 @@ public final class Queue: @unchecked Sendable {
     public func stats(isolation: isolated (any Actor)? = #isolation) async throws -> QueueStats {
         let native = self.native
         return try await soon(inline) { try native.stats() }
+    }
+
+    /// Stores the queue's settings in the file, for every process and
+    /// language: handles made afterwards (`db.queue(name)`, a worker's) use
+    /// them where they were not given options of their own; what is not
+    /// named stays as stored.
+    public func configure(lease: TimeInterval? = nil, maxAttempts: UInt32? = nil,
+                          backoffBase: TimeInterval? = nil, backoffMax: TimeInterval? = nil,
+                          backoffJitter: Double? = nil,
+                          isolation: isolated (any Actor)? = #isolation) async throws {
+        let settings = QueueOptions(
+            leaseMs: try millis("lease", lease), maxAttempts: maxAttempts,
+            backoffBaseMs: try millis("backoffBase", backoffBase),
+            backoffMaxMs: try millis("backoffMax", backoffMax),
+            backoffJitter: backoffJitter)
+        let native = self.native
+        try await soon(inline) { try native.configure(settings: settings) }
+    }
+
+    /// The queue's stored settings (ms), each nil when not set.
+    public func settings() async throws -> QueueOptions {
+        let native = self.native
+        return try await offThread { try native.settings() }
+    }
+
+    /// Forgets the queue's stored settings (the defaults apply again).
+    public func clearSettings(isolation: isolated (any Actor)? = #isolation) async throws {
+        let native = self.native
+        try await soon(inline) { try native.clearSettings() }
     }
 
     /// The queue's counters (enqueued, claimed, acked, retried, reclaimed,

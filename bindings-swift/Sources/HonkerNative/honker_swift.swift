@@ -2986,6 +2986,17 @@ public protocol QueueProtocol: AnyObject, Sendable {
      */
     func claimer(workerId: String, batch: UInt32, leaseMs: UInt64?) throws  -> Claimer
     
+    /**
+     * Forgets the queue's stored settings.
+     */
+    func clearSettings() throws 
+    
+    /**
+     * Stores the queue's settings in the file for every process (core's
+     * `Queue::configure`); the ones not given stay as stored.
+     */
+    func configure(settings: QueueOptions) throws 
+    
     func deadLetters(afterId: Int64, limit: UInt32) throws  -> [JobInfo]
     
     /**
@@ -3063,6 +3074,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * Sets (`None`: lifts) the queue's rate limit, for every process.
      */
     func setRateLimit(limit: RateLimitRecord?) throws 
+    
+    /**
+     * The queue's stored settings (ms), each nil when not set.
+     */
+    func settings() throws  -> QueueOptions
     
     func snooze(id: Int64, token: String, delayMs: UInt64, tx: Transaction?) throws  -> String
     
@@ -3219,6 +3235,30 @@ open func claimer(workerId: String, batch: UInt32, leaseMs: UInt64?)throws  -> C
         FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Forgets the queue's stored settings.
+     */
+open func clearSettings()throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_clear_settings(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Stores the queue's settings in the file for every process (core's
+     * `Queue::configure`); the ones not given stay as stored.
+     */
+open func configure(settings: QueueOptions)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_configure(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeQueueOptions_lower(settings),uniffiCallStatus
+    )
+}
 }
     
 open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
@@ -3463,6 +3503,18 @@ open func setRateLimit(limit: RateLimitRecord?)throws   {try rustCallWithError(F
         FfiConverterOptionTypeRateLimitRecord.lower(limit),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * The queue's stored settings (ms), each nil when not set.
+     */
+open func settings()throws  -> QueueOptions  {
+    return try  FfiConverterTypeQueueOptions_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_settings(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
 }
     
 open func snooze(id: Int64, token: String, delayMs: UInt64, tx: Transaction?)throws  -> String  {
@@ -10243,6 +10295,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_claimer() != 8501) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_queue_clear_settings() != 51664) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_configure() != 25257) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10298,6 +10356,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_set_rate_limit() != 44586) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_settings() != 43271) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_snooze() != 46017) {

@@ -793,6 +793,16 @@ RustBuffer uniffi_honker_swift_fn_method_queue_claim_cancellable(uint64_t ptr, R
 uint64_t uniffi_honker_swift_fn_method_queue_claimer(uint64_t ptr, RustBuffer worker_id, uint32_t batch, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLEAR_SETTINGS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CLEAR_SETTINGS
+void uniffi_honker_swift_fn_method_queue_clear_settings(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CONFIGURE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CONFIGURE
+void uniffi_honker_swift_fn_method_queue_configure(uint64_t ptr, RustBuffer settings, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_DEAD_LETTERS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_DEAD_LETTERS
 RustBuffer uniffi_honker_swift_fn_method_queue_dead_letters(uint64_t ptr, int64_t after_id, uint32_t limit, RustCallStatus *_Nonnull out_status
@@ -886,6 +896,11 @@ RustBuffer uniffi_honker_swift_fn_method_queue_retry(uint64_t ptr, int64_t id, R
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
 void uniffi_honker_swift_fn_method_queue_set_rate_limit(uint64_t ptr, RustBuffer limit, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SETTINGS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SETTINGS
+RustBuffer uniffi_honker_swift_fn_method_queue_settings(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SNOOZE
@@ -2044,6 +2059,18 @@ uint16_t uniffi_honker_swift_checksum_method_queue_claimer(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLEAR_SETTINGS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CLEAR_SETTINGS
+uint16_t uniffi_honker_swift_checksum_method_queue_clear_settings(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CONFIGURE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_CONFIGURE
+uint16_t uniffi_honker_swift_checksum_method_queue_configure(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_DEAD_LETTERS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_DEAD_LETTERS
 uint16_t uniffi_honker_swift_checksum_method_queue_dead_letters(void
@@ -2155,6 +2182,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_retry(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_RATE_LIMIT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_RATE_LIMIT
 uint16_t uniffi_honker_swift_checksum_method_queue_set_rate_limit(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SETTINGS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SETTINGS
+uint16_t uniffi_honker_swift_checksum_method_queue_settings(void
     
 );
 #endif

@@ -224,4 +224,31 @@ final class QueueTests: XCTestCase {
             // out of range, checked by core
         }
     }
+
+    /// Issue 53 §4: a queue's settings live in the file: a handle made
+    /// elsewhere that names only the queue claims with the stored lease.
+    func testAQueuesSettingsLiveInTheFile() async throws {
+        let path = tempPath()
+        let db = try Database(path: path)
+        try await db.queue("emails").configure(lease: 5, maxAttempts: 7)
+        let stored = try await db.queue("emails").settings()
+        XCTAssertEqual(stored.leaseMs, 5000)
+        XCTAssertEqual(stored.maxAttempts, 7)
+        XCTAssertNil(stored.backoffBaseMs)
+        try await db.queue("emails").enqueue("x")
+        let elsewhere = try Database(path: path)
+        let job = try await elsewhere.queue("emails").claimBatch(workerId: "w")[0]
+        let left = job.leaseExpiresAt.timeIntervalSinceNow
+        XCTAssertTrue(left > 3 && left <= 5, "lease left \(left) s")
+        XCTAssertEqual(job.maxAttempts, 7)
+        do {
+            try await db.queue("emails").configure(lease: 0)
+            XCTFail("a zero lease was stored")
+        } catch let e as HonkerError {
+            XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+        }
+        try await db.queue("emails").clearSettings()
+        let cleared = try await db.queue("emails").settings()
+        XCTAssertNil(cleared.leaseMs)
+    }
 }

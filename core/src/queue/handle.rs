@@ -13,19 +13,36 @@ use super::types::{
 
 use crate::database::Database;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::QueueOptions;
+use crate::options::{QueueOptions, QueueSettings};
 use crate::payload::Payload;
 use crate::transaction::Transaction;
 use crate::validate;
 
 impl Database {
-    /// A handle on the queue `name` with default [`QueueOptions`]. Creating a
-    /// handle writes nothing, so it is fine inside a transaction.
+    /// A handle on the queue `name` with the queue's settings, as any
+    /// process stored them ([`Queue::configure`]), else the defaults of
+    /// [`QueueOptions`]. Creating a handle writes nothing (one read), so it
+    /// is fine inside a transaction.
     pub fn queue(&self, name: &str) -> Result<Queue> {
-        self.queue_with(name, QueueOptions::default())
+        self.queue_given(name, &QueueSettings::default())
     }
 
-    /// A handle on the queue `name` with the given per-queue defaults.
+    /// A handle on the queue `name` with the options given here; the ones
+    /// not given come from the queue's stored settings, then the defaults.
+    /// A handle reads the settings when it is made: a later `configure`
+    /// reaches handles made after it.
+    pub fn queue_given(&self, name: &str, given: &QueueSettings) -> Result<Queue> {
+        validate::name("queue", name)?;
+        let stored = {
+            let reader = self.inner.reader()?;
+            settings_of(reader.raw(), name)?
+        };
+        let options = given.over(&stored.over(&QueueOptions::default()));
+        Queue::new(self.clone(), name, options)
+    }
+
+    /// A handle on the queue `name` with exactly these per-queue defaults
+    /// (the stored settings are not read).
     pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
         Queue::new(self.clone(), name, options)
     }
@@ -72,6 +89,57 @@ impl Queue {
     /// The per-queue defaults.
     pub fn options(&self) -> &QueueOptions {
         &self.options
+    }
+
+    /// Stores `settings` for the queue in the file, for every process and
+    /// language (issue 53: a lease given to one process's handle was not
+    /// seen by a worker elsewhere, which claimed with the default 60 s):
+    /// handles made afterwards ([`Database::queue`]) use them where they
+    /// were not given options of their own. Fields left `None` keep what is
+    /// stored. Checked as a handle's options are; bad input changes nothing.
+    pub fn configure(&self, settings: &QueueSettings) -> Result<()> {
+        settings.over(&QueueOptions::default()).validate()?;
+        self.write(None, |conn, now| {
+            let stored = settings_of(conn, &self.name)?;
+            let merged = QueueSettings {
+                lease: settings.lease.or(stored.lease),
+                max_attempts: settings.max_attempts.or(stored.max_attempts),
+                backoff_base: settings.backoff_base.or(stored.backoff_base),
+                backoff_max: settings.backoff_max.or(stored.backoff_max),
+                backoff_jitter: settings.backoff_jitter.or(stored.backoff_jitter),
+            };
+            merged.over(&QueueOptions::default()).validate()?;
+            let ms = |d: Option<Duration>| d.map(crate::clock::duration_ms);
+            for (key, value) in [
+                ("lease_ms", ms(settings.lease)),
+                ("max_attempts", settings.max_attempts.map(i64::from)),
+                ("backoff_base_ms", ms(settings.backoff_base)),
+                ("backoff_max_ms", ms(settings.backoff_max)),
+                (
+                    "backoff_jitter_ppm",
+                    settings.backoff_jitter.map(|j| (j * 1e6).round() as i64),
+                ),
+            ] {
+                if value.is_some() {
+                    crate::settings::set_int(conn, SETTINGS_SCOPE, &self.name, key, value, now)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The queue's stored settings (`None`: not set, the default applies).
+    pub fn settings(&self) -> Result<QueueSettings> {
+        let reader = self.db.inner.reader()?;
+        settings_of(reader.raw(), &self.name)
+    }
+
+    /// Forgets the queue's stored settings: handles made afterwards use
+    /// the defaults (or their own options).
+    pub fn clear_settings(&self) -> Result<()> {
+        self.write(None, |conn, _| {
+            crate::settings::clear(conn, SETTINGS_SCOPE, &self.name)
+        })
     }
 
     /// The database the queue lives in.
@@ -899,4 +967,25 @@ pub(crate) fn refuse_waiting(what: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The `_honker_settings` scope of a queue's stored defaults.
+const SETTINGS_SCOPE: &str = "queue";
+
+/// A queue's stored settings, read on `conn`.
+fn settings_of(conn: crate::raw::Conn<'_>, queue: &str) -> Result<QueueSettings> {
+    let mut s = QueueSettings::default();
+    for (key, value) in crate::settings::get_all(conn, SETTINGS_SCOPE, queue)? {
+        let Some(v) = value else { continue };
+        let ms = || Duration::from_millis(u64::try_from(v).unwrap_or(0));
+        match key.as_str() {
+            "lease_ms" => s.lease = Some(ms()),
+            "max_attempts" => s.max_attempts = u32::try_from(v).ok(),
+            "backoff_base_ms" => s.backoff_base = Some(ms()),
+            "backoff_max_ms" => s.backoff_max = Some(ms()),
+            "backoff_jitter_ppm" => s.backoff_jitter = Some(v as f64 / 1e6),
+            _ => {}
+        }
+    }
+    Ok(s)
 }
