@@ -563,10 +563,15 @@ class Worker:
             self._finish(native, task, job, "release", None, None)
         with self._start_cv:
             self._start_cv.wait_for(lambda: self._starting == 0)
-            # Sync handlers still running: the drain released their jobs
+            # Sync handlers still running whose jobs the drain released
             # (issue 53: their `released` hook and log line never came,
-            # as the handler may return after run() has).
-            still = list(self._running_sync.items())
+            # as the handler may return after run() has). One whose lease
+            # was lost, or that timed out, is told that when it returns.
+            still = [
+                (key, run)
+                for key, run in self._running_sync.items()
+                if run[0].cancelled and not run[0].lost and not run[0].timed_out
+            ]
             for key, _ in still:
                 self._told_released.add(key)
         now = time.monotonic()
