@@ -306,34 +306,10 @@ fn put_in_place(tmp: &Path, dest: &Path, schema_version: i64) -> Result<BackupRe
     })
 }
 
-/// The other processes that have `path` open, from the kernel's lock table;
-/// open-file-description locks (honker's own, ADR 13) carry no pid there,
-/// so those are named from the processes' descriptors, as `doctor` does.
-#[cfg(target_os = "linux")]
-fn holders_named(path: &Path) -> std::io::Result<Vec<String>> {
-    const UNNAMED: &str = "a process whose pid the kernel does not show";
-    let mut found = crate::import::others_holding(path)?;
-    if found.iter().any(|h| h == UNNAMED) {
-        let named: Vec<String> = crate::doctor::openers(path)
-            .iter()
-            .map(|(p, c)| format!("pid {p} ({c})"))
-            .collect();
-        if !named.is_empty() {
-            found.retain(|h| h != UNNAMED);
-            for n in named {
-                if !found.contains(&n) {
-                    found.push(n);
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// `UNSAFE` while another process has `dest` open.
 #[cfg(target_os = "linux")]
 fn refuse_if_held(dest: &Path) -> Result<()> {
-    let holders = holders_named(dest).map_err(|e| {
+    let holders = crate::import::others_holding(dest).map_err(|e| {
         Error::new(
             ErrorKind::Unsafe,
             format!(

@@ -103,47 +103,6 @@ fn fs_magic(_dir: &Path) -> Option<i64> {
     None
 }
 
-/// The processes (other than this one) with a descriptor on the database,
-/// its `-wal` or `-shm`: (pid, command line).
-#[cfg(target_os = "linux")]
-pub(crate) fn openers(path: &Path) -> Vec<(i32, String)> {
-    let targets: Vec<std::path::PathBuf> = ["", "-wal", "-shm"]
-        .iter()
-        .map(|s| crate::inspect::with_suffix(path, s))
-        .collect();
-    let me = std::process::id().to_string();
-    let mut out = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for p in procs.flatten() {
-        let name = p.file_name().to_string_lossy().into_owned();
-        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| targets.contains(&t)))
-        {
-            let cmd = std::fs::read(p.path().join("cmdline"))
-                .map(|raw| {
-                    String::from_utf8_lossy(&raw)
-                        .split('\0')
-                        .filter(|s| !s.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
-            out.push((name.parse().unwrap_or(0), cmd.chars().take(100).collect()));
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The SQLite libraries a process maps, from its `/proc/PID/maps` text:
 /// the system's `libsqlite3`, and the libraries known to bundle their own
 /// (honker's Python and Node modules, better-sqlite3). A copy compiled into
@@ -154,11 +113,7 @@ pub fn sqlite_libraries(maps: &str) -> Vec<String> {
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter(|path| {
             let file = path.rsplit('/').next().unwrap_or(path);
-            file.starts_with("libsqlite3")
-                || file.starts_with("honker.") && file.ends_with(".node")
-                || file.starts_with("_native.") && path.contains("/honker/")
-                || file == "better_sqlite3.node"
-                || file.starts_with("libhonker_swift")
+            file.starts_with("libsqlite3") || file == "better_sqlite3.node" || is_honkers(path)
         })
         .map(str::to_string)
         .collect();
@@ -328,7 +283,7 @@ pub fn diagnose(path: impl AsRef<Path>, now: i64) -> Result<Vec<Check>> {
 
     #[cfg(target_os = "linux")]
     {
-        let procs = openers(&path);
+        let procs = crate::import::openers(&path);
         out.push(Check {
             name: "processes",
             level: Level::Info,

@@ -146,12 +146,62 @@ pub(crate) fn others(path: &Path) -> std::io::Result<Vec<Holder>> {
         return Ok(Vec::new());
     }
     let me = i32::try_from(std::process::id()).unwrap_or(-1);
-    confirmed(3, std::time::Duration::from_millis(20), || {
+    let mut found = confirmed(3, std::time::Duration::from_millis(20), || {
         let mut own = own_ofd_locks();
         let table = std::fs::read_to_string("/proc/locks")?;
         own.extend(own_ofd_locks());
         Ok(holders_in(&table, &files, &own, me))
-    })
+    })?;
+    // Open-file-description locks (honker's own, ADR 13) carry no pid in
+    // the table: name those processes from their descriptors instead.
+    if found.iter().any(|h| h.pid.is_none()) {
+        let named = openers(path);
+        if !named.is_empty() {
+            found.retain(|h| h.pid.is_some());
+            for (pid, cmd) in named {
+                if !found.iter().any(|h| h.pid == Some(pid)) {
+                    found.push(Holder {
+                        pid: Some(pid),
+                        command: Some(cmd).filter(|c| !c.is_empty()),
+                    });
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The processes (other than this one) with a descriptor on the database,
+/// its `-wal` or `-shm`: (pid, command line). What `doctor` lists, and how
+/// the holders whose locks carry no pid are named.
+pub(crate) fn openers(path: &Path) -> Vec<(i32, String)> {
+    let targets: Vec<PathBuf> = ["", "-wal", "-shm"]
+        .iter()
+        .map(|s| with_suffix(path, s))
+        .collect();
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name().to_string_lossy().into_owned();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| targets.contains(&t)))
+        {
+            let pid = name.parse().unwrap_or(0);
+            out.push((pid, command(pid).unwrap_or_default()));
+        }
+    }
+    out.sort();
+    out
 }
 
 /// `look` up to `looks` times, `pause` apart: holders with a pid as soon as

@@ -21,6 +21,9 @@
 
 #[cfg(target_os = "linux")]
 mod holders;
+// doctor's list of the processes that have the file open.
+#[cfg(all(target_os = "linux", feature = "rusqlite"))]
+pub(crate) use holders::openers;
 mod statements;
 
 use std::path::Path;
