@@ -233,7 +233,7 @@ export declare class LockCancel {
 export declare class ManualClock {
   /**
    * Starts at the real time; index.js's `ManualClock` sets its time
-   * with `set` (checked) before anyone sees it.
+   * with `startAt` (checked) before anyone sees it.
    */
   constructor()
   /**

@@ -465,7 +465,7 @@ pub struct ManualClock {
 #[napi]
 impl ManualClock {
     /// Starts at the real time; index.js's `ManualClock` sets its time
-    /// with `set` (checked) before anyone sees it.
+    /// with `startAt` (checked) before anyone sees it.
     #[napi(constructor)]
     pub fn new() -> ManualClock {
         ManualClock {
@@ -478,10 +478,7 @@ impl ManualClock {
     #[napi]
     pub fn start_at(&self, now_ms: f64) -> Out<()> {
         let checked = if now_ms.is_finite() && now_ms.fract() == 0.0 {
-            honker::ManualClock::checked(now_ms as i64).map(|c| {
-                use honker::Clock as _;
-                self.clock.set(c.now_ms());
-            })
+            self.clock.try_set(now_ms as i64)
         } else {
             Err(invalid(format!(
                 "a ManualClock's time must be a whole number of ms since the Unix epoch, got {now_ms}"

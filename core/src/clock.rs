@@ -70,6 +70,14 @@ impl ManualClock {
         Ok(ManualClock::new(now_ms))
     }
 
+    /// [`set`](Self::set) for a time from outside: `INVALID_ARGUMENT`, and
+    /// the clock unchanged, unless 0 ≤ `now_ms` ≤ [`MAX_MS`](Self::MAX_MS).
+    pub fn try_set(&self, now_ms: i64) -> crate::Result<()> {
+        Self::check("a ManualClock's time", now_ms)?;
+        self.set(now_ms);
+        Ok(())
+    }
+
     fn check(what: &str, ms: i64) -> crate::Result<i64> {
         if !(0..=Self::MAX_MS).contains(&ms) {
             return Err(crate::Error::invalid(format!(
@@ -143,5 +151,9 @@ mod tests {
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert_eq!(c.now_ms(), ManualClock::MAX_MS, "unchanged");
         assert!(c.try_advance(Duration::MAX).is_err());
+        assert!(c.try_set(-1).is_err() && c.try_set(i64::MAX).is_err());
+        assert_eq!(c.now_ms(), ManualClock::MAX_MS, "unchanged");
+        c.try_set(5).unwrap();
+        assert_eq!(c.now_ms(), 5);
     }
 }

@@ -323,6 +323,17 @@ pub struct QueueSettings {
 }
 
 impl QueueSettings {
+    /// These settings, with `other`'s where these have none.
+    pub fn or(&self, other: &QueueSettings) -> QueueSettings {
+        QueueSettings {
+            lease: self.lease.or(other.lease),
+            max_attempts: self.max_attempts.or(other.max_attempts),
+            backoff_base: self.backoff_base.or(other.backoff_base),
+            backoff_max: self.backoff_max.or(other.backoff_max),
+            backoff_jitter: self.backoff_jitter.or(other.backoff_jitter),
+        }
+    }
+
     /// `base` with the fields given here in place of its own.
     pub fn over(&self, base: &QueueOptions) -> QueueOptions {
         QueueOptions {

@@ -67,7 +67,12 @@ pub fn batch_named(what: &str, n: i64) -> Result<usize> {
 
 /// A batch size already unsigned.
 pub(crate) fn batch_usize(n: usize) -> Result<usize> {
-    batch(i64::try_from(n).unwrap_or(i64::MAX))
+    batch_named_usize("batch size", n)
+}
+
+/// [`batch_named`] for a count already unsigned.
+pub(crate) fn batch_named_usize(what: &str, n: usize) -> Result<usize> {
+    batch_named(what, i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// A duration given in (possibly fractional) seconds: finite, not negative,

@@ -37,7 +37,7 @@ impl Database {
             let reader = self.inner.reader()?;
             settings_of(reader.raw(), name)?
         };
-        let options = given.over(&stored.over(&QueueOptions::default()));
+        let options = given.or(&stored).over(&QueueOptions::default());
         Queue::new(self.clone(), name, options)
     }
 
@@ -98,17 +98,13 @@ impl Queue {
     /// were not given options of their own. Fields left `None` keep what is
     /// stored. Checked as a handle's options are; bad input changes nothing.
     pub fn configure(&self, settings: &QueueSettings) -> Result<()> {
-        settings.over(&QueueOptions::default()).validate()?;
         self.write(None, |conn, now| {
+            // Checked as they will be read: over what is stored.
             let stored = settings_of(conn, &self.name)?;
-            let merged = QueueSettings {
-                lease: settings.lease.or(stored.lease),
-                max_attempts: settings.max_attempts.or(stored.max_attempts),
-                backoff_base: settings.backoff_base.or(stored.backoff_base),
-                backoff_max: settings.backoff_max.or(stored.backoff_max),
-                backoff_jitter: settings.backoff_jitter.or(stored.backoff_jitter),
-            };
-            merged.over(&QueueOptions::default()).validate()?;
+            settings
+                .or(&stored)
+                .over(&QueueOptions::default())
+                .validate()?;
             let ms = |d: Option<Duration>| d.map(crate::clock::duration_ms);
             for (key, value) in [
                 ("lease_ms", ms(settings.lease)),

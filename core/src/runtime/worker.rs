@@ -300,10 +300,7 @@ impl Worker {
     /// A worker on `db`; register queues, then call [`next`](Self::next).
     pub fn new(db: &Database, options: WorkerOptions) -> Result<Worker> {
         validate::key("worker id", &options.worker_id)?;
-        let limit = validate::batch_named(
-            "concurrency",
-            i64::try_from(options.concurrency).unwrap_or(i64::MAX),
-        )?;
+        let limit = validate::batch_named_usize("concurrency", options.concurrency)?;
         Ok(Worker {
             inner: Arc::new(Inner {
                 db: db.clone(),
@@ -346,8 +343,7 @@ impl Worker {
 
     fn add(&self, source: Source, lease: Duration, options: HandlerOptions) -> Result<()> {
         let limit = match options.concurrency {
-            Some(n) => validate::batch_named("concurrency", i64::try_from(n).unwrap_or(i64::MAX))?
-                .min(self.inner.limit),
+            Some(n) => validate::batch_named_usize("concurrency", n)?.min(self.inner.limit),
             None => self.inner.limit,
         };
         if let Some(t) = options.timeout {
