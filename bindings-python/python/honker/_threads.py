@@ -81,9 +81,20 @@ class MainWait:
             except OSError:  # drained
                 pass
 
-    def call(self, fn: Callable[[], object]) -> None:
+    def call(
+        self,
+        fn: Callable[[], object],
+        *,
+        stop: Callable[[], object] | None = None,
+        name: str = "honker-drain",
+    ) -> None:
         """Runs ``fn`` on a thread while this one waits as :meth:`until` does
-        (a second Ctrl-C is handled meanwhile); re-raises what it raised."""
+        (a second Ctrl-C is handled meanwhile); re-raises what it raised.
+        If the wait ends with an exception instead (one a signal handler
+        raised: KeyboardInterrupt, SystemExit), ``stop`` (when given) ends
+        ``fn`` and its thread is joined before the exception goes on: the
+        interpreter must not exit while the thread is inside honker's native
+        code (it crashed there)."""
         done = threading.Event()
         failure: list[BaseException] = []
 
@@ -96,7 +107,14 @@ class MainWait:
                 done.set()
                 self.wake()
 
-        threading.Thread(target=call, name="honker-drain", daemon=True).start()
-        self.until(done)
+        thread = threading.Thread(target=call, name=name, daemon=True)
+        thread.start()
+        try:
+            self.until(done)
+        except BaseException:
+            if stop is not None:
+                stop()
+                thread.join()
+            raise
         if failure:
             raise failure[0]

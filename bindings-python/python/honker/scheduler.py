@@ -445,35 +445,20 @@ class Scheduler:
 
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     previous[sig] = signal.signal(sig, stop_on_signal)
-            ended = threading.Event()
-            failure: list[BaseException] = []
 
             def loop() -> None:
-                try:
-                    while not runner.closed:
-                        runner.next(3600.0)
-                except BaseException as e:
-                    failure.append(e)
-                finally:
-                    ended.set()
-                    wait.wake()
+                while not runner.closed:
+                    runner.next(3600.0)
 
-            thread = threading.Thread(target=loop, name="honker-scheduler", daemon=True)
             try:
-                thread.start()
-                # A KeyboardInterrupt (signals=False) or another exception
-                # a handler raises ends this wait; the finally closes the
-                # runner, which ends the loop's native wait at once, and
-                # joins it: the interpreter must not exit while a thread is
-                # inside honker's native code.
-                wait.until(ended)
+                # A KeyboardInterrupt (signals=False) or another exception a
+                # handler raises ends the wait: closing the runner ends the
+                # loop's native wait at once, and its thread is joined.
+                wait.call(loop, stop=runner.close, name="honker-scheduler")
             finally:
                 runner.close()
-                thread.join()
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
-            if failure:
-                raise failure[0]
 
     async def run_async(self) -> None:
         """:meth:`run` for asyncio: runs until the task is cancelled."""

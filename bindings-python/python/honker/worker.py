@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any, Union
 
 from . import _args, _native, _threads
 from ._time import Seconds, seconds
-from ._time import show as _args_show
 from ._trace import attached as _attached
 from .errors import InvalidArgument
 from .group import Group, GroupEvent
@@ -150,7 +149,7 @@ class _Registration:
 
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise InvalidArgument("INVALID_ARGUMENT", f"{name} must be a bool, got {_args_show(value)}")
+        raise InvalidArgument("INVALID_ARGUMENT", f"{name} must be a bool, got {_args.show(value)}")
     return value
 
 
