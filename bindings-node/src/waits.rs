@@ -15,39 +15,50 @@
 //! while armed) under tokio's reactor, shared by every wait on that file;
 //! whoever drains it moves the generation, which ends every other wait's
 //! sleep, so none misses a commit that came while it looked or took.
+//!
+//! Windows has no pipe for the reactor: there one thread per database file
+//! (not per wait) blocks in the readiness's `wait` and moves the generation
+//! (core's readiness.rs, ADR 30).
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::sync::watch;
 
-/// The readiness pipe's read end, as tokio's reactor takes it (the pipe
-/// itself belongs to the `Readiness`).
-struct Fd(RawFd);
+#[cfg(unix)]
+mod fd {
+    use std::os::fd::{AsRawFd, RawFd};
 
-impl AsRawFd for Fd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
+    /// The readiness pipe's read end, as tokio's reactor takes it (the pipe
+    /// itself belongs to the `Readiness`).
+    pub(super) struct Fd(pub(super) RawFd);
+
+    impl AsRawFd for Fd {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0
+        }
     }
 }
 
 /// The waits on one database file. Field order is drop order: the reactor
 /// lets go of the descriptor before the pipe closes.
 struct Waits {
-    fd: AsyncFd<Fd>,
-    ready: honker::Readiness,
-    generation: watch::Sender<u64>,
+    #[cfg(unix)]
+    fd: tokio::io::unix::AsyncFd<fd::Fd>,
+    ready: Arc<honker::Readiness>,
+    generation: Arc<watch::Sender<u64>>,
+    /// Windows: the thread that waits on `ready`, told to end at drop.
+    #[cfg(not(unix))]
+    done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Waits {
     /// Until the pipe is readable (then drained: the generation moves), the
     /// generation moved since `rx` last looked, or `nap` passed.
+    #[cfg(unix)]
     async fn sleep(&self, rx: &mut watch::Receiver<u64>, nap: Duration) {
         tokio::select! {
             r = self.fd.readable() => {
@@ -62,10 +73,25 @@ impl Waits {
             () = tokio::time::sleep(nap) => {}
         }
     }
+
+    /// Until the file's waiting thread moves the generation (or it moved
+    /// since `rx` last looked), or `nap` passed.
+    #[cfg(not(unix))]
+    async fn sleep(&self, rx: &mut watch::Receiver<u64>, nap: Duration) {
+        tokio::select! {
+            _ = rx.changed() => {}
+            () = tokio::time::sleep(nap) => {}
+        }
+    }
 }
 
 impl Drop for Waits {
     fn drop(&mut self) {
+        #[cfg(not(unix))]
+        {
+            self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.ready.wake();
+        }
         self.ready.disarm();
     }
 }
@@ -80,17 +106,51 @@ fn waits(db: &honker::Database) -> honker::Result<Arc<Waits>> {
         return Ok(w);
     }
     all.retain(|_, w| w.strong_count() > 0);
-    let ready = db.readiness()?;
+    let ready = Arc::new(db.readiness()?);
     ready.arm();
+    let generation = Arc::new(watch::Sender::new(0));
+    #[cfg(unix)]
     // SAFETY: the descriptor is the read end of `ready`'s pipe, which stays
     // open, the same description, for as long as this `AsyncFd` lives: both
-    // belong to one `Waits`, whose field order drops the `AsyncFd` first.
-    let fd = unsafe { AsyncFd::register_with_interest(Fd(ready.fd()), Interest::READABLE) }
-        .map_err(|e| internal(format!("cannot watch the readiness pipe: {e}")))?;
+    // belong to one `Waits`, whose field order drops the `AsyncFd` first
+    // (and no other holder of `ready` outlives it: only Windows's thread).
+    let fd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(
+            fd::Fd(ready.fd()),
+            tokio::io::Interest::READABLE,
+        )
+    }
+    .map_err(|e| internal(format!("cannot watch the readiness pipe: {e}")))?;
+    #[cfg(not(unix))]
+    let done = {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let done = Arc::new(AtomicBool::new(false));
+        let (r, g, d) = (
+            Arc::clone(&ready),
+            Arc::clone(&generation),
+            Arc::clone(&done),
+        );
+        std::thread::Builder::new()
+            .name("honker-waits".into())
+            .spawn(move || {
+                while !d.load(Ordering::SeqCst) {
+                    // Woken at once by a change or by the drop's wake; the
+                    // interval only bounds a lost stop.
+                    if r.wait(Duration::from_secs(1)) && r.drain() {
+                        g.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                }
+            })
+            .map_err(|e| internal(format!("cannot start the waits thread: {e}")))?;
+        done
+    };
     let w = Arc::new(Waits {
+        #[cfg(unix)]
         fd,
         ready,
-        generation: watch::Sender::new(0),
+        generation,
+        #[cfg(not(unix))]
+        done,
     });
     all.insert(db.path().to_owned(), Arc::downgrade(&w));
     Ok(w)

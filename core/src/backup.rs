@@ -116,6 +116,16 @@ fn sync_dir(path: &Path) {
     }
 }
 
+/// Flushes the file at `path` to the disk. Opened for writing: Windows's
+/// `FlushFileBuffers` refuses a handle without write access.
+fn sync_file(path: &Path) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", path.display())))
+}
+
 /// A temporary name next to `dest`, unique to this process.
 fn temporary(dest: &Path) -> PathBuf {
     crate::inspect::with_suffix(dest, &format!(".honker-tmp-{}", std::process::id()))
@@ -221,9 +231,7 @@ pub fn backup_with_progress(
         // connection to a WAL file leaves `-wal`/`-shm` it cannot remove.
         let v = verify(&tmp)?;
         finish_copy(&tmp, None)?;
-        std::fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
+        sync_file(&tmp)?;
         put_in_place(&tmp, dest, v)
     })();
     if result.is_err() {
@@ -356,9 +364,7 @@ pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupRe
             std::fs::copy(src, &tmp)
                 .map_err(|e| Error::invalid(format!("cannot copy {}: {e}", src.display())))?;
             finish_copy(&tmp, floor)?;
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::invalid(format!("cannot sync {}: {e}", tmp.display())))?;
+            sync_file(&tmp)?;
             for s in ["-wal", "-shm", "-journal"] {
                 let p = crate::inspect::with_suffix(dest, s);
                 match std::fs::remove_file(&p) {

@@ -145,21 +145,15 @@ pub struct Rows {
 /// file (or not exist yet) that this process can read and write, in an
 /// existing directory it can write (SQLite creates `-wal` and `-shm` there)
 /// unless both are already there and writable.
-/// Only `stat(2)`/`access(2)`: nothing is opened (DESIGN §6).
+/// Only `stat(2)`/`access(2)`: nothing is opened (DESIGN §6); on Windows
+/// only the read-only attribute (`crate::fsaccess`).
 fn check_path(path: &Path) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
+    use crate::fsaccess::{dir_of, may_create_in, may_read_write};
     let cannot = |why: String| {
         Err(Error::invalid(format!(
             "cannot open {}: {why}",
             path.display()
         )))
-    };
-    let access = |p: &Path, mode: libc::c_int| -> bool {
-        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-            return false;
-        };
-        // SAFETY: a NUL-terminated path.
-        unsafe { libc::access(c.as_ptr(), mode) == 0 }
     };
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
@@ -168,7 +162,7 @@ fn check_path(path: &Path) -> Result<()> {
         Ok(m) if !m.is_file() => {
             return cannot("it is not a regular file (a device, pipe or socket)".into())
         }
-        Ok(_) if !access(path, libc::R_OK | libc::W_OK) => {
+        Ok(_) if !may_read_write(path) => {
             return cannot(
                 "the file is read-only for this process (honker writes to every file it \
                  opens; check its owner and mode)"
@@ -179,10 +173,7 @@ fn check_path(path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return cannot(e.to_string()),
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     if !dir.is_dir() {
         return cannot(format!("its directory {} does not exist", dir.display()));
     }
@@ -191,9 +182,9 @@ fn check_path(path: &Path) -> Result<()> {
     let beside = |suffix: &str| {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
-        access(Path::new(&p), libc::R_OK | libc::W_OK)
+        may_read_write(Path::new(&p))
     };
-    let writable_dir = access(dir, libc::W_OK | libc::X_OK);
+    let writable_dir = may_create_in(dir);
     if !(writable_dir || beside("-wal") && beside("-shm")) {
         return cannot(format!(
             "its directory {} is not writable by this process, and SQLite creates the \
@@ -537,7 +528,6 @@ impl Database {
     /// the protocol. Each reader on a loop takes its own.
     ///
     /// [`Readiness`]: crate::Readiness
-    #[cfg(unix)]
     pub fn readiness(&self) -> Result<crate::Readiness> {
         crate::queue::refuse_waiting("Database::readiness")?;
         crate::Readiness::new(self.wait_signal()?)

@@ -21,7 +21,6 @@
 //! forget their connections without calling into SQLite.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Once;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -31,6 +30,7 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// ancestor: the count is inherited, so a grandchild is refused too).
 static FORKED_WHILE_LIVE: AtomicBool = AtomicBool::new(false);
 
+#[cfg(unix)]
 extern "C" fn in_child() {
     // Async-signal-safe: atomics, and `close` of inherited descriptors.
     if LIVE.load(Ordering::SeqCst) > 0 {
@@ -40,8 +40,13 @@ extern "C" fn in_child() {
     crate::ofd::close_inherited();
 }
 
+/// Windows has no `fork`: nothing to register.
+#[cfg(not(unix))]
+fn register() {}
+
+#[cfg(unix)]
 fn register() {
-    static ONCE: Once = Once::new();
+    static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: registers a handler that only touches atomics.
         let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };

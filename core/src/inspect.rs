@@ -209,7 +209,10 @@ pub(crate) fn open_read_only(path: &Path, busy: Duration) -> Result<Connection> 
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = if read_immutable(path)? {
-        Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+        Connection::open_with_flags(
+            crate::fsaccess::immutable_uri(path),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )
     } else {
         Connection::open_with_flags(path, flags)
     }
@@ -222,7 +225,9 @@ pub(crate) fn open_read_only(path: &Path, busy: Duration) -> Result<Connection> 
 /// Whether [`open_read_only`] opens `path` `immutable` (no `-shm`, and this
 /// process may not create one); `UNSAFE` when it cannot be read at all.
 pub(crate) fn read_immutable(path: &Path) -> Result<bool> {
-    if with_suffix(path, "-shm").exists() || may_create_in(path) {
+    if with_suffix(path, "-shm").exists()
+        || crate::fsaccess::may_create_in(crate::fsaccess::dir_of(path))
+    {
         return Ok(false);
     }
     let wal = std::fs::metadata(with_suffix(path, "-wal")).map_or(0, |m| m.len());
@@ -238,34 +243,6 @@ pub(crate) fn read_immutable(path: &Path) -> Result<bool> {
         ));
     }
     Ok(true)
-}
-
-/// Whether this process may create a file next to `path`.
-fn may_create_in(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a NUL-terminated path that outlives the call.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
-}
-
-/// `file:PATH?immutable=1`, with the characters a URI gives meaning to
-/// escaped.
-fn immutable_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut uri = String::from("file:");
-    for &b in path.as_os_str().as_bytes() {
-        match b {
-            b'?' | b'#' | b'%' | 0x80..=0xff => uri += &format!("%{b:02X}"),
-            _ => uri.push(char::from(b)),
-        }
-    }
-    uri + "?immutable=1"
 }
 
 /// Runs `f` in one read transaction of a read-only connection to `path`

@@ -79,6 +79,8 @@ pub mod doctor;
 mod error;
 #[cfg(feature = "rusqlite")]
 mod fork;
+#[cfg(feature = "rusqlite")]
+mod fsaccess;
 pub mod import;
 #[cfg(feature = "rusqlite")]
 pub mod inspect;
@@ -94,7 +96,7 @@ mod pool;
 pub mod queue;
 pub mod rate;
 mod raw;
-#[cfg(all(unix, feature = "rusqlite"))]
+#[cfg(feature = "rusqlite")]
 mod readiness;
 #[cfg(feature = "rusqlite")]
 pub mod runtime;
@@ -133,7 +135,7 @@ pub use queue::{
 pub use queue::{Job, Queue};
 #[doc(hidden)]
 pub use raw::vm_steps_on_this_thread;
-#[cfg(all(unix, feature = "rusqlite"))]
+#[cfg(feature = "rusqlite")]
 pub use readiness::Readiness;
 pub use trace::{TraceContext, MAX_TRACESTATE};
 #[cfg(feature = "rusqlite")]

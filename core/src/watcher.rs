@@ -72,7 +72,7 @@ pub(crate) struct Signal {
     idle: Condvar,
     /// Event loops' descriptors ([`crate::Readiness`]), written on a bump
     /// while armed.
-    #[cfg(all(unix, feature = "rusqlite"))]
+    #[cfg(feature = "rusqlite")]
     pipes: Mutex<Vec<Arc<crate::readiness::Pipe>>>,
 }
 
@@ -86,7 +86,7 @@ impl Signal {
     pub(crate) fn bump(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            #[cfg(all(unix, feature = "rusqlite"))]
+            #[cfg(feature = "rusqlite")]
             for pipe in self.pipes.lock().iter() {
                 pipe.wake();
             }
@@ -95,19 +95,19 @@ impl Signal {
         }
     }
 
-    #[cfg(all(unix, feature = "rusqlite"))]
+    #[cfg(feature = "rusqlite")]
     pub(crate) fn register(&self, pipe: &Arc<crate::readiness::Pipe>) {
         self.pipes.lock().push(Arc::clone(pipe));
     }
 
-    #[cfg(all(unix, feature = "rusqlite"))]
+    #[cfg(feature = "rusqlite")]
     pub(crate) fn unregister(&self, pipe: &Arc<crate::readiness::Pipe>) {
         self.pipes.lock().retain(|p| !Arc::ptr_eq(p, pipe));
     }
 
     /// One more waiter that does not sleep here (an armed readiness
     /// descriptor): the watcher runs until [`remove_waiter`](Self::remove_waiter).
-    #[cfg(all(unix, feature = "rusqlite"))]
+    #[cfg(feature = "rusqlite")]
     pub(crate) fn add_waiter(&self) {
         let _guard = self.lock.lock();
         if self.waiters.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -115,7 +115,7 @@ impl Signal {
         }
     }
 
-    #[cfg(all(unix, feature = "rusqlite"))]
+    #[cfg(feature = "rusqlite")]
     pub(crate) fn remove_waiter(&self) {
         self.waiters.fetch_sub(1, Ordering::SeqCst);
     }

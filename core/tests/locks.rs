@@ -8,7 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::child::{next_tagged, read_tagged, report, spawn_child, CHILD_ENV};
+#[cfg(unix)]
+use common::child::next_tagged;
+use common::child::{read_tagged, report, spawn_child, CHILD_ENV};
 use common::{code, sql, test_db};
 use honker::runtime::HeldLock;
 use honker::rusqlite::types::Value;

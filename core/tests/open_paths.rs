@@ -25,6 +25,7 @@ fn a_missing_directory_is_named() {
     assert!(!path.parent().unwrap().exists(), "nothing was created");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_device_is_named() {
     let msg = refused(std::path::Path::new("/dev/null"));

@@ -686,6 +686,14 @@ fn child_process_entry() {
     report("done");
 }
 
+// On Windows other processes' commits are seen by the watcher's timed check
+// (every 200 ms, ADR 30), and this week of 10,080 steps waits for one each:
+// an hour. Windows's multi-process claims and wake-ups run in
+// multiprocess.rs.
+#[cfg_attr(
+    windows,
+    ignore = "a step per cross-process wake-up: an hour on the timed watcher"
+)]
 #[test]
 fn four_processes_over_a_simulated_week_fire_each_boundary_once() {
     let dir = tempfile::tempdir().unwrap();

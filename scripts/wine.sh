@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# wine.sh PROGRAM.exe [ARGS...]: runs a Windows x86_64 program under Debian's
+# Wine (wine64), in a Wine prefix of the project's own cache
+# ($HONKER_CACHE/wine), made on first use. Wine 8 (Debian 12's) lacks
+# bcryptprimitives.dll, where Rust's standard library takes its random
+# bytes from: a stand-in built from scripts/wine/bcryptprimitives.c with
+# mingw-w64 goes in the prefix's system32 (never shipped). Quiet: Wine's own
+# messages are off unless WINEDEBUG is set.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${HONKER_CACHE:-$HOME/.cache/honker}"
+export WINEPREFIX="${WINEPREFIX:-$cache/wine}"
+export WINEDEBUG="${WINEDEBUG:--all}"
+wine=/usr/lib/wine/wine64
+[ -x "$wine" ] || wine="$(command -v wine64 || command -v wine)"
+stamp="$WINEPREFIX/.honker-shim-$(sha256sum "$here/wine/bcryptprimitives.c" "$here/wine/bcryptprimitives.def" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+    mkdir -p "$WINEPREFIX"
+    "$wine" wineboot -i >/dev/null 2>&1 || true
+    sys32="$WINEPREFIX/drive_c/windows/system32"
+    [ -d "$sys32" ] || { echo "wine.sh: wineboot made no $sys32" >&2; exit 1; }
+    x86_64-w64-mingw32-gcc -O2 -shared -o "$sys32/bcryptprimitives.dll" \
+        "$here/wine/bcryptprimitives.c" "$here/wine/bcryptprimitives.def" -ladvapi32
+    rm -f "$WINEPREFIX"/.honker-shim-*
+    touch "$stamp"
+fi
+exec "$wine" "$@"
