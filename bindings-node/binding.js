@@ -13,8 +13,16 @@ const path = require('node:path');
 
 const pkg = require('./package.json');
 
-/** Platforms with a published prebuilt package (DESIGN §14: linux-x64-gnu in this round). */
-const PREBUILT = ['linux-x64-gnu'];
+/** Platforms with a published prebuilt package (README, "Platforms"; scripts/release.sh builds them). */
+const PREBUILT = [
+  'linux-x64-gnu',
+  'linux-arm64-gnu',
+  'linux-x64-musl',
+  'linux-arm64-musl',
+  'darwin-x64',
+  'darwin-arm64',
+  'win32-x64-gnu',
+];
 
 function isMusl() {
   // glibc reports its version in the process report; musl does not.
@@ -22,11 +30,15 @@ function isMusl() {
   return !(report && report.header && report.header.glibcVersionRuntime);
 }
 
-/** napi-rs's platform names: linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64-msvc, ... */
+/**
+ * napi-rs's platform names: linux-x64-gnu, linux-arm64-musl, darwin-arm64, ...
+ * Windows's addon is built with mingw-w64 (win32-x64-gnu): Microsoft's SDK is
+ * not needed to build it, and Node (an MSVC build) loads it the same.
+ */
 function platformName() {
   const { platform, arch } = process;
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
-  if (platform === 'win32') return `win32-${arch}-msvc`;
+  if (platform === 'win32') return `win32-${arch}-gnu`;
   return `${platform}-${arch}`;
 }
 
@@ -108,7 +120,8 @@ function load() {
   } catch (e) {
     throw new NativeBindingError(
       `honker: the native addon ${where.addon} (${where.from}) did not load: ${e.message}\n` +
-        'The prebuilt addon needs glibc 2.17 or later and Node 18 or later on x86-64 Linux.',
+        'The prebuilt addons need Node 18 or later, and on Linux glibc 2.17 or later (or musl 1.2), ' +
+          'on macOS 11 or later, on Windows 10 or later.',
       e,
     );
   }

@@ -17,10 +17,10 @@ use std::process::Command;
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().unwrap().to_path_buf();
-    let suffix = if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("macos") {
-        "dylib"
-    } else {
-        "so"
+    let suffix = match env::var("CARGO_CFG_TARGET_OS").as_deref() {
+        Ok("macos") => "dylib",
+        Ok("windows") => "dll",
+        _ => "so",
     };
     println!("cargo:rerun-if-env-changed=HONKER_EXT");
     for dir in [
@@ -45,14 +45,18 @@ fn main() {
     let dest = out.join(format!("libhonker_ext.{suffix}"));
     // Copied without its debug info (the release profile keeps `debug = 1`
     // for backtraces during development; the wheel does not need it). Where
-    // there is no `strip`, it is copied as it is.
-    let stripped = Command::new("strip")
-        .arg("--strip-unneeded")
-        .arg("-o")
-        .arg(&dest)
-        .arg(&built)
-        .status()
-        .is_ok_and(|s| s.success());
+    // there is no `strip`, or the wheel is for another machine (this
+    // machine's strip may not know its format: scripts/release.sh passes
+    // extensions it stripped with llvm-strip), it is copied as it is.
+    let native = env::var("TARGET").ok() == env::var("HOST").ok();
+    let stripped = native
+        && Command::new("strip")
+            .arg("--strip-unneeded")
+            .arg("-o")
+            .arg(&dest)
+            .arg(&built)
+            .status()
+            .is_ok_and(|s| s.success());
     if !stripped {
         std::fs::copy(&built, &dest).unwrap_or_else(|e| {
             panic!(

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# package-node.sh: the npm tarballs a release publishes (issue 17 §2), the
+# package-node.sh [PLATFORM...]: the npm tarballs a release publishes
+# (issue 17 §2; the platforms named, linux-x64-gnu by default; scripts/
+# release.sh names every folder under bindings-node/npm/), the
 # napi-rs layout: `npm pack` of bindings-node (the `honker` package: the
 # JavaScript, the declarations and the loader, no binary) and of each folder
 # under bindings-node/npm/ (one per platform: honker-linux-x64-gnu holds the
@@ -24,13 +26,14 @@ pack() {
     tarballs+=("$dist/$name")
 }
 pack bindings-node
-for folder in bindings-node/npm/*/; do
-    platform=$(basename "$folder")
+for platform in "${@:-linux-x64-gnu}"; do
+    folder="bindings-node/npm/$platform"
+    [ -d "$folder" ] || { echo "package-node: no $folder" >&2; exit 1; }
     built="target/node/$platform"
     stage="$dist/stage/$platform"
     cp -r "$folder" "$stage"
     for file in $(node -p "require('./$folder/package.json').files.join(' ')"); do
-        [ -f "$built/$file" ] || { echo "package-node: $built/$file is missing: build it first (node bindings-node/scripts/build.js --zig)" >&2; exit 1; }
+        [ -f "$built/$file" ] || { echo "package-node: $built/$file is missing: build it first (node bindings-node/scripts/build.js --target $platform)" >&2; exit 1; }
         cp "$built/$file" "$stage/$file"
     done
     pack "$stage"

@@ -108,7 +108,7 @@ fn waits(db: &honker::Database) -> honker::Result<Arc<Waits>> {
     all.retain(|_, w| w.strong_count() > 0);
     let ready = Arc::new(db.readiness()?);
     ready.arm();
-    let generation = Arc::new(watch::Sender::new(0));
+    let generation = Arc::new(watch::Sender::new(0u64));
     #[cfg(unix)]
     // SAFETY: the descriptor is the read end of `ready`'s pipe, which stays
     // open, the same description, for as long as this `AsyncFd` lives: both

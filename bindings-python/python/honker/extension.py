@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def extension_path() -> str:
     """The path of ``libhonker_ext`` inside the installed package."""
-    suffix = "dylib" if sys.platform == "darwin" else "so"
+    suffix = {"darwin": "dylib", "win32": "dll"}.get(sys.platform, "so")
     path = Path(__file__).with_name(f"libhonker_ext.{suffix}")
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: reinstall honker")
