@@ -13,12 +13,18 @@
 # under qemu-aarch64-static with -r. Programs then run as
 #   qemu-aarch64-static -L ROOT ROOT/usr/bin/python3 ...
 # Needs root (debootstrap), debootstrap and qemu-user-static (installed here
-# with apt when missing).
+# with apt when missing). debootstrap runs under `env -i` as swift-chroot.sh's
+# does (an HTTP proxy apt uses passed on), though nothing of its second
+# stage runs.
+# stdout: the result (the root's path)
 set -euo pipefail
 exec 3>&1 1>&2
 cache="${HONKER_CACHE:-$HOME/.cache/honker}"
 root="$cache/arm64-bookworm"
 mirror="${HONKER_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+proxy=$(apt-config dump 2>/dev/null | sed -n 's/^Acquire::http::Proxy "\(.*\)";$/\1/p' | awk 'NR == 1')
+clean_env=(HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp LANG=C.UTF-8)
+[ -n "$proxy" ] && clean_env+=("http_proxy=$proxy")
 packages=python3,python3-pip,nodejs,ca-certificates
 stamp="$root/.honker-ready-$packages"
 if [ ! -f "$stamp" ]; then
@@ -32,7 +38,7 @@ if [ ! -f "$stamp" ]; then
     rm -rf "$root"
     mkdir -p "$cache"
     echo "arm64-root: creating a Debian 12 arm64 root in $root from $mirror (once)"
-    debootstrap --foreign --arch=arm64 --variant=minbase --include="$packages" \
+    /usr/bin/env -i "${clean_env[@]}" "$(command -v debootstrap)" --foreign --arch=arm64 --variant=minbase --include="$packages" \
         bookworm "$root" "$mirror"
     for deb in "$root"/var/cache/apt/archives/*.deb; do
         dpkg-deb -x "$deb" "$root"

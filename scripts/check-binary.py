@@ -95,10 +95,10 @@ def check_elf(platform, kind, path):
 def check_macho(platform, kind, path):
     arch = platform.split("-")[1]
     heads = tool("objdump", "--macho", "--private-headers", path)
-    cpu = tool("objdump", "--macho", "--file-headers", path) if not path.endswith(".a") else heads
-    cputype = {"x64": "X86_64", "arm64": "ARM64"}[arch]
-    if cputype not in cpu:
-        fail(f"{path}: not {cputype}")
+    cpu = re.findall(r"CpuType: (\S+)", tool("readobj", "--file-headers", path))
+    cputype = {"x64": "X86_64", "arm64": "Arm64"}[arch]
+    if not cpu or any(c != cputype for c in cpu):
+        fail(f"{path}: CPU {cpu}, not {cputype}")
     minos = re.findall(r"minos (\d+)\.(\d+)", heads) + re.findall(
         r"cmd LC_VERSION_MIN_MACOSX.*?version (\d+)\.(\d+)", heads, re.S
     )

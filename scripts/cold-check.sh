@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cold-check.sh: the test command as a new machine runs it. A fresh clone of
-# the committed HEAD runs the release tier, `CI=true bash scripts/release.sh`
-# (.ci/run's checks and the release's), with every cache the project keeps
+# the committed HEAD runs the release tier, `CI=true bash scripts/release.sh
+# --tests` (.ci/run's checks, the release's tests, every platform's packages
+# and their runs), with every cache the project keeps
 # pointed at an empty directory, so that each install path a new
 # machine walks really runs: apt (the packages scripts/deps.sh installs),
 # debootstrap and apt-get in the Swift chroot, the venvs from PyPI, zig,
@@ -21,8 +22,8 @@
 #                    rustc themselves are rustup's proxies, on PATH)
 # What a new machine has too, and so is kept: the Rust toolchain under
 # RUSTUP_HOME (the image's, from rustup; it cannot be fetched again here).
-# What the project adds to that toolchain (the aarch64-apple-ios target, the
-# llvm-tools component) is removed first, so that `rustup target add` and
+# What the project adds to that toolchain (the targets of the other
+# platforms, the llvm-tools component) is removed first, so that `rustup target add` and
 # `rustup component add` run as on a new machine.
 # Debian packages: the ones scripts/deps.sh installs that a new machine's
 # image lacks (APT_ADDED below, checked against the image's package list)
@@ -48,7 +49,7 @@ for arg in "$@"; do
 done
 # What scripts/deps.sh and scripts/swift-chroot.sh install with apt that a
 # new Debian 12 + Rust machine does not have.
-APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap valgrind)
+APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap valgrind gcc-mingw-w64-x86-64 wine64 llvm qemu-user-static)
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "cold-check: the work tree has uncommitted changes; the check runs the committed HEAD only" >&2
@@ -91,7 +92,10 @@ if [ "$keep_apt" = 0 ]; then
     fi
 fi
 toolchain=$(rustup show active-toolchain | cut -d' ' -f1)
-rustup target remove --toolchain "$toolchain" aarch64-apple-ios >/dev/null 2>&1 || true
+for t in aarch64-apple-ios aarch64-unknown-linux-gnu aarch64-unknown-linux-musl x86_64-unknown-linux-musl \
+    x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-gnu; do
+    rustup target remove --toolchain "$toolchain" "$t" >/dev/null 2>&1 || true
+done
 rustup component remove --toolchain "$toolchain" llvm-tools >/dev/null 2>&1 || true
 
 echo "cold-check: running scripts/release.sh in $scratch/clone with empty caches; log: $log"
@@ -103,7 +107,7 @@ status=0
         npm_config_cache="$caches/npm" PIP_CACHE_DIR="$caches/xdg/pip" \
         CARGO_HOME="$caches/cargo" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" \
         PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" CI=true \
-        bash scripts/release.sh
+        bash scripts/release.sh --tests
 ) >"$log" 2>&1 || status=$?
 took=$((SECONDS - start))
 

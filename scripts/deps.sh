@@ -97,7 +97,8 @@ fi
 # - strace: the crash-point and error-point suite (tests-faults) injects
 #   SIGKILL and write errors with it.
 # - valgrind: the instruction-count check (bench/instr) counts with callgrind.
-honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace shellcheck valgrind
+honker_apt build-essential libclang-dev libsqlite3-dev sqlite3 python3 python3-venv strace shellcheck valgrind \
+    gcc-mingw-w64-x86-64 wine64
 # Node (the Node binding and the demo's mailer): the machine's own if it has
 # one (Node 20 here), else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || honker_apt nodejs npm

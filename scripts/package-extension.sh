@@ -6,6 +6,9 @@
 # into target/dist, never into the source tree, from HONKER_EXT_SO: the test
 # command passes the glibc 2.17 build (zig), the file a release would ship;
 # by default, the native build (target/release/libhonker_ext.so).
+# HONKER_EXT_PLATFORM names another platform's build (scripts/release.sh:
+# linux-arm64-gnu, darwin-arm64, win32-x64-gnu, ...), already stripped; its
+# file keeps its suffix (.so, .dylib, .dll).
 # stdout: the result (the archive's path)
 set -euo pipefail
 exec 3>&1 1>&2
@@ -14,17 +17,31 @@ cd "$(dirname "$0")/.."
 so=${HONKER_EXT_SO:-target/release/libhonker_ext.so}
 [ -f "$so" ] || { echo "package-extension: $so is missing: build the extension first" >&2; exit 1; }
 version=$(bash scripts/version.sh)
-name="honker-ext-$version-linux-x64"
+platform=${HONKER_EXT_PLATFORM:-}
+file="libhonker_ext.${so##*.}"
+case "$platform" in
+    "") name="honker-ext-$version-linux-x64"; what="linux-x64, glibc" ;;
+    linux-*-gnu) name="honker-ext-$version-$platform"; what="$platform: Linux, glibc 2.17 or later" ;;
+    linux-*-musl) name="honker-ext-$version-$platform"; what="$platform: Linux, musl 1.2 or later" ;;
+    darwin-*) name="honker-ext-$version-$platform"; what="$platform: macOS 11 or later" ;;
+    win32-*) name="honker-ext-$version-$platform"; what="$platform: Windows 10 or later" ;;
+    *) echo "package-extension: unknown platform $platform" >&2; exit 2 ;;
+esac
 dist=target/dist
 stage="$dist/$name"
 rm -rf "$stage" "$dist/$name.tar.gz" "$dist/$name.tar.gz.sha256"
 mkdir -p "$stage"
-# Debug info stays out of what users download (the build keeps it).
-strip --strip-unneeded -o "$stage/libhonker_ext.so" "$so"
+# Debug info stays out of what users download (the build keeps it; another
+# platform's file comes stripped from scripts/release.sh).
+if [ -z "$platform" ]; then
+    strip --strip-unneeded -o "$stage/$file" "$so"
+else
+    cp "$so" "$stage/$file"
+fi
 cp docs/sql.md "$stage/sql.md"
 cp CHANGELOG.md "$stage/CHANGELOG.md"
 cat > "$stage/README.txt" <<TXT
-honker $version: the SQL extension (linux-x64, glibc)
+honker $version: the SQL extension ($what)
 
 Durable job queues inside your application's own SQLite file, as honker_*
 SQL functions for any driver, the sqlite3 shell, ORMs and triggers.

@@ -12,6 +12,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const project = path.resolve(process.argv[2] || '.');
+// What runs each snippet: this node, or HONKER_README_NODE's command (a JSON
+// array), such as another platform's node under qemu-user or Wine
+// (scripts/platform-runs.sh).
+const runner = process.env.HONKER_README_NODE ? JSON.parse(process.env.HONKER_README_NODE) : [process.execPath];
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The snippet's worker stops itself after the first email.
 const prelude =
@@ -32,7 +36,7 @@ for (const [readmePath, prefix] of [['README.md', 'readme'], ['bindings-node/REA
     const file = path.join(project, name);
     fs.writeFileSync(file, source);
     for (const db of ['app.db', 'app.db-wal', 'app.db-shm']) fs.rmSync(path.join(project, db), { force: true });
-    const out = execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' });
+    const out = execFileSync(runner[0], [...runner.slice(1), file], { cwd: project, encoding: 'utf8' });
     assert.equal(out.trim(), 'sent alice@example.com order-confirmed', `${name} printed ${out}`);
     console.log(`${name}: ${out.trim()}`);
   }

@@ -104,6 +104,8 @@ function crossEnv() {
   if (!cross) return env;
   const key = cross.triple.toUpperCase().replace(/-/g, '_');
   if (cross.dynamicCrt) env[`CARGO_TARGET_${key}_RUSTFLAGS`] = '-C target-feature=-crt-static';
+  // The oldest macOS the packages say they run on (zig's default is newer).
+  if (cross.triple.endsWith('apple-darwin')) env.MACOSX_DEPLOYMENT_TARGET = '11.0';
   if (cross.triple.endsWith('windows-gnu')) {
     // napi's build script insists on a libnode.dll to link against, though
     // with its dyn-symbols feature (on for Windows, Cargo.toml) the addon

@@ -229,6 +229,10 @@ impl Database {
             )));
         }
         check_path(path)?;
+        // Linux's lock layer keeps another SQLite library in the process
+        // apart (ADR 13); other Unixes refuse a file one has open (ADR 30).
+        #[cfg(all(unix, not(target_os = "linux"), feature = "bundled"))]
+        crate::exclusive::check(path)?;
         let live = Live::new();
         let mut writer = open_writer(path, &options)?;
         #[cfg(all(feature = "bundled", target_os = "linux"))]

@@ -79,6 +79,10 @@ pub mod doctor;
 mod error;
 #[cfg(feature = "rusqlite")]
 mod fork;
+// Open calls it on Unixes without OFD locks; on Linux only its tests do.
+#[cfg(all(unix, feature = "bundled"))]
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+mod exclusive;
 #[cfg(feature = "rusqlite")]
 mod fsaccess;
 pub mod import;

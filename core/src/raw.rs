@@ -358,8 +358,19 @@ impl OwnedDb {
         path: &std::path::Path,
         busy_timeout: std::time::Duration,
     ) -> Result<OwnedDb> {
-        use std::os::unix::ffi::OsStrExt;
-        let c_path = CString::new(path.as_os_str().as_bytes())
+        // SQLite takes UTF-8 names everywhere (its Windows VFS converts them
+        // to UTF-16); on Unix a name is the path's bytes, whatever they are.
+        #[cfg(unix)]
+        let bytes = {
+            use std::os::unix::ffi::OsStrExt;
+            path.as_os_str().as_bytes()
+        };
+        #[cfg(not(unix))]
+        let bytes = path
+            .to_str()
+            .ok_or_else(|| Error::invalid("a database path must be valid Unicode"))?
+            .as_bytes();
+        let c_path = CString::new(bytes)
             .map_err(|_| Error::invalid("a database path must not contain NUL"))?;
         let mut db = ptr::null_mut();
         let flags = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_NOMUTEX;

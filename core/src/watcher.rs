@@ -260,6 +260,18 @@ fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Default::default)
 }
 
+/// Whether a `Database` of this process has the file at `path` (canonical)
+/// open: its watcher is alive.
+#[cfg(all(unix, feature = "bundled"))]
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+pub(crate) fn open_in_this_process(path: &Path) -> bool {
+    let key = (std::process::id(), path.to_path_buf());
+    registry()
+        .lock()
+        .get(&key)
+        .is_some_and(|w| w.strong_count() > 0)
+}
+
 /// The watcher for the file at `path` (canonical), shared by every open of
 /// that file in this process. `busy_timeout` and `fallback` apply only when
 /// this call creates it.

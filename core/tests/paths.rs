@@ -72,3 +72,20 @@ fn a_read_only_file_is_named_and_left_alone() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was written");
 }
+
+/// doctor says what it cannot check where there is no /proc (ADR 30).
+#[cfg(not(target_os = "linux"))]
+#[test]
+fn doctor_names_what_it_cannot_check_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    drop(Database::open(&path).unwrap());
+    let checks = honker::doctor::diagnose(&path, 0).unwrap();
+    for name in ["file system", "processes", "SQLite libraries"] {
+        let c = checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name}: {checks:?}"));
+        assert!(c.detail.contains("not checked on this platform"), "{c:?}");
+    }
+}
