@@ -118,7 +118,7 @@ for p in "${platforms[@]}"; do
     note "$archive" "$ext_check"
 
     step "$p: the Python wheel"
-    maturin_args=(build --release --target "$t" -m bindings-python/Cargo.toml -o "$dist/python")
+    maturin_args=(build --release --target "$t" -m "$root/bindings-python/Cargo.toml" -o "$dist/python")
     env=(HONKER_EXT="$root/$built/libhonker_ext")
     case "$p" in
         linux-*-gnu) maturin_args+=(--zig --compatibility manylinux_2_17) ;;
@@ -130,7 +130,9 @@ for p in "${platforms[@]}"; do
         win32-*) ;;
     esac
     before=$(ls "$dist/python")
-    env "${env[@]}" "$HONKER_VENV/bin/maturin" "${maturin_args[@]}"
+    # In the build directory: zig leaves an empty object file where it runs.
+    mkdir -p target/cross
+    (cd target/cross && env "${env[@]}" "$HONKER_VENV/bin/maturin" "${maturin_args[@]}")
     wheel="$dist/python/$(comm -13 <(echo "$before") <(ls "$dist/python") | grep '\.whl$')"
     python3 - "$wheel" "$p" <<'PY'
 import sys, zipfile

@@ -60,9 +60,13 @@ const target = path.dirname(path.dirname(out));
 
 function cargo(cargoArgs, env, what) {
   const cmd = process.env.CARGO || 'cargo';
+  // cargo-zigbuild leaves an empty object file in its working directory
+  // for Apple targets: a cross build works in the build directory instead.
+  const cwd = cross ? path.join(target, 'cross') : here;
+  fs.mkdirSync(cwd, { recursive: true });
   try {
     return execFileSync(cmd, cargoArgs, {
-      cwd: here,
+      cwd,
       stdio: ['ignore', 'pipe', 'inherit'],
       maxBuffer: 256 << 20,
       env: { ...process.env, ...env },
