@@ -34,14 +34,28 @@ EXPORT = {
 ARCH = {"x64": ("x86-64", "x86_64"), "arm64": ("aarch64", "arm64")}
 # The C library's own objects (glibc 2.17 splits it in several).
 GLIBC_LIBS = {
-    "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
-    "libgcc_s.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+    "libc.so.6",
+    "libm.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "librt.so.1",
+    "libgcc_s.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
 }
 MUSL_LIBS = {"libc.so", "libgcc_s.so.1"}
 # Windows: system DLLs every supported Windows (10+) has.
 WINDOWS_DLLS = {
-    "kernel32.dll", "ntdll.dll", "msvcrt.dll", "userenv.dll", "ws2_32.dll",
-    "advapi32.dll", "bcrypt.dll", "bcryptprimitives.dll", "shell32.dll", "ole32.dll",
+    "kernel32.dll",
+    "ntdll.dll",
+    "msvcrt.dll",
+    "userenv.dll",
+    "ws2_32.dll",
+    "advapi32.dll",
+    "bcrypt.dll",
+    "bcryptprimitives.dll",
+    "shell32.dll",
+    "ole32.dll",
 }
 
 
@@ -58,8 +72,14 @@ def fail(msg):
 def exported(path, macho=False):
     if path.endswith(".a"):
         return set()
-    out = tool("nm", "--defined-only", "--extern-only", "-D" if not macho else "-g", path)
-    return {line.split()[-1].lstrip("_") if macho else line.split()[-1] for line in out.splitlines() if line.strip()}
+    out = tool(
+        "nm", "--defined-only", "--extern-only", "-D" if not macho else "-g", path
+    )
+    return {
+        line.split()[-1].lstrip("_") if macho else line.split()[-1]
+        for line in out.splitlines()
+        if line.strip()
+    }
 
 
 def check_elf(platform, kind, path):
@@ -71,12 +91,21 @@ def check_elf(platform, kind, path):
         fail(f"{path}: machine {machine!r}, not {want}")
     dyn = tool("readelf", "-d", path)
     needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn))
-    allowed = GLIBC_LIBS if libc == "gnu" else MUSL_LIBS | {f"ld-musl-{'x86_64' if arch == 'x64' else 'aarch64'}.so.1"}
+    allowed = (
+        GLIBC_LIBS
+        if libc == "gnu"
+        else MUSL_LIBS | {f"ld-musl-{'x86_64' if arch == 'x64' else 'aarch64'}.so.1"}
+    )
     extra = needed - allowed
     if extra:
-        fail(f"{path}: needs {sorted(extra)} (allowed for {platform}: the C library's own)")
+        fail(
+            f"{path}: needs {sorted(extra)} (allowed for {platform}: the C library's own)"
+        )
     versions = tool("readelf", "-V", path)
-    glibc = [tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", versions)]
+    glibc = [
+        tuple(map(int, v.split(".")))
+        for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", versions)
+    ]
     if libc == "gnu":
         top = max(glibc, default=(2, 0))
         if top > (2, 17):
@@ -89,7 +118,9 @@ def check_elf(platform, kind, path):
     export = EXPORT.get(kind)
     if export and export not in exported(path):
         fail(f"{path}: does not export {export}")
-    return f"ELF {want}, {note}, needs {', '.join(sorted(needed))}" + (f", exports {export}" if export else "")
+    return f"ELF {want}, {note}, needs {', '.join(sorted(needed))}" + (
+        f", exports {export}" if export else ""
+    )
 
 
 def check_macho(platform, kind, path):
@@ -108,19 +139,26 @@ def check_macho(platform, kind, path):
     if platform.startswith("darwin") and top > (11, 0):
         fail(f"{path}: minimum macOS {top[0]}.{top[1]}, over 11.0")
     dylibs = set(re.findall(r"cmd LC_LOAD_DYLIB\n\s+cmdsize \d+\n\s+name (\S+)", heads))
-    odd = {d for d in dylibs if not d.startswith("/usr/lib/") and not d.startswith("/System/")}
+    odd = {
+        d
+        for d in dylibs
+        if not d.startswith("/usr/lib/") and not d.startswith("/System/")
+    }
     if odd:
         fail(f"{path}: links {sorted(odd)} (only the system's libraries)")
     if kind == "swift":
         defined = tool("nm", "--defined-only", "-g", path)
         own = [line for line in defined.splitlines() if re.search(r"\b_sqlite3_", line)]
         if own:
-            fail(f"{path}: defines SQLite symbols ({own[0].split()[-1]}…): it must use the system's")
+            fail(
+                f"{path}: defines SQLite symbols ({own[0].split()[-1]}…): it must use the system's"
+            )
     export = EXPORT.get(kind)
     if export and export not in exported(path, macho=True):
         fail(f"{path}: does not export {export}")
-    return f"Mach-O {cputype}, minimum OS {top[0]}.{top[1]}, links {', '.join(sorted(dylibs)) or 'nothing'}" + (
-        f", exports {export}" if export else ""
+    return (
+        f"Mach-O {cputype}, minimum OS {top[0]}.{top[1]}, links {', '.join(sorted(dylibs)) or 'nothing'}"
+        + (f", exports {export}" if export else "")
     )
 
 
@@ -135,15 +173,17 @@ def check_pe(platform, kind, path):
     allowed = set(WINDOWS_DLLS)
     if kind == "python":
         allowed.add("python3.dll")
-    odd = {
-        d for d in dlls if d not in allowed and not d.startswith("api-ms-win-")
-    }
+    odd = {d for d in dlls if d not in allowed and not d.startswith("api-ms-win-")}
     if odd:
-        fail(f"{path}: imports {sorted(odd)} (an MSVC runtime, mingw's DLLs or a versioned python3X.dll?)")
+        fail(
+            f"{path}: imports {sorted(odd)} (an MSVC runtime, mingw's DLLs or a versioned python3X.dll?)"
+        )
     export = EXPORT.get(kind)
     if export and not re.search(rf"\s{export}$", out, re.M):
         fail(f"{path}: does not export {export}")
-    return f"PE32+ x86-64, imports {', '.join(sorted(dlls))}" + (f", exports {export}" if export else "")
+    return f"PE32+ x86-64, imports {', '.join(sorted(dlls))}" + (
+        f", exports {export}" if export else ""
+    )
 
 
 def main():
@@ -156,7 +196,9 @@ def main():
         print(check_elf(platform, kind, path))
     elif magic[:2] == b"MZ":
         print(check_pe(platform, kind, path))
-    elif magic[:4] in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe") or magic.startswith(b"!<arch>"):
+    elif magic[:4] in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe") or magic.startswith(
+        b"!<arch>"
+    ):
         print(check_macho(platform, kind, path))
     else:
         fail(f"{path}: not ELF, Mach-O or PE")

@@ -12,7 +12,10 @@ path, job_id, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 conn = sqlite3.connect(path, isolation_level=None)
 honker.load_extension(conn)
 assert conn.execute("SELECT count(*) FROM orders").fetchone()[0] == 3
-assert conn.execute("SELECT honker_job_ack('emails', ?, ?)", [job_id, token]).fetchone()[0] == 1
+assert (
+    conn.execute("SELECT honker_job_ack('emails', ?, ?)", [job_id, token]).fetchone()[0]
+    == 1
+)
 stats = json.loads(conn.execute("SELECT honker_queue_stats('emails')").fetchone()[0])
 assert stats["ready"] == 0 and stats["running"] == 0 and stats["dead"] == 0, stats
 print("sql acked the last job:", stats)

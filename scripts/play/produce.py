@@ -12,7 +12,9 @@ emails = db.queue("emails")
 for n in range(4):
     try:
         with db.transaction() as tx:
-            tx.execute("INSERT INTO orders (email) VALUES (?)", [f"user{n}@example.com"])
+            tx.execute(
+                "INSERT INTO orders (email) VALUES (?)", [f"user{n}@example.com"]
+            )
             emails.enqueue({"n": n, "to": f"user{n}@example.com"}, tx=tx)
             if n == 2:
                 raise RuntimeError("payment declined")
