@@ -127,7 +127,7 @@ def check_macho(platform, kind, path):
     arch = platform.split("-")[1]
     heads = tool("objdump", "--macho", "--private-headers", path)
     cpu = re.findall(r"CpuType: (\S+)", tool("readobj", "--file-headers", path))
-    cputype = {"x64": "X86_64", "arm64": "Arm64"}[arch]
+    cputype = {"x64": "X86-64", "arm64": "Arm64"}[arch]
     if not cpu or any(c != cputype for c in cpu):
         fail(f"{path}: CPU {cpu}, not {cputype}")
     minos = re.findall(r"minos (\d+)\.(\d+)", heads) + re.findall(

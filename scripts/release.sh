@@ -120,6 +120,9 @@ for p in "${platforms[@]}"; do
     step "$p: the Python wheel"
     maturin_args=(build --release --target "$t" -m "$root/bindings-python/Cargo.toml" -o "$dist/python")
     env=(HONKER_EXT="$root/$built/libhonker_ext")
+    # As build.js builds another platform's addon: whole-program optimized.
+    [ "$p" = linux-x64-gnu ] ||
+        env+=(CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_PROFILE_RELEASE_DEBUG=0)
     case "$p" in
         linux-*-gnu) maturin_args+=(--zig --compatibility manylinux_2_17) ;;
         linux-*-musl)

@@ -102,12 +102,23 @@ function artifact(output, crate) {
   return lib;
 }
 
+/** Whole-program optimization, no debug info (scripts/release.sh gives the wheels the same). */
+const RELEASE_LTO = {
+  CARGO_PROFILE_RELEASE_LTO: 'fat',
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS: '1',
+  CARGO_PROFILE_RELEASE_DEBUG: '0',
+};
+
 /** The environment of a cross build: musl's dynamic C library, Windows's stand-in libnode. */
 function crossEnv() {
   const env = {};
   if (!cross) return env;
   const key = cross.triple.toUpperCase().replace(/-/g, '_');
   if (cross.dynamicCrt) env[`CARGO_TARGET_${key}_RUSTFLAGS`] = '-C target-feature=-crt-static';
+  // Another platform's package is built whole-program optimized: a third
+  // smaller (Windows's addon 11.5 MB → 8.2 MB), which keeps each package
+  // under 12 MB. (linux-x64-gnu keeps the profile .ci/run measures.)
+  if (cross.triple !== 'x86_64-unknown-linux-gnu') Object.assign(env, RELEASE_LTO);
   // The oldest macOS the packages say they run on (zig's default is newer).
   if (cross.triple.endsWith('apple-darwin')) env.MACOSX_DEPLOYMENT_TARGET = '11.0';
   if (cross.triple.endsWith('windows-gnu')) {
