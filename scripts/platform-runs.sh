@@ -106,9 +106,14 @@ fi
 
 if has linux-x64-musl; then
     echo "== core's Rust tests built for x86_64-unknown-linux-musl, run natively"
-    # zig's C compiler for musl builds SQLite; the binaries are static.
-    cargo zigbuild test --locked -p honker --target x86_64-unknown-linux-musl --target-dir target/zig-node \
-        --no-fail-fast -- --skip extension 2>&1 | tee "$scratch/musl.log" | grep -E '^test result|FAILED|panicked' || true
+    # zig's C compiler for musl builds SQLite; the binaries are static. The
+    # extension tests load the glibc build (a musl process loads none: it
+    # is static) into Debian's sqlite3 and python3.
+    ext="$root/target/node/linux-x64-gnu/libhonker_ext"
+    [ -f "$ext.so" ] || node bindings-node/scripts/build.js --target linux-x64-gnu
+    HONKER_EXT="$ext" cargo-zigbuild test --locked -p honker --target x86_64-unknown-linux-musl \
+        --target-dir target/zig-node --no-fail-fast 2>&1 | tee "$scratch/musl.log" |
+        grep -E '^test result|FAILED|panicked' || true
     if grep -qE '^test result: FAILED|error: ' "$scratch/musl.log" || ! grep -q '^test result: ok' "$scratch/musl.log"; then
         tail -n 40 "$scratch/musl.log" >&2
         echo "platform-runs: core's tests failed on musl" >&2
@@ -151,7 +156,7 @@ console.log('produced 3 of 4');
 JS
     # Wine's node.exe cannot write to a Unix pipe: its output goes to files.
     wnode() {
-        NODE_SKIP_PLATFORM_CHECK=1 bash scripts/wine.sh "$winnode/package/bin/node.exe" "$@" \
+        NODE_SKIP_PLATFORM_CHECK=1 bash "$root/scripts/wine.sh" "$winnode/package/bin/node.exe" "$@" \
             > "$scratch/wine.out" 2> "$scratch/wine.err" < /dev/null || {
             cat "$scratch/wine.out" "$scratch/wine.err" >&2
             echo "platform-runs: node.exe under Wine failed: $*" >&2

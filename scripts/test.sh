@@ -183,7 +183,7 @@ for t in aarch64-unknown-linux-gnu aarch64-apple-darwin x86_64-pc-windows-gnu; d
     rustup target list --installed | grep -qx "$t" || rustup target add "$t"
 done
 for t in aarch64-unknown-linux-gnu aarch64-apple-darwin; do
-    cargo zigbuild clippy --locked -q -p honker --target "$t" -- -D warnings
+    cargo-zigbuild clippy --locked -q -p honker --target "$t" -- -D warnings
 done
 # napi's build script wants a libnode.dll to link against even though the
 # Windows addon looks Node-API up at load (bindings-node/scripts/build.js).

@@ -5,7 +5,9 @@
 //! library already has open with `UNSAFE`, and opens it normally otherwise
 //! (ADR 13).
 
-#![cfg(all(feature = "bundled", target_os = "linux"))]
+// Not in a musl build: its test binaries are static and cannot load the
+// system's libsqlite3 (glibc's) as the second library (ADR 30).
+#![cfg(all(feature = "bundled", target_os = "linux", not(target_env = "musl")))]
 
 #[path = "common/system_sqlite.rs"]
 mod system_sqlite;
