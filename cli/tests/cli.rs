@@ -3,7 +3,7 @@
 //! `import` on a Honker file; `worker` and `completions`; exit codes.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use honker::lock::Lock;
@@ -493,6 +493,7 @@ fn jobs_retry_runs_a_scheduled_or_dead_job_now_and_leaves_the_rest() {
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
 }
 
+#[cfg(unix)]
 fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -502,7 +503,8 @@ fn chmod(path: &Path, mode: u32) {
 /// may read `dir` but not write it: `nobody`, through util-linux's setpriv,
 /// when the tests run as root (as CI does, where chmod stops nothing);
 /// else this user, with `dir` and its files made read-only.
-fn read_only_runner(dir: &Path) -> impl Fn(&[&str]) -> Output {
+#[cfg(unix)]
+fn read_only_runner(dir: &Path) -> impl Fn(&[&str]) -> std::process::Output {
     let root = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout)
         .unwrap()
         .trim()
@@ -528,6 +530,7 @@ fn read_only_runner(dir: &Path) -> impl Fn(&[&str]) -> Output {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn read_commands_work_on_a_file_this_user_may_not_write() {
     let (dir, path) = busy_dir();
