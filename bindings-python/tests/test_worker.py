@@ -273,6 +273,40 @@ def test_a_handler_that_acks_in_its_own_transaction_settles_the_job(rdb):
     assert q.stats().running == 0 and q.stats().ready == 0
 
 
+def test_run_async_signals_without_add_signal_handler_as_on_windows(rdb, monkeypatch):
+    """Windows' event loops have no ``add_signal_handler`` (ADR 30): with
+    ``signals=True`` the worker takes Python's own SIGTERM handler, stops on
+    the signal, and gives the previous handler back."""
+    q = rdb.queue("q")
+    q.enqueue("one")
+    w = honker.Worker(rdb, grace=0.5)
+    done = []
+
+    @w.task("q")
+    def handle(job):
+        done.append(job.payload)
+
+    def refuse(*_args):
+        raise NotImplementedError
+
+    before = signal.getsignal(signal.SIGTERM)
+
+    async def main() -> None:
+        monkeypatch.setattr(asyncio.get_running_loop(), "add_signal_handler", refuse)
+        run = asyncio.create_task(w.run_async(signals=True))
+        while not done:
+            if run.done():
+                run.result()  # the worker failed to start: raise its error
+            await asyncio.sleep(0.01)
+        assert signal.getsignal(signal.SIGTERM) != before, "the worker's handler is in place"
+        signal.raise_signal(signal.SIGTERM)
+        await asyncio.wait_for(run, 10)
+
+    asyncio.run(main())
+    assert done == ["one"]
+    assert signal.getsignal(signal.SIGTERM) == before, "the previous handler is back"
+
+
 def test_cancelling_run_async_drains_then_raises(rdb):
     q = rdb.queue("q")
     q.enqueue_many(["short", "long"])

@@ -443,10 +443,16 @@ class Worker:
         if self._stop.is_set():
             stopped.set()
         installed = []
+        previous = None
         if signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self._signalled)
-                installed.append(sig)
+            try:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.add_signal_handler(sig, self._signalled)
+                    installed.append(sig)
+            except NotImplementedError:
+                # Windows' loops have no add_signal_handler: Python's own
+                # handlers (the main thread's) stop the worker instead.
+                previous = self._install_signals()
         running: set[asyncio.Task[None]] = set()
         self._running_tasks = running
         feeder = self._feed(native, loop)
@@ -459,6 +465,7 @@ class Worker:
             await asyncio.shield(self._drain_async(native, running, feeder))
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            self._restore_signals(previous)
             self._on_stop = None
 
     # ----- internals ------------------------------------------------------
