@@ -170,7 +170,12 @@ PY
     case "$p" in
         linux-*)
             auditwheel show "$wheel" > "$notes/auditwheel-$p.txt"
-            tag=$(basename "$wheel" .whl | awk -F- '{print $NF}')
+            case "$p" in
+                linux-x64-gnu) tag=manylinux_2_17_x86_64 ;;
+                linux-arm64-gnu) tag=manylinux_2_17_aarch64 ;;
+                linux-x64-musl) tag=musllinux_1_2_x86_64 ;;
+                linux-arm64-musl) tag=musllinux_1_2_aarch64 ;;
+            esac
             grep -q "\"$tag\"" "$notes/auditwheel-$p.txt" || {
                 cat "$notes/auditwheel-$p.txt" >&2
                 echo "release: auditwheel does not find $(basename "$wheel") $tag" >&2
