@@ -7,6 +7,8 @@
 #   linux-x64-musl linux-arm64-musl musl 1.2+    (zig)
 #   darwin-x64 darwin-arm64         macOS 11+    (zig's own macOS support)
 #   win32-x64-gnu                   Windows 10+  (mingw-w64)
+#   swift                           the XCFramework (scripts/xcframework-cross.sh;
+#                                   with every platform, or when named)
 #
 # and per platform: the Python abi3 wheel, the npm platform package (and the
 # honker package itself), the SQL extension's archive. Each native library
@@ -47,7 +49,19 @@ for arg in "$@"; do
         *) platforms+=("$arg") ;;
     esac
 done
-[ ${#platforms[@]} -gt 0 ] || platforms=("${all[@]}")
+# The XCFramework comes with a whole release (or when "swift" is named).
+xcframework=0
+if [ ${#platforms[@]} -eq 0 ]; then
+    platforms=("${all[@]}")
+    xcframework=1
+fi
+for i in "${!platforms[@]}"; do
+    if [ "${platforms[$i]}" = swift ]; then
+        xcframework=1
+        unset 'platforms[i]'
+    fi
+done
+platforms=("${platforms[@]}")
 
 start=$SECONDS
 if [ "$tests" = 1 ]; then
@@ -89,7 +103,7 @@ done
 
 dist="$root/target/dist/release"
 rm -rf "$dist"
-mkdir -p "$dist/python" "$dist/npm" "$dist/extension"
+mkdir -p "$dist/python" "$dist/npm" "$dist/extension" "$dist/swift"
 version=$(bash scripts/version.sh)
 notes="$dist/.notes"
 mkdir -p "$notes"
@@ -168,13 +182,16 @@ PY
     echo "  module: $py_check"
     note "$wheel" "abi3 tags; honker/_native: $py_check; honker/libhonker_ext.$s: $ext_check"
     case "$p" in
+        linux-*-musl)
+            # auditwheel judges a wheel by this machine's C library (glibc):
+            # it cannot tell a musllinux wheel here. check-binary.py read it.
+            note "$wheel" "auditwheel: not run (it judges by the host's C library, glibc here)"
+            ;;
         linux-*)
             auditwheel show "$wheel" > "$notes/auditwheel-$p.txt"
             case "$p" in
                 linux-x64-gnu) tag=manylinux_2_17_x86_64 ;;
                 linux-arm64-gnu) tag=manylinux_2_17_aarch64 ;;
-                linux-x64-musl) tag=musllinux_1_2_x86_64 ;;
-                linux-arm64-musl) tag=musllinux_1_2_aarch64 ;;
             esac
             grep -q "\"$tag\"" "$notes/auditwheel-$p.txt" || {
                 cat "$notes/auditwheel-$p.txt" >&2
@@ -186,6 +203,15 @@ PY
     esac
     rm -rf "$unpacked"
 done
+
+if [ "$xcframework" = 1 ]; then
+    step "Swift: the XCFramework (iOS, iOS simulator and macOS slices, static libraries)"
+    mkdir -p "$dist/swift"
+    bash scripts/xcframework-cross.sh "$dist/swift" | tee "$notes/xcframework.txt"
+    for f in "$dist"/swift/*.zip; do
+        grep -E '^  ' "$notes/xcframework.txt" | sed 's/^  //' >> "$notes/$(basename "$f").txt"
+    done
+fi
 
 step "npm packages"
 mapfile -t tarballs < <(bash scripts/package-node.sh "${platforms[@]}")
@@ -212,7 +238,7 @@ if [ "$runs" = 1 ]; then
 fi
 
 step "checksums and manifest"
-(cd "$dist" && find python npm extension -type f ! -name '*.sha256' | sort | xargs sha256sum > SHA256SUMS)
+(cd "$dist" && find python npm extension swift -type f ! -name '*.sha256' | sort | xargs sha256sum > SHA256SUMS)
 python3 - "$dist" "$notes" "$version" <<'PY'
 import hashlib, json, os, re, sys
 dist, notes, version = sys.argv[1:]
@@ -229,12 +255,14 @@ def platform_of(kind, name):
         if tag.startswith("macosx"):
             return "darwin-x64" if tag.endswith("x86_64") else "darwin-arm64"
         return wheel_platform.get(tag, tag)
+    if kind == "swift":
+        return "ios, ios-simulator, macos"
     for p in platforms:
         if f"-{p}-" in name or f"-{p}." in name:
             return p
     return "any"
 files = []
-for kind in ("python", "npm", "extension"):
+for kind in ("python", "npm", "extension", "swift"):
     for name in sorted(os.listdir(os.path.join(dist, kind))):
         if name.endswith(".sha256"):
             continue

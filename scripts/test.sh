@@ -205,7 +205,7 @@ if grep -qE '^test result: FAILED|^error' "$win_log" || ! grep -q '^test result:
     echo "test.sh: core's tests failed under Wine" >&2
     exit 1
 fi
-shellcheck -x scripts/release.sh scripts/platform-runs.sh scripts/arm64-root.sh scripts/wine.sh
+shellcheck -x scripts/release.sh scripts/platform-runs.sh scripts/arm64-root.sh scripts/wine.sh scripts/xcframework-cross.sh
 echo "core under Wine: $(awk '/^test result: ok\./ { s += $4 } END { print s }' "$win_log") tests passed"
 
 step "python: the release wheel (manylinux_2_17 via zig), installed from its file; pytest and mypy without Rust on PATH; every CPython"
