@@ -137,7 +137,9 @@ def check_macho(platform, kind, path):
         fail(f"{path}: no minimum OS version")
     top = max((int(a), int(b)) for a, b in minos)
     # macOS packages: 11.0; the XCFramework's slices say theirs (HONKER_MINOS).
-    limit = os.environ.get("HONKER_MINOS", "11.0" if platform.startswith("darwin") else "")
+    limit = os.environ.get(
+        "HONKER_MINOS", "11.0" if platform.startswith("darwin") else ""
+    )
     if limit and top > tuple(map(int, limit.split("."))):
         fail(f"{path}: minimum OS {top[0]}.{top[1]}, over {limit}")
     dylibs = set(re.findall(r"cmd LC_LOAD_DYLIB\n\s+cmdsize \d+\n\s+name (\S+)", heads))
