@@ -108,7 +108,12 @@ library() { # ID PLATFORM ARCHS [VARIANT]
 } > "$fw/Info.plist"
 python3 -c 'import plistlib, sys; plistlib.load(open(sys.argv[1], "rb"))' "$fw/Info.plist"
 for id in "${!slice[@]}"; do
-    echo "  $id: $("$lipo" -archs "$fw/$id/$lib"), $(stat -c %s "$fw/$id/$lib") bytes"
+    # (llvm-lipo reads fat archives only: a thin one crashes it.)
+    # shellcheck disable=SC2086 # the slice's libraries
+    set -- ${slice[$id]}
+    archs=arm64
+    [ $# -eq 1 ] || archs=$("$lipo" -archs "$fw/$id/$lib")
+    echo "  $id: $archs, $(stat -c %s "$fw/$id/$lib") bytes"
 done
 # A reproducible zip: sorted names, fixed times.
 (cd "$out" && python3 - <<'PY' && sha256sum HonkerFFI.xcframework.zip > HonkerFFI.xcframework.zip.sha256
