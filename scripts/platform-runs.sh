@@ -98,7 +98,10 @@ if has linux-arm64-gnu; then
     db="$scratch/arm64-play.db"
     PYTHONPATH="$site" q python3 scripts/play/produce.py "$db"
     cp scripts/play/consume.mjs "$app/consume.mjs"
-    left=$(cd "$app" && q node consume.mjs "$db" | tee /dev/stderr | sed -n 's/.*left \([0-9]*\) \(.*\)$/\1 \2/p')
+    # (Shown on stderr by echo: `tee /dev/stderr` reopens a log file from its start.)
+    consumed=$(cd "$app" && q node consume.mjs "$db")
+    echo "$consumed" >&2
+    left=$(sed -n 's/.*left \([0-9]*\) \(.*\)$/\1 \2/p' <<<"$consumed")
     # shellcheck disable=SC2086 # id and token
     PYTHONPATH="$site" q python3 scripts/play/check.py "$db" $left
     record linux-arm64-gnu "play on one file: Python enqueues in its transactions, Node claims and acks, SQL (the wheel's extension in Python's sqlite3 3.40.1) acks the last"

@@ -238,7 +238,7 @@ if [ "$runs" = 1 ]; then
 fi
 
 step "checksums and manifest"
-(cd "$dist" && find python npm extension swift -type f ! -name '*.sha256' | sort | xargs sha256sum > SHA256SUMS)
+(cd "$dist" && find python npm extension swift -maxdepth 1 -type f ! -name '*.sha256' | sort | xargs sha256sum > SHA256SUMS)
 python3 - "$dist" "$notes" "$version" <<'PY'
 import hashlib, json, os, re, sys
 dist, notes, version = sys.argv[1:]
@@ -267,6 +267,8 @@ for kind in ("python", "npm", "extension", "swift"):
         if name.endswith(".sha256"):
             continue
         path = os.path.join(dist, kind, name)
+        if not os.path.isfile(path):
+            continue  # the XCFramework's folder: its zip is the artifact
         note = os.path.join(notes, name + ".txt")
         checks = open(note).read().splitlines() if os.path.exists(note) else []
         files.append({
