@@ -254,7 +254,8 @@ def platform_of(kind, name):
         tag = name[:-4].split("-")[-1]
         if tag.startswith("macosx"):
             return "darwin-x64" if tag.endswith("x86_64") else "darwin-arm64"
-        return wheel_platform.get(tag, tag)
+        # manylinux's compound tag (manylinux2014_x86_64.manylinux_2_17_x86_64) names it last.
+        return wheel_platform.get(tag.split(".")[-1], tag)
     if kind == "swift":
         return "ios, ios-simulator, macos"
     for p in platforms:
