@@ -27,7 +27,7 @@ test('in a checkout the addon and the extension come from the build directory, n
 
 test('the platform name follows napi-rs (linux-x64-gnu here)', () => {
   const name = binding.platformName();
-  assert.match(name, /^(linux-(x64|arm64|arm|ia32|riscv64|s390x|ppc64|loong64)-(gnu|musl)|darwin-(x64|arm64)|win32-(x64|arm64|ia32)-msvc|[a-z0-9]+-[a-z0-9]+)$/);
+  assert.match(name, /^(linux-(x64|arm64|arm|ia32|riscv64|s390x|ppc64|loong64)-(gnu|musl)|darwin-(x64|arm64)|win32-(x64|arm64|ia32)-gnu|[a-z0-9]+-[a-z0-9]+)$/);
   if (process.platform === 'linux' && process.arch === 'x64' && process.report.getReport().header.glibcVersionRuntime) {
     assert.equal(name, 'linux-x64-gnu');
   }
@@ -39,8 +39,11 @@ test('with no addon, the error says what was tried and what to do', () => {
   assert.match(prebuilt, /honker-linux-x64-gnu: not installed/);
   assert.match(prebuilt, /--omit=optional/);
   assert.match(prebuilt, /npm install honker-linux-x64-gnu@\d+\.\d+\.\d+/);
-  const other = binding.explain('darwin-arm64', ['honker-darwin-arm64: not installed']);
-  assert.match(other, /published for linux-x64-gnu only/);
+  // Every platform of a release has its package (README, "Platforms").
+  const mac = binding.explain('darwin-arm64', ['honker-darwin-arm64: not installed']);
+  assert.match(mac, /npm install honker-darwin-arm64@\d+\.\d+\.\d+/);
+  const other = binding.explain('freebsd-x64', ['honker-freebsd-x64: not installed']);
+  assert.match(other, /published for linux-x64-gnu, linux-arm64-gnu, .*win32-x64-gnu only/);
   assert.match(other, /Rust 1\.89/);
   assert.match(other, /npm run build/);
 });
@@ -54,12 +57,16 @@ test('every platform with a prebuilt package has its folder under npm/, named as
     assert.equal(sub.name, `honker-${platform}`);
     assert.equal(sub.version, pkg.version);
     assert.equal(pkg.optionalDependencies[sub.name], pkg.version);
-    assert.deepEqual(sub.files.sort(), ['honker.node', 'libhonker_ext.so']);
+    // The extension keeps its platform's suffix (SQLite finds the same entry point).
+    const suffix = platform.startsWith('darwin') ? 'dylib' : platform.startsWith('win32') ? 'dll' : 'so';
+    assert.deepEqual(sub.files.sort(), ['honker.node', `libhonker_ext.${suffix}`]);
+    assert.deepEqual(sub.os, [platform.split('-')[0]]);
+    assert.deepEqual(sub.cpu, [platform.split('-')[1]]);
     assert.equal(sub.main, 'honker.node');
   }
   // The published package carries the loader and no binary.
   assert.ok(pkg.files.includes('binding.js'));
-  assert.ok(!pkg.files.some((f) => f.endsWith('.node') || f.endsWith('.so')));
+  assert.ok(!pkg.files.some((f) => /\.(node|so|dylib|dll)$/.test(f)));
 });
 
 test('the build from source says what is missing when there is no cargo', () => {
