@@ -182,8 +182,11 @@ step "other platforms: clippy for Linux arm64, macOS and Windows; core's tests b
 for t in aarch64-unknown-linux-gnu aarch64-apple-darwin x86_64-pc-windows-gnu; do
     rustup target list --installed | grep -qx "$t" || rustup target add "$t"
 done
+# From the run's scratch directory: zig leaves an empty object file where it
+# runs for Apple targets.
 for t in aarch64-unknown-linux-gnu aarch64-apple-darwin; do
-    cargo-zigbuild clippy --locked -q -p honker --target "$t" -- -D warnings
+    (cd "$work" && cargo-zigbuild clippy --locked -q --manifest-path "$root/Cargo.toml" -p honker \
+        --target "$t" -- -D warnings)
 done
 # napi's build script wants a libnode.dll to link against even though the
 # Windows addon looks Node-API up at load (bindings-node/scripts/build.js).
