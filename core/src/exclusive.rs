@@ -20,8 +20,8 @@ use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The descriptors of this process that refer to the file `(dev, ino)`.
-fn descriptors_of(dev: u64, ino: u64) -> Vec<i32> {
+/// Whether a descriptor of this process refers to the file `(dev, ino)`.
+fn held(dev: u64, ino: u64) -> bool {
     let fds: Vec<i32> = match std::fs::read_dir("/dev/fd") {
         Ok(dir) => dir
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -29,16 +29,15 @@ fn descriptors_of(dev: u64, ino: u64) -> Vec<i32> {
         // No /dev/fd: the low descriptors, where a library's files are.
         Err(_) => (0..4096).collect(),
     };
-    fds.into_iter()
-        .filter(|&fd| {
-            // SAFETY: fstat on any integer only reads; a closed one fails.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
-            #[allow(clippy::unnecessary_cast)]
-            let same = ok && st.st_dev as u64 == dev && st.st_ino as u64 == ino;
-            same
-        })
-        .collect()
+    fds.into_iter().any(|fd| {
+        // SAFETY: fstat on any integer only reads; a closed one fails.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        #[allow(clippy::unnecessary_cast)]
+        let same = unsafe { libc::fstat(fd, &mut st) } == 0
+            && st.st_dev as u64 == dev
+            && st.st_ino as u64 == ino;
+        same
+    })
 }
 
 /// `UNSAFE` when another descriptor of this process has the file at `path`
@@ -53,7 +52,7 @@ pub(crate) fn check(path: &Path) -> Result<()> {
             return Ok(());
         }
     }
-    if descriptors_of(meta.dev(), meta.ino()).is_empty() {
+    if !held(meta.dev(), meta.ino()) {
         return Ok(());
     }
     Err(Error::new(
