@@ -24,7 +24,7 @@
 # RUSTUP_HOME (the image's, from rustup; it cannot be fetched again here).
 # What the project adds to that toolchain (the targets of the other
 # platforms, the llvm-tools component) is removed first, so that `rustup target add` and
-# `rustup component add` run as on a new machine.
+# `rustup component add` run as on a new machine (nightly's rust-src too).
 # Debian packages: the ones scripts/deps.sh installs that a new machine's
 # image lacks (APT_ADDED below, checked against the image's package list)
 # are purged first, so that deps.sh installs them again; --keep-apt skips
@@ -97,6 +97,9 @@ for t in aarch64-apple-ios aarch64-unknown-linux-gnu aarch64-unknown-linux-musl 
     rustup target remove --toolchain "$toolchain" "$t" >/dev/null 2>&1 || true
 done
 rustup component remove --toolchain "$toolchain" llvm-tools >/dev/null 2>&1 || true
+# The XCFramework's build-std source (scripts/xcframework-cross.sh adds it
+# to the image's nightly).
+rustup component remove --toolchain nightly rust-src >/dev/null 2>&1 || true
 
 echo "cold-check: running scripts/release.sh in $scratch/clone with empty caches; log: $log"
 start=$SECONDS
