@@ -26,7 +26,7 @@ version=$(bash scripts/version.sh)
 "$HONKER_VENV/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$scratch/dist" >&2
 sdist="$scratch/dist/honker-$version.tar.gz"
 tar -tzf "$sdist" | sed "s|^honker-$version/||" | sort > "$scratch/contents"
-for need in pyproject.toml Cargo.toml Cargo.lock core/src/lib.rs core/csrc/ofd_fcntl.c bindings-python/build.rs cli/src/lib.rs \
+for need in pyproject.toml Cargo.toml Cargo.lock core/src/lib.rs engine/src/lib.rs engine/csrc/ofd_fcntl.c engine/build.rs bindings-python/build.rs cli/src/lib.rs \
     python/honker/__init__.py python/honker/_native.pyi python/honker/py.typed \
     extension/Cargo.toml extension/Cargo.lock extension/src/lib.rs extension/sqlite3/sqlite3.h extension/sqlite3/sqlite3ext.h; do
     if ! grep -qx "$need" "$scratch/contents"; then

@@ -120,6 +120,9 @@ bash scripts/check-extension-archive.sh "$ext_archive"
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --manifest-path extension/Cargo.toml --target-dir target --locked -- -D warnings
+# core's layers (core/README.md's table): no import up a layer, no cycle.
+python3 scripts/layers.py
+python3 scripts/layers.py --self-test
 
 step "python lint (ruff)"
 ruff check bindings-python extension/tests bench/python bench/instr bench/swift demo tests-interop tests-faults scripts
@@ -145,6 +148,7 @@ for t in core/tests/*.rs; do
     [ "$name" = extension ] || system_tests+=(--test "$name")
 done
 cargo test -p honker --no-default-features --features rusqlite --locked --lib "${system_tests[@]}" 2>&1 | tee -a "$log"
+cargo test -p honker-engine --no-default-features --features rusqlite --locked --lib 2>&1 | tee -a "$log"
 
 step "Apple: core and the Swift library for iOS (clippy; the release static library checked; nothing linked or run here)"
 # Every cfg(target_vendor = "apple") path (the kqueue watcher) compiles
@@ -185,7 +189,7 @@ done
 # From the run's scratch directory: zig leaves an empty object file where it
 # runs for Apple targets.
 for t in aarch64-unknown-linux-gnu aarch64-apple-darwin; do
-    (cd "$work" && cargo-zigbuild clippy --locked -q --manifest-path "$root/Cargo.toml" -p honker \
+    (cd "$work" && cargo-zigbuild clippy --locked -q --manifest-path "$root/Cargo.toml" -p honker -p honker-engine \
         --target "$t" -- -D warnings)
 done
 # napi's build script wants a libnode.dll to link against even though the
@@ -198,10 +202,10 @@ x86_64-w64-mingw32-gcc -shared -o "$libnode/libnode.dll" "$libnode/empty.c"
 # file does for clippy.
 : > "$libnode/libhonker_ext.dll"
 HONKER_EXT="$libnode/libhonker_ext" LIBNODE_PATH="$libnode" cargo clippy --locked -q --target x86_64-pc-windows-gnu \
-    -p honker -p honker-cli -p honker-node -p honker-python --all-targets -- -D warnings
+    -p honker -p honker-engine -p honker-cli -p honker-node -p honker-python --all-targets -- -D warnings
 win_log="$work/windows-tests.log"
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="bash $root/scripts/wine.sh" \
-    cargo test --locked -p honker --target x86_64-pc-windows-gnu --no-fail-fast 2>&1 | tee "$win_log" |
+    cargo test --locked -p honker -p honker-engine --target x86_64-pc-windows-gnu --no-fail-fast 2>&1 | tee "$win_log" |
     grep -E '^(test result|warning|error)|FAILED|panicked' || true
 if grep -qE '^test result: FAILED|^error' "$win_log" || ! grep -q '^test result: ok' "$win_log"; then
     tail -n 60 "$win_log" >&2

@@ -429,7 +429,7 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
             .filter(|m| m.version > version)
             .map(|m| format!("{} {}", m.version, m.name))
             .collect(),
-        honker_objects: crate::import::honker_objects(raw)?,
+        honker_objects: crate::schema::honker_objects(raw)?,
         ..FileStatus::default()
     };
     let has = |table: &str| has(conn, table);

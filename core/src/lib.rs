@@ -68,62 +68,49 @@
 pub mod backup;
 pub mod channel;
 #[cfg(feature = "rusqlite")]
-mod checkpoint;
-mod clock;
-#[cfg(feature = "rusqlite")]
-mod connection;
-#[cfg(feature = "rusqlite")]
 mod database;
 #[cfg(feature = "rusqlite")]
 pub mod doctor;
-mod error;
-#[cfg(feature = "rusqlite")]
-mod fork;
-// Open calls it on Unixes without OFD locks; on Linux only its tests do.
-#[cfg(all(unix, feature = "bundled"))]
-#[cfg_attr(target_os = "linux", allow(dead_code))]
-mod exclusive;
-#[cfg(feature = "rusqlite")]
-mod fsaccess;
 pub mod import;
 #[cfg(feature = "rusqlite")]
 pub mod inspect;
 pub mod lock;
 #[cfg(feature = "rusqlite")]
 mod maintenance;
-#[cfg(all(feature = "bundled", target_os = "linux"))]
-mod ofd;
-mod options;
-mod payload;
 #[cfg(feature = "rusqlite")]
-mod pool;
+mod open;
+mod options;
 pub mod queue;
 pub mod rate;
-mod raw;
-#[cfg(feature = "rusqlite")]
-mod readiness;
 #[cfg(feature = "rusqlite")]
 pub mod runtime;
 pub mod schedule;
 pub mod schema;
-mod settings;
 pub mod sql;
+mod sqlfn;
 pub mod stream;
 pub mod surface;
 mod trace;
-#[cfg(feature = "rusqlite")]
-mod transaction;
 pub mod validate;
-mod watcher;
+
+// The engine's modules, under the paths the layers above use
+// (`crate::raw::Conn`, `crate::transaction::Transaction`, …).
+#[cfg(all(feature = "bundled", target_os = "linux"))]
+use honker_engine::ofd;
+use honker_engine::{clock, error, payload, raw, settings, watcher};
+#[cfg(feature = "rusqlite")]
+use honker_engine::{connection, fork, fsaccess, readiness, transaction};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 #[cfg(feature = "rusqlite")]
 pub use connection::{set_waiting_forbidden, waiting_forbidden, without_waiting};
 #[cfg(feature = "rusqlite")]
-pub use database::{Database, Rows};
+pub use database::Database;
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "rusqlite")]
 pub use fork::forked_while_open;
+#[cfg(feature = "rusqlite")]
+pub use honker_engine::Rows;
 #[cfg(feature = "rusqlite")]
 pub use maintenance::MaintenanceReport;
 #[cfg(all(feature = "bundled", target_os = "linux"))]

@@ -11,12 +11,30 @@
 use crate::raw::Conn;
 
 use crate::clock::duration_ms;
-use crate::database::Inner;
+use crate::database::{Database, Inner};
 use crate::error::Result;
 use crate::queue::retention;
 
-/// Rows deleted per transaction.
-pub(crate) const BATCH: usize = 1000;
+impl Database {
+    /// Prunes everything past its retention ([`crate::Retention`]): finished
+    /// jobs by state and age, and results. Work is done in short transactions
+    /// so writers are not held up. Writes also run a bounded slice of this
+    /// every `Options::auto_maintain_every`.
+    pub fn maintain(&self) -> Result<MaintenanceReport> {
+        run(&self.inner, usize::MAX)
+    }
+}
+
+/// Where the walks over the lock holders, the rate-limit keys and the
+/// schedules' fire records go on from (per database).
+#[derive(Debug, Default)]
+struct Sweeps {
+    locks: parking_lot::Mutex<String>,
+    rate_keys: parking_lot::Mutex<(String, String)>,
+    fires: parking_lot::Mutex<String>,
+}
+
+pub(crate) use crate::database::BATCH;
 /// Batches per table when maintenance runs automatically after a commit.
 pub(crate) const AUTO_BATCH: usize = 1;
 
@@ -55,6 +73,7 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     // not start another slice from `after_commit`.
     db.mark_maintained();
     let r = &db.options.retention;
+    let sweeps = db.engine.slot(Sweeps::default);
     let mut report = MaintenanceReport::default();
     for state in retention::FINISHED {
         let keep = duration_ms(match state {
@@ -90,13 +109,13 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     report.group_members = batches(db, max_batches, |conn, now| {
         crate::stream::group::ops::sweep_members(conn, now, BATCH)
     })?;
-    report.locks = walk(db, &db.lock_sweep_after, max_batches, |conn, after, now| {
+    report.locks = walk(db, &sweeps.locks, max_batches, |conn, after, now| {
         crate::lock::ops::sweep(conn, after, now, BATCH)
     })?;
-    report.rate_limit_keys = walk(db, &db.rate_sweep_after, max_batches, |conn, after, now| {
+    report.rate_limit_keys = walk(db, &sweeps.rate_keys, max_batches, |conn, after, now| {
         crate::rate::ops::sweep(conn, after, now, BATCH)
     })?;
-    report.schedule_fires = walk(db, &db.fire_sweep_after, max_batches, |conn, after, now| {
+    report.schedule_fires = walk(db, &sweeps.fires, max_batches, |conn, after, now| {
         crate::schedule::ops::sweep_fires(conn, after, now, BATCH)
     })?;
     let channels = {

@@ -7,44 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 
-/// How hard a commit tries to reach the disk (SQLite `PRAGMA synchronous` in
-/// WAL mode).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// `synchronous=NORMAL`: a commit survives the process crashing; the last
-    /// few commits may be lost if the machine loses power. The default.
-    #[default]
-    Normal,
-    /// `synchronous=FULL`: every commit is fsynced before it returns; survives
-    /// power loss, costs an fsync per write transaction.
-    Full,
-}
-
-impl Durability {
-    /// The name every surface uses: `"normal"` or `"full"`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Durability::Normal => "normal",
-            Durability::Full => "full",
-        }
-    }
-}
-
-impl std::str::FromStr for Durability {
-    type Err = crate::Error;
-
-    /// `"normal"` or `"full"`; anything else is `INVALID_ARGUMENT`. The one
-    /// parser every binding uses.
-    fn from_str(s: &str) -> crate::Result<Durability> {
-        match s {
-            "normal" => Ok(Durability::Normal),
-            "full" => Ok(Durability::Full),
-            other => Err(crate::Error::invalid(format!(
-                "durability must be \"normal\" or \"full\", got {other:?}"
-            ))),
-        }
-    }
-}
+pub use honker_engine::Durability;
 
 /// How long records that are no longer live are kept before
 /// [`Database::maintain`](crate::Database::maintain) removes them.
@@ -170,6 +133,17 @@ impl Default for Options {
 pub const MAX_PAYLOAD_LIMIT: usize = 256 << 20;
 
 impl Options {
+    /// What the engine needs of these options.
+    pub(crate) fn engine(&self) -> honker_engine::Options {
+        honker_engine::Options {
+            durability: self.durability,
+            busy_timeout: self.busy_timeout,
+            readers: self.readers,
+            clock: Arc::clone(&self.clock),
+            watch_fallback: self.watch_fallback,
+        }
+    }
+
     /// Checks every field; called by `open_with`.
     pub fn validate(&self) -> Result<()> {
         in_range(

@@ -1,35 +1,20 @@
 //! honker's schema: numbered migrations (`migrations/NNNN_*.sql`) recorded in
-//! honker's own version table `_honker_schema`.
+//! honker's own version table `_honker_schema` by the engine's runner
+//! (`honker_engine::migrate`, whose invariants hold: `user_version` is the
+//! application's, pending migrations apply in one `BEGIN IMMEDIATE`
+//! transaction, a newer file is refused with [`ErrorKind::SchemaTooNew`]
+//! before anything is written).
 //!
-//! Invariants:
-//! - honker never reads or writes `PRAGMA user_version`; it belongs to the
-//!   application;
-//! - all pending migrations apply in one `BEGIN IMMEDIATE` transaction, and the
-//!   version is re-read after the lock is taken, so several processes (of any
-//!   language or version) opening a new file at once apply each migration once;
-//! - a file whose version is newer than [`LATEST`] is refused before anything
-//!   is written ([`ErrorKind::SchemaTooNew`]);
-//! - a file that holds Honker's tables is refused before anything is written
-//!   (`UNSAFE`, naming the importer: [`crate::import`]);
-//! - schema SQL stays within what SQLite 3.40 understands (the extension loads
-//!   into Debian 12's SQLite).
+//! What honker adds: a file that holds Honker's tables is refused before
+//! anything is written (`UNSAFE`, naming the importer: [`crate::import`]);
+//! schema SQL stays within what SQLite 3.40 understands (the extension loads
+//! into Debian 12's SQLite).
 
 use crate::raw::{params, Conn};
 
 use crate::error::{Error, ErrorKind, Result};
+pub use honker_engine::migrate::{current_version, Migration};
 
-/// One migration: its number, a short name and its SQL.
-#[derive(Debug)]
-pub struct Migration {
-    /// Sequence number, starting at 1, without gaps.
-    pub version: i64,
-    /// Short description.
-    pub name: &'static str,
-    /// The DDL.
-    pub sql: &'static str,
-}
-
-/// Every migration, in order.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
@@ -89,110 +74,81 @@ pub const MIGRATIONS: &[Migration] = &[
 ];
 
 /// The schema version this build writes.
-pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+pub const LATEST: i64 = SCHEMA.latest();
 
-const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS _honker_schema (
-    version    INTEGER PRIMARY KEY,
-    name       TEXT    NOT NULL,
-    applied_at INTEGER NOT NULL
-)";
+/// honker's migrations, and Honker's file refused (the importer moves it).
+pub(crate) const SCHEMA: honker_engine::Schema = honker_engine::Schema {
+    migrations: MIGRATIONS,
+    refuse: refuse_honker_file,
+};
 
-const VERSION_TABLE_EXISTS: &str =
-    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_honker_schema'";
-
-const CURRENT_VERSION: &str = "SELECT coalesce(max(version), 0) FROM _honker_schema";
-
-const RECORD_VERSION: &str =
-    "INSERT INTO _honker_schema (version, name, applied_at) VALUES (?1, ?2, ?3)";
-
-/// The honker schema version of the file `conn` is open on (0 when honker has
-/// never touched it). A read; takes no write lock.
-pub(crate) fn current_version(conn: Conn<'_>) -> Result<i64> {
-    let exists: i64 = conn
-        .prepare_cached(VERSION_TABLE_EXISTS)?
-        .query_one(params![], |r| r.get(0))?;
-    if exists == 0 {
-        return Ok(0);
+fn refuse_honker_file(conn: Conn<'_>) -> Result<()> {
+    let honker = honker_objects(conn)?;
+    if !honker.is_empty() {
+        return Err(honker_file(&honker));
     }
-    conn.prepare_cached(CURRENT_VERSION)?
-        .query_one(params![], |r| r.get(0))
+    Ok(())
 }
 
-fn too_new(found: i64) -> Error {
+/// Honker's objects present in the file: its tables (by name), the view
+/// its Python client creates, and a `_honker_results` without our `queue`
+/// column. Rows: (name, type).
+const HONKER_OBJECTS: &str = "
+SELECT name, type FROM main.sqlite_master
+WHERE (type = 'table' AND name IN ('_honker_live', '_honker_dead', '_honker_locks',
+        '_honker_rate_limits', '_honker_scheduler_tasks', '_honker_stream',
+        '_honker_stream_consumers', '_honker_notifications'))
+   OR (type = 'view' AND name = '_honker_jobs')
+   OR (type = 'table' AND name = '_honker_results'
+       AND NOT EXISTS (SELECT 1 FROM pragma_table_info('_honker_results') WHERE name = 'queue'))
+ORDER BY name";
+
+/// Honker's objects in the file `conn` is open on (see
+/// [`HONKER_OBJECTS`]): `name (type)`.
+pub(crate) fn honker_objects(conn: Conn<'_>) -> Result<Vec<String>> {
+    conn.prepare_cached(HONKER_OBJECTS)?
+        .query_map(params![], |r| {
+            Ok(format!("{} ({})", r.get::<String>(0)?, r.get::<String>(1)?))
+        })
+}
+
+/// The error `Database::open` and `honker_bootstrap()` give on a Honker
+/// file.
+pub(crate) fn honker_file(found: &[String]) -> Error {
     Error::new(
-        ErrorKind::SchemaTooNew,
+        ErrorKind::Unsafe,
         format!(
-            "this file has honker schema version {found}, but this build of honker knows \
-             versions up to {LATEST}; upgrade honker (nothing was written)"
+            "this file holds Honker's tables ({}); honker does not change them on open. \
+             Stop every Honker process, then import them: SELECT honker_import_honker(); \
+             (or honker.import_honker(path) in Python) — see docs/switching-from-honker.md. \
+             Nothing was written",
+            found.join(", ")
         ),
     )
 }
 
-/// Fails with `SCHEMA_TOO_NEW` if the file's schema is newer than this build.
+/// The file's version, or `SCHEMA_TOO_NEW` past [`LATEST`].
 pub(crate) fn check_not_too_new(conn: Conn<'_>) -> Result<i64> {
-    let v = current_version(conn)?;
-    if v > LATEST {
-        return Err(too_new(v));
-    }
-    Ok(v)
+    honker_engine::migrate::check_not_too_new(conn, &SCHEMA)
 }
 
-/// Brings the schema up to [`LATEST`]. Cheap (one read) when it already is.
-/// `now_ms` is recorded as the migration time. Returns the number of
-/// migrations applied by this call.
+/// Applies honker's pending migrations (`BEGIN IMMEDIATE`; `open` runs
+/// the engine's with [`SCHEMA`]).
+#[cfg(test)]
 pub(crate) fn migrate(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
-    if check_not_too_new(conn)? == LATEST {
-        return Ok(0);
-    }
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = apply_pending(conn, now_ms);
-    match result {
-        Ok(n) => {
-            conn.execute_batch("COMMIT")?;
-            Ok(n)
-        }
-        Err(e) => {
-            // The transaction may already be gone (e.g. after SQLITE_FULL).
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
+    honker_engine::migrate::migrate(conn, &SCHEMA, now_ms)
 }
 
-/// [`migrate`] for a connection that may already be inside a transaction
-/// (the SQL function `honker_bootstrap()`): uses a savepoint instead of
-/// `BEGIN IMMEDIATE`, and so commits with the caller's transaction.
+/// [`migrate`] inside the caller's transaction (a savepoint).
 pub(crate) fn migrate_nested(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
-    if check_not_too_new(conn)? == LATEST {
-        return Ok(0);
-    }
-    conn.in_savepoint(|| apply_pending(conn, now_ms))
-}
-
-fn apply_pending(conn: Conn<'_>, now_ms: i64) -> Result<usize> {
-    conn.execute_batch(CREATE_VERSION_TABLE)?;
-    // Re-read under the write lock: another process may have migrated while
-    // this one waited for it.
-    let from = check_not_too_new(conn)?;
-    // Honker's tables are never touched on open: the importer moves them.
-    let honker = crate::import::honker_objects(conn)?;
-    if !honker.is_empty() {
-        return Err(crate::import::honker_file(&honker));
-    }
-    let mut applied = 0;
-    for m in MIGRATIONS.iter().filter(|m| m.version > from) {
-        conn.execute_batch(m.sql)?;
-        conn.prepare_cached(RECORD_VERSION)?
-            .execute(params![m.version, m.name, now_ms])?;
-        applied += 1;
-    }
-    Ok(applied)
+    honker_engine::migrate::migrate_nested(conn, &SCHEMA, now_ms)
 }
 
 #[cfg(all(test, feature = "rusqlite"))]
 mod tests {
     use super::*;
     use crate::raw::params;
+    use crate::ErrorKind;
 
     fn with_memory_db(f: impl FnOnce(Conn<'_>)) {
         let owner = rusqlite::Connection::open_in_memory().unwrap();
@@ -227,10 +183,12 @@ mod tests {
     fn newer_schema_is_refused() {
         with_memory_db(|conn| {
             migrate(conn, 1).unwrap();
-            conn.prepare_cached(RECORD_VERSION)
-                .unwrap()
-                .execute(params![LATEST + 1, "future", 3])
-                .unwrap();
+            conn.prepare_cached(
+                "INSERT INTO _honker_schema (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            )
+            .unwrap()
+            .execute(params![LATEST + 1, "future", 3])
+            .unwrap();
             let err = migrate(conn, 4).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::SchemaTooNew);
         });

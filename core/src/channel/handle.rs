@@ -7,7 +7,6 @@ use super::types::ChannelRetention;
 use crate::database::Database;
 use crate::error::Result;
 use crate::payload::Payload;
-use crate::runtime::Listener;
 use crate::transaction::Transaction;
 use crate::validate;
 
@@ -36,11 +35,6 @@ impl Database {
         payload: impl Into<Payload>,
     ) -> Result<i64> {
         self.channel(channel)?.notify_tx(tx, payload)
-    }
-
-    /// Listens on `channel`: every notification committed from now on.
-    pub fn listen(&self, channel: &str) -> Result<Listener> {
-        self.channel(channel)?.listen()
     }
 }
 
@@ -79,11 +73,6 @@ impl Channel {
             ops::notify(conn.raw(), &self.name, &payload, now)
         })?;
         Ok(id)
-    }
-
-    /// A listener that gets every notification committed from now on.
-    pub fn listen(&self) -> Result<Listener> {
-        Listener::new(self, 1000)
     }
 
     /// Sets how long this channel keeps notifications (every process sees it).

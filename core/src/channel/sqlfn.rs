@@ -11,7 +11,7 @@ use super::ops;
 use super::types::ChannelRetention;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::sql::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
 pub(crate) const FUNCTIONS: &[SqlFn] = &[

@@ -36,7 +36,7 @@ use crate::options::{limits, Backoff};
 use crate::payload::Payload;
 use crate::raw::{params, Conn, ToSql};
 use crate::schedule::{ops as schedule_ops, spec};
-use crate::sql::{Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 use statements as st;
 
@@ -182,30 +182,6 @@ impl ImportReport {
     }
 }
 
-/// Honker's objects in the file `conn` is open on (see
-/// [`st::HONKER_OBJECTS`]): `name (type)`.
-pub(crate) fn honker_objects(conn: Conn<'_>) -> Result<Vec<String>> {
-    conn.prepare_cached(st::HONKER_OBJECTS)?
-        .query_map(params![], |r| {
-            Ok(format!("{} ({})", r.get::<String>(0)?, r.get::<String>(1)?))
-        })
-}
-
-/// The error `Database::open` and `honker_bootstrap()` give on a Honker
-/// file.
-pub(crate) fn honker_file(found: &[String]) -> Error {
-    Error::new(
-        ErrorKind::Unsafe,
-        format!(
-            "this file holds Honker's tables ({}); honker does not change them on open. \
-             Stop every Honker process, then import them: SELECT honker_import_honker(); \
-             (or honker.import_honker(path) in Python) — see docs/switching-from-honker.md. \
-             Nothing was written",
-            found.join(", ")
-        ),
-    )
-}
-
 /// The other processes holding a lock on the database at `path` (or its
 /// `-wal`/`-shm`), described (`pid 12 (python worker.py)`): what the
 /// importer and `honker restore` refuse on.
@@ -291,7 +267,7 @@ pub(crate) fn import_in(
         time_zone: spec::zone(o.time_zone.as_deref().unwrap_or(&spec::local_zone_name()))?.1,
         ..ImportReport::default()
     };
-    report.found = honker_objects(conn)?;
+    report.found = crate::schema::honker_objects(conn)?;
     if report.found.is_empty() {
         report.process_check = "not needed".into();
         return Ok(report);
@@ -730,10 +706,10 @@ pub fn import_honker(path: impl AsRef<Path>, options: &ImportOptions) -> Result<
     let mut early = ImportReport::default();
     check_holders(Some(path), options, &mut early, options.dry_run)?;
     let opts = crate::Options::default();
-    let writer = crate::connection::open_writer(path, &opts)?;
+    let writer = crate::connection::open_writer(path, opts.busy_timeout, opts.durability)?;
     crate::schema::check_not_too_new(writer.raw())?;
     let now = opts.clock.now_ms();
-    let result = crate::sql::atomically(writer.raw(), || {
+    let result = crate::sqlfn::atomically(writer.raw(), || {
         import_in(
             writer.raw(),
             Some(path),

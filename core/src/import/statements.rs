@@ -4,19 +4,6 @@
 //! schema, so one statement serves every Honker version. Honker's times are
 //! whole seconds, ours milliseconds.
 
-/// Honker's objects present in the file: its tables (by name), the view
-/// its Python client creates, and a `_honker_results` without our `queue`
-/// column. Rows: (name, type).
-pub const HONKER_OBJECTS: &str = "
-SELECT name, type FROM main.sqlite_master
-WHERE (type = 'table' AND name IN ('_honker_live', '_honker_dead', '_honker_locks',
-        '_honker_rate_limits', '_honker_scheduler_tasks', '_honker_stream',
-        '_honker_stream_consumers', '_honker_notifications'))
-   OR (type = 'view' AND name = '_honker_jobs')
-   OR (type = 'table' AND name = '_honker_results'
-       AND NOT EXISTS (SELECT 1 FROM pragma_table_info('_honker_results') WHERE name = 'queue'))
-ORDER BY name";
-
 /// Every Honker table the importer reads, as Honker 0.2.4 creates it (the
 /// columns later versions added come from [`ADD_COLUMNS`]); created empty
 /// when the file lacks one, so that the copy statements need no variants.

@@ -120,7 +120,7 @@ impl Lock {
         if wait.is_zero() {
             return self.try_acquire(owner, ttl);
         }
-        crate::queue::refuse_waiting("a lock's acquire with a wait")?;
+        crate::connection::refuse_waiting("a lock's acquire with a wait")?;
         let deadline = Instant::now() + wait;
         let recheck = self.db.recheck_interval();
         let signal = self.db.wait_signal()?;

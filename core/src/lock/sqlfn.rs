@@ -10,7 +10,7 @@ use serde_json::json;
 use super::ops::{self, Reenter, Taken};
 use super::types;
 use crate::error::{Error, Result};
-use crate::sql::{Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
 pub(crate) const FUNCTIONS: &[SqlFn] = &[

@@ -51,7 +51,7 @@ impl Database {
     /// counted in the file by every process, so they are the whole file's.
     /// A read.
     pub fn metrics(&self) -> Result<Vec<QueueMetrics>> {
-        self.inner.read_metrics(None)
+        super::metrics::read_own(&self.inner, None)
     }
 
     /// [`metrics`](Self::metrics) in Prometheus's text format, for an
@@ -68,6 +68,8 @@ pub struct Queue {
     db: Database,
     name: Arc<str>,
     options: QueueOptions,
+    /// This database's reserved starts of rate-limited queues (ADR 23 §9).
+    blocks: Arc<crate::rate::blocks::Blocks>,
 }
 
 impl Queue {
@@ -75,6 +77,7 @@ impl Queue {
         validate::name("queue", name)?;
         options.validate()?;
         Ok(Queue {
+            blocks: db.inner.engine.slot(crate::rate::blocks::Blocks::default),
             db,
             name: name.into(),
             options,
@@ -248,7 +251,7 @@ impl Queue {
     ) -> Result<Vec<Enqueued>> {
         self.db.inner.check_open()?;
         // SAFETY: per the contract.
-        unsafe { self.db.check_foreign(db)? };
+        unsafe { self.db.inner.engine.check_foreign(db)? };
         let payloads = self.checked_payloads(payloads, options)?;
         if payloads.is_empty() {
             return Ok(Vec::new());
@@ -258,7 +261,7 @@ impl Queue {
         let conn = unsafe { crate::raw::Conn::new(db, None) };
         let autocommit = conn.is_autocommit();
         let now = self.db.inner.now();
-        let done = crate::sql::atomically(conn, || self.insert(conn, &payloads, options, now))?;
+        let done = crate::sqlfn::atomically(conn, || self.insert(conn, &payloads, options, now))?;
         if autocommit {
             // Committed by itself: this process's waiters wake at once.
             self.db.poke();
@@ -369,7 +372,7 @@ impl Queue {
         if wait.is_zero() {
             return self.claim_now(None, worker_id, n, lease_ms);
         }
-        refuse_waiting("a claim with a wait")?;
+        crate::connection::refuse_waiting("a claim with a wait")?;
         let deadline = Instant::now() + wait;
         let recheck = self.db.recheck_interval();
         let signal = self.db.wait_signal()?;
@@ -472,7 +475,7 @@ impl Queue {
     ) -> Result<Vec<Job>> {
         // Only a claim in a transaction of its own may reserve a block of a
         // limited queue's starts: it is installed once its write committed.
-        let blocks = &self.db.inner.blocks;
+        let blocks = &*self.blocks;
         let (claimed, block) = self.write(tx, |conn, now| {
             let own = Some((blocks, tx.is_none()));
             ops::claim_limited(conn, &self.name, worker_id, n, lease_ms, now, own)
@@ -824,14 +827,14 @@ impl Queue {
     ) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
-        refuse_waiting("wait_result")?;
+        crate::connection::refuse_waiting("wait_result")?;
         let deadline = Instant::now() + timeout;
         let signal = self.db.wait_signal()?;
         let recheck = self.db.recheck_interval();
         loop {
             let seen = signal.generation();
             if stop() {
-                return Err(crate::runtime::cancelled());
+                return Err(Error::cancelled());
             }
             {
                 // Liveness first, then the result: an ack removes the job and
@@ -916,7 +919,7 @@ impl Queue {
     /// claimed, acked, retried, reclaimed, dead, expired, cancelled), its
     /// claim latency histogram and its jobs by state (ADR 27). A read.
     pub fn metrics(&self) -> Result<QueueMetrics> {
-        let found = self.db.inner.read_metrics(Some(&self.name))?;
+        let found = super::metrics::read_own(&self.db.inner, Some(&self.name))?;
         Ok(found.into_iter().next().unwrap_or_else(|| QueueMetrics {
             queue: self.name.to_string(),
             ..QueueMetrics::default()
@@ -953,16 +956,6 @@ impl Queue {
         let reader = self.db.inner.reader()?;
         crate::rate::ops::queue_limit(reader.raw(), &self.name)
     }
-}
-
-/// Calls that wait by design cannot run inside `without_waiting`.
-pub(crate) fn refuse_waiting(what: &str) -> Result<()> {
-    if crate::connection::waiting_forbidden() {
-        return Err(Error::invalid(format!(
-            "{what} waits by design: it cannot run inside without_waiting"
-        )));
-    }
-    Ok(())
 }
 
 /// The `_honker_settings` scope of a queue's stored defaults.

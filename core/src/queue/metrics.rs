@@ -132,7 +132,7 @@ pub(crate) fn count(conn: Conn<'_>, queue: &str, event: Event, n: u64) -> Result
     if n == 0 {
         return Ok(());
     }
-    match conn.pending() {
+    match pending(conn) {
         Some(p) => {
             p.record(queue, event, 0, n, 0);
             Ok(())
@@ -155,7 +155,7 @@ pub(crate) fn count_claims(
         b.0 += 1;
         b.1 = b.1.saturating_add(ms);
     }
-    let pending = conn.pending();
+    let pending = pending(conn);
     for (i, (n, sum)) in per.into_iter().enumerate() {
         if n == 0 {
             continue;
@@ -166,6 +166,12 @@ pub(crate) fn count_claims(
         }
     }
     Ok(())
+}
+
+/// The counts batched on `conn` (honker's writer), if they are.
+fn pending<'a>(conn: Conn<'a>) -> Option<&'a Pending> {
+    conn.batch()
+        .and_then(|b| b.as_any().downcast_ref::<Pending>())
 }
 
 /// One counter row: queue, event, latency bucket.
@@ -372,6 +378,37 @@ impl Pending {
     }
 }
 
+/// The engine follows the writer's transactions with it.
+impl honker_engine::Batch for Pending {
+    fn mark(&self) -> usize {
+        Pending::mark(self)
+    }
+    fn rewind(&self, mark: usize) {
+        Pending::rewind(self, mark);
+    }
+    fn committed(&self) {
+        Pending::committed(self);
+    }
+    fn rolled_back(&self) {
+        Pending::rolled_back(self);
+    }
+    fn due(&self) -> bool {
+        Pending::due(self)
+    }
+    fn has_committed(&self) -> bool {
+        Pending::has_committed(self)
+    }
+    fn flush(&self, conn: Conn<'_>) -> Result<()> {
+        Pending::flush(self, conn)
+    }
+    fn stop(&self) {
+        Pending::stop(self);
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// The claim latency histogram of a queue.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencyHistogram {
@@ -482,6 +519,18 @@ WHERE state = 'dead' AND (?1 IS NULL OR queue = ?1) GROUP BY queue";
 /// ordered by queue name. A queue appears once anything was counted for it
 /// or it holds jobs. Without `counters` (a file older than schema 10, read
 /// by `honker metrics` without upgrading it) only the jobs by state are read.
+/// The counters of `queue` (or every queue's) in `db`'s file, this
+/// process's own written first (a reader sees the file only).
+#[cfg(feature = "rusqlite")]
+pub(crate) fn read_own(
+    db: &crate::database::Inner,
+    queue: Option<&str>,
+) -> Result<Vec<QueueMetrics>> {
+    let _ = db.flush_batch();
+    let reader = db.reader()?;
+    read(reader.raw(), queue, true, db.now())
+}
+
 pub(crate) fn read(
     conn: Conn<'_>,
     queue: Option<&str>,

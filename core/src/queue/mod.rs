@@ -21,7 +21,6 @@ pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]
-pub(crate) use handle::refuse_waiting;
 #[cfg(feature = "rusqlite")]
 pub use handle::Queue;
 #[cfg(feature = "rusqlite")]

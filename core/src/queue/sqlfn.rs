@@ -7,10 +7,11 @@
 
 use serde_json::{json, Map, Value as Json};
 
+use super::JobInfo;
 use super::{ops, EnqueueOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Backoff, QueueOptions};
-use crate::sql::{job_json, payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{payload_json, trace_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
 mod honker;
@@ -178,7 +179,7 @@ fn queue_claim(c: &Call<'_>) -> Result<Out> {
                 "priority": j.priority, "run_at": j.run_at, "created_at": j.created_at,
                 "worker_id": worker, "lease_token": j.lease_token,
                 "lease_expires_at": j.lease_expires_at,
-                "trace_context": crate::sql::trace_json(j.trace_context.as_ref()),
+                "trace_context": crate::sqlfn::trace_json(j.trace_context.as_ref()),
             })
         })
         .collect();
@@ -381,4 +382,15 @@ fn dead_purge(c: &Call<'_>) -> Result<Out> {
     };
     let before = age.map_or(i64::MAX, |d| c.now - crate::clock::duration_ms(d));
     Ok(Out::Int(ops::purge_dead(c.conn, a.name(0)?, before)? as i64))
+}
+
+fn job_json(j: &JobInfo) -> Json {
+    json!({
+        "id": j.id, "queue": j.queue, "state": j.state.as_str(), "payload": payload_json(&j.payload),
+        "priority": j.priority, "run_at": j.run_at, "attempts": j.attempts,
+        "max_attempts": j.max_attempts, "dedupe_key": j.dedupe_key, "expires_at": j.expires_at,
+        "created_at": j.created_at, "worker_id": j.worker_id, "last_error": j.last_error,
+        "lease_expires_at": j.lease_expires_at, "finished_at": j.finished_at,
+        "trace_context": trace_json(j.trace_context.as_ref()),
+    })
 }

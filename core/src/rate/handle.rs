@@ -192,7 +192,7 @@ impl RateLimiter {
             if d.allowed || d.retry_after > left {
                 return Ok(d);
             }
-            crate::queue::refuse_waiting("a rate limiter's acquire with a wait")?;
+            crate::connection::refuse_waiting("a rate limiter's acquire with a wait")?;
             std::thread::sleep(d.retry_after);
         }
     }

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::ops;
 use super::types::{self, RateDecision, RateLimit};
 use crate::error::{Error, Result};
-use crate::sql::{secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{secs_ms, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
 pub(crate) const FUNCTIONS: &[SqlFn] = &[

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::payload::Payload;
 use crate::queue::{ClaimOptions, Job, Queue};
 use crate::Database;
@@ -163,9 +163,4 @@ impl Cancel {
     ) -> Result<Option<Payload>> {
         queue.wait_result_until(id, timeout, &|| self.is_cancelled())
     }
-}
-
-/// The error of a cancelled wait.
-pub(crate) fn cancelled() -> Error {
-    Error::new(ErrorKind::Timeout, "the wait was cancelled")
 }

@@ -146,7 +146,7 @@ impl KeepAlive {
                 pid: std::process::id(),
             });
         }
-        let renewals = db.inner.renewals();
+        let renewals = &super::renewals::of(db);
         let entry = Arc::new(Entry {
             shared: Shared::default(),
             renew: Box::new(renew),

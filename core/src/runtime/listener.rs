@@ -121,7 +121,7 @@ impl Listener {
                 Some(d) => d.min(now + recheck),
                 None => now + recheck,
             };
-            crate::queue::refuse_waiting("Listener::next")?;
+            crate::connection::refuse_waiting("Listener::next")?;
             signal.wait_past(seen, until);
         }
     }
@@ -136,5 +136,19 @@ impl Listener {
         if !self.closed.swap(true, Ordering::SeqCst) {
             self.channel.database().poke();
         }
+    }
+}
+
+impl crate::Database {
+    /// Listens on `channel`: every notification committed from now on.
+    pub fn listen(&self, channel: &str) -> Result<Listener> {
+        self.channel(channel)?.listen()
+    }
+}
+
+impl crate::channel::Channel {
+    /// A listener that gets every notification committed from now on.
+    pub fn listen(&self) -> Result<Listener> {
+        Listener::new(self, 1000)
     }
 }

@@ -47,7 +47,6 @@ mod task_table;
 mod work;
 mod worker;
 
-pub(crate) use cancel::cancelled;
 pub use cancel::Cancel;
 pub use claimer::Claimer;
 pub use group_consumer::GroupConsumer;
@@ -57,7 +56,6 @@ pub use listener::Listener;
 pub(crate) use off_thread::wait_for_drops;
 pub use off_thread::{OffThreadDrop, QuickDrop};
 pub use outcome::{Completion, DrainReport, Finished, Outcome, Report};
-pub(crate) use renewals::Renewals;
 pub use schedule_runner::{ScheduleRunner, ScheduleThread, FOLLOWER_DELAY, MIN_RECHECK};
 pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;

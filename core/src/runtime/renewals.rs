@@ -21,6 +21,19 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, Result};
 
 /// A keep-alive's first renewal, as the timer sees it.
+/// The keep-alives' timer of `db`, made with its first keep-alive and shut
+/// down when the database is dropped.
+pub(crate) fn of(db: &crate::Database) -> Arc<Renewals> {
+    /// Shuts the timer down with the database that holds it.
+    struct Slot(Arc<Renewals>);
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            self.0.shutdown();
+        }
+    }
+    Arc::clone(&db.inner.engine.slot(|| Slot(Arc::default())).0)
+}
+
 pub(crate) trait Due: Send + Sync {
     /// Called on the timer thread when the first renewal is due; starts
     /// the renewals (returns quickly: it must not wait for the database).

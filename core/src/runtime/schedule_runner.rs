@@ -187,7 +187,7 @@ impl ScheduleRunner {
             if let Some(t) = wake_at {
                 until = until.min(start + crate::clock::ms_until(t, now));
             }
-            crate::queue::refuse_waiting("ScheduleRunner::next")?;
+            crate::connection::refuse_waiting("ScheduleRunner::next")?;
             signal.wait_past(seen, until);
         }
     }

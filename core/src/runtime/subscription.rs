@@ -191,7 +191,7 @@ impl Subscription {
                 Some(d) => d.min(now + recheck),
                 None => now + recheck,
             };
-            crate::queue::refuse_waiting("Subscription::next")?;
+            crate::connection::refuse_waiting("Subscription::next")?;
             signal.wait_past(seen, until);
         }
     }
@@ -269,5 +269,15 @@ impl super::QuickDrop for Subscription {
     /// Closed: its place is committed already.
     fn drops_quickly(&self) -> bool {
         self.is_closed()
+    }
+}
+
+impl crate::stream::Stream {
+    /// An independent consumer of this stream: from `consumer`'s committed
+    /// offset, or `start` if it has none; 100 events per read, auto-commit
+    /// every 1,000 events or 1 s (at-least-once). See
+    /// [`Subscription`](Subscription).
+    pub fn subscribe(&self, consumer: &str, start: crate::stream::Start) -> Result<Subscription> {
+        Subscription::new(self, consumer, start, 100, Some(AutoCommit::default()))
     }
 }

@@ -402,7 +402,7 @@ impl Worker {
     pub fn next(&self, wait: Duration) -> Result<Option<Task>> {
         let inner = &self.inner;
         validate::delay("wait", wait)?;
-        crate::queue::refuse_waiting("a worker's next")?;
+        crate::connection::refuse_waiting("a worker's next")?;
         if inner.run_scheduler {
             // Under the lock `stop` takes it with, so that a stop between
             // the check and the start cannot miss the thread.

@@ -17,7 +17,7 @@ use super::types::{CatchUp, Schedule, ScheduleOptions};
 use crate::error::{Error, Result};
 use crate::options::limits;
 use crate::payload::Payload;
-use crate::sql::{ms_secs_up, payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY, PURE};
+use crate::sqlfn::{ms_secs_up, payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY, PURE};
 use crate::validate;
 
 pub(crate) const FUNCTIONS: &[SqlFn] = &[

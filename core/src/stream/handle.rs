@@ -223,20 +223,6 @@ impl Stream {
         })
     }
 
-    /// An independent consumer of this stream: from `consumer`'s committed
-    /// offset, or `start` if it has none; 100 events per read, auto-commit
-    /// every 1,000 events or 1 s (at-least-once). See
-    /// [`Subscription`](crate::runtime::Subscription).
-    pub fn subscribe(&self, consumer: &str, start: Start) -> Result<crate::runtime::Subscription> {
-        crate::runtime::Subscription::new(
-            self,
-            consumer,
-            start,
-            100,
-            Some(crate::runtime::AutoCommit::default()),
-        )
-    }
-
     /// Sets this stream's retention (every process sees it; see
     /// [`StreamRetention`]). Trimming happens in maintenance.
     pub fn set_retention(&self, retention: &StreamRetention) -> Result<()> {
@@ -258,10 +244,10 @@ impl Stream {
         let mut total = 0;
         loop {
             let n = self.write(None, |conn, now| {
-                super::retention::trim(conn, &self.name, now, crate::maintenance::BATCH)
+                super::retention::trim(conn, &self.name, now, crate::database::BATCH)
             })?;
             total += n;
-            if n < crate::maintenance::BATCH {
+            if n < crate::database::BATCH {
                 return Ok(total);
             }
         }

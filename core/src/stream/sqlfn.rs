@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value as Json};
 use super::ops;
 use super::retention::{self, StreamRetention};
 use crate::error::{Error, Result};
-use crate::sql::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
 mod honker;
@@ -123,7 +123,7 @@ fn read(c: &Call<'_>) -> Result<Out> {
         .map(|e| {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
                    "created_at": e.created_at,
-                   "trace_context": crate::sql::trace_json(e.trace_context.as_ref())})
+                   "trace_context": crate::sqlfn::trace_json(e.trace_context.as_ref())})
         })
         .collect();
     Ok(Out::Text(Json::Array(events).to_string()))

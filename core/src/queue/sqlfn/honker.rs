@@ -18,7 +18,7 @@ use crate::payload::Payload;
 use crate::queue::ops::{self, WorkerLease};
 use crate::queue::{EnqueueOptions, JobState};
 use crate::raw::Conn;
-use crate::sql::{ms_secs_up, payload_json, secs_ms, Args, Call, Out};
+use crate::sqlfn::{ms_secs_up, payload_json, secs_ms, Args, Call, Out};
 use crate::validate;
 
 /// Honker's whole seconds for a time in ms (rounded down).

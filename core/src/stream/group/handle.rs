@@ -130,7 +130,7 @@ impl Group {
         if wait.is_zero() {
             return self.claim(member, n, lease);
         }
-        crate::queue::refuse_waiting("a claim with a wait")?;
+        crate::connection::refuse_waiting("a claim with a wait")?;
         let db = self.stream.database();
         let deadline = std::time::Instant::now() + wait;
         let recheck = db.recheck_interval();
@@ -366,10 +366,10 @@ impl Group {
         let mut total = 0;
         loop {
             let n = self.write(None, |c, s, g, now| {
-                ops::redrive_all(c, s, g, crate::maintenance::BATCH, now)
+                ops::redrive_all(c, s, g, crate::database::BATCH, now)
             })?;
             total += n;
-            if n < crate::maintenance::BATCH {
+            if n < crate::database::BATCH {
                 return Ok(total);
             }
         }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value as Json};
 use super::{ops, GroupInfo, GroupOptions};
 use crate::clock::duration_ms;
 use crate::error::{Error, Result};
-use crate::sql::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::sqlfn::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::stream::Start;
 use crate::validate;
 
@@ -128,7 +128,7 @@ fn claim(c: &Call<'_>) -> Result<Out> {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
                    "created_at": e.created_at, "deliveries": e.deliveries,
                    "lease_token": e.token, "lease_expires_at": e.lease_expires_at,
-                   "trace_context": crate::sql::trace_json(e.trace_context.as_ref())})
+                   "trace_context": crate::sqlfn::trace_json(e.trace_context.as_ref())})
         })
         .collect();
     Ok(Out::Text(

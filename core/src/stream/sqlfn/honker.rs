@@ -9,7 +9,7 @@ use serde_json::{json, Value as Json};
 use super::super::ops;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::sql::{payload_json, Call, Out};
+use crate::sqlfn::{payload_json, Call, Out};
 use crate::validate;
 
 fn payload_string(p: &Payload) -> String {

@@ -32,7 +32,7 @@ impl Clock for SystemClock {
 /// A clock that only moves when told to. Clones share the same time.
 ///
 /// ```
-/// use honker::{Clock, ManualClock};
+/// use honker_engine::{Clock, ManualClock};
 /// use std::time::Duration;
 /// let clock = ManualClock::new(1_000);
 /// clock.advance(Duration::from_secs(2));
@@ -126,12 +126,12 @@ impl Clock for ManualClock {
 }
 
 /// From `now` to `t` (both ms since the epoch); zero once `t` has come.
-pub(crate) fn ms_until(t: i64, now: i64) -> Duration {
+pub fn ms_until(t: i64, now: i64) -> Duration {
     Duration::from_millis(u64::try_from(t.saturating_sub(now)).unwrap_or(0))
 }
 
 /// A duration in whole milliseconds, saturating at `i64::MAX`.
-pub(crate) fn duration_ms(d: Duration) -> i64 {
+pub fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 

@@ -45,7 +45,7 @@ impl Payload {
 
     /// Checks size and (for JSON) syntax. Error messages never quote the
     /// payload itself.
-    pub(crate) fn validate(&self, max_bytes: usize) -> Result<()> {
+    pub fn validate(&self, max_bytes: usize) -> Result<()> {
         let len = self.len();
         if len > max_bytes {
             return Err(Error::invalid(format!(

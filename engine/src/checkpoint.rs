@@ -42,7 +42,8 @@ use parking_lot::{Condvar, Mutex};
 use rusqlite::Connection;
 
 use crate::connection::open_checkpointer;
-use crate::options::Options;
+use crate::options::Durability;
+use crate::raw::Batch;
 
 /// WAL size (frames) at which a checkpoint is started: SQLite's default
 /// `wal_autocheckpoint`.
@@ -86,30 +87,36 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Checkpointer {
     path: PathBuf,
-    options: Options,
+    busy_timeout: std::time::Duration,
+    durability: Durability,
     state: Mutex<State>,
     cv: Condvar,
     pub(crate) stats: Stats,
     /// The writer's batched queue counts, told of each commit first.
-    pending: std::sync::OnceLock<Arc<crate::queue::metrics::Pending>>,
+    batch: std::sync::OnceLock<Arc<dyn Batch>>,
 }
 
 impl Checkpointer {
-    pub(crate) fn new(path: PathBuf, options: Options) -> Arc<Checkpointer> {
+    pub fn new(
+        path: PathBuf,
+        busy_timeout: std::time::Duration,
+        durability: Durability,
+    ) -> Arc<Checkpointer> {
         Arc::new(Checkpointer {
             path,
-            options,
+            busy_timeout,
+            durability,
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             stats: Stats::default(),
-            pending: std::sync::OnceLock::new(),
+            batch: std::sync::OnceLock::new(),
         })
     }
 
     /// Tells `pending` of every commit of the writer (from the WAL hook:
     /// SQLite calls it once a commit is in the WAL).
-    pub(crate) fn count_into(&self, pending: Arc<crate::queue::metrics::Pending>) {
-        let _ = self.pending.set(pending);
+    pub fn count_into(&self, batch: Arc<dyn Batch>) {
+        let _ = self.batch.set(batch);
     }
 
     /// Installs the hook on `conn` (the writer), replacing SQLite's automatic
@@ -201,7 +208,7 @@ impl Checkpointer {
     }
 
     fn run(&self) {
-        let conn = match open_checkpointer(&self.path, &self.options) {
+        let conn = match open_checkpointer(&self.path, self.busy_timeout, self.durability) {
             Ok(c) => c,
             Err(_) => {
                 self.state.lock().unavailable = true;
@@ -270,8 +277,8 @@ unsafe extern "C" fn wal_hook(
     // while the connection is (see `install`). Borrowed: never dropped here.
     let me = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(ctx as *const Checkpointer) });
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Some(p) = me.pending.get() {
-            p.committed();
+        if let Some(b) = me.batch.get() {
+            b.committed();
         }
         me.after_commit(db, schema, frames);
     }));
@@ -281,18 +288,21 @@ unsafe extern "C" fn wal_hook(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, EnqueueOptions};
+    use crate::database::open_plain as open;
+    use crate::Database;
     use std::time::{Duration, Instant};
 
-    /// Commits `jobs` jobs of about one page each in one transaction: about
-    /// `jobs` WAL frames.
-    fn commit_pages(db: &Database, jobs: usize) {
-        let q = db.queue("bulk").unwrap();
+    /// Commits `rows` rows of about one page each in one transaction: about
+    /// `rows` WAL frames.
+    fn commit_pages(db: &Database, rows: usize) {
         let big = "x".repeat(3_500);
-        q.enqueue_many(
-            (0..jobs).map(|_| serde_json::json!(big)),
-            &EnqueueOptions::default(),
-        )
+        db.with_transaction(|tx| {
+            tx.execute("CREATE TABLE IF NOT EXISTS bulk (v TEXT)", [])?;
+            for _ in 0..rows {
+                tx.execute("INSERT INTO bulk (v) VALUES (?1)", [&big])?;
+            }
+            Ok::<_, crate::Error>(())
+        })
         .unwrap();
     }
 
@@ -308,7 +318,7 @@ mod tests {
     }
 
     fn frames_seen(db: &Database) -> u32 {
-        db.inner.checkpointer.state.lock().last_frames
+        db.inner().checkpointer.state.lock().last_frames
     }
 
     fn wait_for(what: &str, f: impl Fn() -> bool) {
@@ -325,8 +335,8 @@ mod tests {
     #[test]
     fn the_threshold_commit_hands_the_checkpoint_to_the_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("a.db")).unwrap();
-        let cp = Arc::clone(&db.inner.checkpointer);
+        let db = open(&dir.path().join("a.db"));
+        let cp = Arc::clone(&db.inner().checkpointer);
         commit_until(&db, THRESHOLD, 50);
         assert!(frames_seen(&db) < HARD_LIMIT);
         wait_for("the background checkpoint", || {
@@ -348,15 +358,15 @@ mod tests {
     fn a_small_remainder_is_copied_by_the_next_commit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
-        let db = Database::open(&path).unwrap();
-        let cp = Arc::clone(&db.inner.checkpointer);
+        let db = open(&path);
+        let cp = Arc::clone(&db.inner().checkpointer);
         commit_until(&db, THRESHOLD - 100, 50);
         // A reader holding a snapshot: no checkpoint copies past it, as if
         // the frames after it were written during the background pass.
         let reader = rusqlite::Connection::open(&path).unwrap();
         reader.execute_batch("BEGIN").unwrap();
         let _: i64 = reader
-            .query_row("SELECT count(*) FROM _honker_jobs", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM bulk", [], |r| r.get(0))
             .unwrap();
         let pinned = frames_seen(&db);
         commit_until(&db, THRESHOLD, 20);
@@ -388,7 +398,7 @@ mod tests {
     fn the_wal_stays_bounded_under_continuous_writes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
-        let db = Database::open(&path).unwrap();
+        let db = open(&path);
         let wal = dir.path().join("a.db-wal");
         let frame = 4096 + 24;
         let mut largest = 0;
@@ -402,7 +412,7 @@ mod tests {
             largest <= 2 * u64::from(HARD_LIMIT) * frame,
             "the WAL grew to {largest} bytes"
         );
-        let cp = &db.inner.checkpointer;
+        let cp = &db.inner().checkpointer;
         assert!(cp.stats.background.load(Ordering::Relaxed) >= 1);
     }
 
@@ -411,8 +421,8 @@ mod tests {
     #[test]
     fn close_joins_the_thread_and_stop_falls_back_to_inline() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("a.db")).unwrap();
-        let cp = Arc::clone(&db.inner.checkpointer);
+        let db = open(&dir.path().join("a.db"));
+        let cp = Arc::clone(&db.inner().checkpointer);
         commit_until(&db, THRESHOLD, 50);
         wait_for("the background checkpoint", || {
             cp.stats.background.load(Ordering::Relaxed) == 1

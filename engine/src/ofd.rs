@@ -343,7 +343,7 @@ extern "C" {
 
 /// Whether the kernel supports OFD locks (probed on an anonymous memory file,
 /// never on a database).
-pub(crate) fn kernel_has_ofd_locks() -> bool {
+pub fn kernel_has_ofd_locks() -> bool {
     if std::env::var_os("HONKER_TEST_NO_OFD_LOCKS").is_some() {
         return false;
     }

@@ -16,18 +16,13 @@ SET value = excluded.value, updated_at = excluded.updated_at";
 
 /// An integer setting: `None` when unset (use the default), `Some(None)`
 /// when set to "no limit".
-pub(crate) fn get_int(
-    conn: Conn<'_>,
-    scope: &str,
-    name: &str,
-    key: &str,
-) -> Result<Option<Option<i64>>> {
+pub fn get_int(conn: Conn<'_>, scope: &str, name: &str, key: &str) -> Result<Option<Option<i64>>> {
     conn.prepare_cached(GET)?
         .query_row(params![scope, name, key], |r| r.get::<Option<i64>>(0))
 }
 
 /// Sets an integer setting (`None`: no limit).
-pub(crate) fn set_int(
+pub fn set_int(
     conn: Conn<'_>,
     scope: &str,
     name: &str,
@@ -47,17 +42,13 @@ const CLEAR: &str = "
 DELETE FROM _honker_settings WHERE scope = ?1 AND name = ?2";
 
 /// Every integer setting of (`scope`, `name`), by key.
-pub(crate) fn get_all(
-    conn: Conn<'_>,
-    scope: &str,
-    name: &str,
-) -> Result<Vec<(String, Option<i64>)>> {
+pub fn get_all(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<(String, Option<i64>)>> {
     conn.prepare_cached(ALL)?
         .query_map(params![scope, name], |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
 /// Removes every setting of (`scope`, `name`): the defaults again.
-pub(crate) fn clear(conn: Conn<'_>, scope: &str, name: &str) -> Result<()> {
+pub fn clear(conn: Conn<'_>, scope: &str, name: &str) -> Result<()> {
     conn.prepare_cached(CLEAR)?.execute(params![scope, name])?;
     Ok(())
 }

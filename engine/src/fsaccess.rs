@@ -21,7 +21,7 @@ pub(crate) fn may_read_write(path: &Path) -> bool {
 }
 
 /// Whether this process may create files in the directory `dir`.
-pub(crate) fn may_create_in(dir: &Path) -> bool {
+pub fn may_create_in(dir: &Path) -> bool {
     #[cfg(unix)]
     return unix::access(dir, libc::W_OK | libc::X_OK);
     #[cfg(not(unix))]
@@ -29,7 +29,7 @@ pub(crate) fn may_create_in(dir: &Path) -> bool {
 }
 
 /// The directory a database file's `-wal` and `-shm` go in.
-pub(crate) fn dir_of(path: &Path) -> &Path {
+pub fn dir_of(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -41,7 +41,7 @@ pub(crate) fn dir_of(path: &Path) -> &Path {
 /// On Windows the separators become `/` and an absolute path is written as
 /// SQLite's Windows VFS reads one (`file:///C:/dir/app.db`,
 /// `file:////server/share/app.db`).
-pub(crate) fn immutable_uri(path: &Path) -> String {
+pub fn immutable_uri(path: &Path) -> String {
     #[cfg(unix)]
     let (bytes, prefix) = {
         use std::os::unix::ffi::OsStrExt;

@@ -61,7 +61,7 @@ fn open_private(path: &Path, busy_timeout: Duration) -> Result<Reader> {
 
 /// A generation counter that threads can wait on.
 #[derive(Debug, Default)]
-pub(crate) struct Signal {
+pub struct Signal {
     generation: AtomicU64,
     waiters: AtomicUsize,
     lock: Mutex<()>,
@@ -78,7 +78,7 @@ pub(crate) struct Signal {
 
 impl Signal {
     /// The current generation; pass it to [`wait_past`](Self::wait_past).
-    pub(crate) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }
 
@@ -122,7 +122,7 @@ impl Signal {
 
     /// Blocks until the generation differs from `seen` or `deadline` passes.
     /// Returns whether it changed.
-    pub(crate) fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
+    pub fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
         let mut guard = self.lock.lock();
         if self.waiters.fetch_add(1, Ordering::SeqCst) == 0 {
             self.idle.notify_all();
@@ -202,7 +202,7 @@ pub fn watcher_context_switches() -> u64 {
 /// ([`ensure_running`](Self::ensure_running)), so processes that only write
 /// never pay for it; dropping the last `Arc` stops it.
 #[derive(Debug)]
-pub(crate) struct Watcher {
+pub struct Watcher {
     signal: Arc<Signal>,
     path: PathBuf,
     busy_timeout: Duration,
@@ -219,12 +219,12 @@ struct Running {
 }
 
 impl Watcher {
-    pub(crate) fn signal(&self) -> &Arc<Signal> {
+    pub fn signal(&self) -> &Arc<Signal> {
         &self.signal
     }
 
     /// Starts the watching thread if it is not running yet.
-    pub(crate) fn ensure_running(&self) -> Result<()> {
+    pub fn ensure_running(&self) -> Result<()> {
         let mut slot = self.thread.lock();
         if slot.is_none() {
             *slot = Some(start(
@@ -275,7 +275,7 @@ pub(crate) fn open_in_this_process(path: &Path) -> bool {
 /// The watcher for the file at `path` (canonical), shared by every open of
 /// that file in this process. `busy_timeout` and `fallback` apply only when
 /// this call creates it.
-pub(crate) fn watcher_for(path: &Path, busy_timeout: Duration, fallback: Duration) -> Arc<Watcher> {
+pub fn watcher_for(path: &Path, busy_timeout: Duration, fallback: Duration) -> Arc<Watcher> {
     let key = (std::process::id(), path.to_path_buf());
     let mut map = registry().lock();
     map.retain(|_, w| w.strong_count() > 0);

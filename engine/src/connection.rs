@@ -15,11 +15,12 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::checkpoint::Checkpointer;
-use crate::queue::metrics::Pending;
+use crate::options::Durability;
 use crate::raw::{Conn, StmtCache};
 
 use crate::error::{is_busy, Error, Result};
-use crate::options::{Durability, Options};
+
+pub use crate::raw::Batch;
 
 /// Pragmas applied once to a database file and to every writer connection.
 ///
@@ -50,9 +51,13 @@ fn writer_pragmas(durability: Durability) -> String {
 /// Opens the connection that runs background checkpoints
 /// ([`crate::checkpoint`]): the writer's `synchronous`, which decides the
 /// checkpoint's fsyncs.
-pub(crate) fn open_checkpointer(path: &Path, options: &Options) -> Result<HConn> {
-    let conn = open_raw(path, options.busy_timeout)?;
-    conn.execute_batch(&writer_pragmas(options.durability))?;
+pub fn open_checkpointer(
+    path: &Path,
+    busy_timeout: Duration,
+    durability: Durability,
+) -> Result<HConn> {
+    let conn = open_raw(path, busy_timeout)?;
+    conn.execute_batch(&writer_pragmas(durability))?;
     Ok(HConn::new(conn))
 }
 
@@ -65,9 +70,9 @@ const READER_PRAGMAS: &str = "PRAGMA query_only = ON;";
 /// Every connection uses the process's default VFS, so an application's
 /// encrypting or custom VFS covers honker's writes too (ADR 10 says why the
 /// writer no longer has a VFS of its own).
-pub(crate) fn open_writer(path: &Path, options: &Options) -> Result<HConn> {
-    let conn = open_raw(path, options.busy_timeout)?;
-    conn.execute_batch(&writer_pragmas(options.durability))?;
+pub fn open_writer(path: &Path, busy_timeout: Duration, durability: Durability) -> Result<HConn> {
+    let conn = open_raw(path, busy_timeout)?;
+    conn.execute_batch(&writer_pragmas(durability))?;
     Ok(HConn::new(conn))
 }
 
@@ -81,16 +86,16 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<HConn> 
 /// One of honker's own connections: rusqlite for the application's SQL, and
 /// the statement cache the protocol code (`raw`) uses on the same handle.
 #[derive(Debug)]
-pub(crate) struct HConn {
+pub struct HConn {
     cache: Arc<StmtCache>,
     /// `None` only after [`HConn::close`].
     conn: Option<Connection>,
     /// The writer's checkpointer: the context of its WAL hook, so it lives
     /// as long as the connection (dropped after `conn`).
     checkpointer: Option<Arc<Checkpointer>>,
-    /// The writer's batched queue counts: the context of its rollback hook
-    /// (dropped after `conn`).
-    pending: Option<Arc<Pending>>,
+    /// The writer's [`Batch`]: the context of its rollback hook (boxed, so
+    /// that the hook's context is one thin pointer; dropped after `conn`).
+    batch: Option<Box<Arc<dyn Batch>>>,
 }
 
 impl HConn {
@@ -99,41 +104,45 @@ impl HConn {
             cache: Arc::new(StmtCache::default()),
             conn: Some(conn),
             checkpointer: None,
-            pending: None,
+            batch: None,
         }
     }
 
-    /// Batches this (writer) connection's queue counts in `pending` (see
-    /// `queue::metrics`): SQLite's WAL hook (the checkpointer's, installed
-    /// first) tells it of each commit, its rollback hook of each rollback.
-    pub(crate) fn install_pending(&mut self, pending: Arc<Pending>) {
+    /// Follows this (writer) connection's transactions with `batch`:
+    /// SQLite's WAL hook (the checkpointer's, installed first) tells it of
+    /// each commit, its rollback hook of each rollback.
+    pub fn install_batch(&mut self, batch: Arc<dyn Batch>) {
         let Some(checkpointer) = &self.checkpointer else {
             return; // no commit hook: counts stay exact
         };
-        checkpointer.count_into(Arc::clone(&pending));
-        // SAFETY: the handle is open; the context stays valid while the
-        // connection lives (`self.pending`, dropped after `conn`).
+        checkpointer.count_into(Arc::clone(&batch));
+        let _ = self.cache.batch.set(Arc::clone(&batch));
+        let boxed = Box::new(batch);
+        // SAFETY: the handle is open; the context (the box's content) stays
+        // valid while the connection lives (`self.batch`, dropped after
+        // `conn`).
         unsafe {
             rusqlite::ffi::sqlite3_rollback_hook(
                 self.sql().handle(),
                 Some(rolled_back),
-                Arc::as_ptr(&pending).cast_mut().cast(),
+                std::ptr::from_ref::<Arc<dyn Batch>>(&*boxed)
+                    .cast_mut()
+                    .cast(),
             );
         }
-        let _ = self.cache.counts.set(Arc::clone(&pending));
-        self.pending = Some(pending);
+        self.batch = Some(boxed);
     }
 
-    /// The batched queue counts, on the writer.
-    pub(crate) fn pending(&self) -> Option<&Arc<Pending>> {
-        self.pending.as_ref()
+    /// The writer's [`Batch`], if one follows it.
+    pub fn batch(&self) -> Option<&dyn Batch> {
+        self.batch.as_deref().map(|b| &**b)
     }
 
-    /// Before a COMMIT of honker's: this process's committed queue counts,
-    /// when they are due, go with it (a failure leaves them for the next).
+    /// Before a COMMIT of honker's: the batch's committed counts, when they
+    /// are due, go with it (a failure leaves them for the next).
     pub(crate) fn flush_counts_if_due(&self) {
-        if let Some(p) = self.pending.as_ref().filter(|p| p.due()) {
-            let _ = p.flush(self.raw());
+        if let Some(b) = self.batch().filter(|b| b.due()) {
+            let _ = b.flush(self.raw());
         }
     }
 
@@ -144,24 +153,24 @@ impl HConn {
     }
 
     /// The connection, for SQL the application wrote.
-    pub(crate) fn sql(&self) -> &Connection {
+    pub fn sql(&self) -> &Connection {
         self.conn.as_ref().expect("connection present until closed")
     }
 
     /// The connection as the protocol code sees it.
-    pub(crate) fn raw(&self) -> Conn<'_> {
+    pub fn raw(&self) -> Conn<'_> {
         // SAFETY: the handle is open while `self` lives, and the cache holds
         // statements of this connection only.
         unsafe { Conn::new(self.sql().handle(), Some(&self.cache)) }
     }
 
     /// The statement cache, shared with the SQL functions on this connection.
-    pub(crate) fn cache(&self) -> &Arc<StmtCache> {
+    pub fn cache(&self) -> &Arc<StmtCache> {
         &self.cache
     }
 
     /// Finalizes cached statements, then closes the connection.
-    pub(crate) fn close(mut self) -> Result<()> {
+    pub fn close(mut self) -> Result<()> {
         self.cache.clear();
         match self.conn.take() {
             Some(conn) => conn.close().map_err(|(_, e)| Error::from(e)),
@@ -171,10 +180,10 @@ impl HConn {
 }
 
 unsafe extern "C" fn rolled_back(ctx: *mut std::ffi::c_void) {
-    // SAFETY: `ctx` is the `Pending` installed with the hook, alive while the
-    // connection is (see `install_pending`); borrowed, never dropped here.
-    let pending = unsafe { &*(ctx as *const Pending) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pending.rolled_back()));
+    // SAFETY: `ctx` is the boxed `Arc<dyn Batch>` installed with the hook,
+    // alive while the connection is (see `install_batch`); borrowed.
+    let batch = unsafe { &*(ctx as *const Arc<dyn Batch>) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batch.rolled_back()));
 }
 
 impl Drop for HConn {
@@ -342,6 +351,17 @@ pub fn set_waiting_forbidden(forbidden: bool) -> bool {
     NO_WAIT.with(|w| w.replace(forbidden))
 }
 
+/// Refuses, with `INVALID_ARGUMENT`, a call that waits by design (`what`)
+/// inside [`without_waiting`].
+pub fn refuse_waiting(what: &str) -> Result<()> {
+    if waiting_forbidden() {
+        return Err(Error::invalid(format!(
+            "{what} waits by design: it cannot run inside without_waiting"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether this thread is inside [`without_waiting`] (for bindings that keep
 /// locks of their own and must not wait on them there either).
 pub fn waiting_forbidden() -> bool {
@@ -357,7 +377,7 @@ impl Backoff {
     const FIRST_US: u64 = 500;
     const MAX_US: u64 = 4_000;
 
-    pub(crate) fn new() -> Backoff {
+    pub fn new() -> Backoff {
         Backoff {
             next_us: Self::FIRST_US,
         }

@@ -1,5 +1,5 @@
 //! A small statement layer over the raw SQLite C API, for the protocol code
-//! (`schema`, `queue::ops`, `sql`, maintenance).
+//! (migrations, the primitives' operations, the SQL functions).
 //!
 //! Why not rusqlite here: the same protocol code runs inside the loadable
 //! extension, where SQLite is the *host's* library reached through its
@@ -55,7 +55,7 @@ pub fn vm_steps_on_this_thread() -> u64 {
 /// `lower(hex(randomblob(16)))`. A forked child does not repeat its parent's
 /// tokens: SQLite's unix VFS reseeds the PRNG when a process with a new pid
 /// opens a file, and a child must open its own connection before it claims.
-pub(crate) fn random_token() -> String {
+pub fn random_token() -> String {
     let mut bytes = [0u8; 16];
     // SAFETY: `sqlite3_randomness` writes exactly 16 bytes to the buffer; it
     // is thread-safe.
@@ -70,21 +70,48 @@ pub(crate) fn random_token() -> String {
 }
 
 /// `[&dyn ToSql]` for a statement's parameters, in order.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! params {
     ($($p:expr),* $(,)?) => {
         &[$(&$p as &dyn $crate::raw::ToSql),*] as &[&dyn $crate::raw::ToSql]
     };
 }
-pub(crate) use params;
+pub use crate::params;
+
+/// Counts that follow the writer's transactions: made inside one, kept when
+/// it commits, taken back when it (or a savepoint in it) rolls back, and
+/// written to the file now and then with a commit of honker's. The queue
+/// counters (ADR 27) are one; the engine does not know what they count.
+pub trait Batch: Send + Sync + std::fmt::Debug {
+    /// Where the counts are now (before a savepoint).
+    fn mark(&self) -> usize;
+    /// Takes back the counts made since `mark` (a savepoint rolled back).
+    fn rewind(&self, mark: usize);
+    /// The writer committed: the counts made so far are the file's.
+    fn committed(&self);
+    /// The writer rolled back: the uncommitted counts are gone.
+    fn rolled_back(&self);
+    /// Whether committed counts are due to be written.
+    fn due(&self) -> bool;
+    /// Whether committed counts wait to be written at all.
+    fn has_committed(&self) -> bool;
+    /// The database is closing: stop any timer of the batch's own.
+    fn stop(&self);
+    /// The batch itself, for the layer that records into it.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Writes the committed counts on `conn`, inside its transaction.
+    fn flush(&self, conn: Conn<'_>) -> Result<()>;
+}
 
 /// Prepared statements of one connection, reused across calls.
 #[derive(Debug, Default)]
-pub(crate) struct StmtCache {
+pub struct StmtCache {
     idle: Mutex<HashMap<(usize, usize), Vec<StmtPtr>>>,
-    /// The queue counters batched on this connection (honker's own writer:
-    /// it sees the commits); none elsewhere, where counts are written in the
-    /// transaction itself (`queue::metrics`).
-    pub(crate) counts: std::sync::OnceLock<std::sync::Arc<crate::queue::metrics::Pending>>,
+    /// The [`Batch`] that follows this connection's transactions (honker's
+    /// own writer: it sees the commits); none elsewhere, where counts are
+    /// written in the transaction itself.
+    pub batch: std::sync::OnceLock<std::sync::Arc<dyn Batch>>,
 }
 
 #[derive(Debug)]
@@ -97,7 +124,7 @@ unsafe impl Send for StmtPtr {}
 
 impl StmtCache {
     /// Finalizes every idle statement. Call before closing the connection.
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         for (_, stmts) in self.idle.lock().drain() {
             for s in stmts {
                 // SAFETY: idle statements are owned by the cache alone.
@@ -107,9 +134,10 @@ impl StmtCache {
     }
 }
 
-#[cfg(all(test, feature = "rusqlite"))]
 impl StmtCache {
-    /// How many times the idle statements were re-prepared, all together.
+    /// How many times the idle statements were re-prepared, all together
+    /// (a test's probe).
+    #[doc(hidden)]
     pub(crate) fn reprepares(&self) -> i64 {
         let idle = self.idle.lock();
         idle.values()
@@ -135,7 +163,7 @@ impl Drop for StmtCache {
 /// A connection as the protocol code sees it: a handle plus, optionally, a
 /// statement cache. Cheap to copy; borrows both.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Conn<'a> {
+pub struct Conn<'a> {
     db: *mut ffi::sqlite3,
     cache: Option<&'a StmtCache>,
 }
@@ -145,12 +173,12 @@ impl<'a> Conn<'a> {
     /// `db` must be an open connection, used only by this thread while the
     /// returned value (and anything made from it) lives; `cache` must hold
     /// statements of `db` only.
-    pub(crate) unsafe fn new(db: *mut ffi::sqlite3, cache: Option<&'a StmtCache>) -> Conn<'a> {
+    pub unsafe fn new(db: *mut ffi::sqlite3, cache: Option<&'a StmtCache>) -> Conn<'a> {
         Conn { db, cache }
     }
 
     /// The statement for `sql`, from the cache when there is one.
-    pub(crate) fn prepare_cached(&self, sql: &'static str) -> Result<Stmt<'a>> {
+    pub fn prepare_cached(&self, sql: &'static str) -> Result<Stmt<'a>> {
         let key = (sql.as_ptr() as usize, sql.len());
         if let Some(cache) = self.cache {
             if let Some(s) = cache.idle.lock().get_mut(&key).and_then(Vec::pop) {
@@ -192,7 +220,7 @@ impl<'a> Conn<'a> {
     }
 
     /// Runs one or more statements without parameters or results.
-    pub(crate) fn execute_batch(&self, sql: &str) -> Result<()> {
+    pub fn execute_batch(&self, sql: &str) -> Result<()> {
         let text = CString::new(sql).map_err(|_| Error::invalid("SQL text contains NUL"))?;
         let mut msg: *mut c_char = ptr::null_mut();
         // SAFETY: `text` is NUL-terminated and outlives the call; the error
@@ -217,7 +245,7 @@ impl<'a> Conn<'a> {
 
     /// The main database's file name (empty for a temporary or in-memory
     /// database), if SQLite knows one.
-    pub(crate) fn filename(&self) -> Option<String> {
+    pub fn filename(&self) -> Option<String> {
         // SAFETY: `db` is open; "main" always exists; the name is owned by
         // the connection and copied before this returns.
         let name = unsafe { ffi::sqlite3_db_filename(self.db, c"main".as_ptr()) };
@@ -232,7 +260,7 @@ impl<'a> Conn<'a> {
         )
     }
 
-    pub(crate) fn last_insert_rowid(&self) -> i64 {
+    pub fn last_insert_rowid(&self) -> i64 {
         // SAFETY: `db` is open (constructor contract).
         unsafe { ffi::sqlite3_last_insert_rowid(self.db) }
     }
@@ -242,7 +270,7 @@ impl<'a> Conn<'a> {
     /// at each commit on this connection, and again whenever the connection
     /// finds that another one changed the file (at the start of its next
     /// transaction). `None` if SQLite cannot say.
-    pub(crate) fn data_version(&self) -> Option<u32> {
+    pub fn data_version(&self) -> Option<u32> {
         let mut version: std::ffi::c_uint = 0;
         // SAFETY: `db` is open (constructor contract); the opcode writes
         // one unsigned int to the pointer it is given.
@@ -257,14 +285,14 @@ impl<'a> Conn<'a> {
         (rc == ffi::SQLITE_OK).then_some(version)
     }
 
-    pub(crate) fn is_autocommit(&self) -> bool {
+    pub fn is_autocommit(&self) -> bool {
         // SAFETY: as above.
         unsafe { ffi::sqlite3_get_autocommit(self.db) != 0 }
     }
 
     /// Whether a statement that writes is running on this connection (so
     /// this call runs inside it: a trigger or `INSERT ... SELECT f()`).
-    pub(crate) fn write_statement_running(&self) -> bool {
+    pub fn write_statement_running(&self) -> bool {
         let mut stmt = ptr::null_mut();
         loop {
             // SAFETY: iterating the connection's statements on its own
@@ -302,12 +330,12 @@ impl<'a> Conn<'a> {
     }
 
     /// Runs `f` in the savepoint `honker_nested`: released when `f`
-    /// succeeds, rolled back (and released) when it fails, the queue counts
+    /// succeeds, rolled back (and released) when it fails, the batched counts
     /// it made with it.
-    pub(crate) fn in_savepoint<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub fn in_savepoint<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.prepare_cached("SAVEPOINT honker_nested")?
             .execute(&[])?;
-        let mark = self.pending().map(|p| (p, p.mark()));
+        let mark = self.batch().map(|b| (b, b.mark()));
         let result = f();
         if let (Err(_), Some((p, mark))) = (&result, mark) {
             p.rewind(mark);
@@ -315,9 +343,10 @@ impl<'a> Conn<'a> {
         self.finish_savepoint(result)
     }
 
-    /// The queue counts batched on this connection, if they are.
-    pub(crate) fn pending(&self) -> Option<&'a crate::queue::metrics::Pending> {
-        self.cache.and_then(|c| c.counts.get()).map(|p| &**p)
+    /// The [`Batch`](Batch) that follows this
+    /// connection's transactions, if one does.
+    pub fn batch(&self) -> Option<&'a dyn Batch> {
+        self.cache.and_then(|c| c.batch.get()).map(|b| &**b)
     }
 
     /// Ends the savepoint `honker_nested` according to `result`.
@@ -354,10 +383,7 @@ unsafe impl Send for OwnedDb {}
 
 #[cfg(not(feature = "rusqlite"))]
 impl OwnedDb {
-    pub(crate) fn open(
-        path: &std::path::Path,
-        busy_timeout: std::time::Duration,
-    ) -> Result<OwnedDb> {
+    pub fn open(path: &std::path::Path, busy_timeout: std::time::Duration) -> Result<OwnedDb> {
         // SQLite takes UTF-8 names everywhere (its Windows VFS converts them
         // to UTF-16); on Unix a name is the path's bytes, whatever they are.
         #[cfg(unix)]
@@ -398,7 +424,7 @@ impl OwnedDb {
         Ok(owned)
     }
 
-    pub(crate) fn raw(&self) -> Conn<'_> {
+    pub fn raw(&self) -> Conn<'_> {
         // SAFETY: open, owned by `self`, used by its owner's thread; the
         // cache holds its statements only.
         unsafe { Conn::new(self.db, Some(&self.cache)) }
@@ -418,7 +444,7 @@ impl Drop for OwnedDb {
 }
 
 /// The error for SQLite result code `code` (extended codes allowed).
-pub(crate) fn sqlite_error(code: c_int, message: String) -> Error {
+pub fn sqlite_error(code: c_int, message: String) -> Error {
     let kind = match code & 0xff {
         ffi::SQLITE_BUSY | ffi::SQLITE_LOCKED => ErrorKind::Busy,
         _ => ErrorKind::Sqlite,
@@ -428,7 +454,7 @@ pub(crate) fn sqlite_error(code: c_int, message: String) -> Error {
 
 /// A prepared statement checked out of its connection's cache (or owned).
 #[derive(Debug)]
-pub(crate) struct Stmt<'a> {
+pub struct Stmt<'a> {
     conn: Conn<'a>,
     stmt: *mut ffi::sqlite3_stmt,
     /// The cache key to return the statement under; `None`: finalize on drop.
@@ -500,7 +526,7 @@ impl Stmt<'_> {
     }
 
     /// Runs the statement to completion; returns the rows it changed.
-    pub(crate) fn execute(&mut self, params: &[&dyn ToSql]) -> Result<usize> {
+    pub fn execute(&mut self, params: &[&dyn ToSql]) -> Result<usize> {
         let result = self.bind(params).and_then(|()| {
             while self.step()? {}
             // SAFETY: the connection is open.
@@ -511,7 +537,7 @@ impl Stmt<'_> {
     }
 
     /// The first row mapped by `f`, if there is one.
-    pub(crate) fn query_row<T>(
+    pub fn query_row<T>(
         &mut self,
         params: &[&dyn ToSql],
         f: impl FnOnce(&Row<'_>) -> Result<T>,
@@ -528,7 +554,7 @@ impl Stmt<'_> {
     }
 
     /// The first row mapped by `f`, for queries that always return one.
-    pub(crate) fn query_one<T>(
+    pub fn query_one<T>(
         &mut self,
         params: &[&dyn ToSql],
         f: impl FnOnce(&Row<'_>) -> Result<T>,
@@ -538,7 +564,7 @@ impl Stmt<'_> {
     }
 
     /// Every row mapped by `f`.
-    pub(crate) fn query_map<T>(
+    pub fn query_map<T>(
         &mut self,
         params: &[&dyn ToSql],
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
@@ -557,7 +583,7 @@ impl Stmt<'_> {
 
 /// The current row of a statement.
 #[derive(Debug)]
-pub(crate) struct Row<'s> {
+pub struct Row<'s> {
     stmt: *mut ffi::sqlite3_stmt,
     _life: std::marker::PhantomData<&'s ()>,
 }
@@ -573,12 +599,12 @@ impl Row<'_> {
     /// Column `i` converted to `T`. A value of the wrong type (a row
     /// damaged by hand or by another program) is `SQLITE` with
     /// `SQLITE_CORRUPT`, naming the column.
-    pub(crate) fn get<T: FromSql>(&self, i: usize) -> Result<T> {
+    pub fn get<T: FromSql>(&self, i: usize) -> Result<T> {
         self.decode(i).map_err(Damage::into_error)
     }
 
     /// Column `i` converted to `T`, or what is wrong with it.
-    pub(crate) fn decode<T: FromSql>(&self, i: usize) -> std::result::Result<T, Damage> {
+    pub fn decode<T: FromSql>(&self, i: usize) -> std::result::Result<T, Damage> {
         let idx = c_int::try_from(i).unwrap_or(c_int::MAX);
         // SAFETY: the statement is positioned on a row; the borrowed value is
         // converted before the next step.
@@ -601,7 +627,7 @@ impl Row<'_> {
 
 /// A stored value of the wrong type for its column.
 #[derive(Debug)]
-pub(crate) struct Damage {
+pub struct Damage {
     pub column: String,
     /// SQLite's name of the type found (`TEXT`, `REAL`, ...).
     pub found: &'static str,
@@ -623,7 +649,7 @@ impl Damage {
 
 /// A value read from SQLite, borrowed until the next step.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum ValueRef<'v> {
+pub enum ValueRef<'v> {
     Null,
     Integer(i64),
     Real(f64),
@@ -658,7 +684,7 @@ impl ValueRef<'_> {
 
     /// # Safety
     /// `v` must be a protected value valid for `'v` (a function argument).
-    pub(crate) unsafe fn value<'v>(v: *mut ffi::sqlite3_value) -> ValueRef<'v> {
+    pub unsafe fn value<'v>(v: *mut ffi::sqlite3_value) -> ValueRef<'v> {
         // SAFETY: per the contract.
         unsafe {
             match ffi::sqlite3_value_type(v) {
@@ -737,7 +763,7 @@ unsafe fn bytes<'v>(p: *const u8, n: c_int) -> &'v [u8] {
 }
 
 /// A Rust value that can be bound as a parameter.
-pub(crate) trait ToSql {
+pub trait ToSql {
     fn to_sql(&self) -> ValueRef<'_>;
 }
 
@@ -803,7 +829,7 @@ impl<T: ToSql> ToSql for Option<T> {
 
 /// A Rust value that can be read from a column; the error names what was
 /// expected.
-pub(crate) trait FromSql: Sized {
+pub trait FromSql: Sized {
     fn from_sql(v: ValueRef<'_>) -> Result<Self, &'static str>;
 }
 

@@ -158,7 +158,7 @@ impl Error {
 
     /// `TRIMMED`: `missed` items of `what` were removed before the reader
     /// read them; it goes on from `resumes_at`.
-    pub(crate) fn trimmed(what: &str, missed: u64, resumes_at: i64) -> Error {
+    pub fn trimmed(what: &str, missed: u64, resumes_at: i64) -> Error {
         let mut e = Error::new(
             ErrorKind::Trimmed,
             format!(
@@ -184,15 +184,15 @@ impl Error {
         &self.message
     }
 
-    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    pub fn invalid(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
-    pub(crate) fn not_found(message: impl Into<String>) -> Error {
+    pub fn not_found(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::NotFound, message)
     }
 
-    pub(crate) fn lease_lost(job_id: i64) -> Error {
+    pub fn lease_lost(job_id: i64) -> Error {
         Error::new(
             ErrorKind::LeaseLost,
             format!("job {job_id}: the lease token no longer owns this job (lease lapsed and was reclaimed, or the job already finished)"),
@@ -206,7 +206,12 @@ impl Error {
         Error::invalid("the transaction has already finished (committed or rolled back)")
     }
 
-    pub(crate) fn closed() -> Error {
+    /// The error of a cancelled wait (`TIMEOUT`).
+    pub fn cancelled() -> Error {
+        Error::new(ErrorKind::Timeout, "the wait was cancelled")
+    }
+
+    pub fn closed() -> Error {
         Error::new(ErrorKind::Closed, "the database has been closed")
     }
 
@@ -233,12 +238,12 @@ impl Error {
     }
 
     /// The same error, its message prefixed with the job it is about.
-    pub(crate) fn for_job(mut self, id: i64) -> Error {
+    pub fn for_job(mut self, id: i64) -> Error {
         self.message = format!("job {id}: {}", self.message);
         self
     }
 
-    pub(crate) fn internal(message: impl Into<String>) -> Error {
+    pub fn internal(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Internal, message)
     }
 }

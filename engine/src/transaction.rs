@@ -56,7 +56,7 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(db: Arc<Inner>, guard: WriterGuard, owned_by_thread: bool) -> Transaction {
+    pub fn new(db: Arc<Inner>, guard: WriterGuard, owned_by_thread: bool) -> Transaction {
         if owned_by_thread {
             db.set_tx_owner(true);
         }
@@ -172,9 +172,10 @@ impl Transaction {
         Ok((control, mark))
     }
 
-    /// The batched queue counts of this transaction's connection, if any.
-    fn counts(&self) -> Option<&crate::queue::metrics::Pending> {
-        self.conn().ok().and_then(HConn::pending).map(|p| &**p)
+    /// The [`Batch`](crate::Batch) that follows this transaction's
+    /// connection, if one does.
+    fn counts(&self) -> Option<&dyn crate::Batch> {
+        self.conn().ok().and_then(HConn::batch)
     }
 
     /// Keeps the application's savepoints in step after a statement ran

@@ -61,7 +61,7 @@ fn register() {
 pub(crate) struct Live(());
 
 impl Live {
-    pub(crate) fn new() -> Live {
+    pub fn new() -> Live {
         register();
         LIVE.fetch_add(1, Ordering::SeqCst);
         Live(())
@@ -82,7 +82,7 @@ pub fn forked_while_open() -> bool {
 
 /// `UNSAFE` in a process forked from one using honker; called first thing
 /// by every open, before any call into SQLite.
-pub(crate) fn check_open_allowed() -> Result<()> {
+pub fn check_open_allowed() -> Result<()> {
     if forked_while_open() {
         return Err(Error::new(
             ErrorKind::Unsafe,

@@ -27,7 +27,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(path: PathBuf, max: usize, busy_timeout: Duration) -> Pool {
+    pub fn new(path: PathBuf, max: usize, busy_timeout: Duration) -> Pool {
         Pool {
             path,
             max,
@@ -43,7 +43,7 @@ impl Pool {
 
     /// Checks out a reader, opening one if none is idle and the pool is not
     /// full; otherwise waits up to the busy timeout for one to come back.
-    pub(crate) fn get(&self) -> Result<Reader<'_>> {
+    pub fn get(&self) -> Result<Reader<'_>> {
         let deadline = Instant::now() + self.busy_timeout;
         let mut st = self.state.lock();
         loop {
@@ -93,7 +93,7 @@ impl Pool {
         }
     }
 
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;
         let n = st.idle.len();
@@ -105,7 +105,7 @@ impl Pool {
 
 /// A checked-out reader; returns to the pool on drop.
 #[derive(Debug)]
-pub(crate) struct Reader<'p> {
+pub struct Reader<'p> {
     pool: &'p Pool,
     conn: Option<HConn>,
 }
