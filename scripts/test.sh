@@ -129,7 +129,7 @@ ruff check bindings-python extension/tests bench/python bench/instr bench/swift 
 ruff format --check bindings-python extension/tests bench/python bench/instr bench/swift demo tests-interop tests-faults scripts
 
 step "cargo doc (broken links are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --locked -q -p honker -p honker-engine --no-deps
 
 step "cargo test (unit, integration, multi-process, doc-tests)"
 log="$work/cargo-test.log"

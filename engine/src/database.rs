@@ -291,7 +291,7 @@ impl Database {
     ///
     /// # Safety
     /// `db` must be null or an open connection (see
-    /// [`register_functions_on`](Self::register_functions_on)).
+    /// `honker::Database::register_functions_on`).
     pub unsafe fn check_foreign(&self, db: *mut rusqlite::ffi::sqlite3) -> Result<()> {
         if db.is_null() {
             return Err(Error::invalid("the connection handle is null"));

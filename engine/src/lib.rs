@@ -15,6 +15,9 @@
 //! refusal, the SQL functions) and typed slots ([`Database::slot`]).
 //! Applications use the crate `honker`, which re-exports what they need.
 
+// The modules' documentation describes their internals too: it is
+// honker's own crate, read by honker's developers.
+#![allow(rustdoc::private_intra_doc_links)]
 // In the protocol-only build (the extension) parts serve only the Database API.
 #![cfg_attr(not(feature = "rusqlite"), allow(dead_code))]
 

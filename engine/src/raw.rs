@@ -343,7 +343,7 @@ impl<'a> Conn<'a> {
         self.finish_savepoint(result)
     }
 
-    /// The [`Batch`](Batch) that follows this
+    /// The [`Batch`] that follows this
     /// connection's transactions, if one does.
     pub fn batch(&self) -> Option<&'a dyn Batch> {
         self.cache.and_then(|c| c.batch.get()).map(|b| &**b)
