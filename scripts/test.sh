@@ -208,6 +208,11 @@ CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="bash $root/scripts/wine.sh" \
     cargo test --locked -p honker -p honker-engine --target x86_64-pc-windows-gnu --no-fail-fast 2>&1 | tee "$win_log" |
     grep -E '^(test result|warning|error)|FAILED|panicked' || true
 if grep -qE '^test result: FAILED|^error' "$win_log" || ! grep -q '^test result: ok' "$win_log"; then
+    # Each failed target's whole output (a binary that died prints no
+    # result line), then the end of the log.
+    for failed in $(sed -nE 's/.*`-p [a-z-]+ --(test|lib)( ([a-z_]+))?`.*/\3/p' "$win_log" | sort -u); do
+        awk -v t="tests/$failed.rs" '/^ +Running /{on = index($0, t) > 0} on' "$win_log" >&2
+    done
     tail -n 60 "$win_log" >&2
     echo "test.sh: core's tests failed under Wine" >&2
     exit 1
