@@ -525,7 +525,7 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
     return [
         ("bindings-node/index.d.ts", "error-codes", "//", node_union),
         ("bindings-node/index.d.ts", "job-states", "//", states_union),
-        ("bindings-node/index.js", "error-classes", "//", node_classes),
+        ("bindings-node/lib/errors.js", "error-classes", "//", node_classes),
         ("bindings-python/python/honker/errors.py", "error-classes", "#", py_classes),
         ("bindings-swift/src/errors.rs", "error-enum", "    //", swift_enum),
         ("bindings-swift/src/errors.rs", "error-parts", "            //", swift_parts),
@@ -614,11 +614,11 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             for n in NODE_RECORDS
         ],
         *[
-            ("bindings-node/index.js", f"record-{n}", "//", js_converter(f, n))
+            ("bindings-node/lib/convert.js", f"record-{n}", "//", js_converter(f, n))
             for n in NODE_RECORDS
         ],
         (
-            "bindings-node/index.js",
+            "bindings-node/lib/convert.js",
             "cells-ClaimedJob",
             "//",
             js_cells_reader(f, "ClaimedJob"),

@@ -1,0 +1,527 @@
+'use strict';
+// Queues and jobs.
+
+const { FAST_MAX, fast, write } = require('./calls.js');
+const { ATTEMPTS, CLAIMED_JOB_FIELDS, I32, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, epochMs, int, iterable, jobInfo, need, num, optMs, optNumber, optText, queueMetrics, queueStats, text } = require('./convert.js');
+const { Database, method, txId } = require('./database.js');
+const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
+const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, opts } = require('./options.js');
+const { captureTrace, traceContext } = require('./trace.js');
+
+class Queue {
+  constructor(db, n) {
+    this._db = db;
+    this._native = n;
+    this._lease = n.lease;
+  }
+
+  get name() {
+    return this._native.name;
+  }
+
+  /**
+   * Adds a job; with `{ tx }` it commits or rolls back with your transaction.
+   * Options: delay (ms), runAt (Date), priority, maxAttempts, dedupeKey,
+   * expires (ms).
+   */
+  async enqueue(payload, options) {
+    options = opts(options, ENQUEUE_OPTIONS);
+    return enqueued((await this._enqueue([encode(payload)], options))[0]);
+  }
+
+  /** Adds one job per payload, all in one transaction. */
+  async enqueueMany(payloads, options) {
+    options = opts(options, ENQUEUE_OPTIONS);
+    return (await this._enqueue(Array.from(iterable('payloads', payloads), encode), options)).map(enqueued);
+  }
+
+  // Checks the options (throwing here, before any wait) and writes the
+  // encoded payloads: a Promise of the native records.
+  _enqueue(list, options) {
+    const { delay, runAt, priority, maxAttempts, dedupeKey, expires, tx } = options;
+    int('priority', priority, ...I32);
+    int('maxAttempts', maxAttempts, ...ATTEMPTS);
+    optText('dedupeKey', dedupeKey);
+    const opts = {
+      delay: optMs('delay', delay),
+      runAt: epochMs('runAt', runAt),
+      priority,
+      maxAttempts,
+      dedupeKey,
+      expires: optMs('expires', expires),
+      tx: txId(this._db, tx),
+      ...captureTrace(),
+    };
+    // No options crosses as none: napi reads an object field by field, 12k
+    // instructions for these nine, a quarter of an enqueue's own (ADR 29).
+    const given = definedFields(opts);
+    const n = this._native;
+    return write(
+      this._db,
+      given && opts.tx,
+      this._db._fast && list.length <= FAST_MAX,
+      () => n.tryEnqueueMany(list, given),
+      () => n.enqueueMany(list, given),
+    );
+  }
+
+  /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */
+  async claimBatch(workerId, n = 1, options) {
+    options = opts(options, CLAIM_BATCH_OPTIONS);
+    const { lease, wait, tx } = options;
+    text('workerId', workerId);
+    int('n', n, ...U32);
+    const args = definedFields({
+      lease: optMs('lease', lease),
+      wait: optMs('wait', wait),
+      tx: txId(this._db, tx),
+    });
+    const q = this._native;
+    const now = () => q.tryClaim(workerId, n, args);
+    const later = () => q.claim(workerId, n, args);
+    // A claim that waits for work takes the writer only for each attempt,
+    // so it does not hold the queue's turn while it sleeps.
+    const rows = args && args.wait
+      ? await call(later)
+      : await write(this._db, args && args.tx, this._db._fast && n <= FAST_MAX, now, later);
+    const leaseMs = lease ?? this._lease;
+    const jobs = [];
+    for (let i = 0; i < rows.length; i += CLAIMED_JOB_FIELDS) {
+      jobs.push(new Job(this, workerId, claimedJobAt(rows, i), leaseMs));
+    }
+    return jobs;
+  }
+
+  /**
+   * `for await (const job of queue.claim('mailer-1', { signal }))`: an
+   * endless stream of jobs that sleeps (off the event loop) until work
+   * arrives from any process, and ends when `signal` aborts or the loop
+   * breaks. It is core's claim stream (the same on every surface): jobs
+   * claimed but not handed out (`batch` > 1), or claimed in the background
+   * after the end, are released at once; a job already handed to the loop
+   * body stays leased to it.
+   */
+  claim(workerId, options) {
+    options = opts(options, CLAIM_OPTIONS);
+    const { signal, batch = 1, lease, wait = 1000 } = options;
+    text('workerId', workerId);
+    int('batch', batch, ...U32);
+    const leaseMs = optMs('lease', lease);
+    const waitMs = optMs('wait', wait);
+    const queue = this;
+    let claimer = null;
+    let done = false;
+    let ended = null;
+    const end = () => {
+      done = true;
+      if (signal) signal.removeEventListener('abort', end);
+      // Wakes a waiting next(); what it claimed, and the buffer, go back.
+      if (claimer && !ended) ended = call(() => claimer.close());
+      return ended ?? Promise.resolve(0);
+    };
+    if (signal) signal.addEventListener('abort', end, { once: true });
+
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      async next() {
+        if (!claimer && !done) claimer = unwrap(guarded(() => queue._native.claimer(workerId, batch, leaseMs)));
+        for (;;) {
+          if (done || (signal && signal.aborted)) {
+            await end();
+            return { done: true, value: undefined };
+          }
+          const raw = claimer.takeBuffered() ?? (await call(() => claimer.next(waitMs)));
+          if (raw) return { done: false, value: new Job(queue, workerId, raw, leaseMs ?? queue._lease) };
+          // null: the wait ran out (claim again) or the stream was closed.
+        }
+      },
+      async return() {
+        await end();
+        return { done: true, value: undefined };
+      },
+    };
+  }
+
+  /** Acks several jobs in one transaction; resolves to how many were held. */
+  async ackMany(jobs, options) {
+    options = opts(options, TX_OPTIONS);
+    const ids = [];
+    const tokens = [];
+    for (const j of iterable('jobs', jobs)) {
+      const i = ids.length;
+      ids.push(int(`jobs[${i}].id`, j && j.id, ...ID));
+      tokens.push(text(`jobs[${i}].token`, j && j.token));
+    }
+    const tx = txId(this._db, options.tx);
+    const q = this._native;
+    return write(
+      this._db,
+      tx,
+      this._db._fast && ids.length <= FAST_MAX,
+      () => q.tryAckMany(ids, tokens, tx),
+      () => q.ackMany(ids, tokens, tx),
+    );
+  }
+
+  /** Cancels a live job; false if it had already finished. */
+  async cancel(id, options) {
+    options = opts(options, CANCEL_OPTIONS);
+    int('id', id, ...ID);
+    const tx = txId(this._db, options.tx);
+    const q = this._native;
+    return write(
+      this._db,
+      tx,
+      this._db._fast,
+      () => q.tryCancel(id, options.reason, tx),
+      () => q.cancel(id, options.reason, tx),
+    );
+  }
+
+  /**
+   * The running job that `(id, token)` leases, rebuilt: for a process handed
+   * a lease by another (a webhook that completes the job later, a worker in
+   * another language). LeaseLost if the job is not running (or finished),
+   * NotFound if it never existed, as a verb with the lease would say; a verb
+   * on it rejects with LeaseLost if another claim holds it now. keepAlive
+   * renews it for the queue's lease.
+   */
+  async job(id, token) {
+    int('id', id, ...ID);
+    text('token', token);
+    const q = this._native;
+    const r = await fast(this._db._fast, () => q.tryJob(id, token), () => q.job(id, token));
+    return new Job(this, r.workerId, r.job, this._lease);
+  }
+
+  /** The job in any state; NotFound if it never existed or was pruned. */
+  async getJob(id) {
+    int('id', id, ...ID);
+    const q = this._native;
+    return jobInfo(await fast(this._db._fast, () => q.tryGetJob(id), () => q.getJob(id)));
+  }
+
+  /** The result saved by `job.ack({ result })`, or null. */
+  async getResult(id) {
+    int('id', id, ...ID);
+    const q = this._native;
+    return decode(await fast(this._db._fast, () => q.tryGetResult(id), () => q.getResult(id))) ?? null;
+  }
+
+  /** Waits (off the event loop) for the job's result; Timeout if none comes. */
+  async waitResult(id, options) {
+    options = opts(options, WAIT_RESULT_OPTIONS);
+    int('id', id, ...ID);
+    const timeout = optMs('timeout', options.timeout ?? 30_000);
+    return decode(await call(() => this._native.waitResult(id, timeout))) ?? null;
+  }
+
+  async stats() {
+    return queueStats(await call(() => this._native.stats()));
+  }
+
+  /**
+   * The queue's counters (enqueued, claimed, acked, retried, reclaimed, dead,
+   * expired, cancelled), claim latency histogram and jobs by state: counted
+   * in the file by every process, so the whole file's (ADR 27).
+   */
+  async metrics() {
+    return queueMetrics(JSON.parse(await call(() => this._native.metricsJson())));
+  }
+
+  /**
+   * Limits how many of this queue's jobs start, for every worker of every
+   * process together (`{ limit: 10, per: 1000 }`: at most 10 a second;
+   * `burst`, 1, at once), enforced inside each claim's transaction: a claim
+   * takes what the limit allows, the rest keep waiting with their attempts
+   * untouched, and waiting workers sleep until the next may start. `null`
+   * lifts it.
+   */
+  /**
+   * Stores the queue's settings in the file, for every process and
+   * language: handles made afterwards (`db.queue(name)`, a Worker's) use
+   * them where they were not given options of their own; what is not named
+   * stays as stored. Options: lease, maxAttempts, backoffBase, backoffMax
+   * (ms), backoffJitter.
+   */
+  async configure(settings) {
+    settings = opts(settings, QUEUE_OPTIONS);
+    const arg = definedFields({
+      lease: optMs('lease', settings.lease),
+      maxAttempts: int('maxAttempts', settings.maxAttempts, ...ATTEMPTS),
+      backoffBase: optMs('backoffBase', settings.backoffBase),
+      backoffMax: optMs('backoffMax', settings.backoffMax),
+      backoffJitter: optNumber('backoffJitter', settings.backoffJitter),
+    }) ?? {};
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.configure(arg)));
+  }
+
+  /** The queue's stored settings (ms; a field absent when not set). */
+  async settings() {
+    const stored = await call(() => this._native.settings());
+    const out = {};
+    for (const [k, v] of Object.entries(stored)) if (v !== undefined && v !== null) out[k] = v;
+    return out;
+  }
+
+  /** Forgets the queue's stored settings (the defaults apply again). */
+  async clearSettings() {
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.clearSettings()));
+  }
+
+  async setRateLimit(limit) {
+    let arg = null;
+    if (limit !== null) {
+      if (typeof limit !== 'object' || limit === undefined) throw invalid('setRateLimit takes { limit, per, burst } or null');
+      arg = { limit: need('limit', limit.limit, ...ID), per: optMs('per', limit.per), burst: int('burst', limit.burst, ...ID) ?? 1 };
+      if (arg.per === undefined) throw invalid('per must be given');
+    }
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.setRateLimit(arg)));
+  }
+
+  /** The queue's rate limit (`{ limit, per, burst }`, `per` in ms), or null. */
+  async rateLimit() {
+    return call(() => this._native.rateLimit());
+  }
+
+  /** Dead letters with ids above `afterId`, oldest first (paged). */
+  async deadLetters(options) {
+    options = opts(options, DEAD_LETTERS_OPTIONS);
+    int('afterId', options.afterId, ...ID);
+    int('limit', options.limit, ...U32);
+    const rows = await call(() => this._native.deadLetters(options.afterId, options.limit));
+    return rows.map(jobInfo);
+  }
+
+  async requeueDead(id) {
+    int('id', id, ...ID);
+    const q = this._native;
+    return write(this._db, undefined, this._db._fast, () => q.tryRequeueDead(id), () => q.requeueDead(id));
+  }
+
+  async requeueAllDead() {
+    return this._db._writer.run(() => call(() => this._native.requeueAllDead()));
+  }
+
+  /** Deletes dead letters (those that died at least `olderThan` ms ago). */
+  async purgeDead(options) {
+    options = opts(options, PURGE_DEAD_OPTIONS);
+    const olderThan = optMs('olderThan', options.olderThan);
+    return this._db._writer.run(() => call(() => this._native.purgeDead(olderThan)));
+  }
+}
+
+class Job {
+  constructor(queue, workerId, raw, leaseMs) {
+    this._queue = queue;
+    this._raw = raw;
+    this._leaseMs = leaseMs;
+    this.id = raw.id;
+    this.attempts = raw.attempts;
+    this.maxAttempts = raw.maxAttempts;
+    this.priority = raw.priority;
+    this.workerId = workerId;
+    this.token = raw.token;
+    this._expires = raw.leaseExpiresAtMs;
+  }
+
+  /** The enqueued payload: parsed JSON, or a Buffer. */
+  get payload() {
+    if (!('_payload' in this)) this._payload = decode(this._raw.payload);
+    return this._payload;
+  }
+
+  get queue() {
+    return this._queue;
+  }
+
+  get runAt() {
+    return new Date(this._raw.runAtMs);
+  }
+
+  get createdAt() {
+    return new Date(this._raw.createdAtMs);
+  }
+
+  /**
+   * The producer's W3C trace context ({ traceparent, tracestate? }), if it
+   * had an active OpenTelemetry span; the Worker makes it active around the
+   * handler. Give it to `propagation.extract` when you run jobs by hand.
+   */
+  get traceContext() {
+    return traceContext(this._raw.traceContext);
+  }
+
+  /** When the lease lapses unless extended (renewals by keepAlive included). */
+  get leaseExpiresAt() {
+    this._renewed();
+    return new Date(this._expires);
+  }
+
+  _q() {
+    return this._queue._native;
+  }
+
+  _fast() {
+    return this._queue._db._fast;
+  }
+
+  // A verb that settles the job: marks it so, for the worker (a handler
+  // that acked its job itself, in its own transaction).
+  async _write(tx, now, later) {
+    const r = await write(this._queue._db, tx, this._fast(), now, later);
+    this._settled = true;
+    return r;
+  }
+
+  _tx(options) {
+    return txId(this._queue._db, options && options.tx);
+  }
+
+  /** Completes the job (in `tx` if given), saving `result` if given. */
+  async ack(options) {
+    options = opts(options, ACK_OPTIONS);
+    const result = options.result === undefined ? undefined : encode(options.result);
+    const [q, tx] = [this._q(), this._tx(options)];
+    return this._write(
+      tx,
+      () => q.tryAck(this.id, this.token, result, tx),
+      () => q.ack(this.id, this.token, result, tx),
+    );
+  }
+
+  /** Another attempt after `delay` ms (default: the job's backoff); dead when used up. */
+  async retry(options) {
+    options = opts(options, RETRY_OPTIONS);
+    const [q, tx, delay] = [this._q(), this._tx(options), optMs('delay', options.delay)];
+    return this._write(
+      tx,
+      () => q.tryRetry(this.id, this.token, delay, options.error, tx),
+      () => q.retry(this.id, this.token, delay, options.error, tx),
+    );
+  }
+
+  /** Dead-letters the job now. */
+  async fail(error, options) {
+    options = opts(options, TX_OPTIONS);
+    const [q, tx, e] = [this._q(), this._tx(options), String(error)];
+    return this._write(
+      tx,
+      () => q.tryFail(this.id, this.token, e, tx),
+      () => q.fail(this.id, this.token, e, tx),
+    );
+  }
+
+  /** Gives the job back now without using up an attempt. */
+  async release(options) {
+    options = opts(options, TX_OPTIONS);
+    const [q, tx] = [this._q(), this._tx(options)];
+    return this._write(
+      tx,
+      () => q.tryRelease(this.id, this.token, tx),
+      () => q.release(this.id, this.token, tx),
+    );
+  }
+
+  /** Gives the job back to run after `delay` ms, without using up an attempt. */
+  async snooze(delay, options) {
+    options = opts(options, TX_OPTIONS);
+    const [q, tx, d] = [this._q(), this._tx(options), optMs('delay', delay)];
+    return this._write(
+      tx,
+      () => q.trySnooze(this.id, this.token, d, tx),
+      () => q.snooze(this.id, this.token, d, tx),
+    );
+  }
+
+  /** Extends the lease by `extend` ms (default: the claim's lease); resolves to the new expiry. */
+  async heartbeat(options) {
+    options = opts(options, HEARTBEAT_OPTIONS);
+    const extend = optMs('extend', options.extend) ?? this._leaseMs;
+    const [q, tx] = [this._q(), this._tx(options)];
+    this._expires = await write(
+      this._queue._db,
+      tx,
+      this._fast(),
+      () => q.tryHeartbeat(this.id, this.token, extend, tx),
+      () => q.heartbeat(this.id, this.token, extend, tx),
+    );
+    return this.leaseExpiresAt;
+  }
+
+  /**
+   * Runs `fn(signal)` while core renews the lease every `every` ms (default:
+   * a third of the lease), the same renewal as on every surface: a
+   * transient failure (Busy) is tried again; a lost lease (reclaimed after a
+   * lapse, cancelled) stops it and aborts `signal` (a LeaseLost as its
+   * reason), so the work can stop early; once `fn` settles, keepAlive then
+   * rejects with LeaseLost: the outcome can no longer be recorded, and the
+   * job runs again elsewhere (at-least-once). An error from `fn` is thrown
+   * as it is. Resolves to what `fn` resolves to.
+   */
+  async keepAlive(fn, options) {
+    options = opts(options, KEEP_ALIVE_OPTIONS);
+    if (typeof fn !== 'function') throw invalid(`keepAlive needs a function to run, got ${describe(fn)}`);
+    const every = optMs('every', options.every);
+    const renewal = unwrap(guarded(() => this._q().keepAlive(this.id, this.token, this._leaseMs, every)));
+    this._renewal = renewal;
+    const lost = new AbortController();
+    // A lost lease shows on the renewal at its next beat; looked at often.
+    const check = setInterval(
+      () => {
+        if (renewal.lost && !lost.signal.aborted) lost.abort(leaseLost(this.id));
+      },
+      Math.max(5, Math.min(every ?? this._leaseMs / 3, 250)),
+    );
+    const stop = async () => {
+      clearInterval(check);
+      const wasLost = await call(() => renewal.stop());
+      this._renewed();
+      this._renewal = null;
+      return wasLost;
+    };
+    let value;
+    try {
+      value = await fn(lost.signal);
+    } catch (e) {
+      await stop().catch(() => {});
+      throw e;
+    }
+    if (await stop()) throw leaseLost(this.id);
+    return value;
+  }
+
+  /** Takes the renewal's latest expiry into the job's. */
+  _renewed() {
+    const at = this._renewal && this._renewal.leaseExpiresAt;
+    if (at && at > this._expires) this._expires = at;
+  }
+}
+
+// The database's calls for this module (database.js names no primitive).
+method(Database, function queue(name, options) {
+  options = opts(options, QUEUE_OPTIONS);
+  text('name', name);
+  int('maxAttempts', options.maxAttempts, ...ATTEMPTS);
+  for (const k of ['lease', 'backoffBase', 'backoffMax']) optMs(k, options[k]);
+  num('backoffJitter', options.backoffJitter);
+  return new Queue(this, unwrap(guarded(() => this._native.queue(name, options))));
+});
+
+method(Database, async function metrics() {
+  return JSON.parse(await call(() => this._native.metricsJson())).map(queueMetrics);
+});
+
+method(Database, async function metricsText() {
+  return call(() => this._native.metricsText());
+});
+
+module.exports = {
+  Job,
+  Queue,
+};
