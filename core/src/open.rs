@@ -42,6 +42,7 @@ impl Database {
         // count in each transaction.
         let pending = (!options.metrics_flush_every.is_zero())
             .then(|| crate::queue::metrics::Pending::new(options.metrics_flush_every));
+        let batch = pending.clone().map(|p| p as Arc<dyn honker_engine::Batch>);
         let config = crate::sql::SqlConfig::of(&options);
         let register = |writer: &crate::connection::HConn| {
             // SAFETY: the handle is open; the functions share the writer's
@@ -60,13 +61,13 @@ impl Database {
             honker_engine::Setup {
                 schema: &crate::schema::SCHEMA,
                 on_writer: &register,
-                batch: pending.clone().map(|p| p as Arc<dyn honker_engine::Batch>),
+                batch: batch.clone(),
             },
         )?;
         let db = Database {
             inner: Arc::new(Inner {
                 engine,
-                batch: pending.clone().map(|p| p as Arc<dyn honker_engine::Batch>),
+                batch,
                 options,
             }),
         };

@@ -92,12 +92,12 @@ pub(crate) struct Checkpointer {
     state: Mutex<State>,
     cv: Condvar,
     pub(crate) stats: Stats,
-    /// The writer's batched queue counts, told of each commit first.
+    /// The writer's [`Batch`], told of each commit first.
     batch: std::sync::OnceLock<Arc<dyn Batch>>,
 }
 
 impl Checkpointer {
-    pub fn new(
+    pub(crate) fn new(
         path: PathBuf,
         busy_timeout: std::time::Duration,
         durability: Durability,
@@ -113,9 +113,9 @@ impl Checkpointer {
         })
     }
 
-    /// Tells `pending` of every commit of the writer (from the WAL hook:
+    /// Tells `batch` of every commit of the writer (from the WAL hook:
     /// SQLite calls it once a commit is in the WAL).
-    pub fn count_into(&self, batch: Arc<dyn Batch>) {
+    pub(crate) fn count_into(&self, batch: Arc<dyn Batch>) {
         let _ = self.batch.set(batch);
     }
 

@@ -40,7 +40,7 @@ pub struct Transaction {
     /// What made SQLite end the transaction, once it has.
     dead: Mutex<Option<String>>,
     /// Savepoints the application opened through `execute`, innermost last,
-    /// with where the batched queue counts were when each began (a
+    /// with where the writer's batched counts were when each began (a
     /// `ROLLBACK TO` takes back the counts made since).
     savepoints: Mutex<Vec<(String, usize)>>,
 }
@@ -56,7 +56,7 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    pub fn new(db: Arc<Inner>, guard: WriterGuard, owned_by_thread: bool) -> Transaction {
+    pub(crate) fn new(db: Arc<Inner>, guard: WriterGuard, owned_by_thread: bool) -> Transaction {
         if owned_by_thread {
             db.set_tx_owner(true);
         }
@@ -146,7 +146,7 @@ impl Transaction {
     }
 
     /// What `sql` does to the transaction, refused when it would end it;
-    /// for a `SAVEPOINT`, also where the batched queue counts are before it
+    /// for a `SAVEPOINT`, also where the writer's batched counts are before it
     /// runs (0 otherwise, or when they are not batched).
     fn check_control(&self, sql: &str) -> Result<(Control, usize)> {
         let control = Control::of(sql);
