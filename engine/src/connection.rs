@@ -377,7 +377,7 @@ impl Backoff {
     const FIRST_US: u64 = 500;
     const MAX_US: u64 = 4_000;
 
-    pub fn new() -> Backoff {
+    pub(crate) fn new() -> Backoff {
         Backoff {
             next_us: Self::FIRST_US,
         }

@@ -40,7 +40,7 @@ use crate::pool::{Pool, Reader};
 use crate::transaction::Transaction;
 use crate::watcher::{watcher_for, Signal, Watcher};
 
-pub type WriterGuard = ArcMutexGuard<RawMutex, Option<HConn>>;
+pub(crate) type WriterGuard = ArcMutexGuard<RawMutex, Option<HConn>>;
 
 /// What the layers above bring to [`Database::open`].
 pub struct Setup<'a> {
@@ -87,7 +87,7 @@ pub struct Database {
 }
 
 #[derive(Debug)]
-pub struct Inner {
+pub(crate) struct Inner {
     path: PathBuf,
     options: Options,
     writer: Arc<Mutex<Option<HConn>>>,
@@ -532,11 +532,11 @@ fn thread_token() -> u64 {
 }
 
 impl Inner {
-    pub fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         self.options.clock.now_ms()
     }
 
-    pub fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::closed());
         }
@@ -546,21 +546,21 @@ impl Inner {
         Ok(())
     }
 
-    pub fn reader(&self) -> Result<Reader<'_>> {
+    pub(crate) fn reader(&self) -> Result<Reader<'_>> {
         self.check_open()?;
         self.readers.get()
     }
 
-    pub fn signal(&self) -> &Signal {
+    pub(crate) fn signal(&self) -> &Signal {
         &self.signal
     }
 
     /// Whether this process is a fork of the one that opened the database.
-    pub fn in_forked_child(&self) -> bool {
+    pub(crate) fn in_forked_child(&self) -> bool {
         self.pid != std::process::id()
     }
 
-    pub fn lock_writer(&self) -> Result<WriterGuard> {
+    pub(crate) fn lock_writer(&self) -> Result<WriterGuard> {
         self.check_open()?;
         if self.tx_owner.load(Ordering::SeqCst) == thread_token() {
             // Under `without_waiting` (a host's inline attempt before it
@@ -604,7 +604,7 @@ impl Inner {
         Ok(())
     }
 
-    pub fn set_tx_owner(&self, owned: bool) {
+    pub(crate) fn set_tx_owner(&self, owned: bool) {
         let v = if owned { thread_token() } else { 0 };
         self.tx_owner.store(v, Ordering::SeqCst);
     }
@@ -612,7 +612,7 @@ impl Inner {
     /// Runs `f(conn, now_ms)` as one atomic unit: inside `tx` (in a savepoint,
     /// so a failure leaves the caller's transaction as it was), or else in a
     /// write transaction of its own that commits when `f` succeeds.
-    pub fn write<R>(
+    pub(crate) fn write<R>(
         &self,
         tx: Option<&Transaction>,
         f: impl FnOnce(&HConn, i64) -> Result<R>,
@@ -652,7 +652,7 @@ impl Inner {
 
     /// Wakes local waiters, and runs the after-commit hook (a slice of
     /// maintenance) when it is due.
-    pub fn after_commit(&self, now: i64) {
+    pub(crate) fn after_commit(&self, now: i64) {
         self.signal().bump();
         let Some(hook) = self.after_commit.get() else {
             return;
@@ -673,7 +673,7 @@ impl Inner {
     }
 }
 
-pub fn query_rows(conn: &Connection, sql: &str, params: impl Params) -> Result<Rows> {
+pub(crate) fn query_rows(conn: &Connection, sql: &str, params: impl Params) -> Result<Rows> {
     let mut stmt = conn.prepare_cached(sql)?;
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let n = columns.len();

@@ -61,7 +61,7 @@ fn register() {
 pub(crate) struct Live(());
 
 impl Live {
-    pub fn new() -> Live {
+    pub(crate) fn new() -> Live {
         register();
         LIVE.fetch_add(1, Ordering::SeqCst);
         Live(())

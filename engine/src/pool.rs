@@ -27,7 +27,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub fn new(path: PathBuf, max: usize, busy_timeout: Duration) -> Pool {
+    pub(crate) fn new(path: PathBuf, max: usize, busy_timeout: Duration) -> Pool {
         Pool {
             path,
             max,
@@ -43,7 +43,7 @@ impl Pool {
 
     /// Checks out a reader, opening one if none is idle and the pool is not
     /// full; otherwise waits up to the busy timeout for one to come back.
-    pub fn get(&self) -> Result<Reader<'_>> {
+    pub(crate) fn get(&self) -> Result<Reader<'_>> {
         let deadline = Instant::now() + self.busy_timeout;
         let mut st = self.state.lock();
         loop {
@@ -93,7 +93,7 @@ impl Pool {
         }
     }
 
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;
         let n = st.idle.len();

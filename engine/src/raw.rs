@@ -124,7 +124,7 @@ unsafe impl Send for StmtPtr {}
 
 impl StmtCache {
     /// Finalizes every idle statement. Call before closing the connection.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         for (_, stmts) in self.idle.lock().drain() {
             for s in stmts {
                 // SAFETY: idle statements are owned by the cache alone.
@@ -424,7 +424,7 @@ impl OwnedDb {
         Ok(owned)
     }
 
-    pub fn raw(&self) -> Conn<'_> {
+    pub(crate) fn raw(&self) -> Conn<'_> {
         // SAFETY: open, owned by `self`, used by its owner's thread; the
         // cache holds its statements only.
         unsafe { Conn::new(self.db, Some(&self.cache)) }

@@ -60,7 +60,7 @@ impl Pipe {
 
     /// The watcher's side: readable (pending) if armed. A full pipe
     /// (EAGAIN) is already readable, which is all a wake-up means.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         if self.armed.load(Ordering::SeqCst) {
             #[cfg(unix)]
             self.fds.write_one();
@@ -177,7 +177,7 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    pub fn new(signal: Arc<Signal>) -> Result<Readiness> {
+    pub(crate) fn new(signal: Arc<Signal>) -> Result<Readiness> {
         let pipe = Arc::new(
             Pipe::new()
                 .map_err(|e| Error::internal(format!("cannot create a readiness pipe: {e}")))?,
