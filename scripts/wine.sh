@@ -24,4 +24,12 @@ if [ ! -f "$stamp" ]; then
     rm -f "$WINEPREFIX"/.honker-shim-*
     touch "$stamp"
 fi
+# A wineserver that outlives its last client by a minute: left to itself it
+# exits 3 s after one, and a program that connects while it exits dies with
+# "wine client error: recvmsg: Connection reset by peer" before it runs (core's
+# test binaries, run one after another, met it twice on a loaded machine). If
+# a server already runs for the prefix, this one leaves at once.
+wineserver=/usr/lib/wine/wineserver64
+[ -x "$wineserver" ] || wineserver="$(command -v wineserver64 || command -v wineserver)"
+"$wineserver" -p60 >/dev/null 2>&1 || true
 exec "$wine" "$@"
