@@ -13,10 +13,10 @@ win32-x64-gnu, ...); KIND is what the file is:
 
 Checked: the format and architecture; Linux glibc: no symbol version above
 GLIBC_2.17 and only the C library's own shared objects needed; Linux musl:
-musl's C library, no glibc; macOS: the minimum OS (11.0 or lower) and only
-/usr/lib's libraries; Windows: x86-64, no MSVC runtime, no libgcc or
-winpthread DLL, Python's stable-ABI python3.dll only (never python3X.dll);
-and the export. Prints one line: what was checked; exits 1 with the reason
+musl's C library only, by Alpine's name (libc.musl-ARCH.so.1), no glibc;
+macOS: the minimum OS (11.0 or lower) and only /usr/lib's libraries;
+Windows: x86-64, no MSVC runtime, no libgcc or winpthread DLL, Python's
+stable-ABI python3.dll only (never python3X.dll); and the export. Prints one line: what was checked; exits 1 with the reason
 when something is wrong.
 """
 
@@ -43,7 +43,6 @@ GLIBC_LIBS = {
     "ld-linux-x86-64.so.2",
     "ld-linux-aarch64.so.1",
 }
-MUSL_LIBS = {"libc.so", "libgcc_s.so.1"}
 # Windows: system DLLs every supported Windows (10+) has.
 WINDOWS_DLLS = {
     "kernel32.dll",
@@ -91,11 +90,14 @@ def check_elf(platform, kind, path):
         fail(f"{path}: machine {machine!r}, not {want}")
     dyn = tool("readelf", "-d", path)
     needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn))
-    allowed = (
-        GLIBC_LIBS
-        if libc == "gnu"
-        else MUSL_LIBS | {f"ld-musl-{'x86_64' if arch == 'x64' else 'aarch64'}.so.1"}
-    )
+    # musl's C library by Alpine's name (scripts/musl-soname.py renames zig's
+    # `libc.so`, which auditwheel's musllinux policy refuses).
+    musl_arch = "x86_64" if arch == "x64" else "aarch64"
+    allowed = GLIBC_LIBS if libc == "gnu" else {f"libc.musl-{musl_arch}.so.1"}
+    if libc == "musl" and "libc.so" in needed:
+        fail(
+            f"{path}: needs libc.so, not libc.musl-{musl_arch}.so.1 (scripts/musl-soname.py)"
+        )
     extra = needed - allowed
     if extra:
         fail(

@@ -49,7 +49,7 @@ for arg in "$@"; do
 done
 # What scripts/deps.sh and scripts/swift-chroot.sh install with apt that a
 # new Debian 12 + Rust machine does not have.
-APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap valgrind gcc-mingw-w64-x86-64 wine64 llvm qemu-user-static)
+APT_ADDED=(libclang-dev libsqlite3-dev shellcheck debootstrap valgrind gcc-mingw-w64-x86-64 wine64 llvm qemu-user-static musl-tools musl musl-dev)
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "cold-check: the work tree has uncommitted changes; the check runs the committed HEAD only" >&2

