@@ -470,6 +470,56 @@ NODE_RECORDS = (
 )
 
 
+# ----- defaults: core's `honker::defaults` table, as each host's constants.
+# A duration is seconds in Python, ms in Node, a TimeInterval in Swift.
+
+
+def seconds_literal(ms: int) -> str:
+    return repr(ms / 1000)
+
+
+def py_defaults(f: dict) -> str:
+    lines = []
+    for d in f["defaults"]:
+        if d["kind"] == "duration":
+            value, unit = seconds_literal(d["value"]), " (seconds)"
+        else:
+            value, unit = str(d["value"]), ""
+        lines.append(f"{d['name']}: Final = {value}")
+        lines.append(f'"""{d["doc"]}{unit}."""')
+    return "\n".join(lines)
+
+
+def js_defaults(f: dict) -> str:
+    lines = []
+    for d in f["defaults"]:
+        unit = " (ms)" if d["kind"] == "duration" else ""
+        lines.append(f"/** {d['doc']}{unit}. */")
+        lines.append(f"const {d['name']} = {d['value']};")
+    names = ", ".join(d["name"] for d in f["defaults"])
+    lines.append(f"module.exports = {{ {names} }};")
+    return "\n".join(lines)
+
+
+SWIFT_DEFAULT_TYPES = {"duration": "TimeInterval", "u32": "UInt32", "i64": "Int64"}
+
+
+def swift_defaults(f: dict) -> str:
+    lines = ["@usableFromInline", "enum Defaults {"]
+    for d in f["defaults"]:
+        value = (
+            seconds_literal(d["value"]) if d["kind"] == "duration" else str(d["value"])
+        )
+        unit = " (seconds)" if d["kind"] == "duration" else ""
+        lines.append(f"    /// {d['doc']}{unit}.")
+        lines.append(
+            f"    @usableFromInline static let {camel(d['name'].lower())}: "
+            f"{SWIFT_DEFAULT_TYPES[d['kind']]} = {value}"
+        )
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def blocks(f: dict) -> list[tuple[str, str, str, str]]:
     """(file, block name, comment prefix, content) for every generated table."""
     codes, states = f["error_codes"], f["job_states"]
@@ -627,6 +677,14 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             (file, f"record-{n}", "    //", swift_record(f, n))
             for file, n in SWIFT_RECORDS
         ],
+        ("bindings-python/python/honker/_defaults.py", "defaults", "#", py_defaults(f)),
+        ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),
+        (
+            "bindings-swift/Sources/Honker/Defaults.swift",
+            "defaults",
+            "//",
+            swift_defaults(f),
+        ),
     ]
 
 

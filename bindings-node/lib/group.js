@@ -4,6 +4,7 @@
 const { FAST_MAX, fast, write } = require('./calls.js');
 const { ID, U32, date, groupDeadLetter, groupEvent, groupInfo, int, iterable, need, optMs, optText, text } = require('./convert.js');
 const { method, txId } = require('./database.js');
+const { GROUP_BATCH, PAGE_LIMIT } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { CLAIM_OPTIONS, EVENT_HEARTBEAT_OPTIONS, EVENT_RETRY_OPTIONS, GROUP_CLAIM_OPTIONS, GROUP_CREATE_OPTIONS, READ_OPTIONS, REMOVE_MEMBER_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 const { Reader, Stream, readerOptions, startArg } = require('./stream.js');
@@ -299,7 +300,7 @@ class Group {
   async dead(options) {
     options = opts(options, READ_OPTIONS);
     const after = int('after', options.after ?? 0, ...ID);
-    const limit = int('limit', options.limit ?? 100, ...U32);
+    const limit = int('limit', options.limit ?? PAGE_LIMIT, ...U32);
     const n = this._native;
     const rows = await fast(this._db._fast, () => n.tryDead(after, limit), () => n.dead(after, limit));
     return rows.map(groupDeadLetter);
@@ -332,7 +333,7 @@ class Group {
   consume(member, options) {
     options = opts(options, CLAIM_OPTIONS);
     text('member', member);
-    const { batch = 10, lease } = options;
+    const { batch = GROUP_BATCH, lease } = options;
     const { wait, signal } = readerOptions(options);
     need('batch', batch, ...U32);
     optMs('lease', lease);

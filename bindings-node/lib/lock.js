@@ -4,6 +4,7 @@
 const { fast, write } = require('./calls.js');
 const { ID, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
+const { LOCK_TTL, RENEW_DIVISOR } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 
@@ -41,7 +42,7 @@ class Lock {
   async tryAcquire(owner, options) {
     options = opts(options, LOCK_TRY_OPTIONS);
     text('owner', owner);
-    const { ttl = 60000, tx } = options;
+    const { ttl = LOCK_TTL, tx } = options;
     optMs('ttl', ttl);
     const t = txId(this._db, tx);
     const n = this._native;
@@ -56,7 +57,7 @@ class Lock {
   async acquire(owner, options) {
     options = opts(options, LOCK_ACQUIRE_OPTIONS);
     text('owner', owner);
-    const { ttl = 60000, wait = 0, signal } = options;
+    const { ttl = LOCK_TTL, wait = 0, signal } = options;
     optMs('ttl', ttl);
     optMs('wait', wait);
     signalArg(signal);
@@ -80,7 +81,7 @@ class Lock {
   async renew(token, options) {
     options = opts(options, LOCK_RENEW_OPTIONS);
     need('token', token, ...ID);
-    const { ttl = 60000 } = options;
+    const { ttl = LOCK_TTL } = options;
     optMs('ttl', ttl);
     const n = this._native;
     return date(await write(this._db, undefined, this._db._fast, () => n.tryRenew(token, ttl), () => n.renew(token, ttl)));
@@ -125,7 +126,7 @@ class Lock {
   async hold(owner, options) {
     options = opts(options, LOCK_HOLD_OPTIONS);
     text('owner', owner);
-    const { ttl = 60000, wait = 0, every, signal } = options;
+    const { ttl = LOCK_TTL, wait = 0, every, signal } = options;
     optMs('ttl', ttl);
     optMs('wait', wait);
     optMs('every', every);
@@ -135,7 +136,7 @@ class Lock {
       if (signal && signal.aborted) throw signal.reason;
       throw new Timeout('TIMEOUT', `lock ${JSON.stringify(this.name)} stayed held by another owner for ${wait} ms`);
     }
-    return new HeldLock(this, native, every ?? ttl / 3);
+    return new HeldLock(this, native, every ?? ttl / RENEW_DIVISOR);
   }
 
   /**

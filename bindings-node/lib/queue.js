@@ -4,6 +4,7 @@
 const { FAST_MAX, fast, write } = require('./calls.js');
 const { ATTEMPTS, CLAIMED_JOB_FIELDS, I32, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, epochMs, int, iterable, jobInfo, need, num, optMs, optNumber, optText, queueMetrics, queueStats, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
+const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
 const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, opts } = require('./options.js');
 const { captureTrace, traceContext } = require('./trace.js');
@@ -103,7 +104,7 @@ class Queue {
    */
   claim(workerId, options) {
     options = opts(options, CLAIM_OPTIONS);
-    const { signal, batch = 1, lease, wait = 1000 } = options;
+    const { signal, batch = CLAIM_BATCH, lease, wait = POLL_WAIT } = options;
     text('workerId', workerId);
     int('batch', batch, ...U32);
     const leaseMs = optMs('lease', lease);
@@ -277,7 +278,7 @@ class Queue {
     let arg = null;
     if (limit !== null) {
       if (typeof limit !== 'object' || limit === undefined) throw invalid('setRateLimit takes { limit, per, burst } or null');
-      arg = { limit: need('limit', limit.limit, ...ID), per: optMs('per', limit.per), burst: int('burst', limit.burst, ...ID) ?? 1 };
+      arg = { limit: need('limit', limit.limit, ...ID), per: optMs('per', limit.per), burst: int('burst', limit.burst, ...ID) ?? RATE_BURST };
       if (arg.per === undefined) throw invalid('per must be given');
     }
     const n = this._native;
@@ -476,7 +477,7 @@ class Job {
       () => {
         if (renewal.lost && !lost.signal.aborted) lost.abort(leaseLost(this.id));
       },
-      Math.max(5, Math.min(every ?? this._leaseMs / 3, 250)),
+      Math.max(5, Math.min(every ?? this._leaseMs / RENEW_DIVISOR, 250)),
     );
     const stop = async () => {
       clearInterval(check);

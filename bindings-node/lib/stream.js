@@ -4,12 +4,13 @@
 const { FAST_MAX, fast, wouldWait, write } = require('./calls.js');
 const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notification, optMs, optText, streamEvent, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
+const { COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { CHANNEL_RETENTION_OPTIONS, PUBLISH_MANY_OPTIONS, PUBLISH_OPTIONS, READER_OPTIONS, READ_OPTIONS, STREAM_RETENTION_OPTIONS, SUBSCRIBE_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 const { captureTrace } = require('./trace.js');
 
 function readerOptions(options) {
-  const { wait = 1000, signal } = options;
+  const { wait = POLL_WAIT, signal } = options;
   if (typeof wait !== 'number' || !(wait > 0)) {
     throw invalid(`wait must be a positive number of ms, got ${describe(wait)}`);
   }
@@ -238,7 +239,7 @@ class Stream {
   async read(options) {
     options = opts(options, READ_OPTIONS);
     const after = int('after', options.after ?? 0, ...ID);
-    const limit = int('limit', options.limit ?? 100, ...U32);
+    const limit = int('limit', options.limit ?? PAGE_LIMIT, ...U32);
     const n = this._native;
     const rows = await fast(this._db._fast, () => n.tryRead(after, limit), () => n.read(after, limit));
     return rows.map(streamEvent);
@@ -336,10 +337,10 @@ class Stream {
     text('consumer', consumer);
     const {
       start = 'beginning',
-      batch = 100,
+      batch = SUBSCRIBE_BATCH,
       autoCommit = true,
-      commitEvery = 1000,
-      commitInterval = 1000,
+      commitEvery = COMMIT_EVERY,
+      commitInterval = COMMIT_INTERVAL,
     } = options;
     const { wait, signal } = readerOptions(options);
     const at = startArg(start);

@@ -6,6 +6,7 @@ const { addon } = require('./native.js');
 const { write } = require('./calls.js');
 const { U32, encode, int, optMs, text } = require('./convert.js');
 const { Database } = require('./database.js');
+const { WORKER_CONCURRENCY, WORKER_GRACE } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { Group, GroupEvent } = require('./group.js');
 const { HANDLE_OPTIONS, RETRY_ERROR_OPTIONS, RUN_OPTIONS, WORKER_OPTIONS, opts } = require('./options.js');
@@ -96,7 +97,7 @@ class Worker {
   constructor(db, options) {
     options = opts(options, WORKER_OPTIONS);
     if (!(db instanceof Database)) throw invalid('a Worker needs the Database of honker.open()');
-    const { concurrency = 10, workerId, grace = 30_000, scheduler = true } = options;
+    const { concurrency = WORKER_CONCURRENCY, workerId, grace = WORKER_GRACE, scheduler = true } = options;
     int('concurrency', concurrency, ...U32);
     if (typeof scheduler !== 'boolean') throw invalid(`scheduler must be a boolean, got ${describe(scheduler)}`);
     this.workerId = workerId === undefined ? `${os.hostname()}-${process.pid}` : text('workerId', workerId);

@@ -69,6 +69,7 @@ pub mod backup;
 pub mod channel;
 #[cfg(feature = "rusqlite")]
 mod database;
+pub mod defaults;
 #[cfg(feature = "rusqlite")]
 pub mod doctor;
 pub mod import;

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, TypeVar, Union
 
 from . import _args, _native, _threads
+from ._defaults import POLL_WAIT
 from ._native import ManualClock
 from ._time import Seconds, seconds
 from ._writer import Writer, current_tx
@@ -307,7 +308,7 @@ class Database:
         t = _args.transaction(tx)
         return await self._write_async(tx, lambda: self._native.notify(channel, payload, tx=t))
 
-    def listen(self, channel: str, *, wait: Seconds = 1.0) -> Listener:
+    def listen(self, channel: str, *, wait: Seconds = POLL_WAIT) -> Listener:
         """Listens on ``channel``: every notification committed from now on
         (see :class:`honker.Listener`). ``wait`` bounds each sleep between
         checks."""

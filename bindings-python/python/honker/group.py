@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from . import _args, _loopwait, _threads
+from ._defaults import GROUP_BATCH, PAGE_LIMIT, POLL_WAIT
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 from ._trace import carrier as _trace
@@ -599,7 +600,7 @@ class Group:
             None, lambda: self._native.remove_member(member, force=force)
         )
 
-    def dead(self, after: int = 0, limit: int = 100) -> list[GroupDeadLetter]:
+    def dead(self, after: int = 0, limit: int = PAGE_LIMIT) -> list[GroupDeadLetter]:
         """Up to ``limit`` dead letters with offsets above ``after``."""
         _args.integer("after", after, _args.I64)
         _args.integer("limit", limit, _args.SIZE)
@@ -625,9 +626,9 @@ class Group:
         self,
         member: str,
         *,
-        batch: int = 10,
+        batch: int = GROUP_BATCH,
         lease: Seconds | None = None,
-        wait: Seconds = 1.0,
+        wait: Seconds = POLL_WAIT,
     ) -> GroupConsumer:
         """``member`` as an iterator of events (see :class:`GroupConsumer`),
         claiming up to ``batch`` at once, leased for ``lease`` (default: the

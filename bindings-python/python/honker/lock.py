@@ -34,6 +34,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _args, _loopwait, _threads
+from ._defaults import LOCK_TTL, RENEW_DIVISOR
 from ._time import Seconds, from_ms
 from .errors import LeaseLost, Timeout
 
@@ -116,7 +117,7 @@ class Lock:
         return f"honker.Lock({self.name!r})"
 
     def try_acquire(
-        self, owner: str, *, ttl: Seconds = 60.0, tx: Transaction | None = None
+        self, owner: str, *, ttl: Seconds = LOCK_TTL, tx: Transaction | None = None
     ) -> LockGrant | None:
         """Takes the lock for ``owner`` if it is free (or its holder's TTL
         lapsed): a grant with a new fencing token; None while anyone holds
@@ -127,14 +128,14 @@ class Lock:
         return _grant(self._db._write(tx, lambda: self._native.try_acquire(owner, s, tx=t)))
 
     async def try_acquire_async(
-        self, owner: str, *, ttl: Seconds = 60.0, tx: Transaction | None = None
+        self, owner: str, *, ttl: Seconds = LOCK_TTL, tx: Transaction | None = None
     ) -> LockGrant | None:
         _args.text("owner", owner)
         t, s = _args.transaction(tx), _args.duration("ttl", ttl)
         row = await self._db._write_async(tx, lambda: self._native.try_acquire(owner, s, tx=t))
         return _grant(row)
 
-    def acquire(self, owner: str, *, ttl: Seconds = 60.0, wait: Seconds) -> LockGrant | None:
+    def acquire(self, owner: str, *, ttl: Seconds = LOCK_TTL, wait: Seconds) -> LockGrant | None:
         """:meth:`try_acquire`, waiting up to ``wait`` seconds for the lock
         to come free: it sleeps until any process releases it (or its
         holder's TTL lapses), never polling. None when the wait ran out."""
@@ -143,7 +144,7 @@ class Lock:
         return _grant(self._native.acquire(owner, s, w))
 
     async def acquire_async(
-        self, owner: str, *, ttl: Seconds = 60.0, wait: Seconds
+        self, owner: str, *, ttl: Seconds = LOCK_TTL, wait: Seconds
     ) -> LockGrant | None:
         """:meth:`acquire` on honker's threads. If the awaiting task is
         cancelled, the wait ends at once and nothing stays held."""
@@ -184,7 +185,7 @@ class Lock:
             lambda: _loopwait.on_thread(take, give_back),
         )
 
-    def renew(self, token: int, *, ttl: Seconds = 60.0) -> _dt.datetime:
+    def renew(self, token: int, *, ttl: Seconds = LOCK_TTL) -> _dt.datetime:
         """Extends the lock held with ``token`` to ``ttl`` from now; the new
         expiry. :class:`honker.LeaseLost` once the token no longer holds it."""
         _args.integer("token", token, _args.I64)
@@ -223,7 +224,7 @@ class Lock:
         self,
         owner: str,
         *,
-        ttl: Seconds = 60.0,
+        ttl: Seconds = LOCK_TTL,
         wait: Seconds = 0.0,
         every: Seconds | None = None,
     ) -> Held:
@@ -356,7 +357,7 @@ class Held:
         # worker once there are more blocks than workers, and the blocks'
         # releases (which need one) would wait forever.
         loop = asyncio.get_running_loop()
-        first = self._every if self._every is not None else self._ttl / 3
+        first = self._every if self._every is not None else self._ttl / RENEW_DIVISOR
         self._watch = loop.call_later(first, _watch, loop, self, held)
         return self
 

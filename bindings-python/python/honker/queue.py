@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import _args, _loopwait, _threads
+from ._defaults import CLAIM_BATCH, PAGE_LIMIT, POLL_WAIT, RATE_BURST
 from ._payload import decode as _decode
 from ._time import Seconds, When, epoch, from_ms, seconds
 from ._trace import OTEL_TRACE as _OTEL_TRACE
@@ -790,9 +791,9 @@ class Queue:
         self,
         worker_id: str,
         *,
-        batch: int = 1,
+        batch: int = CLAIM_BATCH,
         lease: Seconds | None = None,
-        wait: Seconds = 1.0,
+        wait: Seconds = POLL_WAIT,
     ) -> Claimer:
         """An endless iterator of jobs for ``worker_id``, sync or async (see
         :class:`Claimer`). ``wait`` bounds each sleep between checks, which
@@ -917,7 +918,7 @@ class Queue:
         self._db._write(None, self._native.clear_settings)
 
     def set_rate_limit(
-        self, *, limit: int | None, per: Seconds | None = None, burst: int = 1
+        self, *, limit: int | None, per: Seconds | None = None, burst: int = RATE_BURST
     ) -> None:
         """Limits how many of this queue's jobs start, for every worker of
         every process together ("at most 10 emails a second":
@@ -939,7 +940,7 @@ class Queue:
         r = self._native.rate_limit()
         return None if r is None else RateLimit(r[0], r[1] / 1000, r[2])
 
-    def dead_letters(self, after_id: int = 0, limit: int = 100) -> list[JobInfo]:
+    def dead_letters(self, after_id: int = 0, limit: int = PAGE_LIMIT) -> list[JobInfo]:
         """Dead letters with ids above ``after_id``, oldest first (paged)."""
         _args.integer("after_id", after_id, _args.I64)
         _args.integer("limit", limit, _args.SIZE)

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
 from . import _args, _loopwait, _threads
+from ._defaults import COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH
 from ._payload import decode as _decode
 from ._time import Seconds, from_ms, seconds
 from ._trace import capture as _capture
@@ -501,7 +502,7 @@ class Stream:
             items, key=key, tx=t, traceparent=parent, tracestate=state
         )
 
-    def read(self, after: int = 0, limit: int = 100) -> list[Event]:
+    def read(self, after: int = 0, limit: int = PAGE_LIMIT) -> list[Event]:
         """Up to ``limit`` events with offsets above ``after`` (paging)."""
         _args.integer("after", after, _args.I64)
         _args.integer("limit", limit, _args.SIZE)
@@ -577,11 +578,11 @@ class Stream:
         consumer: str,
         *,
         start: Start = "beginning",
-        batch: int = 100,
+        batch: int = SUBSCRIBE_BATCH,
         auto_commit: bool = True,
-        commit_every: int = 1000,
-        commit_interval: Seconds = 1.0,
-        wait: Seconds = 1.0,
+        commit_every: int = COMMIT_EVERY,
+        commit_interval: Seconds = COMMIT_INTERVAL,
+        wait: Seconds = POLL_WAIT,
     ) -> Subscription:
         """An independent consumer: from its committed offset, or ``start``
         if it has none (stored at once). ``auto_commit`` commits every

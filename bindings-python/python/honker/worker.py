@@ -50,6 +50,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Union
 
 from . import _args, _native, _threads
+from ._defaults import WORKER_CONCURRENCY, WORKER_GRACE
 from ._time import Seconds, seconds
 from ._trace import attached as _attached
 from .errors import InvalidArgument
@@ -169,9 +170,9 @@ class Worker:
         self,
         db: Database,
         *,
-        concurrency: int = 10,
+        concurrency: int = WORKER_CONCURRENCY,
         worker_id: str | None = None,
-        grace: Seconds = 30.0,
+        grace: Seconds = WORKER_GRACE,
         scheduler: bool = True,
     ) -> None:
         self._db = db

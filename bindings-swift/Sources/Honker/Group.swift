@@ -94,7 +94,8 @@ public struct GroupOptions: Sendable, Equatable {
     public var memberIdle: TimeInterval
 
     /// The defaults: 5 deliveries, a 60 s lease, 24 h idle.
-    public init(maxDeliveries: UInt32 = 5, lease: TimeInterval = 60, memberIdle: TimeInterval = 86_400) {
+    public init(maxDeliveries: UInt32 = Defaults.groupMaxDeliveries, lease: TimeInterval = Defaults.groupLease,
+                memberIdle: TimeInterval = Defaults.groupMemberIdle) {
         self.maxDeliveries = maxDeliveries
         self.lease = lease
         self.memberIdle = memberIdle
@@ -289,7 +290,7 @@ public final class Group: @unchecked Sendable {
     }
 
     /// Up to `limit` dead letters with offsets above `after`.
-    public func dead(after: Int64 = 0, limit: UInt32 = 100) async throws -> [GroupDeadLetter] {
+    public func dead(after: Int64 = 0, limit: UInt32 = Defaults.pageLimit) async throws -> [GroupDeadLetter] {
         let native = self.native
         return try await offThread { try native.dead(after: after, limit: limit) }.map(GroupDeadLetter.init)
     }
@@ -315,8 +316,8 @@ public final class Group: @unchecked Sendable {
 
     /// `for try await event in group.consume(member: "m1")`: this member's
     /// events (see `GroupConsumer`), claimed `batch` at once.
-    public func consume(member: String, batch: UInt32 = 10, lease: TimeInterval? = nil,
-                        wait: TimeInterval = 1) throws -> GroupConsumer {
+    public func consume(member: String, batch: UInt32 = Defaults.groupBatch, lease: TimeInterval? = nil,
+                        wait: TimeInterval = Defaults.pollWait) throws -> GroupConsumer {
         let waitMs = try positiveMillis(wait)
         let c = try native.consume(member: member, batch: batch, leaseMs: try millis("lease", lease))
         return GroupConsumer(group: self, c, waitMs: waitMs)

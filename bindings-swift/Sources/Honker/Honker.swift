@@ -642,8 +642,8 @@ public final class Queue: @unchecked Sendable {
     /// `for try await job in queue.claim(workerId: "mailer-1")`: an endless
     /// stream of jobs that waits (off the caller's thread) until work arrives
     /// from any process, and ends when its task is cancelled.
-    public func claim(workerId: String, batch: UInt32 = 1, lease: TimeInterval? = nil,
-                      wait: TimeInterval = 1) -> ClaimSequence {
+    public func claim(workerId: String, batch: UInt32 = Defaults.claimBatch, lease: TimeInterval? = nil,
+                      wait: TimeInterval = Defaults.pollWait) -> ClaimSequence {
         ClaimSequence(queue: self, workerId: workerId, batch: batch, lease: lease, wait: wait)
     }
 
@@ -771,7 +771,7 @@ public final class Queue: @unchecked Sendable {
     }
 
     /// Dead letters with ids above `afterId`, oldest first (paged).
-    public func deadLetters(afterId: Int64 = 0, limit: UInt32 = 100) async throws -> [JobRecord] {
+    public func deadLetters(afterId: Int64 = 0, limit: UInt32 = Defaults.pageLimit) async throws -> [JobRecord] {
         let native = self.native
         return try await offThread { try native.deadLetters(afterId: afterId, limit: limit) }.map(JobRecord.init)
     }

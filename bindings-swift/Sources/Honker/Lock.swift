@@ -91,7 +91,7 @@ extension Database {
     /// per key, `burst` of them at once after idling. Stored in the file on
     /// first use, for every process; other values throw `.InvalidArgument`
     /// unless `update` is true, which changes them for every process.
-    public func rateLimiter(_ name: String, limit: Int64, per: TimeInterval, burst: Int64 = 1,
+    public func rateLimiter(_ name: String, limit: Int64, per: TimeInterval, burst: Int64 = Defaults.rateBurst,
                             update: Bool = false) async throws -> RateLimiter {
         let (native, perMs) = (self.native, try millis("per", per))
         let rl = try await offThread {
@@ -123,12 +123,12 @@ public final class Lock: @unchecked Sendable {
     /// lapsed): a grant with a new token; nil while anyone holds it (one
     /// with the same owner name too: every acquire is its own holder).
     /// With `tx`, held only if your transaction commits.
-    public func tryAcquire(owner: String, ttl: TimeInterval = 60, tx: Transaction? = nil) throws -> LockGrant? {
+    public func tryAcquire(owner: String, ttl: TimeInterval = Defaults.lockTtl, tx: Transaction? = nil) throws -> LockGrant? {
         try native.tryAcquire(owner: owner, ttlMs: try millis("ttl", ttl), tx: tx?.native).map(LockGrant.init)
     }
 
     /// `tryAcquire` for async code, off the caller's thread.
-    public func tryAcquire(owner: String, ttl: TimeInterval = 60,
+    public func tryAcquire(owner: String, ttl: TimeInterval = Defaults.lockTtl,
                            isolation: isolated (any Actor)? = #isolation) async throws -> LockGrant? {
         let (native, ttlMs) = (self.native, try millis("ttl", ttl))
         return try await offThread { try native.tryAcquire(owner: owner, ttlMs: ttlMs, tx: nil) }.map(LockGrant.init)
@@ -137,7 +137,7 @@ public final class Lock: @unchecked Sendable {
     /// `tryAcquire`, waiting up to `wait` for the lock to come free (woken
     /// by any process's release, never polling); nil when the wait ran out
     /// or the Task was cancelled (then nothing stays held).
-    public func acquire(owner: String, ttl: TimeInterval = 60, wait: TimeInterval) async throws -> LockGrant? {
+    public func acquire(owner: String, ttl: TimeInterval = Defaults.lockTtl, wait: TimeInterval) async throws -> LockGrant? {
         let (native, ttlMs, waitMs) = (self.native, try millis("ttl", ttl), try millis("wait", wait))
         let cancel = native.cancelToken()
         return try await withTaskCancellationHandler {
@@ -150,7 +150,7 @@ public final class Lock: @unchecked Sendable {
     /// Extends the lock held with `token` to `ttl` from now; the new expiry.
     /// `.LeaseLost` once the token no longer holds it.
     @discardableResult
-    public func renew(token: Int64, ttl: TimeInterval = 60) async throws -> Date {
+    public func renew(token: Int64, ttl: TimeInterval = Defaults.lockTtl) async throws -> Date {
         let (native, ttlMs) = (self.native, try millis("ttl", ttl))
         return date(try await offThread { try native.renew(token: token, ttlMs: ttlMs) })
     }
@@ -187,7 +187,7 @@ public final class Lock: @unchecked Sendable {
     /// If the lock is lost while `body` runs, `body`'s task is cancelled and
     /// `withLock` throws `.LeaseLost` once it has ended; fenced writes fail
     /// from then on whatever `body` does.
-    public func withLock<T: Sendable>(owner: String, ttl: TimeInterval = 60, wait: TimeInterval = 0,
+    public func withLock<T: Sendable>(owner: String, ttl: TimeInterval = Defaults.lockTtl, wait: TimeInterval = 0,
                                       every: TimeInterval? = nil,
                                       _ body: @escaping @Sendable (HeldLock) async throws -> T) async throws -> T {
         let native = self.native
@@ -211,7 +211,7 @@ public final class Lock: @unchecked Sendable {
         // now, so the watch starts then, on a thread of its own: a short
         // body never needs one, and many bodies at once never take every
         // thread of the shared pool that their releases need.
-        let (firstNs, overflow) = (everyMs ?? ttlMs / 3).multipliedReportingOverflow(by: 1_000_000)
+        let (firstNs, overflow) = (everyMs ?? ttlMs / UInt64(Defaults.renewDivisor)).multipliedReportingOverflow(by: 1_000_000)
         let watch = Task.detached {
             try? await Task.sleep(nanoseconds: overflow ? UInt64.max : firstNs)
             if Task.isCancelled || taken.isReleased() { return }
@@ -267,7 +267,7 @@ public struct RateLimit: Sendable, Equatable {
     /// Calls a key admits at once after idling.
     public let burst: Int64
 
-    public init(limit: Int64, per: TimeInterval, burst: Int64 = 1) {
+    public init(limit: Int64, per: TimeInterval, burst: Int64 = Defaults.rateBurst) {
         self.limit = limit
         self.per = per
         self.burst = burst

@@ -131,7 +131,7 @@ extension Database {
     /// `.Trimmed(message:missed:)` once; iterate again to go on. Ends when
     /// the Task is cancelled or `close()` is called. `wait` bounds each
     /// sleep between checks.
-    public func listen(_ channel: String, wait: TimeInterval = 1) throws -> Listener {
+    public func listen(_ channel: String, wait: TimeInterval = Defaults.pollWait) throws -> Listener {
         let waitMs = try positiveMillis(wait)
         return Listener(db: self, try native.listen(channel: channel), waitMs: waitMs)
     }
@@ -224,7 +224,7 @@ public final class Stream: @unchecked Sendable {
     }
 
     /// Up to `limit` events with offsets above `after` (paging).
-    public func read(after: Int64 = 0, limit: UInt32 = 100) async throws -> [StreamEvent] {
+    public func read(after: Int64 = 0, limit: UInt32 = Defaults.pageLimit) async throws -> [StreamEvent] {
         let native = self.native
         return try await offThread { try native.read(after: after, limit: limit) }.map(StreamEvent.init)
     }
@@ -282,9 +282,10 @@ public final class Stream: @unchecked Sendable {
     /// commits every `commitEvery` events or `commitInterval` and on
     /// `close()` (at-least-once); without it, commit with
     /// `Subscription.commit` (`tx:` for exactly-once local effects).
-    public func subscribe(consumer: String, start: StreamStart = .beginning, batch: UInt32 = 100,
-                          autoCommit: Bool = true, commitEvery: UInt32 = 1000,
-                          commitInterval: TimeInterval = 1, wait: TimeInterval = 1) async throws -> Subscription {
+    public func subscribe(consumer: String, start: StreamStart = .beginning, batch: UInt32 = Defaults.subscribeBatch,
+                          autoCommit: Bool = true, commitEvery: UInt32 = Defaults.commitEvery,
+                          commitInterval: TimeInterval = Defaults.commitInterval,
+                          wait: TimeInterval = Defaults.pollWait) async throws -> Subscription {
         let position = try startPosition(start)
         let auto = autoCommit
             ? AutoCommitOptions(every: commitEvery, intervalMs: try millis("commitInterval", commitInterval))

@@ -140,8 +140,8 @@ public final class Worker: @unchecked Sendable {
     /// what its claims record. While it runs it also runs the file's
     /// scheduler (`runScheduler`): each boundary fires once, whichever
     /// process fires it.
-    public init(_ db: Database, workerId: String? = nil, concurrency: UInt32 = 10,
-                grace: TimeInterval = 30, runScheduler: Bool = true) throws {
+    public init(_ db: Database, workerId: String? = nil, concurrency: UInt32 = Defaults.workerConcurrency,
+                grace: TimeInterval = Defaults.workerGrace, runScheduler: Bool = true) throws {
         let id = workerId ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
         _ = try millis("grace", grace)
         native = try HonkerNative.Worker(db: db.native, workerId: id, concurrency: concurrency, runScheduler: runScheduler)

@@ -89,7 +89,8 @@ struct Shared {
 
 impl KeepAlive {
     /// Starts renewing `lease` of a job in `queue`, extending it to `length`
-    /// from now every `every` (default: `length / 3`). `every` must be
+    /// from now every `every` (default: a third of
+    /// `length`, [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)). `every` must be
     /// shorter than `length`.
     pub fn start(
         queue: &Queue,
@@ -105,7 +106,8 @@ impl KeepAlive {
     }
 
     /// Starts renewing the lock `lock` held with fencing token `token`,
-    /// extending it to `ttl` from now every `every` (default: `ttl / 3`).
+    /// extending it to `ttl` from now every `every` (default: a third of
+    /// `ttl`, [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)).
     /// A lock taken by another owner after a lapse, or released, is lost
     /// (`LEASE_LOST`): the holder's fenced writes fail from then on.
     pub fn start_lock(
@@ -295,7 +297,7 @@ impl super::QuickDrop for KeepAlive {
 /// The renewal period: `every` (default: a third of `length`), positive and
 /// shorter than `length`.
 pub(crate) fn every_within(length: Duration, every: Option<Duration>) -> Result<Duration> {
-    let every = every.unwrap_or(length / 3);
+    let every = every.unwrap_or(length / crate::defaults::RENEW_DIVISOR);
     if every.is_zero() || every >= length {
         return Err(Error::invalid(format!(
             "every must be positive and shorter than the lease ({length:?}), got {every:?}"

@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use super::outcome::{Completion, DrainReport, Finished, Outcome, Report};
 use super::work::{lease_gone, Source, Work};
 use crate::database::Database;
+use crate::defaults::RENEW_DIVISOR;
 use crate::error::{Error, ErrorKind, Result};
 use crate::queue::ops::Probe;
 use crate::queue::{Job, Queue};
@@ -844,7 +845,7 @@ impl Inner {
                     slot,
                     work,
                     lease,
-                    renew_at: now + lease / 3,
+                    renew_at: now + lease / RENEW_DIVISOR,
                     deadline: None,
                     timeout,
                     timed_out: false,
@@ -882,9 +883,9 @@ impl Inner {
             let mut st = self.state.lock();
             if let Some(r) = st.running.get_mut(&key) {
                 match result {
-                    Ok(_) => r.renew_at = Instant::now() + lease / 3,
+                    Ok(_) => r.renew_at = Instant::now() + lease / RENEW_DIVISOR,
                     Err(e) if lease_gone(e.kind()) => r.lost = true,
-                    Err(_) => r.renew_at = Instant::now() + RENEW_RETRY.min(lease / 3),
+                    Err(_) => r.renew_at = Instant::now() + RENEW_RETRY.min(lease / RENEW_DIVISOR),
                 }
             }
         }

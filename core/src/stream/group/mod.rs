@@ -47,9 +47,9 @@ pub struct GroupOptions {
 impl Default for GroupOptions {
     fn default() -> GroupOptions {
         GroupOptions {
-            max_deliveries: 5,
-            lease: Duration::from_secs(60),
-            member_idle: Duration::from_secs(86_400),
+            max_deliveries: crate::defaults::GROUP_MAX_DELIVERIES,
+            lease: crate::defaults::GROUP_LEASE,
+            member_idle: crate::defaults::GROUP_MEMBER_IDLE,
         }
     }
 }
