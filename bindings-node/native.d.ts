@@ -512,11 +512,16 @@ export declare class Worker {
    */
   tryNext(): TaskOut | null
   /**
-   * Why the worker no longer waits for task `key`'s outcome, if it does
-   * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
-   * handler's signal aborts with that reason.
+   * The running tasks the worker gave up on (`timed_out`, `lease_lost`,
+   * or `released` by a shutdown), each once, waiting up to `wait` ms for
+   * one: told when it happens (core's `TaskTable::wait_gave_up`), and
+   * their handlers' signals abort then. Empty when the wait ran out or
+   * `wakeCancelled` ended it. Keep one call outstanding while the worker
+   * runs (it holds one blocking thread, as `next` does).
    */
-  cancelled(key: number): string | null
+  waitCancelled(wait: number): Promise<Out<Array<CancelledTask>>>
+  /** Ends an outstanding `waitCancelled` now (it returns empty). */
+  wakeCancelled(): void
   /**
    * Records task `key`'s outcome (`ack` with `result`, `retry` with
    * `delay` and `error`, `permanent` with `error`, `snooze` with `delay`,
@@ -549,6 +554,13 @@ export interface AutoCommitArg {
   every: number
   /** ... or this many ms after the last commit. */
   interval: number
+}
+
+/** A task the worker gave up on (`waitCancelled`). */
+export interface CancelledTask {
+  key: number
+  /** `timed_out`, `lease_lost` or `released`. */
+  why: string
 }
 
 /** A channel's window; `maxAge` in ms. */

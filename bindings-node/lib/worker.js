@@ -64,10 +64,6 @@ const WORKER_EVENTS = ['start', ...Object.values(FINISHED_KINDS), 'error'];
 const ENVELOPE_TASK = 'task';
 const ENVELOPE_ARGS = 'args';
 
-// How often a running handler's task is asked whether the worker gave up on
-// it (its lease lost, released by a shutdown): its signal aborts then.
-const CANCEL_POLL_MS = 100;
-
 /**
  * Runs registered handlers for queues (core's worker runtime, the same in
  * every language): a global and a per-queue concurrency limit, claims
@@ -275,13 +271,24 @@ class Worker {
       if (signal.aborted) this.stop();
       else signal.addEventListener('abort', onAbort, { once: true });
     }
-    const poll = setInterval(() => {
-      for (const [key, r] of running) {
-        if (r.abort.signal.aborted) continue;
-        const why = n.cancelled(key);
-        if (why) r.abort.abort(why === 'timed_out' ? r.timedOut() : r.lost(why));
+    // Core tells which running handlers it gave up on (timed out, lease
+    // lost, released by a shutdown) when it does: their signals abort then.
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        let gone;
+        try {
+          gone = unwrap(await n.waitCancelled(60_000));
+        } catch (e) {
+          this._error(e, null, null);
+          return;
+        }
+        for (const { key, why } of gone) {
+          const r = running.get(key);
+          if (r && !r.abort.signal.aborted) r.abort.abort(why === 'timed_out' ? r.timedOut() : r.lost(why));
+        }
       }
-    }, CANCEL_POLL_MS);
+    })();
     try {
       while (!n.stopping) {
         let t;
@@ -305,7 +312,9 @@ class Worker {
       }
       if (running.size > 0) await Promise.race([Promise.allSettled([...running.values()].map((r) => r.done)), hurried]);
     } finally {
-      clearInterval(poll);
+      watching = false;
+      n.wakeCancelled();
+      await watch;
       if (signal) signal.removeEventListener('abort', onAbort);
       if (signals) {
         process.off('SIGTERM', onSignal);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use honker::runtime::{
-    Completion, Finished, HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions,
+    Completion, HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions,
 };
 use napi_derive::napi;
 
@@ -46,6 +46,14 @@ pub struct TaskOut {
     pub event: Option<GroupEvent>,
     /// Milliseconds left before the handler's timeout, if its queue has one.
     pub remaining_ms: Option<f64>,
+}
+
+/// A task the worker gave up on (`waitCancelled`).
+#[napi(object)]
+pub struct CancelledTask {
+    pub key: i64,
+    /// `timed_out`, `lease_lost` or `released`.
+    pub why: String,
 }
 
 /// A finished task, for the hooks.
@@ -221,12 +229,33 @@ impl Worker {
         self.s.w.try_next().map(|t| self.s.keep(t))
     }
 
-    /// Why the worker no longer waits for task `key`'s outcome, if it does
-    /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
-    /// handler's signal aborts with that reason.
+    /// The running tasks the worker gave up on (`timed_out`, `lease_lost`,
+    /// or `released` by a shutdown), each once, waiting up to `wait` ms for
+    /// one: told when it happens (core's `TaskTable::wait_gave_up`), and
+    /// their handlers' signals abort then. Empty when the wait ran out or
+    /// `wakeCancelled` ended it. Keep one call outstanding while the worker
+    /// runs (it holds one blocking thread, as `next` does).
     #[napi]
-    pub fn cancelled(&self, key: i64) -> Option<&'static str> {
-        self.s.tasks.gave_up(core_key(key)).map(Finished::name)
+    pub async fn wait_cancelled(&self, wait: f64) -> napi::Result<Out<Vec<CancelledTask>>> {
+        let s = self.shared();
+        blocking(move || {
+            let wait = ms("wait", wait)?;
+            Ok(s.tasks
+                .wait_gave_up(&s.w, wait)
+                .into_iter()
+                .map(|(key, why)| CancelledTask {
+                    key: js_key(key),
+                    why: why.name().to_owned(),
+                })
+                .collect())
+        })
+        .await
+    }
+
+    /// Ends an outstanding `waitCancelled` now (it returns empty).
+    #[napi]
+    pub fn wake_cancelled(&self) {
+        self.s.w.wake_gave_up();
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with

@@ -230,6 +230,45 @@ test('a handler that acks in its own transaction settles the job', async () => {
   await db.close();
 });
 
+test('a handler whose job is cancelled elsewhere is aborted with LeaseLost when its renewal finds it gone', async () => {
+  const { db } = await realDb();
+  const q = db.queue('c');
+  const id = (await q.enqueue('x')).id;
+  const w = new Worker(db, { concurrency: 1 });
+  const lost = [];
+  w.on('lease_lost', (e) => lost.push(e.jobId));
+  let started = 0;
+  let abortedAfter = null;
+  let reason = null;
+  w.handle(
+    'c',
+    async (job, signal) => {
+      started = Date.now();
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, 30_000);
+        signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          abortedAfter = Date.now() - started;
+          reason = signal.reason;
+          resolve();
+        });
+      });
+    },
+    // Renewed every 100 ms: the first renewal after the cancel finds it gone.
+    { lease: 300 },
+  );
+  const run = w.run();
+  while (!started) await sleep(10);
+  assert.equal(await q.cancel(id), true);
+  while (abortedAfter === null && Date.now() - started < 10_000) await sleep(10);
+  w.stop();
+  await run;
+  assert.ok(abortedAfter !== null && abortedAfter < 5_000, `aborted after ${abortedAfter} ms`);
+  assert.equal(reason.code, 'LEASE_LOST');
+  assert.deepEqual(lost, [id]);
+  await db.close();
+});
+
 test('an AbortSignal stops the worker: short jobs finish, the long one is released past the grace and aborted', async () => {
   const { db } = await realDb();
   const q = db.queue('q');

@@ -6,7 +6,6 @@
 //! (tasks never completed are released then: writes that may wait).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions};
 
@@ -49,11 +48,17 @@ pub struct WorkerTask {
     pub group: Option<String>,
     pub job: Option<ClaimedJob>,
     pub event: Option<GroupEvent>,
-    /// Milliseconds left before the handler's timeout, if its queue has one.
-    pub remaining_ms: Option<u64>,
 }
 
 /// A finished task, for the hooks.
+/// A task the worker gave up on (`wait_cancelled`).
+#[derive(Debug, uniffi::Record)]
+pub struct CancelledTask {
+    pub key: u64,
+    /// `timed_out`, `lease_lost` or `released`.
+    pub why: String,
+}
+
 #[derive(Debug, uniffi::Record)]
 pub struct TaskReport {
     /// The job's id, or the event's offset.
@@ -167,26 +172,38 @@ impl Worker {
         let Some(t) = s.w.next(ms("wait", wait_ms)?)? else {
             return Ok(None);
         };
-        Ok(Some(s.tasks.keep(t, |key, t| {
-            WorkerTask {
-                key,
-                queue: t.queue().to_owned(),
-                group: t.group().map(str::to_owned),
-                job: t.job().cloned().map(ClaimedJob::from),
-                event: t.event().cloned().map(GroupEvent::from),
-                remaining_ms: t
-                    .deadline()
-                    .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64),
-            }
+        Ok(Some(s.tasks.keep(t, |key, t| WorkerTask {
+            key,
+            queue: t.queue().to_owned(),
+            group: t.group().map(str::to_owned),
+            job: t.job().cloned().map(ClaimedJob::from),
+            event: t.event().cloned().map(GroupEvent::from),
         })))
     }
 
-    /// Why the worker no longer waits for task `key`'s outcome, if it does
-    /// not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
-    /// handler's task is cancelled then.
-    pub fn cancelled(&self, key: u64) -> Option<String> {
-        let why = self.s.tasks.gave_up(key)?;
-        Some(why.name().to_owned())
+    /// The running tasks the worker gave up on (`timed_out`, `lease_lost`,
+    /// or `released` by a shutdown), each once, waiting up to `wait_ms`
+    /// for one: told when it happens (core's `TaskTable::wait_gave_up`),
+    /// and their handlers' Tasks are cancelled then. Empty when the wait
+    /// ran out or `wake_cancelled` ended it. Keep one call outstanding (on
+    /// a wait thread) while the worker runs.
+    pub fn wait_cancelled(&self, wait_ms: u64) -> R<Vec<CancelledTask>> {
+        let wait = ms("wait", wait_ms)?;
+        Ok(self
+            .s
+            .tasks
+            .wait_gave_up(&self.s.w, wait)
+            .into_iter()
+            .map(|(key, why)| CancelledTask {
+                key,
+                why: why.name().to_owned(),
+            })
+            .collect())
+    }
+
+    /// Ends an outstanding `wait_cancelled` now (it returns empty).
+    pub fn wake_cancelled(&self) {
+        self.s.w.wake_gave_up();
     }
 
     /// Records task `key`'s outcome (`ack` with `result`, `retry` with

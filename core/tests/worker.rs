@@ -821,3 +821,107 @@ fn drain_returns_only_after_the_outcomes_being_recorded_have_committed() {
         assert_eq!(handler.join().unwrap().finished, Finished::Acked);
     }
 }
+
+/// A host's one outstanding `TaskTable::wait_gave_up` (Node's and Swift's
+/// workers cancel handlers with it): returns when the worker gives up on a
+/// task, not when its wait runs out, and reports each task once.
+#[test]
+fn the_task_table_is_told_when_the_worker_gives_up_on_a_task() {
+    let (db, _dir) = real_db();
+    let q = db.queue("q").unwrap();
+    enqueue(&db, "q", 1);
+    let w = worker(&db, 2);
+    w.register(
+        &q,
+        HandlerOptions {
+            timeout: Some(Duration::from_millis(100)),
+            ..HandlerOptions::default()
+        },
+    )
+    .unwrap();
+    let table = Arc::new(TaskTable::default());
+    let key = table.keep(w.next(Duration::from_secs(1)).unwrap().unwrap(), |k, _| k);
+    // The host's claim loop, which is where the worker gives up.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let looping = {
+        let (w, stop) = (w.clone(), Arc::clone(&stop));
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                assert!(w.next(Duration::from_millis(20)).unwrap().is_none());
+            }
+        })
+    };
+    let start = Instant::now();
+    let told = table.wait_gave_up(&w, Duration::from_secs(30));
+    assert_eq!(told, vec![(key, Finished::TimedOut)]);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "told by its wait running out ({:?}), not when the worker gave up",
+        start.elapsed()
+    );
+    // Told once; another wait ends at `wake_gave_up`, empty.
+    let waker = {
+        let w = w.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            w.wake_gave_up();
+        })
+    };
+    let start = Instant::now();
+    assert_eq!(table.wait_gave_up(&w, Duration::from_secs(30)), vec![]);
+    assert!(start.elapsed() < Duration::from_secs(5), "not woken");
+    waker.join().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    looping.join().unwrap();
+    let r = w
+        .complete(table.take(key).unwrap(), Outcome::Ack(None))
+        .unwrap();
+    assert_eq!(r.finished, Finished::TimedOut);
+}
+
+#[test]
+fn a_lost_lease_and_a_shutdowns_release_are_told_to_the_task_table() {
+    let (db, _dir) = real_db();
+    let q = db.queue("q").unwrap();
+    enqueue(&db, "q", 3);
+    let w = worker(&db, 3);
+    w.register(
+        &q,
+        HandlerOptions {
+            lease: Some(Duration::from_millis(300)),
+            ..HandlerOptions::default()
+        },
+    )
+    .unwrap();
+    let table = TaskTable::default();
+    // One claim takes all three: one handed out, two waiting claimed.
+    let a = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    let a_id = a.job().unwrap().id;
+    let a = table.keep(a, |k, _| k);
+    // The waiting ones' jobs are cancelled elsewhere; their renewal (due
+    // after a third of the lease) finds them gone while they wait.
+    let ids: Vec<i64> = (1..=3).filter(|id| *id != a_id).collect();
+    assert_eq!(ids.len(), 2);
+    q.cancel(ids[0], None).unwrap();
+    thread::sleep(Duration::from_millis(150));
+    let b = w.next(Duration::from_secs(1)).unwrap().unwrap();
+    assert_eq!(b.job().unwrap().id, ids[0]);
+    assert!(b.given_up_early(), "lost before it was handed out");
+    let b = table.keep(b, |k, _| k);
+    assert_eq!(
+        table.wait_gave_up(&w, Duration::from_secs(30)),
+        vec![(b, Finished::LeaseLost)]
+    );
+    let c = table.keep(w.next(Duration::from_secs(1)).unwrap().unwrap(), |k, _| k);
+    // A shutdown whose grace runs out releases what still runs.
+    let report = w.drain(Duration::from_millis(50)).unwrap();
+    assert_eq!(report.released, 2);
+    assert_eq!(
+        table.wait_gave_up(&w, Duration::from_secs(30)),
+        vec![(a, Finished::Released), (c, Finished::Released)]
+    );
+    for key in [a, b, c] {
+        w.complete(table.take(key).unwrap(), Outcome::Ack(None))
+            .unwrap();
+    }
+}

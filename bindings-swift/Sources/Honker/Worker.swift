@@ -303,9 +303,20 @@ public final class Worker: @unchecked Sendable {
             if self.native.isStopping() { self.endGrace() }
             self.stop()
         } : nil
-        let poller = Task { await self.watch(running) }
+        // Core tells which running handlers it gave up on (timed out, lease
+        // lost, released by a shutdown) when it does: their Tasks are
+        // cancelled then.
+        let watcher = Task.detached {
+            while !Task.isCancelled {
+                guard let gone = try? await waitOffThread({ try native.waitCancelled(waitMs: 60_000) }) else {
+                    return
+                }
+                for c in gone { running.cancel(c.key) }
+            }
+        }
         defer {
-            poller.cancel()
+            watcher.cancel()
+            native.wakeCancelled()
             if let relayed { SignalRelay.shared.remove(relayed) }
         }
         await withTaskCancellationHandler {
@@ -350,25 +361,6 @@ public final class Worker: @unchecked Sendable {
         return hurried
     }
 
-    /// Cancels the Task of each handler core gave up on (its timeout, a
-    /// lost lease, a shutdown's release): at its deadline, or within 100 ms.
-    private func watch(_ running: RunningHandlers) async {
-        while !Task.isCancelled {
-            var pause: TimeInterval = 0.1
-            let now = Date()
-            for (key, entry) in running.snapshot() where !entry.task.isCancelled {
-                if let d = entry.deadline, d <= now {
-                    entry.task.cancel()
-                } else if native.cancelled(key: key) != nil {
-                    entry.task.cancel()
-                } else if let d = entry.deadline {
-                    pause = min(pause, d.timeIntervalSince(now))
-                }
-            }
-            try? await Task.sleep(nanoseconds: UInt64(max(pause, 0.001) * 1e9))
-        }
-    }
-
     private func dispatch(_ t: WorkerTask, _ running: RunningHandlers) {
         lock.lock()
         let reg = queues[Worker.key(t.queue, group: t.group)]!
@@ -379,11 +371,8 @@ public final class Worker: @unchecked Sendable {
         }
         let job = Job(queue: reg.queue!, workerId: workerId, claimed: t.job!, leaseMs: reg.leaseMs)
         let handler = self.handler(reg, job)
-        // Just past core's deadline, so that core counts what the handler
-        // then reports as the timeout.
-        let deadline = t.remainingMs.map { Date().addingTimeInterval(Double($0 + 2) / 1000) }
         emit(.start, job: job, queue: t.queue)
-        running.start(t.key, deadline: deadline) {
+        running.start(t.key) {
             let outcome: (String, Payload?, UInt64?, String?)
             do {
                 outcome = ("ack", try await handler(job), nil, nil)
@@ -397,10 +386,9 @@ public final class Worker: @unchecked Sendable {
     private func dispatch(_ t: WorkerTask, _ event: GroupEvent, _ group: Group,
                           _ handler: @escaping @Sendable (GroupEvent) async throws -> Void,
                           _ running: RunningHandlers) {
-        let deadline = t.remainingMs.map { Date().addingTimeInterval(Double($0 + 2) / 1000) }
         group.track(event.token)
         emit(.start, id: event.offset, attempts: event.deliveries, queue: t.queue, group: group.name)
-        running.start(t.key, deadline: deadline) {
+        running.start(t.key) {
             let outcome: (String, Payload?, UInt64?, String?)
             do {
                 try await handler(event)
@@ -512,16 +500,11 @@ public final class Worker: @unchecked Sendable {
 /// The handlers running now, each in its own Task (not a child of `run`'s,
 /// so that cancelling `run` drains them instead of cancelling them).
 final class RunningHandlers: @unchecked Sendable {
-    struct Entry {
-        let task: Task<Void, Never>
-        let deadline: Date?
-    }
-
     private let lock = NSLock()
-    private var entries: [UInt64: Entry] = [:]
+    private var entries: [UInt64: Task<Void, Never>] = [:]
     private let group = DispatchGroup()
 
-    func start(_ key: UInt64, deadline: Date?, _ body: @escaping @Sendable () async -> Void) {
+    func start(_ key: UInt64, _ body: @escaping @Sendable () async -> Void) {
         group.enter()
         // Under the lock: the Task's own removal waits until it is entered.
         lock.lock()
@@ -529,7 +512,7 @@ final class RunningHandlers: @unchecked Sendable {
             await body()
             self.finished(key)
         }
-        entries[key] = Entry(task: task, deadline: deadline)
+        entries[key] = task
         lock.unlock()
     }
 
@@ -540,14 +523,19 @@ final class RunningHandlers: @unchecked Sendable {
         group.leave()
     }
 
-    func snapshot() -> [(UInt64, Entry)] {
+    /// Cancels the handler of task `key`, if it still runs.
+    func cancel(_ key: UInt64) {
         lock.lock()
-        defer { lock.unlock() }
-        return entries.map { ($0.key, $0.value) }
+        let task = entries[key]
+        lock.unlock()
+        task?.cancel()
     }
 
     func cancelAll() {
-        for (_, e) in snapshot() { e.task.cancel() }
+        lock.lock()
+        let tasks = Array(entries.values)
+        lock.unlock()
+        for t in tasks { t.cancel() }
     }
 
     /// Blocks up to `seconds` for every handler to return; whether they did.

@@ -4956,13 +4956,6 @@ public func FfiConverterTypeTransaction_lower(_ value: Transaction) -> UInt64 {
 public protocol WorkerProtocol: AnyObject, Sendable {
     
     /**
-     * Why the worker no longer waits for task `key`'s outcome, if it does
-     * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
-     * handler's task is cancelled then.
-     */
-    func cancelled(key: UInt64)  -> String?
-    
-    /**
      * Records task `key`'s outcome (`ack` with `result`, `retry` with
      * `delay_ms` and `error`, `permanent` with `error`, `snooze` with
      * `delay_ms`, `release`, `settled`) and frees its slot.
@@ -5013,6 +5006,21 @@ public protocol WorkerProtocol: AnyObject, Sendable {
      * Stops claiming, without I/O.
      */
     func stop() 
+    
+    /**
+     * The running tasks the worker gave up on (`timed_out`, `lease_lost`,
+     * or `released` by a shutdown), each once, waiting up to `wait_ms`
+     * for one: told when it happens (core's `TaskTable::wait_gave_up`),
+     * and their handlers' Tasks are cancelled then. Empty when the wait
+     * ran out or `wake_cancelled` ended it. Keep one call outstanding (on
+     * a wait thread) while the worker runs.
+     */
+    func waitCancelled(waitMs: UInt64) throws  -> [CancelledTask]
+    
+    /**
+     * Ends an outstanding `wait_cancelled` now (it returns empty).
+     */
+    func wakeCancelled() 
     
     func workerId()  -> String
     
@@ -5087,21 +5095,6 @@ public convenience init(db: Database, workerId: String, concurrency: UInt32, run
 
     
 
-    
-    /**
-     * Why the worker no longer waits for task `key`'s outcome, if it does
-     * not: `timed_out`, `lease_lost`, or `released` (by a shutdown). Its
-     * handler's task is cancelled then.
-     */
-open func cancelled(key: UInt64) -> String?  {
-    return try!  FfiConverterOptionString.lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_honker_swift_fn_method_worker_cancelled(
-            self.uniffiCloneHandle(),
-        FfiConverterUInt64.lower(key),uniffiCallStatus
-    )
-})
-}
     
     /**
      * Records task `key`'s outcome (`ack` with `result`, `retry` with
@@ -5236,6 +5229,35 @@ open func stop()  {try! rustCall() {
 }
 }
     
+    /**
+     * The running tasks the worker gave up on (`timed_out`, `lease_lost`,
+     * or `released` by a shutdown), each once, waiting up to `wait_ms`
+     * for one: told when it happens (core's `TaskTable::wait_gave_up`),
+     * and their handlers' Tasks are cancelled then. Empty when the wait
+     * ran out or `wake_cancelled` ended it. Keep one call outstanding (on
+     * a wait thread) while the worker runs.
+     */
+open func waitCancelled(waitMs: UInt64)throws  -> [CancelledTask]  {
+    return try  FfiConverterSequenceTypeCancelledTask.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_wait_cancelled(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Ends an outstanding `wait_cancelled` now (it returns empty).
+     */
+open func wakeCancelled()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_wake_cancelled(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
 open func workerId() -> String  {
     return try!  FfiConverterString.lift(try! rustCall() {
         uniffiCallStatus in
@@ -5344,6 +5366,70 @@ public func FfiConverterTypeAutoCommitOptions_lift(_ buf: RustBuffer) throws -> 
 #endif
 public func FfiConverterTypeAutoCommitOptions_lower(_ value: AutoCommitOptions) -> RustBuffer {
     return FfiConverterTypeAutoCommitOptions.lower(value)
+}
+
+
+/**
+ * A finished task, for the hooks.
+ * A task the worker gave up on (`wait_cancelled`).
+ */
+public struct CancelledTask: Equatable, Hashable {
+    public var key: UInt64
+    /**
+     * `timed_out`, `lease_lost` or `released`.
+     */
+    public var why: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(key: UInt64, 
+        /**
+         * `timed_out`, `lease_lost` or `released`.
+         */why: String) {
+        self.key = key
+        self.why = why
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CancelledTask: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCancelledTask: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelledTask {
+        return
+            try CancelledTask(
+                key: FfiConverterUInt64.read(from: &buf), 
+                why: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CancelledTask, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.key, into: &buf)
+        FfiConverterString.write(value.why, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelledTask_lift(_ buf: RustBuffer) throws -> CancelledTask {
+    return try FfiConverterTypeCancelledTask.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCancelledTask_lower(_ value: CancelledTask) -> RustBuffer {
+    return FfiConverterTypeCancelledTask.lower(value)
 }
 
 
@@ -8372,9 +8458,6 @@ public func FfiConverterTypeSyncReportRecord_lower(_ value: SyncReportRecord) ->
 }
 
 
-/**
- * A finished task, for the hooks.
- */
 public struct TaskReport: Equatable, Hashable {
     /**
      * The job's id, or the event's offset.
@@ -8485,10 +8568,6 @@ public struct WorkerTask: Equatable, Hashable {
     public var group: String?
     public var job: ClaimedJob?
     public var event: GroupEvent?
-    /**
-     * Milliseconds left before the handler's timeout, if its queue has one.
-     */
-    public var remainingMs: UInt64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8498,16 +8577,12 @@ public struct WorkerTask: Equatable, Hashable {
          */queue: String, 
         /**
          * The event's group, for a group's task.
-         */group: String?, job: ClaimedJob?, event: GroupEvent?, 
-        /**
-         * Milliseconds left before the handler's timeout, if its queue has one.
-         */remainingMs: UInt64?) {
+         */group: String?, job: ClaimedJob?, event: GroupEvent?) {
         self.key = key
         self.queue = queue
         self.group = group
         self.job = job
         self.event = event
-        self.remainingMs = remainingMs
     }
 
     
@@ -8530,8 +8605,7 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
                 queue: FfiConverterString.read(from: &buf), 
                 group: FfiConverterOptionString.read(from: &buf), 
                 job: FfiConverterOptionTypeClaimedJob.read(from: &buf), 
-                event: FfiConverterOptionTypeGroupEvent.read(from: &buf), 
-                remainingMs: FfiConverterOptionUInt64.read(from: &buf)
+                event: FfiConverterOptionTypeGroupEvent.read(from: &buf)
         )
     }
 
@@ -8541,7 +8615,6 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterOptionTypeClaimedJob.write(value.job, into: &buf)
         FfiConverterOptionTypeGroupEvent.write(value.event, into: &buf)
-        FfiConverterOptionUInt64.write(value.remainingMs, into: &buf)
     }
 }
 
@@ -9602,6 +9675,31 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeCancelledTask: FfiConverterRustBuffer {
+    typealias SwiftType = [CancelledTask]
+
+    public static func write(_ value: [CancelledTask], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeCancelledTask.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [CancelledTask] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [CancelledTask]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeCancelledTask.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeConsumerInfo: FfiConverterRustBuffer {
     typealias SwiftType = [ConsumerInfo]
 
@@ -10487,9 +10585,6 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_subscription_next_cancellable() != 40497) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_worker_cancelled() != 54526) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_honker_swift_checksum_method_worker_complete() != 41708) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10518,6 +10613,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_stop() != 21845) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_wait_cancelled() != 25639) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_wake_cancelled() != 16412) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_worker_id() != 50351) {

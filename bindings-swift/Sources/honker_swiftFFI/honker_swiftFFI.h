@@ -1178,11 +1178,6 @@ void uniffi_honker_swift_fn_free_worker(uint64_t handle, RustCallStatus *_Nonnul
 uint64_t uniffi_honker_swift_fn_constructor_worker_new(uint64_t db, RustBuffer worker_id, uint32_t concurrency, int8_t run_scheduler, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED
-RustBuffer uniffi_honker_swift_fn_method_worker_cancelled(uint64_t ptr, uint64_t key, RustCallStatus *_Nonnull out_status
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
 RustBuffer uniffi_honker_swift_fn_method_worker_complete(uint64_t ptr, uint64_t key, RustBuffer outcome, RustBuffer result, RustBuffer delay_ms, RustBuffer error, RustCallStatus *_Nonnull out_status
@@ -1231,6 +1226,16 @@ uint32_t uniffi_honker_swift_fn_method_worker_shutdown(uint64_t ptr, RustCallSta
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
 void uniffi_honker_swift_fn_method_worker_stop(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAIT_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAIT_CANCELLED
+RustBuffer uniffi_honker_swift_fn_method_worker_wait_cancelled(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAKE_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAKE_CANCELLED
+void uniffi_honker_swift_fn_method_worker_wake_cancelled(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WORKER_ID
@@ -2443,12 +2448,6 @@ uint16_t uniffi_honker_swift_checksum_method_subscription_next_cancellable(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED
-uint16_t uniffi_honker_swift_checksum_method_worker_cancelled(void
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
 uint16_t uniffi_honker_swift_checksum_method_worker_complete(void
@@ -2506,6 +2505,18 @@ uint16_t uniffi_honker_swift_checksum_method_worker_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_STOP
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_STOP
 uint16_t uniffi_honker_swift_checksum_method_worker_stop(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WAIT_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WAIT_CANCELLED
+uint16_t uniffi_honker_swift_checksum_method_worker_wait_cancelled(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WAKE_CANCELLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_WAKE_CANCELLED
+uint16_t uniffi_honker_swift_checksum_method_worker_wake_cancelled(void
     
 );
 #endif

@@ -157,6 +157,34 @@ final class WorkerTests: XCTestCase {
         XCTAssertTrue(job.lastError?.contains("timed out") == true, job.lastError ?? "nil")
     }
 
+    func testAHandlerWhoseJobIsCancelledElsewhereIsCancelledWhenItsRenewalFindsItGone() async throws {
+        let db = try Database(path: tempPath())
+        let q = try db.queue("q")
+        let e = try await q.enqueue("long")
+        let gauge = Gauge()
+        let worker = try Worker(db)
+        try worker.handle("q", lease: 0.3) { (_: Job) in
+            gauge.enter()
+            do {
+                try await Task.sleep(nanoseconds: 30_000_000_000)
+            } catch {
+                gauge.sawCancel()
+                throw error
+            }
+        }
+        let run = Task { try await worker.run() }
+        try await eventually(5, "the claim") { gauge.seen.0 == 1 }
+        let cancelled = Date()
+        let wasLive = try await q.cancel(e.id)
+        XCTAssertTrue(wasLive)
+        // Renewed every 100 ms: the first renewal after the cancel finds it
+        // gone, and core tells the worker, which cancels the handler's Task.
+        try await eventually(5, "the handler's cancellation") { gauge.seen.1 == 1 }
+        XCTAssertLessThan(Date().timeIntervalSince(cancelled), 5)
+        run.cancel()
+        try await run.value
+    }
+
     func testAHandlerRunningFiveTimesItsLeaseIsNotDuplicated() async throws {
         let db = try Database(path: tempPath())
         let q = try db.queue("q")

@@ -22,7 +22,9 @@
 //!   back an [`Outcome`]; renews leases and enforces handler timeouts
 //!   while the host waits in `next`; `shutdown` and `drain` stop it
 //!   gracefully, releasing what outlives the grace period. [`TaskTable`]
-//!   keeps its tasks by key for hosts that hold a number per job.
+//!   keeps its tasks by key for hosts that hold a number per job, and
+//!   tells them which it gave up on when it does (`wait_gave_up`: the
+//!   host cancels those handlers; nothing polls).
 //!
 //! - [`ScheduleRunner`]: the scheduler's loop, safe in every process: it
 //!   sleeps until the next boundary or a commit and fires what is due,

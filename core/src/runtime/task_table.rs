@@ -5,23 +5,33 @@
 //!
 //! Keys are never reused within a table (a `u64` counter), so a late call
 //! with the key of a finished task finds nothing instead of another task.
+//!
+//! [`wait_gave_up`](TaskTable::wait_gave_up) tells the host which of its
+//! tasks the worker gave up on (their handlers to cancel) when it happens:
+//! one outstanding call, woken by the worker, where a poll of every task
+//! would learn it late.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::{Finished, Task};
+use super::{Finished, Task, Worker};
 use crate::error::{Error, Result};
-
-#[cfg(doc)]
-use super::Worker;
 
 /// See the module docs.
 #[derive(Debug)]
 pub struct TaskTable {
-    tasks: Mutex<HashMap<u64, Task>>,
+    tasks: Mutex<HashMap<u64, Kept>>,
     next_key: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Kept {
+    task: Task,
+    /// `wait_gave_up` has reported it.
+    told: bool,
 }
 
 impl Default for TaskTable {
@@ -39,7 +49,12 @@ impl TaskTable {
     pub fn keep<R>(&self, task: Task, describe: impl FnOnce(u64, &Task) -> R) -> R {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let out = describe(key, &task);
-        self.tasks.lock().insert(key, task);
+        let early = task.given_up_early().then(|| task.worker());
+        self.tasks.lock().insert(key, Kept { task, told: false });
+        if let Some(worker) = early {
+            // Given up on before it was here to be found: look again.
+            worker.wake_gave_up();
+        }
         out
     }
 
@@ -49,18 +64,63 @@ impl TaskTable {
         self.tasks
             .lock()
             .remove(&key)
+            .map(|k| k.task)
             .ok_or_else(|| Error::invalid(format!("no running task {key}")))
     }
 
     /// Puts a taken task back under its key (a completion that would have
     /// waited: [`Completion::WouldWait`](super::Completion::WouldWait)).
     pub fn put_back(&self, key: u64, task: Task) {
-        self.tasks.lock().insert(key, task);
+        self.tasks.lock().insert(key, Kept { task, told: false });
     }
 
     /// Why the worker gave up on task `key` ([`Task::gave_up`]); `None` if
     /// it did not, or there is no such task.
     pub fn gave_up(&self, key: u64) -> Option<Finished> {
-        self.tasks.lock().get(&key)?.gave_up()
+        self.tasks.lock().get(&key)?.task.gave_up()
+    }
+
+    /// The tasks `worker` gave up on (timed out, lease lost, released by a
+    /// shutdown) that this table holds and has not reported yet, each with
+    /// why, waiting up to `wait` for one: returns at the first time the
+    /// worker gives up on any task or [`Worker::wake_gave_up`] is called
+    /// (then possibly empty), or when `wait` ran out. Each task is
+    /// reported once. Keep one call outstanding while the worker runs, and
+    /// end it with `wake_gave_up`.
+    pub fn wait_gave_up(&self, worker: &Worker, wait: Duration) -> Vec<(u64, Finished)> {
+        let seen = worker.gave_up_generation();
+        let told = self.take_gave_up();
+        if !told.is_empty() {
+            return told;
+        }
+        let end = Instant::now() + wait;
+        let mut seen = seen;
+        loop {
+            let now = Instant::now();
+            if now >= end {
+                return Vec::new();
+            }
+            let generation = worker.wait_gave_up(seen, end - now);
+            if generation != seen {
+                return self.take_gave_up();
+            }
+            seen = generation;
+        }
+    }
+
+    /// The tasks given up on and not reported yet, marked reported.
+    fn take_gave_up(&self) -> Vec<(u64, Finished)> {
+        let mut tasks = self.tasks.lock();
+        let mut out: Vec<(u64, Finished)> = tasks
+            .iter_mut()
+            .filter(|(_, k)| !k.told)
+            .filter_map(|(key, k)| {
+                let why = k.task.gave_up()?;
+                k.told = true;
+                Some((*key, why))
+            })
+            .collect();
+        out.sort_unstable_by_key(|(key, _)| *key);
+        out
     }
 }

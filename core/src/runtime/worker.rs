@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::outcome::{Completion, DrainReport, Finished, Outcome, Report};
 use super::work::{lease_gone, Source, Work};
@@ -48,7 +48,7 @@ impl Default for WorkerOptions {
     fn default() -> WorkerOptions {
         WorkerOptions {
             worker_id: format!("worker-{}", std::process::id()),
-            concurrency: 10,
+            concurrency: crate::defaults::WORKER_CONCURRENCY as usize,
             run_scheduler: true,
         }
     }
@@ -81,6 +81,8 @@ pub struct Task {
     started: Instant,
     worker: Arc<Inner>,
     done: bool,
+    /// The worker had given up on it before it was handed out.
+    given_up_early: bool,
 }
 
 impl Task {
@@ -144,14 +146,32 @@ impl Task {
     /// [`Finished::Released`] (a shutdown's grace ended), what
     /// [`Worker::complete`] will report. Adapters cancel the handler then.
     pub fn gave_up(&self) -> Option<Finished> {
-        if self.timed_out() {
+        let st = self.worker.state.lock();
+        let r = st.running.get(&self.key)?;
+        if r.timed_out {
             Some(Finished::TimedOut)
-        } else if self.lost() {
+        } else if r.lost {
             Some(Finished::LeaseLost)
-        } else if self.cancelled() {
+        } else if r.released {
             Some(Finished::Released)
         } else {
             None
+        }
+    }
+
+    /// Whether the worker had given up on it already when it was handed
+    /// out (its lease lost while it waited claimed): a host that keeps it
+    /// where a waiter of [`Worker::wait_gave_up`] looks tells that waiter
+    /// with [`Worker::wake_gave_up`], as the giving up did before the task
+    /// was there to be found.
+    pub fn given_up_early(&self) -> bool {
+        self.given_up_early
+    }
+
+    /// The worker it came from.
+    pub fn worker(&self) -> Worker {
+        Worker {
+            inner: Arc::clone(&self.worker),
         }
     }
 }
@@ -213,6 +233,17 @@ struct Inner {
     run_scheduler: bool,
     /// Started by the first `next`, stopped by `stop`.
     scheduler: Mutex<Option<super::ScheduleThread>>,
+    /// Moves each time the worker gives up on running tasks.
+    gave_up: GaveUp,
+}
+
+/// The times a worker gave up on running tasks (timed out, lease lost,
+/// released by a shutdown), for a host that cancels their handlers as soon
+/// as it happens ([`Worker::wait_gave_up`]): pushed, not polled.
+#[derive(Debug, Default)]
+struct GaveUp {
+    generation: Mutex<u64>,
+    moved: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -313,6 +344,7 @@ impl Worker {
                 state: Mutex::new(State::default()),
                 run_scheduler: options.run_scheduler,
                 scheduler: Mutex::new(None),
+                gave_up: GaveUp::default(),
             }),
         })
     }
@@ -629,6 +661,41 @@ impl Worker {
         self.inner.db.poke();
     }
 
+    /// How many times the worker has given up on running tasks so far
+    /// (a generation: pass it to [`wait_gave_up`](Self::wait_gave_up)).
+    pub fn gave_up_generation(&self) -> u64 {
+        *self.inner.gave_up.generation.lock()
+    }
+
+    /// Waits up to `timeout` for the generation to move past `seen`: the
+    /// worker gave up on a running task (its timeout, a lost lease, a
+    /// shutdown's release; see [`Task::gave_up`]) or
+    /// [`wake_gave_up`](Self::wake_gave_up) was called. Returns the
+    /// generation then. The host looks at its running tasks after each
+    /// return and cancels their handlers: told when it happens, where a
+    /// poll of each task would learn it late. The giving up itself happens
+    /// in [`next`](Self::next) and [`drain`](Self::drain), which the host
+    /// keeps calling. [`TaskTable::wait_gave_up`](super::TaskTable::wait_gave_up)
+    /// is this with the look.
+    pub fn wait_gave_up(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = &self.inner.gave_up;
+        let end = Instant::now() + timeout;
+        let mut generation = g.generation.lock();
+        while *generation == seen {
+            if g.moved.wait_until(&mut generation, end).timed_out() {
+                break;
+            }
+        }
+        *generation
+    }
+
+    /// Moves the generation, so that every [`wait_gave_up`](Self::wait_gave_up)
+    /// returns now (a host ending its wait, or one that kept a task
+    /// [`given_up_early`](Task::given_up_early)).
+    pub fn wake_gave_up(&self) {
+        self.inner.gave_up_now();
+    }
+
     /// [`stop`](Self::stop), and releases the jobs claimed but not handed
     /// out (no attempt spent). Running tasks go on; see
     /// [`drain`](Self::drain). Returns how many jobs were released.
@@ -685,6 +752,9 @@ impl Worker {
                 })
                 .collect()
         };
+        if !jobs.is_empty() {
+            inner.gave_up_now();
+        }
         let released = jobs.iter().filter(|j| j.release().is_ok()).count();
         Ok(DrainReport { released })
     }
@@ -714,6 +784,7 @@ impl Worker {
             .get_mut(&key)
             .expect("a buffered task is running");
         r.deadline = timeout.map(|t| now + t);
+        let given_up_early = !r.live();
         Some(Task {
             work: r.work.clone(),
             key,
@@ -723,6 +794,7 @@ impl Worker {
             started: now,
             worker: Arc::clone(&self.inner),
             done: false,
+            given_up_early,
         })
     }
 }
@@ -755,6 +827,12 @@ impl State {
 }
 
 impl Inner {
+    /// Moves [`GaveUp`]'s generation and wakes its waiters.
+    fn gave_up_now(&self) {
+        *self.gave_up.generation.lock() += 1;
+        self.gave_up.moved.notify_all();
+    }
+
     fn flag(&self, key: u64, f: impl Fn(&Running) -> bool) -> bool {
         self.state.lock().running.get(&key).is_some_and(f)
     }
@@ -861,6 +939,7 @@ impl Inner {
     /// past their deadline; returns when it next has something to do.
     fn tick(&self) -> Option<Instant> {
         let now = Instant::now();
+        let mut lost = false;
         let (renew, expired) = {
             let mut st = self.state.lock();
             let mut renew = Vec::new();
@@ -875,6 +954,11 @@ impl Inner {
             }
             (renew, expired)
         };
+        // Told before the retry is written: the handler's outcome no
+        // longer counts either way.
+        if !expired.is_empty() {
+            self.gave_up_now();
+        }
         for (work, timeout) in expired {
             work.time_out(timeout, None);
         }
@@ -884,10 +968,16 @@ impl Inner {
             if let Some(r) = st.running.get_mut(&key) {
                 match result {
                     Ok(_) => r.renew_at = Instant::now() + lease / RENEW_DIVISOR,
-                    Err(e) if lease_gone(e.kind()) => r.lost = true,
+                    Err(e) if lease_gone(e.kind()) => {
+                        r.lost = true;
+                        lost = true;
+                    }
                     Err(_) => r.renew_at = Instant::now() + RENEW_RETRY.min(lease / RENEW_DIVISOR),
                 }
             }
+        }
+        if lost {
+            self.gave_up_now();
         }
         let st = self.state.lock();
         st.running
