@@ -492,7 +492,14 @@ export declare class Worker {
    * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
    * and `lease` in ms.
    */
-  register(queue: Queue, concurrency?: number | undefined | null, timeout?: number | undefined | null, lease?: number | undefined | null): Out<undefined>
+  register(queue: Queue, concurrency?: number | undefined | null, timeout?: number | undefined | null, lease?: number | undefined | null, task?: string | undefined | null): Out<undefined>
+  /**
+   * Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+   * once) or has no handler; registrations are refused from then on.
+   */
+  start(): Out<undefined>
+  /** Whether `start` was called. */
+  get started(): boolean
   /**
    * Runs `group`'s events as its member named by the worker id (the
    * same options as `register`); the group must exist.
@@ -516,10 +523,16 @@ export declare class Worker {
    * or `released` by a shutdown), each once, waiting up to `wait` ms for
    * one: told when it happens (core's `TaskTable::wait_gave_up`), and
    * their handlers' signals abort then. Empty when the wait ran out or
-   * `wakeCancelled` ended it. Keep one call outstanding while the worker
+   * `wakeCancelled` ended it (after `cancelledGeneration` read `seen`). Keep one call outstanding while the worker
    * runs (it holds one blocking thread, as `next` does).
    */
-  waitCancelled(wait: number): Promise<Out<Array<CancelledTask>>>
+  waitCancelled(seen: number, wait: number): Promise<Out<Array<CancelledTask>>>
+  /**
+   * How many times the worker gave up on tasks so far: read it on the
+   * JS thread before deciding to call `waitCancelled`, which returns
+   * when it moves past.
+   */
+  cancelledGeneration(): number
   /** Ends an outstanding `waitCancelled` now (it returns empty). */
   wakeCancelled(): void
   /**
@@ -1119,6 +1132,13 @@ export interface TaskOut {
   event?: GroupEvent
   /** Milliseconds left before the handler's timeout, if its queue has one. */
   remainingMs?: number
+  /**
+   * The task of the queue's envelope whose handler runs it (null: the
+   * queue's handler for every job, or `refused`).
+   */
+  task?: string
+  /** Why no handler runs it: complete it as `permanent` with this error. */
+  refused?: string
 }
 
 /** A finished task, for the hooks. */

@@ -60,9 +60,6 @@ const FINISHED_KINDS = {
 };
 const WORKER_EVENTS = ['start', ...Object.values(FINISHED_KINDS), 'error'];
 
-// The documented envelope for a queue that carries several task types.
-const ENVELOPE_TASK = 'task';
-const ENVELOPE_ARGS = 'args';
 
 /**
  * Runs registered handlers for queues (core's worker runtime, the same in
@@ -104,7 +101,6 @@ class Worker {
     this._native = unwrap(guarded(() => addon.newWorker(db._native, this.workerId, concurrency, scheduler)));
     this._queues = new Map();
     this._hooks = Object.fromEntries(WORKER_EVENTS.map((k) => [k, []]));
-    this._started = false;
   }
 
   /** Milliseconds a shutdown gives running handlers before releasing their jobs. */
@@ -150,29 +146,17 @@ class Worker {
     if (task !== undefined && (typeof task !== 'string' || task === '')) {
       throw invalid('a task name must be a non-empty string');
     }
-    if (this._started) throw invalid('register handlers before the worker runs');
     const q = queue instanceof Queue ? queue : this._db.queue(text('queue', queue));
     if (q._db !== this._db) throw invalid('this queue belongs to another Database');
     int('concurrency', concurrency, ...U32);
     const t = optMs('timeout', timeout);
     const l = optMs('lease', lease);
+    // Core's rules: one handler per task of the envelope or one for every
+    // job, the queue's options named once, none once the run started.
+    unwrap(guarded(() => this._native.register(q._native, concurrency, t, l, task)));
     let reg = this._queues.get(sourceKey(q.name, null));
-    if (reg) {
-      const given = [concurrency, t, l];
-      if (given.some((v) => v !== undefined) && given.some((v, i) => v !== [reg.concurrency, reg.timeout, reg.lease][i])) {
-        throw invalid(
-          `queue ${JSON.stringify(q.name)} is already registered with other options ` +
-            '(concurrency, timeout and lease are the queue\'s)',
-        );
-      }
-      if (reg.handler || task === undefined || reg.tasks.has(task)) {
-        const taken = reg.handler || task === undefined ? 'every job' : task;
-        throw invalid(`queue ${JSON.stringify(q.name)} already has a handler for ${taken}`);
-      }
-    } else {
-      // Core checks the options (and refuses a second registration).
-      unwrap(guarded(() => this._native.register(q._native, concurrency, t, l)));
-      reg = { queue: q, concurrency, timeout: t, lease: l, leaseMs: l ?? q._lease, handler: null, tasks: new Map() };
+    if (!reg) {
+      reg = { queue: q, timeout: t, leaseMs: l ?? q._lease, handler: null, tasks: new Map() };
       this._queues.set(sourceKey(q.name, null), reg);
     }
     if (task === undefined) reg.handler = handler;
@@ -191,7 +175,7 @@ class Worker {
    */
   _handleGroup(group, handler, options) {
     if (typeof handler !== 'function') throw invalid('a handler must be a function');
-    if (this._started) throw invalid('register handlers before the worker runs');
+    if (this._native.started) throw invalid('register handlers before the worker runs');
     if (group._db !== this._db) throw invalid('this group belongs to another Database');
     const { task, concurrency, timeout, lease } = options;
     if (task !== undefined) throw invalid('task names a queue\'s task envelope, not a group\'s');
@@ -245,11 +229,9 @@ class Worker {
   async run(options) {
     options = opts(options, RUN_OPTIONS);
     const { signal, signals = false } = options;
-    if (this._started) throw invalid('this worker already ran (a Worker runs once)');
-    if (this._queues.size === 0) throw invalid('no handler is registered');
-    this._started = true;
     for (const r of this._queues.values()) if (r.registering) await r.registering;
     const n = this._native;
+    unwrap(guarded(() => n.start())); // a Worker runs once, with a handler
     const running = new Map(); // key -> { abort, done }
     // A second signal ends the grace period, and the wait for handlers
     // told to stop.
@@ -275,10 +257,13 @@ class Worker {
     // lost, released by a shutdown) when it does: their signals abort then.
     let watching = true;
     const watch = (async () => {
-      while (watching) {
+      for (;;) {
+        // Read before `watching` is looked at: a wake after it is not missed.
+        const seen = n.cancelledGeneration();
+        if (!watching) return;
         let gone;
         try {
-          gone = unwrap(await n.waitCancelled(60_000));
+          gone = unwrap(await n.waitCancelled(seen, 60_000));
         } catch (e) {
           this._error(e, null, null);
           return;
@@ -327,7 +312,7 @@ class Worker {
     const reg = this._queues.get(sourceKey(t.queue, t.group ?? null));
     const job = reg.group ? new GroupEvent(reg.group, t.event) : new Job(reg.queue, this.workerId, t.job, reg.leaseMs);
     const abort = new AbortController();
-    const handler = this._handler(reg, job);
+    const handler = this._handler(reg, t);
     let timer = null;
     const timedOut = () => new Timeout('TIMEOUT', `the handler ran past its ${reg.timeout} ms timeout`);
     if (t.remainingMs !== null && t.remainingMs !== undefined) {
@@ -363,22 +348,11 @@ class Worker {
     })();
   }
 
-  _handler(reg, job) {
-    if (reg.handler) return reg.handler;
-    let payload;
-    try {
-      payload = job.payload;
-    } catch {
-      payload = null;
-    }
-    const name = payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload) ? payload[ENVELOPE_TASK] : undefined;
-    if (typeof name !== 'string') {
-      return new Permanent(
-        `not a task envelope ({"${ENVELOPE_TASK}": name, "${ENVELOPE_ARGS}": ...}), ` +
-          `and queue ${JSON.stringify(reg.queue.name)} has handlers only for tasks`,
-      );
-    }
-    return reg.tasks.get(name) ?? new Permanent(`no handler for task ${name}`);
+  _handler(reg, t) {
+    // Core routed it: the queue's handler, its envelope's task's, or none.
+    if (t.refused !== null && t.refused !== undefined) return new Permanent(t.refused);
+    if (t.task !== null && t.task !== undefined) return reg.tasks.get(t.task);
+    return reg.handler;
   }
 
   async _finish(t, job, [kind, value, error], running) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use honker::runtime::{
-    Completion, HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions,
+    Completion, HandlerOptions, OffThreadDrop, Outcome, Route, TaskTable, WorkerOptions,
 };
 use napi_derive::napi;
 
@@ -46,6 +46,11 @@ pub struct TaskOut {
     pub event: Option<GroupEvent>,
     /// Milliseconds left before the handler's timeout, if its queue has one.
     pub remaining_ms: Option<f64>,
+    /// The task of the queue's envelope whose handler runs it (null: the
+    /// queue's handler for every job, or `refused`).
+    pub task: Option<String>,
+    /// Why no handler runs it: complete it as `permanent` with this error.
+    pub refused: Option<String>,
 }
 
 /// A task the worker gave up on (`waitCancelled`).
@@ -128,6 +133,14 @@ impl Shared {
             remaining_ms: t
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
+            task: match t.route() {
+                Route::Task(name) => Some(name.clone()),
+                _ => None,
+            },
+            refused: match t.route() {
+                Route::Refused(why) => Some(why.clone()),
+                _ => None,
+            },
         })
     }
 
@@ -181,9 +194,27 @@ impl Worker {
         concurrency: Option<u32>,
         timeout: Option<f64>,
         lease: Option<f64>,
+        task: Option<String>,
     ) -> Out<()> {
-        out(handler_options(concurrency, timeout, lease)
-            .and_then(|options| self.s.w.register(queue.core(), options)))
+        out(
+            handler_options(concurrency, timeout, lease).and_then(|options| match task {
+                None => self.s.w.register(queue.core(), options),
+                Some(t) => self.s.w.register_task(queue.core(), &t, options),
+            }),
+        )
+    }
+
+    /// Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+    /// once) or has no handler; registrations are refused from then on.
+    #[napi]
+    pub fn start(&self) -> Out<()> {
+        out(self.s.w.start())
+    }
+
+    /// Whether `start` was called.
+    #[napi(getter)]
+    pub fn started(&self) -> bool {
+        self.s.w.is_started()
     }
 
     /// Runs `group`'s events as its member named by the worker id (the
@@ -233,15 +264,19 @@ impl Worker {
     /// or `released` by a shutdown), each once, waiting up to `wait` ms for
     /// one: told when it happens (core's `TaskTable::wait_gave_up`), and
     /// their handlers' signals abort then. Empty when the wait ran out or
-    /// `wakeCancelled` ended it. Keep one call outstanding while the worker
+    /// `wakeCancelled` ended it (after `cancelledGeneration` read `seen`). Keep one call outstanding while the worker
     /// runs (it holds one blocking thread, as `next` does).
     #[napi]
-    pub async fn wait_cancelled(&self, wait: f64) -> napi::Result<Out<Vec<CancelledTask>>> {
+    pub async fn wait_cancelled(
+        &self,
+        seen: i64,
+        wait: f64,
+    ) -> napi::Result<Out<Vec<CancelledTask>>> {
         let s = self.shared();
         blocking(move || {
             let wait = ms("wait", wait)?;
             Ok(s.tasks
-                .wait_gave_up(&s.w, wait)
+                .wait_gave_up(&s.w, core_key(seen), wait)
                 .into_iter()
                 .map(|(key, why)| CancelledTask {
                     key: js_key(key),
@@ -250,6 +285,14 @@ impl Worker {
                 .collect())
         })
         .await
+    }
+
+    /// How many times the worker gave up on tasks so far: read it on the
+    /// JS thread before deciding to call `waitCancelled`, which returns
+    /// when it moves past.
+    #[napi]
+    pub fn cancelled_generation(&self) -> i64 {
+        js_key(self.s.w.gave_up_generation())
     }
 
     /// Ends an outstanding `waitCancelled` now (it returns empty).

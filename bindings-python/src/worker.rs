@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use honker::runtime::{Completion, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
+use honker::runtime::{Completion, HandlerOptions, OffThreadDrop, Outcome, Route, WorkerOptions};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
@@ -37,6 +37,9 @@ pub struct Task {
     queue: String,
     group: Option<String>,
     deadline: Option<Instant>,
+    /// Core's route: the envelope's task, or why no handler runs it.
+    task_name: Option<String>,
+    refused: Option<String>,
 }
 
 impl Task {
@@ -78,6 +81,20 @@ impl Task {
         self.group.as_deref()
     }
 
+    /// The task of the queue's envelope whose handler runs it (None: the
+    /// queue's handler for every job, or `refused`).
+    #[getter]
+    fn task_name(&self) -> Option<&str> {
+        self.task_name.as_deref()
+    }
+
+    /// Why no handler runs it (not an envelope, or a task without a
+    /// handler): complete it as `permanent` with this error.
+    #[getter]
+    fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+
     /// Seconds left before the handler's timeout (negative once past), or
     /// None without a timeout.
     #[getter]
@@ -117,10 +134,17 @@ impl Task {
 /// `released`, `settled`; with the job's new state for `retried`/`snoozed`
 /// (`ready`, `scheduled`, `dead`), else None.
 fn task(t: honker::runtime::Task) -> Task {
+    let (task_name, refused) = match t.route() {
+        Route::Every => (None, None),
+        Route::Task(name) => (Some(name.clone()), None),
+        Route::Refused(why) => (None, Some(why.clone())),
+    };
     Task {
         queue: t.queue().to_owned(),
         group: t.group().map(str::to_owned),
         deadline: t.deadline(),
+        task_name,
+        refused,
         t: OffThreadDrop::new(Mutex::new(Some(t))),
     }
 }
@@ -209,18 +233,30 @@ impl Worker {
         Ok(())
     }
 
-    /// Runs `queue`'s jobs: `concurrency` within the worker's, `timeout`
-    /// and `lease` in seconds.
-    #[pyo3(signature = (queue, *, concurrency = None, timeout = None, lease = None))]
+    /// Runs `queue`'s jobs (with `task`, those of that task of the
+    /// envelope): `concurrency` within the worker's, `timeout` and `lease`
+    /// in seconds. Core's rules: one handler per task or one for every
+    /// job, the queue's options the same in each registration.
+    #[pyo3(signature = (queue, *, task = None, concurrency = None, timeout = None, lease = None))]
     fn register(
         &self,
         queue: PyRef<'_, Queue>,
+        task: Option<&str>,
         concurrency: Option<i64>,
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<()> {
         let options = handler_options(concurrency, timeout, lease)?;
-        self.w.register(&queue.queue, options).py()
+        match task {
+            None => self.w.register(&queue.queue, options).py(),
+            Some(t) => self.w.register_task(&queue.queue, t, options).py(),
+        }
+    }
+
+    /// Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+    /// once) or has no handler; registrations are refused from then on.
+    fn start(&self) -> PyResult<()> {
+        self.w.start().py()
     }
 
     /// Runs `group`'s events, as its member named by the worker id (the

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions};
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, Route, TaskTable, WorkerOptions};
 
 use crate::database::{Database, Payload};
 use crate::errors::{ms, opt_ms, R};
@@ -48,6 +48,11 @@ pub struct WorkerTask {
     pub group: Option<String>,
     pub job: Option<ClaimedJob>,
     pub event: Option<GroupEvent>,
+    /// The task of the queue's envelope whose handler runs it (`nil`: the
+    /// queue's handler for every job, or `refused`).
+    pub task: Option<String>,
+    /// Why no handler runs it: complete it as `permanent` with this error.
+    pub refused: Option<String>,
 }
 
 /// A finished task, for the hooks.
@@ -131,12 +136,23 @@ impl Worker {
     pub fn register(
         &self,
         queue: Arc<Queue>,
+        task: Option<String>,
         concurrency: Option<u32>,
         timeout_ms: Option<u64>,
         lease_ms: Option<u64>,
     ) -> R<()> {
         let options = handler_options(concurrency, timeout_ms, lease_ms)?;
-        Ok(self.s.w.register(queue.core(), options)?)
+        match task {
+            None => self.s.w.register(queue.core(), options)?,
+            Some(t) => self.s.w.register_task(queue.core(), &t, options)?,
+        }
+        Ok(())
+    }
+
+    /// Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+    /// once) or has no handler; registrations are refused from then on.
+    pub fn start(&self) -> R<()> {
+        Ok(self.s.w.start()?)
     }
 
     /// Runs `group`'s events as its member named by the worker id (the
@@ -178,6 +194,14 @@ impl Worker {
             group: t.group().map(str::to_owned),
             job: t.job().cloned().map(ClaimedJob::from),
             event: t.event().cloned().map(GroupEvent::from),
+            task: match t.route() {
+                Route::Task(name) => Some(name.clone()),
+                _ => None,
+            },
+            refused: match t.route() {
+                Route::Refused(why) => Some(why.clone()),
+                _ => None,
+            },
         })))
     }
 
@@ -185,20 +209,27 @@ impl Worker {
     /// or `released` by a shutdown), each once, waiting up to `wait_ms`
     /// for one: told when it happens (core's `TaskTable::wait_gave_up`),
     /// and their handlers' Tasks are cancelled then. Empty when the wait
-    /// ran out or `wake_cancelled` ended it. Keep one call outstanding (on
-    /// a wait thread) while the worker runs.
-    pub fn wait_cancelled(&self, wait_ms: u64) -> R<Vec<CancelledTask>> {
+    /// ran out or `wake_cancelled` ended it (after `cancelled_generation`
+    /// read `seen`). Keep one call outstanding (on a wait thread) while the
+    /// worker runs.
+    pub fn wait_cancelled(&self, seen: u64, wait_ms: u64) -> R<Vec<CancelledTask>> {
         let wait = ms("wait", wait_ms)?;
         Ok(self
             .s
             .tasks
-            .wait_gave_up(&self.s.w, wait)
+            .wait_gave_up(&self.s.w, seen, wait)
             .into_iter()
             .map(|(key, why)| CancelledTask {
                 key,
                 why: why.name().to_owned(),
             })
             .collect())
+    }
+
+    /// How many times the worker gave up on tasks so far: read it before
+    /// deciding to call `wait_cancelled`, which returns when it moves past.
+    pub fn cancelled_generation(&self) -> u64 {
+        self.s.w.gave_up_generation()
     }
 
     /// Ends an outstanding `wait_cancelled` now (it returns empty).

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::test_db;
 use honker::runtime::{
-    Completion, Finished, HandlerOptions, Outcome, TaskTable, Worker, WorkerOptions,
+    Completion, Finished, HandlerOptions, Outcome, Route, TaskTable, Worker, WorkerOptions,
 };
 use honker::{Backoff, Database, EnqueueOptions, ErrorKind, JobState, Payload, QueueOptions};
 use serde_json::json;
@@ -852,7 +852,7 @@ fn the_task_table_is_told_when_the_worker_gives_up_on_a_task() {
         })
     };
     let start = Instant::now();
-    let told = table.wait_gave_up(&w, Duration::from_secs(30));
+    let told = table.wait_gave_up(&w, w.gave_up_generation(), Duration::from_secs(30));
     assert_eq!(told, vec![(key, Finished::TimedOut)]);
     assert!(
         start.elapsed() < Duration::from_secs(5),
@@ -868,7 +868,10 @@ fn the_task_table_is_told_when_the_worker_gives_up_on_a_task() {
         })
     };
     let start = Instant::now();
-    assert_eq!(table.wait_gave_up(&w, Duration::from_secs(30)), vec![]);
+    assert_eq!(
+        table.wait_gave_up(&w, w.gave_up_generation(), Duration::from_secs(30)),
+        vec![]
+    );
     assert!(start.elapsed() < Duration::from_secs(5), "not woken");
     waker.join().unwrap();
     stop.store(true, Ordering::SeqCst);
@@ -909,7 +912,7 @@ fn a_lost_lease_and_a_shutdowns_release_are_told_to_the_task_table() {
     assert!(b.given_up_early(), "lost before it was handed out");
     let b = table.keep(b, |k, _| k);
     assert_eq!(
-        table.wait_gave_up(&w, Duration::from_secs(30)),
+        table.wait_gave_up(&w, w.gave_up_generation(), Duration::from_secs(30)),
         vec![(b, Finished::LeaseLost)]
     );
     let c = table.keep(w.next(Duration::from_secs(1)).unwrap().unwrap(), |k, _| k);
@@ -917,11 +920,102 @@ fn a_lost_lease_and_a_shutdowns_release_are_told_to_the_task_table() {
     let report = w.drain(Duration::from_millis(50)).unwrap();
     assert_eq!(report.released, 2);
     assert_eq!(
-        table.wait_gave_up(&w, Duration::from_secs(30)),
+        table.wait_gave_up(&w, w.gave_up_generation(), Duration::from_secs(30)),
         vec![(a, Finished::Released), (c, Finished::Released)]
     );
     for key in [a, b, c] {
         w.complete(table.take(key).unwrap(), Outcome::Ack(None))
             .unwrap();
     }
+}
+
+/// The registration rules every host's worker has (Python's `register`,
+/// Node's `handle`, Swift's `handle`): one handler per task of a queue's
+/// envelope or one for every job, the queue's options named once, and a
+/// run that starts once.
+#[test]
+fn task_handlers_are_registered_once_each_with_the_queues_options_and_routed_by_envelope() {
+    let t = test_db();
+    let q = t.db.queue("jobs").unwrap();
+    let w = worker(&t.db, 4);
+    let invalid = |r: honker::Result<()>| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        e.to_string()
+    };
+    assert!(invalid(w.start()).contains("no handler is registered"));
+    let opts = HandlerOptions {
+        concurrency: Some(2),
+        ..HandlerOptions::default()
+    };
+    w.register_task(&q, "resize", opts.clone()).unwrap();
+    // The same options, or none, for the queue's other tasks.
+    w.register_task(&q, "thumb", HandlerOptions::default())
+        .unwrap();
+    w.register_task(&q, "crop", opts.clone()).unwrap();
+    let other = HandlerOptions {
+        concurrency: Some(3),
+        ..HandlerOptions::default()
+    };
+    assert!(invalid(w.register_task(&q, "rotate", other))
+        .contains(r#"queue "jobs" is already registered with other options"#));
+    assert!(
+        invalid(w.register_task(&q, "resize", HandlerOptions::default()))
+            .contains(r#"queue "jobs" already has a handler for resize"#)
+    );
+    assert!(invalid(w.register(&q, HandlerOptions::default()))
+        .contains(r#"queue "jobs" already has a handler for every job"#));
+    assert!(invalid(w.register_task(&q, "", HandlerOptions::default())).contains("empty"));
+    let whole = t.db.queue("whole").unwrap();
+    w.register(&whole, HandlerOptions::default()).unwrap();
+    assert!(
+        invalid(w.register_task(&whole, "resize", HandlerOptions::default()))
+            .contains(r#"queue "whole" already has a handler for every job"#)
+    );
+
+    for p in [
+        json!({"task": "resize", "args": [1]}),
+        json!({"task": "transcode", "args": null}),
+        json!("raw"),
+        json!({"task": 7}),
+    ] {
+        q.enqueue(
+            Payload::from_serialize(&p).unwrap(),
+            &EnqueueOptions::default(),
+        )
+        .unwrap();
+    }
+    q.enqueue(Payload::Bytes(vec![1, 2]), &EnqueueOptions::default())
+        .unwrap();
+    enqueue(&t.db, "whole", 1);
+    w.start().unwrap();
+    assert!(invalid(w.start()).contains("a Worker runs once"));
+    assert!(
+        invalid(w.register_task(&q, "late", HandlerOptions::default()))
+            .contains("register handlers before the worker runs")
+    );
+    let mut routes = Vec::new();
+    while let Some(task) = w.next(Duration::ZERO).unwrap() {
+        routes.push((task.queue().to_owned(), task.route().clone()));
+        w.complete(task, Outcome::Ack(None)).unwrap();
+    }
+    routes.sort_by(|a, b| a.0.cmp(&b.0));
+    let not_envelope = Route::Refused(
+        r#"not a task envelope ({"task": name, "args": ...}), and queue "jobs" has handlers only for tasks"#
+            .into(),
+    );
+    assert_eq!(
+        routes,
+        vec![
+            ("jobs".into(), Route::Task("resize".into())),
+            (
+                "jobs".into(),
+                Route::Refused("no handler for task transcode".into())
+            ),
+            ("jobs".into(), not_envelope.clone()),
+            ("jobs".into(), not_envelope.clone()),
+            ("jobs".into(), not_envelope),
+            ("whole".into(), Route::Every),
+        ]
+    );
 }

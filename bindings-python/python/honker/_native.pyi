@@ -275,6 +275,7 @@ class Worker:
         self,
         queue: Queue,
         *,
+        task: str | None = None,
         concurrency: int | None = None,
         timeout: float | None = None,
         lease: float | None = None,
@@ -287,6 +288,7 @@ class Worker:
         timeout: float | None = None,
         lease: float | None = None,
     ) -> None: ...
+    def start(self) -> None: ...
     @property
     def worker_id(self) -> str: ...
     @property
@@ -327,6 +329,10 @@ class Task:
     def queue(self) -> str: ...
     @property
     def group(self) -> str | None: ...
+    @property
+    def task_name(self) -> str | None: ...
+    @property
+    def refused(self) -> str | None: ...
     @property
     def remaining(self) -> float | None: ...
     @property

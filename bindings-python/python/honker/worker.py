@@ -133,9 +133,6 @@ _KINDS = {
 }
 KINDS = ("start", *_KINDS.values())
 
-# The documented envelope for a queue that carries several task types.
-ENVELOPE_TASK, ENVELOPE_ARGS = "task", "args"
-
 
 @dataclasses.dataclass
 class _Registration:
@@ -189,7 +186,6 @@ class Worker:
         # By (queue or stream, None or group): what a task's (queue, group) names.
         self._queues: dict[tuple[str, str | None], _Registration] = {}
         self._hooks: dict[str, list[Callable[[WorkerEvent], object]]] = {k: [] for k in KINDS}
-        self._started = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pool = _Pool(concurrency)
@@ -305,16 +301,8 @@ class Worker:
         t, ls = seconds("timeout", timeout), seconds("lease", lease)
         key = (group.stream.name, group.name)
         with self._lock:
-            if self._started:
-                raise InvalidArgument(
-                    "INVALID_ARGUMENT", "register handlers before the worker runs"
-                )
-            if key in self._queues:
-                raise InvalidArgument(
-                    "INVALID_ARGUMENT",
-                    f"group {group.name!r} of stream {group.stream.name!r} already has a handler",
-                )
-            # Core checks the options and that the group exists.
+            # Core's rules (one handler per group, none once the run
+            # started); it checks the options and that the group exists.
             self._native.register_group(group._native, concurrency=concurrency, timeout=t, lease=ls)
             self._queues[key] = _Registration(None, concurrency, t, ls, handler, group=group)
 
@@ -336,30 +324,14 @@ class Worker:
         q = queue if isinstance(queue, Queue) else self._db.queue(queue)
         t, ls = seconds("timeout", timeout), seconds("lease", lease)
         with self._lock:
-            if self._started:
-                raise InvalidArgument(
-                    "INVALID_ARGUMENT", "register handlers before the worker runs"
-                )
+            # Core's rules: one handler per task of the envelope or one for
+            # every job, the queue's options named once, none once the run
+            # started.
+            self._native.register(
+                q._native, task=task, concurrency=concurrency, timeout=t, lease=ls
+            )
             reg = self._queues.get((q.name, None))
-            if reg is not None:
-                if (concurrency, t, ls) != (None, None, None) and (concurrency, t, ls) != (
-                    reg.concurrency,
-                    reg.timeout,
-                    reg.lease,
-                ):
-                    raise InvalidArgument(
-                        "INVALID_ARGUMENT",
-                        f"queue {q.name!r} is already registered with other options "
-                        "(concurrency, timeout and lease are the queue's)",
-                    )
-                if reg.handler is not None or task is None or task in reg.tasks:
-                    taken = "every job" if reg.handler is not None or task is None else task
-                    raise InvalidArgument(
-                        "INVALID_ARGUMENT", f"queue {q.name!r} already has a handler for {taken}"
-                    )
-            else:
-                # Core checks the options (and refuses a second registration).
-                self._native.register(q._native, concurrency=concurrency, timeout=t, lease=ls)
+            if reg is None:
                 reg = self._queues[(q.name, None)] = _Registration(q, concurrency, t, ls)
             if task is None:
                 reg.handler = handler
@@ -477,13 +449,7 @@ class Worker:
 
     def _start(self) -> _native.Worker:
         with self._lock:
-            if self._started:
-                raise InvalidArgument(
-                    "INVALID_ARGUMENT", "this worker already ran (a Worker runs once)"
-                )
-            if not self._queues:
-                raise InvalidArgument("INVALID_ARGUMENT", "no handler is registered")
-            self._started = True
+            self._native.start()  # a Worker runs once, with a handler
             return self._native
 
     def _signalled(self, *_: object) -> None:
@@ -548,7 +514,7 @@ class Worker:
             assert reg.queue is not None
             job = Job(reg.queue, self.worker_id, task.job, reg.lease or reg.queue._lease)
         job._task = task
-        handler = self._handler(reg, job)
+        handler = self._handler(reg, task)
         if loop is not None and not isinstance(handler, Permanent) and _is_async(handler):
             loop.call_soon_threadsafe(self._start_async, native, task, job, handler)
         else:
@@ -586,22 +552,14 @@ class Worker:
             self._emit("released", task.queue, job, now - started)
 
     @staticmethod
-    def _handler(reg: _Registration, job: Item) -> Handler | Permanent:
-        if reg.handler is not None:
-            return reg.handler
-        assert reg.queue is not None  # a group's registration has its handler
-        try:
-            payload = job.payload
-        except ValueError:
-            payload = None
-        name = payload.get(ENVELOPE_TASK) if isinstance(payload, dict) else None
-        if not isinstance(name, str):
-            return Permanent(
-                f'not a task envelope ({{"{ENVELOPE_TASK}": name, "{ENVELOPE_ARGS}": ...}}), '
-                f"and queue {reg.queue.name!r} has handlers only for tasks"
-            )
-        handler = reg.tasks.get(name)
-        return handler if handler is not None else Permanent(f"no handler for task {name}")
+    def _handler(reg: _Registration, task: _native.Task) -> Handler | Permanent:
+        # Core routed it: the queue's handler, its envelope's task's, or none.
+        if task.refused is not None:
+            return Permanent(task.refused)
+        if task.task_name is not None:
+            return reg.tasks[task.task_name]
+        assert reg.handler is not None
+        return reg.handler
 
     def _run_sync(
         self,

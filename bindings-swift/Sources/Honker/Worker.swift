@@ -71,7 +71,6 @@ public struct TaskEnvelope<Args: Encodable>: Encodable {
 
 extension TaskEnvelope: Sendable where Args: Sendable {}
 
-private struct EnvelopeName: Decodable { let task: String }
 private struct EnvelopeArgs<T: Decodable>: Decodable { let args: T }
 
 extension Job {
@@ -109,23 +108,20 @@ public final class Worker: @unchecked Sendable {
     private let lock = NSLock()
     private var queues: [String: Registration] = [:]
     private var hooks: [WorkerEvent.Kind: [@Sendable (WorkerEvent) -> Void]] = [:]
-    private var started = false
     private var hurried = false
 
     final class Registration {
         let queue: Queue?
         let leaseMs: UInt64
-        let options: [UInt64?]
         var handler: Handler?
         var tasks: [String: Handler] = [:]
         /// A consumer group's registration, and its handler.
         let group: Group?
         var groupHandler: (@Sendable (GroupEvent) async throws -> Void)?
 
-        init(queue: Queue?, leaseMs: UInt64, options: [UInt64?], group: Group? = nil) {
+        init(queue: Queue?, leaseMs: UInt64, group: Group? = nil) {
             self.queue = queue
             self.leaseMs = leaseMs
-            self.options = options
             self.group = group
         }
     }
@@ -202,30 +198,18 @@ public final class Worker: @unchecked Sendable {
         if let task, task.isEmpty {
             throw HonkerError.InvalidArgument(message: "a task name must be a non-empty string")
         }
-        let options = [concurrency.map(UInt64.init), try millis("timeout", timeout), try millis("lease", lease)]
+        let (timeoutMs, leaseMs) = (try millis("timeout", timeout), try millis("lease", lease))
         lock.lock()
         defer { lock.unlock() }
-        if started {
-            throw HonkerError.InvalidArgument(message: "register handlers before the worker runs")
-        }
-        let reg: Registration
-        if let existing = queues[Worker.key(name, group: nil)] {
-            if options.contains(where: { $0 != nil }) && options != existing.options {
-                throw HonkerError.InvalidArgument(message:
-                    "queue \"\(name)\" is already registered with other options (concurrency, timeout and lease are the queue's)")
-            }
-            if existing.handler != nil || task == nil || existing.tasks[task!] != nil {
-                let taken = existing.handler != nil || task == nil ? "every job" : task!
-                throw HonkerError.InvalidArgument(message: "queue \"\(name)\" already has a handler for \(taken)")
-            }
-            reg = existing
-        } else {
-            let q = try db.queue(name)
-            // Core checks the options (and refuses a second registration).
-            try native.register(queue: q.native, concurrency: concurrency, timeoutMs: options[1], leaseMs: options[2])
-            reg = Registration(queue: q, leaseMs: options[2] ?? q.native.leaseMs(), options: options)
-            queues[Worker.key(name, group: nil)] = reg
-        }
+        let q = try queues[Worker.key(name, group: nil)]?.queue ?? db.queue(name)
+        // Core's rules: one handler per task of the envelope or one for
+        // every job, the queue's options named once, none once the run
+        // started.
+        try native.register(queue: q.native, task: task, concurrency: concurrency, timeoutMs: timeoutMs,
+                            leaseMs: leaseMs)
+        let reg = queues[Worker.key(name, group: nil)]
+            ?? Registration(queue: q, leaseMs: leaseMs ?? q.native.leaseMs())
+        queues[Worker.key(name, group: nil)] = reg
         if let task { reg.tasks[task] = handler } else { reg.handler = handler }
     }
 
@@ -240,21 +224,15 @@ public final class Worker: @unchecked Sendable {
     public func handle(_ group: Group, concurrency: UInt32? = nil, timeout: TimeInterval? = nil,
                        lease: TimeInterval? = nil,
                        _ handler: @escaping @Sendable (GroupEvent) async throws -> Void) throws {
-        let options = [concurrency.map(UInt64.init), try millis("timeout", timeout), try millis("lease", lease)]
+        let (timeoutMs, leaseMs) = (try millis("timeout", timeout), try millis("lease", lease))
         let key = Worker.key(group.stream.name, group: group.name)
         lock.lock()
         defer { lock.unlock() }
-        if started {
-            throw HonkerError.InvalidArgument(message: "register handlers before the worker runs")
-        }
-        if queues[key] != nil {
-            throw HonkerError.InvalidArgument(
-                message: "group \"\(group.name)\" of stream \"\(group.stream.name)\" already has a handler")
-        }
-        // Core checks the options and that the group exists.
-        try native.registerGroup(group: group.native, concurrency: concurrency, timeoutMs: options[1],
-                                 leaseMs: options[2])
-        let reg = Registration(queue: nil, leaseMs: options[2] ?? 0, options: options, group: group)
+        // Core's rules (one handler per group, none once the run started);
+        // it checks the options and that the group exists.
+        try native.registerGroup(group: group.native, concurrency: concurrency, timeoutMs: timeoutMs,
+                                 leaseMs: leaseMs)
+        let reg = Registration(queue: nil, leaseMs: leaseMs ?? 0, group: group)
         reg.groupHandler = handler
         queues[key] = reg
     }
@@ -307,10 +285,13 @@ public final class Worker: @unchecked Sendable {
         // lost, released by a shutdown) when it does: their Tasks are
         // cancelled then.
         let watcher = Task.detached {
-            while !Task.isCancelled {
-                guard let gone = try? await waitOffThread({ try native.waitCancelled(waitMs: 60_000) }) else {
-                    return
-                }
+            while true {
+                // Read before the cancellation is looked at: the defer below
+                // cancels, then wakes, so a wake after this read is not missed.
+                let seen = native.cancelledGeneration()
+                if Task.isCancelled { return }
+                guard let gone = try? await waitOffThread({ try native.waitCancelled(seen: seen, waitMs: 60_000) })
+                else { return }
                 for c in gone { running.cancel(c.key) }
             }
         }
@@ -344,15 +325,7 @@ public final class Worker: @unchecked Sendable {
     }
 
     private func start() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        if started {
-            throw HonkerError.InvalidArgument(message: "this worker already ran (a Worker runs once)")
-        }
-        if queues.isEmpty {
-            throw HonkerError.InvalidArgument(message: "no handler is registered")
-        }
-        started = true
+        try native.start() // a Worker runs once, with a handler
     }
 
     private var isHurried: Bool {
@@ -370,7 +343,7 @@ public final class Worker: @unchecked Sendable {
             return
         }
         let job = Job(queue: reg.queue!, workerId: workerId, claimed: t.job!, leaseMs: reg.leaseMs)
-        let handler = self.handler(reg, job)
+        let handler = self.handler(reg, t)
         emit(.start, job: job, queue: t.queue)
         running.start(t.key) {
             let outcome: (String, Payload?, UInt64?, String?)
@@ -402,15 +375,11 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
-    private func handler(_ reg: Registration, _ job: Job) -> Handler {
-        if let h = reg.handler { return h }
-        let name = try? job.payload(as: EnvelopeName.self).task
-        guard let name else {
-            let reason = "not a task envelope ({\"task\": name, \"args\": ...}), "
-                + "and queue \"\(reg.queue?.name ?? "")\" has handlers only for tasks"
-            return { _ in throw Permanent(reason) }
-        }
-        return reg.tasks[name] ?? { _ in throw Permanent("no handler for task \(name)") }
+    /// Core routed it: the queue's handler, its envelope's task's, or none.
+    private func handler(_ reg: Registration, _ t: WorkerTask) -> Handler {
+        if let reason = t.refused { return { _ in throw Permanent(reason) } }
+        if let task = t.task, let h = reg.tasks[task] { return h }
+        return reg.handler!
     }
 
     /// A handler's error as an outcome: (kind, result, delay ms, error).

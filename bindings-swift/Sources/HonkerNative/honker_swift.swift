@@ -4956,6 +4956,12 @@ public func FfiConverterTypeTransaction_lower(_ value: Transaction) -> UInt64 {
 public protocol WorkerProtocol: AnyObject, Sendable {
     
     /**
+     * How many times the worker gave up on tasks so far: read it before
+     * deciding to call `wait_cancelled`, which returns when it moves past.
+     */
+    func cancelledGeneration()  -> UInt64
+    
+    /**
      * Records task `key`'s outcome (`ack` with `result`, `retry` with
      * `delay_ms` and `error`, `permanent` with `error`, `snooze` with
      * `delay_ms`, `release`, `settled`) and frees its slot.
@@ -4986,7 +4992,7 @@ public protocol WorkerProtocol: AnyObject, Sendable {
      * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
      * and `lease_ms` per task.
      */
-    func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?) throws 
+    func register(queue: Queue, task: String?, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?) throws 
     
     /**
      * Runs `group`'s events as its member named by the worker id (the
@@ -5003,6 +5009,12 @@ public protocol WorkerProtocol: AnyObject, Sendable {
     func shutdown()  -> UInt32
     
     /**
+     * Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+     * once) or has no handler; registrations are refused from then on.
+     */
+    func start() throws 
+    
+    /**
      * Stops claiming, without I/O.
      */
     func stop() 
@@ -5012,10 +5024,11 @@ public protocol WorkerProtocol: AnyObject, Sendable {
      * or `released` by a shutdown), each once, waiting up to `wait_ms`
      * for one: told when it happens (core's `TaskTable::wait_gave_up`),
      * and their handlers' Tasks are cancelled then. Empty when the wait
-     * ran out or `wake_cancelled` ended it. Keep one call outstanding (on
-     * a wait thread) while the worker runs.
+     * ran out or `wake_cancelled` ended it (after `cancelled_generation`
+     * read `seen`). Keep one call outstanding (on a wait thread) while the
+     * worker runs.
      */
-    func waitCancelled(waitMs: UInt64) throws  -> [CancelledTask]
+    func waitCancelled(seen: UInt64, waitMs: UInt64) throws  -> [CancelledTask]
     
     /**
      * Ends an outstanding `wait_cancelled` now (it returns empty).
@@ -5097,6 +5110,19 @@ public convenience init(db: Database, workerId: String, concurrency: UInt32, run
 
     
     /**
+     * How many times the worker gave up on tasks so far: read it before
+     * deciding to call `wait_cancelled`, which returns when it moves past.
+     */
+open func cancelledGeneration() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_cancelled_generation(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Records task `key`'s outcome (`ack` with `result`, `retry` with
      * `delay_ms` and `error`, `permanent` with `error`, `snooze` with
      * `delay_ms`, `release`, `settled`) and frees its slot.
@@ -5168,11 +5194,12 @@ open func next(waitMs: UInt64)throws  -> WorkerTask?  {
      * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
      * and `lease_ms` per task.
      */
-open func register(queue: Queue, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func register(queue: Queue, task: String?, concurrency: UInt32?, timeoutMs: UInt64?, leaseMs: UInt64?)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_worker_register(
             self.uniffiCloneHandle(),
         FfiConverterTypeQueue_lower(queue),
+        FfiConverterOptionString.lower(task),
         FfiConverterOptionUInt32.lower(concurrency),
         FfiConverterOptionUInt64.lower(timeoutMs),
         FfiConverterOptionUInt64.lower(leaseMs),uniffiCallStatus
@@ -5219,6 +5246,18 @@ open func shutdown() -> UInt32  {
 }
     
     /**
+     * Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
+     * once) or has no handler; registrations are refused from then on.
+     */
+open func start()throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_start(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
      * Stops claiming, without I/O.
      */
 open func stop()  {try! rustCall() {
@@ -5234,14 +5273,16 @@ open func stop()  {try! rustCall() {
      * or `released` by a shutdown), each once, waiting up to `wait_ms`
      * for one: told when it happens (core's `TaskTable::wait_gave_up`),
      * and their handlers' Tasks are cancelled then. Empty when the wait
-     * ran out or `wake_cancelled` ended it. Keep one call outstanding (on
-     * a wait thread) while the worker runs.
+     * ran out or `wake_cancelled` ended it (after `cancelled_generation`
+     * read `seen`). Keep one call outstanding (on a wait thread) while the
+     * worker runs.
      */
-open func waitCancelled(waitMs: UInt64)throws  -> [CancelledTask]  {
+open func waitCancelled(seen: UInt64, waitMs: UInt64)throws  -> [CancelledTask]  {
     return try  FfiConverterSequenceTypeCancelledTask.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_worker_wait_cancelled(
             self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(seen),
         FfiConverterUInt64.lower(waitMs),uniffiCallStatus
     )
 })
@@ -8568,6 +8609,15 @@ public struct WorkerTask: Equatable, Hashable {
     public var group: String?
     public var job: ClaimedJob?
     public var event: GroupEvent?
+    /**
+     * The task of the queue's envelope whose handler runs it (`nil`: the
+     * queue's handler for every job, or `refused`).
+     */
+    public var task: String?
+    /**
+     * Why no handler runs it: complete it as `permanent` with this error.
+     */
+    public var refused: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8577,12 +8627,21 @@ public struct WorkerTask: Equatable, Hashable {
          */queue: String, 
         /**
          * The event's group, for a group's task.
-         */group: String?, job: ClaimedJob?, event: GroupEvent?) {
+         */group: String?, job: ClaimedJob?, event: GroupEvent?, 
+        /**
+         * The task of the queue's envelope whose handler runs it (`nil`: the
+         * queue's handler for every job, or `refused`).
+         */task: String?, 
+        /**
+         * Why no handler runs it: complete it as `permanent` with this error.
+         */refused: String?) {
         self.key = key
         self.queue = queue
         self.group = group
         self.job = job
         self.event = event
+        self.task = task
+        self.refused = refused
     }
 
     
@@ -8605,7 +8664,9 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
                 queue: FfiConverterString.read(from: &buf), 
                 group: FfiConverterOptionString.read(from: &buf), 
                 job: FfiConverterOptionTypeClaimedJob.read(from: &buf), 
-                event: FfiConverterOptionTypeGroupEvent.read(from: &buf)
+                event: FfiConverterOptionTypeGroupEvent.read(from: &buf), 
+                task: FfiConverterOptionString.read(from: &buf), 
+                refused: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -8615,6 +8676,8 @@ public struct FfiConverterTypeWorkerTask: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterOptionTypeClaimedJob.write(value.job, into: &buf)
         FfiConverterOptionTypeGroupEvent.write(value.event, into: &buf)
+        FfiConverterOptionString.write(value.task, into: &buf)
+        FfiConverterOptionString.write(value.refused, into: &buf)
     }
 }
 
@@ -10585,6 +10648,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_subscription_next_cancellable() != 40497) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_worker_cancelled_generation() != 18354) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_worker_complete() != 41708) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10600,7 +10666,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_worker_next() != 21685) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_worker_register() != 59648) {
+    if (uniffi_honker_swift_checksum_method_worker_register() != 58440) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_register_group() != 32254) {
@@ -10612,10 +10678,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_worker_shutdown() != 55828) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_worker_start() != 50155) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_worker_stop() != 21845) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_worker_wait_cancelled() != 25639) {
+    if (uniffi_honker_swift_checksum_method_worker_wait_cancelled() != 40087) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_wake_cancelled() != 16412) {

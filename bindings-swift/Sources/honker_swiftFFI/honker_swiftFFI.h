@@ -1178,6 +1178,11 @@ void uniffi_honker_swift_fn_free_worker(uint64_t handle, RustCallStatus *_Nonnul
 uint64_t uniffi_honker_swift_fn_constructor_worker_new(uint64_t db, RustBuffer worker_id, uint32_t concurrency, int8_t run_scheduler, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED_GENERATION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_CANCELLED_GENERATION
+uint64_t uniffi_honker_swift_fn_method_worker_cancelled_generation(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_COMPLETE
 RustBuffer uniffi_honker_swift_fn_method_worker_complete(uint64_t ptr, uint64_t key, RustBuffer outcome, RustBuffer result, RustBuffer delay_ms, RustBuffer error, RustCallStatus *_Nonnull out_status
@@ -1205,7 +1210,7 @@ RustBuffer uniffi_honker_swift_fn_method_worker_next(uint64_t ptr, uint64_t wait
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
-void uniffi_honker_swift_fn_method_worker_register(uint64_t ptr, uint64_t queue, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
+void uniffi_honker_swift_fn_method_worker_register(uint64_t ptr, uint64_t queue, RustBuffer task, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER_GROUP
@@ -1223,6 +1228,11 @@ uint32_t uniffi_honker_swift_fn_method_worker_running(uint64_t ptr, RustCallStat
 uint32_t uniffi_honker_swift_fn_method_worker_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_START
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_START
+void uniffi_honker_swift_fn_method_worker_start(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_STOP
 void uniffi_honker_swift_fn_method_worker_stop(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1230,7 +1240,7 @@ void uniffi_honker_swift_fn_method_worker_stop(uint64_t ptr, RustCallStatus *_No
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAIT_CANCELLED
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAIT_CANCELLED
-RustBuffer uniffi_honker_swift_fn_method_worker_wait_cancelled(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_worker_wait_cancelled(uint64_t ptr, uint64_t seen, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_WAKE_CANCELLED
@@ -2448,6 +2458,12 @@ uint16_t uniffi_honker_swift_checksum_method_subscription_next_cancellable(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED_GENERATION
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_CANCELLED_GENERATION
+uint16_t uniffi_honker_swift_checksum_method_worker_cancelled_generation(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_COMPLETE
 uint16_t uniffi_honker_swift_checksum_method_worker_complete(void
@@ -2499,6 +2515,12 @@ uint16_t uniffi_honker_swift_checksum_method_worker_running(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
 uint16_t uniffi_honker_swift_checksum_method_worker_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_START
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_START
+uint16_t uniffi_honker_swift_checksum_method_worker_start(void
     
 );
 #endif

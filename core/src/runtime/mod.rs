@@ -62,4 +62,6 @@ pub use schedule_runner::{ScheduleRunner, ScheduleThread, FOLLOWER_DELAY, MIN_RE
 pub use subscription::{AutoCommit, Subscription};
 pub use task_table::TaskTable;
 pub use work::Work;
-pub use worker::{HandlerOptions, Task, Worker, WorkerOptions};
+pub use worker::{
+    HandlerOptions, Route, Task, Worker, WorkerOptions, ENVELOPE_ARGS, ENVELOPE_TASK,
+};

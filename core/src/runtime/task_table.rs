@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -82,30 +82,24 @@ impl TaskTable {
 
     /// The tasks `worker` gave up on (timed out, lease lost, released by a
     /// shutdown) that this table holds and has not reported yet, each with
-    /// why, waiting up to `wait` for one: returns at the first time the
-    /// worker gives up on any task or [`Worker::wake_gave_up`] is called
-    /// (then possibly empty), or when `wait` ran out. Each task is
-    /// reported once. Keep one call outstanding while the worker runs, and
-    /// end it with `wake_gave_up`.
-    pub fn wait_gave_up(&self, worker: &Worker, wait: Duration) -> Vec<(u64, Finished)> {
-        let seen = worker.gave_up_generation();
+    /// why, waiting up to `wait` for one: returns at once when there are
+    /// some, else when the worker's [`gave_up_generation`] moves past
+    /// `seen` (it gave up on a task, or [`Worker::wake_gave_up`] was
+    /// called: then possibly empty), or when `wait` ran out. Each task is
+    /// reported once.
+    ///
+    /// Read `seen` on the host's own thread before it decides to wait, and
+    /// end the wait with `wake_gave_up` after it decided to stop: then a
+    /// wake between the two cannot be missed (the wait itself may start
+    /// later, on another thread).
+    ///
+    /// [`gave_up_generation`]: Worker::gave_up_generation
+    pub fn wait_gave_up(&self, worker: &Worker, seen: u64, wait: Duration) -> Vec<(u64, Finished)> {
         let told = self.take_gave_up();
-        if !told.is_empty() {
+        if !told.is_empty() || worker.wait_gave_up(seen, wait) == seen {
             return told;
         }
-        let end = Instant::now() + wait;
-        let mut seen = seen;
-        loop {
-            let now = Instant::now();
-            if now >= end {
-                return Vec::new();
-            }
-            let generation = worker.wait_gave_up(seen, end - now);
-            if generation != seen {
-                return self.take_gave_up();
-            }
-            seen = generation;
-        }
+        self.take_gave_up()
     }
 
     /// The tasks given up on and not reported yet, marked reported.

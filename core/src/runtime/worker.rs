@@ -11,7 +11,7 @@
 //! needs no thread of its own. After [`Worker::shutdown`], [`Worker::drain`]
 //! plays that part for the grace period, then releases what still runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,6 +69,54 @@ pub struct HandlerOptions {
     pub lease: Option<Duration>,
 }
 
+/// The handler that runs a [`Task`] ([`Task::route`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The handler for every job of its queue (or every event of its
+    /// group): [`Worker::register`], [`Worker::register_group`].
+    Every,
+    /// The handler of this task of the queue's envelope
+    /// `{"task": name, "args": ...}` ([`Worker::register_task`]).
+    Task(String),
+    /// No handler runs it: the job is not an envelope, or names a task
+    /// without one. The host completes it with [`Outcome::Permanent`] and
+    /// this reason (dead-lettered, not retried).
+    Refused(String),
+}
+
+/// The envelope's key that names the task, as documented.
+pub const ENVELOPE_TASK: &str = "task";
+/// The envelope's key of the task's arguments.
+pub const ENVELOPE_ARGS: &str = "args";
+
+impl Route {
+    /// Which of `tasks` (a queue's registered tasks) runs `work`.
+    fn of(work: &Work, queue: &str, tasks: &BTreeSet<String>) -> Route {
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow, default)]
+            task: Option<std::borrow::Cow<'a, str>>,
+        }
+        let name = match work {
+            Work::Job(job) => match &job.payload {
+                crate::Payload::Json(text) => serde_json::from_str::<Envelope<'_>>(text)
+                    .ok()
+                    .and_then(|e| e.task),
+                crate::Payload::Bytes(_) => None,
+            },
+            Work::Event(..) => None,
+        };
+        match name {
+            None => Route::Refused(format!(
+                "not a task envelope ({{\"{ENVELOPE_TASK}\": name, \"{ENVELOPE_ARGS}\": ...}}), \
+                 and queue {queue:?} has handlers only for tasks"
+            )),
+            Some(n) if tasks.contains(n.as_ref()) => Route::Task(n.into_owned()),
+            Some(n) => Route::Refused(format!("no handler for task {n}")),
+        }
+    }
+}
+
 /// A job (or a group's event) handed to the host to run. Complete it with
 /// [`Worker::complete`]; dropped without that, its job is released.
 #[derive(Debug)]
@@ -83,6 +131,7 @@ pub struct Task {
     done: bool,
     /// The worker had given up on it before it was handed out.
     given_up_early: bool,
+    route: Route,
 }
 
 impl Task {
@@ -97,6 +146,12 @@ impl Task {
             Work::Job(j) => Some(j),
             Work::Event(..) => None,
         }
+    }
+
+    /// Which handler runs it (for a queue with task handlers, from the
+    /// job's envelope).
+    pub fn route(&self) -> &Route {
+        &self.route
     }
 
     /// The event, for a consumer group's task.
@@ -235,6 +290,8 @@ struct Inner {
     scheduler: Mutex<Option<super::ScheduleThread>>,
     /// Moves each time the worker gives up on running tasks.
     gave_up: GaveUp,
+    /// [`Worker::start`] was called.
+    started: AtomicBool,
 }
 
 /// The times a worker gave up on running tasks (timed out, lease lost,
@@ -276,6 +333,13 @@ impl Drop for Recording<'_> {
 #[derive(Debug)]
 struct Registered {
     source: Source,
+    /// A handler takes every job (always, for a group).
+    every: bool,
+    /// The tasks of the envelope that have handlers (a queue's only).
+    tasks: BTreeSet<String>,
+    /// The options as registered (another registration must name the same
+    /// or none).
+    given: (Option<usize>, Option<Duration>, Option<Duration>),
     limit: usize,
     timeout: Option<Duration>,
     lease: Duration,
@@ -345,16 +409,59 @@ impl Worker {
                 run_scheduler: options.run_scheduler,
                 scheduler: Mutex::new(None),
                 gave_up: GaveUp::default(),
+                started: AtomicBool::new(false),
             }),
         })
     }
 
     /// Runs `queue`'s jobs with `options`; the handle's own options (lease,
     /// attempts, backoff: [`Database::queue_with`]) apply to its claims and
-    /// retries. Registering a queue twice is `INVALID_ARGUMENT`.
+    /// retries. Every task of the queue goes to this one handler
+    /// ([`Route::Every`]). A second registration of the queue is
+    /// `INVALID_ARGUMENT`, and so is one after [`start`](Self::start).
     pub fn register(&self, queue: &Queue, options: HandlerOptions) -> Result<()> {
         let lease = options.lease.unwrap_or(queue.options().lease);
-        self.add(Source::Queue(queue.clone()), lease, options)
+        self.add(Source::Queue(queue.clone()), lease, options, None)
+    }
+
+    /// Runs the jobs of `queue` whose payload is the task envelope
+    /// `{"task": task, "args": ...}` ([`Route::Task`]); a queue may have a
+    /// handler for each of several tasks. A job of the queue that is not
+    /// an envelope, or names a task without a handler, is
+    /// [`Route::Refused`]. Every registration of the queue names the same
+    /// `options` or none (concurrency, timeout and lease are the
+    /// queue's); `INVALID_ARGUMENT` for other options, a task registered
+    /// twice, a queue that has a handler for every job, an empty `task`,
+    /// or after [`start`](Self::start).
+    pub fn register_task(&self, queue: &Queue, task: &str, options: HandlerOptions) -> Result<()> {
+        if task.is_empty() {
+            return Err(Error::invalid("a task name must not be empty"));
+        }
+        let lease = options.lease.unwrap_or(queue.options().lease);
+        self.add(Source::Queue(queue.clone()), lease, options, Some(task))
+    }
+
+    /// Starts the worker's run, for a host's `run`: `INVALID_ARGUMENT` if
+    /// it started before (a Worker runs once) or has no handler. From then
+    /// on registrations are refused. ([`next`](Self::next) does not need
+    /// it: a Rust caller may drive the worker without.)
+    pub fn start(&self) -> Result<()> {
+        let st = self.inner.state.lock();
+        if self.inner.started.swap(true, Ordering::SeqCst) {
+            return Err(Error::invalid(
+                "this worker already ran (a Worker runs once)",
+            ));
+        }
+        if st.queues.is_empty() {
+            self.inner.started.store(false, Ordering::SeqCst);
+            return Err(Error::invalid("no handler is registered"));
+        }
+        Ok(())
+    }
+
+    /// Whether [`start`](Self::start) was called.
+    pub fn is_started(&self) -> bool {
+        self.inner.started.load(Ordering::SeqCst)
     }
 
     /// Runs `group`'s events as its member named by the worker id: each
@@ -371,10 +478,50 @@ impl Worker {
             None => group.info()?.options.lease,
         };
         validate::name("member", &self.inner.worker_id)?;
-        self.add(Source::Group(group.clone()), lease, options)
+        self.add(Source::Group(group.clone()), lease, options, None)
     }
 
-    fn add(&self, source: Source, lease: Duration, options: HandlerOptions) -> Result<()> {
+    fn add(
+        &self,
+        source: Source,
+        lease: Duration,
+        options: HandlerOptions,
+        task: Option<&str>,
+    ) -> Result<()> {
+        let given = (options.concurrency, options.timeout, options.lease);
+        {
+            let mut st = self.inner.state.lock();
+            if self.is_started() {
+                return Err(Error::invalid("register handlers before the worker runs"));
+            }
+            if let (Source::Queue(_), Some(r)) = (
+                &source,
+                st.queues.iter_mut().find(|r| r.source.same(&source)),
+            ) {
+                let name = source.name();
+                if given != (None, None, None) && given != r.given {
+                    return Err(Error::invalid(format!(
+                        "queue {name:?} is already registered with other options \
+                         (concurrency, timeout and lease are the queue's)"
+                    )));
+                }
+                match task {
+                    Some(t) if !r.every && !r.tasks.contains(t) => {
+                        r.tasks.insert(t.to_owned());
+                        return Ok(());
+                    }
+                    _ => {
+                        let taken = match task {
+                            Some(t) if !r.every => t,
+                            _ => "every job",
+                        };
+                        return Err(Error::invalid(format!(
+                            "queue {name:?} already has a handler for {taken}"
+                        )));
+                    }
+                }
+            }
+        }
         let limit = match options.concurrency {
             Some(n) => validate::batch_named_usize("concurrency", n)?.min(self.inner.limit),
             None => self.inner.limit,
@@ -394,13 +541,16 @@ impl Worker {
                     source.name()
                 ),
                 Some(g) => format!(
-                    "group {g:?} of stream {:?} is already registered with this worker",
+                    "group {g:?} of stream {:?} already has a handler",
                     source.name()
                 ),
             }));
         }
         st.queues.push(Registered {
             source,
+            every: task.is_none(),
+            tasks: task.map(str::to_owned).into_iter().collect(),
+            given,
             limit,
             timeout: options.timeout,
             lease,
@@ -778,6 +928,11 @@ impl Worker {
         let timeout = st.queues[slot].timeout;
         let name = st.queues[slot].source.name().to_owned();
         let group_name = st.queues[slot].source.group().map(str::to_owned);
+        let route = if st.queues[slot].every {
+            Route::Every
+        } else {
+            Route::of(&st.running[&key].work, &name, &st.queues[slot].tasks)
+        };
         let now = Instant::now();
         let r = st
             .running
@@ -795,6 +950,7 @@ impl Worker {
             worker: Arc::clone(&self.inner),
             done: false,
             given_up_early,
+            route,
         })
     }
 }
