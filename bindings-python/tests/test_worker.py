@@ -680,3 +680,27 @@ def test_async_completions_go_off_the_loop_while_another_thread_holds_the_writer
     assert sorted(done) == list(range(20))
     s = q.stats()
     assert (s.ready, s.scheduled, s.running, s.dead) == (0, 0, 0, 0)
+
+
+def test_run_returns_after_the_hooks_of_the_outcomes_it_recorded(path):
+    # The outcome is in the file before the handler's thread tells its
+    # hook: run() must not return in between (seen with a group's last
+    # `success` on a loaded machine).
+    db = honker.open(path)
+    q = db.queue("q")
+    q.enqueue("x")
+    w = honker.Worker(db, concurrency=1)
+    told = []
+
+    @w.task("q")
+    def handle(job: honker.Job) -> None:
+        return None
+
+    def slow_hook(e: honker.WorkerEvent) -> None:
+        time.sleep(0.3)
+        told.append(e.kind)
+
+    w.on("success", slow_hook)
+    stop_when(w, lambda: q.stats().ready == 0 and q.stats().running == 0)
+    w.run(signals=False)
+    assert told == ["success"]

@@ -536,6 +536,12 @@ class Worker:
             self._finish(native, task, job, "release", None, None)
         with self._start_cv:
             self._start_cv.wait_for(lambda: self._starting == 0)
+            # Every task the drain did not release has its outcome recorded;
+            # a handler thread that recorded one may not have told its hook
+            # yet: run() returns after it has (a hook never comes late).
+            self._start_cv.wait_for(
+                lambda: all(run[0].cancelled for run in self._running_sync.values())
+            )
             # Sync handlers still running whose jobs the drain released
             # (issue 53: their `released` hook and log line never came,
             # as the handler may return after run() has). One whose lease
@@ -607,6 +613,7 @@ class Worker:
             with self._start_cv:
                 self._running_sync.pop(key, None)
                 self._told_released.discard(key)
+                self._start_cv.notify_all()
 
     def _start_async(
         self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
