@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use honker::runtime::{
-    Completion, HandlerOptions, OffThreadDrop, Outcome, Route, TaskTable, WorkerOptions,
+    Completion, HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions,
 };
 use napi_derive::napi;
 
@@ -133,14 +133,8 @@ impl Shared {
             remaining_ms: t
                 .deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64() * 1000.0),
-            task: match t.route() {
-                Route::Task(name) => Some(name.clone()),
-                _ => None,
-            },
-            refused: match t.route() {
-                Route::Refused(why) => Some(why.clone()),
-                _ => None,
-            },
+            task: t.route().fields().0,
+            refused: t.route().fields().1,
         })
     }
 

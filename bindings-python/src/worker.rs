@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use honker::runtime::{Completion, HandlerOptions, OffThreadDrop, Outcome, Route, WorkerOptions};
+use honker::runtime::{Completion, HandlerOptions, OffThreadDrop, Outcome, WorkerOptions};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
@@ -134,11 +134,7 @@ impl Task {
 /// `released`, `settled`; with the job's new state for `retried`/`snoozed`
 /// (`ready`, `scheduled`, `dead`), else None.
 fn task(t: honker::runtime::Task) -> Task {
-    let (task_name, refused) = match t.route() {
-        Route::Every => (None, None),
-        Route::Task(name) => (Some(name.clone()), None),
-        Route::Refused(why) => (None, Some(why.clone())),
-    };
+    let (task_name, refused) = t.route().fields();
     Task {
         queue: t.queue().to_owned(),
         group: t.group().map(str::to_owned),

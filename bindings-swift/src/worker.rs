@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, Route, TaskTable, WorkerOptions};
+use honker::runtime::{HandlerOptions, OffThreadDrop, Outcome, TaskTable, WorkerOptions};
 
 use crate::database::{Database, Payload};
 use crate::errors::{ms, opt_ms, R};
@@ -194,14 +194,8 @@ impl Worker {
             group: t.group().map(str::to_owned),
             job: t.job().cloned().map(ClaimedJob::from),
             event: t.event().cloned().map(GroupEvent::from),
-            task: match t.route() {
-                Route::Task(name) => Some(name.clone()),
-                _ => None,
-            },
-            refused: match t.route() {
-                Route::Refused(why) => Some(why.clone()),
-                _ => None,
-            },
+            task: t.route().fields().0,
+            refused: t.route().fields().1,
         })))
     }
 

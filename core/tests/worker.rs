@@ -822,23 +822,30 @@ fn drain_returns_only_after_the_outcomes_being_recorded_have_committed() {
     }
 }
 
+/// A worker running queue `q` with `options`, `jobs` jobs enqueued (and as
+/// many slots).
+fn registered(db: &Database, jobs: usize, options: HandlerOptions) -> (Worker, honker::Queue) {
+    let q = db.queue("q").unwrap();
+    enqueue(db, "q", jobs);
+    let w = worker(db, jobs.max(2));
+    w.register(&q, options).unwrap();
+    (w, q)
+}
+
 /// A host's one outstanding `TaskTable::wait_gave_up` (Node's and Swift's
 /// workers cancel handlers with it): returns when the worker gives up on a
 /// task, not when its wait runs out, and reports each task once.
 #[test]
 fn the_task_table_is_told_when_the_worker_gives_up_on_a_task() {
     let (db, _dir) = real_db();
-    let q = db.queue("q").unwrap();
-    enqueue(&db, "q", 1);
-    let w = worker(&db, 2);
-    w.register(
-        &q,
+    let (w, _q) = registered(
+        &db,
+        1,
         HandlerOptions {
             timeout: Some(Duration::from_millis(100)),
             ..HandlerOptions::default()
         },
-    )
-    .unwrap();
+    );
     let table = Arc::new(TaskTable::default());
     let key = table.keep(w.next(Duration::from_secs(1)).unwrap().unwrap(), |k, _| k);
     // The host's claim loop, which is where the worker gives up.
@@ -885,17 +892,14 @@ fn the_task_table_is_told_when_the_worker_gives_up_on_a_task() {
 #[test]
 fn a_lost_lease_and_a_shutdowns_release_are_told_to_the_task_table() {
     let (db, _dir) = real_db();
-    let q = db.queue("q").unwrap();
-    enqueue(&db, "q", 3);
-    let w = worker(&db, 3);
-    w.register(
-        &q,
+    let (w, q) = registered(
+        &db,
+        3,
         HandlerOptions {
             lease: Some(Duration::from_millis(300)),
             ..HandlerOptions::default()
         },
-    )
-    .unwrap();
+    );
     let table = TaskTable::default();
     // One claim takes all three: one handed out, two waiting claimed.
     let a = w.next(Duration::from_secs(1)).unwrap().unwrap();

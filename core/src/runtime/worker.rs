@@ -90,6 +90,17 @@ pub const ENVELOPE_TASK: &str = "task";
 pub const ENVELOPE_ARGS: &str = "args";
 
 impl Route {
+    /// As a host's record has it: the task's name ([`Route::Task`]) and
+    /// the refusal's reason ([`Route::Refused`]); both `None` for
+    /// [`Route::Every`].
+    pub fn fields(&self) -> (Option<String>, Option<String>) {
+        match self {
+            Route::Every => (None, None),
+            Route::Task(name) => (Some(name.clone()), None),
+            Route::Refused(why) => (None, Some(why.clone())),
+        }
+    }
+
     /// Which of `tasks` (a queue's registered tasks) runs `work`.
     fn of(work: &Work, queue: &str, tasks: &BTreeSet<String>) -> Route {
         #[derive(serde::Deserialize)]
