@@ -31,9 +31,11 @@ const GROUP_LEASE = 60000;
 const GROUP_MEMBER_IDLE = 86400000;
 /** A rate limiter's burst (requests allowed at once). */
 const RATE_BURST = 1;
+/** The calls one rate limiter acquire takes. */
+const RATE_COST = 1;
 /** Handlers a worker runs at once. */
 const WORKER_CONCURRENCY = 10;
 /** How long a stopping worker waits for handlers before cancelling (ms). */
 const WORKER_GRACE = 30000;
-module.exports = { LOCK_TTL, RENEW_DIVISOR, POLL_WAIT, PAGE_LIMIT, CLAIM_BATCH, SUBSCRIBE_BATCH, COMMIT_EVERY, COMMIT_INTERVAL, GROUP_BATCH, GROUP_MAX_DELIVERIES, GROUP_LEASE, GROUP_MEMBER_IDLE, RATE_BURST, WORKER_CONCURRENCY, WORKER_GRACE };
+module.exports = { LOCK_TTL, RENEW_DIVISOR, POLL_WAIT, PAGE_LIMIT, CLAIM_BATCH, SUBSCRIBE_BATCH, COMMIT_EVERY, COMMIT_INTERVAL, GROUP_BATCH, GROUP_MAX_DELIVERIES, GROUP_LEASE, GROUP_MEMBER_IDLE, RATE_BURST, RATE_COST, WORKER_CONCURRENCY, WORKER_GRACE };
 // </generated: defaults>

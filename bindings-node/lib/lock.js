@@ -4,7 +4,7 @@
 const { fast, write } = require('./calls.js');
 const { ID, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
-const { LOCK_TTL, RENEW_DIVISOR } = require('./defaults.js');
+const { LOCK_TTL, RATE_COST, RENEW_DIVISOR } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 
@@ -264,7 +264,7 @@ class RateLimiter {
   async tryAcquire(key = '', options) {
     options = opts(options, RATE_TRY_OPTIONS);
     text('key', key);
-    const { cost = 1, tx } = options;
+    const { cost = RATE_COST, tx } = options;
     need('cost', cost, ...ID);
     const t = txId(this._db, tx);
     const n = this._native;
@@ -280,7 +280,7 @@ class RateLimiter {
    */
   async acquire(key = '', options) {
     options = opts(options, RATE_ACQUIRE_OPTIONS);
-    const { cost = 1, wait = 0, signal } = options;
+    const { cost = RATE_COST, wait = 0, signal } = options;
     optMs('wait', wait);
     signalArg(signal);
     const deadline = Date.now() + wait;

@@ -81,6 +81,8 @@ defaults! {
     GROUP_MEMBER_IDLE: duration = Duration::from_secs(86_400);
     /// A rate limiter's burst (requests allowed at once).
     RATE_BURST: i64 = 1;
+    /// The calls one rate limiter acquire takes.
+    RATE_COST: i64 = 1;
     /// Handlers a worker runs at once.
     WORKER_CONCURRENCY: u32 = 10;
     /// How long a stopping worker waits for handlers before cancelling.
@@ -94,7 +96,7 @@ mod tests {
     #[test]
     fn the_table_is_the_constants() {
         let names: Vec<&str> = ALL.iter().map(|d| d.name).collect();
-        assert_eq!(names.len(), 15);
+        assert_eq!(names.len(), 16);
         assert_eq!(names[0], "LOCK_TTL");
         assert_eq!(ALL[0].value, Value::Duration(LOCK_TTL));
         let mut sorted = names.clone();

@@ -32,6 +32,8 @@ GROUP_MEMBER_IDLE: Final = 86400.0
 """A group member idle this long, holding nothing, is removed (seconds)."""
 RATE_BURST: Final = 1
 """A rate limiter's burst (requests allowed at once)."""
+RATE_COST: Final = 1
+"""The calls one rate limiter acquire takes."""
 WORKER_CONCURRENCY: Final = 10
 """Handlers a worker runs at once."""
 WORKER_GRACE: Final = 30.0

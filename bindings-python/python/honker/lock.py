@@ -34,7 +34,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _args, _loopwait, _threads
-from ._defaults import LOCK_TTL, RENEW_DIVISOR
+from ._defaults import LOCK_TTL, RATE_COST, RENEW_DIVISOR
 from ._time import Seconds, from_ms
 from .errors import LeaseLost, Timeout
 
@@ -481,7 +481,7 @@ class RateLimiter:
         return RateLimit(limit, per_ms / 1000, burst)
 
     def try_acquire(
-        self, key: str = "", *, cost: int = 1, tx: Transaction | None = None
+        self, key: str = "", *, cost: int = RATE_COST, tx: Transaction | None = None
     ) -> RateDecision:
         """Checks ``cost`` calls for ``key`` and takes them when allowed.
         With ``tx``, taken only if that transaction commits."""
@@ -491,13 +491,13 @@ class RateLimiter:
         return RateDecision._from(self._db._write(tx, lambda: self._native.try_acquire(k, c, tx=t)))
 
     async def try_acquire_async(
-        self, key: str = "", *, cost: int = 1, tx: Transaction | None = None
+        self, key: str = "", *, cost: int = RATE_COST, tx: Transaction | None = None
     ) -> RateDecision:
         k, c, t = _key(key), _args.integer("cost", cost, _args.I64), _args.transaction(tx)
         row = await self._db._write_async(tx, lambda: self._native.try_acquire(k, c, tx=t))
         return RateDecision._from(row)
 
-    def acquire(self, key: str = "", *, cost: int = 1, wait: Seconds) -> RateDecision:
+    def acquire(self, key: str = "", *, cost: int = RATE_COST, wait: Seconds) -> RateDecision:
         """:meth:`try_acquire`, sleeping ``retry_after`` and checking again
         while the answer would come within ``wait`` seconds: the allowed
         decision, or the last refusal (at once when its ``retry_after`` lies
@@ -505,7 +505,9 @@ class RateLimiter:
         k, c, w = _key(key), _args.integer("cost", cost, _args.I64), _args.duration("wait", wait)
         return RateDecision._from(self._native.acquire(k, c, w))
 
-    async def acquire_async(self, key: str = "", *, cost: int = 1, wait: Seconds) -> RateDecision:
+    async def acquire_async(
+        self, key: str = "", *, cost: int = RATE_COST, wait: Seconds
+    ) -> RateDecision:
         """:meth:`acquire` that sleeps with ``asyncio.sleep`` (no thread is
         held while it waits)."""
         w = _args.duration("wait", wait)

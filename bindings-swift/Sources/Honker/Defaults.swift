@@ -34,6 +34,8 @@ enum Defaults {
     @usableFromInline static let groupMemberIdle: TimeInterval = 86400.0
     /// A rate limiter's burst (requests allowed at once).
     @usableFromInline static let rateBurst: Int64 = 1
+    /// The calls one rate limiter acquire takes.
+    @usableFromInline static let rateCost: Int64 = 1
     /// Handlers a worker runs at once.
     @usableFromInline static let workerConcurrency: UInt32 = 10
     /// How long a stopping worker waits for handlers before cancelling (seconds).

@@ -297,13 +297,13 @@ public final class RateLimiter: @unchecked Sendable {
 
     /// Checks `cost` calls for `key` and takes them when allowed; with `tx`,
     /// only if your transaction commits (a rollback refunds them).
-    public func tryAcquire(key: String = "", cost: Int64 = 1, tx: Transaction? = nil) throws -> RateDecision {
+    public func tryAcquire(key: String = "", cost: Int64 = Defaults.rateCost, tx: Transaction? = nil) throws -> RateDecision {
         RateDecision(try native.tryAcquire(key: key, cost: cost, tx: tx?.native))
     }
 
     /// `tryAcquire` for async code, off the caller's thread where it would
     /// wait.
-    public func tryAcquire(key: String = "", cost: Int64 = 1,
+    public func tryAcquire(key: String = "", cost: Int64 = Defaults.rateCost,
                            isolation: isolated (any Actor)? = #isolation) async throws -> RateDecision {
         let native = self.native
         return RateDecision(try await soon(db.inline) { try native.tryAcquire(key: key, cost: cost, tx: nil) })
@@ -313,7 +313,7 @@ public final class RateLimiter: @unchecked Sendable {
     /// answer would come within `wait`: the allowed decision, or the last
     /// refusal (at once when its `retryAfter` lies beyond the wait).
     /// Cancelling the Task ends the sleep (`CancellationError`).
-    public func acquire(key: String = "", cost: Int64 = 1, wait: TimeInterval) async throws -> RateDecision {
+    public func acquire(key: String = "", cost: Int64 = Defaults.rateCost, wait: TimeInterval) async throws -> RateDecision {
         // Core's rule for every wait (at most 100 years), so the sleep
         // below stays far inside UInt64 nanoseconds (a wait over ~584 years
         // trapped there: issue 53).
