@@ -60,7 +60,6 @@ const FINISHED_KINDS = {
 };
 const WORKER_EVENTS = ['start', ...Object.values(FINISHED_KINDS), 'error'];
 
-
 /**
  * Runs registered handlers for queues (core's worker runtime, the same in
  * every language): a global and a per-queue concurrency limit, claims

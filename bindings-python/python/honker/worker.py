@@ -137,9 +137,7 @@ KINDS = ("start", *_KINDS.values())
 @dataclasses.dataclass
 class _Registration:
     queue: Queue | None
-    concurrency: int | None
-    timeout: float | None
-    lease: float | None
+    lease: float | None  # core checks the other options
     handler: Handler | None = None  # the whole queue's
     tasks: dict[str, Handler] = dataclasses.field(default_factory=dict)
     group: Group | None = None  # a consumer group's registration
@@ -304,7 +302,7 @@ class Worker:
             # Core's rules (one handler per group, none once the run
             # started); it checks the options and that the group exists.
             self._native.register_group(group._native, concurrency=concurrency, timeout=t, lease=ls)
-            self._queues[key] = _Registration(None, concurrency, t, ls, handler, group=group)
+            self._queues[key] = _Registration(None, ls, handler, group=group)
 
     def register(
         self,
@@ -332,7 +330,7 @@ class Worker:
             )
             reg = self._queues.get((q.name, None))
             if reg is None:
-                reg = self._queues[(q.name, None)] = _Registration(q, concurrency, t, ls)
+                reg = self._queues[(q.name, None)] = _Registration(q, ls)
             if task is None:
                 reg.handler = handler
             else:

@@ -201,15 +201,15 @@ public final class Worker: @unchecked Sendable {
         let (timeoutMs, leaseMs) = (try millis("timeout", timeout), try millis("lease", lease))
         lock.lock()
         defer { lock.unlock() }
-        let q = try queues[Worker.key(name, group: nil)]?.queue ?? db.queue(name)
+        let key = Worker.key(name, group: nil)
+        let q = try queues[key]?.queue ?? db.queue(name)
         // Core's rules: one handler per task of the envelope or one for
         // every job, the queue's options named once, none once the run
         // started.
         try native.register(queue: q.native, task: task, concurrency: concurrency, timeoutMs: timeoutMs,
                             leaseMs: leaseMs)
-        let reg = queues[Worker.key(name, group: nil)]
-            ?? Registration(queue: q, leaseMs: leaseMs ?? q.native.leaseMs())
-        queues[Worker.key(name, group: nil)] = reg
+        let reg = queues[key] ?? Registration(queue: q, leaseMs: leaseMs ?? q.native.leaseMs())
+        queues[key] = reg
         if let task { reg.tasks[task] = handler } else { reg.handler = handler }
     }
 

@@ -34,9 +34,9 @@ pub struct HeldLock {
 impl HeldLock {
     /// Takes `lock` for `owner` (waiting up to `wait` for it to come free;
     /// `wait` zero tries once) and starts renewing it to `ttl` every `every`
-    /// (default a third of
-    /// `ttl`, [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)). `None` if it was not free in time, or `cancel`
-    /// was set meanwhile.
+    /// (default a third of `ttl`,
+    /// [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)). `None` if it was
+    /// not free in time, or `cancel` was set meanwhile.
     pub fn acquire(
         lock: &Lock,
         owner: &str,

@@ -89,8 +89,8 @@ struct Shared {
 
 impl KeepAlive {
     /// Starts renewing `lease` of a job in `queue`, extending it to `length`
-    /// from now every `every` (default: a third of
-    /// `length`, [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)). `every` must be
+    /// from now every `every` (default: a third of `length`,
+    /// [`RENEW_DIVISOR`](crate::defaults::RENEW_DIVISOR)). `every` must be
     /// shorter than `length`.
     pub fn start(
         queue: &Queue,

@@ -457,16 +457,17 @@ impl Worker {
     /// on registrations are refused. ([`next`](Self::next) does not need
     /// it: a Rust caller may drive the worker without.)
     pub fn start(&self) -> Result<()> {
+        // Under the state lock, which registrations check `started` under.
         let st = self.inner.state.lock();
-        if self.inner.started.swap(true, Ordering::SeqCst) {
+        if self.is_started() {
             return Err(Error::invalid(
                 "this worker already ran (a Worker runs once)",
             ));
         }
         if st.queues.is_empty() {
-            self.inner.started.store(false, Ordering::SeqCst);
             return Err(Error::invalid("no handler is registered"));
         }
+        self.inner.started.store(true, Ordering::SeqCst);
         Ok(())
     }
 
