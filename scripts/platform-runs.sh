@@ -141,7 +141,9 @@ if has linux-x64-musl; then
     amalgamation=$(cargo metadata --format-version 1 --locked |
         python3 -c 'import json, os, sys; print(next(os.path.dirname(p["manifest_path"]) for p in json.load(sys.stdin)["packages"] if p["name"] == "libsqlite3-sys"))')/sqlite3
     musl-gcc -O1 -I"$amalgamation" -o "$scratch/musl-sql" scripts/musl-sql.c "$amalgamation/sqlite3.c" -lpthread -ldl
-    grep -q ld-musl-x86_64 <(python3 -c 'import sys; print(open(sys.argv[1], "rb").read(4096))' "$scratch/musl-sql")
+    # musl's loader is its interpreter (read whole first: `grep -q` on a
+    # pipe exits early, and under pipefail the writer's broken pipe fails).
+    grep -qa ld-musl-x86_64 <(head -c 4096 "$scratch/musl-sql")
     tar -xzf "$dist/extension/honker-ext-$version-linux-x64-musl.tar.gz" -C "$scratch"
     musl_wheel=$(ls "$dist"/python/honker-*-musllinux_1_2_x86_64.whl)
     mkdir -p "$scratch/musl-wheel"
