@@ -352,6 +352,16 @@ export declare class RateLimiter {
   params(): Promise<Out<RateLimitParams>>
   tryParams(): Out<RateLimitParams>
   get name(): string
+  /** A cancellation token for `acquire` (an `AbortSignal`'s). */
+  cancelToken(): LockCancel
+  /**
+   * `tryAcquire`, again when the refusal's `retryAfterMs` has passed
+   * (or any process commits) while the answer would come within `wait`
+   * ms, holding no thread meanwhile (core's `RateWait`, waits.rs): the
+   * allowed decision, or the last refusal (at once when its time lies
+   * beyond the wait, or `cancel` was cancelled).
+   */
+  acquire(key: string, cost: number, wait: number, cancel?: LockCancel | undefined | null): Promise<Out<RateDecision>>
 }
 
 /** The schedules of one file. */

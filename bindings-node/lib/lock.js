@@ -8,6 +8,21 @@ const { LOCK_TTL, RATE_COST, RENEW_DIVISOR } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 
+// `start(cancel)`: a native wait, with a token that `signal` cancels (none
+// without a signal; cancelled at once if it has aborted already).
+async function cancellable(native, signal, start) {
+  if (!signal) return call(() => start(undefined));
+  const cancel = native.cancelToken();
+  const abort = () => cancel.cancel();
+  if (signal.aborted) abort();
+  else signal.addEventListener('abort', abort, { once: true });
+  try {
+    return await call(() => start(cancel));
+  } finally {
+    signal.removeEventListener('abort', abort);
+  }
+}
+
 function lockLost(name) {
   return new LeaseLost('LEASE_LOST', `lock ${JSON.stringify(name)} was lost while held (another owner took it after its TTL lapsed)`);
 }
@@ -65,16 +80,8 @@ class Lock {
   }
 
   async _waiting(signal, start) {
-    if (!signal) return call(() => start(undefined));
-    if (signal.aborted) return null;
-    const cancel = this._native.cancelToken();
-    const abort = () => cancel.cancel();
-    signal.addEventListener('abort', abort, { once: true });
-    try {
-      return await call(() => start(cancel));
-    } finally {
-      signal.removeEventListener('abort', abort);
-    }
+    if (signal && signal.aborted) return null;
+    return cancellable(this._native, signal, start);
   }
 
   /** Extends the lock held with `token` to `ttl` ms from now; resolves to the new expiry. */
@@ -274,29 +281,20 @@ class RateLimiter {
   }
 
   /**
-   * `tryAcquire`, sleeping `retryAfterMs` and checking again while the answer
-   * would come within `wait` ms: the allowed decision, or the last refusal
-   * (at once when its `retryAfterMs` lies beyond the wait, or `signal` aborts).
+   * `tryAcquire`, checking again when the refusal's `retryAfterMs` has
+   * passed while the answer would come within `wait` ms, holding no thread
+   * meanwhile: the allowed decision, or the last refusal (at once when its
+   * `retryAfterMs` lies beyond the wait, or `signal` aborts).
    */
   async acquire(key = '', options) {
     options = opts(options, RATE_ACQUIRE_OPTIONS);
     const { cost = RATE_COST, wait = 0, signal } = options;
+    text('key', key);
+    need('cost', cost, ...ID);
     optMs('wait', wait);
     signalArg(signal);
-    const deadline = Date.now() + wait;
-    for (;;) {
-      const d = await this.tryAcquire(key, { cost });
-      if (d.allowed || d.retryAfterMs > deadline - Date.now() || (signal && signal.aborted)) return d;
-      await new Promise((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          if (signal) signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, d.retryAfterMs);
-        if (signal) signal.addEventListener('abort', done, { once: true });
-      });
-    }
+    const n = this._native;
+    return rateDecision(await cancellable(n, signal, (cancel) => n.acquire(key, cost, wait, cancel)));
   }
 }
 

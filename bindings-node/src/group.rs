@@ -273,8 +273,6 @@ impl GroupConsumer {
             self.db.clone(),
             wait,
             self.c.shared(),
-            None,
-            |c| c.next(std::time::Duration::ZERO),
             honker::runtime::GroupConsumer::is_closed,
         )
         .await;

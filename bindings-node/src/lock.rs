@@ -233,14 +233,18 @@ async fn wait_for_lock<T: Send + 'static>(
     cancel: Option<&Cancel>,
     take: impl Fn(&str) -> honker::Result<Option<T>> + Send + Sync + 'static,
 ) -> honker::Result<Option<T>> {
-    let owned = owner.to_owned();
+    let (looker, owned) = (l.clone(), owner.to_owned());
+    let lookup = owned.clone();
     let cancel = cancel.cloned();
-    crate::waits::poll(
+    let parts = crate::waits::Parts {
+        look: move || looker.free_in(&lookup).map(Some),
+        take: move || take(&owned),
+    };
+    crate::waits::wait(
         l.database(),
         wait,
         true,
-        || l.free_in(owner).map(Some),
-        move || take(&owned),
+        std::sync::Arc::new(parts),
         move || cancel.as_ref().is_some_and(Cancel::is_cancelled),
     )
     .await
@@ -356,5 +360,42 @@ impl RateLimiter {
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.rl.name().to_owned()
+    }
+
+    /// A cancellation token for `acquire` (an `AbortSignal`'s).
+    #[napi]
+    pub fn cancel_token(&self) -> LockCancel {
+        LockCancel {
+            c: Cancel::new(self.rl.database()),
+        }
+    }
+
+    /// `tryAcquire`, again when the refusal's `retryAfterMs` has passed
+    /// while the answer would come within `wait` ms, holding no thread
+    /// meanwhile (core's `RateWait`, waits.rs): the
+    /// allowed decision, or the last refusal (at once when its time lies
+    /// beyond the wait, or `cancel` was cancelled).
+    #[napi]
+    pub async fn acquire(
+        &self,
+        key: String,
+        cost: i64,
+        wait: f64,
+        cancel: Option<&LockCancel>,
+    ) -> napi::Result<Out<RateDecision>> {
+        let (rl, c) = (self.rl.clone(), cancel.map(|c| c.c.clone()));
+        let r = async move {
+            let wait = ms("wait", wait)?;
+            let w = Arc::new(honker::rate::RateWait::new(&rl, &key, cost));
+            let stop = move || c.as_ref().is_some_and(Cancel::is_cancelled);
+            let got = crate::waits::wait(rl.database(), wait, true, Arc::clone(&w), stop).await?;
+            match got {
+                Some(d) => Ok(d.into()),
+                None => crate::waits::on_pool(move || w.answer())
+                    .await
+                    .map(Into::into),
+            }
+        };
+        Ok(out(r.await))
     }
 }

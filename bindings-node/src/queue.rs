@@ -338,11 +338,12 @@ impl Queue {
                 Err(e) => Err(e),
             };
             let last = look.clone();
-            let always = || Ok(Some(std::time::Duration::ZERO));
-            // Not inline: core's wait_result refuses to run where waiting
-            // is forbidden (it is a wait by design), so each look is a hop.
+            let parts = crate::waits::Parts {
+                look: || Ok(Some(std::time::Duration::ZERO)),
+                take: look,
+            };
             let got =
-                match crate::waits::poll(q.database(), t, false, always, look, || false).await? {
+                match crate::waits::wait(q.database(), t, true, Arc::new(parts), || false).await? {
                     Some(r) => Some(r),
                     None => crate::waits::on_pool(last).await?,
                 };

@@ -40,8 +40,6 @@ impl Claimer {
             self.db.clone(),
             wait,
             self.inner(),
-            Some(honker::runtime::Claimer::due_in),
-            |c| c.next(std::time::Duration::ZERO),
             honker::runtime::Claimer::is_closed,
         )
         .await;

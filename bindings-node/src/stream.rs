@@ -5,7 +5,6 @@
 //! their last reference is dropped there (a subscription's drop commits).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use honker::runtime::OffThreadDrop;
 use honker::stream::{PublishOptions, Start, StreamRetention};
@@ -336,8 +335,6 @@ impl Subscription {
             self.db.clone(),
             wait,
             self.inner(),
-            None,
-            |s| s.next(Duration::ZERO),
             honker::runtime::Subscription::is_closed,
         )
         .await;
@@ -390,8 +387,6 @@ impl Listener {
             self.db.clone(),
             wait,
             self.l.shared(),
-            None,
-            |l| l.next(Duration::ZERO),
             honker::runtime::Listener::is_closed,
         )
         .await;

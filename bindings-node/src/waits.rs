@@ -156,39 +156,36 @@ fn waits(db: &honker::Database) -> honker::Result<Arc<Waits>> {
     Ok(w)
 }
 
-/// Up to `wait` for what `take` gets (`None`: the wait ran out, or `stop`
-/// said so). `look` runs here without waiting (a reader not free at once is
-/// taken as "now"): how long until a take may succeed (zero: now), `None`
-/// when only a commit can change that. `take` runs right here where it
-/// needs no waiting (when `inline`, and not under durability full), else on
-/// the blocking pool: its result, or `None` for nothing (another was first).
-pub(crate) async fn poll<T, K>(
+/// Up to `wait` for what `source` takes (`None`: the wait ran out, ended
+/// early, or `stop` said so), with core's rules of a wait ([`honker::Pace`]):
+/// a look here without waiting (a reader not free at once is taken as
+/// "now"), a take right here where it needs no waiting (when `inline`, and
+/// not under durability full), else on the blocking pool; between them a
+/// sleep until any process's commit or the time the pace gives.
+pub(crate) async fn wait<S>(
     db: &honker::Database,
     wait: Duration,
     inline: bool,
-    look: impl Fn() -> honker::Result<Option<Duration>>,
-    take: K,
+    source: Arc<S>,
     stop: impl Fn() -> bool,
-) -> honker::Result<Option<T>>
+) -> honker::Result<Option<S::Item>>
 where
-    T: Send + 'static,
-    K: Fn() -> honker::Result<Option<T>> + Send + Sync + 'static,
+    S: honker::Source + Send + Sync + 'static,
+    S::Item: Send + 'static,
 {
     if wait.is_zero() {
-        return on_pool(take).await;
+        return on_pool(move || source.take()).await;
     }
     let waits = waits(db)?;
     let inline = inline && db.options().durability != honker::Durability::Full;
-    let take = Arc::new(take);
     let mut rx = waits.generation.subscribe();
-    let deadline = tokio::time::Instant::now() + wait;
-    let recheck = db.recheck_interval();
+    let pace = honker::Pace::new(wait, db.recheck_interval(), source.ends_early());
     loop {
         rx.borrow_and_update();
         if stop() {
             return Ok(None);
         }
-        let mut due = match honker::without_waiting(&look) {
+        let mut due = match honker::without_waiting(|| source.look()) {
             Err(e) if e.kind() == honker::ErrorKind::Busy => Some(Duration::ZERO),
             r => r?,
         };
@@ -197,7 +194,7 @@ where
             // hand-off fewer; not under durability full, where each commit
             // fsyncs), else on the blocking pool.
             let here = match inline {
-                true => match honker::without_waiting(|| take()) {
+                true => match honker::without_waiting(|| source.take()) {
                     Err(e) if e.kind() == honker::ErrorKind::Busy => None,
                     r => Some(r),
                 },
@@ -206,56 +203,62 @@ where
             let got = match here {
                 Some(r) => r?,
                 None => {
-                    let t = Arc::clone(&take);
-                    on_pool(move || t()).await?
+                    let s = Arc::clone(&source);
+                    on_pool(move || s.take()).await?
                 }
             };
             if got.is_some() || stop() {
                 return Ok(got);
             }
-            due = None; // another was first: sleep until the next commit
+            due = source.retry_in(); // none: another was first, or refused
         }
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            return Ok(None);
+        match pace.step(due, std::time::Instant::now()) {
+            honker::Step::Take => {}
+            honker::Step::Sleep(nap) => waits.sleep(&mut rx, nap).await,
+            honker::Step::End => return Ok(None),
         }
-        let mut nap = (deadline - now).min(recheck);
-        if let Some(d) = due {
-            nap = nap.min(d);
-        }
-        waits.sleep(&mut rx, nap).await;
     }
 }
 
-/// A look without waiting: how long until a take may succeed (`due_in`).
-type Look<R> = fn(&R) -> honker::Result<Option<Duration>>;
+/// A look and a take as a [`honker::Source`], for a wait whose parts are
+/// closures (a lock's acquire with the owner bound).
+pub(crate) struct Parts<L, K> {
+    pub(crate) look: L,
+    pub(crate) take: K,
+}
+
+impl<T, L, K> honker::Source for Parts<L, K>
+where
+    L: Fn() -> honker::Result<Option<Duration>>,
+    K: Fn() -> honker::Result<Option<T>>,
+{
+    type Item = T;
+
+    fn look(&self) -> honker::Result<Option<Duration>> {
+        (self.look)()
+    }
+
+    fn take(&self) -> honker::Result<Option<T>> {
+        (self.take)()
+    }
+}
 
 /// A reader's `next(wait)` (a claimer, subscription, listener or group
-/// consumer) as a wait that holds no thread: `due` looks (`None`: each
-/// wake-up tries), `next(r)` takes without waiting, as `poll` runs takes.
-pub(crate) async fn next<R, T>(
+/// consumer: core's sources) as a wait that holds no thread, ending when
+/// the reader is closed.
+pub(crate) async fn next<R>(
     db: honker::Database,
     wait: f64,
     r: Arc<R>,
-    due: Option<Look<R>>,
-    next: fn(&R) -> honker::Result<Option<T>>,
     closed: fn(&R) -> bool,
-) -> honker::Result<Option<T>>
+) -> honker::Result<Option<R::Item>>
 where
-    R: Send + Sync + 'static,
-    T: Send + 'static,
+    R: honker::Source + Send + Sync + 'static,
+    R::Item: Send + 'static,
 {
     let wait = crate::errors::ms("wait", wait)?;
-    let (taker, looker) = (Arc::clone(&r), Arc::clone(&r));
-    poll(
-        &db,
-        wait,
-        true,
-        move || due.map_or(Ok(Some(Duration::ZERO)), |d| d(&looker)),
-        move || next(&taker),
-        move || closed(&r),
-    )
-    .await
+    let reader = Arc::clone(&r);
+    self::wait(&db, wait, true, r, move || closed(&reader)).await
 }
 
 /// `f` on tokio's blocking pool; a panic there is `INTERNAL`.

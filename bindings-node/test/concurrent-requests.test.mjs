@@ -294,8 +294,8 @@ test('the server publishes and notifies while a subscription and a listener in i
 });
 
 for (const durability of ['normal', 'full']) test(`idle waits past the native pool hold no thread: writes, wake-ups and results go on (${durability})`, () => {
-  // 600 consumers, 150 lock waiters, 150 result waiters and 150
-  // subscriptions, each waiting 30 s: more than tokio's 512 blocking
+  // 600 consumers, 150 lock waiters, 150 result waiters, 150 rate-limit
+  // waiters and 150 subscriptions, each waiting up to 30 s: more than tokio's 512 blocking
   // threads. None holds one while it waits (each sleeps on the runtime),
   // so each commit wakes what it concerns at once. Before, the first 512
   // waits took the pool and the rest (subscriptions, results) sat queued
@@ -330,6 +330,9 @@ for (const durability of ['normal', 'full']) test(`idle waits past the native po
       const lockers = Array.from({ length: 150 }, (_, i) =>
         lock.acquire('o' + i, { ttl: 60_000, wait: 30_000, signal: stop.signal }));
       const waiting = owed.map((e) => results.waitResult(e.id, { timeout: 30_000 }).catch((e) => e));
+      const limiter = await db.rateLimiter('rl', { limit: 1, per: 20_000 });
+      await limiter.tryAcquire();
+      const raters = Array.from({ length: 150 }, () => limiter.acquire('', { wait: 30_000, signal: stop.signal }));
       const heard = Array.from({ length: 150 }, async (_, i) => {
         for await (const ev of stream.subscribe('c' + i, { wait: 30_000, signal: stop.signal })) return ev.payload;
       });
@@ -351,6 +354,9 @@ for (const durability of ['normal', 'full']) test(`idle waits past the native po
       await job.ack({ result: { id: job.id } });
       const r = await within(Promise.race(waiting.filter((_, i) => owed[i].id === job.id)), 'the result');
       if (r.id !== job.id) throw new Error('result ' + JSON.stringify(r));
+      stop.abort();
+      const refused = await within(Promise.all(raters), 'the rate waiters ending at the abort');
+      if (refused.some((d) => d.allowed)) throw new Error('a rate waiter got a call');
       console.log('ok');
       process.exit(0);
     })().catch((e) => { console.error(e); process.exit(1); });

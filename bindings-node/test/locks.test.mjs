@@ -307,6 +307,21 @@ test('acquire sleeps retryAfterMs; bad limits are InvalidArgument', async () => 
   assert.ok((await rl.acquire('', { wait: 5000 })).allowed);
   assert.ok(Date.now() - started >= 80);
   assert.ok(!(await rl.acquire('', { wait: 10 })).allowed);
+  // An abort ends the wait with the last refusal; an aborted signal still
+  // makes the one try.
+  const slow = await db.rateLimiter('slow', { limit: 1, per: 3000 });
+  assert.ok((await slow.tryAcquire()).allowed);
+  const c = new AbortController();
+  const waiting = slow.acquire('', { wait: 5000, signal: c.signal });
+  setTimeout(() => c.abort(), 50);
+  const aborted = Date.now();
+  const d = await waiting;
+  assert.ok(!d.allowed && d.retryAfterMs > 0, JSON.stringify(d));
+  assert.ok(Date.now() - aborted < 1000, 'ended by the abort');
+  assert.ok((await slow.acquire('other', { wait: 5000, signal: AbortSignal.abort() })).allowed);
+  assert.ok(!(await slow.acquire('other', { wait: 5000, signal: AbortSignal.abort() })).allowed);
+  await assert.rejects(rl.acquire(7), honker.InvalidArgument);
+  await assert.rejects(rl.acquire('', { cost: -1 }), honker.InvalidArgument);
   for (const o of [{ limit: 0, per: 1 }, { limit: 1, per: 0 }, { limit: 1, per: 1, burst: 0 }, { limit: 1.5, per: 1 }]) {
     await assert.rejects(db.rateLimiter('x', o), honker.InvalidArgument, JSON.stringify(o));
   }

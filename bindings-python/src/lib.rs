@@ -50,6 +50,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::HeldLock>()?;
     m.add_class::<lock::CancelToken>()?;
     m.add_class::<lock::RateLimiter>()?;
+    m.add_class::<lock::RateWait>()?;
+    m.add_class::<stream::Pace>()?;
     m.add_class::<schedule::Scheduler>()?;
     m.add_class::<schedule::Definition>()?;
     m.add_class::<schedule::ScheduleRunner>()?;

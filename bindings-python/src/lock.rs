@@ -293,4 +293,47 @@ impl RateLimiter {
         let rl = &self.rl;
         Ok(py.detach(|| rl.acquire(key, cost, wait)).py()?.into())
     }
+
+    /// An acquire as the event loop waits for it (core's `RateWait`).
+    fn waiting(&self, key: &str, cost: i64) -> RateWait {
+        RateWait {
+            w: honker::rate::RateWait::new(&self.rl, key, cost),
+        }
+    }
+}
+
+/// A rate limiter's acquire as a look and a take (core's `RateWait`): the
+/// package's `acquire_async` runs it on the event loop.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct RateWait {
+    w: honker::rate::RateWait,
+}
+
+#[pymethods]
+impl RateWait {
+    /// Seconds until a take may be allowed (0.0: now); no I/O.
+    fn look(&self) -> PyResult<Option<f64>> {
+        use honker::Source as _;
+        Ok(self.w.look().py()?.map(|d| d.as_secs_f64()))
+    }
+
+    /// One try: the allowed decision, or None (refused: see `retry_in`).
+    fn take(&self, py: Python<'_>) -> PyResult<Option<RateDecision>> {
+        use honker::Source as _;
+        let w = &self.w;
+        Ok(py.detach(|| w.take()).py()?.map(Into::into))
+    }
+
+    /// Seconds until the last refusal's time has passed.
+    fn retry_in(&self) -> Option<f64> {
+        use honker::Source as _;
+        self.w.retry_in().map(|d| d.as_secs_f64())
+    }
+
+    /// The answer of an acquire whose wait got nothing: the last refusal.
+    fn answer(&self, py: Python<'_>) -> PyResult<RateDecision> {
+        let w = &self.w;
+        Ok(py.detach(|| w.answer()).py()?.into())
+    }
 }

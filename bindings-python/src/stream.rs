@@ -451,3 +451,37 @@ impl Readiness {
         self.r.is_armed()
     }
 }
+
+/// Core's rules of a wait (`honker::Pace`), for the package's waits on the
+/// event loop (`_loopwait.poll`): how long to sleep before looking again.
+#[pyclass(module = "honker._native", frozen)]
+#[derive(Debug)]
+pub struct Pace {
+    p: honker::Pace,
+}
+
+#[pymethods]
+impl Pace {
+    /// A wait of `wait` seconds from now, re-checking at least every
+    /// `recheck`; `ends_early`: it ends when the next chance lies beyond it.
+    #[new]
+    fn new(wait: f64, recheck: f64, ends_early: bool) -> PyResult<Pace> {
+        let (wait, recheck) = (
+            crate::database::secs("wait", wait)?,
+            crate::database::secs("recheck", recheck)?,
+        );
+        Ok(Pace {
+            p: honker::Pace::new(wait, recheck, ends_early),
+        })
+    }
+
+    /// Seconds to sleep before looking again when the next chance comes in
+    /// `due` seconds (None: at a commit); None when the wait is over.
+    fn nap(&self, due: Option<f64>) -> PyResult<Option<f64>> {
+        let due = due.map(|d| crate::database::secs("due", d)).transpose()?;
+        Ok(self
+            .p
+            .nap(due, std::time::Instant::now())
+            .map(|d| d.as_secs_f64()))
+    }
+}

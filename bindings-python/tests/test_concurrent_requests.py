@@ -502,6 +502,9 @@ def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path, dura
         ]
         waiters = [asyncio.create_task(results.wait_result_async(e.id, timeout=30)) for e in owed]
         members = [asyncio.create_task(group.claim_async(f"m{i}", wait=30)) for i in range(40)]
+        limiter = db.rate_limiter("rl", limit=1, per=20)
+        assert limiter.try_acquire().allowed
+        raters = [asyncio.create_task(limiter.acquire_async(wait=30)) for _ in range(40)]
         await asyncio.sleep(0.5)  # every wait has begun
         for n in range(5):
             e = await asyncio.wait_for(q.enqueue_async({"now": n}), 10)
@@ -515,7 +518,8 @@ def test_idle_async_waits_hold_no_thread_so_writes_and_wake_ups_go_on(path, dura
         [job] = results.claim_batch("x", 1)
         await asyncio.wait_for(job.ack_async(result={"id": job.id}), 10)
         assert await first(waiters) == {"id": job.id}
-        everyone = consumers + lockers + waiters + members
+        assert not any(t.done() for t in raters)  # waiting for the limit, holding no thread
+        everyone = consumers + lockers + waiters + members + raters
         for t in everyone:
             t.cancel()
         await asyncio.gather(*everyone, return_exceptions=True)

@@ -433,6 +433,23 @@ def test_acquire_sleeps_retry_after_sync_and_async(path: Path) -> None:
         return time.monotonic() - t
 
     assert 0.08 < asyncio.run(main()) < 2
+
+    async def cancelled_and_early() -> None:
+        slow = db.rate_limiter("slow", limit=1, per=3)
+        assert (await slow.acquire_async(wait=0)).allowed
+        started = time.monotonic()
+        refused = await slow.acquire_async(wait=1)  # its time (3 s) lies beyond the wait
+        assert not refused.allowed and refused.retry_after > 1
+        assert time.monotonic() - started < 0.5
+        waiter = asyncio.create_task(slow.acquire_async(wait=10))
+        await asyncio.sleep(0.2)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        with pytest.raises(honker.InvalidArgument):
+            await slow.acquire_async(7, wait=1)  # type: ignore[arg-type]
+
+    asyncio.run(cancelled_and_early())
     db.close()
 
 

@@ -233,10 +233,25 @@ impl RateLimiter {
         })
     }
 
-    /// Checks an `acquire`'s wait by core's rule for every wait (finite,
-    /// at most 100 years): the Swift loop sleeps within it.
-    pub fn check_wait(&self, wait_ms: u64) -> R<()> {
-        ms("wait", wait_ms).map(|_| ())
+    /// `try_acquire`, again when the refusal's time has passed while the
+    /// answer would come within `wait_ms` (core's `RateWait`): the allowed
+    /// decision, or the last refusal (at once when its time lies beyond the
+    /// wait); `None` once `cancel` is cancelled.
+    pub fn acquire(
+        &self,
+        key: String,
+        cost: i64,
+        wait_ms: u64,
+        cancel: Arc<CancelToken>,
+    ) -> R<Option<RateDecision>> {
+        let wait = ms("wait", wait_ms)?;
+        let d = cancel.core().acquire_rate(&self.rl, &key, cost, wait)?;
+        Ok(d.map(RateDecision::from))
+    }
+
+    /// A token for this limiter's file that ends a waiting `acquire`.
+    pub fn cancel_token(&self) -> Arc<CancelToken> {
+        CancelToken::for_core(self.rl.database())
     }
 
     /// Checks `cost` calls for `key` (0 peeks) and takes them when allowed.

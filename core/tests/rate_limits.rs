@@ -331,6 +331,71 @@ fn acquire_sleeps_retry_after_and_gives_up_when_it_lies_beyond_the_wait() {
 }
 
 #[test]
+fn a_rate_wait_looks_without_io_and_answers_its_last_refusal() {
+    use honker::rate::RateWait;
+    use honker::Source;
+    let t = test_db();
+    let rl = limiter(&t, "w", 1, Duration::from_secs(10), 1);
+    let w = RateWait::new(&rl, "k", 1);
+    assert!(w.ends_early());
+    assert_eq!(w.look().unwrap(), Some(Duration::ZERO), "no try yet: now");
+    assert!(w.take().unwrap().unwrap().allowed);
+    assert_eq!(w.take().unwrap(), None, "refused");
+    let again = w.retry_in().unwrap();
+    assert!(
+        again > Duration::from_secs(9) && again <= Duration::from_secs(10),
+        "{again:?}"
+    );
+    let looked = w.look().unwrap().unwrap();
+    assert!(
+        looked <= again && looked > Duration::from_secs(9),
+        "{looked:?}"
+    );
+    let d = w.answer().unwrap();
+    assert!(
+        !d.allowed && d.retry_after == Duration::from_secs(10),
+        "{d:?}"
+    );
+    assert_eq!(keys(&t.db), 1, "a look and an answer write nothing");
+    // The wait ends at once: the refusal's time lies beyond it.
+    let started = std::time::Instant::now();
+    assert!(!rl.acquire("k", 1, Duration::from_secs(5)).unwrap().allowed);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn a_cancelled_rate_acquire_ends_at_once_with_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("cancel.db")).unwrap();
+    let rl = db
+        .rate_limiter("w", RateLimit::new(1, Duration::from_secs(3)))
+        .unwrap();
+    assert!(rl.try_acquire("", 1).unwrap().allowed);
+    let cancel = honker::runtime::Cancel::new(&db);
+    let started = std::time::Instant::now();
+    let d = std::thread::scope(|s| {
+        let waiter = s.spawn(|| cancel.acquire_rate(&rl, "", 1, Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(100));
+        cancel.cancel();
+        waiter.join().unwrap()
+    });
+    assert_eq!(d.unwrap(), None);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // Cancelled before it starts: nothing is tried.
+    assert_eq!(
+        cancel
+            .acquire_rate(&rl, "other", 1, Duration::from_secs(1))
+            .unwrap(),
+        None
+    );
+    assert!(rl.try_acquire("other", 1).unwrap().allowed);
+}
+
+#[test]
 fn honkers_rate_limit_functions_keep_their_contracts() {
     let t = test_db();
     let got: Vec<Value> = (0..5)

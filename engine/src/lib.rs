@@ -50,6 +50,7 @@ pub mod readiness;
 pub mod settings;
 #[cfg(feature = "rusqlite")]
 pub mod transaction;
+pub mod wait;
 pub mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -66,6 +67,7 @@ pub use raw::Batch;
 pub use readiness::Readiness;
 #[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
+pub use wait::{Pace, Source, Step};
 
 /// The rusqlite version the engine is built on.
 #[cfg(feature = "rusqlite")]

@@ -143,6 +143,8 @@ async def poll(
     take: Callable[[], Awaitable[T | None]],
     closed: Callable[[], bool] = lambda: False,
     key: object = None,
+    retry_in: Callable[[], float | None] = lambda: None,
+    ends_early: bool = False,
 ) -> T | None:
     """Up to ``wait`` seconds for what ``take`` gets, then leaves ``w``.
 
@@ -150,13 +152,15 @@ async def poll(
     may succeed (0.0: now), None when only a commit can change that, False
     when it could not look without waiting (take anyway). ``take`` is a short
     call (on the loop where it needs no waiting, else ``on_thread``): its
-    result, or None for nothing (taken by another meanwhile). Between takes:
-    a sleep until a commit, the time looked, or the re-check interval,
-    whichever comes first. Waits with the
+    result, or None for nothing (taken by another meanwhile; ``retry_in``
+    then says when to look again, None: at a commit). Between takes: a sleep
+    until a commit, the time looked, or the re-check interval, whichever
+    comes first, by core's rules (``_native.Pace``; ``ends_early``: the wait
+    ends at once when the time looked lies beyond it). Waits with the
     same ``key`` (not None) look alike: one's answer that there is nothing to
     take serves the others until a commit or a take on this loop."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
+    pace = _native.Pace(wait, db._native.recheck_interval, ends_early)
     try:
         while True:
             w.drain()
@@ -177,13 +181,10 @@ async def poll(
                 got = await take()
                 if got is not None or closed():
                     return got
-                due = None  # someone else's now: sleep until the next commit
-            left = deadline - loop.time()
-            if left <= 0:
+                due = retry_in()  # None: someone else's now, wait for a commit
+            nap = pace.nap(due)
+            if nap is None:
                 return None
-            nap = min(left, db._native.recheck_interval)
-            if due is not None and due is not False:
-                nap = min(nap, due)
             await w.sleep(seen, nap)
     finally:
         w.leave()

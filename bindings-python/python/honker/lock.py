@@ -508,16 +508,25 @@ class RateLimiter:
     async def acquire_async(
         self, key: str = "", *, cost: int = RATE_COST, wait: Seconds
     ) -> RateDecision:
-        """:meth:`acquire` that sleeps with ``asyncio.sleep`` (no thread is
-        held while it waits)."""
-        w = _args.duration("wait", wait)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + w
-        while True:
-            d = await self.try_acquire_async(key, cost=cost)
-            if d.allowed or d.retry_after > deadline - loop.time():
-                return d
-            await asyncio.sleep(d.retry_after)
+        """:meth:`acquire` that waits on the event loop (no thread is held
+        while it waits)."""
+        k, c, w = _key(key), _args.integer("cost", cost, _args.I64), _args.duration("wait", wait)
+        rw = self._native.waiting(k, c)
+        waits = _loopwait.waits(self._db) if w > 0 else None
+        if waits is None:  # no wait, or no descriptor for this loop: a thread
+            return RateDecision._from(
+                await _loopwait.on_thread(lambda: self._native.acquire(k, c, w))
+            )
+        got = await _loopwait.poll(
+            waits,
+            self._db,
+            w,
+            rw.look,
+            lambda: _loopwait.on_thread(rw.take),
+            retry_in=rw.retry_in,
+            ends_early=True,
+        )
+        return RateDecision._from(got if got is not None else await _loopwait.on_thread(rw.answer))
 
 
 def _key(key: Any) -> str:

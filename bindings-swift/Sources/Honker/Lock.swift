@@ -309,22 +309,19 @@ public final class RateLimiter: @unchecked Sendable {
         return RateDecision(try await soon(db.inline) { try native.tryAcquire(key: key, cost: cost, tx: nil) })
     }
 
-    /// `tryAcquire`, sleeping `retryAfter` and checking again while the
-    /// answer would come within `wait`: the allowed decision, or the last
-    /// refusal (at once when its `retryAfter` lies beyond the wait).
-    /// Cancelling the Task ends the sleep (`CancellationError`).
+    /// `tryAcquire`, checking again when its `retryAfter` has passed while
+    /// the answer would come within `wait`: the allowed decision, or the
+    /// last refusal (at once when its `retryAfter` lies beyond the wait).
+    /// Cancelling the Task ends the wait (`CancellationError`).
     public func acquire(key: String = "", cost: Int64 = Defaults.rateCost, wait: TimeInterval) async throws -> RateDecision {
-        // Core's rule for every wait (at most 100 years), so the sleep
-        // below stays far inside UInt64 nanoseconds (a wait over ~584 years
-        // trapped there: issue 53).
-        try native.checkWait(waitMs: try millis("wait", wait))
-        let deadline = Date().addingTimeInterval(wait)
-        while true {
-            let d = try await tryAcquire(key: key, cost: cost)
-            let left = deadline.timeIntervalSinceNow
-            if d.allowed || d.retryAfter > left { return d }
-            let pause = max(0, min(d.retryAfter, left))
-            try await Task.sleep(nanoseconds: UInt64(pause * 1_000_000_000))
+        let (native, waitMs) = (self.native, try millis("wait", wait))
+        let cancel = native.cancelToken()
+        let d = try await withTaskCancellationHandler {
+            try await waitOffThread { try native.acquire(key: key, cost: cost, waitMs: waitMs, cancel: cancel) }
+        } onCancel: {
+            cancel.cancel()
         }
+        guard let d else { throw CancellationError() }
+        return RateDecision(d)
     }
 }

@@ -3621,10 +3621,17 @@ public func FfiConverterTypeQueue_lower(_ value: Queue) -> UInt64 {
 public protocol RateLimiterProtocol: AnyObject, Sendable {
     
     /**
-     * Checks an `acquire`'s wait by core's rule for every wait (finite,
-     * at most 100 years): the Swift loop sleeps within it.
+     * `try_acquire`, again when the refusal's time has passed while the
+     * answer would come within `wait_ms` (core's `RateWait`): the allowed
+     * decision, or the last refusal (at once when its time lies beyond the
+     * wait); `None` once `cancel` is cancelled.
      */
-    func checkWait(waitMs: UInt64) throws 
+    func acquire(key: String, cost: Int64, waitMs: UInt64, cancel: CancelToken) throws  -> RateDecision?
+    
+    /**
+     * A token for this limiter's file that ends a waiting `acquire`.
+     */
+    func cancelToken()  -> CancelToken
     
     func name()  -> String
     
@@ -3693,16 +3700,34 @@ open class RateLimiter: RateLimiterProtocol, @unchecked Sendable {
 
     
     /**
-     * Checks an `acquire`'s wait by core's rule for every wait (finite,
-     * at most 100 years): the Swift loop sleeps within it.
+     * `try_acquire`, again when the refusal's time has passed while the
+     * answer would come within `wait_ms` (core's `RateWait`): the allowed
+     * decision, or the last refusal (at once when its time lies beyond the
+     * wait); `None` once `cancel` is cancelled.
      */
-open func checkWait(waitMs: UInt64)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func acquire(key: String, cost: Int64, waitMs: UInt64, cancel: CancelToken)throws  -> RateDecision?  {
+    return try  FfiConverterOptionTypeRateDecision.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
-    uniffi_honker_swift_fn_method_ratelimiter_check_wait(
+    uniffi_honker_swift_fn_method_ratelimiter_acquire(
             self.uniffiCloneHandle(),
-        FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+        FfiConverterString.lower(key),
+        FfiConverterInt64.lower(cost),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
     )
+})
 }
+    
+    /**
+     * A token for this limiter's file that ends a waiting `acquire`.
+     */
+open func cancelToken() -> CancelToken  {
+    return try!  FfiConverterTypeCancelToken_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_ratelimiter_cancel_token(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
 }
     
 open func name() -> String  {
@@ -9568,6 +9593,30 @@ fileprivate struct FfiConverterOptionTypeNotification: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeRateDecision: FfiConverterRustBuffer {
+    typealias SwiftType = RateDecision?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRateDecision.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRateDecision.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeRateLimitRecord: FfiConverterRustBuffer {
     typealias SwiftType = RateLimitRecord?
 
@@ -10399,7 +10448,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_lock_try_acquire() != 2330) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_ratelimiter_check_wait() != 63101) {
+    if (uniffi_honker_swift_checksum_method_ratelimiter_acquire() != 47038) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_ratelimiter_cancel_token() != 9514) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_ratelimiter_name() != 11413) {

@@ -648,9 +648,14 @@ uint64_t uniffi_honker_swift_fn_clone_ratelimiter(uint64_t handle, RustCallStatu
 void uniffi_honker_swift_fn_free_ratelimiter(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CHECK_WAIT
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CHECK_WAIT
-void uniffi_honker_swift_fn_method_ratelimiter_check_wait(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_ACQUIRE
+RustBuffer uniffi_honker_swift_fn_method_ratelimiter_acquire(uint64_t ptr, RustBuffer key, int64_t cost, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CANCEL_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_CANCEL_TOKEN
+uint64_t uniffi_honker_swift_fn_method_ratelimiter_cancel_token(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_RATELIMITER_NAME
@@ -1960,9 +1965,15 @@ uint16_t uniffi_honker_swift_checksum_method_lock_try_acquire(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CHECK_WAIT
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CHECK_WAIT
-uint16_t uniffi_honker_swift_checksum_method_ratelimiter_check_wait(void
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_ACQUIRE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_ACQUIRE
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_acquire(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CANCEL_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_RATELIMITER_CANCEL_TOKEN
+uint16_t uniffi_honker_swift_checksum_method_ratelimiter_cancel_token(void
     
 );
 #endif

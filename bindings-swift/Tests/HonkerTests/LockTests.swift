@@ -302,6 +302,19 @@ final class LockTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.08)
         let refused = try await rl.acquire(wait: 0.01)
         XCTAssertFalse(refused.allowed)
+        // A waiting acquire (its time, 3 s, within the wait) ends when its
+        // Task is cancelled.
+        let slow = try await db.rateLimiter("slow", limit: 1, per: 3)
+        let taken = try await slow.tryAcquire()
+        XCTAssertTrue(taken.allowed)
+        let waiter = Task { try await slow.acquire(wait: 10) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let cancelled = Date()
+        waiter.cancel()
+        await assertThrows({ _ = try await waiter.value }) { e in
+            XCTAssertTrue(e is CancellationError, "\(e)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(cancelled), 2)
     }
 }
 

@@ -2,7 +2,7 @@
 //! `ops` in a write transaction (its own or the caller's) or on a reader.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::ops::{self, Reenter, Taken};
 use super::types::{self, LockGrant, LockInfo};
@@ -117,34 +117,14 @@ impl Lock {
         validate::name("owner", owner)?;
         types::ttl_ms(ttl)?;
         validate::delay("wait", wait)?;
-        if wait.is_zero() {
-            return self.try_acquire(owner, ttl);
-        }
-        crate::connection::refuse_waiting("a lock's acquire with a wait")?;
-        let deadline = Instant::now() + wait;
-        let recheck = self.db.recheck_interval();
-        let signal = self.db.wait_signal()?;
-        loop {
-            let seen = signal.generation();
-            if stop() {
-                return Ok(None);
-            }
-            let (free_at, now) = self.free_at()?;
-            if free_at.is_none() {
-                if let Some(g) = self.try_acquire(owner, ttl)? {
-                    return Ok(Some(g));
-                }
-            }
-            let start = Instant::now();
-            if start >= deadline {
-                return Ok(None);
-            }
-            let mut wake = deadline.min(start + recheck);
-            if let Some(t) = free_at {
-                wake = wake.min(start + crate::clock::ms_until(t, now));
-            }
-            signal.wait_past(seen, wake);
-        }
+        let take = Take {
+            lock: self,
+            owner,
+            ttl,
+        };
+        self.db
+            .inner
+            .wait_for(&take, wait, stop, "a lock's acquire with a wait")
     }
 
     /// Extends the lock held with `token` to now + `ttl`; returns the new
@@ -216,5 +196,25 @@ impl Lock {
     pub fn info(&self) -> Result<Option<LockInfo>> {
         let reader = self.db.inner.reader()?;
         ops::get(reader.raw(), &self.name)
+    }
+}
+
+/// A lock's acquire with a wait, as the wait sees it: a look is when the
+/// holder's TTL lapses (now when free), a take one try.
+struct Take<'a> {
+    lock: &'a Lock,
+    owner: &'a str,
+    ttl: Duration,
+}
+
+impl crate::Source for Take<'_> {
+    type Item = LockGrant;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        self.lock.free_in(self.owner).map(Some)
+    }
+
+    fn take(&self) -> Result<Option<LockGrant>> {
+        self.lock.try_acquire(self.owner, self.ttl)
     }
 }

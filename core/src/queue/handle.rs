@@ -2,7 +2,7 @@
 //! transaction (its own or the caller's).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::metrics::{self, QueueMetrics};
 use super::ops;
@@ -369,44 +369,18 @@ impl Queue {
         let n = validate::batch_usize(n)?;
         let lease_ms = validate::lease(lease.unwrap_or(self.options.lease))?;
         validate::delay("wait", wait)?;
-        if wait.is_zero() {
-            return self.claim_now(None, worker_id, n, lease_ms);
-        }
-        crate::connection::refuse_waiting("a claim with a wait")?;
-        let deadline = Instant::now() + wait;
-        let recheck = self.db.recheck_interval();
-        let signal = self.db.wait_signal()?;
-        loop {
-            let seen = signal.generation();
-            if stop() {
-                return Ok(Vec::new());
-            }
-            let now = self.db.inner.now();
-            let probe = {
-                let reader = self.db.inner.reader()?;
-                ops::probe(reader.raw(), &self.name, now)?
-            };
-            let next_at = match probe {
-                ops::Probe::Claimable => {
-                    on_claimable();
-                    let jobs = self.claim_now(None, worker_id, n, lease_ms)?;
-                    if !jobs.is_empty() {
-                        return Ok(jobs);
-                    }
-                    None
-                }
-                ops::Probe::NextAt(t) => t,
-            };
-            let start = Instant::now();
-            if start >= deadline {
-                return Ok(Vec::new());
-            }
-            let mut wake = deadline.min(start + recheck);
-            if let Some(t) = next_at {
-                wake = wake.min(start + crate::clock::ms_until(t, now));
-            }
-            signal.wait_past(seen, wake);
-        }
+        let claim = Claim {
+            queue: self,
+            worker_id,
+            n,
+            lease_ms,
+            on_claimable: std::cell::RefCell::new(on_claimable),
+        };
+        let jobs = self
+            .db
+            .inner
+            .wait_for(&claim, wait, stop, "a claim with a wait")?;
+        Ok(jobs.unwrap_or_default())
     }
 
     /// The read-only check a waiting claim makes on each wake-up: whether
@@ -827,35 +801,18 @@ impl Queue {
     ) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
-        crate::connection::refuse_waiting("wait_result")?;
-        let deadline = Instant::now() + timeout;
-        let signal = self.db.wait_signal()?;
-        let recheck = self.db.recheck_interval();
-        loop {
-            let seen = signal.generation();
-            if stop() {
-                return Err(Error::cancelled());
-            }
-            {
-                // Liveness first, then the result: an ack removes the job and
-                // saves its result in one commit, so once a read finds the job
-                // gone, a later read finds the result if there is one. (The
-                // other order can read "no result yet" and then "gone".)
-                let reader = self.db.inner.reader()?;
-                let live = ops::get_job(reader.raw(), &self.name, id, self.db.inner.now())?
-                    .is_some_and(|j| !j.state.is_finished());
-                if !live {
-                    return ops::get_result(reader.raw(), &self.name, id, self.db.inner.now());
-                }
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!("job {id} produced no result within {timeout:?}"),
-                ));
-            }
-            signal.wait_past(seen, deadline.min(now + recheck));
+        let result = AwaitResult { queue: self, id };
+        match self
+            .db
+            .inner
+            .wait_for(&result, timeout, stop, "wait_result")?
+        {
+            Some(r) => Ok(r),
+            None if stop() => Err(Error::cancelled()),
+            None => Err(Error::new(
+                ErrorKind::Timeout,
+                format!("job {id} produced no result within {timeout:?}"),
+            )),
         }
     }
 
@@ -955,6 +912,69 @@ impl Queue {
     pub fn rate_limit(&self) -> Result<Option<crate::rate::RateLimit>> {
         let reader = self.db.inner.reader()?;
         crate::rate::ops::queue_limit(reader.raw(), &self.name)
+    }
+}
+
+/// A claim with a wait, as the wait sees it: a look is the read-only probe
+/// (calling `on_claimable` when it finds work), a take the claim (`None`
+/// when another was first).
+struct Claim<'a, 'h> {
+    queue: &'a Queue,
+    worker_id: &'a str,
+    n: usize,
+    lease_ms: i64,
+    on_claimable: std::cell::RefCell<&'h mut dyn FnMut()>,
+}
+
+impl crate::Source for Claim<'_, '_> {
+    type Item = Vec<Job>;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        let (probe, now) = self.queue.probe()?;
+        Ok(match probe {
+            ops::Probe::Claimable => {
+                (self.on_claimable.borrow_mut())();
+                Some(Duration::ZERO)
+            }
+            ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+        })
+    }
+
+    fn take(&self) -> Result<Option<Vec<Job>>> {
+        let jobs = self
+            .queue
+            .claim_now(None, self.worker_id, self.n, self.lease_ms)?;
+        Ok((!jobs.is_empty()).then_some(jobs))
+    }
+}
+
+/// A wait for a job's result, as the wait sees it: each look says "now",
+/// each take reads (`Some` once the job has finished: its result, if any).
+struct AwaitResult<'a> {
+    queue: &'a Queue,
+    id: i64,
+}
+
+impl crate::Source for AwaitResult<'_> {
+    type Item = Option<Payload>;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<Option<Payload>>> {
+        // Liveness first, then the result: an ack removes the job and saves
+        // its result in one commit, so once a read finds the job gone, a
+        // later read finds the result if there is one. (The other order can
+        // read "no result yet" and then "gone".)
+        let q = self.queue;
+        let reader = q.db.inner.reader()?;
+        let live = ops::get_job(reader.raw(), &q.name, self.id, q.db.inner.now())?
+            .is_some_and(|j| !j.state.is_finished());
+        if live {
+            return Ok(None);
+        }
+        ops::get_result(reader.raw(), &q.name, self.id, q.db.inner.now()).map(Some)
     }
 }
 

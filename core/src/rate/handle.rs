@@ -118,6 +118,11 @@ impl RateLimiter {
         &self.name
     }
 
+    /// The database it is on.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
     /// The parameters stored in the file (which every check uses).
     pub fn limit(&self) -> Result<RateLimit> {
         let reader = self.db.inner.reader()?;
@@ -179,21 +184,97 @@ impl RateLimiter {
         ops::params(conn, &self.name)?.ok_or_else(|| not_found(&self.name))
     }
 
-    /// [`try_acquire`](Self::try_acquire), sleeping `retry_after` and
-    /// checking again while the answer would come within `wait`: the
-    /// allowed decision, or the last refusal (at once when its
-    /// `retry_after` lies beyond `wait`).
+    /// [`try_acquire`](Self::try_acquire), checking again when its
+    /// `retry_after` has passed while the answer would come within `wait`:
+    /// the allowed decision, or the last refusal (at once when its
+    /// `retry_after` lies beyond `wait`). A [`RateWait`], waited for as
+    /// hosts' event loops wait for it.
     pub fn acquire(&self, key: &str, cost: i64, wait: Duration) -> Result<RateDecision> {
-        validate::delay("wait", wait)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            let d = self.try_acquire(key, cost)?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            if d.allowed || d.retry_after > left {
-                return Ok(d);
-            }
-            crate::connection::refuse_waiting("a rate limiter's acquire with a wait")?;
-            std::thread::sleep(d.retry_after);
+        match self.acquire_until(key, cost, wait, &|| false)? {
+            Some(d) => Ok(d),
+            None => self.try_acquire(key, cost), // unreached: nothing stops it
         }
+    }
+
+    /// [`acquire`](Self::acquire) that gives up (`None`) as soon as `stop`
+    /// says so (asked at each wake-up: [`Cancel::acquire_rate`](crate::runtime::Cancel::acquire_rate)).
+    pub(crate) fn acquire_until(
+        &self,
+        key: &str,
+        cost: i64,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<RateDecision>> {
+        validate::delay("wait", wait)?;
+        let w = RateWait::new(self, key, cost);
+        let what = "a rate limiter's acquire with a wait";
+        match self.db.inner.wait_for(&w, wait, stop, what)? {
+            Some(d) => Ok(Some(d)),
+            None if stop() => Ok(None),
+            None => w.answer().map(Some),
+        }
+    }
+}
+
+/// A rate limiter's acquire with a wait, as a [`Source`](crate::Source):
+/// a take is one [`try_acquire`](RateLimiter::try_acquire) (`None` when
+/// refused), a look the time until the last refusal's `retry_after` has
+/// passed. It ends early: a wait that could not last until then ends at
+/// once. When it ends with nothing, [`answer`](Self::answer) is the acquire's
+/// answer: the last refusal.
+#[derive(Debug)]
+pub struct RateWait {
+    limiter: RateLimiter,
+    key: String,
+    cost: i64,
+    /// The last refusal and when it came.
+    refused: Mutex<Option<(RateDecision, Instant)>>,
+}
+
+impl RateWait {
+    /// An acquire of `cost` calls for `key` (checked at the first take).
+    pub fn new(limiter: &RateLimiter, key: &str, cost: i64) -> RateWait {
+        RateWait {
+            limiter: limiter.clone(),
+            key: key.to_owned(),
+            cost,
+            refused: Mutex::new(None),
+        }
+    }
+
+    /// What an acquire whose wait got nothing answers: the last take's
+    /// refusal, or one try now when it made none (stopped before it could).
+    pub fn answer(&self) -> Result<RateDecision> {
+        let refused = *self.refused.lock();
+        match refused {
+            Some((d, _)) => Ok(d),
+            None => self.limiter.try_acquire(&self.key, self.cost),
+        }
+    }
+}
+
+impl crate::Source for RateWait {
+    type Item = RateDecision;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(self.retry_in().unwrap_or(Duration::ZERO)))
+    }
+
+    fn take(&self) -> Result<Option<RateDecision>> {
+        let d = self.limiter.try_acquire(&self.key, self.cost)?;
+        if d.allowed {
+            return Ok(Some(d));
+        }
+        *self.refused.lock() = Some((d, Instant::now()));
+        Ok(None)
+    }
+
+    fn retry_in(&self) -> Option<Duration> {
+        let refused = *self.refused.lock();
+        refused.map(|(d, at)| d.retry_after.saturating_sub(at.elapsed()))
+    }
+
+    fn ends_early(&self) -> bool {
+        true
     }
 }

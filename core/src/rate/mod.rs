@@ -19,5 +19,5 @@ pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]
-pub use handle::RateLimiter;
+pub use handle::{RateLimiter, RateWait};
 pub use types::{RateDecision, RateLimit, MAX_COUNT, MAX_PER};

@@ -153,6 +153,19 @@ impl Cancel {
         }
     }
 
+    /// [`RateLimiter::acquire`](crate::rate::RateLimiter::acquire) that
+    /// returns `None` once cancelled (calls taken as the token was set stay
+    /// taken: a rate limit has nothing to give back).
+    pub fn acquire_rate(
+        &self,
+        limiter: &crate::rate::RateLimiter,
+        key: &str,
+        cost: i64,
+        wait: Duration,
+    ) -> Result<Option<crate::rate::RateDecision>> {
+        limiter.acquire_until(key, cost, wait, &|| self.is_cancelled())
+    }
+
     /// [`Queue::wait_result`] that fails at once with `TIMEOUT` ("cancelled")
     /// once cancelled.
     pub fn wait_result(

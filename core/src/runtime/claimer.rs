@@ -166,6 +166,20 @@ impl Claimer {
     }
 }
 
+/// A host's wait that holds no thread: the look is
+/// [`due_in`](Claimer::due_in), the take `next(ZERO)`.
+impl crate::Source for Claimer {
+    type Item = Job;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        self.due_in()
+    }
+
+    fn take(&self) -> Result<Option<Job>> {
+        self.next(Duration::ZERO)
+    }
+}
+
 impl Drop for Claimer {
     fn drop(&mut self) {
         self.close();

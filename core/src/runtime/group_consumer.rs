@@ -148,6 +148,24 @@ impl GroupConsumer {
     }
 }
 
+/// A host's wait that holds no thread: the look is the group's
+/// [`due_in`](Group::due_in) (now while something is buffered), the take
+/// `next(ZERO)`.
+impl crate::Source for GroupConsumer {
+    type Item = GroupEvent;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        if self.is_closed() || self.buffered() > 0 {
+            return Ok(Some(Duration::ZERO));
+        }
+        self.group.due_in()
+    }
+
+    fn take(&self) -> Result<Option<GroupEvent>> {
+        self.next(Duration::ZERO)
+    }
+}
+
 impl Drop for GroupConsumer {
     fn drop(&mut self) {
         self.close();

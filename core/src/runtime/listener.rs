@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -31,6 +31,20 @@ pub struct Listener {
     batch: usize,
     state: Mutex<State>,
     closed: AtomicBool,
+}
+
+/// A host's wait that holds no thread: each look says "now" (a take is
+/// one read when nothing is buffered), the take `next(ZERO)`.
+impl crate::Source for Listener {
+    type Item = Notification;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<Notification>> {
+        self.next(Duration::ZERO)
+    }
 }
 
 impl super::QuickDrop for Listener {
@@ -75,55 +89,43 @@ impl Listener {
         wait: Duration,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Notification>> {
-        let deadline = Instant::now().checked_add(wait);
+        let stop = || self.is_closed() || stop();
         let db = self.channel.database();
-        let signal = db.wait_signal()?;
-        let recheck = db.recheck_interval();
-        loop {
-            if self.is_closed() || stop() {
-                return Ok(None);
-            }
-            let seen = signal.generation();
-            {
-                let mut s = self.state.lock();
-                if s.buffer.is_empty() {
-                    let expected = s.next_seq;
-                    let got = self.channel.read(s.after_id, self.batch)?;
-                    let resume = match got.first() {
-                        Some(m) => m.seq,
-                        None => match self.channel.head_after(s.after_id)? {
-                            (_, true) => continue,
-                            (last, false) => (last + 1).max(expected),
-                        },
-                    };
-                    if let Some(m) = got.last() {
-                        s.after_id = m.id;
-                        s.next_seq = m.seq + 1;
-                    } else {
-                        s.next_seq = resume;
-                    }
-                    s.buffer.extend(got);
-                    if resume > expected {
-                        return Err(Error::trimmed(
-                            &format!("channel {:?}", self.channel.name()),
-                            (resume - expected) as u64,
-                            resume,
-                        ));
-                    }
-                }
-                if let Some(m) = s.buffer.pop_front() {
-                    return Ok(Some(m));
-                }
-            }
-            let now = Instant::now();
-            let until = match deadline {
-                Some(d) if now >= d => return Ok(None),
-                Some(d) => d.min(now + recheck),
-                None => now + recheck,
+        db.inner
+            .wait_for(&Take(self), wait, &stop, "Listener::next")
+    }
+
+    /// One read into the buffer when it is empty, then the next buffered
+    /// notification.
+    fn take_buffered(&self) -> Result<Option<Notification>> {
+        let mut s = self.state.lock();
+        while s.buffer.is_empty() {
+            let expected = s.next_seq;
+            let got = self.channel.read(s.after_id, self.batch)?;
+            let resume = match got.first() {
+                Some(m) => m.seq,
+                None => match self.channel.head_after(s.after_id)? {
+                    (_, true) => continue, // sent since the read: read it now
+                    (last, false) => (last + 1).max(expected),
+                },
             };
-            crate::connection::refuse_waiting("Listener::next")?;
-            signal.wait_past(seen, until);
+            if let Some(m) = got.last() {
+                s.after_id = m.id;
+                s.next_seq = m.seq + 1;
+            } else {
+                s.next_seq = resume;
+            }
+            s.buffer.extend(got);
+            if resume > expected {
+                return Err(Error::trimmed(
+                    &format!("channel {:?}", self.channel.name()),
+                    (resume - expected) as u64,
+                    resume,
+                ));
+            }
+            break;
         }
+        Ok(s.buffer.pop_front())
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -136,6 +138,22 @@ impl Listener {
         if !self.closed.swap(true, Ordering::SeqCst) {
             self.channel.database().poke();
         }
+    }
+}
+
+/// A listener's next, as the wait sees it: each look says "now", each take
+/// reads when the buffer is empty.
+struct Take<'a>(&'a Listener);
+
+impl crate::Source for Take<'_> {
+    type Item = Notification;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<Notification>> {
+        self.0.take_buffered()
     }
 }
 

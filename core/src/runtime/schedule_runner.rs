@@ -123,9 +123,8 @@ impl ScheduleRunner {
     pub fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Vec<Fire>> {
         validate::delay("wait", wait)?;
         let db = self.scheduler.database();
-        let deadline = Instant::now().checked_add(wait);
+        let pace = crate::Pace::new(wait, db.recheck_interval(), false);
         let signal = db.wait_signal()?;
-        let recheck = db.recheck_interval();
         loop {
             if self.is_closed() || stop() {
                 return Ok(vec![]);
@@ -177,18 +176,12 @@ impl ScheduleRunner {
                 continue;
             }
             let start = Instant::now();
-            if deadline.is_some_and(|d| start >= d) {
+            let due = wake_at.map(|t| crate::clock::ms_until(t, now));
+            let Some(nap) = pace.nap(due, start) else {
                 return Ok(vec![]);
-            }
-            let mut until = start + recheck;
-            if let Some(d) = deadline {
-                until = until.min(d);
-            }
-            if let Some(t) = wake_at {
-                until = until.min(start + crate::clock::ms_until(t, now));
-            }
+            };
             crate::connection::refuse_waiting("ScheduleRunner::next")?;
-            signal.wait_past(seen, until);
+            signal.wait_past(seen, start + nap);
         }
     }
 

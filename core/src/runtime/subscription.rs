@@ -130,7 +130,6 @@ impl Subscription {
         wait: Duration,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Event>> {
-        let deadline = Instant::now().checked_add(wait);
         {
             let mut s = self.state.lock();
             // The event handed out last is processed: the caller came back.
@@ -140,60 +139,51 @@ impl Subscription {
                 self.auto_commit(&mut s, false)?;
             }
         }
-        let signal = self.stream.database().wait_signal()?;
-        let recheck = self.stream.database().recheck_interval();
-        loop {
-            if self.is_closed() || stop() {
-                return Ok(None);
-            }
-            let seen = signal.generation();
-            {
-                let mut s = self.state.lock();
-                if s.buffer.is_empty() {
-                    let expected = s.read_from;
-                    let events = self.stream.read(expected - 1, self.batch)?;
-                    // Offsets are dense: a gap before the first event read,
-                    // or nothing to read below the last offset, means
-                    // retention removed events this consumer had not read.
-                    let resume = match events.first() {
-                        Some(e) => e.offset,
-                        None => match self.stream.head_from(expected)? {
-                            // Published since the read: read it now.
-                            (_, Some(_)) => continue,
-                            (last, None) => (last + 1).max(expected),
-                        },
-                    };
-                    s.read_from = events.last().map_or(resume, |e| e.offset + 1);
-                    s.buffer.extend(events);
-                    if resume > expected {
-                        // The missed events will never be read: they count
-                        // as passed, and the next commit moves past them.
-                        s.passed = s.passed.max(resume);
-                        return Err(Error::trimmed(
-                            &format!(
-                                "stream {:?}, consumer {:?}",
-                                self.stream.name(),
-                                self.consumer
-                            ),
-                            (resume - expected) as u64,
-                            resume,
-                        ));
-                    }
-                }
-                if let Some(e) = s.buffer.pop_front() {
-                    s.handed = Some(e.offset + 1);
-                    return Ok(Some(e));
-                }
-            }
-            let now = Instant::now();
-            let until = match deadline {
-                Some(d) if now >= d => return Ok(None),
-                Some(d) => d.min(now + recheck),
-                None => now + recheck,
+        let stop = || self.is_closed() || stop();
+        let db = self.stream.database();
+        db.inner
+            .wait_for(&Take(self), wait, &stop, "Subscription::next")
+    }
+
+    /// One read into the buffer when it is empty, then the next buffered
+    /// event, marked as handed out.
+    fn take_buffered(&self) -> Result<Option<Event>> {
+        let mut s = self.state.lock();
+        while s.buffer.is_empty() {
+            let expected = s.read_from;
+            let events = self.stream.read(expected - 1, self.batch)?;
+            // Offsets are dense: a gap before the first event read, or
+            // nothing to read below the last offset, means retention
+            // removed events this consumer had not read.
+            let resume = match events.first() {
+                Some(e) => e.offset,
+                None => match self.stream.head_from(expected)? {
+                    // Published since the read: read it now.
+                    (_, Some(_)) => continue,
+                    (last, None) => (last + 1).max(expected),
+                },
             };
-            crate::connection::refuse_waiting("Subscription::next")?;
-            signal.wait_past(seen, until);
+            s.read_from = events.last().map_or(resume, |e| e.offset + 1);
+            s.buffer.extend(events);
+            if resume > expected {
+                // The missed events will never be read: they count as
+                // passed, and the next commit moves past them.
+                s.passed = s.passed.max(resume);
+                return Err(Error::trimmed(
+                    &format!(
+                        "stream {:?}, consumer {:?}",
+                        self.stream.name(),
+                        self.consumer
+                    ),
+                    (resume - expected) as u64,
+                    resume,
+                ));
+            }
+            break;
         }
+        Ok(s.buffer
+            .pop_front()
+            .inspect(|e| s.handed = Some(e.offset + 1)))
     }
 
     /// Commits the place after the last event passed, if auto-commit says it
@@ -256,6 +246,36 @@ impl Subscription {
                 format!("closing the subscription: {}", e.message()),
             )
         })
+    }
+}
+
+/// A subscription's next, as the wait sees it: each look says "now", each
+/// take reads when the buffer is empty.
+struct Take<'a>(&'a Subscription);
+
+impl crate::Source for Take<'_> {
+    type Item = Event;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<Event>> {
+        self.0.take_buffered()
+    }
+}
+
+/// A host's wait that holds no thread: each look says "now" (a take is
+/// one read when nothing is buffered), the take `next(ZERO)`.
+impl crate::Source for Subscription {
+    type Item = Event;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<Event>> {
+        self.next(Duration::ZERO)
     }
 }
 

@@ -607,8 +607,7 @@ impl Worker {
             }
         }
         let _one = inner.next_lock.lock();
-        let end = Instant::now() + wait;
-        let recheck = inner.db.recheck_interval();
+        let pace = crate::Pace::new(wait, inner.db.recheck_interval(), false);
         let signal = inner.db.wait_signal()?;
         loop {
             let seen = signal.generation();
@@ -647,14 +646,11 @@ impl Worker {
                 }
             }
             let start = Instant::now();
-            if start >= end {
+            let due = [due, next_at].into_iter().flatten().min();
+            let Some(nap) = pace.nap(due.map(|t| t.saturating_duration_since(start)), start) else {
                 return Ok(None);
-            }
-            let mut wake = end.min(start + recheck);
-            for t in [due, next_at].into_iter().flatten() {
-                wake = wake.min(t);
-            }
-            signal.wait_past(seen, wake);
+            };
+            signal.wait_past(seen, start + nap);
         }
     }
 

@@ -128,39 +128,19 @@ impl Group {
         lease_ms(lease)?;
         validate::delay("wait", wait)?;
         if wait.is_zero() {
-            return self.claim(member, n, lease);
+            return self.claim(member, n, lease); // `more` with no events too
         }
-        crate::connection::refuse_waiting("a claim with a wait")?;
+        let claim = Claim {
+            group: self,
+            member,
+            n,
+            lease,
+        };
         let db = self.stream.database();
-        let deadline = std::time::Instant::now() + wait;
-        let recheck = db.recheck_interval();
-        let signal = db.wait_signal()?;
-        loop {
-            let seen = signal.generation();
-            if stop() {
-                return Ok(GroupClaim::default());
-            }
-            let (probe, now) = self.probe_now()?;
-            let next_at = match probe {
-                ops::Probe::Claimable => {
-                    let got = self.claim(member, n, lease)?;
-                    if !got.events.is_empty() || got.missed > 0 {
-                        return Ok(got);
-                    }
-                    None
-                }
-                ops::Probe::NextAt(t) => t,
-            };
-            let start = std::time::Instant::now();
-            if start >= deadline {
-                return Ok(GroupClaim::default());
-            }
-            let mut wake = deadline.min(start + recheck);
-            if let Some(t) = next_at {
-                wake = wake.min(start + crate::clock::ms_until(t, now));
-            }
-            signal.wait_past(seen, wake);
-        }
+        let got = db
+            .inner
+            .wait_for(&claim, wait, stop, "a claim with a wait")?;
+        Ok(got.unwrap_or_default())
     }
 
     /// When a claim could hand something out, found with one read and no
@@ -381,5 +361,27 @@ impl Group {
         let now = db.inner.now();
         let reader = db.inner.reader()?;
         ops::info(reader.raw(), self.stream.name(), &self.name, now)
+    }
+}
+
+/// A group claim with a wait, as the wait sees it: a look is
+/// [`Group::due_in`], a take the claim (`None` when it got nothing).
+struct Claim<'a> {
+    group: &'a Group,
+    member: &'a str,
+    n: usize,
+    lease: Option<Duration>,
+}
+
+impl crate::Source for Claim<'_> {
+    type Item = GroupClaim;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        self.group.due_in()
+    }
+
+    fn take(&self) -> Result<Option<GroupClaim>> {
+        let got = self.group.claim(self.member, self.n, self.lease)?;
+        Ok((!got.events.is_empty() || got.missed > 0).then_some(got))
     }
 }

@@ -1,0 +1,215 @@
+//! One way to wait for something another process may commit (issue 55,
+//! stage 4).
+//!
+//! Every waiting call of honker (a claim with a wait, a subscription's or a
+//! listener's next, a group claim, a lock's acquire, a rate limiter's
+//! acquire, a job's result) is the same loop: look without waiting (one
+//! read), take when the look says now (a short call), else sleep until a
+//! commit of any process, the time the look named or the re-check interval,
+//! whichever comes first, and end at the deadline. What differs is only the
+//! look and the take: a [`Source`]. The rules of the loop are [`Pace`]'s,
+//! sans I/O, so that the hosts' waits that hold no thread (an asyncio loop's
+//! descriptor, tokio's reactor) run the very same steps as
+//! [`Database::wait_for`], which blocks this thread on the file's signal.
+
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+
+/// What a waiting call takes, seen by the loop as a look and a take.
+pub trait Source {
+    /// What a take gets.
+    type Item;
+
+    /// When [`take`](Self::take) may get something, found without waiting
+    /// and without writing: `Some(ZERO)` now, `Some(d)` in `d` (only time
+    /// brings it: a job's due time, a holder's TTL, a rate's refill),
+    /// `None` when only a commit can.
+    fn look(&self) -> Result<Option<Duration>>;
+
+    /// Takes what there is, a short call: `None` for nothing (another was
+    /// first, or the look only guessed).
+    fn take(&self) -> Result<Option<Self::Item>>;
+
+    /// After a take that got nothing: when to look again (`None`: at the
+    /// next commit; a rate limiter's refusal names its time).
+    fn retry_in(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether the wait ends at once, with nothing, when the next chance
+    /// lies beyond its deadline: for a source that only time frees, so
+    /// that a caller who cannot get it in time hears so now (a rate
+    /// limiter's acquire), not at the deadline.
+    fn ends_early(&self) -> bool {
+        false
+    }
+}
+
+/// The next thing a waiting loop does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Take now.
+    Take,
+    /// Sleep until a commit or this long, then look again.
+    Sleep(Duration),
+    /// The wait is over, with nothing.
+    End,
+}
+
+/// A wait's rules, sans I/O: from a look's answer and the time, the next
+/// [`Step`].
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// `None`: a wait too long to have one (it ends by other means).
+    deadline: Option<Instant>,
+    recheck: Duration,
+    ends_early: bool,
+}
+
+impl Pace {
+    /// A wait of `wait` from now that re-checks on its own at least every
+    /// `recheck` (the safety net under the watcher's wake-ups).
+    pub fn new(wait: Duration, recheck: Duration, ends_early: bool) -> Pace {
+        Pace::starting(Instant::now(), wait, recheck, ends_early)
+    }
+
+    /// [`new`](Self::new) as of `start`.
+    pub fn starting(start: Instant, wait: Duration, recheck: Duration, ends_early: bool) -> Pace {
+        Pace {
+            deadline: start.checked_add(wait),
+            recheck,
+            ends_early,
+        }
+    }
+
+    /// The step after a look that said `due` (see [`Source::look`]) at
+    /// `now`: take when due now, else [`nap`](Self::nap)'s sleep or end.
+    pub fn step(&self, due: Option<Duration>, now: Instant) -> Step {
+        if due == Some(Duration::ZERO) {
+            return Step::Take;
+        }
+        self.nap(due, now).map_or(Step::End, Step::Sleep)
+    }
+
+    /// How long to sleep before looking again when the next chance comes
+    /// in `due` (`None`: at a commit): until the first of the deadline,
+    /// `due` and the re-check interval. `None` when the wait is over: the
+    /// deadline has passed, or (for a source that ends early) `due` lies
+    /// beyond it. For a loop whose look takes by itself (a worker's next).
+    pub fn nap(&self, due: Option<Duration>, now: Instant) -> Option<Duration> {
+        let left = match self.deadline {
+            Some(d) if now >= d => return None,
+            Some(d) => Some(d - now),
+            None => None,
+        };
+        if let (true, Some(due), Some(left)) = (self.ends_early, due, left) {
+            if due > left {
+                return None;
+            }
+        }
+        let mut nap = self.recheck;
+        for bound in [left, due].into_iter().flatten() {
+            nap = nap.min(bound);
+        }
+        Some(nap)
+    }
+}
+
+#[cfg(feature = "rusqlite")]
+impl crate::Database {
+    /// Up to `wait` for what `source` takes, blocking this thread between
+    /// looks on the file's signal (any process's commit wakes it); `None`
+    /// when the wait ran out, ended early (see [`Source::ends_early`]) or
+    /// `stop` said so (asked at each wake-up: set it from another thread,
+    /// then [`poke`](Self::poke)). A zero wait is one take. `what` names the
+    /// call in the refusal inside [`without_waiting`](crate::without_waiting).
+    pub fn wait_for<S: Source + ?Sized>(
+        &self,
+        source: &S,
+        wait: Duration,
+        stop: &dyn Fn() -> bool,
+        what: &str,
+    ) -> Result<Option<S::Item>> {
+        if wait.is_zero() {
+            return if stop() { Ok(None) } else { source.take() };
+        }
+        crate::connection::refuse_waiting(what)?;
+        let pace = Pace::new(wait, self.recheck_interval(), source.ends_early());
+        let signal = self.wait_signal()?;
+        loop {
+            let seen = signal.generation();
+            if stop() {
+                return Ok(None);
+            }
+            let mut due = source.look()?;
+            if due == Some(Duration::ZERO) {
+                if let Some(got) = source.take()? {
+                    return Ok(Some(got));
+                }
+                due = source.retry_in();
+            }
+            match pace.step(due, Instant::now()) {
+                Step::Take => {}
+                Step::Sleep(nap) => {
+                    signal.wait_past(seen, Instant::now() + nap);
+                }
+                Step::End => return Ok(None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_look_that_says_now_is_a_take_even_past_the_deadline() {
+        let t = Instant::now();
+        let p = Pace::starting(t, S, 10 * S, false);
+        assert_eq!(p.step(Some(Duration::ZERO), t + 5 * S), Step::Take);
+    }
+
+    #[test]
+    fn sleeps_until_the_first_of_deadline_due_and_recheck() {
+        let t = Instant::now();
+        let p = Pace::starting(t, 10 * S, 3 * S, false);
+        assert_eq!(p.step(None, t), Step::Sleep(3 * S));
+        assert_eq!(p.step(Some(2 * S), t), Step::Sleep(2 * S));
+        assert_eq!(p.step(None, t + 8 * S), Step::Sleep(2 * S));
+        assert_eq!(p.step(Some(20 * S), t + 9 * S), Step::Sleep(S));
+        assert_eq!(p.step(None, t + 10 * S), Step::End);
+        assert_eq!(p.step(Some(S), t + 11 * S), Step::End);
+    }
+
+    #[test]
+    fn a_source_that_ends_early_ends_when_its_time_is_beyond_the_deadline() {
+        let t = Instant::now();
+        let p = Pace::starting(t, 5 * S, 30 * S, true);
+        assert_eq!(p.step(Some(6 * S), t), Step::End);
+        assert_eq!(p.step(Some(5 * S), t), Step::Sleep(5 * S));
+        assert_eq!(p.step(Some(2 * S), t + 4 * S), Step::End);
+        // Only a commit can bring it: no time to compare, so it sleeps.
+        assert_eq!(p.step(None, t), Step::Sleep(5 * S));
+    }
+
+    #[test]
+    fn a_wait_too_long_for_a_deadline_never_ends_by_time() {
+        let t = Instant::now();
+        let p = Pace::starting(t, Duration::MAX, 2 * S, true);
+        assert_eq!(p.step(None, t + 1000 * S), Step::Sleep(2 * S));
+        assert_eq!(p.step(Some(S), t), Step::Sleep(S));
+    }
+
+    #[test]
+    fn a_nap_is_a_step_without_the_take() {
+        let t = Instant::now();
+        let p = Pace::starting(t, 10 * S, 3 * S, false);
+        assert_eq!(p.nap(Some(Duration::ZERO), t), Some(Duration::ZERO));
+        assert_eq!(p.nap(None, t + 9 * S), Some(S));
+        assert_eq!(p.nap(Some(Duration::ZERO), t + 10 * S), None);
+    }
+}
