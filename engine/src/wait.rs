@@ -10,7 +10,7 @@
 //! look and the take: a [`Source`]. The rules of the loop are [`Pace`]'s,
 //! sans I/O, so that the hosts' waits that hold no thread (an asyncio loop's
 //! descriptor, tokio's reactor) run the very same steps as
-//! [`Database::wait_for`], which blocks this thread on the file's signal.
+//! [`Database::wait_for`](crate::Database::wait_for), which blocks this thread on the file's signal.
 
 use std::time::{Duration, Instant};
 
