@@ -152,7 +152,9 @@ export declare class HeldLock {
   get released(): boolean
   /**
    * Resolves when the lock is lost (true) or the hold ends otherwise
-   * (false): released, or the database closed.
+   * (false): released, or the database closed. Holds no thread while it
+   * waits (core's loss watch is a source: the renewal that finds the loss
+   * and the release poke the file's signal; waits.rs).
    */
   waitLost(): Promise<Out<boolean>>
   /** Stops renewing and releases; resolves to whether it was still held. */
@@ -356,8 +358,8 @@ export declare class RateLimiter {
   cancelToken(): LockCancel
   /**
    * `tryAcquire`, again when the refusal's `retryAfterMs` has passed
-   * (or any process commits) while the answer would come within `wait`
-   * ms, holding no thread meanwhile (core's `RateWait`, waits.rs): the
+   * while the answer would come within `wait` ms, holding no thread
+   * meanwhile (core's `RateWait`, waits.rs): the
    * allowed decision, or the last refusal (at once when its time lies
    * beyond the wait, or `cancel` was cancelled).
    */

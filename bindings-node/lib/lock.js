@@ -4,7 +4,7 @@
 const { fast, write } = require('./calls.js');
 const { ID, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
-const { LOCK_TTL, RATE_COST, RENEW_DIVISOR } = require('./defaults.js');
+const { LOCK_TTL, RATE_COST } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
 const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
 
@@ -143,7 +143,7 @@ class Lock {
       if (signal && signal.aborted) throw signal.reason;
       throw new Timeout('TIMEOUT', `lock ${JSON.stringify(this.name)} stayed held by another owner for ${wait} ms`);
     }
-    return new HeldLock(this, native, every ?? ttl / RENEW_DIVISOR);
+    return new HeldLock(this, native);
   }
 
   /**
@@ -169,25 +169,18 @@ class Lock {
 
 /** A lock held by a block of work (`Lock.hold`). */
 class HeldLock {
-  constructor(lock, native, firstRenewal) {
+  constructor(lock, native) {
     this._lock = lock;
     this._native = native;
     this._controller = new AbortController();
-    // Core tells when the renewal found the lock lost; nothing polls. Only
-    // a renewal finds it, the first due `firstRenewal` ms from now, so the
-    // watch (a thread of the native pool while it waits) starts then: a
-    // short hold never takes one, and many holds at once never take every
-    // thread that their releases need.
-    this._watch = setTimeout(() => {
-      this._watch = null;
-      if (native.released) return;
-      native.waitLost().then(
-        (r) => {
-          if (r === true && !this._controller.signal.aborted) this._controller.abort(lockLost(lock.name));
-        },
-        () => {},
-      );
-    }, firstRenewal);
+    // Core tells when the renewal found the lock lost; nothing polls, and
+    // the wait holds no thread (it ends with the hold).
+    native.waitLost().then(
+      (r) => {
+        if (r === true && !this._controller.signal.aborted) this._controller.abort(lockLost(lock.name));
+      },
+      () => {},
+    );
   }
 
   /** The fencing token of this hold. */
@@ -232,10 +225,6 @@ class HeldLock {
 
   /** Stops renewing and releases the lock; whether it was still held. */
   async release() {
-    if (this._watch !== null) {
-      clearTimeout(this._watch);
-      this._watch = null;
-    }
     return call(() => this._native.release());
   }
 

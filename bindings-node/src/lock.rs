@@ -285,19 +285,15 @@ impl HeldLock {
     }
 
     /// Resolves when the lock is lost (true) or the hold ends otherwise
-    /// (false): released, or the database closed.
+    /// (false): released, or the database closed. Holds no thread while it
+    /// waits (core's loss watch is a source: the renewal that finds the loss
+    /// and the release poke the file's signal; waits.rs).
     #[napi]
     pub async fn wait_lost(&self) -> napi::Result<Out<bool>> {
         let h = self.h.shared();
-        blocking(move || loop {
-            if h.wait_lost(std::time::Duration::from_secs(3600)) {
-                return Ok(true);
-            }
-            if h.is_released() || h.lost() {
-                return Ok(h.lost());
-            }
-        })
-        .await
+        let db = h.lock().database().clone();
+        let r = crate::waits::wait(&db, std::time::Duration::MAX, true, h, || false).await;
+        Ok(out(r.map(|lost| lost.unwrap_or(false))))
     }
 
     /// Stops renewing and releases; resolves to whether it was still held.

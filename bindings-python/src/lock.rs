@@ -200,6 +200,28 @@ impl HeldLock {
         Ok(py.detach(|| h.wait_lost(timeout)))
     }
 
+    /// How often the lock is renewed (seconds): the earliest a loss can be
+    /// found (a watch on a thread starts then).
+    #[getter]
+    fn renew_every(&self) -> f64 {
+        self.h.renew_every().as_secs_f64()
+    }
+
+    /// The loss watch's look on the event loop (core's source): 0.0 once
+    /// the hold has ended, None until then (the renewal that finds the loss
+    /// and the release wake the file's readiness). No I/O.
+    fn loss_look(&self) -> PyResult<Option<f64>> {
+        use honker::Source as _;
+        Ok(self.h.look().py()?.map(|d| d.as_secs_f64()))
+    }
+
+    /// The loss watch's take: whether the lock was lost, once the hold has
+    /// ended; None before.
+    fn loss_take(&self) -> PyResult<Option<bool>> {
+        use honker::Source as _;
+        self.h.take().py()
+    }
+
     fn fence(&self, py: Python<'_>, tx: PyRef<'_, Transaction>) -> PyResult<()> {
         let (h, tx) = (&self.h, &*tx);
         py.detach(|| tx.with(|t| h.fence(t))).py()

@@ -196,6 +196,11 @@ impl HeldLock {
         self.h.is_released()
     }
 
+    /// How often the lock is renewed (ms): the earliest a loss is found.
+    pub fn renew_every_ms(&self) -> u64 {
+        self.h.renew_every().as_millis() as u64
+    }
+
     /// Blocks until the lock is lost (true) or the hold ends otherwise or
     /// `timeout_ms` passes (false).
     pub fn wait_lost(&self, timeout_ms: u64) -> bool {

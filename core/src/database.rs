@@ -189,6 +189,21 @@ impl Database {
         self.inner.engine.recheck_interval()
     }
 
+    /// Up to `wait` for what `source` takes (a [`Source`](crate::Source):
+    /// a look without waiting, a take), blocking this thread between looks
+    /// until any process's commit, the time the look named or the re-check
+    /// interval ([`Pace`](crate::Pace)'s rules); `None` when the wait ran
+    /// out. A zero wait is one take.
+    pub fn wait_for<S: crate::Source + ?Sized>(
+        &self,
+        source: &S,
+        wait: std::time::Duration,
+    ) -> Result<Option<S::Item>> {
+        self.inner
+            .engine
+            .wait_for(source, wait, &|| false, "Database::wait_for")
+    }
+
     /// A descriptor an event loop can watch for this file's commits (from
     /// any process), with the watcher thread running: see [`Readiness`] for
     /// the protocol. Each reader on a loop takes its own.

@@ -14,7 +14,7 @@ use common::child::{read_tagged, report, spawn_child, CHILD_ENV};
 use common::{code, sql, test_db};
 use honker::runtime::HeldLock;
 use honker::rusqlite::types::Value;
-use honker::{Database, ErrorKind};
+use honker::{Database, ErrorKind, Options};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -408,6 +408,48 @@ fn a_held_lock_taken_by_another_after_a_pause_is_lost_and_its_fence_fails() {
     // Releasing a lost hold releases nothing: B keeps it.
     assert!(!held.release().unwrap());
     assert_eq!(lock.info().unwrap().unwrap().token, b.token);
+}
+
+#[test]
+fn a_loss_watch_on_the_signal_wakes_at_the_loss_and_at_the_release() {
+    // Re-checks on their own only every 100 s: only the renewal's and the
+    // release's pokes can end these waits in time.
+    let t = common::test_db_with(Options {
+        watch_fallback: Duration::from_secs(10),
+        ..Options::default()
+    });
+    let lock = t.db.lock("job").unwrap();
+    let every = Some(Duration::from_millis(200));
+    let held = HeldLock::acquire(&lock, "a", TTL, Duration::ZERO, every, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.renew_every(), Duration::from_millis(200));
+    let watch = |h: &HeldLock| {
+        let started = std::time::Instant::now();
+        let got = t.db.wait_for(h, Duration::from_secs(60)).unwrap();
+        (got, started.elapsed())
+    };
+    std::thread::scope(|s| {
+        let w = s.spawn(|| watch(&held));
+        std::thread::sleep(Duration::from_millis(300));
+        t.clock.advance(TTL * 2);
+        lock.try_acquire("b", TTL).unwrap().unwrap();
+        let (got, took) = w.join().unwrap();
+        assert_eq!(got, Some(true), "lost");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    });
+    let other = t.db.lock("other").unwrap();
+    let held = HeldLock::acquire(&other, "a", TTL, Duration::ZERO, None, None)
+        .unwrap()
+        .unwrap();
+    std::thread::scope(|s| {
+        let w = s.spawn(|| watch(&held));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(held.release().unwrap());
+        let (got, took) = w.join().unwrap();
+        assert_eq!(got, Some(false), "released, not lost");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    });
 }
 
 #[test]

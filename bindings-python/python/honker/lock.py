@@ -34,7 +34,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _args, _loopwait, _threads
-from ._defaults import LOCK_TTL, RATE_COST, RENEW_DIVISOR
+from ._defaults import LOCK_TTL, RATE_COST
 from ._time import Seconds, from_ms
 from .errors import LeaseLost, Timeout
 
@@ -280,7 +280,7 @@ class Held:
         self._every = every
         self._native: _native.HeldLock | None = None
         self._task: asyncio.Task[Any] | None = None
-        self._watch: asyncio.TimerHandle | None = None
+        self._watch: asyncio.TimerHandle | asyncio.Task[None] | None = None
         self._cancelled_for_loss = False
 
     def _held(self) -> _native.HeldLock:
@@ -350,15 +350,20 @@ class Held:
             raise self._timeout()
         self._native = held
         self._task = asyncio.current_task()
-        # Loss is found only by a renewal, the first of which is due a third
-        # of the TTL from now: the watch starts then, so a short block never
-        # needs it. It runs on a thread of its own: on honker's pool, a
-        # watch per block held across the whole block would take every
-        # worker once there are more blocks than workers, and the blocks'
-        # releases (which need one) would wait forever.
+        # Core says when the lock is lost (its renewal wakes the file's
+        # readiness): the watch waits on the loop, holding no thread.
         loop = asyncio.get_running_loop()
-        first = self._every if self._every is not None else self._ttl / RENEW_DIVISOR
-        self._watch = loop.call_later(first, _watch, loop, self, held)
+        waits = _loopwait.waits(self._lock._db)
+        if waits is not None:
+            self._watch = loop.create_task(_watch_on_loop(waits, self, held))
+        else:
+            # No descriptor on this loop (Windows' proactor): a thread of
+            # its own, from the first renewal (the earliest a loss is found,
+            # so a short block never needs one). Not honker's pool: a watch
+            # per block held across the whole block would take every worker
+            # once there are more blocks than workers, and the blocks'
+            # releases (which need one) would wait forever.
+            self._watch = loop.call_later(held.renew_every, _watch, loop, self, held)
         return self
 
     def _cancel_for_loss(self) -> None:
@@ -386,6 +391,21 @@ class Held:
                 f"lock {self._lock.name!r} was lost while the block ran "
                 "(another owner took it after its TTL lapsed)",
             ) from exc
+
+
+async def _watch_on_loop(w: _loopwait._Waits, held: Held, native: _native.HeldLock) -> None:
+    """Until the hold ends, on the loop; cancels the block's task if it
+    ended because the lock was lost."""
+
+    async def take() -> bool | None:
+        return native.loss_take()
+
+    lost = await _loopwait.poll(w, held._lock._db, _FOREVER, native.loss_look, take)
+    if lost:
+        held._cancel_for_loss()
+
+
+_FOREVER = 1e9  # seconds: a watch ends with its hold, not by time
 
 
 def _watch(loop: asyncio.AbstractEventLoop, held: Held, native: _native.HeldLock) -> None:
@@ -514,9 +534,7 @@ class RateLimiter:
         rw = self._native.waiting(k, c)
         waits = _loopwait.waits(self._db) if w > 0 else None
         if waits is None:  # no wait, or no descriptor for this loop: a thread
-            return RateDecision._from(
-                await _loopwait.on_thread(lambda: self._native.acquire(k, c, w))
-            )
+            return RateDecision._from(await _threads.run(lambda: self._native.acquire(k, c, w)))
         got = await _loopwait.poll(
             waits,
             self._db,
@@ -526,7 +544,7 @@ class RateLimiter:
             retry_in=rw.retry_in,
             ends_early=True,
         )
-        return RateDecision._from(got if got is not None else await _loopwait.on_thread(rw.answer))
+        return RateDecision._from(got if got is not None else await _threads.run(rw.answer))
 
 
 def _key(key: Any) -> str:

@@ -207,11 +207,11 @@ public final class Lock: @unchecked Sendable {
         let held = HeldLock(lock: self, taken)
         let work = Task { try await body(held) }
         // Core's renewal says when the lock is lost; nothing polls. Only a
-        // renewal finds it, the first due `every` (a third of `ttl`) from
-        // now, so the watch starts then, on a thread of its own: a short
-        // body never needs one, and many bodies at once never take every
-        // thread of the shared pool that their releases need.
-        let (firstNs, overflow) = (everyMs ?? ttlMs / UInt64(Defaults.renewDivisor)).multipliedReportingOverflow(by: 1_000_000)
+        // renewal finds it, the first due core's `renewEvery` from now, so
+        // the watch starts then, on a thread of its own: a short body never
+        // needs one, and many bodies at once never take every thread of the
+        // shared pool that their releases need.
+        let (firstNs, overflow) = taken.renewEveryMs().multipliedReportingOverflow(by: 1_000_000)
         let watch = Task.detached {
             try? await Task.sleep(nanoseconds: overflow ? UInt64.max : firstNs)
             if Task.isCancelled || taken.isReleased() { return }

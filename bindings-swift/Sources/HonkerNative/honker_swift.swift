@@ -1967,6 +1967,11 @@ public protocol HeldLockProtocol: AnyObject, Sendable {
      */
     func release() throws  -> Bool
     
+    /**
+     * How often the lock is renewed (ms): the earliest a loss is found.
+     */
+    func renewEveryMs()  -> UInt64
+    
     func renewals()  -> UInt64
     
     func token()  -> Int64
@@ -2081,6 +2086,18 @@ open func release()throws  -> Bool  {
     return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_heldlock_release(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * How often the lock is renewed (ms): the earliest a loss is found.
+     */
+open func renewEveryMs() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_heldlock_renew_every_ms(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -10410,6 +10427,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_heldlock_release() != 41560) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_heldlock_renew_every_ms() != 36917) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_heldlock_renewals() != 33092) {

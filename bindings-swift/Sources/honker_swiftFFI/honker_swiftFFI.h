@@ -568,6 +568,11 @@ int8_t uniffi_honker_swift_fn_method_heldlock_is_released(uint64_t ptr, RustCall
 int8_t uniffi_honker_swift_fn_method_heldlock_release(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEW_EVERY_MS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEW_EVERY_MS
+uint64_t uniffi_honker_swift_fn_method_heldlock_renew_every_ms(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEWALS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_HELDLOCK_RENEWALS
 uint64_t uniffi_honker_swift_fn_method_heldlock_renewals(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1890,6 +1895,12 @@ uint16_t uniffi_honker_swift_checksum_method_heldlock_is_released(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RELEASE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RELEASE
 uint16_t uniffi_honker_swift_checksum_method_heldlock_release(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RENEW_EVERY_MS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_HELDLOCK_RENEW_EVERY_MS
+uint16_t uniffi_honker_swift_checksum_method_heldlock_renew_every_ms(void
     
 );
 #endif

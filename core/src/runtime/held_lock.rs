@@ -29,6 +29,10 @@ pub struct HeldLock {
     grant: LockGrant,
     keep: KeepAlive,
     released: AtomicBool,
+    /// A host watches for the loss as a [`Source`](crate::Source) (on its
+    /// event loop, woken by the file's signal): `release` pokes the signal
+    /// so that the watch ends with the hold.
+    watched: AtomicBool,
 }
 
 impl HeldLock {
@@ -63,6 +67,7 @@ impl HeldLock {
                 grant,
                 keep,
                 released: AtomicBool::new(false),
+                watched: AtomicBool::new(false),
             })),
             Err(e) => {
                 let _ = lock.release(grant.token);
@@ -99,6 +104,13 @@ impl HeldLock {
         self.keep.beats()
     }
 
+    /// How often the lock is renewed: a loss can be found no sooner than
+    /// this after the hold began (a host that watches on a thread of its
+    /// own starts the watch then).
+    pub fn renew_every(&self) -> Duration {
+        self.keep.every()
+    }
+
     /// Blocks until the lock is lost (`true`), or the hold ends otherwise —
     /// released, a closed database — or `timeout` passes (`false`). Hosts
     /// wait here, off their event loop, to tell the block.
@@ -119,6 +131,9 @@ impl HeldLock {
             return Ok(false);
         }
         let report = self.keep.stop();
+        if self.watched.load(Ordering::SeqCst) {
+            self.lock.database().poke(); // the loss watch ends with the hold
+        }
         if report.lost {
             return Ok(false);
         }
@@ -128,6 +143,31 @@ impl HeldLock {
     /// Whether [`release`](Self::release) was called.
     pub fn is_released(&self) -> bool {
         self.released.load(Ordering::SeqCst)
+    }
+}
+
+impl HeldLock {
+    /// Lost (set before the renewal pokes the signal), released, or its
+    /// renewals ended otherwise (a closed database).
+    fn has_ended(&self) -> bool {
+        self.lost() || self.is_released() || self.keep.wait_end(Duration::ZERO)
+    }
+}
+
+/// The loss watch that holds no thread: the look is now once the hold has
+/// ended (lost, released, or its database closed), else at a commit (the
+/// renewal that finds the loss pokes the file's signal, and so does
+/// `release` once a watch began); the take says whether it was lost.
+impl crate::Source for HeldLock {
+    type Item = bool;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        self.watched.store(true, Ordering::SeqCst);
+        Ok(self.has_ended().then_some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<bool>> {
+        Ok(self.has_ended().then(|| self.lost()))
     }
 }
 

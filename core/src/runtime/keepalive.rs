@@ -40,6 +40,10 @@ pub struct KeepAlive {
 struct Entry {
     shared: Shared,
     renew: Box<dyn Fn() -> Result<i64> + Send + Sync>,
+    /// Told after a renewal found the lease lost (and `lost` is set): a
+    /// held lock pokes the file's signal, so that a host's loss watch on an
+    /// event loop wakes.
+    on_loss: Option<Box<dyn Fn() + Send + Sync>>,
     every: Duration,
     renewals: Arc<Renewals>,
     phase: Mutex<Phase>,
@@ -102,7 +106,9 @@ impl KeepAlive {
         let every = every_within(length, every)?;
         let db = queue.database().clone();
         let queue = queue.clone();
-        Self::spawn(&db, every, move || queue.heartbeat(&lease, Some(length)))
+        Self::spawn(&db, every, None, move || {
+            queue.heartbeat(&lease, Some(length))
+        })
     }
 
     /// Starts renewing the lock `lock` held with fencing token `token`,
@@ -120,8 +126,9 @@ impl KeepAlive {
         let token = crate::lock::check_token(token)?;
         let every = every_within(ttl, every)?;
         let db = lock.database().clone();
-        let lock = lock.clone();
-        Self::spawn(&db, every, move || lock.renew(token, ttl))
+        let (lock, poked) = (lock.clone(), db.clone());
+        let poke: Box<dyn Fn() + Send + Sync> = Box::new(move || poked.poke());
+        Self::spawn(&db, every, Some(poke), move || lock.renew(token, ttl))
     }
 
     /// Files the keep-alive in the database's timer, due `every` from now:
@@ -129,6 +136,7 @@ impl KeepAlive {
     fn spawn(
         db: &Database,
         every: Duration,
+        on_loss: Option<Box<dyn Fn() + Send + Sync>>,
         renew: impl Fn() -> Result<i64> + Send + Sync + 'static,
     ) -> Result<KeepAlive> {
         if let Err(e) = db.inner.check_open() {
@@ -138,6 +146,7 @@ impl KeepAlive {
             let entry = Arc::new(Entry {
                 shared: Shared::default(),
                 renew: Box::new(renew),
+                on_loss,
                 every,
                 renewals: Arc::default(),
                 phase: Mutex::new(Phase::Stopped),
@@ -152,6 +161,7 @@ impl KeepAlive {
         let entry = Arc::new(Entry {
             shared: Shared::default(),
             renew: Box::new(renew),
+            on_loss,
             every,
             renewals: Arc::clone(renewals),
             phase: Mutex::new(Phase::Waiting(None)),
@@ -167,6 +177,12 @@ impl KeepAlive {
             entry,
             pid: std::process::id(),
         })
+    }
+
+    /// How often it renews (the first renewal is due this long after the
+    /// start): the earliest a loss can be found.
+    pub fn every(&self) -> Duration {
+        self.entry.every
     }
 
     /// Whether the lease was lost (renewal stopped).
@@ -383,6 +399,9 @@ impl Entry {
             Err(e) => match e.kind() {
                 ErrorKind::LeaseLost | ErrorKind::NotFound => {
                     shared.lost.store(true, Ordering::SeqCst);
+                    if let Some(tell) = &self.on_loss {
+                        tell();
+                    }
                     Some(Some(e.kind()))
                 }
                 ErrorKind::Closed | ErrorKind::Unsafe => Some(Some(e.kind())),
