@@ -336,17 +336,21 @@ def ts_name(field: dict) -> str:
 
 
 def ts_record(f: dict, name: str) -> str:
+    """A record's interface; one that holds a payload takes its type as a
+    parameter (`StreamEvent<Order>`), the decoded JSON when none is named."""
     r = record(f, name)
+    typed = any(field_kind(fl)[0] == "payload" for fl in r["fields"])
     lines = [
         "/** " + r["doc"].replace("\n", " ") + " */",
-        f"export interface {name} {{",
+        f"export interface {name}{'<P = Payload>' if typed else ''} {{",
     ]
     for fl in r["fields"]:
         kind, opt = field_kind(fl)
         doc = fl["doc"].rstrip(".") + " (ms)." if kind == "duration" else fl["doc"]
+        ty = "P" if kind == "payload" else TS_TYPES[kind]
         lines += [
             f"  /** {doc} */",
-            f"  {ts_name(fl)}: {TS_TYPES[kind]}{' | null' if opt else ''};",
+            f"  {ts_name(fl)}: {ty}{' | null' if opt else ''};",
         ]
     return "\n".join(lines + ["}"])
 

@@ -1,6 +1,7 @@
 // Uses the whole public API with types; `tsc --noEmit` (scripts/test.sh)
 // checks it against index.d.ts. Not run: it only has to type-check.
 import honker, {
+  type Database,
   type Group,
   type GroupConsumer,
   type GroupDeadLetter,
@@ -226,4 +227,83 @@ export async function everything(path: string): Promise<void> {
   await scheduler.run({ signal: AbortSignal.timeout(10) });
   void [added, synced.removed, nextFire, upcoming, fired.map((f) => f.jobId)];
   await db.close();
+}
+
+// Typed payloads: a queue, stream or channel named with its payload's type
+// checks what is sent and types what is read (no casts); the default is the
+// decoded JSON (`unknown`). Each @ts-expect-error line must stay an error.
+interface Email {
+  to: string;
+  subject?: string;
+}
+interface Receipt {
+  messageId: string;
+}
+interface OrderPlaced {
+  orderId: number;
+  total: number;
+}
+
+export async function typedPayloads(db: Database): Promise<void> {
+  const emails = db.queue<Email, Receipt>('emails');
+  await emails.enqueue({ to: 'alice@example.com', subject: 'hi' });
+  await emails.enqueueMany([{ to: 'bob@example.com' }]);
+  // @ts-expect-error a payload of another shape
+  await emails.enqueue({ recipient: 'alice@example.com' });
+  for await (const job of emails.claim('mailer')) {
+    const to: string = job.payload.to;
+    // @ts-expect-error not a field of Email
+    void job.payload.body;
+    await job.ack({ result: { messageId: `<${to}>` } });
+    // @ts-expect-error a result of another shape
+    await job.ack({ result: { id: 1 } });
+    break;
+  }
+  const [first] = await emails.claimBatch('mailer', 1);
+  if (first) void first.payload.subject?.toUpperCase();
+  const receipt = await emails.waitResult(1, { timeout: 10 });
+  if (receipt) void receipt.messageId.length;
+  const info = await emails.getJob(1);
+  void info.payload.to;
+  const dead = await emails.deadLetters();
+  void dead.map((j) => j.payload.to);
+
+  const worker = new Worker(db);
+  worker.handle(emails, async (job) => {
+    void job.payload.to.toLowerCase();
+    return { messageId: 'm' };
+  });
+
+  const orders = db.stream<OrderPlaced>('orders');
+  await orders.publish({ orderId: 1, total: 9.5 });
+  // @ts-expect-error total must be a number
+  await orders.publish({ orderId: 1, total: '9.5' });
+  const events = await orders.read();
+  void events.map((e) => e.payload.total.toFixed(2));
+  for await (const e of orders.subscribe('audit')) {
+    const id: number = e.payload.orderId;
+    void id;
+    break;
+  }
+  const billing = orders.group('billing');
+  for await (const e of billing.consume('m1')) {
+    const total: number = e.payload.total;
+    await billing.ack(e);
+    void total;
+    break;
+  }
+  worker.handle(billing, async (e) => void e.payload.orderId);
+
+  await db.notify<{ changed: number }>('ui', { changed: 1 });
+  for await (const n of db.listen<{ changed: number }>('ui')) {
+    const changed: number = n.payload.changed;
+    void changed;
+    break;
+  }
+  // Untyped handles read the decoded JSON as unknown: a read must narrow it.
+  for await (const job of db.queue('any').claim('w')) {
+    // @ts-expect-error unknown until narrowed
+    void job.payload.to;
+    break;
+  }
 }
