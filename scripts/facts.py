@@ -140,7 +140,7 @@ PY_TYPES = {
     "String": "str",
     "bool": "bool",
     "state": "str",
-    "payload": "Any",
+    "payload": "P",
     "instant": "_dt.datetime",
     "duration": "float",
     "trace": "dict[str, str]",
@@ -166,10 +166,11 @@ def py_record(f: dict, name: str, cls: str | None = None) -> str:
         ty = PY_TYPES[kind] + (" | None" if opt else "")
         doc = fl["doc"].rstrip(".") + " (seconds)." if kind == "duration" else fl["doc"]
         lines += [f"    {py_name(fl)}: {ty}", f'    """{doc}"""']
+    typed = any(field_kind(fl)[0] == "payload" for fl in fields)
     lines += [
         "",
         "    @classmethod",
-        f"    def _from(cls, row: tuple[Any, ...]) -> {cls or name}:",
+        f"    def _from(cls, row: tuple[Any, ...]) -> {cls or name}{'[Any]' if typed else ''}:",
         "        return cls(",
     ]
     for i, fl in enumerate(fields):
@@ -232,7 +233,7 @@ def py_item(f: dict, name: str) -> str:
             lines += [
                 "        if self._payload is _UNSET:",
                 f"            self._payload = _decode({raw})",
-                "        return self._payload",
+                "        return self._payload  # type: ignore[no-any-return]",
             ]
         elif kind == "duration":
             v = f"None if {raw} is None else {raw} / 1000" if opt else f"{raw} / 1000"

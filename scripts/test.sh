@@ -272,10 +272,13 @@ HONKER_BUN=$(bash scripts/bun.sh)
 export HONKER_BUN
 (cd bindings-python && PATH="$no_rust_path" "$wheel_venv/bin/python" -m pytest -q -p no:cacheprovider) 2>&1 | tee "$py_log"
 # Type checkers see honker's types (py.typed and the stubs are in the wheel):
-# a user's script over the whole API passes mypy --strict, and runs.
+# a user's script over the whole API passes mypy --strict, and runs; typed
+# payloads refuse what they must (each expected error is a `type: ignore`
+# that --warn-unused-ignores fails on when the error goes away).
 (cd bindings-python/tests/typing && PATH="$no_rust_path" "$wheel_venv/bin/python" -m mypy --strict \
-    --cache-dir "$work/mypy-cache" user_script.py)
+    --warn-unused-ignores --cache-dir "$work/mypy-cache" user_script.py typed_payloads.py)
 PATH="$no_rust_path" "$wheel_venv/bin/python" bindings-python/tests/typing/user_script.py
+PATH="$no_rust_path" "$wheel_venv/bin/python" bindings-python/tests/typing/typed_payloads.py
 # The same file on every other CPython >= 3.9 on the machine (pyenv's here):
 # a fresh venv each, the wheel installed from its file, the README's example.
 for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.*/bin/python3; do

@@ -225,7 +225,7 @@ class Database:
         backoff_base: Seconds | None = None,
         backoff_max: Seconds | None = None,
         backoff_jitter: float | None = None,
-    ) -> Queue:
+    ) -> Queue[Any, Any]:
         """A handle on the queue ``name`` (creating it writes nothing; it
         reads the queue's settings). Each option not given here comes from
         the queue's settings in the file (:meth:`Queue.configure`, by any
@@ -288,7 +288,7 @@ class Database:
         :mod:`honker.scheduler`."""
         return Scheduler(self, self._native.scheduler())
 
-    def stream(self, name: str) -> Stream:
+    def stream(self, name: str) -> Stream[Any]:
         """A handle on the stream ``name`` (creating it writes nothing)."""
         _args.text("name", name)
         return Stream(self, self._native.stream(name))
@@ -308,7 +308,7 @@ class Database:
         t = _args.transaction(tx)
         return await self._write_async(tx, lambda: self._native.notify(channel, payload, tx=t))
 
-    def listen(self, channel: str, *, wait: Seconds = POLL_WAIT) -> Listener:
+    def listen(self, channel: str, *, wait: Seconds = POLL_WAIT) -> Listener[Any]:
         """Listens on ``channel``: every notification committed from now on
         (see :class:`honker.Listener`). ``wait`` bounds each sleep between
         checks."""
