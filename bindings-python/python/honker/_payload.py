@@ -14,17 +14,15 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    # Type checkers see defaults (PEP 696): an unparameterised ``Queue`` is
-    # ``Queue[Any, Any]``, as before payloads were typed.
+    # Type checkers see a default (PEP 696): an unparameterised ``Queue`` is
+    # ``Queue[Any]``, as before payloads were typed.
     from typing_extensions import TypeVar
 
     P = TypeVar("P", default=Any)
-    R = TypeVar("R", default=Any)
 else:
     from typing import TypeVar
 
     P = TypeVar("P")  # a payload's type (``Queue[Email]``): types only
-    R = TypeVar("R")  # a job's result's type
 
 _scan = json.JSONDecoder().scan_once
 

@@ -225,7 +225,7 @@ class Database:
         backoff_base: Seconds | None = None,
         backoff_max: Seconds | None = None,
         backoff_jitter: float | None = None,
-    ) -> Queue[Any, Any]:
+    ) -> Queue[Any]:
         """A handle on the queue ``name`` (creating it writes nothing; it
         reads the queue's settings). Each option not given here comes from
         the queue's settings in the file (:meth:`Queue.configure`, by any

@@ -18,32 +18,27 @@ class Email(TypedDict):
     to: str
 
 
-class Receipt(TypedDict):
-    message_id: str
-
-
 class OrderPlaced(TypedDict):
     order_id: int
     total: float
 
 
 def refused(
-    emails: honker.Queue[Email, Receipt],
-    job: honker.Job[Email, Receipt],
+    emails: honker.Queue[Email],
+    job: honker.Job[Email],
     orders: honker.Stream[OrderPlaced],
     event: honker.Event[OrderPlaced],
 ) -> None:
     """What a type checker refuses (never run)."""
     emails.enqueue({"to": 1})  # type: ignore[typeddict-item]
     job.payload["body"]  # type: ignore[typeddict-item]
-    job.ack(result={"id": 1})  # type: ignore[arg-type]
     orders.publish({"order_id": 1, "total": "9.5"})  # type: ignore[typeddict-item]
     event.payload["order"]  # type: ignore[typeddict-item]
 
 
 def main(path: Path) -> None:
     db = honker.open(path)
-    emails: honker.Queue[Email, Receipt] = db.queue("emails")
+    emails: honker.Queue[Email] = db.queue("emails")
     emails.enqueue({"to": "alice@example.com"})
     emails.enqueue_many([{"to": "bob@example.com"}])
     for job in emails.claim("mailer", wait=0.1):
