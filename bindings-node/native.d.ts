@@ -690,6 +690,9 @@ export interface Failure {
   missed?: number
 }
 
+/** The names of a finished task's events (core's `Finished::EVENTS`). */
+export declare function finishedEvents(): Array<string>
+
 /** One fire: a schedule's boundary and the job it put on the queue. */
 export interface Fire {
   /** The schedule's name. */
@@ -1161,12 +1164,14 @@ export interface TaskReport {
   group?: string
   attempts: number
   /**
-   * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-   * `released` or `settled`.
+   * Its event's name (core's `Finished::event`): `success`, `retry`,
+   * `dead`, `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
    */
-  finished: string
-  /** The job's new state after `retried`/`snoozed`. */
+  event: string
+  /** The job's new state after `retry`/`snoozed`. */
   state?: string
+  /** The error recorded with a `retry` or `dead`. */
+  error?: string
   ranMs: number
 }
 

@@ -47,18 +47,8 @@ class Snooze extends Error {
   }
 }
 
-// What each way a task finished is called in events.
-const FINISHED_KINDS = {
-  acked: 'success',
-  retried: 'retry',
-  dead: 'dead',
-  snoozed: 'snoozed',
-  timed_out: 'timed_out',
-  lease_lost: 'lease_lost',
-  released: 'released',
-  settled: 'settled',
-};
-const WORKER_EVENTS = ['start', ...Object.values(FINISHED_KINDS), 'error'];
+// What each way a task finished is called in events: core's names.
+const WORKER_EVENTS = ['start', ...addon.finishedEvents(), 'error'];
 
 /**
  * Runs registered handlers for queues (core's worker runtime, the same in
@@ -362,7 +352,8 @@ class Worker {
       try {
         result = encode(value);
       } catch (e) {
-        [kind, error] = ['retry', `the handler's result could not be stored: ${e.detail ?? e.message}`];
+        // Core records why the job runs again.
+        [kind, error] = ['unstorable', e.detail ?? e.message];
       }
     } else if (kind === 'retry' || kind === 'snooze') {
       delay = value;
@@ -390,8 +381,7 @@ class Worker {
     // and I/O).
     const following = n.tryNext();
     if (following) setImmediate(() => this._dispatch(following, running));
-    const k = FINISHED_KINDS[report.finished];
-    this._emit(k, report.queue, job, report.ranMs, k === 'retry' || k === 'dead' ? (error ?? null) : null, report.state ?? null);
+    this._emit(report.event, report.queue, job, report.ranMs, report.error ?? null, report.state ?? null);
   }
 
   _emit(kind, queue, job, ms, error = null, state = null) {

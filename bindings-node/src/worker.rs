@@ -69,11 +69,13 @@ pub struct TaskReport {
     pub queue: String,
     pub group: Option<String>,
     pub attempts: u32,
-    /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-    /// `released` or `settled`.
-    pub finished: String,
-    /// The job's new state after `retried`/`snoozed`.
+    /// Its event's name (core's `Finished::event`): `success`, `retry`,
+    /// `dead`, `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
+    pub event: String,
+    /// The job's new state after `retry`/`snoozed`.
     pub state: Option<String>,
+    /// The error recorded with a `retry` or `dead`.
+    pub error: Option<String>,
     pub ran_ms: f64,
 }
 
@@ -83,10 +85,20 @@ fn report(r: honker::runtime::Report) -> TaskReport {
         queue: r.queue,
         group: r.group,
         attempts: r.attempts,
-        finished: r.finished.name().to_owned(),
+        event: r.finished.event().to_owned(),
         state: r.finished.state().map(|s| s.as_str().to_owned()),
+        error: r.error,
         ran_ms: r.ran.as_secs_f64() * 1000.0,
     }
+}
+
+/// The names of a finished task's events (core's `Finished::EVENTS`).
+#[napi]
+pub fn finished_events() -> Vec<String> {
+    honker::runtime::Finished::EVENTS
+        .iter()
+        .map(|e| (*e).to_owned())
+        .collect()
 }
 
 /// A worker on `db` (core's `runtime::Worker`).

@@ -59,6 +59,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import::import_honker, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(database::check_seconds, m)?)?;
+    // A finished task's event names (core's `Finished::EVENTS`).
+    m.add(
+        "FINISHED_EVENTS",
+        honker::runtime::Finished::EVENTS.to_vec(),
+    )?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

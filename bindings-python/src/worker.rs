@@ -129,10 +129,11 @@ impl Task {
     }
 }
 
-/// `(job_id, queue, attempts, finished, ran_seconds)`, finished one of
-/// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-/// `released`, `settled`; with the job's new state for `retried`/`snoozed`
-/// (`ready`, `scheduled`, `dead`), else None.
+/// `(job_id, queue, attempts, event, state, error, ran_seconds)`, event one
+/// of core's `Finished::EVENTS` (`success`, `retry`, `dead`, `snoozed`,
+/// `timed_out`, `lease_lost`, `released`, `settled`); with the job's new
+/// state for `retry`/`snoozed` (`ready`, `scheduled`, `dead`) and the error
+/// recorded with a `retry` or `dead`, else None.
 fn task(t: honker::runtime::Task) -> Task {
     let (task_name, refused) = t.route().fields();
     Task {
@@ -179,15 +180,24 @@ fn handler_options(
     })
 }
 
-type Report = (i64, String, u32, &'static str, Option<&'static str>, f64);
+type Report = (
+    i64,
+    String,
+    u32,
+    &'static str,
+    Option<&'static str>,
+    Option<String>,
+    f64,
+);
 
 fn report(r: honker::runtime::Report) -> Report {
     (
         r.job_id,
         r.queue,
         r.attempts,
-        r.finished.name(),
+        r.finished.event(),
         r.finished.state().map(|s| s.as_str()),
+        r.error,
         r.ran.as_secs_f64(),
     )
 }

@@ -71,11 +71,13 @@ pub struct TaskReport {
     pub queue: String,
     pub group: Option<String>,
     pub attempts: u32,
-    /// `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-    /// `released` or `settled`.
-    pub finished: String,
-    /// The job's new state after `retried`/`snoozed`.
+    /// Its event's name (core's `Finished::event`): `success`, `retry`,
+    /// `dead`, `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
+    pub event: String,
+    /// The job's new state after `retry`/`snoozed`.
     pub state: Option<String>,
+    /// The error recorded with a `retry` or `dead`.
+    pub error: Option<String>,
     pub ran_ms: f64,
 }
 
@@ -93,14 +95,24 @@ fn handler_options(
     })
 }
 
+/// The names of a finished task's events (core's `Finished::EVENTS`).
+#[uniffi::export]
+pub fn finished_events() -> Vec<String> {
+    honker::runtime::Finished::EVENTS
+        .iter()
+        .map(|e| (*e).to_owned())
+        .collect()
+}
+
 fn report(r: honker::runtime::Report) -> TaskReport {
     TaskReport {
         job_id: r.job_id,
         queue: r.queue,
         group: r.group,
         attempts: r.attempts,
-        finished: r.finished.name().to_owned(),
+        event: r.finished.event().to_owned(),
         state: r.finished.state().map(|s| s.as_str().to_owned()),
+        error: r.error,
         ran_ms: r.ran.as_secs_f64() * 1000.0,
     }
 }

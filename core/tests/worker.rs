@@ -1023,3 +1023,27 @@ fn task_handlers_are_registered_once_each_with_the_queues_options_and_routed_by_
         ]
     );
 }
+
+#[test]
+fn finished_tasks_have_one_event_name_and_an_unstorable_result_is_a_retry() {
+    use honker::runtime::{Finished, Outcome};
+    let every = [
+        Finished::Acked,
+        Finished::Retried(JobState::Ready),
+        Finished::Dead,
+        Finished::Snoozed(JobState::Scheduled),
+        Finished::TimedOut,
+        Finished::LeaseLost,
+        Finished::Released,
+        Finished::Settled,
+    ];
+    assert_eq!(every.map(Finished::event), Finished::EVENTS);
+    let error = Some("TypeError: Object of type set is not JSON serializable".to_owned());
+    match Outcome::named("unstorable", None, None, error).unwrap() {
+        Outcome::Retry { delay: None, error } => assert_eq!(
+            error,
+            "the handler's result could not be stored: TypeError: Object of type set is not JSON serializable"
+        ),
+        other => panic!("{other:?}"),
+    }
+}

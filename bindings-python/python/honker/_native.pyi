@@ -254,8 +254,8 @@ class KeepAlive:
     def lease_expires_at_ms(self) -> int | None: ...
     def stop(self) -> bool: ...
 
-# (job_id, queue, attempts, finished, new_state, ran_seconds)
-_Report = tuple[int, str, int, str, str | None, float]
+# (job_id, queue, attempts, event, new_state, error, ran_seconds)
+_Report = tuple[int, str, int, str, str | None, str | None, float]
 
 class Worker:
     def __new__(
@@ -404,6 +404,8 @@ class RateWait:
     def take(self) -> _RateDecision | None: ...
     def retry_in(self) -> float | None: ...
     def answer(self) -> _RateDecision: ...
+
+FINISHED_EVENTS: list[str]
 
 def schedule_definition(
     name: str,

@@ -121,17 +121,7 @@ class WorkerEvent:
     stream, ``job_id`` the event's offset, ``attempts`` its deliveries)."""
 
 
-_KINDS = {
-    "acked": "success",
-    "retried": "retry",
-    "dead": "dead",
-    "snoozed": "snoozed",
-    "timed_out": "timed_out",
-    "lease_lost": "lease_lost",
-    "released": "released",
-    "settled": "settled",
-}
-KINDS = ("start", *_KINDS.values())
+KINDS = ("start", *_native.FINISHED_EVENTS)  # core names how a task finished
 
 
 @dataclasses.dataclass
@@ -692,9 +682,9 @@ class Worker:
             try:
                 report = complete(task, outcome, **kw)
             except (TypeError, ValueError) as e:
-                # A result that is not JSON: the task was not consumed.
-                error = f"the handler's result could not be stored: {type(e).__name__}: {e}"
-                report = complete(task, "retry", error=error)
+                # A result that is not JSON: the task was not consumed, and
+                # core records why the job runs again.
+                report = complete(task, "unstorable", error=f"{type(e).__name__}: {e}")
         except Exception:
             # The database failed: the slot is free, and the job's lease
             # lapses, so it runs again (at-least-once).
@@ -710,13 +700,12 @@ class Worker:
                 self._dispatch(native, following, self._loop)
             except RuntimeError:  # the loop closed: released when collected
                 pass
-        _, queue, _, finished, state, ran = report
-        kind = _KINDS[finished]
+        _, queue, _, kind, state, recorded, ran = report
         if key is not None:
             with self._start_cv:
                 if key in self._told_released:
                     return True  # `released` was told when the drain ended
-        self._emit(kind, queue, job, ran, error if kind in ("retry", "dead") else None, state)
+        self._emit(kind, queue, job, ran, recorded, state)
         return True
 
     def _emit(

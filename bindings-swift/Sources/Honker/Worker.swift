@@ -178,7 +178,12 @@ public final class Worker: @unchecked Sendable {
                                      timeout: TimeInterval? = nil, lease: TimeInterval? = nil,
                                      _ handler: @escaping @Sendable (Job) async throws -> R) throws {
         try register(queue, task: task, concurrency: concurrency, timeout: timeout, lease: lease) { job in
-            try encode(try await handler(job))
+            let value = try await handler(job)
+            do {
+                return try encode(value)
+            } catch {
+                throw UnstorableResult(detail: "\(type(of: error)): \(error)")
+            }
         }
     }
 
@@ -382,9 +387,17 @@ public final class Worker: @unchecked Sendable {
         return reg.handler!
     }
 
+    /// A handler's result that could not be encoded: core retries the job
+    /// and records why.
+    struct UnstorableResult: Error {
+        let detail: String
+    }
+
     /// A handler's error as an outcome: (kind, result, delay ms, error).
     static func outcome(of error: Error) -> (String, Payload?, UInt64?, String?) {
         switch error {
+        case let u as UnstorableResult:
+            return ("unstorable", nil, nil, u.detail)
         case let p as Permanent:
             return ("permanent", nil, nil, p.reason)
         case let s as Snooze:
@@ -421,11 +434,8 @@ public final class Worker: @unchecked Sendable {
                 try native.complete(key: t.key, outcome: kind, result: outcome.1,
                                     delayMs: outcome.2, error: outcome.3)
             }
-            let k: WorkerEvent.Kind = r.finished == "acked" ? .success
-                : r.finished == "retried" ? .retry
-                : WorkerEvent.Kind(rawValue: r.finished) ?? .error
-            emit(k, id: id, attempts: attempts, queue: r.queue, group: group, duration: r.ranMs / 1000,
-                 error: k == .retry || k == .dead ? outcome.3 : nil, state: r.state)
+            emit(WorkerEvent.Kind(rawValue: r.event) ?? .error, id: id, attempts: attempts, queue: r.queue,
+                 group: group, duration: r.ranMs / 1000, error: r.error, state: r.state)
         } catch {
             // The database failed: the slot is free, and the job's lease
             // lapses, so it runs again (at-least-once).

@@ -8550,14 +8550,18 @@ public struct TaskReport: Equatable, Hashable {
     public var group: String?
     public var attempts: UInt32
     /**
-     * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-     * `released` or `settled`.
+     * Its event's name (core's `Finished::event`): `success`, `retry`,
+     * `dead`, `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
      */
-    public var finished: String
+    public var event: String
     /**
-     * The job's new state after `retried`/`snoozed`.
+     * The job's new state after `retry`/`snoozed`.
      */
     public var state: String?
+    /**
+     * The error recorded with a `retry` or `dead`.
+     */
+    public var error: String?
     public var ranMs: Double
 
     // Default memberwise initializers are never public by default, so we
@@ -8567,18 +8571,22 @@ public struct TaskReport: Equatable, Hashable {
          * The job's id, or the event's offset.
          */jobId: Int64, queue: String, group: String?, attempts: UInt32, 
         /**
-         * `acked`, `retried`, `dead`, `snoozed`, `timed_out`, `lease_lost`,
-         * `released` or `settled`.
-         */finished: String, 
+         * Its event's name (core's `Finished::event`): `success`, `retry`,
+         * `dead`, `snoozed`, `timed_out`, `lease_lost`, `released` or `settled`.
+         */event: String, 
         /**
-         * The job's new state after `retried`/`snoozed`.
-         */state: String?, ranMs: Double) {
+         * The job's new state after `retry`/`snoozed`.
+         */state: String?, 
+        /**
+         * The error recorded with a `retry` or `dead`.
+         */error: String?, ranMs: Double) {
         self.jobId = jobId
         self.queue = queue
         self.group = group
         self.attempts = attempts
-        self.finished = finished
+        self.event = event
         self.state = state
+        self.error = error
         self.ranMs = ranMs
     }
 
@@ -8602,8 +8610,9 @@ public struct FfiConverterTypeTaskReport: FfiConverterRustBuffer {
                 queue: FfiConverterString.read(from: &buf), 
                 group: FfiConverterOptionString.read(from: &buf), 
                 attempts: FfiConverterUInt32.read(from: &buf), 
-                finished: FfiConverterString.read(from: &buf), 
+                event: FfiConverterString.read(from: &buf), 
                 state: FfiConverterOptionString.read(from: &buf), 
+                error: FfiConverterOptionString.read(from: &buf), 
                 ranMs: FfiConverterDouble.read(from: &buf)
         )
     }
@@ -8613,8 +8622,9 @@ public struct FfiConverterTypeTaskReport: FfiConverterRustBuffer {
         FfiConverterString.write(value.queue, into: &buf)
         FfiConverterOptionString.write(value.group, into: &buf)
         FfiConverterUInt32.write(value.attempts, into: &buf)
-        FfiConverterString.write(value.finished, into: &buf)
+        FfiConverterString.write(value.event, into: &buf)
         FfiConverterOptionString.write(value.state, into: &buf)
+        FfiConverterOptionString.write(value.error, into: &buf)
         FfiConverterDouble.write(value.ranMs, into: &buf)
     }
 }
@@ -10245,6 +10255,16 @@ public func signalRelayUninstall()  {try! rustCall() {
     )
 }
 }
+/**
+ * The names of a finished task's events (core's `Finished::EVENTS`).
+ */
+public func finishedEvents() -> [String]  {
+    return try!  FfiConverterSequenceString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_func_finished_events(uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -10277,6 +10297,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_func_signal_relay_uninstall() != 46929) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_func_finished_events() != 17617) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_begin() != 54968) {

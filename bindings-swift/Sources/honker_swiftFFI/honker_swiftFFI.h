@@ -1302,6 +1302,12 @@ void uniffi_honker_swift_fn_func_signal_relay_uninstall(RustCallStatus *_Nonnull
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_FINISHED_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_FUNC_FINISHED_EVENTS
+RustBuffer uniffi_honker_swift_fn_func_finished_events(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_FFI_HONKER_SWIFT_RUSTBUFFER_ALLOC
 #define UNIFFI_FFIDEF_FFI_HONKER_SWIFT_RUSTBUFFER_ALLOC
 RustBuffer ffi_honker_swift_rustbuffer_alloc(uint64_t size, RustCallStatus *_Nonnull out_status
@@ -1595,6 +1601,12 @@ uint16_t uniffi_honker_swift_checksum_func_signal_relay_install(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_UNINSTALL
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_SIGNAL_RELAY_UNINSTALL
 uint16_t uniffi_honker_swift_checksum_func_signal_relay_uninstall(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_FINISHED_EVENTS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_FUNC_FINISHED_EVENTS
+uint16_t uniffi_honker_swift_checksum_func_finished_events(void
     
 );
 #endif

@@ -80,6 +80,8 @@ final class WorkerTests: XCTestCase {
         let tasks = try db.queue("tasks")
         let add = try await tasks.enqueue(TaskEnvelope(task: "add", args: [2, 3]))
         let unknown = try await tasks.enqueue(TaskEnvelope(task: "nope", args: [1]))
+        let floats = try db.queue("floats", backoffBase: 3600)
+        let nan = try await floats.enqueue(["x": 1])
         let events = Events()
         let worker = try Worker(db, concurrency: 4)
         for kind in WorkerEvent.Kind.allCases { worker.on(kind) { events.add($0) } }
@@ -95,11 +97,13 @@ final class WorkerTests: XCTestCase {
         try worker.handle("tasks", task: "add") { (job: Job) -> Int in
             try job.args(as: [Int].self).reduce(0, +)
         }
+        // A result JSON cannot hold: the job runs again, and core says why.
+        try worker.handle("floats") { (_: Job) -> Double in .nan }
         XCTAssertThrowsError(try worker.handle("tasks", task: "add") { (_: Job) in }) {
             XCTAssertEqual(($0 as? HonkerError)?.code, "INVALID_ARGUMENT")
         }
         let run = Task { try await worker.run() }
-        try await eventually(10, "every outcome") { events.count(where: { $0.kind != .start }) == 7 }
+        try await eventually(10, "every outcome") { events.count(where: { $0.kind != .start }) == 8 }
         run.cancel()
         try await run.value
 
@@ -126,7 +130,12 @@ final class WorkerTests: XCTestCase {
         XCTAssertEqual(events.count(where: { $0.kind == .success }), 2)
         XCTAssertEqual(events.count(where: { $0.kind == .dead }), 2)
         XCTAssertEqual(events.count(where: { $0.kind == .snoozed && $0.state == "scheduled" }), 1)
-        XCTAssertEqual(events.count(where: { $0.kind == .retry }), 2)
+        let unstorable = try await floats.job(nan.id)
+        XCTAssertEqual(unstorable.attempts, 1)
+        XCTAssertTrue(unstorable.lastError?.hasPrefix("the handler's result could not be stored: ") == true,
+                      unstorable.lastError ?? "nil")
+        XCTAssertEqual(events.count(where: { $0.kind == .retry && $0.error == unstorable.lastError }), 1)
+        XCTAssertEqual(events.count(where: { $0.kind == .retry }), 3)
     }
 
     func testATimedOutHandlerIsCancelledAndItsJobRetried() async throws {

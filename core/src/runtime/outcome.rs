@@ -41,8 +41,9 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome a language adapter names: `ack` (with `result`),
     /// `retry` (`delay`, `error`), `permanent` (`error`), `snooze`
-    /// (`delay`), `release` or `settled`; the one vocabulary of every
-    /// binding. Anything else is `InvalidArgument`.
+    /// (`delay`), `release`, `settled` or `unstorable` (the handler's
+    /// result could not be encoded, `error` says why: a retry); the one
+    /// vocabulary of every binding. Anything else is `InvalidArgument`.
     pub fn named(
         kind: &str,
         result: Option<Payload>,
@@ -59,9 +60,19 @@ impl Outcome {
             "snooze" => Outcome::Snooze(delay.unwrap_or(Duration::ZERO)),
             "release" => Outcome::Release,
             "settled" => Outcome::Settled,
+            // The handler returned, but what it returned cannot be stored
+            // as the job's result (not JSON): the job was not done, so it
+            // runs again; `error` says why the host could not encode it.
+            "unstorable" => Outcome::Retry {
+                delay: None,
+                error: format!(
+                    "the handler's result could not be stored: {}",
+                    error.unwrap_or_default()
+                ),
+            },
             other => {
                 return Err(Error::invalid(format!(
-                    "unknown outcome {other:?}: ack, retry, permanent, snooze, release or settled"
+                    "unknown outcome {other:?}: ack, retry, permanent, snooze, release, settled or unstorable"
                 )))
             }
         })
@@ -127,6 +138,29 @@ impl Finished {
         }
     }
 
+    /// Its name in the workers' events (`worker.on(kind, …)` on every
+    /// surface): `success`, `retry`, `dead`, `snoozed`, `timed_out`,
+    /// `lease_lost`, `released` or `settled`.
+    pub fn event(self) -> &'static str {
+        match self {
+            Finished::Acked => "success",
+            Finished::Retried(_) => "retry",
+            other => other.name(),
+        }
+    }
+
+    /// Every [`event`](Self::event) name, in the order hosts list them.
+    pub const EVENTS: [&'static str; 8] = [
+        "success",
+        "retry",
+        "dead",
+        "snoozed",
+        "timed_out",
+        "lease_lost",
+        "released",
+        "settled",
+    ];
+
     /// The job's new state, for `Retried` and `Snoozed`.
     pub fn state(self) -> Option<JobState> {
         match self {
@@ -150,6 +184,9 @@ pub struct Report {
     pub attempts: u32,
     /// What became of it.
     pub finished: Finished,
+    /// The error recorded with it: the outcome's, when it was retried or
+    /// dead-lettered (hosts' `retry` and `dead` events carry it).
+    pub error: Option<String>,
     /// How long the handler ran (hand-out to completion).
     pub ran: Duration,
 }

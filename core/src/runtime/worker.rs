@@ -722,12 +722,20 @@ impl Worker {
         let inner = &self.inner;
         let (state, _recording) = inner.start_recording(task.key);
         let work = &task.work;
+        let error = match &outcome {
+            Outcome::Retry { error, .. } | Outcome::Permanent(error) => Some(error.clone()),
+            _ => None,
+        };
         let report = |finished| Report {
             job_id: work.id(),
             queue: task.queue_name.clone(),
             group: task.group_name.clone(),
             attempts: work.attempts(),
             finished,
+            error: match finished {
+                Finished::Retried(_) | Finished::Dead => error,
+                _ => None,
+            },
             ran,
         };
         let early = match &state {
