@@ -560,6 +560,11 @@ export declare class Worker {
   tryComplete(key: number, outcome: string, result?: PayloadIo | undefined | null, delay?: number | undefined | null, error?: string | undefined | null): Out<TaskReport>
   /** Stops claiming, without I/O. */
   stop(): void
+  /**
+   * A shutdown signal (core's policy: the first stops, a later one also
+   * ends the grace); whether it ended the grace. No I/O.
+   */
+  signalled(): boolean
   /** Ends a drain's grace period now, without I/O. */
   endGrace(): void
   /**

@@ -227,10 +227,7 @@ class Worker {
     let hurry;
     const hurried = new Promise((resolve) => (hurry = resolve));
     const onSignal = () => {
-      if (n.stopping) {
-        n.endGrace();
-        hurry();
-      }
+      if (n.signalled()) hurry(); // core's policy: a second signal ends the grace
       this.stop();
     };
     if (signals) {

@@ -363,6 +363,13 @@ impl Worker {
         self.s.w.stop()
     }
 
+    /// A shutdown signal (core's policy: the first stops, a later one also
+    /// ends the grace); whether it ended the grace. No I/O.
+    #[napi]
+    pub fn signalled(&self) -> bool {
+        self.s.w.signalled()
+    }
+
     /// Ends a drain's grace period now, without I/O.
     #[napi]
     pub fn end_grace(&self) {

@@ -358,6 +358,12 @@ impl Worker {
         self.w.stop()
     }
 
+    /// A shutdown signal (core's policy: the first stops, a later one also
+    /// ends the grace); whether it ended the grace. No I/O.
+    fn signalled(&self) -> bool {
+        self.w.signalled()
+    }
+
     /// Ends a drain's grace period now, without I/O.
     fn end_grace(&self) {
         self.w.end_grace()

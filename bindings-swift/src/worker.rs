@@ -265,6 +265,12 @@ impl Worker {
         self.s.w.stop()
     }
 
+    /// A shutdown signal (core's policy: the first stops, a later one also
+    /// ends the grace); whether it ended the grace. No I/O.
+    pub fn signalled(&self) -> bool {
+        self.s.w.signalled()
+    }
+
     /// Ends a drain's grace period now, without I/O.
     pub fn end_grace(&self) {
         self.s.w.end_grace()

@@ -553,7 +553,7 @@ fn refills_take_turns_over_the_queues() {
 }
 
 #[test]
-fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
+fn a_first_signal_stops_without_io_and_a_second_cuts_a_drain_short() {
     let (db, _dir) = real_db();
     enqueue(&db, "q", 3);
     let w = worker(&db, 1);
@@ -565,7 +565,7 @@ fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
     let w2 = w.clone();
     let waiting = thread::spawn(move || w2.next(Duration::from_secs(30)).unwrap().is_none());
     thread::sleep(Duration::from_millis(100));
-    w.stop();
+    assert!(!w.signalled(), "the first signal only stops");
     assert!(w.is_stopping());
     let t0 = Instant::now();
     assert!(waiting.join().unwrap(), "a waiting next returns None");
@@ -576,7 +576,7 @@ fn stop_needs_no_io_and_end_grace_cuts_a_drain_short() {
     let drain = thread::spawn(move || w3.drain(Duration::from_secs(60)).unwrap());
     thread::sleep(Duration::from_millis(200));
     let t1 = Instant::now();
-    w.end_grace(); // a second Ctrl-C
+    assert!(w.signalled(), "a second Ctrl-C ends the grace");
     let report = drain.join().unwrap();
     assert!(
         t1.elapsed() < Duration::from_secs(5),

@@ -441,9 +441,8 @@ class Worker:
             return self._native
 
     def _signalled(self, *_: object) -> None:
-        if self._stop.is_set():
+        if self._native.signalled():  # core's policy: a second signal ends the grace
             log.warning("second signal: releasing the running jobs now")
-            self._native.end_grace()
         else:
             log.info("shutting down: no new jobs; running ones get %g s", self.grace)
         self.stop()

@@ -280,11 +280,12 @@ public final class Worker: @unchecked Sendable {
         let native = self.native
         let graceMs = try millis("grace", grace)
         let running = RunningHandlers()
-        // The first signal stops, a second ends the grace.
+        // Core's policy: the first signal stops, a second ends the grace.
         let relayed = try signals ? SignalRelay.shared.add { [weak self] in
-            guard let self else { return }
-            if self.native.isStopping() { self.endGrace() }
-            self.stop()
+            guard let self, self.native.signalled() else { return }
+            self.lock.lock()
+            self.hurried = true
+            self.lock.unlock()
         } : nil
         // Core tells which running handlers it gave up on (timed out, lease
         // lost, released by a shutdown) when it does: their Tasks are

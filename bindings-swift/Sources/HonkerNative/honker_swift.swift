@@ -5051,6 +5051,12 @@ public protocol WorkerProtocol: AnyObject, Sendable {
     func shutdown()  -> UInt32
     
     /**
+     * A shutdown signal (core's policy: the first stops, a later one also
+     * ends the grace); whether it ended the grace. No I/O.
+     */
+    func signalled()  -> Bool
+    
+    /**
      * Starts the run: `INVALID_ARGUMENT` if it ran before (a Worker runs
      * once) or has no handler; registrations are refused from then on.
      */
@@ -5282,6 +5288,19 @@ open func shutdown() -> UInt32  {
     return try!  FfiConverterUInt32.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_worker_shutdown(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A shutdown signal (core's policy: the first stops, a later one also
+     * ends the grace); whether it ended the grace. No I/O.
+     */
+open func signalled() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_signalled(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -10771,6 +10790,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_shutdown() != 55828) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_signalled() != 62556) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_start() != 50155) {

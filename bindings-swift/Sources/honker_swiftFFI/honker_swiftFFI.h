@@ -1238,6 +1238,11 @@ uint32_t uniffi_honker_swift_fn_method_worker_running(uint64_t ptr, RustCallStat
 uint32_t uniffi_honker_swift_fn_method_worker_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_SIGNALLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_SIGNALLED
+int8_t uniffi_honker_swift_fn_method_worker_signalled(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_START
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_START
 void uniffi_honker_swift_fn_method_worker_start(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -2549,6 +2554,12 @@ uint16_t uniffi_honker_swift_checksum_method_worker_running(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SHUTDOWN
 uint16_t uniffi_honker_swift_checksum_method_worker_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SIGNALLED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_SIGNALLED
+uint16_t uniffi_honker_swift_checksum_method_worker_signalled(void
     
 );
 #endif

@@ -820,6 +820,21 @@ impl Worker {
         })
     }
 
+    /// A shutdown signal (SIGTERM, SIGINT, or the host's own), the policy
+    /// of every surface: the first begins a graceful shutdown
+    /// ([`stop`](Self::stop)); one that comes while the worker is already
+    /// stopping also ends the grace period at once
+    /// ([`end_grace`](Self::end_grace)). Returns whether it did that (a
+    /// second signal). No I/O: a signal handler may call it.
+    pub fn signalled(&self) -> bool {
+        let again = self.is_stopping();
+        if again {
+            self.end_grace();
+        }
+        self.stop();
+        again
+    }
+
     /// Ends the grace period of a running (or later) [`drain`](Self::drain)
     /// now, without I/O: a second Ctrl-C.
     pub fn end_grace(&self) {
