@@ -236,7 +236,7 @@ async fn wait_for_lock<T: Send + 'static>(
     let (looker, owned) = (l.clone(), owner.to_owned());
     let lookup = owned.clone();
     let cancel = cancel.cloned();
-    let parts = crate::waits::Parts {
+    let parts = honker::Parts {
         look: move || looker.free_in(&lookup).map(Some),
         take: move || take(&owned),
     };

@@ -338,7 +338,7 @@ impl Queue {
                 Err(e) => Err(e),
             };
             let last = look.clone();
-            let parts = crate::waits::Parts {
+            let parts = honker::Parts {
                 look: || Ok(Some(std::time::Duration::ZERO)),
                 take: look,
             };

@@ -220,29 +220,6 @@ where
     }
 }
 
-/// A look and a take as a [`honker::Source`], for a wait whose parts are
-/// closures (a lock's acquire with the owner bound).
-pub(crate) struct Parts<L, K> {
-    pub(crate) look: L,
-    pub(crate) take: K,
-}
-
-impl<T, L, K> honker::Source for Parts<L, K>
-where
-    L: Fn() -> honker::Result<Option<Duration>>,
-    K: Fn() -> honker::Result<Option<T>>,
-{
-    type Item = T;
-
-    fn look(&self) -> honker::Result<Option<Duration>> {
-        (self.look)()
-    }
-
-    fn take(&self) -> honker::Result<Option<T>> {
-        (self.take)()
-    }
-}
-
 /// A reader's `next(wait)` (a claimer, subscription, listener or group
 /// consumer: core's sources) as a wait that holds no thread, ending when
 /// the reader is closed.

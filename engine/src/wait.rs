@@ -46,6 +46,59 @@ pub trait Source {
     }
 }
 
+/// A source whose every look says "now": each take reads (a
+/// subscription's or a listener's next, a result's wait).
+pub struct Reads<K>(pub K);
+
+impl<K> std::fmt::Debug for Reads<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reads")
+    }
+}
+
+impl<T, K: Fn() -> Result<Option<T>>> Source for Reads<K> {
+    type Item = T;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> Result<Option<T>> {
+        (self.0)()
+    }
+}
+
+/// A source made of a look and a take (a lock's acquire with its owner
+/// bound, in a host's wait).
+pub struct Parts<L, K> {
+    /// See [`Source::look`].
+    pub look: L,
+    /// See [`Source::take`].
+    pub take: K,
+}
+
+impl<L, K> std::fmt::Debug for Parts<L, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Parts")
+    }
+}
+
+impl<T, L, K> Source for Parts<L, K>
+where
+    L: Fn() -> Result<Option<Duration>>,
+    K: Fn() -> Result<Option<T>>,
+{
+    type Item = T;
+
+    fn look(&self) -> Result<Option<Duration>> {
+        (self.look)()
+    }
+
+    fn take(&self) -> Result<Option<T>> {
+        (self.take)()
+    }
+}
+
 /// The next thing a waiting loop does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {

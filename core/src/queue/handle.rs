@@ -801,7 +801,7 @@ impl Queue {
     ) -> Result<Option<Payload>> {
         validate::job_id(id)?;
         validate::delay("timeout", timeout)?;
-        let result = AwaitResult { queue: self, id };
+        let result = crate::Reads(|| self.result_now(id));
         match self
             .db
             .inner
@@ -814,6 +814,23 @@ impl Queue {
                 format!("job {id} produced no result within {timeout:?}"),
             )),
         }
+    }
+
+    /// A result wait's read: `Some` once the job has finished (its result,
+    /// if any), `None` while it is live.
+    fn result_now(&self, id: i64) -> Result<Option<Option<Payload>>> {
+        // Liveness first, then the result: an ack removes the job and saves
+        // its result in one commit, so once a read finds the job gone, a
+        // later read finds the result if there is one. (The other order can
+        // read "no result yet" and then "gone".)
+        let reader = self.db.inner.reader()?;
+        let now = self.db.inner.now();
+        let live = ops::get_job(reader.raw(), &self.name, id, now)?
+            .is_some_and(|j| !j.state.is_finished());
+        if live {
+            return Ok(None);
+        }
+        ops::get_result(reader.raw(), &self.name, id, now).map(Some)
     }
 
     // ----- dead letters and stats ----------------------------------------
@@ -945,36 +962,6 @@ impl crate::Source for Claim<'_, '_> {
             .queue
             .claim_now(None, self.worker_id, self.n, self.lease_ms)?;
         Ok((!jobs.is_empty()).then_some(jobs))
-    }
-}
-
-/// A wait for a job's result, as the wait sees it: each look says "now",
-/// each take reads (`Some` once the job has finished: its result, if any).
-struct AwaitResult<'a> {
-    queue: &'a Queue,
-    id: i64,
-}
-
-impl crate::Source for AwaitResult<'_> {
-    type Item = Option<Payload>;
-
-    fn look(&self) -> Result<Option<Duration>> {
-        Ok(Some(Duration::ZERO))
-    }
-
-    fn take(&self) -> Result<Option<Option<Payload>>> {
-        // Liveness first, then the result: an ack removes the job and saves
-        // its result in one commit, so once a read finds the job gone, a
-        // later read finds the result if there is one. (The other order can
-        // read "no result yet" and then "gone".)
-        let q = self.queue;
-        let reader = q.db.inner.reader()?;
-        let live = ops::get_job(reader.raw(), &q.name, self.id, q.db.inner.now())?
-            .is_some_and(|j| !j.state.is_finished());
-        if live {
-            return Ok(None);
-        }
-        ops::get_result(reader.raw(), &q.name, self.id, q.db.inner.now()).map(Some)
     }
 }
 

@@ -91,8 +91,8 @@ impl Listener {
     ) -> Result<Option<Notification>> {
         let stop = || self.is_closed() || stop();
         let db = self.channel.database();
-        db.inner
-            .wait_for(&Take(self), wait, &stop, "Listener::next")
+        let reads = crate::Reads(|| self.take_buffered());
+        db.inner.wait_for(&reads, wait, &stop, "Listener::next")
     }
 
     /// One read into the buffer when it is empty, then the next buffered
@@ -138,22 +138,6 @@ impl Listener {
         if !self.closed.swap(true, Ordering::SeqCst) {
             self.channel.database().poke();
         }
-    }
-}
-
-/// A listener's next, as the wait sees it: each look says "now", each take
-/// reads when the buffer is empty.
-struct Take<'a>(&'a Listener);
-
-impl crate::Source for Take<'_> {
-    type Item = Notification;
-
-    fn look(&self) -> Result<Option<Duration>> {
-        Ok(Some(Duration::ZERO))
-    }
-
-    fn take(&self) -> Result<Option<Notification>> {
-        self.0.take_buffered()
     }
 }
 

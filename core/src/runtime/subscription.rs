@@ -141,8 +141,8 @@ impl Subscription {
         }
         let stop = || self.is_closed() || stop();
         let db = self.stream.database();
-        db.inner
-            .wait_for(&Take(self), wait, &stop, "Subscription::next")
+        let reads = crate::Reads(|| self.take_buffered());
+        db.inner.wait_for(&reads, wait, &stop, "Subscription::next")
     }
 
     /// One read into the buffer when it is empty, then the next buffered
@@ -246,22 +246,6 @@ impl Subscription {
                 format!("closing the subscription: {}", e.message()),
             )
         })
-    }
-}
-
-/// A subscription's next, as the wait sees it: each look says "now", each
-/// take reads when the buffer is empty.
-struct Take<'a>(&'a Subscription);
-
-impl crate::Source for Take<'_> {
-    type Item = Event;
-
-    fn look(&self) -> Result<Option<Duration>> {
-        Ok(Some(Duration::ZERO))
-    }
-
-    fn take(&self) -> Result<Option<Event>> {
-        self.0.take_buffered()
     }
 }
 
