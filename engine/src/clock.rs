@@ -130,6 +130,15 @@ pub fn ms_until(t: i64, now: i64) -> Duration {
     Duration::from_millis(u64::try_from(t.saturating_sub(now)).unwrap_or(0))
 }
 
+/// How long a look that found nothing now waits for the time `t` it found
+/// (a job's due time, a rate limit's next start): at least a millisecond,
+/// never "now". A time at or before `now` (a rate limit's next start
+/// rounded down to the millisecond) means "look again", not "take": a take
+/// there would be an empty write transaction.
+pub fn look_again_in(t: i64, now: i64) -> Duration {
+    ms_until(t, now).max(Duration::from_millis(1))
+}
+
 /// A duration in whole milliseconds, saturating at `i64::MAX`.
 pub fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)

@@ -953,7 +953,7 @@ impl crate::Source for Claim<'_, '_> {
                 (self.on_claimable.borrow_mut())();
                 Some(Duration::ZERO)
             }
-            ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+            ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
         })
     }
 

@@ -134,7 +134,7 @@ impl Claimer {
         let (probe, now) = self.queue.probe()?;
         Ok(match probe {
             crate::queue::ops::Probe::Claimable => Some(Duration::ZERO),
-            crate::queue::ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+            crate::queue::ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
         })
     }
 

@@ -151,7 +151,7 @@ impl Group {
         let (probe, now) = self.probe_now()?;
         Ok(match probe {
             ops::Probe::Claimable => Some(Duration::ZERO),
-            ops::Probe::NextAt(t) => t.map(|t| crate::clock::ms_until(t, now)),
+            ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
         })
     }
 
