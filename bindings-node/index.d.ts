@@ -585,7 +585,7 @@ export class Queue<P = Payload, R = Payload> {
   enqueue(payload: P, options?: EnqueueOptions): Promise<Enqueued>;
   enqueueMany(payloads: Iterable<P>, options?: EnqueueOptions): Promise<Enqueued[]>;
   claimBatch(workerId: string, n?: number, options?: ClaimBatchOptions): Promise<Job<P, R>[]>;
-  claim(workerId: string, options?: ClaimOptions): AsyncIterableIterator<Job<P, R>>;
+  claim(workerId: string, options?: ClaimOptions): ClaimStream<P, R>;
   /** The running job that `(id, token)` leases, rebuilt (a lease handed over by another process). */
   job(id: number, token: string): Promise<Job<P, R>>;
   ackMany(jobs: Iterable<Job<P, R>>, options?: TxOption): Promise<number>;
@@ -717,6 +717,22 @@ interface Reader<T> extends AsyncIterableIterator<T>, AsyncDisposable {
    * iterator's place; don't run the two at once.
    */
   nextWithin(wait: number): Promise<T | null>;
+}
+
+/**
+ * `queue.claim(...)`: jobs one at a time, claimed `batch` at a time; closing
+ * it (breaking out of the loop, `signal`) releases what was claimed and not
+ * handed out. A job already handed out stays leased to its holder.
+ */
+export class ClaimStream<P = Payload, R = Payload> implements Reader<Job<P, R>> {
+  private constructor();
+  readonly closed: boolean;
+  close(): Promise<void>;
+  next(): Promise<IteratorResult<Job<P, R>>>;
+  nextWithin(wait: number): Promise<Job<P, R> | null>;
+  return(): Promise<IteratorResult<Job<P, R>>>;
+  [Symbol.asyncIterator](): this;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -1018,6 +1034,7 @@ declare const honker: {
   Queue: typeof Queue;
   Job: typeof Job;
   Stream: typeof Stream;
+  ClaimStream: typeof ClaimStream;
   Subscription: typeof Subscription;
   Listener: typeof Listener;
   Group: typeof Group;

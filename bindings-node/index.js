@@ -14,7 +14,7 @@
 const { addon, extensionPath } = require('./lib/native.js');
 const { HonkerError, Busy, LeaseLost, NotFound, InvalidArgument, SchemaTooNew, Closed, Timeout, RateLimited, Unsafe, RolledBack, Trimmed, SqliteError, InternalError, fromSqliteError, ERROR_CLASSES } = require('./lib/errors.js');
 const { open, Database, Transaction, ManualClock } = require('./lib/database.js');
-const { Queue, Job } = require('./lib/queue.js');
+const { Queue, Job, ClaimStream } = require('./lib/queue.js');
 const { Stream, Subscription, Listener } = require('./lib/stream.js');
 const { Group, GroupEvent, GroupConsumer } = require('./lib/group.js');
 const { Worker, Permanent, Retry, Snooze } = require('./lib/worker.js');
@@ -27,6 +27,7 @@ module.exports = {
   Transaction,
   Queue,
   Job,
+  ClaimStream,
   Stream,
   Subscription,
   Listener,

@@ -7,6 +7,7 @@ export const {
   Transaction,
   Queue,
   Job,
+  ClaimStream,
   Stream,
   Subscription,
   Listener,

@@ -259,6 +259,10 @@ export async function typedPayloads(db: Database): Promise<void> {
     await job.ack({ result: { id: 1 } });
     break;
   }
+  const stream = emails.claim('mailer', { wait: 1000 });
+  const within = await stream.nextWithin(0);
+  if (within) void within.payload.to;
+  await stream.close();
   const [first] = await emails.claimBatch('mailer', 1);
   if (first) void first.payload.subject?.toUpperCase();
   const receipt = await emails.waitResult(1, { timeout: 10 });

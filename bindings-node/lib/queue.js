@@ -7,7 +7,52 @@ const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
 const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, opts } = require('./options.js');
+const { Reader } = require('./stream.js');
 const { captureTrace, traceContext } = require('./trace.js');
+
+/**
+ * `queue.claim(...)`: core's claim stream as the shared async iterator. The
+ * claimer is made on the first `next`; closing it (or breaking out of the
+ * loop, or `signal`) releases what was claimed and not handed out.
+ */
+class ClaimStream extends Reader {
+  constructor(queue, workerId, batch, leaseMs, wait, signal) {
+    super(queue._db, null, wait, signal);
+    this._queue = queue;
+    this._workerId = workerId;
+    this._batch = batch;
+    this._leaseMs = leaseMs;
+  }
+
+  _open() {
+    if (!this._opening) {
+      const q = this._queue;
+      this._opening = unwrap(guarded(() => q._native.claimer(this._workerId, this._batch, this._leaseMs)));
+    }
+    return this._opening;
+  }
+
+  // A job claimed earlier and not handed out yet (no I/O), else null: a
+  // zero wait still claims what is ready (a native `next(0)`).
+  _readNow(n) {
+    return n.takeBuffered() ?? null;
+  }
+
+  get _readsAll() {
+    return false;
+  }
+
+  _record(raw) {
+    const q = this._queue;
+    return new Job(q, this._workerId, raw, this._leaseMs ?? q._lease);
+  }
+
+  // Wakes a waiting next(); what it claimed, and the buffer, go back.
+  async _close() {
+    const n = this._opening;
+    return n ? call(() => n.close()) : 0;
+  }
+}
 
 class Queue {
   constructor(db, n) {
@@ -109,40 +154,7 @@ class Queue {
     int('batch', batch, ...U32);
     const leaseMs = optMs('lease', lease);
     const waitMs = optMs('wait', wait);
-    const queue = this;
-    let claimer = null;
-    let done = false;
-    let ended = null;
-    const end = () => {
-      done = true;
-      if (signal) signal.removeEventListener('abort', end);
-      // Wakes a waiting next(); what it claimed, and the buffer, go back.
-      if (claimer && !ended) ended = call(() => claimer.close());
-      return ended ?? Promise.resolve(0);
-    };
-    if (signal) signal.addEventListener('abort', end, { once: true });
-
-    return {
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-      async next() {
-        if (!claimer && !done) claimer = unwrap(guarded(() => queue._native.claimer(workerId, batch, leaseMs)));
-        for (;;) {
-          if (done || (signal && signal.aborted)) {
-            await end();
-            return { done: true, value: undefined };
-          }
-          const raw = claimer.takeBuffered() ?? (await call(() => claimer.next(waitMs)));
-          if (raw) return { done: false, value: new Job(queue, workerId, raw, leaseMs ?? queue._lease) };
-          // null: the wait ran out (claim again) or the stream was closed.
-        }
-      },
-      async return() {
-        await end();
-        return { done: true, value: undefined };
-      },
-    };
+    return new ClaimStream(this, workerId, batch, leaseMs, waitMs, signal);
   }
 
   /** Acks several jobs in one transaction; resolves to how many were held. */
@@ -523,6 +535,7 @@ method(Database, async function metricsText() {
 });
 
 module.exports = {
+  ClaimStream,
   Job,
   Queue,
 };

@@ -30,9 +30,9 @@ function startArg(start) {
 }
 
 /**
- * What a subscription and a listener share: the async iterator (each wait
- * runs off the event loop, one native `next` at a time), `signal`, `close`
- * and `using`. An item is handed out once; an iteration that a fast path
+ * What a claim stream, a subscription, a listener and a group consumer
+ * share: the async iterator (each wait holds no thread, one native `next`
+ * at a time), `signal`, `close` and `using`. An item is handed out once; an iteration that a fast path
  * served without waiting yields to the event loop every FAST_MAX items, so
  * a long backlog never starves other work.
  */
@@ -55,13 +55,18 @@ class Reader {
     return this;
   }
 
+  // The native reader (a subclass may open it on first use).
+  _open() {
+    return this._opening;
+  }
+
   async next() {
     for (;;) {
       if (this._closing) {
         await this._closing;
         return { done: true, value: undefined };
       }
-      const n = await this._opening;
+      const n = await this._open();
       if (this._closing) continue;
       const raw = this._readNow(n, this._wait) ?? (await call(() => n.next(this._wait)));
       if (raw) {
@@ -87,11 +92,17 @@ class Reader {
       throw invalid(`wait must be a number of ms >= 0, got ${describe(wait)}`);
     }
     if (this._closing) return null;
-    const n = await this._opening;
+    const n = await this._open();
     if (this._closing) return null;
     const ms = Math.ceil(wait);
-    const raw = this._readNow(n, ms) ?? (ms > 0 ? await call(() => n.next(ms)) : null);
+    const raw = this._readNow(n, ms) ?? (ms > 0 || !this._readsAll ? await call(() => n.next(ms)) : null);
     return raw ? this._record(raw) : null;
+  }
+
+  // Whether `_readNow` finding nothing means there is nothing now (it read
+  // what is committed), so that a zero wait needs no native `next`.
+  get _readsAll() {
+    return true;
   }
 
   // What is already buffered or committed, read right here (tryNext with no

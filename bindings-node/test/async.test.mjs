@@ -123,3 +123,28 @@ test('breaking out of a batched claim releases what was not handed out', async (
   assert.deepEqual([s.ready, s.running], [4, 0]);
   await db.close();
 });
+
+test('a claim stream is a reader: nextWithin claims what is ready, closed and using release the buffer', async () => {
+  const db = await honker.open(tempPath());
+  const q = db.queue('q');
+  await q.enqueueMany([0, 1, 2]);
+  const batched = q.claim('w', { batch: 3 });
+  const first = await batched.nextWithin(0); // claims the ready jobs without waiting
+  assert.equal(first.payload, 0);
+  await first.ack();
+  assert.equal(batched.closed, false);
+  await batched.return(); // as a loop's break, or leaving `await using`
+  const s = await q.stats();
+  assert.deepEqual([s.ready, s.running], [2, 0], 'the end gave back the two buffered');
+  const stream = q.claim('w2');
+  await stream.close();
+  assert.equal(stream.closed, true);
+  assert.equal(await stream.nextWithin(0), null);
+  assert.deepEqual(await stream.next(), { done: true, value: undefined });
+  const empty = db.queue('empty').claim('w3');
+  const started = Date.now();
+  assert.equal(await empty.nextWithin(50), null);
+  assert.ok(Date.now() - started >= 40);
+  await empty.close();
+  await db.close();
+});
