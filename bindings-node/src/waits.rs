@@ -212,11 +212,10 @@ where
             }
             due = source.retry_in(); // none: another was first, or refused
         }
-        match pace.step(due, std::time::Instant::now()) {
-            honker::Step::Take => {}
-            honker::Step::Sleep(nap) => waits.sleep(&mut rx, nap).await,
-            honker::Step::End => return Ok(None),
-        }
+        let Some(nap) = pace.nap(due, std::time::Instant::now()) else {
+            return Ok(None);
+        };
+        waits.sleep(&mut rx, nap).await;
     }
 }
 

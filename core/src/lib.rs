@@ -113,7 +113,7 @@ pub use fork::forked_while_open;
 /// One way to wait: a [`Source`]'s look and take, paced by [`Pace`]
 /// ([`Database::wait_for`](honker_engine::Database::wait_for) blocks; the
 /// hosts' event loops run the same steps).
-pub use honker_engine::wait::{Pace, Parts, Reads, Source, Step};
+pub use honker_engine::wait::{Pace, Parts, Reads, Source};
 #[cfg(feature = "rusqlite")]
 pub use honker_engine::Rows;
 #[cfg(feature = "rusqlite")]

@@ -365,3 +365,62 @@ fn an_empty_options_patch_is_cores_defaults_and_durability_parses_in_one_place()
     assert_eq!(err.kind(), honker::ErrorKind::InvalidArgument);
     assert!(err.message().contains("\"fast\""), "{}", err.message());
 }
+
+/// A source for `Database::wait_for`'s loop: it says "now" at every look,
+/// gets something at the take numbered `hit` (never when 0), and after a
+/// take that got nothing says "now" again.
+struct Counting {
+    takes: std::sync::atomic::AtomicUsize,
+    hit: usize,
+}
+
+impl honker::Source for Counting {
+    type Item = usize;
+
+    fn look(&self) -> honker::Result<Option<Duration>> {
+        Ok(Some(Duration::ZERO))
+    }
+
+    fn take(&self) -> honker::Result<Option<usize>> {
+        let n = self.takes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Ok((n == self.hit).then_some(n))
+    }
+
+    fn retry_in(&self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+}
+
+#[test]
+fn a_wait_takes_when_its_source_says_now_and_ends_at_its_deadline_even_so() {
+    let t = test_db();
+    let counting = |hit| Counting {
+        takes: Default::default(),
+        hit,
+    };
+    // A look that says now is a take at once.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        t.db.wait_for(&counting(1), Duration::from_secs(30))
+            .unwrap(),
+        Some(1)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A zero wait is one take.
+    let once = counting(2);
+    assert_eq!(t.db.wait_for(&once, Duration::ZERO).unwrap(), None);
+    assert_eq!(once.takes.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // A source that keeps saying "now" and never gets anything still ends
+    // at the deadline (no busy loop past it).
+    let never = counting(0);
+    let started = std::time::Instant::now();
+    assert_eq!(
+        t.db.wait_for(&never, Duration::from_millis(200)).unwrap(),
+        None
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}

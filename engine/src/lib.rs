@@ -67,7 +67,7 @@ pub use raw::Batch;
 pub use readiness::Readiness;
 #[cfg(feature = "rusqlite")]
 pub use transaction::Transaction;
-pub use wait::{Pace, Parts, Reads, Source, Step};
+pub use wait::{Pace, Parts, Reads, Source};
 
 /// The rusqlite version the engine is built on.
 #[cfg(feature = "rusqlite")]

@@ -99,19 +99,8 @@ where
     }
 }
 
-/// The next thing a waiting loop does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// Take now.
-    Take,
-    /// Sleep until a commit or this long, then look again.
-    Sleep(Duration),
-    /// The wait is over, with nothing.
-    End,
-}
-
-/// A wait's rules, sans I/O: from a look's answer and the time, the next
-/// [`Step`].
+/// A wait's rules, sans I/O: from a look's answer and the time, how long
+/// to sleep before looking again, or that the wait is over.
 #[derive(Clone, Copy, Debug)]
 pub struct Pace {
     /// `None`: a wait too long to have one (it ends by other means).
@@ -136,20 +125,14 @@ impl Pace {
         }
     }
 
-    /// The step after a look that said `due` (see [`Source::look`]) at
-    /// `now`: take when due now, else [`nap`](Self::nap)'s sleep or end.
-    pub fn step(&self, due: Option<Duration>, now: Instant) -> Step {
-        if due == Some(Duration::ZERO) {
-            return Step::Take;
-        }
-        self.nap(due, now).map_or(Step::End, Step::Sleep)
-    }
-
     /// How long to sleep before looking again when the next chance comes
     /// in `due` (`None`: at a commit): until the first of the deadline,
     /// `due` and the re-check interval. `None` when the wait is over: the
     /// deadline has passed, or (for a source that ends early) `due` lies
-    /// beyond it. For a loop whose look takes by itself (a worker's next).
+    /// beyond it. A loop takes when its look says now (`Some(ZERO)`) before
+    /// asking; after a take that got nothing it asks with the source's
+    /// [`retry_in`](Source::retry_in), so that the deadline ends even a
+    /// source that keeps saying "now".
     pub fn nap(&self, due: Option<Duration>, now: Instant) -> Option<Duration> {
         let left = match self.deadline {
             Some(d) if now >= d => return None,
@@ -202,13 +185,11 @@ impl crate::Database {
                 }
                 due = source.retry_in();
             }
-            match pace.step(due, Instant::now()) {
-                Step::Take => {}
-                Step::Sleep(nap) => {
-                    signal.wait_past(seen, Instant::now() + nap);
-                }
-                Step::End => return Ok(None),
-            }
+            let now = Instant::now();
+            let Some(nap) = pace.nap(due, now) else {
+                return Ok(None);
+            };
+            signal.wait_past(seen, now + nap);
         }
     }
 }
@@ -220,45 +201,38 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     #[test]
-    fn a_look_that_says_now_is_a_take_even_past_the_deadline() {
-        let t = Instant::now();
-        let p = Pace::starting(t, S, 10 * S, false);
-        assert_eq!(p.step(Some(Duration::ZERO), t + 5 * S), Step::Take);
-    }
-
-    #[test]
     fn sleeps_until_the_first_of_deadline_due_and_recheck() {
         let t = Instant::now();
         let p = Pace::starting(t, 10 * S, 3 * S, false);
-        assert_eq!(p.step(None, t), Step::Sleep(3 * S));
-        assert_eq!(p.step(Some(2 * S), t), Step::Sleep(2 * S));
-        assert_eq!(p.step(None, t + 8 * S), Step::Sleep(2 * S));
-        assert_eq!(p.step(Some(20 * S), t + 9 * S), Step::Sleep(S));
-        assert_eq!(p.step(None, t + 10 * S), Step::End);
-        assert_eq!(p.step(Some(S), t + 11 * S), Step::End);
+        assert_eq!(p.nap(None, t), Some(3 * S));
+        assert_eq!(p.nap(Some(2 * S), t), Some(2 * S));
+        assert_eq!(p.nap(None, t + 8 * S), Some(2 * S));
+        assert_eq!(p.nap(Some(20 * S), t + 9 * S), Some(S));
+        assert_eq!(p.nap(None, t + 10 * S), None);
+        assert_eq!(p.nap(Some(S), t + 11 * S), None);
     }
 
     #[test]
     fn a_source_that_ends_early_ends_when_its_time_is_beyond_the_deadline() {
         let t = Instant::now();
         let p = Pace::starting(t, 5 * S, 30 * S, true);
-        assert_eq!(p.step(Some(6 * S), t), Step::End);
-        assert_eq!(p.step(Some(5 * S), t), Step::Sleep(5 * S));
-        assert_eq!(p.step(Some(2 * S), t + 4 * S), Step::End);
+        assert_eq!(p.nap(Some(6 * S), t), None);
+        assert_eq!(p.nap(Some(5 * S), t), Some(5 * S));
+        assert_eq!(p.nap(Some(2 * S), t + 4 * S), None);
         // Only a commit can bring it: no time to compare, so it sleeps.
-        assert_eq!(p.step(None, t), Step::Sleep(5 * S));
+        assert_eq!(p.nap(None, t), Some(5 * S));
     }
 
     #[test]
     fn a_wait_too_long_for_a_deadline_never_ends_by_time() {
         let t = Instant::now();
         let p = Pace::starting(t, Duration::MAX, 2 * S, true);
-        assert_eq!(p.step(None, t + 1000 * S), Step::Sleep(2 * S));
-        assert_eq!(p.step(Some(S), t), Step::Sleep(S));
+        assert_eq!(p.nap(None, t + 1000 * S), Some(2 * S));
+        assert_eq!(p.nap(Some(S), t), Some(S));
     }
 
     #[test]
-    fn a_nap_is_a_step_without_the_take() {
+    fn now_is_no_sleep_and_the_deadline_still_ends_it() {
         let t = Instant::now();
         let p = Pace::starting(t, 10 * S, 3 * S, false);
         assert_eq!(p.nap(Some(Duration::ZERO), t), Some(Duration::ZERO));
