@@ -391,6 +391,17 @@ impl Queue {
         Ok((ops::probe(reader.raw(), &self.name, now)?, now))
     }
 
+    /// [`probe`](Self::probe) as a wait's look: `Some(ZERO)` when a claim
+    /// may find work now, `Some(d)` in `d`, `None` when only a commit can
+    /// bring work.
+    pub(crate) fn due_in(&self) -> Result<Option<Duration>> {
+        let (probe, now) = self.probe()?;
+        Ok(match probe {
+            ops::Probe::Claimable => Some(Duration::ZERO),
+            ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
+        })
+    }
+
     /// The form of [`claim_with`](Self::claim_with) that bindings call:
     /// inside `tx` when one is given (which cannot wait: the transaction holds
     /// the write lock, so no process could commit work meanwhile; a `wait`
@@ -947,14 +958,11 @@ impl crate::Source for Claim<'_, '_> {
     type Item = Vec<Job>;
 
     fn look(&self) -> Result<Option<Duration>> {
-        let (probe, now) = self.queue.probe()?;
-        Ok(match probe {
-            ops::Probe::Claimable => {
-                (self.on_claimable.borrow_mut())();
-                Some(Duration::ZERO)
-            }
-            ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
-        })
+        let due = self.queue.due_in()?;
+        if due == Some(Duration::ZERO) {
+            (self.on_claimable.borrow_mut())();
+        }
+        Ok(due)
     }
 
     fn take(&self) -> Result<Option<Vec<Job>>> {

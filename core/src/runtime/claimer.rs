@@ -131,11 +131,7 @@ impl Claimer {
         if self.is_closed() || !self.buffer.lock().is_empty() {
             return Ok(Some(Duration::ZERO));
         }
-        let (probe, now) = self.queue.probe()?;
-        Ok(match probe {
-            crate::queue::ops::Probe::Claimable => Some(Duration::ZERO),
-            crate::queue::ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
-        })
+        self.queue.due_in()
     }
 
     /// Jobs claimed but not handed out yet.
