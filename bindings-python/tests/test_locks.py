@@ -453,6 +453,45 @@ def test_acquire_sleeps_retry_after_sync_and_async(path: Path) -> None:
     db.close()
 
 
+def test_acquire_async_on_a_loop_without_a_descriptor_waits_on_timers(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows' proactor loop has no add_reader: the acquire then sleeps on
+    the loop's timers between tries (only time frees calls), by core's
+    rules, and holds no thread while it waits."""
+    db = honker.open(path)
+    rl = db.rate_limiter("w", limit=10, per=1)
+    monkeypatch.setattr(honker._loopwait, "waits", lambda db: None)
+
+    class NoBlockingAcquire:
+        """The native limiter, but its blocking acquire (a thread held for
+        the whole wait) fails the test."""
+
+        def __init__(self, native: object) -> None:
+            self._n = native
+
+        def __getattr__(self, name: str) -> object:
+            if name == "acquire":
+                raise AssertionError("acquire_async held a thread for its wait")
+            return getattr(self._n, name)
+
+    rl._native = NoBlockingAcquire(rl._native)  # type: ignore[assignment]
+
+    async def main() -> tuple[float, bool, float]:
+        assert (await rl.acquire_async(wait=5)).allowed  # the budget spent inside the loop
+        t = time.monotonic()
+        assert (await rl.acquire_async(wait=5)).allowed
+        waited = time.monotonic() - t
+        t = time.monotonic()
+        refused = not (await rl.acquire_async(wait=0.01)).allowed
+        return waited, refused, time.monotonic() - t
+
+    waited, refused, at_once = asyncio.run(main())
+    assert 0.08 < waited < 2
+    assert refused and at_once < 0.5
+    db.close()
+
+
 def test_honkers_rate_limit_sql_keeps_its_contract(db: honker.Database) -> None:
     got = []
     for _ in range(5):

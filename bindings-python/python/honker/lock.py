@@ -33,13 +33,12 @@ import datetime as _dt
 import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from . import _args, _loopwait, _threads
+from . import _args, _loopwait, _native, _threads
 from ._defaults import LOCK_TTL, RATE_COST
 from ._time import Seconds, from_ms
 from .errors import LeaseLost, Timeout
 
 if TYPE_CHECKING:
-    from . import _native
     from .database import Database, Transaction
 
 T = TypeVar("T")
@@ -531,19 +530,30 @@ class RateLimiter:
         """:meth:`acquire` that waits on the event loop (no thread is held
         while it waits)."""
         k, c, w = _key(key), _args.integer("cost", cost, _args.I64), _args.duration("wait", wait)
+        if w == 0:
+            return await self.try_acquire_async(k, cost=c)
         rw = self._native.waiting(k, c)
-        waits = _loopwait.waits(self._db) if w > 0 else None
-        if waits is None:  # no wait, or no descriptor for this loop: a thread
-            return RateDecision._from(await _threads.run(lambda: self._native.acquire(k, c, w)))
-        got = await _loopwait.poll(
-            waits,
-            self._db,
-            w,
-            rw.look,
-            lambda: _loopwait.on_thread(rw.take),
-            retry_in=rw.retry_in,
-            ends_early=True,
-        )
+        waits = _loopwait.waits(self._db)
+        if waits is not None:
+            got = await _loopwait.poll(
+                waits,
+                self._db,
+                w,
+                rw.look,
+                lambda: _loopwait.on_thread(rw.take),
+                retry_in=rw.retry_in,
+                ends_early=True,
+            )
+        else:
+            # No descriptor on this loop (Windows' proactor): only time frees
+            # calls, so timers do; no thread is held between the tries.
+            got = None
+            pace = _native.Pace(w, self._db._native.recheck_interval, True)
+            while (got := await _loopwait.on_thread(rw.take)) is None:
+                nap = pace.nap(rw.retry_in())
+                if nap is None:
+                    break
+                await asyncio.sleep(nap)
         return RateDecision._from(got if got is not None else await _threads.run(rw.answer))
 
 
