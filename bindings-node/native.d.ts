@@ -431,8 +431,8 @@ export declare class Stream {
    */
   subscribe(consumer: string, start: StartArg, batch: number, autoCommit?: AutoCommitArg | undefined | null): Promise<Out<Subscription>>
   /** Appends one event; resolves to its offset. */
-  publish(payload: PayloadIo, options?: PublishArgs | undefined | null): Promise<Out<number>>
-  tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null): Out<number>
+  publish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<number>>
+  tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<number>
   /** Appends events in one transaction; resolves to their offsets. */
   publishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<number>>>
   tryPublishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<number>>
@@ -934,18 +934,18 @@ export interface OpenOptions {
  */
 export declare function openWithClock(path: string, options: OpenOptions | undefined | null, clock: ManualClock): Out<Database>
 
+/**
+ * Appends an event (JSON, or bytes); returns its offset, dense from 1 within the
+ * stream. With `tx` it exists only if your transaction commits.
+ */
 export interface PublishArgs {
+  /** A label stored with the event (up to 512 bytes). */
   key?: string
   /**
-   * A retried publish with this key (within 24 h) returns the original
-   * offset and appends nothing.
+   * A retried publish with this key (within 24 h) returns the original offset and
+   * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
    */
   idempotencyKey?: string
-  tx?: number
-  /** The producer's W3C `traceparent` (index.js captures it). */
-  traceparent?: string
-  /** The producer's W3C `tracestate`. */
-  tracestate?: string
 }
 
 export interface QueueOptions {

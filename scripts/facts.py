@@ -475,6 +475,209 @@ NODE_RECORDS = (
 )
 
 
+# ----- options: core's `honker::options!` table, each verb's options as the
+# hosts take them. Python gets the verb's signature with its sync and async
+# twins (checking each option, then calling the class's hand-written
+# `_<verb>(args, tx, options)`, which returns the call its writer runs),
+# Node each verb's option names and checks (options.js) and its options'
+# interface (index.d.ts), Swift the verb's sync and async overloads (calling
+# the hand-written `<verb>Encoded`). A field's default is core's.
+
+OPTION_SCALARS = {
+    # Rust: (Python, Python check's bounds, Swift, TypeScript, JS bounds)
+    "String": ("str", None, "String", "string", None),
+    "i32": ("int", "_args.I32", "Int32", "number", "I32"),
+    "u32": ("int", "_args.U32", "UInt32", "number", "U32"),
+    "i64": ("int", "_args.I64", "Int64", "number", "ID"),
+}
+
+# A verb's positional arguments, per host: (Python, Swift) declaration.
+OPTION_ARGS = {"payload": ("payload: P", "_ payload: P")}
+OPTION_RETURNS = {"i64": ("int", "Int64", "number")}
+
+
+def verbs(f: dict, noun: str) -> list[dict]:
+    return [v for v in f["options"] if v["noun"] == noun]
+
+
+def option_scalar(field: dict) -> tuple:
+    if field["type"] not in OPTION_SCALARS:
+        raise SystemExit(
+            f"facts: option {field['name']!r} has a type ({field['type']}) no host maps"
+        )
+    return OPTION_SCALARS[field["type"]]
+
+
+def py_default(field: dict) -> str:
+    d = field["default"]
+    return {"None": "None", "true": "True", "false": "False"}.get(d, d)
+
+
+def py_doc(text: str) -> str:
+    """Markdown's `code` as reST's ``code``."""
+    return text.replace("`", "``")
+
+
+def wrap(text: str, indent: str, first: str = "", width: int = 92) -> list[str]:
+    """A doc's words as lines of `indent` + text, the first after `first`."""
+    import textwrap
+
+    return textwrap.wrap(
+        first + " ".join(text.split()),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+    )
+
+
+def py_verbs(f: dict, noun: str) -> str:
+    """The verbs of `noun` with options: signature, docs, checks, twins."""
+    out = []
+    for v in verbs(f, noun):
+        if "tx" not in v["flags"]:
+            raise SystemExit(f"facts: {noun}.{v['verb']}: only tx verbs are generated")
+        params = ["self", *(OPTION_ARGS[a][0] for a in v["args"]), "*"]
+        checks = []
+        for fl in v["fields"]:
+            py, bounds, *_ = option_scalar(fl)
+            default = py_default(fl)
+            none = default == "None"
+            params.append(f"{fl['name']}: {py}{' | None' if none else ''} = {default}")
+            fn = ("optional_" if none else "") + ("text" if bounds is None else "integer")
+            extra = "" if bounds is None else f", {bounds}"
+            checks.append(f'_args.{fn}("{fl["name"]}", {fl["name"]}{extra})')
+        params.append("tx: Transaction | None = None")
+        ret = OPTION_RETURNS[v["returns"]][0]
+        sig = "".join(f"        {p},\n" for p in params)
+        doc = "\n".join(wrap(py_doc(v["doc"]), "        ")).strip()
+        fields_doc = "\n\n".join(
+            "\n".join(wrap(py_doc(fl["doc"]), "        ", f"``{fl['name']}``: "))
+            for fl in v["fields"]
+        )
+        call = (
+            f"self._{v['verb']}(\n"
+            + "".join(f"            {a},\n" for a in v["args"])
+            + "            tx,\n            (\n"
+            + "".join(f"                {c},\n" for c in checks)
+            + "            ),\n        )"
+        )
+        out.append(
+            f"    def {v['verb']}(\n{sig}    ) -> {ret}:\n"
+            f'        """{doc}\n\n{fields_doc}"""\n'
+            f"        return self._db._write(\n            tx,\n            {call.replace(chr(10), chr(10) + '    ')},\n        )\n"
+        )
+        out.append(
+            f"    async def {v['verb']}_async(\n{sig}    ) -> {ret}:\n"
+            f'        """:meth:`{v["verb"]}` for asyncio code: waits for the writer on no thread."""\n'
+            f"        return await self._db._write_async(\n            tx,\n            {call.replace(chr(10), chr(10) + '    ')},\n        )\n"
+        )
+    # ruff's layout: a blank line before the closing marker's comment.
+    return "\n".join(out)
+
+
+def pyi_options(f: dict) -> str:
+    """Each input record as the tuple the native verb takes."""
+    lines = []
+    for v in f["options"]:
+        cells = ", ".join(f"{option_scalar(fl)[0]} | None" for fl in v["fields"])
+        lines.append(f"{v['record']} = tuple[{cells}]")
+    return "\n".join(lines)
+
+
+def js_options(f: dict) -> str:
+    """Each verb's option names, and its check into the native record."""
+    lines = []
+    for v in f["options"]:
+        names = [camel(fl["name"]) for fl in v["fields"]]
+        if "tx" in v["flags"]:
+            names.append("tx")
+        const = snake(v["verb"]).upper() + "_OPTIONS"
+        lines.append(f"const {const} = new Set([{', '.join(repr(n) for n in names)}]);")
+        lines.append(
+            f"/** `{v['noun']}.{v['verb']}`'s options checked, as its native"
+            f" `{v['record']}` (undefined when none is given). */"
+        )
+        lines.append(f"function {camel(v['verb'])}Args(options) {{")
+        lines.append("  return definedFields({")
+        for fl in v["fields"]:
+            n = camel(fl["name"])
+            bounds = option_scalar(fl)[4]
+            check = (
+                f"optText('{n}', options.{n})"
+                if bounds is None
+                else f"int('{n}', options.{n}, ...{bounds})"
+            )
+            lines.append(f"    {n}: {check},")
+        lines.append("  });")
+        lines.append("}")
+    exports = [
+        n
+        for v in f["options"]
+        for n in (snake(v["verb"]).upper() + "_OPTIONS", camel(v["verb"]) + "Args")
+    ]
+    lines.append(f"const GENERATED = {{ {', '.join(exports)} }};")
+    return "\n".join(lines)
+
+
+def ts_options(f: dict) -> str:
+    """Each verb's options as an interface (`PublishOptions`)."""
+    lines = []
+    for v in f["options"]:
+        name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
+        lines.append(f"/** The options of `{v['noun']}.{camel(v['verb'])}`. */")
+        lines.append(f"export interface {name} {{")
+        for fl in v["fields"]:
+            ts = option_scalar(fl)[3]
+            doc = fl["doc"].replace("\n", " ")
+            if fl["default"] != "None":
+                doc += f" Default {fl['default']}."
+            lines.append(f"  /** {doc} */")
+            lines.append(f"  {camel(fl['name'])}?: {ts};")
+        lines.append("}")
+    return "\n".join(lines)
+
+
+def swift_verbs(f: dict, noun: str) -> str:
+    """The verbs of `noun` with options: a sync overload taking `tx`, and
+    an async one (off the caller's thread where it would wait)."""
+    out = []
+    for v in verbs(f, noun):
+        params, given = [], []
+        for fl in v["fields"]:
+            sw = option_scalar(fl)[2]
+            n = camel(fl["name"])
+            d = fl["default"]
+            params.append(f"{n}: {sw}? = nil" if d == "None" else f"{n}: {sw} = {d}")
+            given.append(f"{n}: {n}")
+        args = [OPTION_ARGS[a][1] for a in v["args"]]
+        names = [a for a in v["args"]]
+        ret = OPTION_RETURNS[v["returns"]][1]
+        record = f"{v['record']}({', '.join(given)})"
+        doc = "".join(f"{line}\n" for line in wrap(v["doc"], "    /// "))
+        for fl in v["fields"]:
+            doc += "    ///\n" + "".join(
+                f"{line}\n" for line in wrap(fl["doc"], "    /// ", f"`{camel(fl['name'])}`: ")
+            )
+        encoded = ", ".join(f"try encode({a})" for a in names)
+        out.append(
+            f"{doc}    @discardableResult\n"
+            f"    public func {v['verb']}<P: Encodable>({', '.join(args + params)},\n"
+            f"        tx: Transaction? = nil) throws -> {ret} {{\n"
+            f"        try {v['verb']}Encoded({encoded}, {record}, tx: tx)\n"
+            f"    }}\n"
+        )
+        out.append(
+            f"    /// `{v['verb']}` for async code: off the caller's thread where it would wait.\n"
+            f"    @discardableResult\n"
+            f"    public func {v['verb']}<P: Encodable & Sendable>({', '.join(args + params)},\n"
+            f"        isolation: isolated (any Actor)? = #isolation) async throws -> {ret} {{\n"
+            f"        try await {v['verb']}Encoded({encoded}, {record})\n"
+            f"    }}\n"
+        )
+    return "\n".join(out).rstrip("\n")
+
+
 # ----- defaults: core's `honker::defaults` table, as each host's constants.
 # A duration is seconds in Python, ms in Node, a TimeInterval in Swift.
 
@@ -683,6 +886,16 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             for file, n in SWIFT_RECORDS
         ],
         ("bindings-python/python/honker/_defaults.py", "defaults", "#", py_defaults(f)),
+        ("bindings-python/python/honker/stream.py", "verbs-Stream", "    #", py_verbs(f, "Stream")),
+        ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
+        ("bindings-node/lib/options.js", "options", "//", js_options(f)),
+        ("bindings-node/index.d.ts", "options", "//", ts_options(f)),
+        (
+            "bindings-swift/Sources/Honker/Stream.swift",
+            "verbs-Stream",
+            "    //",
+            swift_verbs(f, "Stream"),
+        ),
         ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),
         (
             "bindings-swift/Sources/Honker/Defaults.swift",

@@ -6,7 +6,7 @@ const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notificat
 const { Database, method, txId } = require('./database.js');
 const { COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
-const { CHANNEL_RETENTION_OPTIONS, PUBLISH_MANY_OPTIONS, PUBLISH_OPTIONS, READER_OPTIONS, READ_OPTIONS, STREAM_RETENTION_OPTIONS, SUBSCRIBE_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
+const { CHANNEL_RETENTION_OPTIONS, PUBLISH_MANY_OPTIONS, PUBLISH_OPTIONS, READER_OPTIONS, READ_OPTIONS, STREAM_RETENTION_OPTIONS, SUBSCRIBE_OPTIONS, TX_OPTIONS, opts, publishArgs } = require('./options.js');
 const { captureTrace } = require('./trace.js');
 
 function readerOptions(options) {
@@ -212,21 +212,23 @@ class Stream {
 
   /**
    * Appends an event; resolves to its offset (dense from 1 within the
-   * stream). With `{ tx }` it exists only if your transaction commits.
-   * `idempotencyKey`: a retried publish (within 24 h) resolves to the
-   * original offset and appends nothing.
+   * stream). With `{ tx }` it exists only if your transaction commits. The
+   * options are core's (options.js checks them: index.d.ts's PublishOptions).
    */
   async publish(payload, options) {
     options = opts(options, PUBLISH_OPTIONS);
+    const args = publishArgs(options);
     const p = encode(payload);
-    const args = {
-      key: optText('key', options.key),
-      idempotencyKey: optText('idempotencyKey', options.idempotencyKey),
-      tx: txId(this._db, options.tx),
-      ...captureTrace(),
-    };
+    const tx = txId(this._db, options.tx);
+    const { traceparent, tracestate } = captureTrace();
     const n = this._native;
-    return write(this._db, args.tx, this._db._fast, () => n.tryPublish(p, args), () => n.publish(p, args));
+    return write(
+      this._db,
+      tx,
+      this._db._fast,
+      () => n.tryPublish(p, args, tx, traceparent, tracestate),
+      () => n.publish(p, args, tx, traceparent, tracestate),
+    );
   }
 
   /** Appends events in one transaction (up to 10,000); resolves to their offsets. */

@@ -14,18 +14,14 @@ use crate::database::{with_tx, Database, Txs};
 use crate::errors::{blocking, invalid, ms, now, out, verbs, Op, Out};
 use crate::records::{payload_in, ConsumerInfo, Notification, PayloadIo, StreamEvent};
 
-#[napi(object)]
-pub struct PublishArgs {
-    pub key: Option<String>,
-    /// A retried publish with this key (within 24 h) returns the original
-    /// offset and appends nothing.
-    pub idempotency_key: Option<String>,
-    pub tx: Option<u32>,
-    /// The producer's W3C `traceparent` (index.js captures it).
-    pub traceparent: Option<String>,
-    /// The producer's W3C `tracestate`.
-    pub tracestate: Option<String>,
+// The input records of core's options table (`PublishArgs`), as napi
+// objects: each field optional, `to_core` the core options.
+macro_rules! option_records {
+    ($($table:tt)*) => {
+        honker::option_structs! { [#[napi(object)]] $($table)* }
+    };
 }
+honker::options!(option_records);
 
 /// Where a consumer with no committed offset starts: `kind` is
 /// "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
@@ -92,23 +88,23 @@ impl Stream {
         (self.s.clone(), Arc::clone(&self.txs))
     }
 
-    fn publish_op(&self, payload: PayloadIo, options: Option<PublishArgs>) -> Op<i64> {
+    fn publish_op(
+        &self,
+        payload: PayloadIo,
+        options: Option<PublishArgs>,
+        tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Op<i64> {
         let (s, txs) = self.parts();
         let payload = payload_in(payload);
         Box::new(move || {
-            let (o, tx) = match options {
-                Some(a) => (
-                    PublishOptions {
-                        key: a.key,
-                        idempotency_key: a.idempotency_key,
-                        trace_context: honker::TraceContext::from_headers(
-                            a.traceparent.as_deref(),
-                            a.tracestate.as_deref(),
-                        )?,
-                    },
-                    a.tx,
-                ),
-                None => (PublishOptions::default(), None),
+            let o = PublishOptions {
+                trace_context: honker::TraceContext::from_headers(
+                    traceparent.as_deref(),
+                    tracestate.as_deref(),
+                )?,
+                ..options.map(|a| a.to_core()).unwrap_or_default()
             };
             with_tx(&txs, tx, |t| match t {
                 Some(t) => s.publish_tx(t, payload, &o),
@@ -282,7 +278,8 @@ impl Stream {
 verbs! {
     impl Stream;
     #[doc = "Appends one event; resolves to its offset."]
-    publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>) -> i64 = publish_op;
+    publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>, tx: Option<u32>,
+        traceparent: Option<String>, tracestate: Option<String>) -> i64 = publish_op;
     #[doc = "Appends events in one transaction; resolves to their offsets."]
     publish_many / try_publish_many (payloads: Vec<PayloadIo>, key: Option<String>, tx: Option<u32>,
         traceparent: Option<String>, tracestate: Option<String>) -> Vec<i64> = publish_many_op;

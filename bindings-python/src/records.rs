@@ -59,3 +59,43 @@ macro_rules! tuples {
 
 honker::records!(emit);
 honker::records!(tuples);
+
+/// The input records of core's `honker::options!` table: each verb's
+/// options cross as one tuple in the table's field order (the package's
+/// generated signatures build it, after checking each value), `None` for a
+/// field not given.
+macro_rules! option_records {
+    (@extract $(
+        $(#[doc = $vdoc:literal])*
+        $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] {
+            $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
+        }
+    )*) => {$(
+        impl<'a, 'py> FromPyObject<'a, 'py> for $name {
+            type Error = PyErr;
+
+            fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                const N: usize = [$(stringify!($field)),*].len();
+                let t = ob.cast::<PyTuple>()?;
+                if t.len() != N {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "{} takes a tuple of {N} options, got {}",
+                        stringify!($name),
+                        t.len()
+                    )));
+                }
+                #[allow(unused_mut, unused_variables)]
+                let mut items = t.iter();
+                Ok($name {
+                    $( $field: items.next().expect("length checked").extract()?, )*
+                })
+            }
+        }
+    )*};
+    ($($table:tt)*) => {
+        honker::option_structs! { [#[derive(Debug)]] $($table)* }
+        option_records!(@extract $($table)*);
+    };
+}
+
+honker::options!(option_records);

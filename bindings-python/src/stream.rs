@@ -16,7 +16,7 @@ use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::group::{info_tuple, Group, InfoTuple};
 use crate::json::payload_from_py;
-use crate::records::{ConsumerInfo, Notification, StreamEvent};
+use crate::records::{ConsumerInfo, Notification, PublishArgs, StreamEvent};
 
 /// A fast path's result as Python sees it: the item; None when there is
 /// nothing now (wait for a wake-up: `Database.readiness`, or `next` on a
@@ -77,25 +77,22 @@ impl Stream {
         self.stream.name()
     }
 
-    /// Appends one event; returns its offset.
-    #[pyo3(signature = (payload, *, key = None, idempotency_key = None, tx = None,
-                        traceparent = None, tracestate = None))]
-    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    /// Appends one event; returns its offset. `options` is core's
+    /// `PublishArgs` as a tuple (the package's generated `publish` builds it).
+    #[pyo3(signature = (payload, options, *, tx = None, traceparent = None, tracestate = None))]
     fn publish(
         &self,
         py: Python<'_>,
         payload: &Bound<'_, PyAny>,
-        key: Option<String>,
-        idempotency_key: Option<String>,
+        options: PublishArgs,
         tx: Option<PyRef<'_, Transaction>>,
         traceparent: Option<&str>,
         tracestate: Option<&str>,
     ) -> PyResult<i64> {
         let payload = payload_from_py(payload)?;
         let o = PublishOptions {
-            key,
-            idempotency_key,
             trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
+            ..options.to_core()
         };
         let s = &self.stream;
         let tx = tx.as_deref();

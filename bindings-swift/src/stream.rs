@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use honker::runtime::OffThreadDrop;
-use honker::stream::{PublishOptions, Start, StreamRetention};
+use honker::stream::{Start, StreamRetention};
 
 use crate::database::{in_tx, Database, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::queue::CancelToken;
-use crate::records::{ConsumerInfo, Notification, StreamEvent};
+use crate::records::{ConsumerInfo, Notification, PublishArgs, StreamEvent};
 
 /// Where a consumer with no committed offset starts.
 #[derive(Debug, uniffi::Enum)]
@@ -87,15 +87,10 @@ impl Stream {
     pub fn publish(
         &self,
         payload: Payload,
-        key: Option<String>,
-        idempotency_key: Option<String>,
+        options: PublishArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<i64> {
-        let o = PublishOptions {
-            key,
-            idempotency_key,
-            ..PublishOptions::default()
-        };
+        let o = options.to_core();
         let payload: honker::Payload = payload.into();
         in_tx(&tx, |t| match t {
             Some(t) => self.s.publish_tx(t, payload, &o),

@@ -343,6 +343,86 @@ macro_rules! records {
     };
 }
 
+/// The options of each verb that takes some, declared once: what a caller
+/// may pass besides the verb's own arguments, as every surface takes them.
+///
+/// Each entry reads
+///
+/// ```text
+/// #[doc = "..."]*  Noun.verb(args) -> [Wire] with Name into $crate::CoreOptions [flags] {
+///     #[doc = "..."]*  field: [WireType] = core_field,
+///     ...
+/// }
+/// ```
+///
+/// `Name` is the binding's input record (a napi object, a UniFFI record, a
+/// Python tuple in declaration order); each field crosses as `Option` of
+/// its wire type, and one given replaces the core options' default
+/// (`Default::default()`) through `Into` (so `[String]` fills an
+/// `Option<String>`). Flags: `tx` (the verb takes the caller's transaction),
+/// `traced` (it carries the producer's trace context). `args` are the
+/// verb's positional arguments (`payload` is the binding's payload) and
+/// `[Wire]` what it returns. `core/examples/facts.rs` prints the table, from
+/// which `scripts/facts.py` writes each host's signatures, checks and
+/// declarations (Python's sync and async twins, the JS checks and `.d.ts`
+/// interfaces, Swift's overloads); the field names follow the records'
+/// conventions.
+///
+/// Adding an option is a field of the core options, a row here and the
+/// core code that uses it: the native records follow at compile time, the
+/// hosts when `python3 scripts/facts.py` rewrites them.
+#[macro_export]
+macro_rules! options {
+    ($emit:ident) => {
+        $emit! {
+            #[doc = "Appends an event (JSON, or bytes); returns its offset, dense from 1 within the"]
+            #[doc = "stream. With `tx` it exists only if your transaction commits."]
+            Stream.publish(payload) -> [i64] with PublishArgs into $crate::stream::PublishOptions [tx traced] {
+                #[doc = "A label stored with the event (up to 512 bytes)."]
+                key: [String] = key,
+                #[doc = "A retried publish with this key (within 24 h) returns the original offset and"]
+                #[doc = "appends nothing; the same key with another payload is `INVALID_ARGUMENT`."]
+                idempotency_key: [String] = idempotency_key,
+            }
+        }
+    };
+}
+
+/// The common emitter for [`options!`](crate::options): each input record
+/// as a struct with `attrs` (a binding's derives), every field optional, and
+/// `to_core` filling the core options (the given fields over the defaults).
+/// The caller's transaction and trace headers cross beside the record, as
+/// the verb's flags say.
+#[macro_export]
+macro_rules! option_structs {
+    (@one [$($attr:tt)*] [$($rdoc:tt)*] $name:ident $core:path {
+        $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
+    }) => {
+        $($rdoc)*
+        $($attr)*
+        pub struct $name {
+            $( $(#[doc = $fdoc])* pub $field: Option<$($ty)*>, )*
+        }
+
+        impl $name {
+            /// The core options: each given field over its default.
+            #[allow(dead_code)]
+            pub fn to_core(&self) -> $core {
+                #[allow(unused_mut)]
+                let mut o = <$core>::default();
+                $( if let Some(v) = &self.$field { o.$src = v.clone().into(); } )*
+                o
+            }
+        }
+    };
+    ($attrs:tt $(
+        $(#[doc = $rdoc:literal])*
+        $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] { $($body:tt)* }
+    )*) => {$(
+        $crate::option_structs!(@one $attrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
+    )*};
+}
+
 /// The common emitter for [`records!`](crate::records): each record as a
 /// struct with `attrs` (a binding's derives) and its `From` the core type
 /// through [`Wire`]. A binding forwards to it with its attributes:
@@ -472,6 +552,29 @@ mod tests {
     }
 
     records!(emit);
+
+    macro_rules! emit_options {
+        ($($table:tt)*) => {
+            option_structs! { [#[derive(Debug, Default)]] $($table)* }
+        };
+    }
+
+    options!(emit_options);
+
+    #[test]
+    fn an_option_given_replaces_the_default_and_one_not_given_keeps_it() {
+        let none = PublishArgs::default().to_core();
+        assert_eq!(none, crate::stream::PublishOptions::default());
+        let some = PublishArgs {
+            idempotency_key: Some("k".into()),
+            ..Default::default()
+        }
+        .to_core();
+        assert_eq!(
+            (some.idempotency_key.as_deref(), some.key),
+            (Some("k"), None)
+        );
+    }
 
     #[test]
     fn every_record_converts_from_core() -> crate::Result<()> {

@@ -60,7 +60,8 @@ final class Driver {
         switch op {
         case "publish":
             return try native.stream(name: s["stream"] as! String).publish(
-                payload: try payloadOf(s), key: s["key"] as? String, idempotencyKey: nil, tx: txFor(s))
+                payload: try payloadOf(s), options: PublishArgs(key: s["key"] as? String, idempotencyKey: nil),
+                tx: txFor(s))
         case "consume":
             let (stream, consumer) = (try native.stream(name: s["stream"] as! String), s["consumer"] as! String)
             let sub = try await Task.detached {

@@ -4307,7 +4307,7 @@ public protocol StreamProtocol: AnyObject, Sendable {
     /**
      * Appends one event; returns its offset.
      */
-    func publish(payload: Payload, key: String?, idempotencyKey: String?, tx: Transaction?) throws  -> Int64
+    func publish(payload: Payload, options: PublishArgs, tx: Transaction?) throws  -> Int64
     
     /**
      * Appends events in one transaction; returns their offsets.
@@ -4453,14 +4453,13 @@ open func position(consumer: String)throws  -> Int64?  {
     /**
      * Appends one event; returns its offset.
      */
-open func publish(payload: Payload, key: String?, idempotencyKey: String?, tx: Transaction?)throws  -> Int64  {
+open func publish(payload: Payload, options: PublishArgs, tx: Transaction?)throws  -> Int64  {
     return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_stream_publish(
             self.uniffiCloneHandle(),
         FfiConverterTypePayload_lower(payload),
-        FfiConverterOptionString.lower(key),
-        FfiConverterOptionString.lower(idempotencyKey),
+        FfiConverterTypePublishArgs_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
@@ -7380,6 +7379,78 @@ public func FfiConverterTypeOpenOptions_lift(_ buf: RustBuffer) throws -> OpenOp
 #endif
 public func FfiConverterTypeOpenOptions_lower(_ value: OpenOptions) -> RustBuffer {
     return FfiConverterTypeOpenOptions.lower(value)
+}
+
+
+/**
+ * Appends an event (JSON, or bytes); returns its offset, dense from 1 within the
+ * stream. With `tx` it exists only if your transaction commits.
+ */
+public struct PublishArgs: Equatable, Hashable {
+    /**
+     * A label stored with the event (up to 512 bytes).
+     */
+    public var key: String?
+    /**
+     * A retried publish with this key (within 24 h) returns the original offset and
+     * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
+     */
+    public var idempotencyKey: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A label stored with the event (up to 512 bytes).
+         */key: String?, 
+        /**
+         * A retried publish with this key (within 24 h) returns the original offset and
+         * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
+         */idempotencyKey: String?) {
+        self.key = key
+        self.idempotencyKey = idempotencyKey
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PublishArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePublishArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PublishArgs {
+        return
+            try PublishArgs(
+                key: FfiConverterOptionString.read(from: &buf), 
+                idempotencyKey: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PublishArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.key, into: &buf)
+        FfiConverterOptionString.write(value.idempotencyKey, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePublishArgs_lift(_ buf: RustBuffer) throws -> PublishArgs {
+    return try FfiConverterTypePublishArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePublishArgs_lower(_ value: PublishArgs) -> RustBuffer {
+    return FfiConverterTypePublishArgs.lower(value)
 }
 
 
@@ -10720,7 +10791,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_stream_position() != 52615) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_stream_publish() != 4442) {
+    if (uniffi_honker_swift_checksum_method_stream_publish() != 35413) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_stream_publish_many() != 55194) {

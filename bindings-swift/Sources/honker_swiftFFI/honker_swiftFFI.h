@@ -1095,7 +1095,7 @@ RustBuffer uniffi_honker_swift_fn_method_stream_position(uint64_t ptr, RustBuffe
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH
-int64_t uniffi_honker_swift_fn_method_stream_publish(uint64_t ptr, RustBuffer payload, RustBuffer key, RustBuffer idempotency_key, RustBuffer tx, RustCallStatus *_Nonnull out_status
+int64_t uniffi_honker_swift_fn_method_stream_publish(uint64_t ptr, RustBuffer payload, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH_MANY
