@@ -18,7 +18,7 @@ use crate::records::{payload_in, ConsumerInfo, Notification, PayloadIo, StreamEv
 // objects: each field optional, `to_core` the core options.
 macro_rules! option_records {
     ($($table:tt)*) => {
-        honker::option_structs! { [#[napi(object)]] $($table)* }
+        honker::option_structs! { [#[napi(object)]] [] $($table)* }
     };
 }
 honker::options!(option_records);

@@ -21,8 +21,16 @@ use serde_json::{json, Value as Json};
 use honker::import::{import_honker, ImportOptions};
 use honker::inspect::{self, dead_letters, status, FileStatus, JobRow};
 use honker::queue::EnqueueOptions;
-use honker::stream::PublishOptions;
 use honker::{Database, ErrorKind, Payload};
+
+// The verbs' options of core's table as flags (`--idempotency-key`): a
+// command that runs a verb flattens its record.
+macro_rules! option_args {
+    ($($table:tt)*) => {
+        honker::option_structs! { [#[derive(Debug, clap::Args)]] [#[arg(long)]] $($table)* }
+    };
+}
+honker::options!(option_args);
 
 #[derive(Parser)]
 #[command(name = "honker", version, about = "Look after a honker database file")]
@@ -100,9 +108,8 @@ enum Command {
         stream: String,
         /// The payload, as JSON text.
         payload: String,
-        /// The event's key (groups keep each key's order).
-        #[arg(long)]
-        key: Option<String>,
+        #[command(flatten)]
+        options: PublishArgs,
     },
     /// Print a stream's events: the last few, then (with --follow) each new
     /// one as it is committed. Read-only.
@@ -680,13 +687,10 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             db,
             stream,
             payload,
-            key,
+            options,
         } => {
             let payload = Payload::json_text(payload)?;
-            let options = PublishOptions {
-                key,
-                ..Default::default()
-            };
+            let options = options.to_core();
             let offset = Database::open(&db)?
                 .stream(&stream)?
                 .publish(payload, &options)?;

@@ -389,19 +389,23 @@ macro_rules! options {
 }
 
 /// The common emitter for [`options!`](crate::options): each input record
-/// as a struct with `attrs` (a binding's derives), every field optional, and
+/// as a struct with `attrs` (a binding's derives; one attribute or none on
+/// every field, such as clap's `#[arg(long)]`), every field optional, and
 /// `to_core` filling the core options (the given fields over the defaults).
 /// The caller's transaction and trace headers cross beside the record, as
 /// the verb's flags say.
 #[macro_export]
 macro_rules! option_structs {
-    (@one [$($attr:tt)*] [$($rdoc:tt)*] $name:ident $core:path {
+    (@one $attrs:tt [] $($rest:tt)*) => {
+        $crate::option_structs!(@one $attrs [#[allow(dead_code)]] $($rest)*);
+    };
+    (@one [$($attr:tt)*] [# $fattr:tt] [$($rdoc:tt)*] $name:ident $core:path {
         $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
     }) => {
         $($rdoc)*
         $($attr)*
         pub struct $name {
-            $( $(#[doc = $fdoc])* pub $field: Option<$($ty)*>, )*
+            $( $(#[doc = $fdoc])* #$fattr pub $field: Option<$($ty)*>, )*
         }
 
         impl $name {
@@ -415,11 +419,11 @@ macro_rules! option_structs {
             }
         }
     };
-    ($attrs:tt $(
+    ($attrs:tt $fattrs:tt $(
         $(#[doc = $rdoc:literal])*
         $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] { $($body:tt)* }
     )*) => {$(
-        $crate::option_structs!(@one $attrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
+        $crate::option_structs!(@one $attrs $fattrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
     )*};
 }
 
@@ -459,6 +463,102 @@ macro_rules! record_structs {
         $crate::record_structs!(@one $attrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
     )*};
 }
+
+/// Options given as a JSON object (a SQL function's `options` argument, an
+/// interop step's): each verb's core options read by the same table, so an
+/// option added there is taken here too. Unknown names, and values of the
+/// wrong type, are `INVALID_ARGUMENT`, naming `what` and the option.
+pub trait FromJsonOptions: Sized {
+    /// The options of the JSON object text `text`.
+    fn from_json_options(what: &str, text: &str) -> crate::Result<Self>;
+}
+
+/// One option's value from JSON, by its wire type.
+pub trait JsonOption: Sized {
+    /// `v` as this type, or `None` when it is not one.
+    fn from_json(v: &serde_json::Value) -> Option<Self>;
+    /// What a value must be ("text", "an integer of 32 bits").
+    const MUST_BE: &'static str;
+}
+
+impl JsonOption for String {
+    fn from_json(v: &serde_json::Value) -> Option<Self> {
+        v.as_str().map(str::to_owned)
+    }
+    const MUST_BE: &'static str = "text";
+}
+
+impl JsonOption for i32 {
+    fn from_json(v: &serde_json::Value) -> Option<Self> {
+        v.as_i64().and_then(|n| i32::try_from(n).ok())
+    }
+    const MUST_BE: &'static str = "an integer of 32 bits";
+}
+
+impl JsonOption for u32 {
+    fn from_json(v: &serde_json::Value) -> Option<Self> {
+        v.as_u64().and_then(|n| u32::try_from(n).ok())
+    }
+    const MUST_BE: &'static str = "a non-negative integer of 32 bits";
+}
+
+impl JsonOption for i64 {
+    fn from_json(v: &serde_json::Value) -> Option<Self> {
+        v.as_i64()
+    }
+    const MUST_BE: &'static str = "an integer";
+}
+
+/// Whether a verb's flags include `traced` (its options then take the W3C
+/// `traceparent` and `tracestate` headers, into `trace_context`).
+macro_rules! if_traced {
+    ([traced $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    ([$other:ident $($rest:ident)*] $($then:tt)*) => { if_traced!([$($rest)*] $($then)*); };
+    ([] $($then:tt)*) => {};
+}
+
+macro_rules! json_options {
+    ($(
+        $(#[doc = $vdoc:literal])*
+        $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] {
+            $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
+        }
+    )*) => {$(
+        impl FromJsonOptions for $core {
+            fn from_json_options(what: &str, text: &str) -> crate::Result<Self> {
+                let bad = |w: String| crate::Error::invalid(format!("{what}: options: {w}"));
+                let obj = match serde_json::from_str(text) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => return Err(bad("must be a JSON object".into())),
+                };
+                let mut o = <$core>::default();
+                #[allow(unused_mut, unused_variables)]
+                let (mut parent, mut state): (Option<String>, Option<String>) = (None, None);
+                for (k, v) in &obj {
+                    match k.as_str() {
+                        $(stringify!($field) => {
+                            let v = <$($ty)* as JsonOption>::from_json(v).ok_or_else(|| {
+                                bad(format!("{k} must be {}", <$($ty)* as JsonOption>::MUST_BE))
+                            })?;
+                            o.$src = v.into();
+                        })*
+                        "traceparent" | "tracestate" if [$(stringify!($flag)),*].contains(&"traced") => {
+                            let v = v.as_str().ok_or_else(|| bad(format!("{k} must be text")))?;
+                            if k == "traceparent" { parent = Some(v.into()) } else { state = Some(v.into()) }
+                        }
+                        other => return Err(bad(format!("unknown key {other:?}"))),
+                    }
+                }
+                if_traced!([$($flag)*]
+                    o.trace_context = crate::TraceContext::from_headers(parent.as_deref(), state.as_deref())?;
+                );
+                Ok(o)
+            }
+        }
+    )*};
+}
+
+options!(json_options);
 
 /// A core value as a binding's field: the conversions every emitter needs
 /// (`Wire::wire(v.field)` with the field's type inferred). A binding adds
@@ -555,7 +655,7 @@ mod tests {
 
     macro_rules! emit_options {
         ($($table:tt)*) => {
-            option_structs! { [#[derive(Debug, Default)]] $($table)* }
+            option_structs! { [#[derive(Debug, Default)]] [] $($table)* }
         };
     }
 

@@ -11,6 +11,11 @@ let tx = null; // { tx, done(commit) } while a transaction is open
 const listeners = new Map();
 const UNSUPPORTED = Symbol('unsupported');
 
+// Core's option names (snake_case in the scenarios) as Node's.
+function camelKeys(o = {}) {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
+}
+
 function queue(s) {
   const options = {};
   if (s.backoff_base_ms !== undefined) options.backoffBase = s.backoff_base_ms;
@@ -72,7 +77,7 @@ async function run(s) {
   }
   switch (s.op) {
     case 'publish':
-      return db.stream(s.stream).publish(s.payload, { key: s.key, tx: txFor(s) });
+      return db.stream(s.stream).publish(s.payload, { ...camelKeys(s.options), tx: txFor(s) });
     case 'consume': {
       const sub = db.stream(s.stream).subscribe(s.consumer, { autoCommit: false, wait: s.wait_ms ?? 1000 });
       const got = [];

@@ -323,7 +323,7 @@ class Driver:
         assert self.db is not None
         if op == "publish":
             st = self.db.stream(s["stream"])
-            return st.publish(s["payload"], key=s.get("key"), tx=self.tx_for(s))
+            return st.publish(s["payload"], **s.get("options", {}), tx=self.tx_for(s))
         if op == "consume":
             st = self.db.stream(s["stream"])
             wait = s.get("wait_ms", 1000) / 1000

@@ -91,7 +91,7 @@ class Driver:
 
     def events(self, op: str, s: dict):
         if op == "publish":
-            options = json.dumps({"key": s["key"]} if "key" in s else {})
+            options = json.dumps(s.get("options", {}))
             return self.one(
                 "SELECT honker_stream_append(?, ?, ?)",
                 [s["stream"], json.dumps(s["payload"]), options],

@@ -30,16 +30,6 @@ pub struct Stream {
     name: Arc<str>,
 }
 
-fn check_options(o: &PublishOptions) -> Result<()> {
-    if let Some(k) = &o.key {
-        validate::key("key", k)?;
-    }
-    if let Some(k) = &o.idempotency_key {
-        validate::key("idempotency key", k)?;
-    }
-    Ok(())
-}
-
 impl Stream {
     /// The stream's name.
     pub fn name(&self) -> &str {
@@ -81,19 +71,10 @@ impl Stream {
         payload: Payload,
         o: &PublishOptions,
     ) -> Result<i64> {
-        check_options(o)?;
+        o.check()?;
         payload.validate(self.db.inner.options.max_payload_bytes)?;
-        let trace = o.trace_context.as_ref().map(crate::TraceContext::to_json);
         let offsets = self.write(tx, |conn, now| {
-            ops::publish(
-                conn,
-                &self.name,
-                o.key.as_deref(),
-                o.idempotency_key.as_deref(),
-                std::slice::from_ref(&payload),
-                trace.as_deref(),
-                now,
-            )
+            ops::publish(conn, &self.name, o, std::slice::from_ref(&payload), now)
         })?;
         Ok(offsets[0])
     }
@@ -134,29 +115,19 @@ impl Stream {
         payloads: impl IntoIterator<Item = P>,
         o: &PublishOptions,
     ) -> Result<Vec<i64>> {
-        check_options(o)?;
+        o.check()?;
         if o.idempotency_key.is_some() {
             return Err(crate::Error::invalid(
                 "an idempotency key names one event, not a batch",
             ));
         }
-        let key = o.key.as_deref();
-        let trace = o.trace_context.as_ref().map(crate::TraceContext::to_json);
         let payloads: Vec<Payload> = payloads.into_iter().map(Into::into).collect();
         validate::batch_usize(payloads.len().max(1))?;
         for p in &payloads {
             p.validate(self.db.inner.options.max_payload_bytes)?;
         }
         self.write(tx, |conn, now| {
-            ops::publish(
-                conn,
-                &self.name,
-                key,
-                None,
-                &payloads,
-                trace.as_deref(),
-                now,
-            )
+            ops::publish(conn, &self.name, o, &payloads, now)
         })
     }
 

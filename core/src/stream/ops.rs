@@ -3,6 +3,7 @@
 //! clock; the callers did.
 
 use super::statements;
+use super::PublishOptions;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 use crate::raw::{params, Conn};
@@ -36,22 +37,21 @@ fn digest(p: &Payload) -> i64 {
     h as i64
 }
 
-/// Appends `payloads` to `stream` under `key` (a per-event label, stored),
-/// returning their offsets, consecutive. With an `idempotency` key (one
-/// payload only): a publish with the same key and payload within the window
-/// returns the first one's offset and appends nothing; the same key with
-/// another payload is `INVALID_ARGUMENT`. `trace` is the stored form of the
-/// producer's trace context, kept with every event of the batch.
-#[allow(clippy::too_many_arguments)]
+/// Appends `payloads` to `stream` with the options `o` (checked by the
+/// caller), returning their offsets, consecutive. Every event of the batch
+/// keeps the key (a label) and the producer's trace context. With an
+/// idempotency key (one payload only): a publish with the same key and
+/// payload within the window returns the first one's offset and appends
+/// nothing; the same key with another payload is `INVALID_ARGUMENT`.
 pub(crate) fn publish(
     conn: Conn<'_>,
     stream: &str,
-    key: Option<&str>,
-    idempotency: Option<&str>,
+    o: &PublishOptions,
     payloads: &[Payload],
-    trace: Option<&str>,
     now: i64,
 ) -> Result<Vec<i64>> {
+    let (key, idempotency) = (o.key.as_deref(), o.idempotency_key.as_deref());
+    let trace = o.trace_context.as_ref().map(crate::TraceContext::to_json);
     let n = payloads.len() as i64;
     if n == 0 {
         return Ok(Vec::new());

@@ -6,8 +6,10 @@ use serde_json::{json, Map, Value as Json};
 
 use super::ops;
 use super::retention::{self, StreamRetention};
+use super::PublishOptions;
 use crate::error::{Error, Result};
 use crate::sqlfn::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
+use crate::surface::FromJsonOptions as _;
 use crate::validate;
 
 mod honker;
@@ -68,40 +70,17 @@ fn append(c: &Call<'_>) -> Result<Out> {
     let name = stream(a, 0)?;
     let payload = a.payload(1)?;
     payload.validate(c.config.max_payload_bytes)?;
-    let (mut key, mut idem, mut parent, mut state) = (None, None, None, None);
-    if a.has(2) {
-        if let Some(text) = a.opt_text(2, "options")? {
-            let bad = |w: &str| Error::invalid(format!("honker_stream_append: options: {w}"));
-            let obj: Map<String, Json> = match serde_json::from_str(text) {
-                Ok(Json::Object(m)) => m,
-                _ => return Err(bad("must be a JSON object")),
-            };
-            for (k, v) in obj {
-                let text = match v {
-                    Json::String(s) => s,
-                    _ => return Err(bad(&format!("{k} must be text"))),
-                };
-                match k.as_str() {
-                    "traceparent" => parent = Some(text),
-                    "tracestate" => state = Some(text),
-                    "key" => key = Some(validate::key(&k, &text).map(|()| text)?),
-                    "idempotency_key" => idem = Some(validate::key(&k, &text).map(|()| text)?),
-                    other => return Err(bad(&format!("unknown key {other:?}"))),
-                }
-            }
-        }
-    }
-    let trace = crate::TraceContext::from_headers(parent.as_deref(), state.as_deref())?
-        .map(|t| t.to_json());
-    let offsets = ops::publish(
-        c.conn,
-        name,
-        key.as_deref(),
-        idem.as_deref(),
-        std::slice::from_ref(&payload),
-        trace.as_deref(),
-        c.now,
-    )?;
+    let o = match a
+        .has(2)
+        .then(|| a.opt_text(2, "options"))
+        .transpose()?
+        .flatten()
+    {
+        Some(text) => PublishOptions::from_json_options("honker_stream_append", text)?,
+        None => PublishOptions::default(),
+    };
+    o.check()?;
+    let offsets = ops::publish(c.conn, name, &o, std::slice::from_ref(&payload), c.now)?;
     Ok(Out::Int(offsets[0]))
 }
 

@@ -45,6 +45,20 @@ pub struct PublishOptions {
     pub trace_context: Option<TraceContext>,
 }
 
+impl PublishOptions {
+    /// `INVALID_ARGUMENT` unless every option is one core takes (keys of
+    /// 1 to 512 bytes).
+    pub fn check(&self) -> crate::Result<()> {
+        if let Some(k) = &self.key {
+            crate::validate::key("key", k)?;
+        }
+        if let Some(k) = &self.idempotency_key {
+            crate::validate::key("idempotency key", k)?;
+        }
+        Ok(())
+    }
+}
+
 /// Where a consumer with no committed offset starts. A committed offset
 /// always wins; moving one is [`Stream::seek`](super::Stream::seek).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

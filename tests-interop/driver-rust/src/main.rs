@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use honker::stream::group::GroupOptions;
 use honker::stream::Start;
+use honker::surface::FromJsonOptions as _;
 use honker::{
     ClaimOptions, Database, EnqueueOptions, ErrorKind, Lease, Payload, QueueOptions, RetryOptions,
     Transaction, Value,
@@ -119,9 +120,12 @@ impl Driver {
         match s(step, "op") {
             "publish" => {
                 let stream = self.db()?.stream(s(step, "stream"))?;
-                let o = honker::stream::PublishOptions {
-                    key: step["key"].as_str().map(str::to_owned),
-                    ..Default::default()
+                let o = match step.get("options") {
+                    Some(o) => honker::stream::PublishOptions::from_json_options(
+                        "publish",
+                        &o.to_string(),
+                    )?,
+                    None => Default::default(),
                 };
                 let payload = Payload::from(&step["payload"]);
                 let offset = match self.tx(step) {

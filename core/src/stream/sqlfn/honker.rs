@@ -29,15 +29,11 @@ pub(super) fn publish(c: &Call<'_>) -> Result<Out> {
     }
     let payload = a.payload(2)?;
     payload.validate(c.config.max_payload_bytes)?;
-    let offsets = ops::publish(
-        c.conn,
-        topic,
-        key,
-        None,
-        std::slice::from_ref(&payload),
-        None,
-        c.now,
-    )?;
+    let o = crate::stream::PublishOptions {
+        key: key.map(str::to_owned),
+        ..Default::default()
+    };
+    let offsets = ops::publish(c.conn, topic, &o, std::slice::from_ref(&payload), c.now)?;
     Ok(Out::Int(offsets[0]))
 }
 
