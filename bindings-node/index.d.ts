@@ -165,6 +165,8 @@ export interface PublishOptions {
   key?: string;
   /** A retried publish with this key (within 24 h) returns the original offset and appends nothing; the same key with another payload is `INVALID_ARGUMENT`. */
   idempotencyKey?: string;
+  /** A priority stored with the event and handed to its readers (any 32-bit integer; reading stays in offset order). Default 0. */
+  priority?: number;
 }
 // </generated: options>
 
@@ -271,6 +273,8 @@ export interface StreamEvent<P = Payload> {
   createdAt: Date;
   /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
   traceContext: TraceContext | null;
+  /** The priority it was published with (0 unless given). */
+  priority: number;
 }
 // </generated: record-StreamEvent>
 

@@ -946,6 +946,11 @@ export interface PublishArgs {
    * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
    */
   idempotencyKey?: string
+  /**
+   * A priority stored with the event and handed to its readers (any 32-bit
+   * integer; reading stays in offset order).
+   */
+  priority?: number
 }
 
 export interface QueueOptions {
@@ -1121,6 +1126,8 @@ export interface StreamEvent {
   createdAtMs: number
   /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
   traceContext?: string
+  /** The priority it was published with (0 unless given). */
+  priority: number
 }
 
 export interface StreamInfo {

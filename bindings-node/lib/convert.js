@@ -287,6 +287,7 @@ function streamEvent(d) {
     payload: decode(d.payload),
     createdAt: date(d.createdAtMs),
     traceContext: traceContext(d.traceContext),
+    priority: d.priority,
   };
 }
 // </generated: record-StreamEvent>

@@ -57,6 +57,24 @@ test('a retried publish with its idempotency key resolves to the first offset', 
   assert.deepEqual(await events(db, 'payments'), [first]);
 });
 
+test('a priority is stored with the event and handed to its readers', async () => {
+  const { db } = await testDb();
+  const s = db.stream('alerts');
+  await s.publish({ n: 1 });
+  await s.publish({ n: 2 }, { priority: 9 });
+  await s.publish({ n: 3 }, { priority: -1 });
+  assert.deepEqual((await s.read()).map((e) => [e.offset, e.priority]), [[1, 0], [2, 9], [3, -1]]);
+  const sub = s.subscribe('pager', { wait: 100 });
+  const got = [];
+  for (let i = 0; i < 3; i++) got.push((await sub.nextWithin(100)).priority);
+  await sub.close();
+  assert.deepEqual(got, [0, 9, -1]);
+  for (const bad of [2 ** 31, 'high', 1.5]) {
+    await assert.rejects(s.publish({ n: 4 }, { priority: bad }), /priority must be an integer/);
+  }
+  assert.equal((await s.info()).length, 3);
+});
+
 test('publishMany, read pages, Buffer payloads', async () => {
   const { db } = await testDb();
   const s = db.stream('raw');

@@ -56,6 +56,21 @@ def test_a_retried_publish_with_its_idempotency_key_returns_the_first_offset(db)
     assert s.info().length == 2
 
 
+def test_a_priority_is_stored_with_the_event_and_handed_to_its_readers(db):
+    s = db.stream("alerts")
+    s.publish({"n": 1})
+    s.publish({"n": 2}, priority=9)
+    asyncio.run(s.publish_async({"n": 3}, priority=-1))
+    assert [(e.offset, e.priority) for e in s.read()] == [(1, 0), (2, 9), (3, -1)]
+    with s.subscribe("pager") as sub:
+        assert [sub.next(0.1).priority for _ in range(3)] == [0, 9, -1]
+    # Not a 32-bit int: refused before anything is written.
+    for bad in (2**31, "high", 1.5, True):
+        with pytest.raises(honker.InvalidArgument, match="priority"):
+            s.publish({"n": 4}, priority=bad)
+    assert s.info().length == 3
+
+
 def test_publish_many_read_pages_and_bytes_payloads(db):
     s = db.stream("log")
     assert s.publish_many([{"n": i} for i in range(5)]) == [1, 2, 3, 4, 5]

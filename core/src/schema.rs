@@ -71,6 +71,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trace context",
         sql: include_str!("migrations/0011_trace_context.sql"),
     },
+    Migration {
+        version: 12,
+        name: "event priority",
+        sql: include_str!("migrations/0012_event_priority.sql"),
+    },
 ];
 
 /// The schema version this build writes.

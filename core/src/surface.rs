@@ -137,6 +137,8 @@ macro_rules! records {
                 created_at_ms: [i64] = created_at,
                 #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
                 trace_context: [Option<String>] = trace_context,
+                #[doc = "The priority it was published with (0 unless given)."]
+                priority: [i32] = priority,
             }
 
             #[doc = "A consumer's place in a stream."]
@@ -383,6 +385,9 @@ macro_rules! options {
                 #[doc = "A retried publish with this key (within 24 h) returns the original offset and"]
                 #[doc = "appends nothing; the same key with another payload is `INVALID_ARGUMENT`."]
                 idempotency_key: [String] = idempotency_key,
+                #[doc = "A priority stored with the event and handed to its readers (any 32-bit"]
+                #[doc = "integer; reading stays in offset order)."]
+                priority: [i32] = priority,
             }
         }
     };

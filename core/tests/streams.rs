@@ -69,11 +69,11 @@ fn offsets_are_dense_per_stream_and_a_rollback_leaves_no_gap() {
         events,
         json!([
             {"offset": 1, "key": null, "payload": {"n": 1}, "created_at": 1_700_000_000_000i64,
-             "trace_context": null},
+             "priority": 0, "trace_context": null},
             {"offset": 2, "key": null, "payload": {"n": 2}, "created_at": 1_700_000_000_000i64,
-             "trace_context": null},
+             "priority": 0, "trace_context": null},
             {"offset": 3, "key": "user-7", "payload": {"n": 3}, "created_at": 1_700_000_000_000i64,
-             "trace_context": null},
+             "priority": 0, "trace_context": null},
         ])
     );
     assert_eq!(
@@ -301,6 +301,61 @@ fn bad_stream_calls_are_coded_and_change_nothing() {
 
 use honker::runtime::{AutoCommit, Subscription};
 use honker::stream::{PublishOptions, Start, StreamRetention};
+
+#[test]
+fn a_priority_is_stored_with_the_event_and_read_back_everywhere_in_offset_order() {
+    let t = test_db();
+    let s = t.db.stream("orders").unwrap();
+    let urgent = PublishOptions {
+        priority: 7,
+        ..PublishOptions::default()
+    };
+    s.publish(json!("plain"), &PublishOptions::default())
+        .unwrap();
+    s.publish(json!("urgent"), &urgent).unwrap();
+    s.publish_many_with(
+        None,
+        [json!("b1"), json!("b2")],
+        &PublishOptions {
+            priority: -3,
+            ..urgent.clone()
+        },
+    )
+    .unwrap();
+    // Through SQL (the table's options, read by name) and read back by both.
+    int(
+        &t,
+        "SELECT honker_stream_append('orders', '\"sql\"', '{\"priority\": 2147483647}')",
+    );
+    let events = s.read(0, 10).unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.offset, e.priority))
+            .collect::<Vec<_>>(),
+        [(1, 0), (2, 7), (3, -3), (4, -3), (5, i32::MAX)]
+    );
+    let rows = json_of(&t, "SELECT honker_stream_read('orders', 0, 10)");
+    let got: Vec<i64> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["priority"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, [0, 7, -3, -3, i64::from(i32::MAX)]);
+    // Not an integer of 32 bits: refused, nothing written.
+    let before = t.snapshot();
+    for bad in ["2147483648", "1.5", "\"high\""] {
+        let sql = format!("SELECT honker_stream_append('orders', '1', '{{\"priority\": {bad}}}')");
+        let err = one(&t, &sql).unwrap_err();
+        assert!(
+            err.message()
+                .contains("priority must be an integer of 32 bits"),
+            "{err}"
+        );
+    }
+    assert_eq!(t.snapshot(), before);
+}
 
 #[test]
 fn the_stream_handle_publishes_inside_the_callers_transaction() {

@@ -21,6 +21,8 @@ public struct StreamEvent: Sendable {
     public let createdAt: Date
     /// The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
     public let traceContext: [String: String]?
+    /// The priority it was published with (0 unless given).
+    public let priority: Int32
 
     init(_ i: HonkerNative.StreamEvent) {
         offset = i.offset
@@ -28,6 +30,7 @@ public struct StreamEvent: Sendable {
         payload = i.payload
         createdAt = date(i.createdAtMs)
         traceContext = i.traceContext.flatMap(traceCarrier)
+        priority = i.priority
     }
     // </generated: record-StreamEvent>
 
@@ -198,17 +201,20 @@ public final class Stream: @unchecked Sendable {
     ///
     /// `idempotencyKey`: A retried publish with this key (within 24 h) returns the original
     /// offset and appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
+    ///
+    /// `priority`: A priority stored with the event and handed to its readers (any 32-bit
+    /// integer; reading stays in offset order).
     @discardableResult
-    public func publish<P: Encodable>(_ payload: P, key: String? = nil, idempotencyKey: String? = nil,
+    public func publish<P: Encodable>(_ payload: P, key: String? = nil, idempotencyKey: String? = nil, priority: Int32 = 0,
         tx: Transaction? = nil) throws -> Int64 {
-        try publishEncoded(try encode(payload), PublishArgs(key: key, idempotencyKey: idempotencyKey), tx: tx)
+        try publishEncoded(try encode(payload), PublishArgs(key: key, idempotencyKey: idempotencyKey, priority: priority), tx: tx)
     }
 
     /// `publish` for async code: off the caller's thread where it would wait.
     @discardableResult
-    public func publish<P: Encodable & Sendable>(_ payload: P, key: String? = nil, idempotencyKey: String? = nil,
+    public func publish<P: Encodable & Sendable>(_ payload: P, key: String? = nil, idempotencyKey: String? = nil, priority: Int32 = 0,
         isolation: isolated (any Actor)? = #isolation) async throws -> Int64 {
-        try await publishEncoded(try encode(payload), PublishArgs(key: key, idempotencyKey: idempotencyKey))
+        try await publishEncoded(try encode(payload), PublishArgs(key: key, idempotencyKey: idempotencyKey, priority: priority))
     }
     // </generated: verbs-Stream>
 

@@ -54,7 +54,8 @@ final class Driver {
     /// A publish's options (core's names: tests-interop/ops.json) as the
     /// native record; the one place a new option is named by hand.
     func publishArgs(_ o: [String: Any]) -> PublishArgs {
-        PublishArgs(key: o["key"] as? String, idempotencyKey: o["idempotency_key"] as? String)
+        PublishArgs(key: o["key"] as? String, idempotencyKey: o["idempotency_key"] as? String,
+                    priority: (o["priority"] as? NSNumber)?.int32Value)
     }
 
     /// Streams and channels through the native objects (one wait of

@@ -7396,6 +7396,11 @@ public struct PublishArgs: Equatable, Hashable {
      * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
      */
     public var idempotencyKey: String?
+    /**
+     * A priority stored with the event and handed to its readers (any 32-bit
+     * integer; reading stays in offset order).
+     */
+    public var priority: Int32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -7406,9 +7411,14 @@ public struct PublishArgs: Equatable, Hashable {
         /**
          * A retried publish with this key (within 24 h) returns the original offset and
          * appends nothing; the same key with another payload is `INVALID_ARGUMENT`.
-         */idempotencyKey: String?) {
+         */idempotencyKey: String?, 
+        /**
+         * A priority stored with the event and handed to its readers (any 32-bit
+         * integer; reading stays in offset order).
+         */priority: Int32?) {
         self.key = key
         self.idempotencyKey = idempotencyKey
+        self.priority = priority
     }
 
     
@@ -7428,13 +7438,15 @@ public struct FfiConverterTypePublishArgs: FfiConverterRustBuffer {
         return
             try PublishArgs(
                 key: FfiConverterOptionString.read(from: &buf), 
-                idempotencyKey: FfiConverterOptionString.read(from: &buf)
+                idempotencyKey: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterOptionInt32.read(from: &buf)
         )
     }
 
     public static func write(_ value: PublishArgs, into buf: inout [UInt8]) {
         FfiConverterOptionString.write(value.key, into: &buf)
         FfiConverterOptionString.write(value.idempotencyKey, into: &buf)
+        FfiConverterOptionInt32.write(value.priority, into: &buf)
     }
 }
 
@@ -8371,6 +8383,10 @@ public struct StreamEvent: Equatable, Hashable {
      * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
      */
     public var traceContext: String?
+    /**
+     * The priority it was published with (0 unless given).
+     */
+    public var priority: Int32
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8389,12 +8405,16 @@ public struct StreamEvent: Equatable, Hashable {
          */createdAtMs: Int64, 
         /**
          * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
-         */traceContext: String?) {
+         */traceContext: String?, 
+        /**
+         * The priority it was published with (0 unless given).
+         */priority: Int32) {
         self.offset = offset
         self.key = key
         self.payload = payload
         self.createdAtMs = createdAtMs
         self.traceContext = traceContext
+        self.priority = priority
     }
 
     
@@ -8417,7 +8437,8 @@ public struct FfiConverterTypeStreamEvent: FfiConverterRustBuffer {
                 key: FfiConverterOptionString.read(from: &buf), 
                 payload: FfiConverterTypePayload.read(from: &buf), 
                 createdAtMs: FfiConverterInt64.read(from: &buf), 
-                traceContext: FfiConverterOptionString.read(from: &buf)
+                traceContext: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterInt32.read(from: &buf)
         )
     }
 
@@ -8427,6 +8448,7 @@ public struct FfiConverterTypeStreamEvent: FfiConverterRustBuffer {
         FfiConverterTypePayload.write(value.payload, into: &buf)
         FfiConverterInt64.write(value.createdAtMs, into: &buf)
         FfiConverterOptionString.write(value.traceContext, into: &buf)
+        FfiConverterInt32.write(value.priority, into: &buf)
     }
 }
 

@@ -49,6 +49,12 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(many, [3, 4])
         let page = try await s.read(after: 2, limit: 1)
         XCTAssertEqual(page.map(\.offset), [3])
+        // A priority is stored with the event and read back (0 unless given).
+        let urgent = try await s.publish(Order(id: 6), priority: 9)
+        let mine = try await s.read(after: urgent - 1, limit: 1)
+        XCTAssertEqual(mine.map(\.priority), [9])
+        let firstEvent = try await s.read(after: 0, limit: 1)
+        XCTAssertEqual(firstEvent.map(\.priority), [0])
     }
 
     #if os(Linux)

@@ -19,6 +19,7 @@ pub(crate) struct Event {
     pub payload: Payload,
     pub created_at: i64,
     pub trace_context: Option<crate::TraceContext>,
+    pub priority: i32,
 }
 
 /// A stable digest of a payload (FNV-1a, 64 bits, with the kind first): the
@@ -87,7 +88,15 @@ pub(crate) fn publish(
     let first = last - n + 1;
     let mut insert = conn.prepare_cached(statements::INSERT_EVENT)?;
     for (i, p) in payloads.iter().enumerate() {
-        insert.execute(params![stream, first + i as i64, key, p, now, trace])?;
+        insert.execute(params![
+            stream,
+            first + i as i64,
+            key,
+            p,
+            now,
+            trace,
+            o.priority
+        ])?;
     }
     if let Some(k) = idempotency {
         conn.prepare_cached(statements::SAVE_KEY)?.execute(params![
@@ -112,6 +121,7 @@ pub(crate) fn read(conn: Conn<'_>, stream: &str, after: i64, limit: usize) -> Re
                 payload: r.get(2)?,
                 created_at: r.get(3)?,
                 trace_context: r.get::<crate::trace::Stored>(4)?.0,
+                priority: r.get(5)?,
             })
         },
     )

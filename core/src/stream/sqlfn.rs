@@ -61,9 +61,9 @@ fn consumer<'a>(a: &'a Args<'_>, i: usize) -> Result<&'a str> {
 }
 
 /// `honker_stream_append(stream, payload[, options])` → the event's offset.
-/// `options`: a JSON object with `key` (a label stored with the event),
-/// `idempotency_key` (a retried append returns the original offset),
-/// `traceparent` and `tracestate` (the producer's W3C trace context).
+/// `options`: a JSON object of `Stream.publish`'s options in core's table
+/// (`key`, `idempotency_key`, `priority`, ...), with `traceparent` and
+/// `tracestate` (the producer's W3C trace context).
 fn append(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     a.count(2, 3)?;
@@ -86,7 +86,7 @@ fn append(c: &Call<'_>) -> Result<Out> {
 
 /// `honker_stream_read(stream, after, limit)` → a JSON array of events with
 /// offsets above `after`: `offset, key, payload, created_at` (ms),
-/// `trace_context` (the W3C headers' object, or null).
+/// `priority`, `trace_context` (the W3C headers' object, or null).
 fn read(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let name = stream(a, 0)?;
@@ -101,7 +101,7 @@ fn read(c: &Call<'_>) -> Result<Out> {
         .iter()
         .map(|e| {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
-                   "created_at": e.created_at,
+                   "created_at": e.created_at, "priority": e.priority,
                    "trace_context": crate::sqlfn::trace_json(e.trace_context.as_ref())})
         })
         .collect();

@@ -15,14 +15,14 @@ UPDATE _honker_streams SET last_offset = last_offset + ?2 WHERE name = ?1";
 pub const LAST_OFFSET: &str = "SELECT last_offset FROM _honker_streams WHERE name = ?1";
 
 /// ?1 stream, ?2 offset, ?3 key, ?4 payload, ?5 created_at, ?6 trace
-/// context (JSON, or NULL).
+/// context (JSON, or NULL), ?7 priority.
 pub const INSERT_EVENT: &str = "
-INSERT INTO _honker_stream_events (stream, offset, key, payload, created_at, trace_context)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+INSERT INTO _honker_stream_events (stream, offset, key, payload, created_at, trace_context, priority)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 /// ?1 stream, ?2 after offset, ?3 limit. Events with offsets above ?2, in order.
 pub const READ_AFTER: &str = "
-SELECT offset, key, payload, created_at, trace_context FROM _honker_stream_events
+SELECT offset, key, payload, created_at, trace_context, priority FROM _honker_stream_events
 WHERE stream = ?1 AND offset > ?2 ORDER BY offset LIMIT ?3";
 
 /// ?1 stream. The first retained offset, if any.

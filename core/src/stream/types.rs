@@ -16,6 +16,8 @@ pub struct Event {
     pub created_at: i64,
     /// The producer's W3C trace context, if it had one.
     pub trace_context: Option<TraceContext>,
+    /// The priority it was published with (0 unless given).
+    pub priority: i32,
 }
 
 impl From<super::ops::Event> for Event {
@@ -26,6 +28,7 @@ impl From<super::ops::Event> for Event {
             payload: e.payload,
             created_at: e.created_at,
             trace_context: e.trace_context,
+            priority: e.priority,
         }
     }
 }
@@ -43,6 +46,9 @@ pub struct PublishOptions {
     /// its payload) and handed to its readers. Python and Node fill it from
     /// the active OpenTelemetry span.
     pub trace_context: Option<TraceContext>,
+    /// A priority stored with the event and handed to its readers (0 by
+    /// default). Reading stays in offset order; the value is the app's.
+    pub priority: i32,
 }
 
 impl PublishOptions {
