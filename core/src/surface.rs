@@ -362,9 +362,12 @@ macro_rules! records {
 /// its wire type, and one given replaces the core options' default
 /// (`Default::default()`) through `Into` (so `[String]` fills an
 /// `Option<String>`). Flags: `tx` (the verb takes the caller's transaction),
-/// `traced` (it carries the producer's trace context). `args` are the
+/// `traced` (it carries the producer's trace context), `json` (its core
+/// options are read from JSON by this entry, [`FromJsonOptions`]: one entry
+/// per core options type). `args` are the
 /// verb's positional arguments (`payload` is the binding's payload) and
-/// `[Wire]` what it returns. `core/examples/facts.rs` prints the table, from
+/// `[Wire]` what it returns. A field without docs has those of the same field
+/// in an earlier entry. `core/examples/facts.rs` prints the table, from
 /// which `scripts/facts.py` writes each host's signatures, checks and
 /// declarations (Python's sync and async twins, the JS checks and `.d.ts`
 /// interfaces, Swift's overloads); the field names follow the records'
@@ -379,7 +382,7 @@ macro_rules! options {
         $emit! {
             #[doc = "Appends an event (JSON, or bytes); returns its offset, dense from 1 within the"]
             #[doc = "stream. With `tx` it exists only if your transaction commits."]
-            Stream.publish(payload) -> [i64] with PublishArgs into $crate::stream::PublishOptions [tx traced] {
+            Stream.publish(payload) -> [i64] with PublishArgs into $crate::stream::PublishOptions [tx traced json] {
                 #[doc = "A label stored with the event (up to 512 bytes)."]
                 key: [String] = key,
                 #[doc = "A retried publish with this key (within 24 h) returns the original offset and"]
@@ -469,50 +472,7 @@ macro_rules! record_structs {
     )*};
 }
 
-/// Options given as a JSON object (a SQL function's `options` argument, an
-/// interop step's): each verb's core options read by the same table, so an
-/// option added there is taken here too. Unknown names, and values of the
-/// wrong type, are `INVALID_ARGUMENT`, naming `what` and the option.
-pub trait FromJsonOptions: Sized {
-    /// The options of the JSON object text `text`.
-    fn from_json_options(what: &str, text: &str) -> crate::Result<Self>;
-}
-
-/// One option's value from JSON, by its wire type.
-pub trait JsonOption: Sized {
-    /// `v` as this type, or `None` when it is not one.
-    fn from_json(v: &serde_json::Value) -> Option<Self>;
-    /// What a value must be ("text", "an integer of 32 bits").
-    const MUST_BE: &'static str;
-}
-
-impl JsonOption for String {
-    fn from_json(v: &serde_json::Value) -> Option<Self> {
-        v.as_str().map(str::to_owned)
-    }
-    const MUST_BE: &'static str = "text";
-}
-
-impl JsonOption for i32 {
-    fn from_json(v: &serde_json::Value) -> Option<Self> {
-        v.as_i64().and_then(|n| i32::try_from(n).ok())
-    }
-    const MUST_BE: &'static str = "an integer of 32 bits";
-}
-
-impl JsonOption for u32 {
-    fn from_json(v: &serde_json::Value) -> Option<Self> {
-        v.as_u64().and_then(|n| u32::try_from(n).ok())
-    }
-    const MUST_BE: &'static str = "a non-negative integer of 32 bits";
-}
-
-impl JsonOption for i64 {
-    fn from_json(v: &serde_json::Value) -> Option<Self> {
-        v.as_i64()
-    }
-    const MUST_BE: &'static str = "an integer";
-}
+pub use crate::sqlfn::{FromJsonOptions, JsonOption};
 
 /// Whether a verb's flags include `traced` (its options then take the W3C
 /// `traceparent` and `tracestate` headers, into `trace_context`).
@@ -522,13 +482,21 @@ macro_rules! if_traced {
     ([] $($then:tt)*) => {};
 }
 
+/// Whether a verb's flags include `json` (its core options are read from
+/// JSON by this entry: one entry per core options type).
+macro_rules! if_json {
+    ([json $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    ([$other:ident $($rest:ident)*] $($then:tt)*) => { if_json!([$($rest)*] $($then)*); };
+    ([] $($then:tt)*) => {};
+}
+
 macro_rules! json_options {
     ($(
         $(#[doc = $vdoc:literal])*
         $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] {
             $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
         }
-    )*) => {$(
+    )*) => {$( if_json!([$($flag)*]
         impl FromJsonOptions for $core {
             fn from_json_options(what: &str, text: &str) -> crate::Result<Self> {
                 let bad = |w: String| crate::Error::invalid(format!("{what}: options: {w}"));
@@ -560,7 +528,7 @@ macro_rules! json_options {
                 Ok(o)
             }
         }
-    )*};
+    ); )*};
 }
 
 options!(json_options);

@@ -17,6 +17,8 @@ use crate::payload::Payload;
 use crate::raw::Conn;
 
 mod args;
+mod json_options;
+pub use json_options::{FromJsonOptions, JsonOption};
 
 pub(crate) use args::Args;
 

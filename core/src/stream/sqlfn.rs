@@ -8,8 +8,8 @@ use super::ops;
 use super::retention::{self, StreamRetention};
 use super::PublishOptions;
 use crate::error::{Error, Result};
+use crate::sqlfn::FromJsonOptions as _;
 use crate::sqlfn::{payload_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
-use crate::surface::FromJsonOptions as _;
 use crate::validate;
 
 mod honker;
