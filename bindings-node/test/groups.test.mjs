@@ -59,6 +59,16 @@ test('members compete and each event goes to one of them', async () => {
   );
 });
 
+test('a group event carries its priority', async () => {
+  const { db } = await testDb();
+  const s = db.stream('alerts');
+  await s.publish({ n: 1 }, { priority: 3 });
+  const g = s.group('pagers');
+  await g.create();
+  const [e] = await g.claim('a');
+  assert.deepEqual([e.offset, e.priority], [1, 3]);
+});
+
 test('create is idempotent: it keeps the place and takes new options', async () => {
   const { db } = await testDb();
   const s = db.stream('orders');

@@ -62,6 +62,15 @@ def test_members_compete_and_each_event_goes_to_one_of_them(db):
     ]
 
 
+def test_a_group_event_carries_its_priority(db):
+    s = db.stream("alerts")
+    s.publish({"n": 1}, priority=3)
+    g = s.group("pagers")
+    g.create()
+    [e] = g.claim("a")
+    assert (e.offset, e.priority) == (1, 3)
+
+
 def test_create_is_idempotent_keeps_the_place_and_takes_new_options(db):
     s = db.stream("orders")
     s.publish_many([1, 2, 3])

@@ -182,6 +182,8 @@ macro_rules! records {
                 lease_expires_at_ms: [i64] = lease_expires_at,
                 #[doc = "The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."]
                 trace_context: [Option<String>] = trace_context,
+                #[doc = "The priority it was published with (0 unless given)."]
+                priority: [i32] = priority,
             }
 
             #[doc = "An event in a consumer group's dead letters."]

@@ -94,6 +94,36 @@ fn a_lapsed_lease_that_nobody_reclaimed_is_still_honoured() {
 }
 
 #[test]
+fn a_group_hands_out_each_events_priority_on_first_delivery_and_redelivery() {
+    let t = test_db();
+    let s = t.db.stream("s").unwrap();
+    for priority in [0, 4, -2] {
+        let o = PublishOptions {
+            priority,
+            ..PublishOptions::default()
+        };
+        s.publish(json(serde_json::json!(priority)), &o).unwrap();
+    }
+    let g = s.group("g").unwrap();
+    g.create(Start::Beginning, &opts(5, 100)).unwrap();
+    let first = g.claim("a", 3, None).unwrap().events;
+    assert_eq!(
+        first.iter().map(|e| e.priority).collect::<Vec<_>>(),
+        [0, 4, -2]
+    );
+    // Redelivered after the lease lapses (read again from the events table).
+    t.clock.advance(Duration::from_millis(101));
+    let again = g.claim("b", 3, None).unwrap().events;
+    assert_eq!(
+        again
+            .iter()
+            .map(|e| (e.deliveries, e.priority))
+            .collect::<Vec<_>>(),
+        [(2, 0), (2, 4), (2, -2)]
+    );
+}
+
+#[test]
 fn reclaimed_events_come_first_oldest_idle_first_with_their_delivery_count() {
     let t = test_db();
     let s = t.db.stream("s").unwrap();

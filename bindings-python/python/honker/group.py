@@ -46,6 +46,7 @@ class _GroupEventRecord(_Item, Generic[P]):
         "_lease_expires_at_ms",
         "_offset",
         "_payload",
+        "_priority",
         "_raw",
         "_token",
         "_trace_context",
@@ -59,6 +60,7 @@ class _GroupEventRecord(_Item, Generic[P]):
         "token",
         "lease_expires_at",
         "trace_context",
+        "priority",
     )
 
     def __init__(self, row: tuple[Any, ...]) -> None:
@@ -71,6 +73,7 @@ class _GroupEventRecord(_Item, Generic[P]):
             self._token,
             self._lease_expires_at_ms,
             self._trace_context,
+            self._priority,
         ) = row
         self._payload: Any = _UNSET
 
@@ -115,6 +118,11 @@ class _GroupEventRecord(_Item, Generic[P]):
     def trace_context(self) -> dict[str, str] | None:
         """The producer's W3C trace context (`traceparent`, `tracestate`), if it had one."""
         return _trace(self._trace_context)
+
+    @property
+    def priority(self) -> int:
+        """The priority it was published with (0 unless given)."""
+        return self._priority  # type: ignore[no-any-return]
 
     # </generated: record-GroupEvent>
 

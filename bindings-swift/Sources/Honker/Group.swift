@@ -31,6 +31,8 @@ public struct GroupEvent: Sendable {
     public let leaseExpiresAt: Date
     /// The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
     public let traceContext: [String: String]?
+    /// The priority it was published with (0 unless given).
+    public let priority: Int32
 
     init(_ i: HonkerNative.GroupEvent) {
         offset = i.offset
@@ -41,6 +43,7 @@ public struct GroupEvent: Sendable {
         token = i.token
         leaseExpiresAt = date(i.leaseExpiresAtMs)
         traceContext = i.traceContext.flatMap(traceCarrier)
+        priority = i.priority
     }
     // </generated: record-GroupEvent>
 

@@ -97,6 +97,8 @@ pub struct GroupEvent {
     pub lease_expires_at: i64,
     /// The producer's W3C trace context, if it had one.
     pub trace_context: Option<crate::TraceContext>,
+    /// The priority it was published with (0 unless given).
+    pub priority: i32,
 }
 
 /// What names a delivered event to its outcome (ack, retry, fail,

@@ -269,12 +269,12 @@ pub(crate) fn claim(
                 skipped += 1;
                 continue;
             }
-            let ev: Option<(Payload, i64, Stored)> = conn
+            let ev: Option<(Payload, i64, Stored, i32)> = conn
                 .prepare_cached(st::EVENT)?
                 .query_row(params![stream, offset], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?;
-            let Some((payload, created_at, trace)) = ev else {
+            let Some((payload, created_at, trace, priority)) = ev else {
                 finish(conn, stream, group, offset, key.as_deref(), now)?;
                 out.missed += 1;
                 skipped += 1;
@@ -284,9 +284,7 @@ pub(crate) fn claim(
                 offset,
                 key,
                 deliveries + 1,
-                payload,
-                trace,
-                created_at,
+                (payload, created_at, trace, priority),
                 lease_end,
             );
             conn.prepare_cached(st::DELIVER)?.execute(params![
@@ -308,15 +306,19 @@ pub(crate) fn claim(
             break;
         }
         let chunk = (n - out.events.len()).min(INTAKE + n - visited).max(1);
-        let rows: Vec<(i64, Option<String>, Payload, i64, Stored)> = conn
+        let rows: Vec<(i64, Option<String>, Retained)> = conn
             .prepare_cached(st::INCOMING)?
             .query_map(params![stream, next, chunk as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    (r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                ))
             })?;
         if rows.is_empty() {
             break;
         }
-        for (offset, key, payload, created_at, trace) in rows {
+        for (offset, key, retained) in rows {
             visited += 1;
             next = offset + 1;
             let busy = match &key {
@@ -341,7 +343,7 @@ pub(crate) fn claim(
                 ])?;
                 continue;
             }
-            let e = delivered(offset, key, 1, payload, trace, created_at, lease_end);
+            let e = delivered(offset, key, 1, retained, lease_end);
             conn.prepare_cached(st::TAKE_IN)?.execute(params![
                 stream,
                 group,
@@ -364,13 +366,15 @@ pub(crate) fn claim(
     Ok(out)
 }
 
+/// What the events table keeps of a delivered event: its payload, when it
+/// was published, its trace context and its priority.
+type Retained = (Payload, i64, Stored, i32);
+
 fn delivered(
     offset: i64,
     key: Option<String>,
     deliveries: i64,
-    payload: Payload,
-    trace: Stored,
-    created_at: i64,
+    (payload, created_at, trace, priority): Retained,
     lease_end: i64,
 ) -> GroupEvent {
     GroupEvent {
@@ -378,6 +382,7 @@ fn delivered(
         key,
         payload,
         created_at,
+        priority,
         deliveries: deliveries.clamp(0, i64::from(u32::MAX)) as u32,
         token: crate::raw::random_token(),
         lease_expires_at: lease_end,

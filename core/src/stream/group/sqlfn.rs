@@ -128,7 +128,7 @@ fn claim(c: &Call<'_>) -> Result<Out> {
             json!({"offset": e.offset, "key": e.key, "payload": payload_json(&e.payload),
                    "created_at": e.created_at, "deliveries": e.deliveries,
                    "lease_token": e.token, "lease_expires_at": e.lease_expires_at,
-                   "trace_context": crate::sqlfn::trace_json(e.trace_context.as_ref())})
+                   "priority": e.priority, "trace_context": crate::sqlfn::trace_json(e.trace_context.as_ref())})
         })
         .collect();
     Ok(Out::Text(

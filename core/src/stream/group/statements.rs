@@ -52,7 +52,7 @@ ORDER BY avail_at, offset LIMIT ?4";
 
 /// ?1 stream, ?2 from offset, ?3 n. Events the group has not taken in.
 pub const INCOMING: &str = "
-SELECT offset, key, payload, created_at, trace_context FROM _honker_stream_events
+SELECT offset, key, payload, created_at, trace_context, priority FROM _honker_stream_events
 WHERE stream = ?1 AND offset >= ?2 ORDER BY offset LIMIT ?3";
 
 /// ?1 stream, ?2 group, ?3 key. Whether the key has an unfinished event.
@@ -82,9 +82,10 @@ SET state = 'delivered', deliveries = deliveries + 1, member = ?4, token = ?5,
     avail_at = ?6, updated_at = ?7
 WHERE stream = ?1 AND grp = ?2 AND offset = ?3";
 
-/// ?1 stream, ?2 offset. An event's payload and time, if retained.
+/// ?1 stream, ?2 offset. An event's payload, time, trace context and
+/// priority, if retained.
 pub const EVENT: &str = "
-SELECT payload, created_at, trace_context FROM _honker_stream_events
+SELECT payload, created_at, trace_context, priority FROM _honker_stream_events
 WHERE stream = ?1 AND offset = ?2";
 
 /// ?1 stream, ?2 group, ?3 offset, ?4 token. A delivered event's key and
