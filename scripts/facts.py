@@ -51,7 +51,9 @@ def facts() -> dict:
         capture_output=True,
         text=True,
     ).stdout
-    return json.loads(out)
+    f = json.loads(out)
+    inherit_docs(f)
+    return f
 
 
 DRIVERS = {
@@ -491,13 +493,36 @@ OPTION_SCALARS = {
     "i64": ("int", "_args.I64", "Int64", "number", "ID"),
 }
 
-# A verb's positional arguments, per host: (Python, Swift) declaration.
-OPTION_ARGS = {"payload": ("payload: P", "_ payload: P")}
-OPTION_RETURNS = {"i64": ("int", "Int64", "number")}
+# A verb's positional arguments, per host: Python's and Swift's declaration,
+# and Swift's encoding of it.
+OPTION_ARGS = {
+    "payload": ("payload: P", "_ payload: P", "try encode(payload)"),
+    "payloads": (
+        "payloads: Iterable[P]",
+        "_ payloads: [P]",
+        "try payloads.map(encode)",
+    ),
+}
+OPTION_RETURNS = {"i64": ("int", "Int64"), "Vec<i64>": ("list[int]", "[Int64]")}
 
 
 def verbs(f: dict, noun: str) -> list[dict]:
     return [v for v in f["options"] if v["noun"] == noun]
+
+
+def inherit_docs(f: dict) -> None:
+    """A field declared without docs has those of the same field of an
+    earlier entry (publish_many's key is publish's)."""
+    seen: dict[str, str] = {}
+    for v in f["options"]:
+        for fl in v["fields"]:
+            if not fl["doc"]:
+                if fl["name"] not in seen:
+                    raise SystemExit(
+                        f"facts: option {fl['name']!r} of {v['verb']} has no docs"
+                    )
+                fl["doc"] = seen[fl["name"]]
+            seen.setdefault(fl["name"], fl["doc"])
 
 
 def option_scalar(field: dict) -> tuple:
@@ -544,7 +569,9 @@ def py_verbs(f: dict, noun: str) -> str:
             default = py_default(fl)
             none = default == "None"
             params.append(f"{fl['name']}: {py}{' | None' if none else ''} = {default}")
-            fn = ("optional_" if none else "") + ("text" if bounds is None else "integer")
+            fn = ("optional_" if none else "") + (
+                "text" if bounds is None else "integer"
+            )
             extra = "" if bounds is None else f", {bounds}"
             checks.append(f'_args.{fn}("{fl["name"]}", {fl["name"]}{extra})')
         params.append("tx: Transaction | None = None")
@@ -657,22 +684,24 @@ def swift_verbs(f: dict, noun: str) -> str:
         doc = "".join(f"{line}\n" for line in wrap(v["doc"], "    /// "))
         for fl in v["fields"]:
             doc += "    ///\n" + "".join(
-                f"{line}\n" for line in wrap(fl["doc"], "    /// ", f"`{camel(fl['name'])}`: ")
+                f"{line}\n"
+                for line in wrap(fl["doc"], "    /// ", f"`{camel(fl['name'])}`: ")
             )
-        encoded = ", ".join(f"try encode({a})" for a in names)
+        encoded = ", ".join(OPTION_ARGS[a][2] for a in names)
+        verb = camel(v["verb"])
         out.append(
             f"{doc}    @discardableResult\n"
-            f"    public func {v['verb']}<P: Encodable>({', '.join(args + params)},\n"
+            f"    public func {verb}<P: Encodable>({', '.join(args + params)},\n"
             f"        tx: Transaction? = nil) throws -> {ret} {{\n"
-            f"        try {v['verb']}Encoded({encoded}, {record}, tx: tx)\n"
+            f"        try {verb}Encoded({encoded}, {record}, tx: tx)\n"
             f"    }}\n"
         )
         out.append(
-            f"    /// `{v['verb']}` for async code: off the caller's thread where it would wait.\n"
+            f"    /// `{verb}` for async code: off the caller's thread where it would wait.\n"
             f"    @discardableResult\n"
-            f"    public func {v['verb']}<P: Encodable & Sendable>({', '.join(args + params)},\n"
+            f"    public func {verb}<P: Encodable & Sendable>({', '.join(args + params)},\n"
             f"        isolation: isolated (any Actor)? = #isolation) async throws -> {ret} {{\n"
-            f"        try await {v['verb']}Encoded({encoded}, {record})\n"
+            f"        try await {verb}Encoded({encoded}, {record})\n"
             f"    }}\n"
         )
     return "\n".join(out).rstrip("\n")
@@ -886,7 +915,12 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             for file, n in SWIFT_RECORDS
         ],
         ("bindings-python/python/honker/_defaults.py", "defaults", "#", py_defaults(f)),
-        ("bindings-python/python/honker/stream.py", "verbs-Stream", "    #", py_verbs(f, "Stream")),
+        (
+            "bindings-python/python/honker/stream.py",
+            "verbs-Stream",
+            "    #",
+            py_verbs(f, "Stream"),
+        ),
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
         ("bindings-node/lib/options.js", "options", "//", js_options(f)),
         ("bindings-node/index.d.ts", "options", "//", ts_options(f)),

@@ -324,6 +324,7 @@ function groupEvent(d) {
     token: d.token,
     leaseExpiresAt: date(d.leaseExpiresAtMs),
     traceContext: traceContext(d.traceContext),
+    priority: d.priority,
   };
 }
 // </generated: record-GroupEvent>

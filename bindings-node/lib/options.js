@@ -24,7 +24,6 @@ const ACK_OPTIONS = new Set(['result', 'tx']);
 const RETRY_OPTIONS = new Set(['delay', 'error', 'tx']);
 const HEARTBEAT_OPTIONS = new Set(['extend', 'tx']);
 const KEEP_ALIVE_OPTIONS = new Set(['every']);
-const PUBLISH_MANY_OPTIONS = new Set(['key', 'tx']);
 const READ_OPTIONS = new Set(['after', 'limit']);
 const STREAM_RETENTION_OPTIONS = new Set(['maxAge', 'maxCount', 'trimPassed']);
 const SUBSCRIBE_OPTIONS = new Set(['start', 'batch', 'autoCommit', 'commitEvery', 'commitInterval', 'wait', 'signal']);
@@ -58,7 +57,15 @@ function publishArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { PUBLISH_OPTIONS, publishArgs };
+const PUBLISH_MANY_OPTIONS = new Set(['key', 'priority', 'tx']);
+/** `Stream.publish_many`'s options checked, as its native `PublishManyArgs` (undefined when none is given). */
+function publishManyArgs(options) {
+  return definedFields({
+    key: optText('key', options.key),
+    priority: int('priority', options.priority, ...I32),
+  });
+}
+const GENERATED = { PUBLISH_OPTIONS, publishArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**
@@ -101,7 +108,6 @@ module.exports = {
   LOCK_TRY_OPTIONS,
   OPEN_OPTIONS,
   PAUSE_OPTIONS,
-  PUBLISH_MANY_OPTIONS,
   PURGE_DEAD_OPTIONS,
   QUEUE_OPTIONS,
   RATE_ACQUIRE_OPTIONS,

@@ -6,7 +6,7 @@ const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notificat
 const { Database, method, txId } = require('./database.js');
 const { COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
-const { CHANNEL_RETENTION_OPTIONS, PUBLISH_MANY_OPTIONS, PUBLISH_OPTIONS, READER_OPTIONS, READ_OPTIONS, STREAM_RETENTION_OPTIONS, SUBSCRIBE_OPTIONS, TX_OPTIONS, opts, publishArgs } = require('./options.js');
+const { CHANNEL_RETENTION_OPTIONS, PUBLISH_MANY_OPTIONS, PUBLISH_OPTIONS, READER_OPTIONS, READ_OPTIONS, STREAM_RETENTION_OPTIONS, SUBSCRIBE_OPTIONS, TX_OPTIONS, opts, publishArgs, publishManyArgs } = require('./options.js');
 const { captureTrace } = require('./trace.js');
 
 function readerOptions(options) {
@@ -234,8 +234,8 @@ class Stream {
   /** Appends events in one transaction (up to 10,000); resolves to their offsets. */
   async publishMany(payloads, options) {
     options = opts(options, PUBLISH_MANY_OPTIONS);
+    const args = publishManyArgs(options);
     const list = Array.from(iterable('payloads', payloads), encode);
-    const key = optText('key', options.key);
     const tx = txId(this._db, options.tx);
     const { traceparent, tracestate } = captureTrace();
     const n = this._native;
@@ -243,8 +243,8 @@ class Stream {
       this._db,
       tx,
       this._db._fast && list.length <= FAST_MAX,
-      () => n.tryPublishMany(list, key, tx, traceparent, tracestate),
-      () => n.publishMany(list, key, tx, traceparent, tracestate),
+      () => n.tryPublishMany(list, args, tx, traceparent, tracestate),
+      () => n.publishMany(list, args, tx, traceparent, tracestate),
     );
   }
 

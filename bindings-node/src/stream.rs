@@ -116,7 +116,7 @@ impl Stream {
     fn publish_many_op(
         &self,
         payloads: Vec<PayloadIo>,
-        key: Option<String>,
+        options: Option<PublishManyArgs>,
         tx: Option<u32>,
         traceparent: Option<String>,
         tracestate: Option<String>,
@@ -125,12 +125,11 @@ impl Stream {
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
         Box::new(move || {
             let o = PublishOptions {
-                key,
                 trace_context: honker::TraceContext::from_headers(
                     traceparent.as_deref(),
                     tracestate.as_deref(),
                 )?,
-                ..PublishOptions::default()
+                ..options.map(|a| a.to_core()).unwrap_or_default()
             };
             with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))
         })
@@ -281,7 +280,7 @@ verbs! {
     publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>, tx: Option<u32>,
         traceparent: Option<String>, tracestate: Option<String>) -> i64 = publish_op;
     #[doc = "Appends events in one transaction; resolves to their offsets."]
-    publish_many / try_publish_many (payloads: Vec<PayloadIo>, key: Option<String>, tx: Option<u32>,
+    publish_many / try_publish_many (payloads: Vec<PayloadIo>, options: Option<PublishManyArgs>, tx: Option<u32>,
         traceparent: Option<String>, tracestate: Option<String>) -> Vec<i64> = publish_many_op;
     #[doc = "Up to `limit` events with offsets above `after`."]
     read / try_read (after: i64, limit: u32) -> Vec<StreamEvent> = read_op;

@@ -16,7 +16,7 @@ use crate::database::{in_tx, secs, Transaction};
 use crate::errors::{invalid, IntoPyResult as _};
 use crate::group::{info_tuple, Group, InfoTuple};
 use crate::json::payload_from_py;
-use crate::records::{ConsumerInfo, Notification, PublishArgs, StreamEvent};
+use crate::records::{ConsumerInfo, Notification, PublishArgs, PublishManyArgs, StreamEvent};
 
 /// A fast path's result as Python sees it: the item; None when there is
 /// nothing now (wait for a wake-up: `Database.readiness`, or `next` on a
@@ -105,21 +105,21 @@ impl Stream {
         .py()
     }
 
-    /// Appends events in one transaction; returns their offsets.
-    #[pyo3(signature = (payloads, *, key = None, tx = None, traceparent = None, tracestate = None))]
+    /// Appends events in one transaction; returns their offsets. `options`
+    /// is core's `PublishManyArgs` as a tuple.
+    #[pyo3(signature = (payloads, options, *, tx = None, traceparent = None, tracestate = None))]
     fn publish_many(
         &self,
         py: Python<'_>,
         payloads: Vec<Bound<'_, PyAny>>,
-        key: Option<String>,
+        options: PublishManyArgs,
         tx: Option<PyRef<'_, Transaction>>,
         traceparent: Option<&str>,
         tracestate: Option<&str>,
     ) -> PyResult<Vec<i64>> {
         let o = PublishOptions {
-            key,
             trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
-            ..PublishOptions::default()
+            ..options.to_core()
         };
         let payloads = payloads
             .iter()

@@ -12,7 +12,7 @@ use honker::stream::{Start, StreamRetention};
 use crate::database::{in_tx, Database, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::queue::CancelToken;
-use crate::records::{ConsumerInfo, Notification, PublishArgs, StreamEvent};
+use crate::records::{ConsumerInfo, Notification, PublishArgs, PublishManyArgs, StreamEvent};
 
 /// Where a consumer with no committed offset starts.
 #[derive(Debug, uniffi::Enum)]
@@ -102,14 +102,12 @@ impl Stream {
     pub fn publish_many(
         &self,
         payloads: Vec<Payload>,
-        key: Option<String>,
+        options: PublishManyArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<i64>> {
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
-        in_tx(&tx, |t| match t {
-            Some(t) => self.s.publish_many_tx(t, payloads, key.as_deref()),
-            None => self.s.publish_many(payloads, key.as_deref()),
-        })
+        let o = options.to_core();
+        in_tx(&tx, |t| self.s.publish_many_with(t, payloads, &o))
     }
 
     /// Up to `limit` events with offsets above `after`.

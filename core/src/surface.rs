@@ -394,6 +394,14 @@ macro_rules! options {
                 #[doc = "integer; reading stays in offset order)."]
                 priority: [i32] = priority,
             }
+
+            #[doc = "Appends events in one transaction (up to 10,000); returns their offsets,"]
+            #[doc = "consecutive. Each event gets the options (an idempotency key names one event:"]
+            #[doc = "`publish` takes it)."]
+            Stream.publish_many(payloads) -> [Vec<i64>] with PublishManyArgs into $crate::stream::PublishOptions [tx traced] {
+                key: [String] = key,
+                priority: [i32] = priority,
+            }
         }
     };
 }

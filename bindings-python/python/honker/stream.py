@@ -511,6 +511,55 @@ class Stream(Generic[P]):
             ),
         )
 
+    def publish_many(
+        self,
+        payloads: Iterable[P],
+        *,
+        key: str | None = None,
+        priority: int = 0,
+        tx: Transaction | None = None,
+    ) -> list[int]:
+        """Appends events in one transaction (up to 10,000); returns their offsets,
+        consecutive. Each event gets the options (an idempotency key names one event:
+        ``publish`` takes it).
+
+        ``key``: A label stored with the event (up to 512 bytes).
+
+        ``priority``: A priority stored with the event and handed to its readers (any 32-bit
+        integer; reading stays in offset order)."""
+        return self._db._write(
+            tx,
+            self._publish_many(
+                payloads,
+                tx,
+                (
+                    _args.optional_text("key", key),
+                    _args.integer("priority", priority, _args.I32),
+                ),
+            ),
+        )
+
+    async def publish_many_async(
+        self,
+        payloads: Iterable[P],
+        *,
+        key: str | None = None,
+        priority: int = 0,
+        tx: Transaction | None = None,
+    ) -> list[int]:
+        """:meth:`publish_many` for asyncio code: waits for the writer on no thread."""
+        return await self._db._write_async(
+            tx,
+            self._publish_many(
+                payloads,
+                tx,
+                (
+                    _args.optional_text("key", key),
+                    _args.integer("priority", priority, _args.I32),
+                ),
+            ),
+        )
+
     # </generated: verbs-Stream>
 
     def _publish(
@@ -523,26 +572,14 @@ class Stream(Generic[P]):
         native = self._native
         return lambda: native.publish(payload, options, tx=t, traceparent=parent, tracestate=state)
 
-    def publish_many(
-        self, payloads: Iterable[P], *, key: str | None = None, tx: Transaction | None = None
-    ) -> list[int]:
-        """Appends events in one transaction; returns their offsets."""
-        return self._db._write(tx, self._publish_many(payloads, key, tx))
-
-    async def publish_many_async(
-        self, payloads: Iterable[P], *, key: str | None = None, tx: Transaction | None = None
-    ) -> list[int]:
-        return await self._db._write_async(tx, self._publish_many(payloads, key, tx))
-
     def _publish_many(
-        self, payloads: Iterable[P], key: str | None, tx: Transaction | None
+        self, payloads: Iterable[P], tx: Transaction | None, options: tuple[Any, ...]
     ) -> Callable[[], list[int]]:
         items = _args.items("payloads", payloads)
-        _args.optional_text("key", key)
         t, (parent, state) = _args.transaction(tx), _capture()
         native = self._native
         return lambda: native.publish_many(
-            items, key=key, tx=t, traceparent=parent, tracestate=state
+            items, options, tx=t, traceparent=parent, tracestate=state
         )
 
     def read(self, after: int = 0, limit: int = PAGE_LIMIT) -> list[Event[P]]:

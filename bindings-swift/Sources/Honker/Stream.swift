@@ -216,6 +216,27 @@ public final class Stream: @unchecked Sendable {
         isolation: isolated (any Actor)? = #isolation) async throws -> Int64 {
         try await publishEncoded(try encode(payload), PublishArgs(key: key, idempotencyKey: idempotencyKey, priority: priority))
     }
+
+    /// Appends events in one transaction (up to 10,000); returns their offsets,
+    /// consecutive. Each event gets the options (an idempotency key names one event:
+    /// `publish` takes it).
+    ///
+    /// `key`: A label stored with the event (up to 512 bytes).
+    ///
+    /// `priority`: A priority stored with the event and handed to its readers (any 32-bit
+    /// integer; reading stays in offset order).
+    @discardableResult
+    public func publishMany<P: Encodable>(_ payloads: [P], key: String? = nil, priority: Int32 = 0,
+        tx: Transaction? = nil) throws -> [Int64] {
+        try publishManyEncoded(try payloads.map(encode), PublishManyArgs(key: key, priority: priority), tx: tx)
+    }
+
+    /// `publishMany` for async code: off the caller's thread where it would wait.
+    @discardableResult
+    public func publishMany<P: Encodable & Sendable>(_ payloads: [P], key: String? = nil, priority: Int32 = 0,
+        isolation: isolated (any Actor)? = #isolation) async throws -> [Int64] {
+        try await publishManyEncoded(try payloads.map(encode), PublishManyArgs(key: key, priority: priority))
+    }
     // </generated: verbs-Stream>
 
     func publishEncoded(_ payload: Payload, _ options: PublishArgs, tx: Transaction?) throws -> Int64 {
@@ -228,18 +249,14 @@ public final class Stream: @unchecked Sendable {
         return try await soon(db.inline) { try native.publish(payload: payload, options: options, tx: nil) }
     }
 
-    /// Appends events in one transaction (up to 10,000); returns their offsets.
-    @discardableResult
-    public func publishMany<P: Encodable>(_ payloads: [P], key: String? = nil,
-                                          tx: Transaction? = nil) throws -> [Int64] {
-        try native.publishMany(payloads: try payloads.map(encode), key: key, tx: tx?.native)
+    func publishManyEncoded(_ payloads: [Payload], _ options: PublishManyArgs, tx: Transaction?) throws -> [Int64] {
+        try native.publishMany(payloads: payloads, options: options, tx: tx?.native)
     }
 
-    @discardableResult
-    public func publishMany<P: Encodable & Sendable>(_ payloads: [P], key: String? = nil,
-                                                     isolation: isolated (any Actor)? = #isolation) async throws -> [Int64] {
-        let (native, encoded) = (self.native, try payloads.map(encode))
-        return try await offThread { try native.publishMany(payloads: encoded, key: key, tx: nil) }
+    func publishManyEncoded(_ payloads: [Payload], _ options: PublishManyArgs,
+                            isolation: isolated (any Actor)? = #isolation) async throws -> [Int64] {
+        let native = self.native
+        return try await offThread { try native.publishMany(payloads: payloads, options: options, tx: nil) }
     }
 
     /// Up to `limit` events with offsets above `after` (paging).
