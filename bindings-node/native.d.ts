@@ -434,8 +434,8 @@ export declare class Stream {
   publish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<number>>
   tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<number>
   /** Appends events in one transaction; resolves to their offsets. */
-  publishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<number>>>
-  tryPublishMany(payloads: Array<PayloadIo>, key?: string | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<number>>
+  publishMany(payloads: Array<PayloadIo>, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<number>>>
+  tryPublishMany(payloads: Array<PayloadIo>, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<number>>
   /** Up to `limit` events with offsets above `after`. */
   read(after: number, limit: number): Promise<Out<Array<StreamEvent>>>
   tryRead(after: number, limit: number): Out<Array<StreamEvent>>
@@ -758,6 +758,8 @@ export interface GroupEvent {
   leaseExpiresAtMs: number
   /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
   traceContext?: string
+  /** The priority it was published with (0 unless given). */
+  priority: number
 }
 
 /** What `Group.info` (and each of a stream's `groups`) reports. */
@@ -950,6 +952,16 @@ export interface PublishArgs {
    * A priority stored with the event and handed to its readers (any 32-bit
    * integer; reading stays in offset order).
    */
+  priority?: number
+}
+
+/**
+ * Appends events in one transaction (up to 10,000); returns their offsets,
+ * consecutive. Each event gets the options (an idempotency key names one event:
+ * `publish` takes it).
+ */
+export interface PublishManyArgs {
+  key?: string
   priority?: number
 }
 

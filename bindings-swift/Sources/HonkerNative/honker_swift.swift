@@ -4312,7 +4312,7 @@ public protocol StreamProtocol: AnyObject, Sendable {
     /**
      * Appends events in one transaction; returns their offsets.
      */
-    func publishMany(payloads: [Payload], key: String?, tx: Transaction?) throws  -> [Int64]
+    func publishMany(payloads: [Payload], options: PublishManyArgs, tx: Transaction?) throws  -> [Int64]
     
     /**
      * Up to `limit` events with offsets above `after`.
@@ -4468,13 +4468,13 @@ open func publish(payload: Payload, options: PublishArgs, tx: Transaction?)throw
     /**
      * Appends events in one transaction; returns their offsets.
      */
-open func publishMany(payloads: [Payload], key: String?, tx: Transaction?)throws  -> [Int64]  {
+open func publishMany(payloads: [Payload], options: PublishManyArgs, tx: Transaction?)throws  -> [Int64]  {
     return try  FfiConverterSequenceInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_stream_publish_many(
             self.uniffiCloneHandle(),
         FfiConverterSequenceTypePayload.lower(payloads),
-        FfiConverterOptionString.lower(key),
+        FfiConverterTypePublishManyArgs_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
@@ -6259,6 +6259,10 @@ public struct GroupEvent: Equatable, Hashable {
      * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
      */
     public var traceContext: String?
+    /**
+     * The priority it was published with (0 unless given).
+     */
+    public var priority: Int32
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -6286,7 +6290,10 @@ public struct GroupEvent: Equatable, Hashable {
          */leaseExpiresAtMs: Int64, 
         /**
          * The producer's W3C trace context (`traceparent`, `tracestate`), if it had one.
-         */traceContext: String?) {
+         */traceContext: String?, 
+        /**
+         * The priority it was published with (0 unless given).
+         */priority: Int32) {
         self.offset = offset
         self.key = key
         self.payload = payload
@@ -6295,6 +6302,7 @@ public struct GroupEvent: Equatable, Hashable {
         self.token = token
         self.leaseExpiresAtMs = leaseExpiresAtMs
         self.traceContext = traceContext
+        self.priority = priority
     }
 
     
@@ -6320,7 +6328,8 @@ public struct FfiConverterTypeGroupEvent: FfiConverterRustBuffer {
                 deliveries: FfiConverterUInt32.read(from: &buf), 
                 token: FfiConverterString.read(from: &buf), 
                 leaseExpiresAtMs: FfiConverterInt64.read(from: &buf), 
-                traceContext: FfiConverterOptionString.read(from: &buf)
+                traceContext: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterInt32.read(from: &buf)
         )
     }
 
@@ -6333,6 +6342,7 @@ public struct FfiConverterTypeGroupEvent: FfiConverterRustBuffer {
         FfiConverterString.write(value.token, into: &buf)
         FfiConverterInt64.write(value.leaseExpiresAtMs, into: &buf)
         FfiConverterOptionString.write(value.traceContext, into: &buf)
+        FfiConverterInt32.write(value.priority, into: &buf)
     }
 }
 
@@ -7463,6 +7473,65 @@ public func FfiConverterTypePublishArgs_lift(_ buf: RustBuffer) throws -> Publis
 #endif
 public func FfiConverterTypePublishArgs_lower(_ value: PublishArgs) -> RustBuffer {
     return FfiConverterTypePublishArgs.lower(value)
+}
+
+
+/**
+ * Appends events in one transaction (up to 10,000); returns their offsets,
+ * consecutive. Each event gets the options (an idempotency key names one event:
+ * `publish` takes it).
+ */
+public struct PublishManyArgs: Equatable, Hashable {
+    public var key: String?
+    public var priority: Int32?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(key: String?, priority: Int32?) {
+        self.key = key
+        self.priority = priority
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PublishManyArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePublishManyArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PublishManyArgs {
+        return
+            try PublishManyArgs(
+                key: FfiConverterOptionString.read(from: &buf), 
+                priority: FfiConverterOptionInt32.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PublishManyArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.key, into: &buf)
+        FfiConverterOptionInt32.write(value.priority, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePublishManyArgs_lift(_ buf: RustBuffer) throws -> PublishManyArgs {
+    return try FfiConverterTypePublishManyArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePublishManyArgs_lower(_ value: PublishManyArgs) -> RustBuffer {
+    return FfiConverterTypePublishManyArgs.lower(value)
 }
 
 
@@ -10816,7 +10885,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_stream_publish() != 35413) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_stream_publish_many() != 55194) {
+    if (uniffi_honker_swift_checksum_method_stream_publish_many() != 15217) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_stream_read() != 23504) {

@@ -1100,7 +1100,7 @@ int64_t uniffi_honker_swift_fn_method_stream_publish(uint64_t ptr, RustBuffer pa
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH_MANY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_PUBLISH_MANY
-RustBuffer uniffi_honker_swift_fn_method_stream_publish_many(uint64_t ptr, RustBuffer payloads, RustBuffer key, RustBuffer tx, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_stream_publish_many(uint64_t ptr, RustBuffer payloads, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_STREAM_READ
