@@ -76,6 +76,22 @@ pub(crate) fn start(s: StartArg) -> honker::Result<Start> {
     }
 }
 
+/// A publish's core options: the record's (or the defaults) with the
+/// producer's W3C trace headers.
+fn traced(
+    o: Option<PublishOptions>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+) -> honker::Result<PublishOptions> {
+    Ok(PublishOptions {
+        trace_context: honker::TraceContext::from_headers(
+            traceparent.as_deref(),
+            tracestate.as_deref(),
+        )?,
+        ..o.unwrap_or_default()
+    })
+}
+
 /// A handle on one stream.
 #[napi]
 pub struct Stream {
@@ -99,13 +115,7 @@ impl Stream {
         let (s, txs) = self.parts();
         let payload = payload_in(payload);
         Box::new(move || {
-            let o = PublishOptions {
-                trace_context: honker::TraceContext::from_headers(
-                    traceparent.as_deref(),
-                    tracestate.as_deref(),
-                )?,
-                ..options.map(|a| a.to_core()).unwrap_or_default()
-            };
+            let o = traced(options.map(|a| a.to_core()), traceparent, tracestate)?;
             with_tx(&txs, tx, |t| match t {
                 Some(t) => s.publish_tx(t, payload, &o),
                 None => s.publish(payload, &o),
@@ -124,13 +134,7 @@ impl Stream {
         let (s, txs) = self.parts();
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
         Box::new(move || {
-            let o = PublishOptions {
-                trace_context: honker::TraceContext::from_headers(
-                    traceparent.as_deref(),
-                    tracestate.as_deref(),
-                )?,
-                ..options.map(|a| a.to_core()).unwrap_or_default()
-            };
+            let o = traced(options.map(|a| a.to_core()), traceparent, tracestate)?;
             with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))
         })
     }
