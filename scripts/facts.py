@@ -612,6 +612,25 @@ def pyi_options(f: dict) -> str:
     return "\n".join(lines)
 
 
+def py_typeddicts(f: dict) -> str:
+    """Each verb's options as a TypedDict (total=False), for ``**options``."""
+    out = []
+    for v in f["options"]:
+        name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
+        lines = [f"class {name}(TypedDict, total=False):"]
+        lines.append(
+            f'    """The options of ``{v["noun"]}.{v["verb"]}`` (core\'s table)."""'
+        )
+        lines.append("")
+        for fl in v["fields"]:
+            py = option_scalar(fl)[0]
+            none = " | None" if fl["default"] == "None" else ""
+            lines.append(f"    {fl['name']}: {py}{none}")
+        out.append("\n".join(lines))
+    # ruff's layout: two blank lines before the closing marker's comment.
+    return "\n\n\n".join(out) + "\n\n"
+
+
 def js_options(f: dict) -> str:
     """Each verb's option names, and its check into the native record."""
     lines = []
@@ -922,6 +941,12 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             py_verbs(f, "Stream"),
         ),
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
+        (
+            "bindings-python/python/honker/_sql.py",
+            "options-typeddict",
+            "#",
+            py_typeddicts(f),
+        ),
         ("bindings-node/lib/options.js", "options", "//", js_options(f)),
         ("bindings-node/index.d.ts", "options", "//", ts_options(f)),
         (

@@ -134,10 +134,12 @@ def test_publish_and_notify_commit_with_the_atomic_block_or_not_at_all():
         raise RuntimeError("payment declined")
     with transaction.atomic():
         add_order(2)
-        offset = hdj.publish("orders", {"order": 2}, key="o-2")
+        offset = hdj.publish("orders", {"order": 2}, key="o-2", priority=2)
         hdj.notify("dashboard", {"order": 2})
     [(raw,)] = rows(f"SELECT honker_stream_read('orders', {offset - 1}, 100)")
-    assert [(e["key"], e["payload"]) for e in json.loads(raw)] == [("o-2", {"order": 2})]
+    assert [(e["key"], e["payload"], e["priority"]) for e in json.loads(raw)] == [
+        ("o-2", {"order": 2}, 2)
+    ]
     assert listener.heard() == {"order": 2}
     with pytest.raises(honker.InvalidArgument):
         hdj.publish("orders", {"order": 3})  # outside atomic: refused

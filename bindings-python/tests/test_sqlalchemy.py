@@ -7,6 +7,8 @@ process's asyncio consumers."""
 
 from __future__ import annotations
 
+import json
+
 import honker
 import honker.sqlalchemy as hsa
 import pytest
@@ -146,7 +148,17 @@ def test_publish_and_notify_commit_with_the_session_or_not_at_all(engine, path):
     assert events(engine) == [{"offset": 1, "key": "o-2", "payload": {"order": 2}}]
     # The rolled-back notification was never delivered; the committed one was.
     assert listener.heard() == {"order": 2}
+    # Every option of core's table, by its name; checked by core's SQL function.
     with Session(engine) as session, session.begin():
+        assert hsa.publish(session, "alerts", {"n": 1}, priority=4) == 1
+    with engine.connect() as c:
+        raw = c.execute(text("SELECT honker_stream_read('alerts', 0, 100)")).scalar_one()
+    assert [e["priority"] for e in json.loads(raw)] == [4]
+    with Session(engine) as session, session.begin():
+        with pytest.raises(honker.InvalidArgument, match="priority must be an integer"):
+            hsa.publish(session, "alerts", {"n": 2}, priority="high")
+        with pytest.raises(honker.InvalidArgument, match='unknown key "prio"'):
+            hsa.publish(session, "alerts", {"n": 2}, prio=1)
         with pytest.raises(honker.InvalidArgument):
             hsa.publish(session, "", {"x": 1})
         with pytest.raises(honker.InvalidArgument):

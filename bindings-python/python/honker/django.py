@@ -43,12 +43,15 @@ Semantics are at-least-once: see the README.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._sql import enqueue_call, honker_errors, notify_call, publish_call
+from ._sql import PublishOptions, enqueue_call, honker_errors, notify_call, publish_call
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["enqueue", "notify", "publish", "setup"]
 
@@ -127,16 +130,13 @@ def publish(
     payload: Any,
     *,
     using: str = "default",
-    key: str | None = None,
-    idempotency_key: str | None = None,
+    **options: Unpack[PublishOptions],
 ) -> int:
     """Publishes an event on Django's connection ``using``, inside the
     current ``transaction.atomic`` block (the outbox for events). The
     options are :meth:`honker.Stream.publish`'s. Returns its offset. Outside
     ``atomic`` it refuses (``InvalidArgument``)."""
-    sql, args = publish_call(
-        stream, payload, key=key, idempotency_key=idempotency_key, placeholder="%s"
-    )
+    sql, args = publish_call(stream, payload, options, placeholder="%s")
     return _run(using, sql, args, "publish", "the event")
 
 

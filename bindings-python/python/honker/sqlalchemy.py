@@ -42,12 +42,15 @@ Semantics are at-least-once: see the README.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._sql import enqueue_call, honker_errors, notify_call, publish_call
+from ._sql import PublishOptions, enqueue_call, honker_errors, notify_call, publish_call
 from ._time import Seconds, When
 from .errors import InvalidArgument
 from .extension import load_extension
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["enqueue", "notify", "publish", "setup"]
 
@@ -122,16 +125,14 @@ def publish(
     session_or_connection: Any,
     stream: str,
     payload: Any,
-    *,
-    key: str | None = None,
-    idempotency_key: str | None = None,
+    **options: Unpack[PublishOptions],
 ) -> int:
     """Publishes an event on the ORM's own connection, inside its current
     transaction (the outbox for events): it exists only if your rows
     commit. The options are :meth:`honker.Stream.publish`'s. Returns the
     event's offset. Refuses a connection outside a transaction, as
     :func:`enqueue` does."""
-    sql, args = publish_call(stream, payload, key=key, idempotency_key=idempotency_key)
+    sql, args = publish_call(stream, payload, options)
     return _run(session_or_connection, sql, args, "the event")
 
 
