@@ -1,6 +1,7 @@
 """Typed payloads, checked by `mypy --strict --warn-unused-ignores` (the test
 command): a handle annotated with its payload's type checks what is sent and
-types what is read. Each `# type: ignore[...]` marks an error mypy must
+types what is read; the options of core's table are typed too (the ORM
+helpers' `**options`). Each `# type: ignore[...]` marks an error mypy must
 report (an unused one fails the check). It is also run."""
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import honker
+import honker.django
+import honker.sqlalchemy
 
 
 class Email(TypedDict):
@@ -34,6 +37,15 @@ def refused(
     job.payload["body"]  # type: ignore[typeddict-item]
     orders.publish({"order_id": 1, "total": "9.5"})  # type: ignore[typeddict-item]
     event.payload["order"]  # type: ignore[typeddict-item]
+    orders.publish({"order_id": 2, "total": 1.0}, priority="high")  # type: ignore[arg-type]
+
+
+def refused_orm_options(session: Any) -> None:
+    """The ORM helpers' options are the table's, by name and type (never run)."""
+    honker.sqlalchemy.publish(session, "orders", {}, key="k", priority=2)
+    honker.sqlalchemy.publish(session, "orders", {}, priority="high")  # type: ignore[arg-type]
+    honker.sqlalchemy.publish(session, "orders", {}, prio=1)  # type: ignore[call-arg]
+    honker.django.publish("orders", {}, idempotency_key=5)  # type: ignore[arg-type]
 
 
 def main(path: Path) -> None:
@@ -53,8 +65,8 @@ def main(path: Path) -> None:
     assert emails.get_job(later.id).payload["to"] == "dave@example.com"
 
     orders: honker.Stream[OrderPlaced] = db.stream("orders")
-    orders.publish({"order_id": 1, "total": 9.5})
-    assert [e.payload["order_id"] for e in orders.read()] == [1]
+    orders.publish({"order_id": 1, "total": 9.5}, priority=3)
+    assert [(e.payload["order_id"], e.priority) for e in orders.read()] == [(1, 3)]
     with orders.subscribe("audit", wait=0.1) as sub:
         for event in sub:
             total: float = event.payload["total"]
