@@ -90,6 +90,8 @@ async function run(s) {
       await sub.close();
       return got;
     }
+    case 'stream_read':
+      return (await db.stream(s.stream).read({ limit: 100 })).map((e) => ({ offset: e.offset, key: e.key, priority: e.priority }));
     case 'stream_info': {
       const i = await db.stream(s.stream).info();
       return {

@@ -95,7 +95,15 @@ class Driver:
                 return [list(r) for r in self.tx.query(s["sql"], s.get("params", []))]
             self.db.execute(s["sql"], s.get("params", []))
             return None
-        if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
+        if op in (
+            "publish",
+            "consume",
+            "stream_info",
+            "stream_read",
+            "notify",
+            "listen",
+            "heard",
+        ):
             return self.events(op, s)
         if op.startswith("group_"):
             return self.group(op, s)
@@ -337,6 +345,12 @@ class Driver:
                 if got:
                     sub.commit(got[-1])
             return [{"offset": e.offset, "payload": e.payload} for e in got]
+        if op == "stream_read":
+            events = self.db.stream(s["stream"]).read(limit=100)
+            return [
+                {"offset": e.offset, "key": e.key, "priority": e.priority}
+                for e in events
+            ]
         if op == "stream_info":
             i = self.db.stream(s["stream"]).info()
             return {

@@ -118,6 +118,11 @@ class Driver:
                     "SELECT honker_stream_commit(?, ?, ?)", [stream, consumer, place[0]]
                 )
             return [{"offset": e["offset"], "payload": e["payload"]} for e in got]
+        if op == "stream_read":
+            events = json.loads(
+                self.one("SELECT honker_stream_read(?, 0, 100)", [s["stream"]])
+            )
+            return [{k: e[k] for k in ("offset", "key", "priority")} for e in events]
         if op == "stream_info":
             i = json.loads(self.one("SELECT honker_stream_info(?)", [s["stream"]]))
             return {
@@ -295,7 +300,15 @@ class Driver:
         if op == "exec":
             rows = self.conn.execute(s["sql"], s.get("params", [])).fetchall()
             return [list(r) for r in rows] if self.conn.in_transaction else None
-        if op in ("publish", "consume", "stream_info", "notify", "listen", "heard"):
+        if op in (
+            "publish",
+            "consume",
+            "stream_info",
+            "stream_read",
+            "notify",
+            "listen",
+            "heard",
+        ):
             return self.events(op, s)
         if op.startswith("group_"):
             return self.group(op, s)

@@ -82,6 +82,10 @@ final class Driver {
             if let last = got.last?["offset"] as? Int64 { try sub.commit(offset: last, tx: nil) }
             try sub.close()
             return got
+        case "stream_read":
+            return try native.stream(name: s["stream"] as! String).read(after: 0, limit: 100).map {
+                ["offset": $0.offset, "key": $0.key as Any? ?? NSNull(), "priority": $0.priority] as [String: Any]
+            }
         case "stream_info":
             let i = try native.stream(name: s["stream"] as! String).info()
             var lag: [String: Any] = [:]
@@ -239,7 +243,7 @@ final class Driver {
             }
             try db!.execute(sql, params(s))
             return NSNull()
-        case "publish", "consume", "stream_info", "notify", "listen", "heard":
+        case "publish", "consume", "stream_info", "stream_read", "notify", "listen", "heard":
             return try await events(op, s)
         case "group_create", "group_claim", "group_ack", "group_retry", "group_info":
             return try await group(op, s)

@@ -163,6 +163,13 @@ impl Driver {
                         .collect(),
                 ))
             }
+            "stream_read" => {
+                let events = self.db()?.stream(s(step, "stream"))?.read(0, 100)?;
+                Ok(json!(events
+                    .iter()
+                    .map(|e| json!({"offset": e.offset, "key": e.key, "priority": e.priority}))
+                    .collect::<Vec<_>>()))
+            }
             "stream_info" => {
                 let i = self.db()?.stream(s(step, "stream"))?.info()?;
                 let lag: serde_json::Map<String, Json> = i
@@ -413,9 +420,8 @@ impl Driver {
                     .map(|r| r.iter().map(value_json).collect::<Vec<_>>())
                     .collect::<Vec<_>>()))
             }
-            "publish" | "consume" | "stream_info" | "notify" | "listen" | "heard" => {
-                self.events(step)
-            }
+            "publish" | "consume" | "stream_info" | "stream_read" | "notify" | "listen"
+            | "heard" => self.events(step),
             "enqueue" => {
                 let q = self.queue(step)?;
                 let options = EnqueueOptions {
