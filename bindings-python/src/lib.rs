@@ -64,6 +64,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "FINISHED_EVENTS",
         honker::runtime::Finished::EVENTS.to_vec(),
     )?;
+    // How loud each of them (and a handler's start) is: core's
+    // `Finished::log_level`.
+    let levels: std::collections::HashMap<&str, &str> = ["start"]
+        .into_iter()
+        .chain(honker::runtime::Finished::EVENTS)
+        .filter_map(|e| Some((e, honker::runtime::Finished::log_level(e)?)))
+        .collect();
+    m.add("EVENT_LEVELS", levels)?;
     #[cfg(unix)]
     m.add_class::<stream::Readiness>()?;
     m.add_class::<worker::Worker>()?;

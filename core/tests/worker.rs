@@ -1038,6 +1038,12 @@ fn finished_tasks_have_one_event_name_and_an_unstorable_result_is_a_retry() {
         Finished::Settled,
     ];
     assert_eq!(every.map(Finished::event), Finished::EVENTS);
+    // Every event, and a handler's start, has its log level.
+    for e in Finished::EVENTS.iter().chain(&["start"]) {
+        assert!(Finished::log_level(e).is_some(), "{e} has no log level");
+    }
+    assert_eq!(Finished::log_level("dead"), Some("error"));
+    assert_eq!(Finished::log_level("acked"), None);
     let error = Some("TypeError: Object of type set is not JSON serializable".to_owned());
     match Outcome::named("unstorable", None, None, error).unwrap() {
         Outcome::Retry { delay: None, error } => assert_eq!(

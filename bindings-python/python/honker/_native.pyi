@@ -413,6 +413,7 @@ class RateWait:
     def answer(self) -> _RateDecision: ...
 
 FINISHED_EVENTS: list[str]
+EVENT_LEVELS: dict[str, str]
 
 def schedule_definition(
     name: str,

@@ -762,17 +762,8 @@ class Worker:
             await asyncio.gather(*running, return_exceptions=True)
 
 
-_LEVELS = {
-    "start": logging.DEBUG,
-    "success": logging.DEBUG,
-    "settled": logging.DEBUG,
-    "retry": logging.WARNING,
-    "dead": logging.ERROR,
-    "snoozed": logging.DEBUG,
-    "timed_out": logging.WARNING,
-    "lease_lost": logging.WARNING,
-    "released": logging.INFO,
-}
+# How loud each event is in the log: core's (Finished::log_level).
+_LEVELS = {kind: getattr(logging, level.upper()) for kind, level in _native.EVENT_LEVELS.items()}
 
 
 def _handlers(reg: _Registration) -> list[Handler]:

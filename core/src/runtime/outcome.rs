@@ -161,6 +161,20 @@ impl Finished {
         "settled",
     ];
 
+    /// How loud a worker event is in a host's log, by its name: `start` (a
+    /// handler began) and each of [`EVENTS`](Self::EVENTS). A retry, a
+    /// timeout and a lost lease are `warning`, a dead job `error`, a release
+    /// `info`, the rest `debug`; `None` for a name that is no event.
+    pub fn log_level(event: &str) -> Option<&'static str> {
+        Some(match event {
+            "retry" | "timed_out" | "lease_lost" => "warning",
+            "dead" => "error",
+            "released" => "info",
+            "start" | "success" | "snoozed" | "settled" => "debug",
+            _ => return None,
+        })
+    }
+
     /// The job's new state, for `Retried` and `Snoozed`.
     pub fn state(self) -> Option<JobState> {
         match self {
