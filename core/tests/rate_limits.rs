@@ -31,16 +31,6 @@ fn keys(db: &Database) -> i64 {
     }
 }
 
-/// The tests whose assertion is a rate in wall time (empty claims a second)
-/// and this file's heaviest (a million keys, four processes) take turns: on
-/// two cores under Wine, sharing them made a worker miss its bound by one
-/// claim (8 empty claims in 3.3 s against 7.6). Each still runs in full.
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 #[test]
 fn burst_at_once_then_one_call_per_interval_with_exact_answers() {
     let t = test_db();
@@ -507,7 +497,6 @@ fn our_sql_functions_share_the_stored_limiter() {
 
 #[test]
 fn maintenance_removes_a_million_idle_keys_in_bounded_batches() {
-    let _alone = alone();
     let t = test_db();
     let rl = limiter(&t, "many", 1, Duration::from_secs(60), 1);
     let tx = t.db.transaction().unwrap();
@@ -605,7 +594,6 @@ fn child_process_entry() {
 
 #[test]
 fn four_processes_on_one_key_keep_the_bound() {
-    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.db");
     let db = Database::open(&path).unwrap();
@@ -737,7 +725,6 @@ fn a_limited_queues_claim_takes_what_the_limit_allows_and_leaves_the_rest_untouc
 /// transactions a second).
 #[test]
 fn four_workers_on_a_queue_limited_to_5_a_second_never_start_more() {
-    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("limited.db");
     let db = limited_file(&path, 1000, RateLimit::new(5, Duration::from_secs(1)));
@@ -1013,7 +1000,6 @@ fn a_block_is_dropped_when_the_limit_changes_or_is_reset() {
 /// 5,000 a second did not bind there, ~2,000 starts a second.)
 #[test]
 fn four_handles_with_blocks_of_starts_keep_the_bound() {
-    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("blocks.db");
     let (limit, burst) = (1_000, 400);
