@@ -129,7 +129,7 @@ def test_the_orm_calls_carry_it_as_sql_options():
             dedupe_key=None,
             expires=None,
         )
-        _, event = publish_call("orders", {"n": 1}, key=None, idempotency_key=None)
+        _, event = publish_call("orders", {"n": 1}, {})
         return [json.loads(job[2]), json.loads(event[2])]
 
     with trace.use_span(producer_span()):
