@@ -259,8 +259,11 @@ export declare class Queue {
    * no thread while it waits: waits.rs).
    */
   waitResult(id: number, timeout: number): Promise<Out<PayloadIo | undefined | null>>
-  enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Promise<Out<Array<Enqueued>>>
-  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueOptions | undefined | null): Out<Array<Enqueued>>
+  /** Enqueues one payload with `EnqueueArgs` (resolves to one record in a list). */
+  enqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
+  tryEnqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
+  enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
+  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
   /**
    * Claims up to `n` jobs, waiting up to `wait` ms for work
    * (`tryClaim`: its `wait` must be 0): their fields, flat, in the
@@ -651,6 +654,28 @@ export interface ConsumerInfo {
 }
 
 /**
+ * Adds a job (its payload JSON, or bytes). With `tx`, the job commits or rolls back
+ * with your transaction (the outbox).
+ */
+export interface EnqueueArgs {
+  /** Run no earlier than this long from now (not with `run_at`). */
+  delay?: number
+  /** Run no earlier than this time (a past time means now; not with `delay`). */
+  runAt?: number
+  /** Higher runs first among due jobs (any 32-bit integer). */
+  priority?: number
+  /** Attempts before the job is dead-lettered (1 to 1,000); the queue's by default. */
+  maxAttempts?: number
+  /**
+   * While a live (ready, scheduled or running) job of this queue holds this key,
+   * enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
+   */
+  dedupeKey?: string
+  /** A job not started this long after enqueue expires instead of running. */
+  expires?: number
+}
+
+/**
  * What an enqueue returns: the job's id, and whether a live job already held the
  * dedupe key (then `id` is that job's).
  */
@@ -661,24 +686,14 @@ export interface Enqueued {
   existing: boolean
 }
 
-export interface EnqueueOptions {
-  /** Run no earlier than this many ms from now. */
+/** Adds one job per payload, all in one transaction (up to 10,000). */
+export interface EnqueueManyArgs {
   delay?: number
-  /** Run no earlier than this time (ms since the Unix epoch). */
   runAt?: number
   priority?: number
   maxAttempts?: number
   dedupeKey?: string
-  /** Expire if not started this many ms after enqueue. */
   expires?: number
-  tx?: number
-  /**
-   * The producer's W3C `traceparent` (index.js captures it from the
-   * active OpenTelemetry span).
-   */
-  traceparent?: string
-  /** The producer's W3C `tracestate`. */
-  tracestate?: string
 }
 
 /** Every stable error code, for the JS layer's error classes. */

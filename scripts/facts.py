@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import NamedTuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -484,26 +485,70 @@ NODE_RECORDS = (
 # Node each verb's option names and checks (options.js) and its options'
 # interface (index.d.ts), Swift the verb's sync and async overloads (calling
 # the hand-written `<verb>Encoded`). A field's default is core's.
+# `Duration` and `Instant` are the table's kinds: seconds (a `timedelta`) and
+# a `datetime` or epoch seconds in Python, ms and a `Date` or epoch ms in
+# Node, a `TimeInterval` and a `Date` in Swift; each binding's native record
+# carries them as an f64 that core checks.
 
-OPTION_SCALARS = {
-    # Rust: (Python, Python check's bounds, Swift, TypeScript, JS bounds)
-    "String": ("str", None, "String", "string", None),
-    "i32": ("int", "_args.I32", "Int32", "number", "I32"),
-    "u32": ("int", "_args.U32", "UInt32", "number", "U32"),
-    "i64": ("int", "_args.I64", "Int64", "number", "ID"),
-}
 
-# A verb's positional arguments, per host: Python's and Swift's declaration,
-# and Swift's encoding of it.
-OPTION_ARGS = {
-    "payload": ("payload: P", "_ payload: P", "try encode(payload)"),
-    "payloads": (
-        "payloads: Iterable[P]",
-        "_ payloads: [P]",
-        "try payloads.map(encode)",
+class OptionType(NamedTuple):
+    py: str  # the Python annotation
+    pyi: str  # its cell in the native tuple
+    py_check: str  # the check of a given value: a function of (name, value)
+    py_bounds: tuple[int, int] | None  # an integer's, for the inline check
+    swift: str
+    swift_wire: str  # the Swift value as the native record's field, of `{n}`
+    ts: str
+    js_check: str  # of `{n}`, the option's name
+
+
+def _int(py_bounds: str, lo: int, hi: int, swift: str, js: str) -> OptionType:
+    return OptionType(
+        "int", "int", f"_args.integer({{q}}, {{n}}, _args.{py_bounds})", (lo, hi),
+        swift, "{n}", "number", f"int('{{n}}', options.{{n}}, ...{js})",
+    )  # fmt: skip
+
+
+OPTION_TYPES = {
+    "String": OptionType(
+        "str", "str", "_args.text({q}, {n})", None,
+        "String", "{n}", "string", "optText('{n}', options.{n})",
     ),
+    "i32": _int("I32", -(2**31), 2**31 - 1, "Int32", "I32"),
+    "u32": _int("U32", 0, 2**32 - 1, "UInt32", "U32"),
+    "i64": _int("I64", -(2**63), 2**63 - 1, "Int64", "ID"),
+    # core's attempts limit (`limits::MAX_ATTEMPTS`), as each host names it
+    "Attempts": _int("ATTEMPTS", 1, 1000, "UInt32", "ATTEMPTS"),
+    "Duration": OptionType(
+        "Seconds", "float", "seconds({q}, {n})", None,
+        "TimeInterval", "{n}", "number", "optMs('{n}', options.{n})",
+    ),
+    "Instant": OptionType(
+        "When", "float", "epoch({q}, {n})", None,
+        "Date", "{n}?.timeIntervalSince1970", "Date | number", "epochMs('{n}', options.{n})",
+    ),
+}  # fmt: skip
+
+# A verb's positional arguments, per host: Python's and Swift's declaration.
+OPTION_ARGS = {
+    "payload": ("payload: P", "_ payload: P"),
+    "payloads": ("payloads: Iterable[P]", "_ payloads: [P]"),
 }
-OPTION_RETURNS = {"i64": ("int", "Int64"), "Vec<i64>": ("list[int]", "[Int64]")}
+# Swift's encoding of them, per noun: the queue packs its payloads.
+SWIFT_ENCODED = {
+    ("Stream", "payload"): "try encode(payload)",
+    ("Stream", "payloads"): "try payloads.map(encode)",
+    ("Queue", "payload"): "try Packed.payloads([payload])",
+    ("Queue", "payloads"): "try Packed.payloads(payloads)",
+}
+# What a verb returns, per host: Python's annotation and its record built
+# from the native result `{r}`, Swift's type.
+OPTION_RETURNS = {
+    "i64": ("int", "{r}", "Int64"),
+    "Vec<i64>": ("list[int]", "{r}", "[Int64]"),
+    "Enqueued": ("Enqueued", "_new_tuple(Enqueued, {r})", "Enqueued"),
+    "Vec<Enqueued>": ("list[Enqueued]", "[_new_tuple(Enqueued, e) for e in {r}]", "[Enqueued]"),
+}  # fmt: skip
 
 
 def verbs(f: dict, noun: str) -> list[dict]:
@@ -525,12 +570,12 @@ def inherit_docs(f: dict) -> None:
             seen.setdefault(fl["name"], fl["doc"])
 
 
-def option_scalar(field: dict) -> tuple:
-    if field["type"] not in OPTION_SCALARS:
+def option_type(field: dict) -> OptionType:
+    if field["type"] not in OPTION_TYPES:
         raise SystemExit(
             f"facts: option {field['name']!r} has a type ({field['type']}) no host maps"
         )
-    return OPTION_SCALARS[field["type"]]
+    return OPTION_TYPES[field["type"]]
 
 
 def py_default(field: dict) -> str:
@@ -556,6 +601,41 @@ def wrap(text: str, indent: str, first: str = "", width: int = 92) -> list[str]:
     )
 
 
+PY_WIDTH = 100  # ruff's line length for the package
+
+
+def py_check(fl: dict) -> list[str]:
+    """The statements checking one option in a verb's body (8 spaces in):
+    a value not given, or of the right class and range, costs no call
+    (ADR 29); another is checked, converted, or refused there."""
+    n, t = fl["name"], option_type(fl)
+    call = t.py_check.format(q=f'"{n}"', n=n)
+    if py_default(fl) == "None":
+        if t.py == "str":
+            return [
+                f"if {n} is not None and {n}.__class__ is not str:",
+                f"    {n} = {call}",
+            ]
+        return [f"if {n} is not None:", f"    {n} = {call}"]
+    if t.py_bounds is not None:
+        lo, hi = t.py_bounds
+        test = f"if {n}.__class__ is not int or not {lo} <= {n} <= {hi}:"
+        if len(test) + 8 <= PY_WIDTH:
+            return [test, f"    {n} = {call}"]
+    return [f"{n} = {call}"]
+
+
+def py_assign(name: str, cells: list[str]) -> list[str]:
+    """`name = (cells)` as ruff lays it out, 8 spaces in."""
+    one = f"{name} = ({', '.join(cells)}{',' if len(cells) == 1 else ''})"
+    if len(one) + 8 <= PY_WIDTH:
+        return [one]
+    inner = ", ".join(cells)
+    if len(inner) + 12 <= PY_WIDTH:
+        return [f"{name} = (", f"    {inner}", ")"]
+    return [f"{name} = (", *(f"    {c}," for c in cells), ")"]
+
+
 def py_verbs(f: dict, noun: str) -> str:
     """The verbs of `noun` with options: signature, docs, checks, twins."""
     out = []
@@ -563,42 +643,38 @@ def py_verbs(f: dict, noun: str) -> str:
         if "tx" not in v["flags"]:
             raise SystemExit(f"facts: {noun}.{v['verb']}: only tx verbs are generated")
         params = ["self", *(OPTION_ARGS[a][0] for a in v["args"]), "*"]
-        checks = []
+        body: list[str] = []
         for fl in v["fields"]:
-            py, bounds, *_ = option_scalar(fl)
+            t = option_type(fl)
             default = py_default(fl)
-            none = default == "None"
-            params.append(f"{fl['name']}: {py}{' | None' if none else ''} = {default}")
-            fn = ("optional_" if none else "") + (
-                "text" if bounds is None else "integer"
-            )
-            extra = "" if bounds is None else f", {bounds}"
-            checks.append(f'_args.{fn}("{fl["name"]}", {fl["name"]}{extra})')
+            none = " | None" if default == "None" else ""
+            params.append(f"{fl['name']}: {t.py}{none} = {default}")
+            body += py_check(fl)
         params.append("tx: Transaction | None = None")
-        ret = OPTION_RETURNS[v["returns"]][0]
+        body += py_assign("options", [fl["name"] for fl in v["fields"]])
+        ret, build, _ = OPTION_RETURNS[v["returns"]]
+        call = f"self._{v['verb']}({', '.join([*v['args'], 'tx', 'options'])})"
         sig = "".join(f"        {p},\n" for p in params)
         doc = "\n".join(wrap(py_doc(v["doc"]), "        ")).strip()
         fields_doc = "\n\n".join(
             "\n".join(wrap(py_doc(fl["doc"]), "        ", f"``{fl['name']}``: "))
             for fl in v["fields"]
         )
-        call = (
-            f"self._{v['verb']}(\n"
-            + "".join(f"            {a},\n" for a in v["args"])
-            + "            tx,\n            (\n"
-            + "".join(f"                {c},\n" for c in checks)
-            + "            ),\n        )"
-        )
-        out.append(
-            f"    def {v['verb']}(\n{sig}    ) -> {ret}:\n"
-            f'        """{doc}\n\n{fields_doc}"""\n'
-            f"        return self._db._write(\n            tx,\n            {call.replace(chr(10), chr(10) + '    ')},\n        )\n"
-        )
-        out.append(
-            f"    async def {v['verb']}_async(\n{sig}    ) -> {ret}:\n"
-            f'        """:meth:`{v["verb"]}` for asyncio code: waits for the writer on no thread."""\n'
-            f"        return await self._db._write_async(\n            tx,\n            {call.replace(chr(10), chr(10) + '    ')},\n        )\n"
-        )
+        for is_async in (False, True):
+            write = "await self._db._write_async" if is_async else "self._db._write"
+            run = f"{write}(tx, {call})"
+            if build == "{r}" and len(f"        return {run}") <= PY_WIDTH:
+                tail = [f"return {run}"]
+            else:
+                tail = [f"r = {run}", f"return {build.format(r='r')}"]
+            lines = "".join(f"        {b}\n" for b in body + tail)
+            if is_async:
+                head = f"    async def {v['verb']}_async(\n{sig}    ) -> {ret}:\n"
+                docs = f'        """:meth:`{v["verb"]}` for asyncio code: waits for the writer on no thread."""\n'
+            else:
+                head = f"    def {v['verb']}(\n{sig}    ) -> {ret}:\n"
+                docs = f'        """{doc}\n\n{fields_doc}"""\n'
+            out.append(head + docs + lines)
     # ruff's layout: a blank line before the closing marker's comment.
     return "\n".join(out)
 
@@ -607,8 +683,12 @@ def pyi_options(f: dict) -> str:
     """Each input record as the tuple the native verb takes."""
     lines = []
     for v in f["options"]:
-        cells = ", ".join(f"{option_scalar(fl)[0]} | None" for fl in v["fields"])
-        lines.append(f"{v['record']} = tuple[{cells}]")
+        cells = ", ".join(f"{option_type(fl).pyi} | None" for fl in v["fields"])
+        one = f"{v['record']} = tuple[{cells}]"
+        # ruff's layout past the line length (the cells fit on one line).
+        lines.append(
+            one if len(one) <= PY_WIDTH else f"{v['record']} = tuple[\n    {cells}\n]"
+        )
     return "\n".join(lines)
 
 
@@ -623,7 +703,7 @@ def py_typeddicts(f: dict) -> str:
         )
         lines.append("")
         for fl in v["fields"]:
-            py = option_scalar(fl)[0]
+            py = option_type(fl).py
             none = " | None" if fl["default"] == "None" else ""
             lines.append(f"    {fl['name']}: {py}{none}")
         out.append("\n".join(lines))
@@ -648,13 +728,7 @@ def js_options(f: dict) -> str:
         lines.append("  return definedFields({")
         for fl in v["fields"]:
             n = camel(fl["name"])
-            bounds = option_scalar(fl)[4]
-            check = (
-                f"optText('{n}', options.{n})"
-                if bounds is None
-                else f"int('{n}', options.{n}, ...{bounds})"
-            )
-            lines.append(f"    {n}: {check},")
+            lines.append(f"    {n}: {option_type(fl).js_check.format(n=n)},")
         lines.append("  });")
         lines.append("}")
     exports = [
@@ -666,6 +740,17 @@ def js_options(f: dict) -> str:
     return "\n".join(lines)
 
 
+def camel_doc(text: str, v: dict) -> str:
+    """A doc's `snake_name` of one of the verb's options as the camelCase
+    name JS and Swift take."""
+    for fl in v["fields"]:
+        text = text.replace(f"`{fl['name']}`", f"`{camel(fl['name'])}`")
+    return text
+
+
+TS_UNITS = {"Duration": " In ms.", "Instant": " A `Date`, or ms since the Unix epoch."}
+
+
 def ts_options(f: dict) -> str:
     """Each verb's options as an interface (`PublishOptions`)."""
     lines = []
@@ -674,8 +759,9 @@ def ts_options(f: dict) -> str:
         lines.append(f"/** The options of `{v['noun']}.{camel(v['verb'])}`. */")
         lines.append(f"export interface {name} {{")
         for fl in v["fields"]:
-            ts = option_scalar(fl)[3]
-            doc = fl["doc"].replace("\n", " ")
+            ts = option_type(fl).ts
+            doc = camel_doc(fl["doc"], v).replace("\n", " ")
+            doc += TS_UNITS.get(fl["type"], "")
             if fl["default"] != "None":
                 doc += f" Default {fl['default']}."
             lines.append(f"  /** {doc} */")
@@ -685,28 +771,30 @@ def ts_options(f: dict) -> str:
 
 
 def swift_verbs(f: dict, noun: str) -> str:
-    """The verbs of `noun` with options: a sync overload taking `tx`, and
-    an async one (off the caller's thread where it would wait)."""
+    """The verbs of `noun` with options: a sync overload taking `tx`, an
+    async one (off the caller's thread where it would wait), and with the
+    `on` flag one on a connection the app opened (GRDB's)."""
     out = []
     for v in verbs(f, noun):
         params, given = [], []
         for fl in v["fields"]:
-            sw = option_scalar(fl)[2]
+            t = option_type(fl)
             n = camel(fl["name"])
             d = fl["default"]
-            params.append(f"{n}: {sw}? = nil" if d == "None" else f"{n}: {sw} = {d}")
-            given.append(f"{n}: {n}")
+            params.append(
+                f"{n}: {t.swift}? = nil" if d == "None" else f"{n}: {t.swift} = {d}"
+            )
+            given.append(f"{n}: {t.swift_wire.format(n=n)}")
         args = [OPTION_ARGS[a][1] for a in v["args"]]
-        names = [a for a in v["args"]]
-        ret = OPTION_RETURNS[v["returns"]][1]
+        ret = OPTION_RETURNS[v["returns"]][2]
         record = f"{v['record']}({', '.join(given)})"
         doc = "".join(f"{line}\n" for line in wrap(v["doc"], "    /// "))
         for fl in v["fields"]:
+            first = f"`{camel(fl['name'])}`: "
             doc += "    ///\n" + "".join(
-                f"{line}\n"
-                for line in wrap(fl["doc"], "    /// ", f"`{camel(fl['name'])}`: ")
+                f"{line}\n" for line in wrap(camel_doc(fl["doc"], v), "    /// ", first)
             )
-        encoded = ", ".join(OPTION_ARGS[a][2] for a in names)
+        encoded = ", ".join(SWIFT_ENCODED[(noun, a)] for a in v["args"])
         verb = camel(v["verb"])
         out.append(
             f"{doc}    @discardableResult\n"
@@ -723,6 +811,20 @@ def swift_verbs(f: dict, noun: str) -> str:
             f"        try await {verb}Encoded({encoded}, {record})\n"
             f"    }}\n"
         )
+        if "on" in v["flags"]:
+            on = [args[0], "on connection: OpaquePointer", *args[1:]]
+            out.append(
+                f"    /// `{verb}` on a connection to this file that your app opened itself\n"
+                f"    /// (GRDB's `db.sqliteConnection`), inside whatever transaction it has open\n"
+                f"    /// there: it commits or rolls back with your rows, in GRDB's own\n"
+                f"    /// `write {{ db in … }}`; in autocommit mode it is its own transaction. The\n"
+                f"    /// connection must be open, on this file, and not used by another thread\n"
+                f"    /// during the call (inside GRDB's `write` closure it is yours).\n"
+                f"    @discardableResult\n"
+                f"    public func {verb}<P: Encodable>({', '.join(on + params)}) throws -> {ret} {{\n"
+                f"        try {verb}Encoded({encoded}, {record}, on: connection)\n"
+                f"    }}\n"
+            )
     return "\n".join(out).rstrip("\n")
 
 
@@ -934,12 +1036,15 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
             for file, n in SWIFT_RECORDS
         ],
         ("bindings-python/python/honker/_defaults.py", "defaults", "#", py_defaults(f)),
-        (
-            "bindings-python/python/honker/stream.py",
-            "verbs-Stream",
-            "    #",
-            py_verbs(f, "Stream"),
-        ),
+        *[
+            (
+                f"bindings-python/python/honker/{file}.py",
+                f"verbs-{noun}",
+                "    #",
+                py_verbs(f, noun),
+            )
+            for file, noun in (("stream", "Stream"), ("queue", "Queue"))
+        ],
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
         (
             "bindings-python/python/honker/_sql.py",
@@ -949,12 +1054,15 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
         ),
         ("bindings-node/lib/options.js", "options", "//", js_options(f)),
         ("bindings-node/index.d.ts", "options", "//", ts_options(f)),
-        (
-            "bindings-swift/Sources/Honker/Stream.swift",
-            "verbs-Stream",
-            "    //",
-            swift_verbs(f, "Stream"),
-        ),
+        *[
+            (
+                f"bindings-swift/Sources/Honker/{file}.swift",
+                f"verbs-{noun}",
+                "    //",
+                swift_verbs(f, noun),
+            )
+            for file, noun in (("Stream", "Stream"), ("Honker", "Queue"))
+        ],
         ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),
         (
             "bindings-swift/Sources/Honker/Defaults.swift",

@@ -2,11 +2,11 @@
 // Queues and jobs.
 
 const { FAST_MAX, fast, write } = require('./calls.js');
-const { ATTEMPTS, CLAIMED_JOB_FIELDS, I32, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, epochMs, int, iterable, jobInfo, need, num, optMs, optNumber, optText, queueMetrics, queueStats, text } = require('./convert.js');
+const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, int, iterable, jobInfo, need, num, optMs, optNumber, queueMetrics, queueStats, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
-const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, opts } = require('./options.js');
+const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, enqueueArgs, enqueueManyArgs, opts } = require('./options.js');
 const { Reader } = require('./stream.js');
 const { captureTrace, traceContext } = require('./trace.js');
 
@@ -66,49 +66,42 @@ class Queue {
   }
 
   /**
-   * Adds a job; with `{ tx }` it commits or rolls back with your transaction.
-   * Options: delay (ms), runAt (Date), priority, maxAttempts, dedupeKey,
-   * expires (ms).
+   * Adds a job; with `{ tx }` it commits or rolls back with your transaction
+   * (the outbox). Options: `EnqueueOptions` (durations in ms).
    */
   async enqueue(payload, options) {
     options = opts(options, ENQUEUE_OPTIONS);
-    return enqueued((await this._enqueue([encode(payload)], options))[0]);
-  }
-
-  /** Adds one job per payload, all in one transaction. */
-  async enqueueMany(payloads, options) {
-    options = opts(options, ENQUEUE_OPTIONS);
-    return (await this._enqueue(Array.from(iterable('payloads', payloads), encode), options)).map(enqueued);
-  }
-
-  // Checks the options (throwing here, before any wait) and writes the
-  // encoded payloads: a Promise of the native records.
-  _enqueue(list, options) {
-    const { delay, runAt, priority, maxAttempts, dedupeKey, expires, tx } = options;
-    int('priority', priority, ...I32);
-    int('maxAttempts', maxAttempts, ...ATTEMPTS);
-    optText('dedupeKey', dedupeKey);
-    const opts = {
-      delay: optMs('delay', delay),
-      runAt: epochMs('runAt', runAt),
-      priority,
-      maxAttempts,
-      dedupeKey,
-      expires: optMs('expires', expires),
-      tx: txId(this._db, tx),
-      ...captureTrace(),
-    };
-    // No options crosses as none: napi reads an object field by field, 12k
-    // instructions for these nine, a quarter of an enqueue's own (ADR 29).
-    const given = definedFields(opts);
+    const args = enqueueArgs(options);
+    const p = encode(payload);
+    const tx = txId(this._db, options.tx);
+    const { traceparent, tracestate } = captureTrace();
     const n = this._native;
-    return write(
+    const [e] = await write(
       this._db,
-      given && opts.tx,
-      this._db._fast && list.length <= FAST_MAX,
-      () => n.tryEnqueueMany(list, given),
-      () => n.enqueueMany(list, given),
+      tx,
+      this._db._fast,
+      () => n.tryEnqueue(p, args, tx, traceparent, tracestate),
+      () => n.enqueue(p, args, tx, traceparent, tracestate),
     );
+    return enqueued(e);
+  }
+
+  /** Adds one job per payload, all in one transaction (up to 10,000). */
+  async enqueueMany(payloads, options) {
+    options = opts(options, ENQUEUE_MANY_OPTIONS);
+    const args = enqueueManyArgs(options);
+    const list = Array.from(iterable('payloads', payloads), encode);
+    const tx = txId(this._db, options.tx);
+    const { traceparent, tracestate } = captureTrace();
+    const n = this._native;
+    const rows = await write(
+      this._db,
+      tx,
+      this._db._fast && list.length <= FAST_MAX,
+      () => n.tryEnqueueMany(list, args, tx, traceparent, tracestate),
+      () => n.enqueueMany(list, args, tx, traceparent, tracestate),
+    );
+    return rows.map(enqueued);
   }
 
   /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */

@@ -15,27 +15,9 @@ use napi_derive::napi;
 use crate::database::{with_tx, Txs};
 use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
 use crate::records::{
-    payload_in, payload_out, Cell, ClaimedJob, Enqueued, JobInfo, PayloadIo, QueueStats,
+    payload_in, payload_out, Cell, ClaimedJob, EnqueueArgs, EnqueueManyArgs, Enqueued, JobInfo,
+    PayloadIo, QueueStats,
 };
-
-#[napi(object)]
-pub struct EnqueueOptions {
-    /// Run no earlier than this many ms from now.
-    pub delay: Option<f64>,
-    /// Run no earlier than this time (ms since the Unix epoch).
-    pub run_at: Option<f64>,
-    pub priority: Option<i32>,
-    pub max_attempts: Option<u32>,
-    pub dedupe_key: Option<String>,
-    /// Expire if not started this many ms after enqueue.
-    pub expires: Option<f64>,
-    pub tx: Option<u32>,
-    /// The producer's W3C `traceparent` (index.js captures it from the
-    /// active OpenTelemetry span).
-    pub traceparent: Option<String>,
-    /// The producer's W3C `tracestate`.
-    pub tracestate: Option<String>,
-}
 
 #[napi(object)]
 pub struct ClaimArgs {
@@ -75,43 +57,43 @@ impl Queue {
     fn enqueue_op(
         &self,
         payloads: Vec<PayloadIo>,
-        options: Option<EnqueueOptions>,
+        options: honker::Result<CoreEnqueue>,
+        tx: Option<u32>,
     ) -> Op<Vec<Enqueued>> {
         let (q, txs) = self.parts();
         let payloads: Vec<Payload> = payloads.into_iter().map(payload_in).collect();
         Box::new(move || {
-            let o = options.unwrap_or(EnqueueOptions {
-                delay: None,
-                run_at: None,
-                priority: None,
-                max_attempts: None,
-                dedupe_key: None,
-                expires: None,
-                tx: None,
-                traceparent: None,
-                tracestate: None,
-            });
-            let run_at = match o.run_at {
-                Some(t) if t.is_finite() => Some(t.round() as i64),
-                Some(t) => return Err(invalid(format!("runAt must be a time, got {t}"))),
-                None => None,
-            };
-            let options = CoreEnqueue {
-                delay: opt_ms("delay", o.delay)?,
-                run_at,
-                priority: o.priority.unwrap_or(0),
-                max_attempts: o.max_attempts,
-                dedupe_key: o.dedupe_key,
-                expires: opt_ms("expires", o.expires)?,
-                backoff: None,
-                trace_context: honker::TraceContext::from_headers(
-                    o.traceparent.as_deref(),
-                    o.tracestate.as_deref(),
-                )?,
-            };
-            let done = with_tx(&txs, o.tx, |tx| q.enqueue_many_in(tx, payloads, &options))?;
+            let done = with_tx(&txs, tx, |tx| q.enqueue_many_in(tx, payloads, &options?))?;
             Ok(done.into_iter().map(Enqueued::from).collect())
         })
+    }
+
+    fn enqueue_one_op(
+        &self,
+        payload: PayloadIo,
+        options: Option<EnqueueArgs>,
+        tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Op<Vec<Enqueued>> {
+        let o = options
+            .unwrap_or_default()
+            .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
+        self.enqueue_op(vec![payload], o, tx)
+    }
+
+    fn enqueue_many_op(
+        &self,
+        payloads: Vec<PayloadIo>,
+        options: Option<EnqueueManyArgs>,
+        tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Op<Vec<Enqueued>> {
+        let o = options
+            .unwrap_or_default()
+            .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
+        self.enqueue_op(payloads, o, tx)
     }
 
     fn claim_op(&self, worker_id: String, n: i64, options: Option<ClaimArgs>) -> Op<Vec<Cell>> {
@@ -361,8 +343,12 @@ impl Queue {
 
 verbs! {
     impl Queue;
-    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueOptions>)
-        -> Vec<Enqueued> = enqueue_op;
+    #[doc = "Enqueues one payload with `EnqueueArgs` (resolves to one record in a list)."]
+    enqueue / try_enqueue (payload: PayloadIo, options: Option<EnqueueArgs>, tx: Option<u32>,
+        traceparent: Option<String>, tracestate: Option<String>) -> Vec<Enqueued> = enqueue_one_op;
+    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueManyArgs>,
+        tx: Option<u32>, traceparent: Option<String>, tracestate: Option<String>)
+        -> Vec<Enqueued> = enqueue_many_op;
     #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]
     #[doc = "(`tryClaim`: its `wait` must be 0): their fields, flat, in the"]
     #[doc = "order of `ClaimedJob` (index.js's `claimedJobAt` reads them)."]

@@ -100,3 +100,13 @@ impl ClaimedJob {
         ]);
     }
 }
+
+// The input records of core's options table (`EnqueueArgs`, `PublishArgs`,
+// ...), as napi objects: each field optional, `to_core` the core options
+// (durations and times in ms).
+macro_rules! option_records {
+    ($($table:tt)*) => {
+        honker::option_structs! { [#[napi(object)] #[derive(Default)]] [] ms $($table)* }
+    };
+}
+honker::options!(option_records);

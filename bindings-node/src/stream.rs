@@ -7,21 +7,14 @@
 use std::sync::Arc;
 
 use honker::runtime::OffThreadDrop;
-use honker::stream::{PublishOptions, Start, StreamRetention};
+use honker::stream::{Start, StreamRetention};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Database, Txs};
 use crate::errors::{blocking, invalid, ms, now, out, verbs, Op, Out};
-use crate::records::{payload_in, ConsumerInfo, Notification, PayloadIo, StreamEvent};
-
-// The input records of core's options table (`PublishArgs`), as napi
-// objects: each field optional, `to_core` the core options.
-macro_rules! option_records {
-    ($($table:tt)*) => {
-        honker::option_structs! { [#[napi(object)]] [] $($table)* }
-    };
-}
-honker::options!(option_records);
+use crate::records::{
+    payload_in, ConsumerInfo, Notification, PayloadIo, PublishArgs, PublishManyArgs, StreamEvent,
+};
 
 /// Where a consumer with no committed offset starts: `kind` is
 /// "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
@@ -76,22 +69,6 @@ pub(crate) fn start(s: StartArg) -> honker::Result<Start> {
     }
 }
 
-/// A publish's core options: the record's (or the defaults) with the
-/// producer's W3C trace headers.
-fn traced(
-    o: Option<PublishOptions>,
-    traceparent: Option<String>,
-    tracestate: Option<String>,
-) -> honker::Result<PublishOptions> {
-    Ok(PublishOptions {
-        trace_context: honker::TraceContext::from_headers(
-            traceparent.as_deref(),
-            tracestate.as_deref(),
-        )?,
-        ..o.unwrap_or_default()
-    })
-}
-
 /// A handle on one stream.
 #[napi]
 pub struct Stream {
@@ -115,7 +92,9 @@ impl Stream {
         let (s, txs) = self.parts();
         let payload = payload_in(payload);
         Box::new(move || {
-            let o = traced(options.map(|a| a.to_core()), traceparent, tracestate)?;
+            let o = options
+                .unwrap_or_default()
+                .to_core_traced(traceparent.as_deref(), tracestate.as_deref())?;
             with_tx(&txs, tx, |t| match t {
                 Some(t) => s.publish_tx(t, payload, &o),
                 None => s.publish(payload, &o),
@@ -134,7 +113,9 @@ impl Stream {
         let (s, txs) = self.parts();
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
         Box::new(move || {
-            let o = traced(options.map(|a| a.to_core()), traceparent, tracestate)?;
+            let o = options
+                .unwrap_or_default()
+                .to_core_traced(traceparent.as_deref(), tracestate.as_deref())?;
             with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))
         })
     }

@@ -7,13 +7,15 @@
 
 use std::time::Duration;
 
-use honker::{ClaimOptions, EnqueueOptions, Lease, RetryOptions, TraceContext};
+use honker::{ClaimOptions, Lease, RetryOptions};
 use pyo3::prelude::*;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
-use crate::records::{ClaimedJob, Enqueued, JobInfo, Payload, QueueStats};
+use crate::records::{
+    ClaimedJob, EnqueueArgs, EnqueueManyArgs, Enqueued, JobInfo, Payload, QueueStats,
+};
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
@@ -39,22 +41,41 @@ impl Queue {
         self.queue.options().lease.as_secs_f64()
     }
 
-    /// Enqueues each payload with the same options; returns `(id, existing)`
-    /// per payload, all in one transaction (the caller's `tx` if given).
-    #[pyo3(signature = (payloads, delay = None, run_at = None, priority = 0,
-                        max_attempts = None, dedupe_key = None, expires = None, tx = None,
-                        traceparent = None, tracestate = None))]
-    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    /// Enqueues one payload; returns `(id, existing)`. `options` is core's
+    /// `EnqueueArgs` as a tuple (the package's generated `enqueue` builds
+    /// it). Positional only: keywords cost more (ADR 29).
+    #[pyo3(signature = (payload, options, tx, traceparent, tracestate))]
+    fn enqueue(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        options: EnqueueArgs,
+        tx: Option<PyRef<'_, Transaction>>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<Enqueued> {
+        let payload = payload_from_py(payload)?;
+        let options = options.to_core_traced(traceparent, tracestate).py()?;
+        let tx = tx.as_deref();
+        let mut out = py
+            .detach(|| {
+                in_tx(tx, |tx| {
+                    self.queue.enqueue_many_in(tx, vec![payload], &options)
+                })
+            })
+            .py()?;
+        Ok(out.remove(0).into())
+    }
+
+    /// Enqueues each payload with the same options, all in one transaction
+    /// (the caller's `tx` if given); returns `(id, existing)` per payload.
+    /// `options` is core's `EnqueueManyArgs` as a tuple.
+    #[pyo3(signature = (payloads, options, tx, traceparent, tracestate))]
     fn enqueue_many(
         &self,
         py: Python<'_>,
         payloads: Vec<Bound<'_, PyAny>>,
-        delay: Option<f64>,
-        run_at: Option<f64>,
-        priority: i32,
-        max_attempts: Option<u32>,
-        dedupe_key: Option<String>,
-        expires: Option<f64>,
+        options: EnqueueManyArgs,
         tx: Option<PyRef<'_, Transaction>>,
         traceparent: Option<&str>,
         tracestate: Option<&str>,
@@ -63,18 +84,7 @@ impl Queue {
             .iter()
             .map(payload_from_py)
             .collect::<PyResult<Vec<_>>>()?;
-        let options = EnqueueOptions {
-            delay: delay.map(|s| secs("delay", s)).transpose()?,
-            run_at: run_at
-                .map(|s| secs("run_at", s).map(|d| d.as_millis() as i64))
-                .transpose()?,
-            priority,
-            max_attempts,
-            dedupe_key,
-            expires: expires.map(|s| secs("expires", s)).transpose()?,
-            backoff: None,
-            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
-        };
+        let options = options.to_core_traced(traceparent, tracestate).py()?;
         let tx = tx.as_deref();
         let out = py
             .detach(|| in_tx(tx, |tx| self.queue.enqueue_many_in(tx, payloads, &options)))

@@ -93,7 +93,7 @@ macro_rules! option_records {
         }
     )*};
     ($($table:tt)*) => {
-        honker::option_structs! { [#[derive(Debug)]] [] $($table)* }
+        honker::option_structs! { [#[derive(Debug)]] [] seconds $($table)* }
         option_records!(@extract $($table)*);
     };
 }

@@ -5,8 +5,7 @@
 //! listeners are dropped off the GIL (a subscription's drop commits).
 
 use honker::runtime::OffThreadDrop;
-use honker::stream::{PublishOptions, Start, StreamRetention};
-use honker::TraceContext;
+use honker::stream::{Start, StreamRetention};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -90,10 +89,7 @@ impl Stream {
         tracestate: Option<&str>,
     ) -> PyResult<i64> {
         let payload = payload_from_py(payload)?;
-        let o = PublishOptions {
-            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
-            ..options.to_core()
-        };
+        let o = options.to_core_traced(traceparent, tracestate).py()?;
         let s = &self.stream;
         let tx = tx.as_deref();
         py.detach(|| {
@@ -117,10 +113,7 @@ impl Stream {
         traceparent: Option<&str>,
         tracestate: Option<&str>,
     ) -> PyResult<Vec<i64>> {
-        let o = PublishOptions {
-            trace_context: TraceContext::from_headers(traceparent, tracestate).py()?,
-            ..options.to_core()
-        };
+        let o = options.to_core_traced(traceparent, tracestate).py()?;
         let payloads = payloads
             .iter()
             .map(payload_from_py)

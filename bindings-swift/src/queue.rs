@@ -6,37 +6,7 @@ use std::sync::Arc;
 use crate::database::{in_tx, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::packed;
-use crate::records::{ClaimedJob, JobInfo, QueueStats};
-
-#[derive(Debug, uniffi::Record)]
-pub struct EnqueueOptions {
-    #[uniffi(default = None)]
-    pub delay_ms: Option<u64>,
-    #[uniffi(default = None)]
-    pub run_at_ms: Option<i64>,
-    #[uniffi(default = 0)]
-    pub priority: i32,
-    #[uniffi(default = None)]
-    pub max_attempts: Option<u32>,
-    #[uniffi(default = None)]
-    pub dedupe_key: Option<String>,
-    #[uniffi(default = None)]
-    pub expires_ms: Option<u64>,
-}
-
-fn core_options(options: EnqueueOptions) -> R<honker::EnqueueOptions> {
-    Ok(honker::EnqueueOptions {
-        delay: opt_ms("delay", options.delay_ms)?,
-        run_at: options.run_at_ms,
-        priority: options.priority,
-        max_attempts: options.max_attempts,
-        dedupe_key: options.dedupe_key,
-        expires: opt_ms("expires", options.expires_ms)?,
-        backoff: None,
-        // Swift has no ambient trace context honker could capture (ADR 28).
-        trace_context: None,
-    })
-}
+use crate::records::{ClaimedJob, EnqueueArgs, EnqueueManyArgs, JobInfo, QueueStats};
 
 /// A job rebuilt from its lease: see `Queue::job`.
 #[derive(Debug, uniffi::Record)]
@@ -172,6 +142,23 @@ fn lease(id: i64, token: String) -> honker::Lease {
     honker::Lease { job_id: id, token }
 }
 
+impl Queue {
+    /// The packed payloads at `address` enqueued with `o`: `enqueue`'s and
+    /// `enqueue_many`'s body (the caller's contract holds for the address).
+    fn enqueue_packed(
+        &self,
+        address: u64,
+        len: u64,
+        o: honker::EnqueueOptions,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<Vec<u8>> {
+        // SAFETY: the exported caller's contract (`enqueue`).
+        let payloads = packed::unpack_payloads(unsafe { packed::borrowed(address, len)? })?;
+        let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
+        Ok(packed::pack_enqueued(done))
+    }
+}
+
 #[uniffi::export]
 impl Queue {
     pub fn name(&self) -> String {
@@ -184,7 +171,9 @@ impl Queue {
     }
 
     /// Enqueues packed payloads, passed by address (packed.rs); returns
-    /// the packed results, one per payload in order.
+    /// the packed results, one per payload in order. `options` is core's
+    /// `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
+    /// no ambient trace context honker could capture, ADR 28).
     ///
     /// # Safety
     ///
@@ -192,34 +181,42 @@ impl Queue {
     /// that length. Not an `unsafe fn` only because UniFFI exports none;
     /// Packed.swift is its one caller (as `handle_ptr`'s callers, for a
     /// connection's address).
+    pub fn enqueue(
+        &self,
+        payloads_address: u64,
+        payloads_len: u64,
+        options: EnqueueArgs,
+        tx: Option<Arc<Transaction>>,
+    ) -> R<Vec<u8>> {
+        // SAFETY: the caller's contract above.
+        self.enqueue_packed(payloads_address, payloads_len, options.to_core()?, tx)
+    }
+
+    /// `enqueue` of several payloads, with `enqueueMany`'s options.
     pub fn enqueue_many(
         &self,
         payloads_address: u64,
         payloads_len: u64,
-        options: EnqueueOptions,
+        options: EnqueueManyArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<u8>> {
-        let o = core_options(options)?;
-        // SAFETY: the caller's contract above.
-        let payloads =
-            packed::unpack_payloads(unsafe { packed::borrowed(payloads_address, payloads_len)? })?;
-        let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
-        Ok(packed::pack_enqueued(done))
+        // SAFETY: as for `enqueue`.
+        self.enqueue_packed(payloads_address, payloads_len, options.to_core()?, tx)
     }
 
-    /// `enqueue_many` on a connection to this file that the app opened
-    /// itself (GRDB's handle, as an address), inside whatever transaction it
-    /// has open there: core's `Queue::enqueue_many_on`.
-    pub fn enqueue_many_on(
+    /// `enqueue` on a connection to this file that the app opened itself
+    /// (GRDB's handle, as an address), inside whatever transaction it has
+    /// open there: core's `Queue::enqueue_many_on`.
+    pub fn enqueue_on(
         &self,
         handle: u64,
         payloads_address: u64,
         payloads_len: u64,
-        options: EnqueueOptions,
+        options: EnqueueArgs,
     ) -> R<Vec<u8>> {
         let db = crate::database::handle_ptr(handle)?;
-        let o = core_options(options)?;
-        // SAFETY: as for `enqueue_many`.
+        let o = options.to_core()?;
+        // SAFETY: as for `enqueue`.
         let payloads =
             packed::unpack_payloads(unsafe { packed::borrowed(payloads_address, payloads_len)? })?;
         // SAFETY: as for `Database::register_functions`.

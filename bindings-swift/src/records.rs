@@ -27,7 +27,7 @@ honker::records!(emit);
 /// build.
 macro_rules! option_records {
     ($($table:tt)*) => {
-        honker::option_structs! { [#[derive(Debug, uniffi::Record)]] [] $($table)* }
+        honker::option_structs! { [#[derive(Debug, uniffi::Record)]] [] seconds $($table)* }
     };
 }
 

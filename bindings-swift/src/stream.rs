@@ -90,7 +90,7 @@ impl Stream {
         options: PublishArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<i64> {
-        let o = options.to_core();
+        let o = options.to_core()?;
         let payload: honker::Payload = payload.into();
         in_tx(&tx, |t| match t {
             Some(t) => self.s.publish_tx(t, payload, &o),
@@ -106,7 +106,7 @@ impl Stream {
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<i64>> {
         let payloads: Vec<honker::Payload> = payloads.into_iter().map(Into::into).collect();
-        let o = options.to_core();
+        let o = options.to_core()?;
         in_tx(&tx, |t| self.s.publish_many_with(t, payloads, &o))
     }
 

@@ -20,14 +20,13 @@ use serde_json::{json, Value as Json};
 
 use honker::import::{import_honker, ImportOptions};
 use honker::inspect::{self, dead_letters, status, FileStatus, JobRow};
-use honker::queue::EnqueueOptions;
 use honker::{Database, ErrorKind, Payload};
 
 // The verbs' options of core's table as flags (`--idempotency-key`): a
 // command that runs a verb flattens its record.
 macro_rules! option_args {
     ($($table:tt)*) => {
-        honker::option_structs! { [#[derive(Debug, clap::Args)]] [#[arg(long)]] $($table)* }
+        honker::option_structs! { [#[derive(Debug, clap::Args)]] [#[arg(long)]] seconds $($table)* }
     };
 }
 honker::options!(option_args);
@@ -85,7 +84,8 @@ enum Command {
         #[command(subcommand)]
         action: JobsAction,
     },
-    /// Put a job on a queue; prints its id.
+    /// Put a job on a queue; prints its id. Durations are in seconds, times
+    /// in seconds since the Unix epoch.
     Enqueue {
         /// The database file.
         db: PathBuf,
@@ -93,12 +93,8 @@ enum Command {
         queue: String,
         /// The payload, as JSON text.
         payload: String,
-        /// Run it this many seconds from now.
-        #[arg(long)]
-        delay: Option<u64>,
-        /// Higher runs first.
-        #[arg(long, default_value_t = 0)]
-        priority: i32,
+        #[command(flatten)]
+        options: EnqueueArgs,
     },
     /// Publish an event to a stream; prints its offset.
     Publish {
@@ -669,18 +665,12 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             db,
             queue,
             payload,
-            delay,
-            priority,
+            options,
         } => {
             let payload = Payload::json_text(payload)?;
-            let options = EnqueueOptions {
-                delay: delay.map(Duration::from_secs),
-                priority,
-                ..Default::default()
-            };
             let e = Database::open(&db)?
                 .queue(&queue)?
-                .enqueue(payload, &options)?;
+                .enqueue(payload, &options.to_core()?)?;
             Ok(format!("{}\n", e.id))
         }
         Command::Publish {
@@ -690,7 +680,7 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             options,
         } => {
             let payload = Payload::json_text(payload)?;
-            let options = options.to_core();
+            let options = options.to_core()?;
             let offset = Database::open(&db)?
                 .stream(&stream)?
                 .publish(payload, &options)?;

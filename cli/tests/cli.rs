@@ -375,6 +375,37 @@ fn jobs_enqueue_and_publish() {
         (&job["priority"], &job["payload"]),
         (&json!(7), &json!({"to": "z"}))
     );
+    // Every option of core's table is a flag (seconds; a time since 1970).
+    let later = |extra: &[&str]| {
+        let mut args = vec!["enqueue", p, "emails", "{}", "--dedupe-key", "k"];
+        args.extend_from_slice(extra);
+        honker(&args)
+    };
+    let o = later(&["--delay", "90.5", "--max-attempts", "2", "--expires", "600"]);
+    let later_id: i64 = stdout(&o).trim().parse().unwrap();
+    let job = job_json(p, later_id);
+    assert_eq!(
+        (&job["state"], &job["max_attempts"]),
+        (&json!("scheduled"), &json!(2))
+    );
+    let again = stdout(&later(&["--run-at", "0"]))
+        .trim()
+        .parse::<i64>()
+        .unwrap();
+    assert_eq!(again, later_id, "a live job holds the dedupe key");
+    for bad in [
+        &["--delay=-1"][..],
+        &["--delay", "1", "--run-at", "1"],
+        &["--max-attempts", "0"],
+        &["--run-at=-5"],
+    ] {
+        let o = later(bad);
+        assert!(
+            String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     let o = honker(&["enqueue", p, "emails", "{not json"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));

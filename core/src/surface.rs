@@ -382,6 +382,34 @@ macro_rules! records {
 macro_rules! options {
     ($emit:ident) => {
         $emit! {
+            #[doc = "Adds a job (its payload JSON, or bytes). With `tx`, the job commits or rolls back"]
+            #[doc = "with your transaction (the outbox)."]
+            Queue.enqueue(payload) -> [Enqueued] with EnqueueArgs into $crate::EnqueueOptions [tx traced on] {
+                #[doc = "Run no earlier than this long from now (not with `run_at`)."]
+                delay: [Duration] = delay,
+                #[doc = "Run no earlier than this time (a past time means now; not with `delay`)."]
+                run_at: [Instant] = run_at,
+                #[doc = "Higher runs first among due jobs (any 32-bit integer)."]
+                priority: [i32] = priority,
+                #[doc = "Attempts before the job is dead-lettered (1 to 1,000); the queue's by default."]
+                max_attempts: [Attempts] = max_attempts,
+                #[doc = "While a live (ready, scheduled or running) job of this queue holds this key,"]
+                #[doc = "enqueue returns that job (`existing`) instead of adding one (up to 512 bytes)."]
+                dedupe_key: [String] = dedupe_key,
+                #[doc = "A job not started this long after enqueue expires instead of running."]
+                expires: [Duration] = expires,
+            }
+
+            #[doc = "Adds one job per payload, all in one transaction (up to 10,000)."]
+            Queue.enqueue_many(payloads) -> [Vec<Enqueued>] with EnqueueManyArgs into $crate::EnqueueOptions [tx traced] {
+                delay: [Duration] = delay,
+                run_at: [Instant] = run_at,
+                priority: [i32] = priority,
+                max_attempts: [Attempts] = max_attempts,
+                dedupe_key: [String] = dedupe_key,
+                expires: [Duration] = expires,
+            }
+
             #[doc = "Appends an event (JSON, or bytes); returns its offset, dense from 1 within the"]
             #[doc = "stream. With `tx` it exists only if your transaction commits."]
             Stream.publish(payload) -> [i64] with PublishArgs into $crate::stream::PublishOptions [tx traced json] {
@@ -410,39 +438,146 @@ macro_rules! options {
 /// as a struct with `attrs` (a binding's derives; one attribute or none on
 /// every field, such as clap's `#[arg(long)]`), every field optional, and
 /// `to_core` filling the core options (the given fields over the defaults).
-/// The caller's transaction and trace headers cross beside the record, as
-/// the verb's flags say.
+/// `units` (`seconds` or `ms`) is how the binding's wire carries the table's
+/// `[Duration]` and `[Instant]` fields: an `f64` of seconds (a time: since
+/// the Unix epoch) or of milliseconds, checked and converted by
+/// [`units`](crate::surface::units) in `to_core`. `[Attempts]` is a `u32`
+/// that core checks against its attempts limit (the hosts check the same
+/// range first, so every surface words it alike). The caller's transaction
+/// and trace headers cross beside the record, as the verb's flags say.
 #[macro_export]
 macro_rules! option_structs {
-    (@one $attrs:tt [] $($rest:tt)*) => {
-        $crate::option_structs!(@one $attrs [#[allow(dead_code)]] $($rest)*);
+    // Each field resolved to its wire type and conversion, then emitted.
+    (@munch $h:tt [$($done:tt)*]
+        $(#[doc = $d:literal])* $field:ident : [Duration] = $src:ident $(, $($rest:tt)*)?
+    ) => {
+        $crate::option_structs!(@munch $h [$($done)* [$(#[doc = $d])*] $field [f64] [duration] $src] $($($rest)*)?);
     };
-    (@one [$($attr:tt)*] [# $fattr:tt] [$($rdoc:tt)*] $name:ident $core:path {
-        $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
-    }) => {
+    (@munch $h:tt [$($done:tt)*]
+        $(#[doc = $d:literal])* $field:ident : [Instant] = $src:ident $(, $($rest:tt)*)?
+    ) => {
+        $crate::option_structs!(@munch $h [$($done)* [$(#[doc = $d])*] $field [f64] [instant] $src] $($($rest)*)?);
+    };
+    (@munch $h:tt [$($done:tt)*]
+        $(#[doc = $d:literal])* $field:ident : [Attempts] = $src:ident $(, $($rest:tt)*)?
+    ) => {
+        $crate::option_structs!(@munch $h [$($done)* [$(#[doc = $d])*] $field [u32] [same] $src] $($($rest)*)?);
+    };
+    (@munch $h:tt [$($done:tt)*]
+        $(#[doc = $d:literal])* $field:ident : [$($ty:tt)*] = $src:ident $(, $($rest:tt)*)?
+    ) => {
+        $crate::option_structs!(@munch $h [$($done)* [$(#[doc = $d])*] $field [$($ty)*] [same] $src] $($($rest)*)?);
+    };
+    (@munch [[$($attr:tt)*] [# $fattr:tt] $units:ident [$($rdoc:tt)*] $flags:tt $name:ident $core:path]
+        [$( [$($fdoc:tt)*] $field:ident [$($ty:tt)*] [$conv:ident] $src:ident )*]
+    ) => {
         $($rdoc)*
         $($attr)*
         pub struct $name {
-            $( $(#[doc = $fdoc])* #$fattr pub $field: Option<$($ty)*>, )*
+            $( $($fdoc)* #$fattr pub $field: Option<$($ty)*>, )*
         }
 
         impl $name {
-            /// The core options: each given field over its default.
+            /// The core options: each given field over its default (a
+            /// duration or time checked as it is converted).
             #[allow(dead_code)]
-            pub fn to_core(&self) -> $core {
+            pub fn to_core(&self) -> $crate::Result<$core> {
                 #[allow(unused_mut)]
                 let mut o = <$core>::default();
-                $( if let Some(v) = &self.$field { o.$src = v.clone().into(); } )*
-                o
+                $( if let Some(v) = &self.$field {
+                    o.$src = $crate::surface::units::$units::$conv(stringify!($field), v.clone())?.into();
+                } )*
+                Ok(o)
             }
         }
+
+        $crate::__if_flag!(traced $flags
+            impl $name {
+                /// [`to_core`](Self::to_core) with the producer's W3C trace
+                /// headers (checked) as its trace context.
+                #[allow(dead_code)]
+                pub fn to_core_traced(
+                    &self,
+                    traceparent: Option<&str>,
+                    tracestate: Option<&str>,
+                ) -> $crate::Result<$core> {
+                    let mut o = self.to_core()?;
+                    o.trace_context = $crate::TraceContext::from_headers(traceparent, tracestate)?;
+                    Ok(o)
+                }
+            }
+        );
     };
-    ($attrs:tt $fattrs:tt $(
+    (@one $attrs:tt [] $($rest:tt)*) => {
+        $crate::option_structs!(@one $attrs [#[allow(dead_code)]] $($rest)*);
+    };
+    (@one $attrs:tt $fattr:tt $units:ident $rdoc:tt $flags:tt $name:ident $core:path { $($body:tt)* }) => {
+        $crate::option_structs!(@munch [$attrs $fattr $units $rdoc $flags $name $core] [] $($body)*);
+    };
+    ($attrs:tt $fattrs:tt $units:ident $(
         $(#[doc = $rdoc:literal])*
         $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] { $($body:tt)* }
     )*) => {$(
-        $crate::option_structs!(@one $attrs $fattrs [$(#[doc = $rdoc])*] $name $core { $($body)* });
+        $crate::option_structs!(@one $attrs $fattrs $units [$(#[doc = $rdoc])*] [$($flag)*] $name $core { $($body)* });
     )*};
+}
+
+/// How a binding's wire carries the options table's durations and times
+/// (`option_structs!`'s `units`), each checked by core's one rule for
+/// durations ([`validate::seconds`](crate::validate::seconds)) or for times
+/// (finite, after 1970). `same` passes any other field as it is.
+pub mod units {
+    use crate::{validate, Error, Result};
+    use std::time::Duration;
+
+    /// `f64` seconds; a time in seconds since the Unix epoch (Python, Swift,
+    /// the `honker` command).
+    pub mod seconds {
+        pub use super::same;
+        use super::*;
+
+        /// A duration given in seconds.
+        pub fn duration(what: &str, s: f64) -> Result<Duration> {
+            validate::seconds(what, s)
+        }
+
+        /// A time given in seconds since the Unix epoch, as ms.
+        pub fn instant(what: &str, s: f64) -> Result<i64> {
+            super::instant(what, s * 1000.0, s, "seconds")
+        }
+    }
+
+    /// `f64` milliseconds; a time in ms since the Unix epoch (Node).
+    pub mod ms {
+        pub use super::same;
+        use super::*;
+
+        /// A duration given in milliseconds.
+        pub fn duration(what: &str, ms: f64) -> Result<Duration> {
+            validate::millis(what, ms)
+        }
+
+        /// A time given in ms since the Unix epoch.
+        pub fn instant(what: &str, ms: f64) -> Result<i64> {
+            super::instant(what, ms, ms, "ms")
+        }
+    }
+
+    /// A field that crosses as it is.
+    pub fn same<T>(_what: &str, v: T) -> Result<T> {
+        Ok(v)
+    }
+
+    /// `given` is the caller's value, in `unit`, for the error.
+    fn instant(what: &str, ms: f64, given: f64, unit: &str) -> Result<i64> {
+        // Up to the i64 range (2^63 ms); before 1970 is no time either.
+        if !ms.is_finite() || !(0.0..9.223_372_036_854_775e18).contains(&ms.round()) {
+            return Err(Error::invalid(format!(
+                "{what} must be a time after 1970 ({unit} since the Unix epoch), got {given}"
+            )));
+        }
+        Ok(ms.round() as i64)
+    }
 }
 
 /// The common emitter for [`records!`](crate::records): each record as a
@@ -484,20 +619,19 @@ macro_rules! record_structs {
 
 pub use crate::sqlfn::{FromJsonOptions, JsonOption};
 
-/// Whether a verb's flags include `traced` (its options then take the W3C
-/// `traceparent` and `tracestate` headers, into `trace_context`).
-macro_rules! if_traced {
-    ([traced $($rest:ident)*] $($then:tt)*) => { $($then)* };
-    ([$other:ident $($rest:ident)*] $($then:tt)*) => { if_traced!([$($rest)*] $($then)*); };
-    ([] $($then:tt)*) => {};
-}
-
-/// Whether a verb's flags include `json` (its core options are read from
-/// JSON by this entry: one entry per core options type).
-macro_rules! if_json {
-    ([json $($rest:ident)*] $($then:tt)*) => { $($then)* };
-    ([$other:ident $($rest:ident)*] $($then:tt)*) => { if_json!([$($rest)*] $($then)*); };
-    ([] $($then:tt)*) => {};
+/// `$then` if the flags include `$flag` (`traced`: the verb's options take
+/// the W3C `traceparent` and `tracestate` headers, into `trace_context`;
+/// `json`: its core options are read from JSON by this entry, one entry per
+/// core options type).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_flag {
+    (traced [traced $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    (json [json $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    ($flag:ident [$other:ident $($rest:ident)*] $($then:tt)*) => {
+        $crate::__if_flag!($flag [$($rest)*] $($then)*);
+    };
+    ($flag:ident [] $($then:tt)*) => {};
 }
 
 macro_rules! json_options {
@@ -506,7 +640,7 @@ macro_rules! json_options {
         $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] {
             $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
         }
-    )*) => {$( if_json!([$($flag)*]
+    )*) => {$( crate::__if_flag!(json [$($flag)*]
         impl FromJsonOptions for $core {
             fn from_json_options(what: &str, text: &str) -> crate::Result<Self> {
                 let bad = |w: String| crate::Error::invalid(format!("{what}: options: {w}"));
@@ -532,7 +666,7 @@ macro_rules! json_options {
                         other => return Err(bad(format!("unknown key {other:?}"))),
                     }
                 }
-                if_traced!([$($flag)*]
+                crate::__if_flag!(traced [$($flag)*]
                     o.trace_context = crate::TraceContext::from_headers(parent.as_deref(), state.as_deref())?;
                 );
                 Ok(o)
@@ -638,7 +772,7 @@ mod tests {
 
     macro_rules! emit_options {
         ($($table:tt)*) => {
-            option_structs! { [#[derive(Debug, Default)]] [] $($table)* }
+            option_structs! { [#[derive(Debug, Default)]] [] seconds $($table)* }
         };
     }
 
@@ -646,17 +780,69 @@ mod tests {
 
     #[test]
     fn an_option_given_replaces_the_default_and_one_not_given_keeps_it() {
-        let none = PublishArgs::default().to_core();
+        let none = PublishArgs::default().to_core().unwrap();
         assert_eq!(none, crate::stream::PublishOptions::default());
         let some = PublishArgs {
             idempotency_key: Some("k".into()),
             ..Default::default()
         }
-        .to_core();
+        .to_core()
+        .unwrap();
         assert_eq!(
             (some.idempotency_key.as_deref(), some.key),
             (Some("k"), None)
         );
+    }
+
+    #[test]
+    fn durations_and_times_cross_in_the_binding_s_units_and_bad_ones_are_refused() {
+        use super::units;
+        use std::time::Duration;
+        let o = EnqueueArgs {
+            delay: Some(1.5),
+            max_attempts: Some(2),
+            ..Default::default()
+        }
+        .to_core()
+        .unwrap();
+        assert_eq!(
+            (o.delay, o.max_attempts, o.run_at),
+            (Some(Duration::from_millis(1500)), Some(2), None)
+        );
+        let at = EnqueueManyArgs {
+            run_at: Some(1_800_000_000.25),
+            ..Default::default()
+        };
+        assert_eq!(at.to_core().unwrap().run_at, Some(1_800_000_000_250));
+        assert_eq!(units::ms::instant("t", 5.4).unwrap(), 5);
+        assert_eq!(
+            units::ms::duration("d", 250.0).unwrap(),
+            Duration::from_millis(250)
+        );
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 1e300] {
+            let d = EnqueueArgs {
+                delay: Some(bad),
+                ..Default::default()
+            };
+            let t = EnqueueArgs {
+                run_at: Some(bad),
+                ..Default::default()
+            };
+            for e in [d.to_core().unwrap_err(), t.to_core().unwrap_err()] {
+                assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{bad}: {e}");
+            }
+        }
+        let e = EnqueueArgs::default()
+            .to_core_traced(Some("not a traceparent"), None)
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        let traced = PublishArgs::default()
+            .to_core_traced(
+                Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+                None,
+            )
+            .unwrap();
+        assert!(traced.trace_context.is_some());
     }
 
     #[test]

@@ -475,18 +475,14 @@ class Stream(Generic[P]):
 
         ``priority``: A priority stored with the event and handed to its readers (any 32-bit
         integer; reading stays in offset order)."""
-        return self._db._write(
-            tx,
-            self._publish(
-                payload,
-                tx,
-                (
-                    _args.optional_text("key", key),
-                    _args.optional_text("idempotency_key", idempotency_key),
-                    _args.integer("priority", priority, _args.I32),
-                ),
-            ),
-        )
+        if key is not None and key.__class__ is not str:
+            key = _args.text("key", key)
+        if idempotency_key is not None and idempotency_key.__class__ is not str:
+            idempotency_key = _args.text("idempotency_key", idempotency_key)
+        if priority.__class__ is not int or not -2147483648 <= priority <= 2147483647:
+            priority = _args.integer("priority", priority, _args.I32)
+        options = (key, idempotency_key, priority)
+        return self._db._write(tx, self._publish(payload, tx, options))
 
     async def publish_async(
         self,
@@ -498,18 +494,14 @@ class Stream(Generic[P]):
         tx: Transaction | None = None,
     ) -> int:
         """:meth:`publish` for asyncio code: waits for the writer on no thread."""
-        return await self._db._write_async(
-            tx,
-            self._publish(
-                payload,
-                tx,
-                (
-                    _args.optional_text("key", key),
-                    _args.optional_text("idempotency_key", idempotency_key),
-                    _args.integer("priority", priority, _args.I32),
-                ),
-            ),
-        )
+        if key is not None and key.__class__ is not str:
+            key = _args.text("key", key)
+        if idempotency_key is not None and idempotency_key.__class__ is not str:
+            idempotency_key = _args.text("idempotency_key", idempotency_key)
+        if priority.__class__ is not int or not -2147483648 <= priority <= 2147483647:
+            priority = _args.integer("priority", priority, _args.I32)
+        options = (key, idempotency_key, priority)
+        return await self._db._write_async(tx, self._publish(payload, tx, options))
 
     def publish_many(
         self,
@@ -525,19 +517,13 @@ class Stream(Generic[P]):
 
         ``key``: A label stored with the event (up to 512 bytes).
 
-        ``priority``: A priority stored with the event and handed to its readers (any 32-bit
-        integer; reading stays in offset order)."""
-        return self._db._write(
-            tx,
-            self._publish_many(
-                payloads,
-                tx,
-                (
-                    _args.optional_text("key", key),
-                    _args.integer("priority", priority, _args.I32),
-                ),
-            ),
-        )
+        ``priority``: Higher runs first among due jobs (any 32-bit integer)."""
+        if key is not None and key.__class__ is not str:
+            key = _args.text("key", key)
+        if priority.__class__ is not int or not -2147483648 <= priority <= 2147483647:
+            priority = _args.integer("priority", priority, _args.I32)
+        options = (key, priority)
+        return self._db._write(tx, self._publish_many(payloads, tx, options))
 
     async def publish_many_async(
         self,
@@ -548,17 +534,12 @@ class Stream(Generic[P]):
         tx: Transaction | None = None,
     ) -> list[int]:
         """:meth:`publish_many` for asyncio code: waits for the writer on no thread."""
-        return await self._db._write_async(
-            tx,
-            self._publish_many(
-                payloads,
-                tx,
-                (
-                    _args.optional_text("key", key),
-                    _args.integer("priority", priority, _args.I32),
-                ),
-            ),
-        )
+        if key is not None and key.__class__ is not str:
+            key = _args.text("key", key)
+        if priority.__class__ is not int or not -2147483648 <= priority <= 2147483647:
+            priority = _args.integer("priority", priority, _args.I32)
+        options = (key, priority)
+        return await self._db._write_async(tx, self._publish_many(payloads, tx, options))
 
     # </generated: verbs-Stream>
 

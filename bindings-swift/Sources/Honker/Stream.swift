@@ -223,8 +223,7 @@ public final class Stream: @unchecked Sendable {
     ///
     /// `key`: A label stored with the event (up to 512 bytes).
     ///
-    /// `priority`: A priority stored with the event and handed to its readers (any 32-bit
-    /// integer; reading stays in offset order).
+    /// `priority`: Higher runs first among due jobs (any 32-bit integer).
     @discardableResult
     public func publishMany<P: Encodable>(_ payloads: [P], key: String? = nil, priority: Int32 = 0,
         tx: Transaction? = nil) throws -> [Int64] {

@@ -261,11 +261,11 @@ final class Driver {
         switch op {
         case "enqueue":
             let text = String(decoding: try JSONSerialization.data(withJSONObject: s["payload"]!, options: [.fragmentsAllowed]), as: UTF8.self)
-            let options = EnqueueOptions(
-                delayMs: (s["delay_ms"] as? NSNumber)?.uint64Value, runAtMs: nil,
+            let options = EnqueueArgs(
+                delay: (s["delay_ms"] as? NSNumber).map { $0.doubleValue / 1000 }, runAt: nil,
                 priority: Int32((s["priority"] as? NSNumber)?.intValue ?? 0),
                 maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
-                dedupeKey: s["dedupe_key"] as? String, expiresMs: nil)
+                dedupeKey: s["dedupe_key"] as? String, expires: nil)
             let e = try q.enqueue(jsonText: text, options: options, tx: txFor(s))
             return ["id": e.id, "existing": e.existing]
         case "claim":

@@ -3018,7 +3018,9 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     /**
      * Enqueues packed payloads, passed by address (packed.rs); returns
-     * the packed results, one per payload in order.
+     * the packed results, one per payload in order. `options` is core's
+     * `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
+     * no ambient trace context honker could capture, ADR 28).
      *
      * # Safety
      *
@@ -3027,14 +3029,19 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * Packed.swift is its one caller (as `handle_ptr`'s callers, for a
      * connection's address).
      */
-    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions, tx: Transaction?) throws  -> Data
+    func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?) throws  -> Data
     
     /**
-     * `enqueue_many` on a connection to this file that the app opened
-     * itself (GRDB's handle, as an address), inside whatever transaction it
-     * has open there: core's `Queue::enqueue_many_on`.
+     * `enqueue` of several payloads, with `enqueueMany`'s options.
      */
-    func enqueueManyOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions) throws  -> Data
+    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueManyArgs, tx: Transaction?) throws  -> Data
+    
+    /**
+     * `enqueue` on a connection to this file that the app opened itself
+     * (GRDB's handle, as an address), inside whatever transaction it has
+     * open there: core's `Queue::enqueue_many_on`.
+     */
+    func enqueueOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs) throws  -> Data
     
     func fail(id: Int64, token: String, error: String, tx: Transaction?) throws 
     
@@ -3291,7 +3298,9 @@ open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
     
     /**
      * Enqueues packed payloads, passed by address (packed.rs); returns
-     * the packed results, one per payload in order.
+     * the packed results, one per payload in order. `options` is core's
+     * `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
+     * no ambient trace context honker could capture, ADR 28).
      *
      * # Safety
      *
@@ -3300,33 +3309,49 @@ open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
      * Packed.swift is its one caller (as `handle_ptr`'s callers, for a
      * connection's address).
      */
-open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions, tx: Transaction?)throws  -> Data  {
+open func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
-    uniffi_honker_swift_fn_method_queue_enqueue_many(
+    uniffi_honker_swift_fn_method_queue_enqueue(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(payloadsAddress),
         FfiConverterUInt64.lower(payloadsLen),
-        FfiConverterTypeEnqueueOptions_lower(options),
+        FfiConverterTypeEnqueueArgs_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
 }
     
     /**
-     * `enqueue_many` on a connection to this file that the app opened
-     * itself (GRDB's handle, as an address), inside whatever transaction it
-     * has open there: core's `Queue::enqueue_many_on`.
+     * `enqueue` of several payloads, with `enqueueMany`'s options.
      */
-open func enqueueManyOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueOptions)throws  -> Data  {
+open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueManyArgs, tx: Transaction?)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
-    uniffi_honker_swift_fn_method_queue_enqueue_many_on(
+    uniffi_honker_swift_fn_method_queue_enqueue_many(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(payloadsAddress),
+        FfiConverterUInt64.lower(payloadsLen),
+        FfiConverterTypeEnqueueManyArgs_lower(options),
+        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `enqueue` on a connection to this file that the app opened itself
+     * (GRDB's handle, as an address), inside whatever transaction it has
+     * open there: core's `Queue::enqueue_many_on`.
+     */
+open func enqueueOn(handle: UInt64, payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_enqueue_on(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(handle),
         FfiConverterUInt64.lower(payloadsAddress),
         FfiConverterUInt64.lower(payloadsLen),
-        FfiConverterTypeEnqueueOptions_lower(options),uniffiCallStatus
+        FfiConverterTypeEnqueueArgs_lower(options),uniffiCallStatus
     )
 })
 }
@@ -5816,23 +5841,65 @@ public func FfiConverterTypeConsumerInfo_lower(_ value: ConsumerInfo) -> RustBuf
 }
 
 
-public struct EnqueueOptions: Equatable, Hashable {
-    public var delayMs: UInt64?
-    public var runAtMs: Int64?
-    public var priority: Int32
+/**
+ * Adds a job (its payload JSON, or bytes). With `tx`, the job commits or rolls back
+ * with your transaction (the outbox).
+ */
+public struct EnqueueArgs: Equatable, Hashable {
+    /**
+     * Run no earlier than this long from now (not with `run_at`).
+     */
+    public var delay: Double?
+    /**
+     * Run no earlier than this time (a past time means now; not with `delay`).
+     */
+    public var runAt: Double?
+    /**
+     * Higher runs first among due jobs (any 32-bit integer).
+     */
+    public var priority: Int32?
+    /**
+     * Attempts before the job is dead-lettered (1 to 1,000); the queue's by default.
+     */
     public var maxAttempts: UInt32?
+    /**
+     * While a live (ready, scheduled or running) job of this queue holds this key,
+     * enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
+     */
     public var dedupeKey: String?
-    public var expiresMs: UInt64?
+    /**
+     * A job not started this long after enqueue expires instead of running.
+     */
+    public var expires: Double?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(delayMs: UInt64? = nil, runAtMs: Int64? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expiresMs: UInt64? = nil) {
-        self.delayMs = delayMs
-        self.runAtMs = runAtMs
+    public init(
+        /**
+         * Run no earlier than this long from now (not with `run_at`).
+         */delay: Double?, 
+        /**
+         * Run no earlier than this time (a past time means now; not with `delay`).
+         */runAt: Double?, 
+        /**
+         * Higher runs first among due jobs (any 32-bit integer).
+         */priority: Int32?, 
+        /**
+         * Attempts before the job is dead-lettered (1 to 1,000); the queue's by default.
+         */maxAttempts: UInt32?, 
+        /**
+         * While a live (ready, scheduled or running) job of this queue holds this key,
+         * enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
+         */dedupeKey: String?, 
+        /**
+         * A job not started this long after enqueue expires instead of running.
+         */expires: Double?) {
+        self.delay = delay
+        self.runAt = runAt
         self.priority = priority
         self.maxAttempts = maxAttempts
         self.dedupeKey = dedupeKey
-        self.expiresMs = expiresMs
+        self.expires = expires
     }
 
     
@@ -5841,32 +5908,32 @@ public struct EnqueueOptions: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension EnqueueOptions: Sendable {}
+extension EnqueueArgs: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeEnqueueOptions: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnqueueOptions {
+public struct FfiConverterTypeEnqueueArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnqueueArgs {
         return
-            try EnqueueOptions(
-                delayMs: FfiConverterOptionUInt64.read(from: &buf), 
-                runAtMs: FfiConverterOptionInt64.read(from: &buf), 
-                priority: FfiConverterInt32.read(from: &buf), 
+            try EnqueueArgs(
+                delay: FfiConverterOptionDouble.read(from: &buf), 
+                runAt: FfiConverterOptionDouble.read(from: &buf), 
+                priority: FfiConverterOptionInt32.read(from: &buf), 
                 maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
                 dedupeKey: FfiConverterOptionString.read(from: &buf), 
-                expiresMs: FfiConverterOptionUInt64.read(from: &buf)
+                expires: FfiConverterOptionDouble.read(from: &buf)
         )
     }
 
-    public static func write(_ value: EnqueueOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionUInt64.write(value.delayMs, into: &buf)
-        FfiConverterOptionInt64.write(value.runAtMs, into: &buf)
-        FfiConverterInt32.write(value.priority, into: &buf)
+    public static func write(_ value: EnqueueArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionDouble.write(value.delay, into: &buf)
+        FfiConverterOptionDouble.write(value.runAt, into: &buf)
+        FfiConverterOptionInt32.write(value.priority, into: &buf)
         FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
         FfiConverterOptionString.write(value.dedupeKey, into: &buf)
-        FfiConverterOptionUInt64.write(value.expiresMs, into: &buf)
+        FfiConverterOptionDouble.write(value.expires, into: &buf)
     }
 }
 
@@ -5874,15 +5941,88 @@ public struct FfiConverterTypeEnqueueOptions: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeEnqueueOptions_lift(_ buf: RustBuffer) throws -> EnqueueOptions {
-    return try FfiConverterTypeEnqueueOptions.lift(buf)
+public func FfiConverterTypeEnqueueArgs_lift(_ buf: RustBuffer) throws -> EnqueueArgs {
+    return try FfiConverterTypeEnqueueArgs.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeEnqueueOptions_lower(_ value: EnqueueOptions) -> RustBuffer {
-    return FfiConverterTypeEnqueueOptions.lower(value)
+public func FfiConverterTypeEnqueueArgs_lower(_ value: EnqueueArgs) -> RustBuffer {
+    return FfiConverterTypeEnqueueArgs.lower(value)
+}
+
+
+/**
+ * Adds one job per payload, all in one transaction (up to 10,000).
+ */
+public struct EnqueueManyArgs: Equatable, Hashable {
+    public var delay: Double?
+    public var runAt: Double?
+    public var priority: Int32?
+    public var maxAttempts: UInt32?
+    public var dedupeKey: String?
+    public var expires: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(delay: Double?, runAt: Double?, priority: Int32?, maxAttempts: UInt32?, dedupeKey: String?, expires: Double?) {
+        self.delay = delay
+        self.runAt = runAt
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.dedupeKey = dedupeKey
+        self.expires = expires
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension EnqueueManyArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEnqueueManyArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnqueueManyArgs {
+        return
+            try EnqueueManyArgs(
+                delay: FfiConverterOptionDouble.read(from: &buf), 
+                runAt: FfiConverterOptionDouble.read(from: &buf), 
+                priority: FfiConverterOptionInt32.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                dedupeKey: FfiConverterOptionString.read(from: &buf), 
+                expires: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: EnqueueManyArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionDouble.write(value.delay, into: &buf)
+        FfiConverterOptionDouble.write(value.runAt, into: &buf)
+        FfiConverterOptionInt32.write(value.priority, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionString.write(value.dedupeKey, into: &buf)
+        FfiConverterOptionDouble.write(value.expires, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEnqueueManyArgs_lift(_ buf: RustBuffer) throws -> EnqueueManyArgs {
+    return try FfiConverterTypeEnqueueManyArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEnqueueManyArgs_lower(_ value: EnqueueManyArgs) -> RustBuffer {
+    return FfiConverterTypeEnqueueManyArgs.lower(value)
 }
 
 
@@ -10741,10 +10881,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 47619) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue() != 48638) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many_on() != 49569) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 35968) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_on() != 44969) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_fail() != 16087) {
