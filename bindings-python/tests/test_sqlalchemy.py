@@ -7,6 +7,7 @@ process's asyncio consumers."""
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import honker
@@ -83,6 +84,24 @@ def test_core_connection_and_options(engine):
     assert tuple(row) == ("blob", 5, "scheduled")
 
 
+def test_every_option_of_queue_enqueue_reaches_the_sql_function(engine):
+    """The helpers take ``Queue.enqueue``'s options (core's table) and send
+    them in Honker's SQL names: a time and durations as ms."""
+    at = datetime.datetime(2030, 1, 2, tzinfo=datetime.timezone.utc)
+    with engine.begin() as conn:
+        a = hsa.enqueue(conn, "emails", {}, run_at=at, max_attempts=7)
+        b = hsa.enqueue(conn, "emails", {}, delay=datetime.timedelta(minutes=1), expires=3600)
+    with engine.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT id, run_at, max_attempts, expires_at - created_at, run_at - created_at"
+                " FROM _honker_jobs ORDER BY id"
+            )
+        ).all()
+    assert [tuple(r[:3]) for r in rows] == [(a, int(at.timestamp() * 1000), 7), (b, rows[1][1], 3)]
+    assert (rows[1][3], rows[1][4]) == (3_600_000, 60_000)
+
+
 def test_bad_input_is_a_honker_error_and_changes_nothing(engine):
     with Session(engine) as session, session.begin():
         session.add(Order(id=1, status="paid"))
@@ -91,6 +110,10 @@ def test_bad_input_is_a_honker_error_and_changes_nothing(engine):
             hsa.enqueue(session, "emails", {"x": 1}, max_attempts=0)
         with pytest.raises(honker.InvalidArgument):
             hsa.enqueue(session, "", {"x": 1})
+        with pytest.raises(honker.InvalidArgument, match="unknown key"):
+            hsa.enqueue(session, "emails", {"x": 1}, dedupe="typo")  # type: ignore[call-arg]
+        with pytest.raises(honker.InvalidArgument, match="delay must be"):
+            hsa.enqueue(session, "emails", {"x": 1}, delay="soon")  # type: ignore[typeddict-item]
     assert orders(engine) == 1
     assert jobs(engine) == []
 

@@ -119,16 +119,7 @@ def test_publish_captures_it_and_a_group_handler_runs_in_it(rdb):
 
 def test_the_orm_calls_carry_it_as_sql_options():
     def options() -> list[dict]:
-        _, job = enqueue_call(
-            "mail",
-            {"to": "a"},
-            delay=None,
-            run_at=None,
-            priority=0,
-            max_attempts=3,
-            dedupe_key=None,
-            expires=None,
-        )
+        _, job = enqueue_call("mail", {"to": "a"}, {"priority": 0, "max_attempts": 3})
         _, event = publish_call("orders", {"n": 1}, {})
         return [json.loads(job[2]), json.loads(event[2])]
 

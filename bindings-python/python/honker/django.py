@@ -45,8 +45,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._sql import PublishOptions, enqueue_call, honker_errors, notify_call, publish_call
-from ._time import Seconds, When
+from ._sql import (
+    EnqueueOptions,
+    PublishOptions,
+    enqueue_call,
+    honker_errors,
+    notify_call,
+    publish_call,
+)
 from .errors import InvalidArgument
 from .extension import load_extension
 
@@ -99,29 +105,14 @@ def enqueue(
     payload: Any,
     *,
     using: str = "default",
-    delay: Seconds | None = None,
-    run_at: When | None = None,
-    priority: int = 0,
-    max_attempts: int = 3,
-    dedupe_key: str | None = None,
-    expires: Seconds | None = None,
+    **options: Unpack[EnqueueOptions],
 ) -> int:
     """Enqueues a job on Django's connection ``using``, inside the current
     ``transaction.atomic`` block: it commits or rolls back with your rows.
     The options are :meth:`honker.Queue.enqueue`'s. Returns the job id (with
     a dedupe key a live job holds: that job's id). Outside ``atomic`` it
     refuses (``InvalidArgument``) instead of committing the job on its own."""
-    sql, args = enqueue_call(
-        queue,
-        payload,
-        delay=delay,
-        run_at=run_at,
-        priority=priority,
-        max_attempts=max_attempts,
-        dedupe_key=dedupe_key,
-        expires=expires,
-        placeholder="%s",
-    )
+    sql, args = enqueue_call(queue, payload, options, placeholder="%s")
     return _run(using, sql, args, "enqueue", "the job")
 
 

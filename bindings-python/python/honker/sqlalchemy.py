@@ -44,8 +44,14 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from ._sql import PublishOptions, enqueue_call, honker_errors, notify_call, publish_call
-from ._time import Seconds, When
+from ._sql import (
+    EnqueueOptions,
+    PublishOptions,
+    enqueue_call,
+    honker_errors,
+    notify_call,
+    publish_call,
+)
 from .errors import InvalidArgument
 from .extension import load_extension
 
@@ -92,13 +98,7 @@ def enqueue(
     session_or_connection: Any,
     queue: str,
     payload: Any,
-    *,
-    delay: Seconds | None = None,
-    run_at: When | None = None,
-    priority: int = 0,
-    max_attempts: int = 3,
-    dedupe_key: str | None = None,
-    expires: Seconds | None = None,
+    **options: Unpack[EnqueueOptions],
 ) -> int:
     """Enqueues a job on the ORM's own connection, inside its current
     transaction: it commits or rolls back with your rows. Takes a ``Session``
@@ -108,16 +108,7 @@ def enqueue(
     Refuses (``InvalidArgument``) a connection that is not inside a
     transaction instead of committing the job on its own: call
     :func:`setup` on the engine."""
-    sql, args = enqueue_call(
-        queue,
-        payload,
-        delay=delay,
-        run_at=run_at,
-        priority=priority,
-        max_attempts=max_attempts,
-        dedupe_key=dedupe_key,
-        expires=expires,
-    )
+    sql, args = enqueue_call(queue, payload, options)
     return _run(session_or_connection, sql, args, "the job")
 
 
