@@ -161,20 +161,7 @@ export interface EnqueueOptions {
   expires?: number;
 }
 /** The options of `Queue.enqueueMany`. */
-export interface EnqueueManyOptions {
-  /** Run no earlier than this long from now (not with `runAt`). In ms. */
-  delay?: number;
-  /** Run no earlier than this time (a past time means now; not with `delay`). A `Date`, or ms since the Unix epoch. */
-  runAt?: Date | number;
-  /** Higher runs first among due jobs (any 32-bit integer). Default 0. */
-  priority?: number;
-  /** Attempts before the job is dead-lettered (1 to 1,000); the queue's by default. */
-  maxAttempts?: number;
-  /** While a live (ready, scheduled or running) job of this queue holds this key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes). */
-  dedupeKey?: string;
-  /** A job not started this long after enqueue expires instead of running. In ms. */
-  expires?: number;
-}
+export type EnqueueManyOptions = EnqueueOptions;
 /** The options of `Stream.publish`. */
 export interface PublishOptions {
   /** A label stored with the event (up to 512 bytes). */

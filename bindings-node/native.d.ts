@@ -262,8 +262,8 @@ export declare class Queue {
   /** Enqueues one payload with `EnqueueArgs` (resolves to one record in a list). */
   enqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
   tryEnqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
-  enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
-  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
+  enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
+  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
   /**
    * Claims up to `n` jobs, waiting up to `wait` ms for work
    * (`tryClaim`: its `wait` must be 0): their fields, flat, in the
@@ -684,16 +684,6 @@ export interface Enqueued {
   id: number
   /** True when the dedupe key matched a live job: nothing was enqueued. */
   existing: boolean
-}
-
-/** Adds one job per payload, all in one transaction (up to 10,000). */
-export interface EnqueueManyArgs {
-  delay?: number
-  runAt?: number
-  priority?: number
-  maxAttempts?: number
-  dedupeKey?: string
-  expires?: number
 }
 
 /** Every stable error code, for the JS layer's error classes. */

@@ -53,6 +53,7 @@ def facts() -> dict:
         text=True,
     ).stdout
     f = json.loads(out)
+    share_records(f)
     inherit_docs(f)
     return f
 
@@ -570,6 +571,22 @@ def inherit_docs(f: dict) -> None:
             seen.setdefault(fl["name"], fl["doc"])
 
 
+def share_records(f: dict) -> None:
+    """An entry with no fields takes those of the earlier entry naming the
+    same record (enqueue_many's are enqueue's EnqueueArgs); each entry a
+    record names after its first is marked `shared`."""
+    first: dict[str, dict] = {}
+    for v in f["options"]:
+        if v["record"] in first:
+            if v["fields"]:
+                raise SystemExit(
+                    f"facts: {v['verb']} names {v['record']} again with fields of its own"
+                )
+            v["fields"], v["shared"] = first[v["record"]]["fields"], True
+        else:
+            first[v["record"]] = v
+
+
 def option_type(field: dict) -> OptionType:
     if field["type"] not in OPTION_TYPES:
         raise SystemExit(
@@ -683,6 +700,8 @@ def pyi_options(f: dict) -> str:
     """Each input record as the tuple the native verb takes."""
     lines = []
     for v in f["options"]:
+        if v.get("shared"):
+            continue
         cells = ", ".join(f"{option_type(fl).pyi} | None" for fl in v["fields"])
         one = f"{v['record']} = tuple[{cells}]"
         # ruff's layout past the line length (the cells fit on one line).
@@ -694,9 +713,13 @@ def pyi_options(f: dict) -> str:
 
 def py_typeddicts(f: dict) -> str:
     """Each verb's options as a TypedDict (total=False), for ``**options``."""
-    out = []
+    out, names = [], {}
     for v in f["options"]:
         name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
+        if v.get("shared"):
+            out.append(f"{name} = {names[v['record']]}")
+            continue
+        names[v["record"]] = name
         lines = [f"class {name}(TypedDict, total=False):"]
         lines.append(
             f'    """The options of ``{v["noun"]}.{v["verb"]}`` (core\'s table)."""'
@@ -713,12 +736,18 @@ def py_typeddicts(f: dict) -> str:
 
 def js_options(f: dict) -> str:
     """Each verb's option names, and its check into the native record."""
-    lines = []
+    lines, firsts = [], {}
     for v in f["options"]:
         names = [camel(fl["name"]) for fl in v["fields"]]
         if "tx" in v["flags"]:
             names.append("tx")
         const = snake(v["verb"]).upper() + "_OPTIONS"
+        if v.get("shared"):
+            first = firsts[v["record"]]
+            lines.append(f"const {const} = {snake(first['verb']).upper()}_OPTIONS;")
+            lines.append(f"const {camel(v['verb'])}Args = {camel(first['verb'])}Args;")
+            continue
+        firsts[v["record"]] = v
         lines.append(f"const {const} = new Set([{', '.join(repr(n) for n in names)}]);")
         lines.append(
             f"/** `{v['noun']}.{v['verb']}`'s options checked, as its native"
@@ -753,10 +782,14 @@ TS_UNITS = {"Duration": " In ms.", "Instant": " A `Date`, or ms since the Unix e
 
 def ts_options(f: dict) -> str:
     """Each verb's options as an interface (`PublishOptions`)."""
-    lines = []
+    lines, names = [], {}
     for v in f["options"]:
         name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
         lines.append(f"/** The options of `{v['noun']}.{camel(v['verb'])}`. */")
+        if v.get("shared"):
+            lines.append(f"export type {name} = {names[v['record']]};")
+            continue
+        names[v["record"]] = name
         lines.append(f"export interface {name} {{")
         for fl in v["fields"]:
             ts = option_type(fl).ts

@@ -59,18 +59,8 @@ function enqueueArgs(options) {
     expires: optMs('expires', options.expires),
   });
 }
-const ENQUEUE_MANY_OPTIONS = new Set(['delay', 'runAt', 'priority', 'maxAttempts', 'dedupeKey', 'expires', 'tx']);
-/** `Queue.enqueue_many`'s options checked, as its native `EnqueueManyArgs` (undefined when none is given). */
-function enqueueManyArgs(options) {
-  return definedFields({
-    delay: optMs('delay', options.delay),
-    runAt: epochMs('runAt', options.runAt),
-    priority: int('priority', options.priority, ...I32),
-    maxAttempts: int('maxAttempts', options.maxAttempts, ...ATTEMPTS),
-    dedupeKey: optText('dedupeKey', options.dedupeKey),
-    expires: optMs('expires', options.expires),
-  });
-}
+const ENQUEUE_MANY_OPTIONS = ENQUEUE_OPTIONS;
+const enqueueManyArgs = enqueueArgs;
 const PUBLISH_OPTIONS = new Set(['key', 'idempotencyKey', 'priority', 'tx']);
 /** `Stream.publish`'s options checked, as its native `PublishArgs` (undefined when none is given). */
 function publishArgs(options) {

@@ -9,14 +9,14 @@
 
 use std::sync::Arc;
 
-use honker::{ClaimOptions, EnqueueOptions as CoreEnqueue, Lease, Payload};
+use honker::{ClaimOptions, Lease, Payload};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
 use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
 use crate::records::{
-    payload_in, payload_out, Cell, ClaimedJob, EnqueueArgs, EnqueueManyArgs, Enqueued, JobInfo,
-    PayloadIo, QueueStats,
+    payload_in, payload_out, Cell, ClaimedJob, EnqueueArgs, Enqueued, JobInfo, PayloadIo,
+    QueueStats,
 };
 
 #[napi(object)]
@@ -57,13 +57,18 @@ impl Queue {
     fn enqueue_op(
         &self,
         payloads: Vec<PayloadIo>,
-        options: honker::Result<CoreEnqueue>,
+        options: Option<EnqueueArgs>,
         tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> Op<Vec<Enqueued>> {
         let (q, txs) = self.parts();
         let payloads: Vec<Payload> = payloads.into_iter().map(payload_in).collect();
+        let o = options
+            .unwrap_or_default()
+            .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
         Box::new(move || {
-            let done = with_tx(&txs, tx, |tx| q.enqueue_many_in(tx, payloads, &options?))?;
+            let done = with_tx(&txs, tx, |tx| q.enqueue_many_in(tx, payloads, &o?))?;
             Ok(done.into_iter().map(Enqueued::from).collect())
         })
     }
@@ -76,24 +81,7 @@ impl Queue {
         traceparent: Option<String>,
         tracestate: Option<String>,
     ) -> Op<Vec<Enqueued>> {
-        let o = options
-            .unwrap_or_default()
-            .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
-        self.enqueue_op(vec![payload], o, tx)
-    }
-
-    fn enqueue_many_op(
-        &self,
-        payloads: Vec<PayloadIo>,
-        options: Option<EnqueueManyArgs>,
-        tx: Option<u32>,
-        traceparent: Option<String>,
-        tracestate: Option<String>,
-    ) -> Op<Vec<Enqueued>> {
-        let o = options
-            .unwrap_or_default()
-            .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
-        self.enqueue_op(payloads, o, tx)
+        self.enqueue_op(vec![payload], options, tx, traceparent, tracestate)
     }
 
     fn claim_op(&self, worker_id: String, n: i64, options: Option<ClaimArgs>) -> Op<Vec<Cell>> {
@@ -346,9 +334,9 @@ verbs! {
     #[doc = "Enqueues one payload with `EnqueueArgs` (resolves to one record in a list)."]
     enqueue / try_enqueue (payload: PayloadIo, options: Option<EnqueueArgs>, tx: Option<u32>,
         traceparent: Option<String>, tracestate: Option<String>) -> Vec<Enqueued> = enqueue_one_op;
-    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueManyArgs>,
+    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueArgs>,
         tx: Option<u32>, traceparent: Option<String>, tracestate: Option<String>)
-        -> Vec<Enqueued> = enqueue_many_op;
+        -> Vec<Enqueued> = enqueue_op;
     #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]
     #[doc = "(`tryClaim`: its `wait` must be 0): their fields, flat, in the"]
     #[doc = "order of `ClaimedJob` (index.js's `claimedJobAt` reads them)."]

@@ -13,9 +13,7 @@ use pyo3::prelude::*;
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
-use crate::records::{
-    ClaimedJob, EnqueueArgs, EnqueueManyArgs, Enqueued, JobInfo, Payload, QueueStats,
-};
+use crate::records::{ClaimedJob, EnqueueArgs, Enqueued, JobInfo, Payload, QueueStats};
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
@@ -69,13 +67,13 @@ impl Queue {
 
     /// Enqueues each payload with the same options, all in one transaction
     /// (the caller's `tx` if given); returns `(id, existing)` per payload.
-    /// `options` is core's `EnqueueManyArgs` as a tuple.
+    /// `options` is `enqueue`'s.
     #[pyo3(signature = (payloads, options, tx, traceparent, tracestate))]
     fn enqueue_many(
         &self,
         py: Python<'_>,
         payloads: Vec<Bound<'_, PyAny>>,
-        options: EnqueueManyArgs,
+        options: EnqueueArgs,
         tx: Option<PyRef<'_, Transaction>>,
         traceparent: Option<&str>,
         tracestate: Option<&str>,

@@ -68,9 +68,16 @@ macro_rules! option_records {
     (@extract $(
         $(#[doc = $vdoc:literal])*
         $noun:ident . $verb:ident ($($arg:ident),*) -> [$($ret:tt)*] with $name:ident into $core:path [$($flag:ident)*] {
-            $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
+            $($body:tt)*
         }
     )*) => {$(
+        option_records!(@extract_one $name { $($body)* });
+    )*};
+    // An entry that takes an earlier entry's record: extracted once.
+    (@extract_one $name:ident {}) => {};
+    (@extract_one $name:ident {
+        $( $(#[doc = $fdoc:literal])* $field:ident : [$($ty:tt)*] = $src:ident ),* $(,)?
+    }) => {
         impl<'a, 'py> FromPyObject<'a, 'py> for $name {
             type Error = PyErr;
 
@@ -91,7 +98,7 @@ macro_rules! option_records {
                 })
             }
         }
-    )*};
+    };
     ($($table:tt)*) => {
         honker::option_structs! { [#[derive(Debug)]] [] seconds $($table)* }
         option_records!(@extract $($table)*);

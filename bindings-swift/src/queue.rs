@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::database::{in_tx, Payload, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::packed;
-use crate::records::{ClaimedJob, EnqueueArgs, EnqueueManyArgs, JobInfo, QueueStats};
+use crate::records::{ClaimedJob, EnqueueArgs, JobInfo, QueueStats};
 
 /// A job rebuilt from its lease: see `Queue::job`.
 #[derive(Debug, uniffi::Record)]
@@ -192,12 +192,12 @@ impl Queue {
         self.enqueue_packed(payloads_address, payloads_len, options.to_core()?, tx)
     }
 
-    /// `enqueue` of several payloads, with `enqueueMany`'s options.
+    /// `enqueue` of several payloads, each with the options.
     pub fn enqueue_many(
         &self,
         payloads_address: u64,
         payloads_len: u64,
-        options: EnqueueManyArgs,
+        options: EnqueueArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<u8>> {
         // SAFETY: as for `enqueue`.

@@ -369,8 +369,10 @@ macro_rules! records {
 /// per core options type). `args` are the
 /// verb's positional arguments (`payload` is the binding's payload) and
 /// `[Wire]` what it returns. A field without docs has those of the same field
-/// in an earlier entry. `core/examples/facts.rs` prints the table, from
-/// which `scripts/facts.py` writes each host's signatures, checks and
+/// in an earlier entry. An entry with no fields (`{}`) takes the options of
+/// the earlier entry that names the same record (`enqueue_many` takes
+/// `enqueue`'s `EnqueueArgs`): one record, not a twin.
+/// `core/examples/facts.rs` prints the table, from which `scripts/facts.py` writes each host's signatures, checks and
 /// declarations (Python's sync and async twins, the JS checks and `.d.ts`
 /// interfaces, Swift's overloads); the field names follow the records'
 /// conventions.
@@ -400,15 +402,9 @@ macro_rules! options {
                 expires: [Duration] = expires,
             }
 
-            #[doc = "Adds one job per payload, all in one transaction (up to 10,000)."]
-            Queue.enqueue_many(payloads) -> [Vec<Enqueued>] with EnqueueManyArgs into $crate::EnqueueOptions [tx traced] {
-                delay: [Duration] = delay,
-                run_at: [Instant] = run_at,
-                priority: [i32] = priority,
-                max_attempts: [Attempts] = max_attempts,
-                dedupe_key: [String] = dedupe_key,
-                expires: [Duration] = expires,
-            }
+            #[doc = "Adds one job per payload, all in one transaction (up to 10,000), each with the"]
+            #[doc = "options."]
+            Queue.enqueue_many(payloads) -> [Vec<Enqueued>] with EnqueueArgs into $crate::EnqueueOptions [tx traced] {}
 
             #[doc = "Appends an event (JSON, or bytes); returns its offset, dense from 1 within the"]
             #[doc = "stream. With `tx` it exists only if your transaction commits."]
@@ -508,6 +504,7 @@ macro_rules! option_structs {
             }
         );
     };
+    (@one $attrs:tt $fattr:tt $units:ident $rdoc:tt $flags:tt $name:ident $core:path {}) => {};
     (@one $attrs:tt [] $($rest:tt)*) => {
         $crate::option_structs!(@one $attrs [#[allow(dead_code)]] $($rest)*);
     };
@@ -809,7 +806,7 @@ mod tests {
             (o.delay, o.max_attempts, o.run_at),
             (Some(Duration::from_millis(1500)), Some(2), None)
         );
-        let at = EnqueueManyArgs {
+        let at = EnqueueArgs {
             run_at: Some(1_800_000_000.25),
             ..Default::default()
         };

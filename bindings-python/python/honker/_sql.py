@@ -39,15 +39,7 @@ class EnqueueOptions(TypedDict, total=False):
     expires: Seconds | None
 
 
-class EnqueueManyOptions(TypedDict, total=False):
-    """The options of ``Queue.enqueue_many`` (core's table)."""
-
-    delay: Seconds | None
-    run_at: When | None
-    priority: int
-    max_attempts: int | None
-    dedupe_key: str | None
-    expires: Seconds | None
+EnqueueManyOptions = EnqueueOptions
 
 
 class PublishOptions(TypedDict, total=False):

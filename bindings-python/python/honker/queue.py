@@ -727,7 +727,8 @@ class Queue(Generic[P]):
         expires: Seconds | None = None,
         tx: Transaction | None = None,
     ) -> list[Enqueued]:
-        """Adds one job per payload, all in one transaction (up to 10,000).
+        """Adds one job per payload, all in one transaction (up to 10,000), each with the
+        options.
 
         ``delay``: Run no earlier than this long from now (not with ``run_at``).
 

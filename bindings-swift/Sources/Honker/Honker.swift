@@ -547,7 +547,8 @@ public final class Queue: @unchecked Sendable {
         try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), on: connection)
     }
 
-    /// Adds one job per payload, all in one transaction (up to 10,000).
+    /// Adds one job per payload, all in one transaction (up to 10,000), each with the
+    /// options.
     ///
     /// `delay`: Run no earlier than this long from now (not with `runAt`).
     ///
@@ -565,14 +566,14 @@ public final class Queue: @unchecked Sendable {
     @discardableResult
     public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
         tx: Transaction? = nil) throws -> [Enqueued] {
-        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueManyArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), tx: tx)
+        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), tx: tx)
     }
 
     /// `enqueueMany` for async code: off the caller's thread where it would wait.
     @discardableResult
     public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
         isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
-        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueManyArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires))
+        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires))
     }
     // </generated: verbs-Queue>
 
@@ -599,13 +600,13 @@ public final class Queue: @unchecked Sendable {
         })[0]
     }
 
-    func enqueueManyEncoded(_ packed: [UInt8], _ options: EnqueueManyArgs, tx: Transaction?) throws -> [Enqueued] {
+    func enqueueManyEncoded(_ packed: [UInt8], _ options: EnqueueArgs, tx: Transaction?) throws -> [Enqueued] {
         try Packed.enqueued(Packed.withAddress(packed) {
             try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx?.native)
         })
     }
 
-    func enqueueManyEncoded(_ packed: [UInt8], _ options: EnqueueManyArgs,
+    func enqueueManyEncoded(_ packed: [UInt8], _ options: EnqueueArgs,
                             isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
         let native = self.native
         return try Packed.enqueued(await soon(inline) {

@@ -3032,9 +3032,9 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?) throws  -> Data
     
     /**
-     * `enqueue` of several payloads, with `enqueueMany`'s options.
+     * `enqueue` of several payloads, each with the options.
      */
-    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueManyArgs, tx: Transaction?) throws  -> Data
+    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?) throws  -> Data
     
     /**
      * `enqueue` on a connection to this file that the app opened itself
@@ -3323,16 +3323,16 @@ open func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: Enqueue
 }
     
     /**
-     * `enqueue` of several payloads, with `enqueueMany`'s options.
+     * `enqueue` of several payloads, each with the options.
      */
-open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueManyArgs, tx: Transaction?)throws  -> Data  {
+open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_enqueue_many(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(payloadsAddress),
         FfiConverterUInt64.lower(payloadsLen),
-        FfiConverterTypeEnqueueManyArgs_lower(options),
+        FfiConverterTypeEnqueueArgs_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
@@ -5950,79 +5950,6 @@ public func FfiConverterTypeEnqueueArgs_lift(_ buf: RustBuffer) throws -> Enqueu
 #endif
 public func FfiConverterTypeEnqueueArgs_lower(_ value: EnqueueArgs) -> RustBuffer {
     return FfiConverterTypeEnqueueArgs.lower(value)
-}
-
-
-/**
- * Adds one job per payload, all in one transaction (up to 10,000).
- */
-public struct EnqueueManyArgs: Equatable, Hashable {
-    public var delay: Double?
-    public var runAt: Double?
-    public var priority: Int32?
-    public var maxAttempts: UInt32?
-    public var dedupeKey: String?
-    public var expires: Double?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(delay: Double?, runAt: Double?, priority: Int32?, maxAttempts: UInt32?, dedupeKey: String?, expires: Double?) {
-        self.delay = delay
-        self.runAt = runAt
-        self.priority = priority
-        self.maxAttempts = maxAttempts
-        self.dedupeKey = dedupeKey
-        self.expires = expires
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension EnqueueManyArgs: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEnqueueManyArgs: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnqueueManyArgs {
-        return
-            try EnqueueManyArgs(
-                delay: FfiConverterOptionDouble.read(from: &buf), 
-                runAt: FfiConverterOptionDouble.read(from: &buf), 
-                priority: FfiConverterOptionInt32.read(from: &buf), 
-                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
-                dedupeKey: FfiConverterOptionString.read(from: &buf), 
-                expires: FfiConverterOptionDouble.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: EnqueueManyArgs, into buf: inout [UInt8]) {
-        FfiConverterOptionDouble.write(value.delay, into: &buf)
-        FfiConverterOptionDouble.write(value.runAt, into: &buf)
-        FfiConverterOptionInt32.write(value.priority, into: &buf)
-        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
-        FfiConverterOptionString.write(value.dedupeKey, into: &buf)
-        FfiConverterOptionDouble.write(value.expires, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEnqueueManyArgs_lift(_ buf: RustBuffer) throws -> EnqueueManyArgs {
-    return try FfiConverterTypeEnqueueManyArgs.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEnqueueManyArgs_lower(_ value: EnqueueManyArgs) -> RustBuffer {
-    return FfiConverterTypeEnqueueManyArgs.lower(value)
 }
 
 
@@ -10884,7 +10811,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_enqueue() != 48638) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 35968) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 24357) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_enqueue_on() != 44969) {
