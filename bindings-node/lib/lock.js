@@ -302,7 +302,10 @@ method(Database, async function rateLimiter(name, options) {
   optMs('per', per);
   if (typeof update !== 'boolean') throw invalid(`update must be a boolean, got ${describe(update)}`);
   const n = this._native;
-  const native = await this._writer.run(() => call(() => n.rateLimiter(name, limit, per, burst, update)));
+  const open = () => call(() => n.rateLimiter(name, limit, per, burst, update));
+  // The limiter as stored is a read: no turn at the writer (it opens inside
+  // the caller's transaction too).
+  const native = await (limit === undefined && per === undefined ? open() : this._writer.run(open));
   return new RateLimiter(this, native);
 });
 

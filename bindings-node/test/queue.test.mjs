@@ -95,14 +95,6 @@ test('priority, then age', async () => {
   assert.deepEqual((await q.claimBatch('w', 3)).map((j) => j.payload), ['high', 'low', 'low2']);
 });
 
-test('a dedupe key returns the live job', async () => {
-  const { db } = await testDb();
-  const q = db.queue('q');
-  const a = await q.enqueue({ m: 11 }, { dedupeKey: 'report-11' });
-  const b = await q.enqueue({ m: 11 }, { dedupeKey: 'report-11' });
-  assert.deepEqual(b, { id: a.id, existing: true });
-});
-
 test('release and snooze give the attempt back; heartbeat extends', async () => {
   const { db, clock } = await testDb();
   const q = db.queue('q', { lease: 10_000 });

@@ -48,15 +48,6 @@ test('publish commits or rolls back with the business row, leaving no gap', asyn
   );
 });
 
-test('a retried publish with its idempotency key resolves to the first offset', async () => {
-  const { db } = await testDb();
-  const s = db.stream('payments');
-  const first = await s.publish({ amount: 5 }, { idempotencyKey: 'charge-9' });
-  assert.equal(await s.publish({ amount: 5 }, { idempotencyKey: 'charge-9' }), first);
-  await assert.rejects(s.publish({ amount: 6 }, { idempotencyKey: 'charge-9' }), honker.InvalidArgument);
-  assert.deepEqual(await events(db, 'payments'), [first]);
-});
-
 test('a priority is stored with the event and handed to its readers', async () => {
   const { db } = await testDb();
   const s = db.stream('alerts');

@@ -28,57 +28,17 @@ def held_rows(db: honker.Database) -> list:
     )
 
 
-def test_grants_tokens_release_and_info(db: honker.Database, clock: honker.ManualClock) -> None:
-    lock = db.lock("reindex")
-    a = lock.try_acquire("a", ttl=10)
-    assert a is not None and a.token > 0
-    assert lock.try_acquire("b", ttl=10) is None
-    info = lock.info()
-    assert info is not None and (info.owner, info.token) == ("a", a.token)
-    assert info.expires_at.timestamp() == pytest.approx(clock.now() + 10)
-    assert lock.release(a.token) is True
-    assert lock.release(a.token) is False
-    b = lock.try_acquire("b", ttl=10)
-    assert b is not None and b.token > a.token
-    # A lapsed holder is replaced with a greater token; renewing its old
-    # token then fails.
-    clock.advance(11)
-    c = lock.try_acquire("c", ttl=10)
-    assert c is not None and c.token > b.token
-    with pytest.raises(honker.LeaseLost):
-        lock.renew(b.token, ttl=10)
-    assert lock.renew(c.token, ttl=20).timestamp() == pytest.approx(clock.now() + 20)
-
-
-def test_the_fence_rolls_back_a_paused_holders_write(
+def test_grant_times_are_datetimes_of_the_database_clock(
     db: honker.Database, clock: honker.ManualClock
 ) -> None:
-    lock = db.lock("acct")
-    a = lock.try_acquire("a", ttl=5)
+    # Tokens, release, info, lapse and renewal are tests-interop's
+    # lock_fencing and lock_lapse, played by every surface.
+    lock = db.lock("reindex")
+    a = lock.try_acquire("a", ttl=10)
     assert a is not None
-    clock.advance(6)  # A stood still past its TTL; B takes over.
-    b = lock.try_acquire("b", ttl=5)
-    assert b is not None
-    with pytest.raises(honker.LeaseLost):
-        with db.transaction() as tx:
-            tx.execute("INSERT INTO orders (status) VALUES ('stale')")
-            lock.fence(tx, a.token)
-    with db.transaction() as tx:
-        lock.fence(tx, b.token)
-        tx.execute("INSERT INTO orders (status) VALUES ('fresh')")
-    assert db.query("SELECT status FROM orders") == [("fresh",)]
-
-
-def test_a_grant_in_a_transaction_holds_only_if_it_commits(db: honker.Database) -> None:
-    lock = db.lock("tx")
-    with pytest.raises(RuntimeError):
-        with db.transaction() as tx:
-            assert lock.try_acquire("a", ttl=10, tx=tx) is not None
-            raise RuntimeError("roll back")
-    assert lock.info() is None
-    with db.transaction() as tx:
-        g = lock.try_acquire("a", ttl=10, tx=tx)
-    assert g is not None and lock.info() is not None
+    info = lock.info()
+    assert info is not None and info.expires_at.timestamp() == pytest.approx(clock.now() + 10)
+    assert lock.renew(a.token, ttl=20).timestamp() == pytest.approx(clock.now() + 20)
 
 
 def test_a_hold_is_renewed_while_the_block_runs_and_released_after(path: Path) -> None:
@@ -370,32 +330,15 @@ def test_rate_limits_answer_in_full_on_the_test_clock(
     assert rl.params() == honker.RateLimit(limit=10, per=1.0, burst=6)
 
 
-def test_rate_limit_parameters_are_shared_through_the_file(path: Path) -> None:
+def test_opening_a_rate_limiter_takes_both_parameters_or_a_stored_one(path: Path) -> None:
+    # Sharing, conflicts, updates and refunds are tests-interop's
+    # rate_limit_params and rate_limit_refund.
     a = honker.open(path)
-    b = honker.open(path)
-    a.rate_limiter("mail", limit=100, per=60)
-    with pytest.raises(honker.InvalidArgument):
-        b.rate_limiter("mail", limit=200, per=60)
-    stored = b.rate_limiter("mail")
-    assert stored.params() == honker.RateLimit(limit=100, per=60.0, burst=1)
-    b.rate_limiter("mail", limit=200, per=60, burst=3, update=True)
-    assert a.rate_limiter("mail").params().limit == 200
     with pytest.raises(honker.NotFound):
         a.rate_limiter("nope")
     with pytest.raises(honker.InvalidArgument):
         a.rate_limiter("half", limit=5)
     a.close()
-    b.close()
-
-
-def test_a_check_that_rolls_back_is_refunded(db: honker.Database) -> None:
-    rl = db.rate_limiter("refund", limit=1, per=60)
-    with pytest.raises(RuntimeError):
-        with db.transaction() as tx:
-            assert rl.try_acquire("k", tx=tx).allowed
-            raise RuntimeError("roll back")
-    assert rl.try_acquire("k").allowed
-    assert not rl.try_acquire("k").allowed
 
 
 def test_bad_rate_limits_are_typed_errors_and_change_nothing(db: honker.Database) -> None:

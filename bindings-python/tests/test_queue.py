@@ -81,17 +81,6 @@ def test_priority_then_age(db):
     assert [j.payload for j in q.claim_batch("w", 3)] == ["high", "low", "low2"]
 
 
-def test_dedupe_key_returns_the_live_job(db):
-    q = db.queue("q")
-    a = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
-    b = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
-    assert b == honker.Enqueued(a.id, True)
-    [job] = q.claim_batch("w")
-    job.ack()
-    c = q.enqueue({"month": "2026-11"}, dedupe_key="report-2026-11")
-    assert c.existing is False and c.id != a.id
-
-
 def test_expired_jobs_never_run(db, clock):
     q = db.queue("q")
     q.enqueue("late", delay=10, expires=15)

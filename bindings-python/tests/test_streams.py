@@ -48,14 +48,6 @@ def test_publish_commits_or_rolls_back_with_the_business_row(db):
     assert db.query("SELECT id FROM orders") == [(1,)]
 
 
-def test_a_retried_publish_with_its_idempotency_key_returns_the_first_offset(db):
-    s = db.stream("payments")
-    first = s.publish({"paid": 10}, idempotency_key="charge-7")
-    s.publish({"paid": 11})
-    assert s.publish({"paid": 10}, idempotency_key="charge-7") == first
-    assert s.info().length == 2
-
-
 def test_a_priority_is_stored_with_the_event_and_handed_to_its_readers(db):
     s = db.stream("alerts")
     s.publish({"n": 1})

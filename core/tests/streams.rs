@@ -115,6 +115,33 @@ fn an_idempotent_publish_returns_the_original_offset_within_its_window() {
         "{err}"
     );
     assert_eq!(t.snapshot(), before);
+    // The same value in another encoder's text (keys reordered, spaces, a
+    // whole number as a float) is the same payload; another value is not.
+    let retry = |payload: &str| {
+        one(
+            &t,
+            &format!(
+                "SELECT honker_stream_append('s', '{payload}', '{{\"idempotency_key\":\"order-9\"}}')"
+            ),
+        )
+    };
+    assert_eq!(retry("{ \"order\": 9.0 }").unwrap(), Value::Integer(1));
+    assert!(retry("{\"order\":9.5}").is_err());
+    assert!(retry("{\"order\":9,\"x\":null}").is_err());
+    let pair = |payload: &str| {
+        one(
+            &t,
+            &format!(
+                "SELECT honker_stream_append('p', '{payload}', '{{\"idempotency_key\":\"k\"}}')"
+            ),
+        )
+    };
+    let first = pair("{\"b\":[1,{\"d\":1,\"c\":2}],\"a\":\"x\"}").unwrap();
+    assert_eq!(
+        pair("{\"a\":\"x\", \"b\":[1.0,{\"c\":2,\"d\":1}]}").unwrap(),
+        first
+    );
+    assert!(pair("{\"a\":\"x\",\"b\":[{\"c\":2,\"d\":1},1]}").is_err());
     // After the 24 h window the key is free again.
     t.clock.advance(Duration::from_secs(24 * 3600 + 1));
     assert_eq!(int(&t, sql), 2);

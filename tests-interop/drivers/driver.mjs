@@ -122,9 +122,12 @@ async function run(s) {
       case 'lock_acquire': {
         const g = s.wait_ms
           ? await lock.acquire(s.owner, { ttl: s.ttl_ms, wait: s.wait_ms })
-          : await lock.tryAcquire(s.owner, { ttl: s.ttl_ms });
+          : await lock.tryAcquire(s.owner, { ttl: s.ttl_ms, tx: txFor(s) });
         return g === null ? null : { token: g.token };
       }
+      case 'lock_renew':
+        await lock.renew(s.token, { ttl: s.ttl_ms });
+        return null;
       case 'lock_release':
         return lock.release(s.token);
       case 'lock_fence':
@@ -138,8 +141,18 @@ async function run(s) {
     return UNSUPPORTED;
   }
   if (s.op === 'rate_limit_set') {
-    await db.rateLimiter(s.name, { limit: s.limit, per: s.per_ms, burst: s.burst ?? 1, update: true });
+    await db.rateLimiter(s.name, { limit: s.limit, per: s.per_ms, burst: s.burst ?? 1, update: s.update ?? true });
     return null;
+  }
+  if (s.op === 'rate_limit_params') {
+    let p;
+    try {
+      p = await (await db.rateLimiter(s.name)).params();
+    } catch (e) {
+      if (e.code === 'NOT_FOUND') return null;
+      throw e;
+    }
+    return { limit: p.limit, per_ms: p.per, burst: p.burst };
   }
   if (s.op === 'rate_limit_hammer') {
     const rl = await db.rateLimiter(s.name);
@@ -153,7 +166,7 @@ async function run(s) {
     return { calls, granted };
   }
   if (s.op === 'rate_limit_try') {
-    const d = await (await db.rateLimiter(s.name)).tryAcquire(s.key ?? '', { cost: s.cost ?? 1 });
+    const d = await (await db.rateLimiter(s.name)).tryAcquire(s.key ?? '', { cost: s.cost ?? 1, tx: txFor(s) });
     return { allowed: d.allowed, remaining: d.remaining, retry_after_ms: d.retryAfterMs };
   }
   if (s.op === 'schedule_add') {

@@ -235,9 +235,12 @@ class Driver:
                 g = (
                     lock.acquire(s["owner"], ttl=ttl, wait=wait)
                     if wait
-                    else lock.try_acquire(s["owner"], ttl=ttl)
+                    else lock.try_acquire(s["owner"], ttl=ttl, tx=self.tx_for(s))
                 )
                 return None if g is None else {"token": g.token}
+            if op == "lock_renew":
+                lock.renew(s["token"], ttl=s["ttl_ms"] / 1000)
+                return None
             if op == "lock_release":
                 return lock.release(s["token"])
             if op == "lock_fence":
@@ -255,9 +258,15 @@ class Driver:
                 limit=s["limit"],
                 per=s["per_ms"] / 1000,
                 burst=s.get("burst", 1),
-                update=True,
+                update=s.get("update", True),
             )
             return None
+        if op == "rate_limit_params":
+            try:
+                p = self.db.rate_limiter(s["name"]).params()
+            except honker.NotFound:
+                return None
+            return {"limit": p.limit, "per_ms": round(p.per * 1000), "burst": p.burst}
         if op == "rate_limit_hammer":
             rl = self.db.rate_limiter(s["name"])
             end = time.monotonic() + s["for_ms"] / 1000
@@ -268,7 +277,7 @@ class Driver:
             return {"calls": calls, "granted": granted}
         if op == "rate_limit_try":
             d = self.db.rate_limiter(s["name"]).try_acquire(
-                s.get("key", ""), cost=s.get("cost", 1)
+                s.get("key", ""), cost=s.get("cost", 1), tx=self.tx_for(s)
             )
             return {
                 "allowed": d.allowed,

@@ -235,12 +235,23 @@ class Driver:
         if op == "lock_fence":
             self.one("SELECT honker_lock_fence(?, ?)", [s["name"], s["token"]])
             return None
+        if op == "lock_renew":
+            self.one(
+                "SELECT honker_lock_extend(?, ?, ?)",
+                [s["name"], s["token"], s["ttl_ms"]],
+            )
+            return None
         if op == "lock_info":
             i = self.one("SELECT honker_lock_info(?)", [s["name"]])
             return (
                 None if i is None else {k: json.loads(i)[k] for k in ("owner", "token")}
             )
+        if op == "rate_limit_params":
+            i = self.one("SELECT honker_rate_limit_info(?)", [s["name"]])
+            return None if i is None else json.loads(i)
         if op == "rate_limit_set":
+            if not s.get("update", True):
+                return UNSUPPORTED  # SQL's set always updates (Honker's contract)
             self.one(
                 "SELECT honker_rate_limit_set(?, ?, ?, ?)",
                 [s["name"], s["limit"], s["per_ms"], s.get("burst", 1)],

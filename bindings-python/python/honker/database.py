@@ -272,6 +272,11 @@ class Database:
         _args.optional_integer("limit", limit, _args.I64)
         _args.optional_integer("burst", burst, _args.I64)
         p = seconds("per", per)
+        if limit is None and p is None:
+            # The limiter as stored: a read, so no turn at the writer (it
+            # opens inside the caller's transaction too).
+            native = self._native.rate_limiter(name, burst=burst, update=update)
+            return RateLimiter(self, native)
         return RateLimiter(
             self,
             self._write(

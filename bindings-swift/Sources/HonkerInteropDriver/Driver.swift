@@ -25,6 +25,11 @@ final class Driver {
         (s["in_tx"] as? Bool) == true ? tx?.native : nil
     }
 
+    /// The driver's open transaction when the step runs in it.
+    func heldTx(_ s: [String: Any]) -> Honker.Transaction? {
+        (s["in_tx"] as? Bool) == true ? tx : nil
+    }
+
     func params(_ s: [String: Any]) -> [SqlValue] {
         ((s["params"] as? [Any]) ?? []).map { v in
             switch v {
@@ -153,8 +158,11 @@ final class Driver {
             let wait = ((s["wait_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000
             let owner = s["owner"] as! String
             let g = wait > 0 ? try await lock.acquire(owner: owner, ttl: ttl, wait: wait)
-                : try await lock.tryAcquire(owner: owner, ttl: ttl)
+                : try lock.tryAcquire(owner: owner, ttl: ttl, tx: heldTx(s))
             return g.map { ["token": $0.token] as Any } ?? NSNull()
+        case "lock_renew":
+            _ = try await db!.lock(name).renew(token: token, ttl: ((s["ttl_ms"] as? NSNumber)?.doubleValue ?? 0) / 1000)
+            return NSNull()
         case "lock_release":
             return try await db!.lock(name).release(token: token)
         case "lock_fence":
@@ -167,11 +175,21 @@ final class Driver {
         case "rate_limit_set":
             _ = try await db!.rateLimiter(name, limit: (s["limit"] as! NSNumber).int64Value,
                                           per: (s["per_ms"] as! NSNumber).doubleValue / 1000,
-                                          burst: (s["burst"] as? NSNumber)?.int64Value ?? 1, update: true)
+                                          burst: (s["burst"] as? NSNumber)?.int64Value ?? 1,
+                                          update: (s["update"] as? Bool) ?? true)
             return NSNull()
+        case "rate_limit_params":
+            let p: RateLimit
+            do {
+                p = try await db!.rateLimiter(name).params()
+            } catch HonkerError.NotFound {
+                return NSNull()
+            }
+            return ["limit": p.limit, "per_ms": Int64((p.per * 1000).rounded()), "burst": p.burst]
         default:  // rate_limit_try
             let rl = try await db!.rateLimiter(name)
-            let d = try await rl.tryAcquire(key: s["key"] as? String ?? "", cost: (s["cost"] as? NSNumber)?.int64Value ?? 1)
+            let d = try rl.tryAcquire(key: s["key"] as? String ?? "", cost: (s["cost"] as? NSNumber)?.int64Value ?? 1,
+                                      tx: heldTx(s))
             return ["allowed": d.allowed, "remaining": d.remaining, "retry_after_ms": Int64((d.retryAfter * 1000).rounded())]
         }
     }
@@ -247,7 +265,8 @@ final class Driver {
             return try await events(op, s)
         case "group_create", "group_claim", "group_ack", "group_retry", "group_info":
             return try await group(op, s)
-        case "lock_acquire", "lock_release", "lock_fence", "lock_info", "rate_limit_set", "rate_limit_try":
+        case "lock_acquire", "lock_release", "lock_renew", "lock_fence", "lock_info", "rate_limit_set",
+             "rate_limit_params", "rate_limit_try":
             return try await locks(op, s)
         case "schedule_add", "schedule_info", "schedule_run":
             return try await schedules(op, s)

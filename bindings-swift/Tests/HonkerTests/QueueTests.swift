@@ -57,15 +57,6 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(got, ["later"])
     }
 
-    func testDedupeReturnsTheLiveJob() throws {
-        let t = try testDb()
-        let q = try t.db.queue("q")
-        let a = try q.enqueue(["m": 11], dedupeKey: "report-11")
-        let b = try q.enqueue(["m": 11], dedupeKey: "report-11")
-        XCTAssertEqual(b.id, a.id)
-        XCTAssertTrue(b.existing)
-    }
-
     func testReleaseSnoozeHeartbeatAndCancel() async throws {
         let t = try testDb()
         let q = try t.db.queue("q", lease: 10)

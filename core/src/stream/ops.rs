@@ -25,17 +25,79 @@ pub(crate) struct Event {
 /// A stable digest of a payload (FNV-1a, 64 bits, with the kind first): the
 /// same in every process, language and version, to tell a retried publish
 /// from a key reused for another payload.
+/// A payload's digest for its idempotency key: of JSON's value, not its
+/// text (keys in any order, any spacing, `10` and `10.0` alike), so a retry
+/// from another language's encoder matches; of the bytes otherwise.
 fn digest(p: &Payload) -> i64 {
-    let (tag, bytes): (u8, &[u8]) = match p {
-        Payload::Json(t) => (b'j', t.as_bytes()),
-        Payload::Bytes(b) => (b'b', b),
-    };
+    match p {
+        Payload::Json(t) => match serde_json::from_str::<serde_json::Value>(t) {
+            Ok(v) => {
+                let mut canonical = Vec::with_capacity(t.len());
+                canonical_json(&v, &mut canonical);
+                fnv(b'j', &canonical)
+            }
+            Err(_) => fnv(b'j', t.as_bytes()),
+        },
+        Payload::Bytes(b) => fnv(b'b', b),
+    }
+}
+
+/// The digest earlier versions stored (of JSON's text as given): a key they
+/// stored still matches a retry of the same text within its window.
+fn text_digest(p: &Payload) -> i64 {
+    match p {
+        Payload::Json(t) => fnv(b'j', t.as_bytes()),
+        Payload::Bytes(b) => fnv(b'b', b),
+    }
+}
+
+fn fnv(tag: u8, bytes: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in std::iter::once(&tag).chain(bytes) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h as i64
+}
+
+/// `v` written compactly with object keys sorted and whole numbers without
+/// a fraction: one text per JSON value.
+fn canonical_json(v: &serde_json::Value, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(&Value::String(k.clone()), out);
+                out.push(b':');
+                canonical_json(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(x, out);
+            }
+            out.push(b']');
+        }
+        Value::Number(n) => match n.as_f64() {
+            // 2^53: every whole f64 below it is an exact integer.
+            Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 9.007e15 => {
+                out.extend_from_slice((f as i64).to_string().as_bytes());
+            }
+            _ => out.extend_from_slice(n.to_string().as_bytes()),
+        },
+        other => out.extend_from_slice(other.to_string().as_bytes()),
+    }
 }
 
 /// Appends `payloads` to `stream` with the options `o` (checked by the
@@ -70,7 +132,7 @@ pub(crate) fn publish(
             })?;
         if let Some((offset, d, at)) = found {
             if at > now - IDEMPOTENCY_WINDOW_MS {
-                if d == digest(&payloads[0]) {
+                if d == digest(&payloads[0]) || d == text_digest(&payloads[0]) {
                     return Ok(vec![offset]);
                 }
                 return Err(Error::invalid(format!(

@@ -285,8 +285,17 @@ impl Driver {
                 let lock = db.lock(s(step, "name"))?;
                 let ttl = ms(step, "ttl_ms")?.unwrap_or_default();
                 let wait = ms(step, "wait_ms")?.unwrap_or_default();
-                let g = lock.acquire(s(step, "owner"), ttl, wait)?;
+                let g = match self.tx(step) {
+                    Some(tx) => lock.try_acquire_tx(tx, s(step, "owner"), ttl)?,
+                    None => lock.acquire(s(step, "owner"), ttl, wait)?,
+                };
                 Ok(g.map_or(Json::Null, |g| json!({"token": g.token})))
+            }
+            "lock_renew" => {
+                let lock = db.lock(s(step, "name"))?;
+                let ttl = ms(step, "ttl_ms")?.unwrap_or_default();
+                lock.renew(step["token"].as_i64().unwrap_or(0), ttl)?;
+                Ok(Json::Null)
             }
             "lock_release" => {
                 let lock = db.lock(s(step, "name"))?;
@@ -310,12 +319,29 @@ impl Driver {
                     per: ms(step, "per_ms")?.unwrap_or_default(),
                     burst: step["burst"].as_i64().unwrap_or(1),
                 };
-                db.rate_limiter_update(s(step, "name"), rl)?;
+                if step["update"].as_bool() == Some(false) {
+                    db.rate_limiter(s(step, "name"), rl)?;
+                } else {
+                    db.rate_limiter_update(s(step, "name"), rl)?;
+                }
                 Ok(Json::Null)
             }
+            "rate_limit_params" => match db.rate_limiter_stored(s(step, "name")) {
+                Ok(rl) => {
+                    let p = rl.limit()?;
+                    let per_ms = p.per.as_millis() as u64;
+                    Ok(json!({"limit": p.limit, "per_ms": per_ms, "burst": p.burst}))
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(Json::Null),
+                Err(e) => Err(e),
+            },
             "rate_limit_try" => {
                 let rl = db.rate_limiter_stored(s(step, "name"))?;
-                let d = rl.try_acquire(s(step, "key"), step["cost"].as_i64().unwrap_or(1))?;
+                let (key, cost) = (s(step, "key"), step["cost"].as_i64().unwrap_or(1));
+                let d = match self.tx(step) {
+                    Some(tx) => rl.try_acquire_tx(tx, key, cost)?,
+                    None => rl.try_acquire(key, cost)?,
+                };
                 Ok(json!({
                     "allowed": d.allowed,
                     "remaining": d.remaining,
@@ -378,8 +404,8 @@ impl Driver {
             "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_info" => {
                 self.group(step)
             }
-            "lock_acquire" | "lock_release" | "lock_fence" | "lock_info" | "rate_limit_set"
-            | "rate_limit_try" => self.locks(step),
+            "lock_acquire" | "lock_release" | "lock_renew" | "lock_fence" | "lock_info"
+            | "rate_limit_set" | "rate_limit_params" | "rate_limit_try" => self.locks(step),
             "open" => {
                 self.tx = None;
                 self.db = Some(Database::open(s(step, "path"))?);
