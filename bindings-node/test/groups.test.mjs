@@ -82,34 +82,6 @@ test('create is idempotent: it keeps the place and takes new options', async () 
   await assert.rejects(g.claim('m'), honker.NotFound);
 });
 
-test('events of one key go out in order, one at a time', async () => {
-  const { db } = await testDb();
-  const s = db.stream('orders');
-  for (let i = 0; i < 3; i++) await s.publish({ step: i }, { key: 'order-1' });
-  await s.publish({ other: true }, { key: 'order-2' });
-  await s.publish({ free: true });
-  const g = s.group('fulfil');
-  await g.create();
-  const a = await g.claim('a', { n: 10 });
-  assert.deepEqual(
-    a.map((e) => [e.offset, e.key]),
-    [
-      [1, 'order-1'],
-      [4, 'order-2'],
-      [5, null],
-    ],
-  );
-  assert.equal((await g.claim('b', { n: 10 })).length, 0);
-  await a[0].ack();
-  const [second] = await g.claim('b', { n: 10 });
-  assert.deepEqual([second.offset, second.payload], [2, { step: 1 }]);
-  assert.equal(await second.retry({ error: 'flaky' }), false);
-  const [again] = await g.claim('a', { n: 10 });
-  assert.deepEqual([again.offset, again.deliveries], [2, 2]);
-  await again.ack();
-  assert.deepEqual((await g.claim('b', { n: 10 })).map((e) => e.offset), [3]);
-});
-
 test('a lapsed lease is reclaimed and the late outcome is refused', async () => {
   const { db, clock } = await testDb();
   const s = db.stream('orders');

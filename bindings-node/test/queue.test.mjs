@@ -41,24 +41,6 @@ test('a claimed job carries every field, each from its own column (they cross as
   assert.equal(await q.ackMany([a, b]), 2);
 });
 
-test('a lapsed lease is reclaimed, then dead-lettered with the last error', async () => {
-  const { db, clock } = await testDb();
-  const q = db.queue('emails', { lease: 30_000, maxAttempts: 2 });
-  await q.enqueue({ n: 1 });
-  const [first] = await q.claimBatch('w1');
-  clock.advance(31_000); // the worker died: its lease lapses
-  const [again] = await q.claimBatch('w2');
-  assert.deepEqual([again.id, again.attempts], [first.id, 2]);
-  await assert.rejects(first.ack(), honker.LeaseLost); // stale token changes nothing
-  assert.equal(await again.retry({ error: 'smtp down' }), 'dead');
-  const [dead] = await q.deadLetters();
-  assert.deepEqual([dead.id, dead.state, dead.lastError], [first.id, 'dead', 'smtp down']);
-  assert.equal(await q.requeueDead(dead.id), true);
-  const [back] = await q.claimBatch('w3');
-  assert.equal(back.attempts, 1);
-  await back.ack();
-});
-
 test('retry backs off, then runs', async () => {
   const { db, clock } = await testDb();
   const q = db.queue('q', { backoffBase: 10_000, backoffJitter: 0 });

@@ -84,29 +84,6 @@ def test_create_is_idempotent_keeps_the_place_and_takes_new_options(db):
         g.claim("m")
 
 
-def test_events_of_one_key_go_out_in_order_one_at_a_time(db):
-    s = db.stream("orders")
-    for i in range(3):
-        s.publish({"step": i}, key="order-1")
-    s.publish({"other": True}, key="order-2")
-    s.publish({"free": True})
-    g = s.group("fulfil")
-    g.create()
-    a = g.claim("a", 10)
-    # order-1's first event, order-2's, and the unkeyed one: never two of a key.
-    assert [(e.offset, e.key) for e in a] == [(1, "order-1"), (4, "order-2"), (5, None)]
-    assert g.claim("b", 10) == []  # order-1's next waits for its first
-    a[0].ack()
-    [second] = g.claim("b", 10)
-    assert (second.offset, second.payload) == (2, {"step": 1})
-    # A retried event keeps its key's turn: the third does not overtake it.
-    second.retry(error="flaky")
-    [again] = g.claim("a", 10)
-    assert (again.offset, again.deliveries) == (2, 2)
-    again.ack()
-    assert [e.offset for e in g.claim("b", 10)] == [3]
-
-
 def test_a_lapsed_lease_is_reclaimed_and_the_late_outcome_is_refused(db, clock):
     s = db.stream("orders")
     s.publish("work")

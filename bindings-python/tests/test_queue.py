@@ -27,24 +27,6 @@ def test_enqueue_claim_ack(db):
         q.get_job(job.id)
 
 
-def test_lapsed_lease_is_reclaimed_then_dead_lettered_with_the_last_error(db, clock):
-    q = db.queue("emails", lease=30, max_attempts=2)
-    q.enqueue({"n": 1})
-    [first] = q.claim_batch("w1")
-    clock.advance(31)  # the worker died: its lease lapses
-    [again] = q.claim_batch("w2")
-    assert (again.id, again.attempts) == (first.id, 2)
-    with pytest.raises(honker.LeaseLost):
-        first.ack()  # the stale token changes nothing
-    assert again.retry(error="smtp down") == "dead"
-    [dead] = q.dead_letters()
-    assert (dead.id, dead.state, dead.last_error) == (first.id, "dead", "smtp down")
-    assert q.requeue_dead(dead.id) is True
-    [back] = q.claim_batch("w3")
-    assert back.attempts == 1
-    back.ack()
-
-
 def test_retry_backs_off_and_then_runs(db, clock):
     q = db.queue("q", backoff_base=10, backoff_jitter=0)
     q.enqueue("x")

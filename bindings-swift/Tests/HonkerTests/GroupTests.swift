@@ -47,24 +47,6 @@ final class GroupTests: XCTestCase {
         XCTAssertEqual(status.groups.map(\.nextOffset), [7, 7])
     }
 
-    func testEventsOfOneKeyGoOutInOrderOneAtATime() async throws {
-        let t = try testDb()
-        let s = try t.db.stream("orders")
-        for i in 0..<3 { try await s.publish(i, key: "order-1") }
-        try await s.publish(10, key: "order-2")
-        try await s.publish(20)
-        let g = try s.group("fulfil")
-        try await g.create()
-        let a = try await g.claim(member: "a", n: 10).events
-        XCTAssertEqual(a.map(\.offset), [1, 4, 5])
-        XCTAssertEqual(a.map(\.key), ["order-1", "order-2", nil])
-        let blocked = try await g.claim(member: "b", n: 10).events
-        XCTAssertTrue(blocked.isEmpty)
-        try await g.ack(a[0])
-        let second = try await g.claim(member: "b", n: 10).events
-        XCTAssertEqual(second.map(\.offset), [2])
-    }
-
     func testALapsedLeaseIsReclaimedAndTheLateOutcomeIsRefused() async throws {
         let t = try testDb()
         let s = try t.db.stream("orders")

@@ -20,30 +20,6 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(stats.ready, 0)
     }
 
-    func testLapsedLeaseIsReclaimedThenDeadLetteredWithTheLastError() async throws {
-        let t = try testDb()
-        let q = try t.db.queue("emails", lease: 30, maxAttempts: 2)
-        try await q.enqueue(["n": 1])
-        let first = try await q.claimBatch(workerId: "w1")[0]
-        try t.clock.advance(ms: 31_000) // the worker died: its lease lapses
-        let again = try await q.claimBatch(workerId: "w2")[0]
-        XCTAssertEqual(again.id, first.id)
-        XCTAssertEqual(again.attempts, 2)
-        do {
-            try await first.ack()
-            XCTFail("a stale token must not ack")
-        } catch HonkerError.LeaseLost {}
-        let state = try await again.retry(error: "smtp down")
-        XCTAssertEqual(state, "dead")
-        let dead = try await q.deadLetters()
-        XCTAssertEqual(dead.map { $0.id }, [first.id])
-        XCTAssertEqual(dead[0].lastError, "smtp down")
-        let requeued = try await q.requeueDead(first.id)
-        XCTAssertTrue(requeued)
-        let back = try await q.claimBatch(workerId: "w3")[0]
-        XCTAssertEqual(back.attempts, 1)
-    }
-
     func testDelayAndPriority() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
