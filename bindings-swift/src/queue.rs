@@ -142,23 +142,6 @@ fn lease(id: i64, token: String) -> honker::Lease {
     honker::Lease { job_id: id, token }
 }
 
-impl Queue {
-    /// The packed payloads at `address` enqueued with `o`: `enqueue`'s and
-    /// `enqueue_many`'s body (the caller's contract holds for the address).
-    fn enqueue_packed(
-        &self,
-        address: u64,
-        len: u64,
-        o: honker::EnqueueOptions,
-        tx: Option<Arc<Transaction>>,
-    ) -> R<Vec<u8>> {
-        // SAFETY: the exported caller's contract (`enqueue`).
-        let payloads = packed::unpack_payloads(unsafe { packed::borrowed(address, len)? })?;
-        let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
-        Ok(packed::pack_enqueued(done))
-    }
-}
-
 #[uniffi::export]
 impl Queue {
     pub fn name(&self) -> String {
@@ -170,10 +153,11 @@ impl Queue {
         self.q.options().lease.as_millis() as u64
     }
 
-    /// Enqueues packed payloads, passed by address (packed.rs); returns
-    /// the packed results, one per payload in order. `options` is core's
-    /// `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
-    /// no ambient trace context honker could capture, ADR 28).
+    /// Enqueues packed payloads, passed by address (packed.rs), all in one
+    /// transaction; returns the packed results, one per payload in order.
+    /// `options` is core's `EnqueueArgs` (the package's generated `enqueue`
+    /// and `enqueueMany` build it; Swift has no ambient trace context honker
+    /// could capture, ADR 28).
     ///
     /// # Safety
     ///
@@ -188,20 +172,12 @@ impl Queue {
         options: EnqueueArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<Vec<u8>> {
+        let o = options.to_core()?;
         // SAFETY: the caller's contract above.
-        self.enqueue_packed(payloads_address, payloads_len, options.to_core()?, tx)
-    }
-
-    /// `enqueue` of several payloads, each with the options.
-    pub fn enqueue_many(
-        &self,
-        payloads_address: u64,
-        payloads_len: u64,
-        options: EnqueueArgs,
-        tx: Option<Arc<Transaction>>,
-    ) -> R<Vec<u8>> {
-        // SAFETY: as for `enqueue`.
-        self.enqueue_packed(payloads_address, payloads_len, options.to_core()?, tx)
+        let payloads =
+            packed::unpack_payloads(unsafe { packed::borrowed(payloads_address, payloads_len)? })?;
+        let done = in_tx(&tx, |tx| self.q.enqueue_many_in(tx, payloads, &o))?;
+        Ok(packed::pack_enqueued(done))
     }
 
     /// `enqueue` on a connection to this file that the app opened itself

@@ -602,7 +602,7 @@ public final class Queue: @unchecked Sendable {
 
     func enqueueManyEncoded(_ packed: [UInt8], _ options: EnqueueArgs, tx: Transaction?) throws -> [Enqueued] {
         try Packed.enqueued(Packed.withAddress(packed) {
-            try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx?.native)
+            try native.enqueue(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx?.native)
         })
     }
 
@@ -611,7 +611,7 @@ public final class Queue: @unchecked Sendable {
         let native = self.native
         return try Packed.enqueued(await soon(inline) {
             try Packed.withAddress(packed) {
-                try native.enqueueMany(payloadsAddress: $0, payloadsLen: $1, options: options, tx: nil)
+                try native.enqueue(payloadsAddress: $0, payloadsLen: $1, options: options, tx: nil)
             }
         })
     }

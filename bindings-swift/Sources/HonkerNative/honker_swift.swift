@@ -3017,10 +3017,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func deadLetters(afterId: Int64, limit: UInt32) throws  -> [JobInfo]
     
     /**
-     * Enqueues packed payloads, passed by address (packed.rs); returns
-     * the packed results, one per payload in order. `options` is core's
-     * `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
-     * no ambient trace context honker could capture, ADR 28).
+     * Enqueues packed payloads, passed by address (packed.rs), all in one
+     * transaction; returns the packed results, one per payload in order.
+     * `options` is core's `EnqueueArgs` (the package's generated `enqueue`
+     * and `enqueueMany` build it; Swift has no ambient trace context honker
+     * could capture, ADR 28).
      *
      * # Safety
      *
@@ -3030,11 +3031,6 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * connection's address).
      */
     func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?) throws  -> Data
-    
-    /**
-     * `enqueue` of several payloads, each with the options.
-     */
-    func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?) throws  -> Data
     
     /**
      * `enqueue` on a connection to this file that the app opened itself
@@ -3297,10 +3293,11 @@ open func deadLetters(afterId: Int64, limit: UInt32)throws  -> [JobInfo]  {
 }
     
     /**
-     * Enqueues packed payloads, passed by address (packed.rs); returns
-     * the packed results, one per payload in order. `options` is core's
-     * `EnqueueArgs` (the package's generated `enqueue` builds it; Swift has
-     * no ambient trace context honker could capture, ADR 28).
+     * Enqueues packed payloads, passed by address (packed.rs), all in one
+     * transaction; returns the packed results, one per payload in order.
+     * `options` is core's `EnqueueArgs` (the package's generated `enqueue`
+     * and `enqueueMany` build it; Swift has no ambient trace context honker
+     * could capture, ADR 28).
      *
      * # Safety
      *
@@ -3313,22 +3310,6 @@ open func enqueue(payloadsAddress: UInt64, payloadsLen: UInt64, options: Enqueue
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_enqueue(
-            self.uniffiCloneHandle(),
-        FfiConverterUInt64.lower(payloadsAddress),
-        FfiConverterUInt64.lower(payloadsLen),
-        FfiConverterTypeEnqueueArgs_lower(options),
-        FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `enqueue` of several payloads, each with the options.
-     */
-open func enqueueMany(payloadsAddress: UInt64, payloadsLen: UInt64, options: EnqueueArgs, tx: Transaction?)throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
-        uniffiCallStatus in
-    uniffi_honker_swift_fn_method_queue_enqueue_many(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(payloadsAddress),
         FfiConverterUInt64.lower(payloadsLen),
@@ -10808,10 +10789,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue() != 48638) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_honker_swift_checksum_method_queue_enqueue_many() != 24357) {
+    if (uniffi_honker_swift_checksum_method_queue_enqueue() != 51828) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_enqueue_on() != 44969) {

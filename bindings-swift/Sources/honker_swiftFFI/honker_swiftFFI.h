@@ -823,11 +823,6 @@ RustBuffer uniffi_honker_swift_fn_method_queue_dead_letters(uint64_t ptr, int64_
 RustBuffer uniffi_honker_swift_fn_method_queue_enqueue(uint64_t ptr, uint64_t payloads_address, uint64_t payloads_len, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_MANY
-RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_many(uint64_t ptr, uint64_t payloads_address, uint64_t payloads_len, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_ON
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_ENQUEUE_ON
 RustBuffer uniffi_honker_swift_fn_method_queue_enqueue_on(uint64_t ptr, uint64_t handle, uint64_t payloads_address, uint64_t payloads_len, RustBuffer options, RustCallStatus *_Nonnull out_status
@@ -2139,12 +2134,6 @@ uint16_t uniffi_honker_swift_checksum_method_queue_dead_letters(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE
 uint16_t uniffi_honker_swift_checksum_method_queue_enqueue(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY
-#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_ENQUEUE_MANY
-uint16_t uniffi_honker_swift_checksum_method_queue_enqueue_many(void
     
 );
 #endif
