@@ -84,27 +84,6 @@ def test_create_is_idempotent_keeps_the_place_and_takes_new_options(db):
         g.claim("m")
 
 
-def test_a_lapsed_lease_is_reclaimed_and_the_late_outcome_is_refused(db, clock):
-    s = db.stream("orders")
-    s.publish("work")
-    g = s.group("g")
-    g.create(lease=10)
-    [slow] = g.claim("slow")
-    clock.advance(11)
-    [rescued] = g.claim("fast")
-    assert (rescued.offset, rescued.deliveries) == (1, 2)
-    before = group_rows(db)
-    for late in (slow.ack, slow.release, lambda: slow.retry(), lambda: slow.fail("x")):
-        with pytest.raises(honker.LeaseLost) as lost:
-            late()
-        assert lost.value.code == "LEASE_LOST"
-    with pytest.raises(honker.LeaseLost):
-        slow.heartbeat()
-    assert group_rows(db) == before
-    rescued.ack()
-    assert g.info().pending == 0
-
-
 def test_heartbeat_extends_and_release_gives_back_without_counting(db, clock):
     s = db.stream("orders")
     s.publish("work")

@@ -214,6 +214,15 @@ async function run(s) {
         return g.ack({ offset: s.offset, token: s.token }, { tx: txFor(s) });
       case 'group_retry':
         return g.retry({ offset: s.offset, token: s.token }, { error: s.error });
+      case 'group_fail':
+        await g.fail({ offset: s.offset, token: s.token }, s.error);
+        return null;
+      case 'group_release':
+        await g.release({ offset: s.offset, token: s.token });
+        return null;
+      case 'group_heartbeat':
+        await g.heartbeat({ offset: s.offset, token: s.token });
+        return null;
       case 'group_info': {
         const i = await g.info();
         return {

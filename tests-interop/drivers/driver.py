@@ -213,6 +213,15 @@ class Driver:
             return None
         if op == "group_retry":
             return g.retry((s["offset"], s["token"]), error=s.get("error"))
+        if op == "group_fail":
+            g.fail((s["offset"], s["token"]), s["error"])
+            return None
+        if op == "group_release":
+            g.release((s["offset"], s["token"]))
+            return None
+        if op == "group_heartbeat":
+            g.heartbeat((s["offset"], s["token"]))
+            return None
         if op == "group_info":
             i = g.info()
             return {

@@ -208,6 +208,24 @@ class Driver:
                 [*sg, s["offset"], s["token"], s.get("error")],
             )
             return state == "dead"
+        if op == "group_fail":
+            self.one(
+                "SELECT honker_group_fail(?, ?, ?, ?, ?)",
+                [*sg, s["offset"], s["token"], s["error"]],
+            )
+            return None
+        if op == "group_release":
+            self.one(
+                "SELECT honker_group_release(?, ?, ?, ?)",
+                [*sg, s["offset"], s["token"]],
+            )
+            return None
+        if op == "group_heartbeat":
+            self.one(
+                "SELECT honker_group_heartbeat(?, ?, ?, ?, NULL)",
+                [*sg, s["offset"], s["token"]],
+            )
+            return None
         if op == "group_info":
             i = json.loads(self.one("SELECT honker_group_info(?, ?)", sg))
             return {

@@ -138,6 +138,15 @@ final class Driver {
             return NSNull()
         case "group_retry":
             return try g.retry(offset: offset, token: token, delayMs: nil, error: s["error"] as? String)
+        case "group_fail":
+            try g.fail(offset: offset, token: token, error: s["error"] as! String)
+            return NSNull()
+        case "group_release":
+            try g.release(offset: offset, token: token)
+            return NSNull()
+        case "group_heartbeat":
+            _ = try g.heartbeat(offset: offset, token: token, extendMs: nil)
+            return NSNull()
         default:  // group_info
             let i = try g.info()
             var members: [String: Any] = [:]
@@ -263,7 +272,8 @@ final class Driver {
             return NSNull()
         case "publish", "consume", "stream_info", "stream_read", "notify", "listen", "heard":
             return try await events(op, s)
-        case "group_create", "group_claim", "group_ack", "group_retry", "group_info":
+        case "group_create", "group_claim", "group_ack", "group_retry", "group_fail", "group_release",
+             "group_heartbeat", "group_info":
             return try await group(op, s)
         case "lock_acquire", "lock_release", "lock_renew", "lock_fence", "lock_info", "rate_limit_set",
              "rate_limit_params", "rate_limit_try":

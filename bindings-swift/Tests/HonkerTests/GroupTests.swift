@@ -47,26 +47,6 @@ final class GroupTests: XCTestCase {
         XCTAssertEqual(status.groups.map(\.nextOffset), [7, 7])
     }
 
-    func testALapsedLeaseIsReclaimedAndTheLateOutcomeIsRefused() async throws {
-        let t = try testDb()
-        let s = try t.db.stream("orders")
-        try await s.publish("work")
-        let g = try s.group("g")
-        try await g.create(options: GroupOptions(lease: 10))
-        let slow = try await g.claim(member: "slow").events[0]
-        try t.clock.advance(ms: 11_000)
-        let rescued = try await g.claim(member: "fast").events[0]
-        XCTAssertEqual(rescued.deliveries, 2)
-        let before = try groupRows(t.db)
-        await assertThrows({ try await g.ack(slow) }) { e in
-            guard case HonkerError.LeaseLost = e else { return XCTFail("\(e)") }
-        }
-        await assertThrows({ try await g.release(slow) })
-        await assertThrows({ try await g.heartbeat(slow) })
-        XCTAssertEqual(try groupRows(t.db), before)
-        try await g.ack(rescued)
-    }
-
     func testAPoisonEventDiesAfterMaxDeliveriesAndIsRedriven() async throws {
         let t = try testDb()
         let s = try t.db.stream("orders")

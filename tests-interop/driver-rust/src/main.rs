@@ -255,6 +255,18 @@ impl Driver {
                 Ok(Json::Null)
             }
             "group_retry" => Ok(json!(g.retry(&lease(), None, step["error"].as_str())?)),
+            "group_fail" => {
+                g.fail(&lease(), s(step, "error"))?;
+                Ok(Json::Null)
+            }
+            "group_release" => {
+                g.release(&lease())?;
+                Ok(Json::Null)
+            }
+            "group_heartbeat" => {
+                g.heartbeat(&lease(), None)?;
+                Ok(Json::Null)
+            }
             "group_info" => {
                 let i = g.info()?;
                 let members: serde_json::Map<String, Json> = i
@@ -401,9 +413,8 @@ impl Driver {
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
             "schedule_add" | "schedule_info" | "schedule_run" => self.schedules(step),
-            "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_info" => {
-                self.group(step)
-            }
+            "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_fail"
+            | "group_release" | "group_heartbeat" | "group_info" => self.group(step),
             "lock_acquire" | "lock_release" | "lock_renew" | "lock_fence" | "lock_info"
             | "rate_limit_set" | "rate_limit_params" | "rate_limit_try" => self.locks(step),
             "open" => {
