@@ -372,10 +372,10 @@ macro_rules! records {
 /// in an earlier entry. An entry with no fields (`{}`) takes the options of
 /// the earlier entry that names the same record (`enqueue_many` takes
 /// `enqueue`'s `EnqueueArgs`): one record, not a twin.
-/// `core/examples/facts.rs` prints the table, from which `scripts/facts.py` writes each host's signatures, checks and
-/// declarations (Python's sync and async twins, the JS checks and `.d.ts`
-/// interfaces, Swift's overloads); the field names follow the records'
-/// conventions.
+/// `core/examples/facts.rs` prints the table, from which `scripts/facts.py`
+/// writes each host's signatures, checks and declarations (Python's sync and
+/// async twins, the JS checks and `.d.ts` interfaces, Swift's overloads); the
+/// field names follow the records' conventions.
 ///
 /// Adding an option is a field of the core options, a row here and the
 /// core code that uses it: the native records follow at compile time, the

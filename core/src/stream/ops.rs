@@ -22,24 +22,19 @@ pub(crate) struct Event {
     pub priority: i32,
 }
 
-/// A stable digest of a payload (FNV-1a, 64 bits, with the kind first): the
-/// same in every process, language and version, to tell a retried publish
-/// from a key reused for another payload.
-/// A payload's digest for its idempotency key: of JSON's value, not its
-/// text (keys in any order, any spacing, `10` and `10.0` alike), so a retry
-/// from another language's encoder matches; of the bytes otherwise.
+/// A payload's digest for its idempotency key, to tell a retried publish
+/// from a key reused for another payload: of JSON's value, not its text
+/// (keys in any order, any spacing, `10` and `10.0` alike), so that a retry
+/// through another language's encoder matches; of the bytes otherwise.
 fn digest(p: &Payload) -> i64 {
-    match p {
-        Payload::Json(t) => match serde_json::from_str::<serde_json::Value>(t) {
-            Ok(v) => {
-                let mut canonical = Vec::with_capacity(t.len());
-                canonical_json(&v, &mut canonical);
-                fnv(b'j', &canonical)
-            }
-            Err(_) => fnv(b'j', t.as_bytes()),
-        },
-        Payload::Bytes(b) => fnv(b'b', b),
+    if let Payload::Json(t) = p {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
+            let mut canonical = Vec::with_capacity(t.len());
+            canonical_json(&v, &mut canonical);
+            return fnv(b'j', &canonical);
+        }
     }
+    text_digest(p)
 }
 
 /// The digest earlier versions stored (of JSON's text as given): a key they
@@ -51,6 +46,8 @@ fn text_digest(p: &Payload) -> i64 {
     }
 }
 
+/// FNV-1a, 64 bits, over the kind's tag and then the bytes: the same in
+/// every process, language and version.
 fn fnv(tag: u8, bytes: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in std::iter::once(&tag).chain(bytes) {
@@ -73,7 +70,7 @@ fn canonical_json(v: &serde_json::Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                canonical_json(&Value::String(k.clone()), out);
+                serde_json::to_writer(&mut *out, k).expect("a string writes to a Vec");
                 out.push(b':');
                 canonical_json(&m[k], out);
             }
