@@ -496,16 +496,18 @@ class OptionType(NamedTuple):
     py: str  # the Python annotation
     pyi: str  # its cell in the native tuple
     py_check: str  # the check of a given value: a function of (name, value)
-    py_bounds: tuple[int, int] | None  # an integer's, for the inline check
+    py_bounds: tuple[int, int] | None  # an integer's, for an inline check
     swift: str
     swift_wire: str  # the Swift value as the native record's field, of `{n}`
     ts: str
     js_check: str  # of `{n}`, the option's name
 
 
-def _int(py_bounds: str, lo: int, hi: int, swift: str, js: str) -> OptionType:
+def _int(
+    py_bounds: str, bounds: tuple[int, int] | None, swift: str, js: str
+) -> OptionType:
     return OptionType(
-        "int", "int", f"_args.integer({{q}}, {{n}}, _args.{py_bounds})", (lo, hi),
+        "int", "int", f"_args.integer({{q}}, {{n}}, _args.{py_bounds})", bounds,
         swift, "{n}", "number", f"int('{{n}}', options.{{n}}, ...{js})",
     )  # fmt: skip
 
@@ -515,11 +517,12 @@ OPTION_TYPES = {
         "str", "str", "_args.text({q}, {n})", None,
         "String", "{n}", "string", "optText('{n}', options.{n})",
     ),
-    "i32": _int("I32", -(2**31), 2**31 - 1, "Int32", "I32"),
-    "u32": _int("U32", 0, 2**32 - 1, "UInt32", "U32"),
-    "i64": _int("I64", -(2**63), 2**63 - 1, "Int64", "ID"),
-    # core's attempts limit (`limits::MAX_ATTEMPTS`), as each host names it
-    "Attempts": _int("ATTEMPTS", 1, 1000, "UInt32", "ATTEMPTS"),
+    "i32": _int("I32", (-(2**31), 2**31 - 1), "Int32", "I32"),
+    "u32": _int("U32", (0, 2**32 - 1), "UInt32", "U32"),
+    "i64": _int("I64", (-(2**63), 2**63 - 1), "Int64", "ID"),
+    # core's attempts limit (`limits::MAX_ATTEMPTS`), by the name each host
+    # keeps it under; no inline check, so the range is written nowhere here
+    "Attempts": _int("ATTEMPTS", None, "UInt32", "ATTEMPTS"),
     "Duration": OptionType(
         "Seconds", "float", "seconds({q}, {n})", None,
         "TimeInterval", "{n}", "number", "optMs('{n}', options.{n})",
