@@ -577,20 +577,14 @@ public final class Queue: @unchecked Sendable {
     }
     // </generated: verbs-Queue>
 
+    // One payload packed is a batch of one: the same native call.
     func enqueueEncoded(_ packed: [UInt8], _ options: EnqueueArgs, tx: Transaction?) throws -> Enqueued {
-        try Packed.enqueued(Packed.withAddress(packed) {
-            try native.enqueue(payloadsAddress: $0, payloadsLen: $1, options: options, tx: tx?.native)
-        })[0]
+        try enqueueManyEncoded(packed, options, tx: tx)[0]
     }
 
     func enqueueEncoded(_ packed: [UInt8], _ options: EnqueueArgs,
                         isolation: isolated (any Actor)? = #isolation) async throws -> Enqueued {
-        let native = self.native
-        return try Packed.enqueued(await soon(inline) {
-            try Packed.withAddress(packed) {
-                try native.enqueue(payloadsAddress: $0, payloadsLen: $1, options: options, tx: nil)
-            }
-        })[0]
+        try await enqueueManyEncoded(packed, options)[0]
     }
 
     func enqueueEncoded(_ packed: [UInt8], _ options: EnqueueArgs, on connection: OpaquePointer) throws -> Enqueued {
