@@ -237,9 +237,7 @@ impl GroupConsumer {
         wait_ms: u64,
         cancel: Arc<CancelToken>,
     ) -> R<Option<GroupEvent>> {
-        let e = cancel
-            .core()
-            .next_group_event(&self.c, ms("wait", wait_ms)?)?;
+        let e = cancel.core().next(&*self.c, ms("wait", wait_ms)?)?;
         Ok(e.map(GroupEvent::from))
     }
 

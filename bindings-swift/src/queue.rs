@@ -95,6 +95,17 @@ impl Claimer {
         Ok(self.c.next(wait)?.map(ClaimedJob::from))
     }
 
+    /// `next` that returns `None` at once when `cancel` is cancelled (Swift's
+    /// task cancellation); the claimer stays open and loses nothing.
+    pub fn next_cancellable(
+        &self,
+        wait_ms: u64,
+        cancel: Arc<CancelToken>,
+    ) -> R<Option<ClaimedJob>> {
+        let job = cancel.core().next(&self.c, ms("wait", wait_ms)?)?;
+        Ok(job.map(ClaimedJob::from))
+    }
+
     /// Releases the jobs claimed but not handed out and wakes a waiting
     /// `next`; returns how many were released.
     pub fn close(&self) -> u64 {

@@ -220,7 +220,7 @@ impl Subscription {
         wait_ms: u64,
         cancel: Arc<CancelToken>,
     ) -> R<Option<StreamEvent>> {
-        let e = cancel.core().next_event(&self.s, ms("wait", wait_ms)?)?;
+        let e = cancel.core().next(&*self.s, ms("wait", wait_ms)?)?;
         Ok(e.map(StreamEvent::from))
     }
 
@@ -265,9 +265,7 @@ impl Listener {
         wait_ms: u64,
         cancel: Arc<CancelToken>,
     ) -> R<Option<Notification>> {
-        let n = cancel
-            .core()
-            .next_notification(&self.l, ms("wait", wait_ms)?)?;
+        let n = cancel.core().next(&*self.l, ms("wait", wait_ms)?)?;
         Ok(n.map(Notification::from))
     }
 

@@ -871,10 +871,7 @@ fn an_idle_group_consumer_polls_without_the_write_lock_and_a_cancel_ends_its_wai
         let (c, cancel) = (c.clone(), cancel.clone());
         std::thread::spawn(move || {
             let started = std::time::Instant::now();
-            (
-                cancel.next_group_event(&c, Duration::from_secs(30)),
-                started.elapsed(),
-            )
+            (cancel.next(&*c, Duration::from_secs(30)), started.elapsed())
         })
     };
     std::thread::sleep(Duration::from_millis(50));

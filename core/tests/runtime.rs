@@ -394,6 +394,40 @@ fn a_cancel_token_ends_a_waiting_claim_and_a_result_wait_at_once() {
 }
 
 #[test]
+fn a_cancel_token_ends_a_claimers_waiting_next_and_the_claimer_loses_nothing() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let c = std::sync::Arc::new(Claimer::new(&q, "w", 3, None).unwrap());
+    let cancel = honker::runtime::Cancel::new(&t.db);
+    let waiter = {
+        let (c, cancel) = (c.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let job = cancel.next(&*c, Duration::from_secs(30)).unwrap();
+            (job.is_none(), started.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    cancel.cancel();
+    let (none, took) = waiter.join().unwrap();
+    assert!(none);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Still open: the next claim hands out one job and keeps the rest.
+    assert!(!c.is_closed());
+    enqueue(&q, 3);
+    assert!(c.next(Duration::ZERO).unwrap().is_some());
+    assert_eq!(c.buffered(), 2);
+    // A cancelled token ends a later wait before it starts, even with jobs
+    // buffered: they stay for the next call.
+    assert!(cancel.next(&*c, Duration::from_secs(30)).unwrap().is_none());
+    assert_eq!(c.buffered(), 2);
+    let other = honker::runtime::Cancel::new(&t.db);
+    assert!(other.next(&*c, Duration::ZERO).unwrap().is_some());
+    assert_eq!(c.close(), 1, "the last buffered job goes back on close");
+    assert_eq!(q.stats().unwrap().ready, 1);
+}
+
+#[test]
 fn due_in_says_when_a_claim_could_find_work_without_claiming() {
     let t = test_db();
     let q = t.db.queue("q").unwrap();

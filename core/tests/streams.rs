@@ -789,8 +789,8 @@ fn a_cancel_token_ends_a_waiting_subscription_and_listener_and_loses_nothing() {
     let (sub2, l2, c2) = (sub.clone(), listener.clone(), cancel.clone());
     let waiter = std::thread::spawn(move || {
         let started = std::time::Instant::now();
-        let e = c2.next_event(&sub2, Duration::from_secs(30)).unwrap();
-        let n = c2.next_notification(&l2, Duration::from_secs(30)).unwrap();
+        let e = c2.next(&*sub2, Duration::from_secs(30)).unwrap();
+        let n = c2.next(&*l2, Duration::from_secs(30)).unwrap();
         (e.is_none(), n.is_none(), started.elapsed())
     });
     std::thread::sleep(Duration::from_millis(200));
@@ -806,7 +806,7 @@ fn a_cancel_token_ends_a_waiting_subscription_and_listener_and_loses_nothing() {
     assert_eq!(listener.next(Duration::ZERO).unwrap().unwrap().seq, 1);
     // A cancelled token ends later waits before they start.
     assert!(cancel
-        .next_event(&sub, Duration::from_secs(30))
+        .next(&*sub, Duration::from_secs(30))
         .unwrap()
         .is_none());
 }

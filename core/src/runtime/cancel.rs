@@ -69,40 +69,17 @@ impl Cancel {
         Ok(jobs)
     }
 
-    /// [`Subscription::next`](super::Subscription::next) that returns `None`
-    /// once cancelled; the subscription stays open and loses nothing (an
-    /// event taken as the token was set is returned).
-    pub fn next_event(
-        &self,
-        sub: &super::Subscription,
-        wait: Duration,
-    ) -> Result<Option<crate::stream::Event>> {
-        sub.next_until(wait, &|| self.is_cancelled())
-    }
-
-    /// [`Listener::next`](super::Listener::next) that returns `None` once
-    /// cancelled; the listener stays open.
-    pub fn next_notification(
-        &self,
-        listener: &super::Listener,
-        wait: Duration,
-    ) -> Result<Option<crate::channel::Notification>> {
-        listener.next_until(wait, &|| self.is_cancelled())
-    }
-
-    /// [`GroupConsumer::next`](super::GroupConsumer::next) that returns
-    /// `None` once cancelled; the consumer stays open and loses nothing (an
-    /// event taken as the token was set is returned, or stays buffered for
-    /// the next call; `close` releases the buffer).
-    pub fn next_group_event(
-        &self,
-        consumer: &super::GroupConsumer,
-        wait: Duration,
-    ) -> Result<Option<crate::stream::group::GroupEvent>> {
+    /// [`Reader::next_until`](super::Reader::next_until) that returns
+    /// `None` once cancelled (also if cancelled before it starts): a
+    /// claimer's, subscription's, listener's or group consumer's next. The
+    /// reader stays open and loses nothing: an item taken as the token was
+    /// set is returned, the rest stay buffered for the next call (or
+    /// `close`).
+    pub fn next<R: super::Reader>(&self, reader: &R, wait: Duration) -> Result<Option<R::Item>> {
         if self.is_cancelled() {
             return Ok(None);
         }
-        consumer.next_until(wait, &|| self.is_cancelled())
+        reader.next_until(wait, &|| self.is_cancelled())
     }
 
     /// [`Group::claim_wait`](crate::stream::group::Group::claim_wait) that

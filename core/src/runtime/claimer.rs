@@ -79,13 +79,22 @@ impl Claimer {
         wait: Duration,
         on_claimable: &mut dyn FnMut(),
     ) -> Result<Option<Job>> {
+        self.next_inner(wait, on_claimable, &|| false)
+    }
+
+    fn next_inner(
+        &self,
+        wait: Duration,
+        on_claimable: &mut dyn FnMut(),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Job>> {
         if self.is_closed() {
             return Ok(None);
         }
         if let Some(job) = self.buffer.lock().pop_front() {
             return Ok(Some(job));
         }
-        let stop = || self.is_closed();
+        let stop = || self.is_closed() || stop();
         let jobs = self.queue.claim_until(
             &self.worker_id,
             self.batch,
@@ -159,6 +168,16 @@ impl Claimer {
         self.queue.database().poke();
         let jobs: Vec<Job> = self.buffer.lock().drain(..).collect();
         release_all(jobs)
+    }
+}
+
+impl super::Reader for Claimer {
+    fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Option<Job>> {
+        self.next_inner(wait, &mut || {}, stop)
+    }
+
+    fn is_closed(&self) -> bool {
+        Claimer::is_closed(self)
     }
 }
 

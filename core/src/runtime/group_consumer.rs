@@ -76,17 +76,36 @@ impl GroupConsumer {
     /// `TRIMMED` (with the number missed) when the stream's age limit removed
     /// events before the group handled them; the next call goes on.
     pub fn next(&self, wait: Duration) -> Result<Option<GroupEvent>> {
-        self.next_until(wait, &|| false)
+        super::Reader::next_until(self, wait, &|| false)
     }
 
-    /// [`next`](Self::next) that also returns `None` once `stop` says so,
-    /// checked on each wake-up (a host's cancellation: what it claimed
-    /// meanwhile stays buffered for the next call, or `close`).
-    pub(crate) fn next_until(
-        &self,
-        wait: Duration,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Option<GroupEvent>> {
+    /// Events claimed and not handed out yet.
+    pub fn buffered(&self) -> usize {
+        self.buffer.lock().len()
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Stops the stream: releases the events claimed but not handed out
+    /// (their deliveries not counted) and wakes a waiting `next`, which
+    /// returns `None`. Returns how many were released. Idempotent. In a
+    /// forked copy it only stops the stream.
+    pub fn close(&self) -> usize {
+        self.closed.store(true, Ordering::SeqCst);
+        if self.pid != std::process::id() {
+            return 0;
+        }
+        self.group.stream().database().poke();
+        let events: Vec<GroupEvent> = self.buffer.lock().drain(..).collect();
+        release_all(&self.group, events)
+    }
+}
+
+impl super::Reader for GroupConsumer {
+    fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Option<GroupEvent>> {
         if self.is_closed() {
             return Ok(None);
         }
@@ -123,28 +142,8 @@ impl GroupConsumer {
         Ok(buffer.pop_front())
     }
 
-    /// Events claimed and not handed out yet.
-    pub fn buffered(&self) -> usize {
-        self.buffer.lock().len()
-    }
-
-    /// Whether [`close`](Self::close) was called.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
-    }
-
-    /// Stops the stream: releases the events claimed but not handed out
-    /// (their deliveries not counted) and wakes a waiting `next`, which
-    /// returns `None`. Returns how many were released. Idempotent. In a
-    /// forked copy it only stops the stream.
-    pub fn close(&self) -> usize {
-        self.closed.store(true, Ordering::SeqCst);
-        if self.pid != std::process::id() {
-            return 0;
-        }
-        self.group.stream().database().poke();
-        let events: Vec<GroupEvent> = self.buffer.lock().drain(..).collect();
-        release_all(&self.group, events)
+    fn is_closed(&self) -> bool {
+        GroupConsumer::is_closed(self)
     }
 }
 

@@ -33,6 +33,19 @@ pub struct Listener {
     closed: AtomicBool,
 }
 
+impl super::Reader for Listener {
+    fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Option<Notification>> {
+        let stop = || self.is_closed() || stop();
+        let db = self.channel.database();
+        let reads = crate::Reads(|| self.take_buffered());
+        db.inner.wait_for(&reads, wait, &stop, "Listener::next")
+    }
+
+    fn is_closed(&self) -> bool {
+        Listener::is_closed(self)
+    }
+}
+
 /// A host's wait that holds no thread: each look says "now" (a take is
 /// one read when nothing is buffered), the take `next(ZERO)`.
 impl crate::Source for Listener {
@@ -79,20 +92,7 @@ impl Listener {
     /// The next notification, waiting up to `wait`; `None` when the wait ran
     /// out or the listener was closed.
     pub fn next(&self, wait: Duration) -> Result<Option<Notification>> {
-        self.next_until(wait, &|| false)
-    }
-
-    /// [`next`](Self::next) that also returns `None` once `stop` says so
-    /// (checked at each wake-up).
-    pub(crate) fn next_until(
-        &self,
-        wait: Duration,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Option<Notification>> {
-        let stop = || self.is_closed() || stop();
-        let db = self.channel.database();
-        let reads = crate::Reads(|| self.take_buffered());
-        db.inner.wait_for(&reads, wait, &stop, "Listener::next")
+        super::Reader::next_until(self, wait, &|| false)
     }
 
     /// One read into the buffer when it is empty, then the next buffered

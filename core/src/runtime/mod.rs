@@ -65,3 +65,26 @@ pub use work::Work;
 pub use worker::{
     HandlerOptions, Route, Task, Worker, WorkerOptions, ENVELOPE_ARGS, ENVELOPE_TASK,
 };
+
+use std::time::Duration;
+
+use crate::error::Result;
+
+/// What a host iterates: a [`Claimer`]'s jobs, a [`Subscription`]'s or a
+/// [`Listener`]'s items, a [`GroupConsumer`]'s events. Each is also a
+/// [`Source`](crate::Source) (a look without I/O and a short take), which
+/// is how a host waits on its own event loop; this is the blocking half,
+/// and [`Cancel::next`] its cancellable form. A host wraps this once
+/// (Python's `_Reader`, JavaScript's `Reader`, Swift's `Reading`).
+pub trait Reader: crate::Source {
+    /// The next item, waiting up to `wait`; `None` when the wait ran out,
+    /// the reader was closed, or `stop` said so at a wake-up (whoever sets
+    /// what `stop` reads pokes the file's signal, as [`Cancel`] does). An
+    /// item taken as `stop` turned is still returned (a claimer's or a
+    /// group consumer's others stay buffered for the next call or
+    /// `close`), so a cancellation loses nothing.
+    fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Option<Self::Item>>;
+
+    /// Whether it was closed.
+    fn is_closed(&self) -> bool;
+}

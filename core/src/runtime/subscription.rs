@@ -119,30 +119,7 @@ impl Subscription {
     /// [`Error::missed`] set to how many; the next call goes on from the
     /// oldest retained event.
     pub fn next(&self, wait: Duration) -> Result<Option<Event>> {
-        self.next_until(wait, &|| false)
-    }
-
-    /// [`next`](Self::next) that also returns `None` once `stop` says so
-    /// (checked at each wake-up: [`Cancel`](super::Cancel) pokes the file's
-    /// signal). An event already taken is still returned.
-    pub(crate) fn next_until(
-        &self,
-        wait: Duration,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Option<Event>> {
-        {
-            let mut s = self.state.lock();
-            // The event handed out last is processed: the caller came back.
-            if let Some(h) = s.handed.take() {
-                s.passed = h;
-                s.since_commit += 1;
-                self.auto_commit(&mut s, false)?;
-            }
-        }
-        let stop = || self.is_closed() || stop();
-        let db = self.stream.database();
-        let reads = crate::Reads(|| self.take_buffered());
-        db.inner.wait_for(&reads, wait, &stop, "Subscription::next")
+        super::Reader::next_until(self, wait, &|| false)
     }
 
     /// One read into the buffer when it is empty, then the next buffered
@@ -246,6 +223,28 @@ impl Subscription {
                 format!("closing the subscription: {}", e.message()),
             )
         })
+    }
+}
+
+impl super::Reader for Subscription {
+    fn next_until(&self, wait: Duration, stop: &dyn Fn() -> bool) -> Result<Option<Event>> {
+        {
+            let mut s = self.state.lock();
+            // The event handed out last is processed: the caller came back.
+            if let Some(h) = s.handed.take() {
+                s.passed = h;
+                s.since_commit += 1;
+                self.auto_commit(&mut s, false)?;
+            }
+        }
+        let stop = || self.is_closed() || stop();
+        let db = self.stream.database();
+        let reads = crate::Reads(|| self.take_buffered());
+        db.inner.wait_for(&reads, wait, &stop, "Subscription::next")
+    }
+
+    fn is_closed(&self) -> bool {
+        Subscription::is_closed(self)
     }
 }
 
