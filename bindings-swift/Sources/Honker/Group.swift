@@ -357,18 +357,12 @@ public final class GroupConsumer: AsyncSequence, @unchecked Sendable {
         return (try? await offThread { native.close() }) ?? 0
     }
 
+    public typealias Iterator = Reading<GroupEvent>
+
     public func makeAsyncIterator() -> Iterator {
-        Iterator(consumer: self)
-    }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        let consumer: GroupConsumer
-
-        public mutating func next() async throws -> GroupEvent? {
-            let (native, waitMs) = (consumer.native, consumer.waitMs)
-            return try await cancellableNext(consumer.group.db, closed: { native.isClosed() }) {
-                try native.nextCancellable(waitMs: waitMs, cancel: $0)
-            }.map(GroupEvent.init)
+        let (native, waitMs) = (self.native, self.waitMs)
+        return Reading(CancelToken.forDatabase(db: group.db.native), closed: { native.isClosed() }) {
+            try native.nextCancellable(waitMs: waitMs, cancel: $0).map(GroupEvent.init)
         }
     }
 }

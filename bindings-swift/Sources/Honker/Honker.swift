@@ -1011,7 +1011,7 @@ final class ClaimerHandle: @unchecked Sendable {
 }
 
 /// See `Queue.claim(workerId:)`.
-public struct ClaimSequence: AsyncSequence {
+public struct ClaimSequence: AsyncSequence, Sendable {
     public typealias Element = Job
     let queue: Queue
     let workerId: String
@@ -1029,32 +1029,25 @@ public struct ClaimSequence: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let sequence: ClaimSequence
         var handle: ClaimerHandle?
-        var leaseMs: UInt64 = 0
+        var reading: Reading<Job>?
 
         public mutating func next() async throws -> Job? {
-            let s = sequence
-            if handle == nil {
-                leaseMs = try millis("lease", s.lease) ?? s.queue.native.leaseMs()
-                handle = ClaimerHandle(try s.queue.native.claimer(workerId: s.workerId, batch: s.batch,
-                                                                  leaseMs: leaseMs))
-            }
-            guard let claimer = handle?.claimer else { return nil }
-            let waitMs = try millis("wait", s.wait)
-            while true {
-                if Task.isCancelled || claimer.isClosed() {
-                    _ = claimer.close()
-                    return nil
-                }
-                let claimed = try await withTaskCancellationHandler {
-                    try await waitOffThread { try claimer.next(waitMs: waitMs) }
-                } onCancel: {
-                    // Wakes the waiting claim; what it claimed goes back.
-                    _ = claimer.close()
-                }
-                if let c = claimed {
-                    return Job(queue: s.queue, workerId: s.workerId, claimed: c, leaseMs: leaseMs)
+            if reading == nil {
+                let s = sequence
+                let leaseMs = try millis("lease", s.lease) ?? s.queue.native.leaseMs()
+                let waitMs = try millis("wait", s.wait)
+                let claimer = try s.queue.native.claimer(workerId: s.workerId, batch: s.batch, leaseMs: leaseMs)
+                handle = ClaimerHandle(claimer)
+                reading = Reading(CancelToken(queue: s.queue.native), closed: { claimer.isClosed() }) {
+                    try claimer.nextCancellable(waitMs: waitMs, cancel: $0)
+                        .map { Job(queue: s.queue, workerId: s.workerId, claimed: $0, leaseMs: leaseMs) }
                 }
             }
+            let job = try await reading?.next()
+            if job == nil, Task.isCancelled {
+                _ = handle?.claimer.close()  // what it holds goes back now
+            }
+            return job
         }
     }
 }

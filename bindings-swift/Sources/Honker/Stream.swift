@@ -162,24 +162,6 @@ func positiveMillis(_ wait: TimeInterval) throws -> UInt64 {
     return ms
 }
 
-/// The next item of a subscription or listener: each wait runs off the
-/// caller's thread and ends at once when the Task is cancelled (nil). An
-/// item taken as the Task was cancelled is still returned: dropping it would
-/// count it as processed.
-func cancellableNext<T: Sendable>(_ db: Database, closed: @escaping @Sendable () -> Bool,
-                                  _ next: @escaping @Sendable (CancelToken) throws -> T?) async throws -> T? {
-    let cancel = CancelToken.forDatabase(db: db.native)
-    while true {
-        if Task.isCancelled || closed() { return nil }
-        let item = try await withTaskCancellationHandler {
-            try await waitOffThread { try next(cancel) }
-        } onCancel: {
-            cancel.cancel()
-        }
-        if let item { return item }
-    }
-}
-
 /// A handle on one stream. Thread-safe.
 public final class Stream: @unchecked Sendable {
     public let native: HonkerNative.Stream
@@ -376,18 +358,12 @@ public final class Subscription: AsyncSequence, @unchecked Sendable {
         try await offThread { try native.close() }
     }
 
+    public typealias Iterator = Reading<StreamEvent>
+
     public func makeAsyncIterator() -> Iterator {
-        Iterator(sub: self)
-    }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        let sub: Subscription
-
-        public mutating func next() async throws -> StreamEvent? {
-            let (native, waitMs) = (sub.native, sub.waitMs)
-            return try await cancellableNext(sub.db, closed: { native.isClosed() }) {
-                try native.nextCancellable(waitMs: waitMs, cancel: $0)
-            }.map(StreamEvent.init)
+        let (native, waitMs) = (self.native, self.waitMs)
+        return Reading(CancelToken.forDatabase(db: db.native), closed: { native.isClosed() }) {
+            try native.nextCancellable(waitMs: waitMs, cancel: $0).map(StreamEvent.init)
         }
     }
 }
@@ -413,18 +389,12 @@ public final class Listener: AsyncSequence, @unchecked Sendable {
         native.close()
     }
 
+    public typealias Iterator = Reading<ChannelMessage>
+
     public func makeAsyncIterator() -> Iterator {
-        Iterator(listener: self)
-    }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        let listener: Listener
-
-        public mutating func next() async throws -> ChannelMessage? {
-            let (native, waitMs) = (listener.native, listener.waitMs)
-            return try await cancellableNext(listener.db, closed: { native.isClosed() }) {
-                try native.nextCancellable(waitMs: waitMs, cancel: $0)
-            }.map(ChannelMessage.init)
+        let (native, waitMs) = (self.native, self.waitMs)
+        return Reading(CancelToken.forDatabase(db: db.native), closed: { native.isClosed() }) {
+            try native.nextCancellable(waitMs: waitMs, cancel: $0).map(ChannelMessage.init)
         }
     }
 }

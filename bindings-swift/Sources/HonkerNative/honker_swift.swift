@@ -802,6 +802,12 @@ public protocol ClaimerProtocol: AnyObject, Sendable {
      */
     func next(waitMs: UInt64) throws  -> ClaimedJob?
     
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled (Swift's
+     * task cancellation); the claimer stays open and loses nothing.
+     */
+    func nextCancellable(waitMs: UInt64, cancel: CancelToken) throws  -> ClaimedJob?
+    
 }
 /**
  * See `Queue::claimer`.
@@ -900,6 +906,21 @@ open func next(waitMs: UInt64)throws  -> ClaimedJob?  {
     uniffi_honker_swift_fn_method_claimer_next(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `next` that returns `None` at once when `cancel` is cancelled (Swift's
+     * task cancellation); the claimer stays open and loses nothing.
+     */
+open func nextCancellable(waitMs: UInt64, cancel: CancelToken)throws  -> ClaimedJob?  {
+    return try  FfiConverterOptionTypeClaimedJob.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_claimer_next_cancellable(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(waitMs),
+        FfiConverterTypeCancelToken_lower(cancel),uniffiCallStatus
     )
 })
 }
@@ -10748,6 +10769,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_claimer_next() != 39146) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_claimer_next_cancellable() != 23125) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_keepalive_beats() != 16760) {

@@ -733,6 +733,11 @@ int8_t uniffi_honker_swift_fn_method_claimer_is_closed(uint64_t ptr, RustCallSta
 RustBuffer uniffi_honker_swift_fn_method_claimer_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_CLAIMER_NEXT_CANCELLABLE
+RustBuffer uniffi_honker_swift_fn_method_claimer_next_cancellable(uint64_t ptr, uint64_t wait_ms, uint64_t cancel, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_KEEPALIVE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_KEEPALIVE
 uint64_t uniffi_honker_swift_fn_clone_keepalive(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -2050,6 +2055,12 @@ uint16_t uniffi_honker_swift_checksum_method_claimer_is_closed(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT
 uint16_t uniffi_honker_swift_checksum_method_claimer_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT_CANCELLABLE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_CLAIMER_NEXT_CANCELLABLE
+uint16_t uniffi_honker_swift_checksum_method_claimer_next_cancellable(void
     
 );
 #endif
