@@ -31,6 +31,17 @@ def db(path: Path, clock: honker.ManualClock):
     database.close()
 
 
+@pytest.fixture(params=["loop", "threads"])
+def async_waits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs an asyncio test both ways a reader (a claim stream, a
+    subscription, a listener, a group consumer) waits: in the loop's
+    selector, and on honker's threads, as where the loop has no
+    ``add_reader`` (Windows' proactor)."""
+    if request.param == "threads":
+        monkeypatch.setattr(honker._loopwait, "waits", lambda db: None)
+    return str(request.param)
+
+
 def snapshot(db: honker.Database) -> list:
     """Everything honker stores, to prove a failed call changed nothing."""
     return [

@@ -119,7 +119,7 @@ async def claim_once_released(q: honker.Queue) -> honker.Job:
         await asyncio.sleep(0.01)
 
 
-def test_cancelling_a_waiting_claim_loses_no_job(path):
+def test_cancelling_a_waiting_claim_loses_no_job(path, async_waits):
     db = honker.open(path)
     q = db.queue("q")
 
@@ -129,8 +129,9 @@ def test_cancelling_a_waiting_claim_loses_no_job(path):
             await task
         except asyncio.CancelledError:
             pass
-        # The cancelled claim's thread is still waiting: this job wakes it,
-        # and the job it claims for nobody must come back at once.
+        # On honker's threads the cancelled claim is still waiting: this
+        # job wakes it, and the job it claims for nobody must come back at
+        # once. On the loop the wait ended with the task.
         e = q.enqueue({"n": 1})
         await asyncio.sleep(0.3)
         return e, await claim_once_released(q)
@@ -172,7 +173,7 @@ def test_async_job_methods_and_results(db):
     assert asyncio.run(main()) == {"ok": True}
 
 
-def test_batched_claims_release_what_was_not_handed_out(db):
+def test_batched_claims_release_what_was_not_handed_out(db, async_waits):
     q = db.queue("q")
     q.enqueue_many(range(5))
 

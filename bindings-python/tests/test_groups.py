@@ -259,7 +259,7 @@ def test_sync_iteration_wakes_on_a_publish_from_another_thread(db):
     consumer.close()
 
 
-def test_async_iteration_and_cancellation_lose_nothing(db):
+def test_async_iteration_and_cancellation_lose_nothing(db, async_waits):
     s = db.stream("orders")
     g = s.group("g")
     g.create()

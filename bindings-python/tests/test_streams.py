@@ -197,7 +197,7 @@ def test_sync_iteration_wakes_on_a_publish_from_another_thread(db):
     sub.close()
 
 
-def test_async_iteration_and_cancellation_lose_nothing(db):
+def test_async_iteration_and_cancellation_lose_nothing(db, async_waits):
     s = db.stream("orders")
 
     async def main() -> list[int]:
@@ -283,7 +283,7 @@ def test_a_listener_sees_only_what_was_committed_after_it_started(db):
     assert list(listener) == []
 
 
-def test_async_listen_cancellation_loses_nothing(db):
+def test_async_listen_cancellation_loses_nothing(db, async_waits):
     async def main() -> list[str]:
         async with db.listen("ui", wait=5) as listener:
             waiting = asyncio.ensure_future(listener.__anext__())

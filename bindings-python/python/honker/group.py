@@ -26,9 +26,10 @@ from . import _args, _loopwait, _threads
 from ._defaults import GROUP_BATCH, PAGE_LIMIT, POLL_WAIT
 from ._payload import P
 from ._payload import decode as _decode
+from ._reader import _Reader
 from ._time import Seconds, from_ms, seconds
 from ._trace import carrier as _trace
-from .stream import _UNSET, Start, _Item, _Reader, _start
+from .stream import _UNSET, Start, _Item, _start
 
 if TYPE_CHECKING:
     from . import _native
@@ -401,18 +402,6 @@ class GroupConsumer(_Reader[GroupEvent[P]]):
 
     async def aclose(self) -> int:
         return await _threads.run(self.close)
-
-    def __enter__(self) -> GroupConsumer[P]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> GroupConsumer[P]:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 def _event_lease(event: Any) -> tuple[int, str]:

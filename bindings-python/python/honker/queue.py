@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
@@ -21,6 +21,7 @@ from . import _args, _loopwait, _threads
 from ._defaults import CLAIM_BATCH, PAGE_LIMIT, POLL_WAIT, RATE_BURST
 from ._payload import P
 from ._payload import decode as _decode
+from ._reader import _Reader
 from ._time import Seconds, When, epoch, from_ms, seconds
 from ._trace import OTEL_TRACE as _OTEL_TRACE
 from ._trace import capture as _capture
@@ -30,6 +31,7 @@ from .metrics import QueueMetrics, from_json
 
 if TYPE_CHECKING:
     from . import _native
+    from ._native import Claimer as _NativeClaimer
     from .database import Database, Transaction
     from .lock import RateLimit
 
@@ -441,20 +443,22 @@ class KeepAlive:
         await _threads.run(self._stop)
 
 
-class Claimer(Generic[P]):
+class Claimer(_Reader[Job[P]]):
     """``for job in queue.claim(...)`` (threads) and
     ``async for job in queue.claim(...)`` (asyncio): an endless stream of
     claimed jobs that sleeps until work arrives from any process. It is
     core's claim stream, the same on every surface.
 
-    Waiting happens on honker's threads, never on the event loop; cancelling
-    the task that iterates stops it cleanly. Jobs claimed in the background
-    after a cancellation are released at once; a job already handed to the
-    loop body stays leased to it until acked, released or lapsed. ``close()``
-    (or leaving ``with``/``async with``) releases jobs claimed but not yet
-    handed out (``batch`` > 1), and so does dropping the iterator (a bare
+    Nothing waits on the event loop; cancelling the task that iterates stops
+    it cleanly. Jobs claimed in the background after a cancellation are
+    released at once; a job already handed to the loop body stays leased to
+    it until acked, released or lapsed. ``close()`` (or leaving
+    ``with``/``async with``) releases jobs claimed but not yet handed out
+    (``batch`` > 1), and so does dropping the iterator (a bare
     ``for job in q.claim(...): break``).
     """
+
+    _native: _NativeClaimer
 
     def __init__(
         self,
@@ -464,17 +468,57 @@ class Claimer(Generic[P]):
         lease: float | None,
         wait: float,
     ) -> None:
+        super().__init__(queue._native.claimer(worker_id, batch, lease=lease), wait, queue._db)
         self._queue = queue
         self._worker_id = worker_id
         self._lease_s = queue._lease if lease is None else lease
-        self._wait = wait
-        self._native = queue._native.claimer(worker_id, batch, lease=lease)
+        self._key = ("claim", queue.name)
 
-    def _job(self, row: tuple) -> Job[P]:
+    def _row(self, row: tuple[Any, ...]) -> Job[P]:
         return Job(self._queue, self._worker_id, row, self._lease_s)
 
+    def close(self) -> None:
+        """Stops the stream and releases jobs claimed but not handed out."""
+        self._native.close()
+
+    # The reader's hooks: buffered jobs first (no I/O), a look is one read
+    # (when a claim could find work), a take is a claim that needs no
+    # waiting (on the loop when it can, else a short call on a thread).
+
+    def _buffered(self) -> tuple[Any, ...] | None:
+        return self._native.take_buffered()
+
+    def _ready(self) -> Any:
+        return self._native.take_buffered()
+
+    def _look(self) -> float | None | bool:
+        return self._native.due_in()
+
+    async def _take(self) -> tuple[Any, ...] | None:
+        native = self._native
+        if self._queue._db._inline_writes:
+            row = native.try_next()
+            if row is not False:
+                return row
+        return await _loopwait.on_thread(lambda: native.next(0.0), self._give_back)
+
+    def _closed_with_nothing_taken(self) -> bool:
+        return bool(self._native.closed)
+
+    def _give_back(self, row: tuple[Any, ...]) -> None:
+        _release_all([self._row(row)])
+
+    async def _on_thread(self) -> tuple[Any, ...] | None:
+        """The wait on one of honker's threads, where the loop cannot watch
+        the readiness pipe (Windows). Cancelled here, the wait still
+        finishes on its thread, and ``_deliver`` gives its job back."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[Any, ...] | None] = loop.create_future()
+        _threads.submit(self._claim_for, loop, fut)
+        return await fut
+
     def _claim_for(
-        self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[tuple | None]
+        self, loop: asyncio.AbstractEventLoop, fut: asyncio.Future[tuple[Any, ...] | None]
     ) -> None:
         """Runs on honker's threads: waits for the next job, then hands it to
         ``fut`` on the loop. When the wait ends with work, the loop thread is
@@ -494,117 +538,27 @@ class Claimer(Generic[P]):
             loop.call_soon_threadsafe(_deliver, fut, self, row)
         except RuntimeError:
             if row is not None:
-                _release_all([self._job(row)])  # the loop is closed: nobody will see it
-
-    def __iter__(self) -> Iterator[Job[P]]:
-        return self
-
-    def __next__(self) -> Job[P]:
-        native = self._native
-        while True:
-            if native.closed:
-                raise StopIteration
-            row = native.take_buffered()
-            if row is None:
-                row = native.next(self._wait)
-            if row is not None:
-                return self._job(row)
-
-    def __aiter__(self) -> AsyncIterator[Job[P]]:
-        return self
-
-    async def __anext__(self) -> Job[P]:
-        native = self._native
-        while True:
-            if native.closed:
-                raise StopAsyncIteration
-            row = native.take_buffered()
-            if row is None:
-                row = await self._next_async()
-            if row is not None:
-                return self._job(row)
-
-    async def _next_async(self) -> tuple | None:
-        """Up to ``wait`` seconds for a job, holding no thread while it
-        waits (``_loopwait``): a look (one read) on the loop, a claim only
-        when the look found work (on the loop where it needs no waiting,
-        else a short call on honker's threads), and between looks a sleep in
-        the loop's selector until any process commits or the next job comes
-        due. Cancelled meanwhile, the job a claim on a thread still hands
-        out is given back."""
-        w = _loopwait.waits(self._queue._db)
-        if w is None:
-            return await self._next_on_thread()
-        native = self._native
-        inline = self._queue._db._inline_writes
-
-        async def take() -> tuple | None:
-            # Right here when the claim needs no waiting (tens of µs, one
-            # hand-off fewer), else on a thread.
-            if inline:
-                row = native.try_next()
-                if row is not False:
-                    return row
-            return await _loopwait.on_thread(
-                lambda: native.next(0.0), lambda row: _release_all([self._job(row)])
-            )
-
-        return await _loopwait.poll(
-            w,
-            self._queue._db,
-            self._wait,
-            native.due_in,
-            take,
-            lambda: native.closed,
-            key=("claim", self._queue.name),
-        )
-
-    async def _next_on_thread(self) -> tuple | None:
-        """The wait on one of honker's threads, where the loop cannot watch
-        the readiness pipe (Windows)."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[tuple | None] = loop.create_future()
-        _threads.submit(self._claim_for, loop, fut)
-        # Cancelled here, the wait still finishes on its thread, and
-        # _deliver gives its job back.
-        return await fut
-
-    def close(self) -> None:
-        """Stops the stream and releases jobs claimed but not handed out."""
-        self._native.close()
-
-    async def aclose(self) -> None:
-        await _threads.run(self.close)
-
-    def __enter__(self) -> Claimer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Claimer:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+                self._give_back(row)  # the loop is closed: nobody will see it
 
 
 def _noop() -> None:
     pass
 
 
-def _deliver(fut: asyncio.Future[tuple | None], claimer: Claimer, row: tuple | None) -> None:
+def _deliver(
+    fut: asyncio.Future[tuple[Any, ...] | None], claimer: Claimer[Any], row: tuple[Any, ...] | None
+) -> None:
     """On the loop: the claimed job to the awaiting task. If the task was
     cancelled meanwhile, nobody will ever see it: give it back now (on
     honker's threads) instead of at lease lapse."""
     if fut.cancelled():
         if row is not None:
-            _threads.submit(_release_all, [claimer._job(row)])
+            _threads.submit(claimer._give_back, row)
     else:
         fut.set_result(row)
 
 
-def _fail(fut: asyncio.Future[tuple | None], error: BaseException) -> None:
+def _fail(fut: asyncio.Future[tuple[Any, ...] | None], error: BaseException) -> None:
     if not fut.cancelled():
         fut.set_exception(error)
 

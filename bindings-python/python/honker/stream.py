@@ -18,17 +18,16 @@ consumer that fell behind retention gets :class:`honker.Trimmed` (with
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import datetime as _dt
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
 
-from . import _args, _loopwait, _threads
+from . import _args
 from ._defaults import COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH
 from ._payload import P
 from ._payload import decode as _decode
+from ._reader import _Reader
 from ._time import Seconds, from_ms, seconds
 from ._trace import capture as _capture
 from ._trace import carrier as _trace
@@ -242,141 +241,6 @@ def _offset(event: Event | int) -> int:
     return _args.integer("offset", event.offset if isinstance(event, Event) else event, _args.I64)
 
 
-_FAST_MAX = 256
-
-
-class _Waiter:
-    """One native ``next`` at a time, on honker's threads, for asyncio: a
-    cancelled ``__anext__`` leaves its wait running, and the next
-    ``__anext__`` takes its result, so nothing handed out is lost or
-    reordered by a cancellation."""
-
-    def __init__(self) -> None:
-        self._pending: concurrent.futures.Future[Any] | None = None
-
-    async def next(self, call: Any, wait: float) -> Any:
-        if self._pending is None:
-            self._pending = _threads.submit(call, wait)
-        pending = self._pending
-        try:
-            # shield: cancelling the awaiting task does not cancel the wait
-            # (it goes on; the next call collects its result).
-            result = await asyncio.shield(asyncio.wrap_future(pending))
-        except asyncio.CancelledError:
-            raise
-        except BaseException:
-            self._pending = None
-            raise
-        self._pending = None
-        return result
-
-
-class _Reader(Generic[T]):
-    """What a subscription, a listener and a group consumer share:
-    ``next(wait)``, the sync and async iterators, and ``closed``.
-
-    The sync iterator waits in native code. The async one takes what is
-    there on the loop thread without waiting (buffered, already committed),
-    and otherwise sleeps on the loop itself until a commit (``_loopwait``:
-    one readiness pipe per database and loop, shared with every other wait
-    there, so a thousand idle readers hold no thread and no descriptor of
-    their own). Where the loop has no ``add_reader`` (Windows' proactor), or
-    a lock is held, it waits on honker's threads instead, one native
-    ``next`` at a time."""
-
-    _row: Callable[[tuple[Any, ...]], T]
-
-    def __init__(self, native: Any, wait: float, db: Database) -> None:
-        self._native = native
-        self._wait = wait
-        self._db = db
-        self._waiter = _Waiter()
-        self._streak = 0
-        # What the last look took: a row, or False (a lock is held: wait on
-        # a thread); the take hands it out.
-        self._taken: tuple[Any, ...] | bool | None = None
-
-    @property
-    def closed(self) -> bool:
-        return bool(self._native.closed)
-
-    def next(self, wait: Seconds | None = None) -> T | None:
-        """The next item, waiting up to ``wait`` seconds (default: this
-        reader's), or None."""
-        w = seconds("wait", wait)
-        row = self._native.next(self._wait if w is None else w)
-        return None if row is None else self._row(row)
-
-    def __iter__(self) -> Iterator[T]:
-        return self
-
-    def __next__(self) -> T:
-        while True:
-            if self._native.closed:
-                raise StopIteration
-            row = self._native.next(self._wait)
-            if row is not None:
-                return self._row(row)
-
-    def __aiter__(self) -> AsyncIterator[T]:
-        return self
-
-    def _look(self) -> float | None:
-        """``_loopwait.poll``'s look: a take without waiting, kept for
-        ``_take`` (nothing awaits between the two, so a cancellation cannot
-        come between them and lose it)."""
-        row = self._native.try_next()
-        if row is None:
-            return None  # only a commit can bring one
-        self._taken = row
-        return 0.0
-
-    async def _take(self) -> tuple[Any, ...] | bool | None:
-        row, self._taken = self._taken, None
-        return row
-
-    def _closed_with_nothing_taken(self) -> bool:
-        # A row the look took is handed out even if a close raced with it:
-        # a subscription's close counts what was handed out as processed.
-        return self._taken is None and bool(self._native.closed)
-
-    async def __anext__(self) -> T:
-        while True:
-            if self._native.closed:
-                raise StopAsyncIteration
-            if self._waiter._pending is None:
-                # None: nothing now; False: a lock is held (wait on a
-                # thread, which waits for it).
-                row = self._native.try_next()
-                if row:
-                    # Every _FAST_MAX in a row yield to the loop, so a
-                    # backlog never starves it.
-                    self._streak += 1
-                    if self._streak >= _FAST_MAX:
-                        self._streak = 0
-                        await asyncio.sleep(0)
-                    return self._row(row)
-                self._streak = 0
-                w = _loopwait.waits(self._db) if row is None else None
-                if w is not None:
-                    got: tuple[Any, ...] | bool | None = await _loopwait.poll(
-                        w,
-                        self._db,
-                        self._wait,
-                        self._look,
-                        self._take,
-                        self._closed_with_nothing_taken,
-                    )
-                    if got is None:
-                        continue  # the wait ran out, or closed
-                    if isinstance(got, tuple):
-                        return self._row(got)
-            self._streak = 0
-            row = await self._waiter.next(self._native.next, self._wait)
-            if row is not None:
-                return self._row(row)
-
-
 class Subscription(_Reader[Event[P]]):
     """``for event in stream.subscribe(...)`` (threads) and
     ``async for event in stream.subscribe(...)`` (asyncio): each event once,
@@ -421,21 +285,6 @@ class Subscription(_Reader[Event[P]]):
         """Stops; with auto-commit, commits the place after the last event
         passed."""
         self._native.close()
-
-    async def aclose(self) -> None:
-        await _threads.run(self.close)
-
-    def __enter__(self) -> Subscription[P]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Subscription[P]:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 class Stream(Generic[P]):
@@ -684,15 +533,3 @@ class Listener(_Reader[Notification[P]]):
     def close(self) -> None:
         """Stops listening and wakes a waiting iteration."""
         self._native.close()
-
-    def __enter__(self) -> Listener[P]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Listener[P]:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
