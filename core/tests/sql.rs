@@ -982,3 +982,77 @@ fn honkers_table_names_are_read_only_views() {
     );
     tx.rollback().unwrap();
 }
+
+/// A queue's stored settings (`Queue::configure`, any process) are what the
+/// SQL functions and the scheduler use where a call names none, as a handle
+/// made now would: they make no handle, and used honker's defaults (a job
+/// enqueued by an ORM helper got 3 attempts and claims a 60 s lease on a
+/// queue configured for 7 and 5 s).
+#[test]
+fn sql_functions_and_the_scheduler_use_the_queues_stored_settings() {
+    let t = test_db();
+    let q = t.db.queue("emails").unwrap();
+    q.configure(&honker::QueueSettings {
+        lease: Some(std::time::Duration::from_secs(5)),
+        max_attempts: Some(7),
+        ..Default::default()
+    })
+    .unwrap();
+    let now = honker::Clock::now_ms(&t.clock);
+    // honker's own functions: enqueue, claim, heartbeat.
+    let Value::Integer(id) = select(&t, "SELECT honker_queue_enqueue('emails', '{}')").unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(q.get_job(id).unwrap().max_attempts, 7);
+    let claimed: Json = serde_json::from_str(&text(
+        select(&t, "SELECT honker_queue_claim('emails', 'w', 1, NULL)").unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(claimed[0]["lease_expires_at"], json!(now + 5_000));
+    let token = claimed[0]["lease_token"].as_str().unwrap().to_owned();
+    t.clock.advance(std::time::Duration::from_secs(1));
+    let sql = format!("SELECT honker_job_heartbeat('emails', {id}, '{token}', NULL)");
+    assert_eq!(select(&t, &sql).unwrap(), Value::Integer(now + 6_000));
+    // Honker's contract functions: a named visibility still wins.
+    let Value::Integer(h) = select(
+        &t,
+        "SELECT honker_enqueue('emails', '{}', NULL, NULL, 0, NULL, NULL)",
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(q.get_job(h).unwrap().max_attempts, 7);
+    let rows: Json = serde_json::from_str(&text(
+        select(&t, "SELECT honker_claim_batch('emails', 'h', 1, NULL)").unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(
+        rows[0]["claim_expires_at"],
+        json!((now + 6_000).div_euclid(1000))
+    );
+    // A scheduled fire: the queue's attempts, not the default 3.
+    let s = t.db.scheduler();
+    s.add(&honker::schedule::Schedule::cron(
+        "digest",
+        "0 * * * *",
+        "emails",
+    ))
+    .unwrap();
+    let fired = s.trigger_now("digest").unwrap();
+    assert_eq!(q.get_job(fired).unwrap().max_attempts, 7);
+    // A queue with no settings keeps the defaults.
+    let Value::Integer(other) =
+        select(&t, "SELECT honker_queue_enqueue('invoices', '{}')").unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        t.db.queue("invoices")
+            .unwrap()
+            .get_job(other)
+            .unwrap()
+            .max_attempts,
+        3
+    );
+}

@@ -35,7 +35,7 @@ impl Database {
         validate::name("queue", name)?;
         let stored = {
             let reader = self.inner.reader()?;
-            settings_of(reader.raw(), name)?
+            super::ops::settings_of(reader.raw(), name)?
         };
         let options = given.or(&stored).over(&QueueOptions::default());
         Queue::new(self.clone(), name, options)
@@ -103,7 +103,7 @@ impl Queue {
     pub fn configure(&self, settings: &QueueSettings) -> Result<()> {
         self.write(None, |conn, now| {
             // Checked as they will be read: over what is stored.
-            let stored = settings_of(conn, &self.name)?;
+            let stored = super::ops::settings_of(conn, &self.name)?;
             settings
                 .or(&stored)
                 .over(&QueueOptions::default())
@@ -120,7 +120,14 @@ impl Queue {
                 ),
             ] {
                 if value.is_some() {
-                    crate::settings::set_int(conn, SETTINGS_SCOPE, &self.name, key, value, now)?;
+                    crate::settings::set_int(
+                        conn,
+                        super::ops::SETTINGS_SCOPE,
+                        &self.name,
+                        key,
+                        value,
+                        now,
+                    )?;
                 }
             }
             Ok(())
@@ -130,14 +137,14 @@ impl Queue {
     /// The queue's stored settings (`None`: not set, the default applies).
     pub fn settings(&self) -> Result<QueueSettings> {
         let reader = self.db.inner.reader()?;
-        settings_of(reader.raw(), &self.name)
+        super::ops::settings_of(reader.raw(), &self.name)
     }
 
     /// Forgets the queue's stored settings: handles made afterwards use
     /// the defaults (or their own options).
     pub fn clear_settings(&self) -> Result<()> {
         self.write(None, |conn, _| {
-            crate::settings::clear(conn, SETTINGS_SCOPE, &self.name)
+            crate::settings::clear(conn, super::ops::SETTINGS_SCOPE, &self.name)
         })
     }
 
@@ -971,25 +978,4 @@ impl crate::Source for Claim<'_, '_> {
             .claim_now(None, self.worker_id, self.n, self.lease_ms)?;
         Ok((!jobs.is_empty()).then_some(jobs))
     }
-}
-
-/// The `_honker_settings` scope of a queue's stored defaults.
-const SETTINGS_SCOPE: &str = "queue";
-
-/// A queue's stored settings, read on `conn`.
-fn settings_of(conn: crate::raw::Conn<'_>, queue: &str) -> Result<QueueSettings> {
-    let mut s = QueueSettings::default();
-    for (key, value) in crate::settings::get_all(conn, SETTINGS_SCOPE, queue)? {
-        let Some(v) = value else { continue };
-        let ms = || Duration::from_millis(u64::try_from(v).unwrap_or(0));
-        match key.as_str() {
-            "lease_ms" => s.lease = Some(ms()),
-            "max_attempts" => s.max_attempts = u32::try_from(v).ok(),
-            "backoff_base_ms" => s.backoff_base = Some(ms()),
-            "backoff_max_ms" => s.backoff_max = Some(ms()),
-            "backoff_jitter_ppm" => s.backoff_jitter = Some(v as f64 / 1e6),
-            _ => {}
-        }
-    }
-    Ok(s)
 }

@@ -21,8 +21,8 @@ pub mod statements;
 mod types;
 
 #[cfg(feature = "rusqlite")]
-#[cfg(feature = "rusqlite")]
 pub use handle::Queue;
+pub(crate) use ops::stored_options;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;
 pub use types::{

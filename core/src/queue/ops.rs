@@ -894,6 +894,35 @@ fn count(r: &Row<'_>, i: usize) -> Result<u64> {
     Ok(u64::try_from(r.get::<i64>(i)?).unwrap_or(0))
 }
 
+/// The `_honker_settings` scope of a queue's stored defaults.
+pub(crate) const SETTINGS_SCOPE: &str = "queue";
+
+/// The options a queue's jobs and claims get where a call names none: its
+/// stored settings over the defaults, read on `conn` (what a handle made now
+/// would have). The SQL functions and the scheduler, which make no handle,
+/// read them so.
+pub(crate) fn stored_options(conn: Conn<'_>, queue: &str) -> Result<crate::QueueOptions> {
+    Ok(settings_of(conn, queue)?.over(&crate::QueueOptions::default()))
+}
+
+/// A queue's stored settings, read on `conn`.
+pub(crate) fn settings_of(conn: Conn<'_>, queue: &str) -> Result<crate::QueueSettings> {
+    let mut s = crate::QueueSettings::default();
+    for (key, value) in crate::settings::get_all(conn, SETTINGS_SCOPE, queue)? {
+        let Some(v) = value else { continue };
+        let ms = || std::time::Duration::from_millis(u64::try_from(v).unwrap_or(0));
+        match key.as_str() {
+            "lease_ms" => s.lease = Some(ms()),
+            "max_attempts" => s.max_attempts = u32::try_from(v).ok(),
+            "backoff_base_ms" => s.backoff_base = Some(ms()),
+            "backoff_max_ms" => s.backoff_max = Some(ms()),
+            "backoff_jitter_ppm" => s.backoff_jitter = Some(v as f64 / 1e6),
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value as Json};
 use super::JobInfo;
 use super::{ops, EnqueueOptions};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Backoff, QueueOptions};
+use crate::options::Backoff;
 use crate::sqlfn::{payload_json, trace_json, Args, Call, Out, SqlFn, DIRECT_ONLY};
 use crate::validate;
 
@@ -85,7 +85,7 @@ fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
         EnqueueOptions::default()
     };
     options.check()?;
-    let job = options.resolve(&QueueOptions::default(), c.now)?;
+    let job = options.resolve(&super::stored_options(c.conn, queue)?, c.now)?;
     let (id, _) = ops::enqueue(c.conn, queue, &job, std::slice::from_ref(&payload), c.now)?[0];
     Ok(Out::Int(id))
 }
@@ -165,9 +165,10 @@ fn queue_claim(c: &Call<'_>) -> Result<Out> {
     let worker = a.text(1, "worker_id")?;
     validate::key("worker id", worker)?;
     let n = validate::batch(a.int(2, "n")?)?;
-    let lease = a
-        .opt_ms(3, "lease_ms")?
-        .unwrap_or(QueueOptions::default().lease);
+    let lease = match a.opt_ms(3, "lease_ms")? {
+        Some(l) => l,
+        None => super::stored_options(c.conn, queue)?.lease,
+    };
     let lease_ms = validate::lease(lease)?;
     let jobs = ops::claim(c.conn, queue, worker, n, lease_ms, c.now)?;
     let out: Vec<Json> = jobs
@@ -285,9 +286,10 @@ fn job_snooze(c: &Call<'_>) -> Result<Out> {
 fn job_heartbeat(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
     let (queue, id, token) = held(a)?;
-    let extend = a
-        .opt_ms(3, "extend_ms")?
-        .unwrap_or(QueueOptions::default().lease);
+    let extend = match a.opt_ms(3, "extend_ms")? {
+        Some(e) => e,
+        None => super::stored_options(c.conn, queue)?.lease,
+    };
     let ms = validate::lease(extend)?;
     Ok(Out::Int(ops::heartbeat(
         c.conn, queue, id, token, ms, c.now,

@@ -17,7 +17,6 @@ use super::types::{
 };
 use crate::clock::duration_ms;
 use crate::error::{Error, Result};
-use crate::options::QueueOptions;
 use crate::payload::Payload;
 use crate::queue::ops::{self as qops, NewJob};
 use crate::raw::{params, Conn, Row};
@@ -263,7 +262,8 @@ fn fire(
     if claimed == 0 {
         return Ok(None);
     }
-    let defaults = QueueOptions::default();
+    // The queue's stored settings, as a handle made now would have them.
+    let defaults = crate::queue::stored_options(conn, &s.queue)?;
     let job = NewJob {
         priority: s.priority,
         run_at,

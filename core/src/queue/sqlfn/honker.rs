@@ -13,7 +13,6 @@ use std::time::Duration;
 use serde_json::{json, Value as Json};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::QueueOptions;
 use crate::payload::Payload;
 use crate::queue::ops::{self, WorkerLease};
 use crate::queue::{EnqueueOptions, JobState};
@@ -61,7 +60,7 @@ pub(super) fn enqueue(c: &Call<'_>) -> Result<Out> {
     }
     let expires = a.opt_number(6, "expires_s")?;
     options.check()?;
-    let mut job = options.resolve(&QueueOptions::default(), c.now)?;
+    let mut job = options.resolve(&super::super::stored_options(c.conn, queue)?, c.now)?;
     if let Some(e) = expires {
         let limit = crate::options::limits::MAX_DELAY.as_secs_f64();
         if e.abs() > limit {
@@ -87,7 +86,7 @@ pub(super) fn claim_batch(c: &Call<'_>) -> Result<Out> {
     let n = validate::batch(a.whole(2, "n")?)?;
     let lease = match a.opt_seconds(3, "visibility_s")? {
         Some(s) => Duration::from_secs_f64(s),
-        None => QueueOptions::default().lease,
+        None => super::super::stored_options(c.conn, queue)?.lease,
     };
     let lease_ms = validate::lease(lease)?;
     let jobs = ops::claim(c.conn, queue, worker, n, lease_ms, c.now)?;
@@ -209,13 +208,17 @@ pub(super) fn fail(c: &Call<'_>) -> Result<Out> {
 /// cannot take a job back from a reclaimer.
 pub(super) fn heartbeat(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let extend = match a.opt_seconds(2, "extend_s")? {
-        Some(s) => Duration::from_secs_f64(s),
-        None => QueueOptions::default().lease,
-    };
-    let ms = validate::lease(extend)?;
+    let given = a.opt_seconds(2, "extend_s")?.map(Duration::from_secs_f64);
+    if let Some(d) = given {
+        validate::lease(d)?; // checked before the lease is looked up
+    }
     match named_lease(a, c.conn, 3)? {
         Some((id, l)) if l.expires_at > c.now => {
+            let extend = match given {
+                Some(d) => d,
+                None => super::super::stored_options(c.conn, &l.queue)?.lease,
+            };
+            let ms = validate::lease(extend)?;
             one_or_zero(ops::heartbeat(c.conn, &l.queue, id, &l.token, ms, c.now).map(|_| ()))
         }
         _ => Ok(Out::Int(0)),
