@@ -29,7 +29,7 @@ export declare class Database {
    */
   get busyTimeout(): number
   /** A handle on a queue (writes nothing, so it is synchronous). */
-  queue(name: string, options?: QueueOptions | undefined | null): Out<Queue>
+  queue(name: string, options?: QueueArgs | undefined | null): Out<Queue>
   /** Starts a write transaction (`BEGIN IMMEDIATE`). */
   begin(): Promise<Out<Transaction>>
   tryBegin(): Out<Transaction>
@@ -304,8 +304,8 @@ export declare class Queue {
   stats(): Promise<Out<QueueStats>>
   tryStats(): Out<QueueStats>
   /** Stores the queue's settings in the file for every process; unnamed ones stay. */
-  configure(settings: QueueOptions): Promise<Out<undefined>>
-  tryConfigure(settings: QueueOptions): Out<undefined>
+  configure(options: QueueArgs): Promise<Out<undefined>>
+  tryConfigure(options: QueueArgs): Out<undefined>
   /** The queue's stored settings (ms), each absent when not set. */
   settings(): Promise<Out<QueueOptions>>
   trySettings(): Out<QueueOptions>
@@ -970,6 +970,30 @@ export interface PublishManyArgs {
   priority?: number
 }
 
+/**
+ * Stores the queue's settings in the file, for every process and language: handles
+ * made afterwards (`db.queue(name)`, a worker's) use them where they were not given
+ * options of their own. What is not named here stays as stored. Set them once,
+ * where the queue is defined (a lease given only to one process's handle is not seen
+ * by a worker elsewhere, which would claim with the default).
+ */
+export interface QueueArgs {
+  /** The lease a claim gives (60 s by default). */
+  lease?: number
+  /** Attempts before a job is dead-lettered (1 to 1,000; 3 by default). */
+  maxAttempts?: number
+  /** The first retry's delay (1 s by default), doubled at each attempt. */
+  backoffBase?: number
+  /** The largest retry delay (1 h by default). */
+  backoffMax?: number
+  /** The randomised fraction of a retry's delay, 0 to 1 (0.5 by default). */
+  backoffJitter?: number
+}
+
+/**
+ * A queue's stored settings (`queue.settings()`), durations in ms; a
+ * field absent where not set. The settings given go in as `QueueArgs`.
+ */
 export interface QueueOptions {
   /** Lease length (ms). 60,000. */
   lease?: number

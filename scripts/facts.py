@@ -527,16 +527,22 @@ OPTION_TYPES = {
         "Seconds", "float", "seconds({q}, {n})", None,
         "TimeInterval", "{n}", "number", "optMs('{n}', options.{n})",
     ),
+    "f64": OptionType(
+        "float", "float", "_args.number({q}, {n})", None,
+        "Double", "{n}", "number", "optNumber('{n}', options.{n})",
+    ),
     "Instant": OptionType(
         "When", "float", "epoch({q}, {n})", None,
         "Date", "{n}?.timeIntervalSince1970", "Date | number", "epochMs('{n}', options.{n})",
     ),
 }  # fmt: skip
 
-# A verb's positional arguments, per host: Python's and Swift's declaration.
+# A verb's positional arguments, per host: Python's and Swift's declaration,
+# and Python's check of it (None: the native call's conversion is the check).
 OPTION_ARGS = {
-    "payload": ("payload: P", "_ payload: P"),
-    "payloads": ("payloads: Iterable[P]", "_ payloads: [P]"),
+    "payload": ("payload: P", "_ payload: P", None),
+    "payloads": ("payloads: Iterable[P]", "_ payloads: [P]", None),
+    "name": ("name: str", "_ name: String", '_args.text("name", name)'),
 }
 # Swift's encoding of them, per noun: the queue packs its payloads.
 SWIFT_ENCODED = {
@@ -545,14 +551,24 @@ SWIFT_ENCODED = {
     ("Queue", "payload"): "try Packed.payloads([payload])",
     ("Queue", "payloads"): "try Packed.payloads(payloads)",
 }
-# What a verb returns, per host: Python's annotation and its record built
-# from the native result `{r}`, Swift's type.
+# What a verb returns, per host: Python's annotation and its value built
+# from the native result `{r}`, Swift's type and its value built from `{r}`.
 OPTION_RETURNS = {
-    "i64": ("int", "{r}", "Int64"),
-    "Vec<i64>": ("list[int]", "{r}", "[Int64]"),
-    "Enqueued": ("Enqueued", "_new_tuple(Enqueued, {r})", "Enqueued"),
-    "Vec<Enqueued>": ("list[Enqueued]", "[_new_tuple(Enqueued, e) for e in {r}]", "[Enqueued]"),
+    "()": ("None", "{r}", "Void", "{r}"),
+    "i64": ("int", "{r}", "Int64", "{r}"),
+    "Vec<i64>": ("list[int]", "{r}", "[Int64]", "{r}"),
+    "Enqueued": ("Enqueued", "_new_tuple(Enqueued, {r})", "Enqueued", "{r}"),
+    "Vec<Enqueued>": ("list[Enqueued]", "[_new_tuple(Enqueued, e) for e in {r}]", "[Enqueued]", "{r}"),
+    "Queue": ("Queue[Any]", "Queue(self, {r})", "Queue", "Queue(inline: inline, {r})"),
 }  # fmt: skip
+
+# A verb's kind, from its flags: `tx` (a write that may join the caller's
+# transaction), `write` (a write of its own), or neither (a call that writes
+# nothing, made as it is).
+
+
+def kind(v: dict) -> str:
+    return "tx" if "tx" in v["flags"] else "write" if "write" in v["flags"] else "call"
 
 
 def verbs(f: dict, noun: str) -> list[dict]:
@@ -657,34 +673,47 @@ def py_assign(name: str, cells: list[str]) -> list[str]:
 
 
 def py_verbs(f: dict, noun: str) -> str:
-    """The verbs of `noun` with options: signature, docs, checks, twins."""
+    """The verbs of `noun` with options: signature, docs, checks, and for
+    a write its asyncio twin. A `tx` verb calls the hand-written
+    `_<verb>(args, tx, options)`, which returns the call its writer runs;
+    the others call the native verb with the checked options."""
     out = []
     for v in verbs(f, noun):
-        if "tx" not in v["flags"]:
-            raise SystemExit(f"facts: {noun}.{v['verb']}: only tx verbs are generated")
+        k = kind(v)
         params = ["self", *(OPTION_ARGS[a][0] for a in v["args"]), "*"]
-        body: list[str] = []
+        body: list[str] = [c for a in v["args"] if (c := OPTION_ARGS[a][2]) is not None]
         for fl in v["fields"]:
             t = option_type(fl)
             default = py_default(fl)
             none = " | None" if default == "None" else ""
             params.append(f"{fl['name']}: {t.py}{none} = {default}")
             body += py_check(fl)
-        params.append("tx: Transaction | None = None")
+        if k == "tx":
+            params.append("tx: Transaction | None = None")
         body += py_assign("options", [fl["name"] for fl in v["fields"]])
-        ret, build, _ = OPTION_RETURNS[v["returns"]]
-        call = f"self._{v['verb']}({', '.join([*v['args'], 'tx', 'options'])})"
+        ret, build = OPTION_RETURNS[v["returns"]][:2]
+        args = ", ".join([*v["args"], "options"])
+        if k == "tx":
+            call = f"self._{v['verb']}({', '.join([*v['args'], 'tx', 'options'])})"
+        else:
+            call = f"partial(self._native.{v['verb']}, {args})"
         sig = "".join(f"        {p},\n" for p in params)
         doc = "\n".join(wrap(py_doc(v["doc"]), "        ")).strip()
         fields_doc = "\n\n".join(
             "\n".join(wrap(py_doc(fl["doc"]), "        ", f"``{fl['name']}``: "))
             for fl in v["fields"]
         )
-        for is_async in (False, True):
+        for is_async in (False, True) if k != "call" else (False,):
             write = "await self._db._write_async" if is_async else "self._db._write"
-            run = f"{write}(tx, {call})"
-            if build == "{r}" and len(f"        return {run}") <= PY_WIDTH:
+            run = f"{write}({'tx' if k == 'tx' else 'None'}, {call})"
+            if k == "call":
+                run = f"self._native.{v['verb']}({args})"
+            if ret == "None":
+                tail = [run]
+            elif build == "{r}" and len(f"        return {run}") <= PY_WIDTH:
                 tail = [f"return {run}"]
+            elif len(f"        return {build.format(r=run)}") <= PY_WIDTH:
+                tail = [f"return {build.format(r=run)}"]
             else:
                 tail = [f"r = {run}", f"return {build.format(r='r')}"]
             lines = "".join(f"        {b}\n" for b in body + tail)
@@ -718,6 +747,8 @@ def py_typeddicts(f: dict) -> str:
     """Each verb's options as a TypedDict (total=False), for ``**options``."""
     out, names = [], {}
     for v in f["options"]:
+        if kind(v) != "tx":
+            continue  # the ORM helpers take the outbox's verbs only
         name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
         if v.get("shared"):
             out.append(f"{name} = {names[v['record']]}")
@@ -830,8 +861,11 @@ def swift_verbs(f: dict, noun: str) -> str:
             doc += "    ///\n" + "".join(
                 f"{line}\n" for line in wrap(camel_doc(fl["doc"], v), "    /// ", first)
             )
-        encoded = ", ".join(SWIFT_ENCODED[(noun, a)] for a in v["args"])
         verb = camel(v["verb"])
+        if kind(v) != "tx":
+            out.append(doc + swift_plain(v, verb, args + params, ret, record))
+            continue
+        encoded = ", ".join(SWIFT_ENCODED[(noun, a)] for a in v["args"])
         out.append(
             f"{doc}    @discardableResult\n"
             f"    public func {verb}<P: Encodable>({', '.join(args + params)},\n"
@@ -862,6 +896,32 @@ def swift_verbs(f: dict, noun: str) -> str:
                 f"    }}\n"
             )
     return "\n".join(out).rstrip("\n")
+
+
+def swift_plain(v: dict, verb: str, params: list[str], ret: str, record: str) -> str:
+    """A verb without the caller's transaction: a write is async (off the
+    caller's thread where it would wait); a call that writes nothing is
+    sync, its value built by the return's Swift builder."""
+    given = [f"{camel(a)}: {camel(a)}" for a in v["args"]]
+    native = f"native.{verb}({', '.join([*given, f'options: {record}'])})"
+    if kind(v) == "write":
+        if ret != "Void":
+            raise SystemExit(
+                f"facts: {v['verb']}: a write returns nothing in Swift yet"
+            )
+        return (
+            f"    public func {verb}({', '.join(params)},\n"
+            f"        isolation: isolated (any Actor)? = #isolation) async throws {{\n"
+            f"        let native = self.native\n"
+            f"        try await soon(inline) {{ try {native} }}\n"
+            f"    }}\n"
+        )
+    build = OPTION_RETURNS[v["returns"]][3].format(r=f"try {native}")
+    return (
+        f"    public func {verb}({', '.join(params)}) throws -> {ret} {{\n"
+        f"        {build}\n"
+        f"    }}\n"
+    )
 
 
 # ----- defaults: core's `honker::defaults` table, as each host's constants.
@@ -1079,7 +1139,11 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 "    #",
                 py_verbs(f, noun),
             )
-            for file, noun in (("stream", "Stream"), ("queue", "Queue"))
+            for file, noun in (
+                ("stream", "Stream"),
+                ("queue", "Queue"),
+                ("database", "Database"),
+            )
         ],
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
         (
@@ -1097,7 +1161,11 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 "    //",
                 swift_verbs(f, noun),
             )
-            for file, noun in (("Stream", "Stream"), ("Honker", "Queue"))
+            for file, noun in (
+                ("Stream", "Stream"),
+                ("Honker", "Queue"),
+                ("Honker", "Database"),
+            )
         ],
         ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),
         (

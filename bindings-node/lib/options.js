@@ -1,14 +1,13 @@
 'use strict';
 // The option names each method takes, checked before anything crosses.
 
-const { ATTEMPTS, I32, ID, U32, definedFields, epochMs, int, optMs, optText } = require('./convert.js');
+const { ATTEMPTS, I32, ID, U32, definedFields, epochMs, int, optMs, optNumber, optText } = require('./convert.js');
 const { describe, invalid } = require('./errors.js');
 
 // The option names each method takes (issue 53: an unknown key such as
 // `{ delya: 5 }` was ignored, and the job enqueued with no delay). A method
 // checks its options with opts() before anything else.
 const OPEN_OPTIONS = new Set(['clock', 'durability', 'busyTimeout', 'readers', 'maxPayloadBytes', 'watchFallback', 'autoMaintainEvery']);
-const QUEUE_OPTIONS = new Set(['lease', 'maxAttempts', 'backoffBase', 'backoffMax', 'backoffJitter']);
 const RATE_LIMITER_OPTIONS = new Set(['limit', 'per', 'burst', 'update']);
 const TX_OPTIONS = new Set(['tx']);
 const READER_OPTIONS = new Set(['wait', 'signal']);
@@ -61,6 +60,19 @@ function enqueueArgs(options) {
 }
 const ENQUEUE_MANY_OPTIONS = ENQUEUE_OPTIONS;
 const enqueueManyArgs = enqueueArgs;
+const CONFIGURE_OPTIONS = new Set(['lease', 'maxAttempts', 'backoffBase', 'backoffMax', 'backoffJitter']);
+/** `Queue.configure`'s options checked, as its native `QueueArgs` (undefined when none is given). */
+function configureArgs(options) {
+  return definedFields({
+    lease: optMs('lease', options.lease),
+    maxAttempts: int('maxAttempts', options.maxAttempts, ...ATTEMPTS),
+    backoffBase: optMs('backoffBase', options.backoffBase),
+    backoffMax: optMs('backoffMax', options.backoffMax),
+    backoffJitter: optNumber('backoffJitter', options.backoffJitter),
+  });
+}
+const QUEUE_OPTIONS = CONFIGURE_OPTIONS;
+const queueArgs = configureArgs;
 const PUBLISH_OPTIONS = new Set(['key', 'idempotencyKey', 'priority', 'tx']);
 /** `Stream.publish`'s options checked, as its native `PublishArgs` (undefined when none is given). */
 function publishArgs(options) {
@@ -78,7 +90,7 @@ function publishManyArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, PUBLISH_OPTIONS, publishArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
+const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**
@@ -121,7 +133,6 @@ module.exports = {
   OPEN_OPTIONS,
   PAUSE_OPTIONS,
   PURGE_DEAD_OPTIONS,
-  QUEUE_OPTIONS,
   RATE_ACQUIRE_OPTIONS,
   RATE_LIMITER_OPTIONS,
   RATE_TRY_OPTIONS,

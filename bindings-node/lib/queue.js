@@ -6,7 +6,7 @@ const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFiel
 const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
-const { ACK_OPTIONS, CANCEL_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, enqueueArgs, enqueueManyArgs, opts } = require('./options.js');
+const { ACK_OPTIONS, CANCEL_OPTIONS, CONFIGURE_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, configureArgs, enqueueArgs, enqueueManyArgs, opts, queueArgs } = require('./options.js');
 const { Reader } = require('./stream.js');
 const { captureTrace, traceContext } = require('./trace.js');
 
@@ -253,14 +253,7 @@ class Queue {
    * (ms), backoffJitter.
    */
   async configure(settings) {
-    settings = opts(settings, QUEUE_OPTIONS);
-    const arg = definedFields({
-      lease: optMs('lease', settings.lease),
-      maxAttempts: int('maxAttempts', settings.maxAttempts, ...ATTEMPTS),
-      backoffBase: optMs('backoffBase', settings.backoffBase),
-      backoffMax: optMs('backoffMax', settings.backoffMax),
-      backoffJitter: optNumber('backoffJitter', settings.backoffJitter),
-    }) ?? {};
+    const arg = configureArgs(opts(settings, CONFIGURE_OPTIONS)) ?? {};
     const n = this._native;
     await this._db._writer.run(() => call(() => n.configure(arg)));
   }
@@ -513,10 +506,8 @@ class Job {
 method(Database, function queue(name, options) {
   options = opts(options, QUEUE_OPTIONS);
   text('name', name);
-  int('maxAttempts', options.maxAttempts, ...ATTEMPTS);
-  for (const k of ['lease', 'backoffBase', 'backoffMax']) optMs(k, options[k]);
-  num('backoffJitter', options.backoffJitter);
-  return new Queue(this, unwrap(guarded(() => this._native.queue(name, options))));
+  const args = queueArgs(options);
+  return new Queue(this, unwrap(guarded(() => this._native.queue(name, args))));
 });
 
 method(Database, async function metrics() {

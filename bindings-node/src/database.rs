@@ -39,6 +39,8 @@ pub struct OpenOptions {
     pub auto_maintain_every: Option<f64>,
 }
 
+/// A queue's stored settings (`queue.settings()`), durations in ms; a
+/// field absent where not set. The settings given go in as `QueueArgs`.
 #[napi(object)]
 pub struct QueueOptions {
     /// Lease length (ms). 60,000.
@@ -54,18 +56,6 @@ pub struct QueueOptions {
 }
 
 impl QueueOptions {
-    /// As core's settings (ms to durations, checked).
-    pub(crate) fn settings(&self) -> honker::Result<honker::QueueSettings> {
-        let d = |what, v: Option<f64>| v.map(|v| ms(what, v)).transpose();
-        Ok(honker::QueueSettings {
-            lease: d("lease", self.lease)?,
-            max_attempts: self.max_attempts,
-            backoff_base: d("backoffBase", self.backoff_base)?,
-            backoff_max: d("backoffMax", self.backoff_max)?,
-            backoff_jitter: self.backoff_jitter,
-        })
-    }
-
     /// Core's settings as JS options (durations in ms).
     pub(crate) fn from_settings(s: &honker::QueueSettings) -> QueueOptions {
         let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
@@ -282,12 +272,9 @@ impl Database {
 
     /// A handle on a queue (writes nothing, so it is synchronous).
     #[napi]
-    pub fn queue(&self, name: String, options: Option<QueueOptions>) -> Out<Queue> {
+    pub fn queue(&self, name: String, options: Option<crate::records::QueueArgs>) -> Out<Queue> {
         out((|| {
-            let given = match options {
-                Some(o) => o.settings()?,
-                None => honker::QueueSettings::default(),
-            };
+            let given = options.unwrap_or_default().to_core()?;
             let q = self.db.queue_given(&name, &given)?;
             Ok(Queue::new(q, Arc::clone(&self.txs)))
         })())

@@ -232,9 +232,9 @@ impl Queue {
         Box::new(move || q.metrics().map(|m| m.to_json().to_string()))
     }
 
-    fn configure_op(&self, settings: crate::database::QueueOptions) -> Op<()> {
+    fn configure_op(&self, options: crate::records::QueueArgs) -> Op<()> {
         let q = self.q.clone();
-        Box::new(move || q.configure(&settings.settings()?))
+        Box::new(move || q.configure(&options.to_core()?))
     }
 
     fn settings_op(&self) -> Op<crate::database::QueueOptions> {
@@ -365,7 +365,7 @@ verbs! {
     get_result / try_get_result (id: i64) -> Option<PayloadIo> = get_result_op;
     stats / try_stats () -> QueueStats = stats_op;
     #[doc = "Stores the queue's settings in the file for every process; unnamed ones stay."]
-    configure / try_configure (settings: crate::database::QueueOptions) -> () = configure_op;
+    configure / try_configure (options: crate::records::QueueArgs) -> () = configure_op;
     #[doc = "The queue's stored settings (ms), each absent when not set."]
     settings / try_settings () -> crate::database::QueueOptions = settings_op;
     clear_settings / try_clear_settings () -> () = clear_settings_op;

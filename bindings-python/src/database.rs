@@ -190,24 +190,8 @@ impl Database {
         crate::stream::channel_retention(py, &self.db, channel, set)
     }
 
-    #[pyo3(signature = (name, *, lease = None, max_attempts = None, backoff_base = None,
-                        backoff_max = None, backoff_jitter = None))]
-    fn queue(
-        &self,
-        name: &str,
-        lease: Option<f64>,
-        max_attempts: Option<u32>,
-        backoff_base: Option<f64>,
-        backoff_max: Option<f64>,
-        backoff_jitter: Option<f64>,
-    ) -> PyResult<Queue> {
-        let given = crate::queue::settings(
-            lease,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            backoff_jitter,
-        )?;
+    fn queue(&self, name: &str, options: crate::records::QueueArgs) -> PyResult<Queue> {
+        let given = options.to_core().py()?;
         let queue = self.db.queue_given(name, &given).py()?;
         Ok(Queue { queue })
     }

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
 use crate::json::payload_from_py;
-use crate::records::{ClaimedJob, EnqueueArgs, Enqueued, JobInfo, Payload, QueueStats};
+use crate::records::{ClaimedJob, EnqueueArgs, Enqueued, JobInfo, Payload, QueueArgs, QueueStats};
 
 /// A handle on one queue (see `Database.queue`).
 #[pyclass(module = "honker._native", frozen)]
@@ -326,24 +326,9 @@ impl Queue {
     }
 
     /// Stores the queue's settings in the file for every process (core's
-    /// `Queue::configure`); `None` keeps what is stored.
-    #[pyo3(signature = (lease, max_attempts, backoff_base, backoff_max, backoff_jitter))]
-    fn configure(
-        &self,
-        py: Python<'_>,
-        lease: Option<f64>,
-        max_attempts: Option<u32>,
-        backoff_base: Option<f64>,
-        backoff_max: Option<f64>,
-        backoff_jitter: Option<f64>,
-    ) -> PyResult<()> {
-        let s = settings(
-            lease,
-            max_attempts,
-            backoff_base,
-            backoff_max,
-            backoff_jitter,
-        )?;
+    /// `Queue::configure`); a field not given keeps what is stored.
+    fn configure(&self, py: Python<'_>, options: QueueArgs) -> PyResult<()> {
+        let s = options.to_core().py()?;
         py.detach(|| self.queue.configure(&s)).py()
     }
 
@@ -426,22 +411,4 @@ impl Queue {
         let older = older_than.map(|s| secs("older_than", s)).transpose()?;
         py.detach(|| self.queue.purge_dead(older)).py()
     }
-}
-
-/// A queue's settings from Python's optional seconds and counts.
-pub(crate) fn settings(
-    lease: Option<f64>,
-    max_attempts: Option<u32>,
-    backoff_base: Option<f64>,
-    backoff_max: Option<f64>,
-    backoff_jitter: Option<f64>,
-) -> PyResult<honker::QueueSettings> {
-    let d = |what, v: Option<f64>| v.map(|s| secs(what, s)).transpose();
-    Ok(honker::QueueSettings {
-        lease: d("lease", lease)?,
-        max_attempts,
-        backoff_base: d("backoff_base", backoff_base)?,
-        backoff_max: d("backoff_max", backoff_max)?,
-        backoff_jitter,
-    })
 }

@@ -4,6 +4,7 @@ letters. Mirrors core/tests/queue.rs."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 
@@ -299,6 +300,11 @@ def test_a_queues_settings_live_in_the_file_for_every_process(path):
         with pytest.raises(honker.InvalidArgument):
             emails.configure(**bad)
     assert emails.settings()["lease"] == 5.0
+    for bad in ({"backoff_jitter": "half"}, {"max_attempts": True}, {"backoff_base": -1}):
+        with pytest.raises(honker.InvalidArgument):
+            db.queue("emails", **bad)
+    asyncio.run(emails.configure_async(backoff_max=30))
+    assert emails.settings()["backoff_max"] == 30.0
     emails.clear_settings()
     assert db.queue("emails")._lease == 60.0
     db.close()

@@ -117,8 +117,9 @@ pub struct OpenOptions {
     pub max_payload_bytes: Option<u64>,
 }
 
-/// Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
-/// doubling to 1 h with jitter 0.5).
+/// A queue's stored settings (`Queue::settings`), in ms; `None` where not
+/// set (honker's default applies: a 60 s lease, 3 attempts, 1 s doubling to
+/// 1 h with jitter 0.5). The settings given go in as `QueueArgs`.
 #[derive(Debug, uniffi::Record)]
 pub struct QueueOptions {
     #[uniffi(default = None)]
@@ -134,17 +135,6 @@ pub struct QueueOptions {
 }
 
 impl QueueOptions {
-    /// As core's settings (ms to durations, checked).
-    pub(crate) fn settings(&self) -> R<honker::QueueSettings> {
-        Ok(honker::QueueSettings {
-            lease: opt_ms("lease", self.lease_ms)?,
-            max_attempts: self.max_attempts,
-            backoff_base: opt_ms("backoff_base", self.backoff_base_ms)?,
-            backoff_max: opt_ms("backoff_max", self.backoff_max_ms)?,
-            backoff_jitter: self.backoff_jitter,
-        })
-    }
-
     /// Core's settings in ms.
     pub(crate) fn from_settings(s: &honker::QueueSettings) -> QueueOptions {
         let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_millis() as u64);
@@ -252,8 +242,8 @@ impl Database {
     }
 
     /// A queue handle; each `Some` overrides that default.
-    pub fn queue(&self, name: String, options: QueueOptions) -> R<Arc<Queue>> {
-        let given = options.settings()?;
+    pub fn queue(&self, name: String, options: crate::records::QueueArgs) -> R<Arc<Queue>> {
+        let given = options.to_core()?;
         Ok(Arc::new(Queue::new(self.db.queue_given(&name, &given)?)))
     }
 

@@ -392,8 +392,8 @@ impl Queue {
 
     /// Stores the queue's settings in the file for every process (core's
     /// `Queue::configure`); the ones not given stay as stored.
-    pub fn configure(&self, settings: crate::database::QueueOptions) -> R<()> {
-        Ok(self.q.configure(&settings.settings()?)?)
+    pub fn configure(&self, options: crate::records::QueueArgs) -> R<()> {
+        Ok(self.q.configure(&options.to_core()?)?)
     }
 
     /// The queue's stored settings (ms), each nil when not set.

@@ -406,6 +406,30 @@ macro_rules! options {
             #[doc = "options."]
             Queue.enqueue_many(payloads) -> [Vec<Enqueued>] with EnqueueArgs into $crate::EnqueueOptions [tx traced] {}
 
+            #[doc = "Stores the queue's settings in the file, for every process and language: handles"]
+            #[doc = "made afterwards (`db.queue(name)`, a worker's) use them where they were not given"]
+            #[doc = "options of their own. What is not named here stays as stored. Set them once,"]
+            #[doc = "where the queue is defined (a lease given only to one process's handle is not seen"]
+            #[doc = "by a worker elsewhere, which would claim with the default)."]
+            Queue.configure() -> [()] with QueueArgs into $crate::QueueSettings [write] {
+                #[doc = "The lease a claim gives (60 s by default)."]
+                lease: [Duration] = lease,
+                #[doc = "Attempts before a job is dead-lettered (1 to 1,000; 3 by default)."]
+                max_attempts: [Attempts] = max_attempts,
+                #[doc = "The first retry's delay (1 s by default), doubled at each attempt."]
+                backoff_base: [Duration] = backoff_base,
+                #[doc = "The largest retry delay (1 h by default)."]
+                backoff_max: [Duration] = backoff_max,
+                #[doc = "The randomised fraction of a retry's delay, 0 to 1 (0.5 by default)."]
+                backoff_jitter: [f64] = backoff_jitter,
+            }
+
+            #[doc = "A handle on the queue `name` (making it writes nothing; it reads the queue's"]
+            #[doc = "settings). Each option not given here comes from the queue's settings in the file"]
+            #[doc = "(`Queue.configure`, by any process or language), else its default. Options given"]
+            #[doc = "here are this handle's only."]
+            Database.queue(name) -> [Queue] with QueueArgs into $crate::QueueSettings [] {}
+
             #[doc = "Appends an event (JSON, or bytes); returns its offset, dense from 1 within the"]
             #[doc = "stream. With `tx` it exists only if your transaction commits."]
             Stream.publish(payload) -> [i64] with PublishArgs into $crate::stream::PublishOptions [tx traced json] {

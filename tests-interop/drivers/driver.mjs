@@ -239,6 +239,14 @@ async function run(s) {
   }
   const q = queue(s);
   switch (s.op) {
+    case 'configure':
+      await q.configure({
+        lease: s.lease_ms,
+        maxAttempts: s.max_attempts,
+        backoffBase: s.backoff_base_ms,
+        backoffJitter: s.backoff_jitter,
+      });
+      return null;
     case 'enqueue': {
       const e = await q.enqueue(s.payload, {
         delay: s.delay_ms,

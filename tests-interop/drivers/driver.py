@@ -155,6 +155,16 @@ class Driver:
                 return None
             ext = s["extend_ms"] / 1000 if "extend_ms" in s else None
             return round(job.heartbeat(extend=ext).timestamp() * 1000)
+        if op == "configure":
+            q.configure(
+                lease=s["lease_ms"] / 1000 if "lease_ms" in s else None,
+                max_attempts=s.get("max_attempts"),
+                backoff_base=s["backoff_base_ms"] / 1000
+                if "backoff_base_ms" in s
+                else None,
+                backoff_jitter=s.get("backoff_jitter"),
+            )
+            return None
         if op == "requeue_dead":
             return q.requeue_dead(s["id"])
         if op == "get_job":

@@ -346,6 +346,8 @@ class Driver:
         if op.startswith("schedule_"):
             return self.schedules(op, s)
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
+        if op == "configure":
+            return UNSUPPORTED  # no SQL function stores a queue's settings
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")
                        if k in s}  # fmt: skip

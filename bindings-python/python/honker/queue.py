@@ -637,8 +637,7 @@ class Queue(Generic[P]):
         if expires is not None:
             expires = seconds("expires", expires)
         options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
-        r = self._db._write(tx, self._enqueue(payload, tx, options))
-        return _new_tuple(Enqueued, r)
+        return _new_tuple(Enqueued, self._db._write(tx, self._enqueue(payload, tx, options)))
 
     async def enqueue_async(
         self,
@@ -743,6 +742,67 @@ class Queue(Generic[P]):
         options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
         r = await self._db._write_async(tx, self._enqueue_many(payloads, tx, options))
         return [_new_tuple(Enqueued, e) for e in r]
+
+    def configure(
+        self,
+        *,
+        lease: Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base: Seconds | None = None,
+        backoff_max: Seconds | None = None,
+        backoff_jitter: float | None = None,
+    ) -> None:
+        """Stores the queue's settings in the file, for every process and language: handles
+        made afterwards (``db.queue(name)``, a worker's) use them where they were not given
+        options of their own. What is not named here stays as stored. Set them once, where
+        the queue is defined (a lease given only to one process's handle is not seen by a
+        worker elsewhere, which would claim with the default).
+
+        ``lease``: The lease a claim gives (60 s by default).
+
+        ``max_attempts``: Attempts before a job is dead-lettered (1 to 1,000; 3 by default).
+
+        ``backoff_base``: The first retry's delay (1 s by default), doubled at each attempt.
+
+        ``backoff_max``: The largest retry delay (1 h by default).
+
+        ``backoff_jitter``: The randomised fraction of a retry's delay, 0 to 1 (0.5 by
+        default)."""
+        if lease is not None:
+            lease = seconds("lease", lease)
+        if max_attempts is not None:
+            max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
+        if backoff_base is not None:
+            backoff_base = seconds("backoff_base", backoff_base)
+        if backoff_max is not None:
+            backoff_max = seconds("backoff_max", backoff_max)
+        if backoff_jitter is not None:
+            backoff_jitter = _args.number("backoff_jitter", backoff_jitter)
+        options = (lease, max_attempts, backoff_base, backoff_max, backoff_jitter)
+        self._db._write(None, partial(self._native.configure, options))
+
+    async def configure_async(
+        self,
+        *,
+        lease: Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base: Seconds | None = None,
+        backoff_max: Seconds | None = None,
+        backoff_jitter: float | None = None,
+    ) -> None:
+        """:meth:`configure` for asyncio code: waits for the writer on no thread."""
+        if lease is not None:
+            lease = seconds("lease", lease)
+        if max_attempts is not None:
+            max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
+        if backoff_base is not None:
+            backoff_base = seconds("backoff_base", backoff_base)
+        if backoff_max is not None:
+            backoff_max = seconds("backoff_max", backoff_max)
+        if backoff_jitter is not None:
+            backoff_jitter = _args.number("backoff_jitter", backoff_jitter)
+        options = (lease, max_attempts, backoff_base, backoff_max, backoff_jitter)
+        await self._db._write_async(None, partial(self._native.configure, options))
 
     # </generated: verbs-Queue>
 
@@ -912,31 +972,6 @@ class Queue(Generic[P]):
 
     def stats(self) -> QueueStats:
         return QueueStats._from(self._native.stats())
-
-    def configure(
-        self,
-        *,
-        lease: Seconds | None = None,
-        max_attempts: int | None = None,
-        backoff_base: Seconds | None = None,
-        backoff_max: Seconds | None = None,
-        backoff_jitter: float | None = None,
-    ) -> None:
-        """Stores the queue's settings in the file, for every process and
-        language: handles made afterwards (``db.queue(name)``, a worker's)
-        use them where they were not given options of their own. What is
-        not named here stays as stored. Set them once, where the queue is
-        defined (a lease given only to one process's handle is not seen by
-        a worker elsewhere, which would claim with the default 60 s)."""
-        _args.optional_integer("max_attempts", max_attempts, _args.ATTEMPTS)
-        args = (
-            seconds("lease", lease),
-            max_attempts,
-            seconds("backoff_base", backoff_base),
-            seconds("backoff_max", backoff_max),
-            None if backoff_jitter is None else _args.number("backoff_jitter", backoff_jitter),
-        )
-        self._db._write(None, lambda: self._native.configure(*args))
 
     def settings(self) -> dict[str, float | int | None]:
         """The queue's stored settings (None: not set, the default applies):

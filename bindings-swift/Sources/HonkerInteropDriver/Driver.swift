@@ -338,6 +338,12 @@ final class Driver {
             let j = try n.getJob(id: id)
             return ["state": j.state, "attempts": j.attempts, "last_error": j.lastError.map { $0 as Any } ?? NSNull(),
                     "run_at_ms": j.runAtMs, "now_ms": Int64(Date().timeIntervalSince1970 * 1000)]
+        case "configure":
+            try await q.configure(lease: (s["lease_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                                  maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
+                                  backoffBase: (s["backoff_base_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                                  backoffJitter: (s["backoff_jitter"] as? NSNumber)?.doubleValue)
+            return NSNull()
         case "stats":
             let st = try await q.stats()
             return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead]

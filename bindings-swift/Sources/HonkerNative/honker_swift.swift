@@ -1011,7 +1011,7 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     /**
      * A queue handle; each `Some` overrides that default.
      */
-    func queue(name: String, options: QueueOptions) throws  -> Queue
+    func queue(name: String, options: QueueArgs) throws  -> Queue
     
     /**
      * Registers honker's SQL functions on a connection to this file that
@@ -1237,13 +1237,13 @@ open func query(sql: String, params: [SqlValue])throws  -> Rows  {
     /**
      * A queue handle; each `Some` overrides that default.
      */
-open func queue(name: String, options: QueueOptions)throws  -> Queue  {
+open func queue(name: String, options: QueueArgs)throws  -> Queue  {
     return try  FfiConverterTypeQueue_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_database_queue(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(name),
-        FfiConverterTypeQueueOptions_lower(options),uniffiCallStatus
+        FfiConverterTypeQueueArgs_lower(options),uniffiCallStatus
     )
 })
 }
@@ -3033,7 +3033,7 @@ public protocol QueueProtocol: AnyObject, Sendable {
      * Stores the queue's settings in the file for every process (core's
      * `Queue::configure`); the ones not given stay as stored.
      */
-    func configure(settings: QueueOptions) throws 
+    func configure(options: QueueArgs) throws 
     
     func deadLetters(afterId: Int64, limit: UInt32) throws  -> [JobInfo]
     
@@ -3293,11 +3293,11 @@ open func clearSettings()throws   {try rustCallWithError(FfiConverterTypeHonkerE
      * Stores the queue's settings in the file for every process (core's
      * `Queue::configure`); the ones not given stay as stored.
      */
-open func configure(settings: QueueOptions)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+open func configure(options: QueueArgs)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_queue_configure(
             self.uniffiCloneHandle(),
-        FfiConverterTypeQueueOptions_lower(settings),uniffiCallStatus
+        FfiConverterTypeQueueArgs_lower(options),uniffiCallStatus
     )
 }
 }
@@ -7605,8 +7605,112 @@ public func FfiConverterTypePublishManyArgs_lower(_ value: PublishManyArgs) -> R
 
 
 /**
- * Per-queue defaults; `None` keeps honker's (60 s lease, 3 attempts, 1 s
- * doubling to 1 h with jitter 0.5).
+ * Stores the queue's settings in the file, for every process and language: handles
+ * made afterwards (`db.queue(name)`, a worker's) use them where they were not given
+ * options of their own. What is not named here stays as stored. Set them once,
+ * where the queue is defined (a lease given only to one process's handle is not seen
+ * by a worker elsewhere, which would claim with the default).
+ */
+public struct QueueArgs: Equatable, Hashable {
+    /**
+     * The lease a claim gives (60 s by default).
+     */
+    public var lease: Double?
+    /**
+     * Attempts before a job is dead-lettered (1 to 1,000; 3 by default).
+     */
+    public var maxAttempts: UInt32?
+    /**
+     * The first retry's delay (1 s by default), doubled at each attempt.
+     */
+    public var backoffBase: Double?
+    /**
+     * The largest retry delay (1 h by default).
+     */
+    public var backoffMax: Double?
+    /**
+     * The randomised fraction of a retry's delay, 0 to 1 (0.5 by default).
+     */
+    public var backoffJitter: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The lease a claim gives (60 s by default).
+         */lease: Double?, 
+        /**
+         * Attempts before a job is dead-lettered (1 to 1,000; 3 by default).
+         */maxAttempts: UInt32?, 
+        /**
+         * The first retry's delay (1 s by default), doubled at each attempt.
+         */backoffBase: Double?, 
+        /**
+         * The largest retry delay (1 h by default).
+         */backoffMax: Double?, 
+        /**
+         * The randomised fraction of a retry's delay, 0 to 1 (0.5 by default).
+         */backoffJitter: Double?) {
+        self.lease = lease
+        self.maxAttempts = maxAttempts
+        self.backoffBase = backoffBase
+        self.backoffMax = backoffMax
+        self.backoffJitter = backoffJitter
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension QueueArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeQueueArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueueArgs {
+        return
+            try QueueArgs(
+                lease: FfiConverterOptionDouble.read(from: &buf), 
+                maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
+                backoffBase: FfiConverterOptionDouble.read(from: &buf), 
+                backoffMax: FfiConverterOptionDouble.read(from: &buf), 
+                backoffJitter: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: QueueArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionDouble.write(value.lease, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
+        FfiConverterOptionDouble.write(value.backoffBase, into: &buf)
+        FfiConverterOptionDouble.write(value.backoffMax, into: &buf)
+        FfiConverterOptionDouble.write(value.backoffJitter, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueArgs_lift(_ buf: RustBuffer) throws -> QueueArgs {
+    return try FfiConverterTypeQueueArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeQueueArgs_lower(_ value: QueueArgs) -> RustBuffer {
+    return FfiConverterTypeQueueArgs.lower(value)
+}
+
+
+/**
+ * A queue's stored settings (`Queue::settings`), in ms; `None` where not
+ * set (honker's default applies: a 60 s lease, 3 attempts, 1 s doubling to
+ * 1 h with jitter 0.5). The settings given go in as `QueueArgs`.
  */
 public struct QueueOptions: Equatable, Hashable {
     public var leaseMs: UInt64?
@@ -10576,7 +10680,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_query() != 25783) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_database_queue() != 59446) {
+    if (uniffi_honker_swift_checksum_method_database_queue() != 15403) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_register_functions() != 37778) {
@@ -10807,7 +10911,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_clear_settings() != 51664) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_queue_configure() != 25257) {
+    if (uniffi_honker_swift_checksum_method_queue_configure() != 34089) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_dead_letters() != 62263) {

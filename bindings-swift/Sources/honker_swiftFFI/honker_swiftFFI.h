@@ -815,7 +815,7 @@ void uniffi_honker_swift_fn_method_queue_clear_settings(uint64_t ptr, RustCallSt
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CONFIGURE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_CONFIGURE
-void uniffi_honker_swift_fn_method_queue_configure(uint64_t ptr, RustBuffer settings, RustCallStatus *_Nonnull out_status
+void uniffi_honker_swift_fn_method_queue_configure(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_DEAD_LETTERS

@@ -11,7 +11,7 @@ use honker::stream::group::GroupOptions;
 use honker::stream::Start;
 use honker::surface::FromJsonOptions as _;
 use honker::{
-    ClaimOptions, Database, EnqueueOptions, ErrorKind, Lease, Payload, QueueOptions, RetryOptions,
+    ClaimOptions, Database, EnqueueOptions, ErrorKind, Lease, Payload, QueueSettings, RetryOptions,
     Transaction, Value,
 };
 use serde_json::{json, Value as Json};
@@ -19,7 +19,6 @@ use serde_json::{json, Value as Json};
 struct Driver {
     db: Option<Database>,
     tx: Option<Transaction>,
-    queue_options: HashMap<String, QueueOptions>,
     listeners: HashMap<String, honker::runtime::Listener>,
 }
 
@@ -93,17 +92,14 @@ impl Driver {
 
     fn queue(&self, step: &Json) -> Result<honker::Queue, honker::Error> {
         let name = s(step, "queue");
-        let mut o = self.queue_options.get(name).cloned().unwrap_or_default();
-        if let Some(b) = ms(step, "backoff_base_ms")? {
-            o.backoff.base = b;
-        }
-        if let Some(j) = step["backoff_jitter"].as_f64() {
-            o.backoff.jitter = j;
-        }
-        if let Some(l) = ms(step, "queue_lease_ms")? {
-            o.lease = l;
-        }
-        self.db()?.queue_with(name, o)
+        // The step's backoff over the queue's stored settings, as every
+        // surface's handle takes it.
+        let given = QueueSettings {
+            backoff_base: ms(step, "backoff_base_ms")?,
+            backoff_jitter: step["backoff_jitter"].as_f64(),
+            ..QueueSettings::default()
+        };
+        self.db()?.queue_given(name, &given)
     }
 
     fn tx(&self, step: &Json) -> Option<&Transaction> {
@@ -459,6 +455,11 @@ impl Driver {
             }
             "publish" | "consume" | "stream_info" | "stream_read" | "notify" | "listen"
             | "heard" => self.events(step),
+            "configure" => {
+                let name = s(step, "queue");
+                self.db()?.queue(name)?.configure(&settings(step)?)?;
+                Ok(Json::Null)
+            }
             "enqueue" => {
                 let q = self.queue(step)?;
                 let options = EnqueueOptions {
@@ -603,11 +604,21 @@ impl Driver {
     }
 }
 
+/// A `configure` step's settings.
+fn settings(step: &Json) -> Result<QueueSettings, honker::Error> {
+    Ok(QueueSettings {
+        lease: ms(step, "lease_ms")?,
+        max_attempts: step["max_attempts"].as_u64().map(|n| n as u32),
+        backoff_base: ms(step, "backoff_base_ms")?,
+        backoff_jitter: step["backoff_jitter"].as_f64(),
+        ..QueueSettings::default()
+    })
+}
+
 fn main() {
     let mut d = Driver {
         db: None,
         tx: None,
-        queue_options: HashMap::new(),
         listeners: HashMap::new(),
     };
     let stdout = std::io::stdout();
