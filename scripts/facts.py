@@ -481,11 +481,12 @@ NODE_RECORDS = (
 
 # ----- options: core's `honker::options!` table, each verb's options as the
 # hosts take them. Python gets the verb's signature with its sync and async
-# twins (checking each option, then calling the class's hand-written
-# `_<verb>(args, tx, options)`, which returns the call its writer runs),
+# twins (checking each option, then, for a verb that takes the caller's
+# transaction, calling the class's hand-written `_<verb>(args, tx, options)`,
+# which returns the call its writer runs; for another, the native verb),
 # Node each verb's option names and checks (options.js) and its options'
-# interface (index.d.ts), Swift the verb's sync and async overloads (calling
-# the hand-written `<verb>Encoded`). A field's default is core's.
+# interface (index.d.ts), Swift the verb's overloads (a `tx` verb's call the
+# hand-written `<verb>Encoded`). A field's default is core's.
 # `Duration` and `Instant` are the table's kinds: seconds (a `timedelta`) and
 # a `datetime` or epoch seconds in Python, ms and a `Date` or epoch ms in
 # Node, a `TimeInterval` and a `Date` in Swift; each binding's native record
@@ -562,12 +563,11 @@ OPTION_RETURNS = {
     "Queue": ("Queue[Any]", "Queue(self, {r})", "Queue", "Queue(inline: inline, {r})"),
 }  # fmt: skip
 
-# A verb's kind, from its flags: `tx` (a write that may join the caller's
-# transaction), `write` (a write of its own), or neither (a call that writes
-# nothing, made as it is).
-
 
 def kind(v: dict) -> str:
+    """A verb's kind, from its flags: `tx` (a write that may join the
+    caller's transaction), `write` (a write of its own), or `call` (neither:
+    a call that writes nothing, made as it is)."""
     return "tx" if "tx" in v["flags"] else "write" if "write" in v["flags"] else "call"
 
 
