@@ -488,8 +488,7 @@ class Claimer(_Reader[Job[P]]):
     def _buffered(self) -> tuple[Any, ...] | None:
         return self._native.take_buffered()
 
-    def _ready(self) -> Any:
-        return self._native.take_buffered()
+    _ready = _buffered  # the async path's first step is the same: no I/O
 
     def _look(self) -> float | None | bool:
         return self._native.due_in()
@@ -501,9 +500,6 @@ class Claimer(_Reader[Job[P]]):
             if row is not False:
                 return row
         return await _loopwait.on_thread(lambda: native.next(0.0), self._give_back)
-
-    def _closed_with_nothing_taken(self) -> bool:
-        return bool(self._native.closed)
 
     def _give_back(self, row: tuple[Any, ...]) -> None:
         _release_all([self._row(row)])
