@@ -208,17 +208,17 @@ pub(super) fn fail(c: &Call<'_>) -> Result<Out> {
 /// cannot take a job back from a reclaimer.
 pub(super) fn heartbeat(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
-    let given = a.opt_seconds(2, "extend_s")?.map(Duration::from_secs_f64);
-    if let Some(d) = given {
-        validate::lease(d)?; // checked before the lease is looked up
-    }
+    // A given extension is checked before the lease is looked up.
+    let given = a
+        .opt_seconds(2, "extend_s")?
+        .map(|s| validate::lease(Duration::from_secs_f64(s)))
+        .transpose()?;
     match named_lease(a, c.conn, 3)? {
         Some((id, l)) if l.expires_at > c.now => {
-            let extend = match given {
-                Some(d) => d,
-                None => super::super::stored_options(c.conn, &l.queue)?.lease,
+            let ms = match given {
+                Some(ms) => ms,
+                None => validate::lease(super::super::stored_options(c.conn, &l.queue)?.lease)?,
             };
-            let ms = validate::lease(extend)?;
             one_or_zero(ops::heartbeat(c.conn, &l.queue, id, &l.token, ms, c.now).map(|_| ()))
         }
         _ => Ok(Out::Int(0)),
