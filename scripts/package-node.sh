@@ -9,7 +9,9 @@
 # build directory, target/node/<platform>/, where `node
 # bindings-node/scripts/build.js --zig` puts the glibc 2.17 builds; each
 # platform folder is copied to a staging directory with them, so nothing is
-# written into the source tree. Tarballs land in target/dist/npm/.
+# written into the source tree. Tarballs land in target/dist/npm/. Each
+# tarball must unpack to at most 12 MiB (what a release publishes, checked
+# by every tier: .ci/run packs linux-x64-gnu's from the build it tests).
 # stdout: the result (the tarballs' paths, one per line: honker first)
 set -euo pipefail
 exec 3>&1 1>&2
@@ -39,4 +41,13 @@ for platform in "${@:-linux-x64-gnu}"; do
     pack "$stage"
 done
 rm -rf "$dist/stage"
+limit=$((12 * 1024 * 1024))
+for tgz in "${tarballs[@]}"; do
+    bytes=$(tar -xzOf "$tgz" | wc -c)
+    if [ "$bytes" -gt "$limit" ]; then
+        echo "package-node: $(basename "$tgz") unpacks to $bytes bytes, over 12 MiB ($limit)" >&2
+        exit 1
+    fi
+    echo "package-node: $(basename "$tgz"): $bytes bytes unpacked"
+done
 printf '%s\n' "${tarballs[@]}" >&3
