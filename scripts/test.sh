@@ -313,7 +313,7 @@ typedefs="$work/typedefs"
 mkdir -p "$typedefs"
 node bindings-node/scripts/build.js --zig --typedefs "$typedefs"
 node_size=$(stat -c %s target/node/linux-x64-gnu/honker.node)
-# (Stripped it is about 9.7 MB: the IANA time-zone database since ADR 24,
+# (Stripped it is about 8.5 MB: the IANA time-zone database since ADR 24,
 # the operator's command since cli.js, its own crate built for size since
 # the package outgrew 12 MiB (Cargo.toml); with debug info it is over 80 MB.
 # scripts/package-node.sh checks the package below.)

@@ -13,7 +13,10 @@ use honker::rusqlite::types::Value;
 use napi::bindgen_prelude::{Buffer, Either4};
 use napi_derive::napi;
 
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{blocking, invalid, ms, now, opt_ms, out, pending, Op, Out};
 use crate::queue::Queue;
 use crate::records::MaintenanceReport;
 
@@ -296,8 +299,13 @@ impl Database {
 
     /// Runs one statement in its own transaction; resolves to rows changed.
     #[napi]
-    pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
-        blocking(self.execute_op(sql, params)).await
+    pub fn execute(
+        &self,
+        env: Env,
+        sql: String,
+        params: Option<Vec<SqlIn>>,
+    ) -> napi::Result<AsyncBlock<Out<i64>>> {
+        pending(&env, self.execute_op(sql, params))
     }
 
     #[napi]
@@ -307,8 +315,13 @@ impl Database {
 
     /// Runs a read-only query on a reader connection.
     #[napi]
-    pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
-        blocking(self.query_op(sql, params)).await
+    pub fn query(
+        &self,
+        env: Env,
+        sql: String,
+        params: Option<Vec<SqlIn>>,
+    ) -> napi::Result<AsyncBlock<Out<Rows>>> {
+        pending(&env, self.query_op(sql, params))
     }
 
     #[napi]
@@ -318,34 +331,39 @@ impl Database {
 
     /// Every queue's metrics (ADR 27) as core's JSON list.
     #[napi]
-    pub async fn metrics_json(&self) -> napi::Result<Out<String>> {
+    pub fn metrics_json(&self, env: Env) -> napi::Result<AsyncBlock<Out<String>>> {
         let db = self.db.clone();
-        blocking(move || {
-            db.metrics().map(|list| {
-                serde_json::Value::Array(list.iter().map(|m| m.to_json()).collect()).to_string()
-            })
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                db.metrics().map(|list| {
+                    serde_json::Value::Array(list.iter().map(|m| m.to_json()).collect()).to_string()
+                })
+            }),
+        )
     }
 
     /// Every queue's metrics in Prometheus's text format.
     #[napi]
-    pub async fn metrics_text(&self) -> napi::Result<Out<String>> {
+    pub fn metrics_text(&self, env: Env) -> napi::Result<AsyncBlock<Out<String>>> {
         let db = self.db.clone();
-        blocking(move || db.metrics_text()).await
+        pending(&env, Box::new(move || db.metrics_text()))
     }
 
     /// Prunes past retention.
     #[napi]
-    pub async fn maintain(&self) -> napi::Result<Out<MaintenanceReport>> {
+    pub fn maintain(&self, env: Env) -> napi::Result<AsyncBlock<Out<MaintenanceReport>>> {
         let db = self.db.clone();
-        blocking(move || db.maintain().map(MaintenanceReport::from)).await
+        pending(
+            &env,
+            Box::new(move || db.maintain().map(MaintenanceReport::from)),
+        )
     }
 
     #[napi]
-    pub async fn close(&self) -> napi::Result<Out<()>> {
+    pub fn close(&self, env: Env) -> napi::Result<AsyncBlock<Out<()>>> {
         let db = self.db.clone();
-        blocking(move || db.close()).await
+        pending(&env, Box::new(move || db.close()))
     }
 }
 
@@ -400,8 +418,13 @@ impl Transaction {
     }
 
     #[napi]
-    pub async fn execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<i64>> {
-        blocking(self.execute_op(sql, params)).await
+    pub fn execute(
+        &self,
+        env: Env,
+        sql: String,
+        params: Option<Vec<SqlIn>>,
+    ) -> napi::Result<AsyncBlock<Out<i64>>> {
+        pending(&env, self.execute_op(sql, params))
     }
 
     #[napi]
@@ -410,8 +433,13 @@ impl Transaction {
     }
 
     #[napi]
-    pub async fn query(&self, sql: String, params: Option<Vec<SqlIn>>) -> napi::Result<Out<Rows>> {
-        blocking(self.query_op(sql, params)).await
+    pub fn query(
+        &self,
+        env: Env,
+        sql: String,
+        params: Option<Vec<SqlIn>>,
+    ) -> napi::Result<AsyncBlock<Out<Rows>>> {
+        pending(&env, self.query_op(sql, params))
     }
 
     #[napi]
@@ -420,8 +448,8 @@ impl Transaction {
     }
 
     #[napi]
-    pub async fn commit(&self) -> napi::Result<Out<()>> {
-        blocking(self.finish_op(true)).await
+    pub fn commit(&self, env: Env) -> napi::Result<AsyncBlock<Out<()>>> {
+        pending(&env, self.finish_op(true))
     }
 
     /// Commit waits for no lock (the transaction holds the writer), so it
@@ -433,8 +461,8 @@ impl Transaction {
 
     /// Rolls back; a no-op on a finished transaction.
     #[napi]
-    pub async fn rollback(&self) -> napi::Result<Out<()>> {
-        blocking(self.finish_op(false)).await
+    pub fn rollback(&self, env: Env) -> napi::Result<AsyncBlock<Out<()>>> {
+        pending(&env, self.finish_op(false))
     }
 
     #[napi]

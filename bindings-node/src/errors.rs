@@ -4,9 +4,13 @@
 //! class from the stable code without reading message text. (napi-rs gives a
 //! rejected promise only a fixed set of status codes.)
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{AsyncBlock, AsyncBlockBuilder, Either, ToNapiValue};
+use napi::Env;
 use napi_derive::napi;
 
 /// A failed call.
@@ -66,7 +70,50 @@ pub(crate) async fn blocking<T: Send + 'static>(
     napi::tokio::task::spawn_blocking(f)
         .await
         .map(out)
-        .map_err(|e| napi::Error::from_reason(format!("INTERNAL: a honker call panicked: {e}")))
+        .map_err(panicked)
+}
+
+fn panicked(e: napi::tokio::task::JoinError) -> napi::Error {
+    napi::Error::from_reason(format!("INTERNAL: a honker call panicked: {e}"))
+}
+
+/// Runs `op` on tokio's blocking pool and returns its Promise, as an
+/// `async fn` whose body is `blocking(op).await` does, without a future
+/// type of the method's own: napi's and tokio's generic code (a tokio task,
+/// its harness, the deferred's resolver) is instantiated once per result
+/// type instead of once per method, about 10 KB each (Cargo.toml's note on
+/// the addon's size).
+pub(crate) fn pending<T: Send + 'static>(env: &Env, op: Op<T>) -> napi::Result<AsyncBlock<Out<T>>>
+where
+    Out<T>: ToNapiValue,
+{
+    AsyncBlockBuilder::new(OnPool::Start(Some(op))).build(env)
+}
+
+/// A blocking call's future: spawned on the blocking pool when first polled
+/// (inside napi's tokio runtime; the JS thread that builds it has none).
+enum OnPool<T> {
+    Start(Option<Op<T>>),
+    Running(napi::tokio::task::JoinHandle<honker::Result<T>>),
+}
+
+impl<T: Send + 'static> Future for OnPool<T> {
+    type Output = napi::Result<Out<T>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Never pinned in place: the join handle is Unpin, the op a Box.
+        let this = &mut *self;
+        if let OnPool::Start(op) = this {
+            let op = op.take().expect("polled after it started");
+            *this = OnPool::Running(napi::tokio::task::spawn_blocking(op));
+        }
+        let OnPool::Running(handle) = this else {
+            unreachable!("started above")
+        };
+        Pin::new(handle)
+            .poll(cx)
+            .map(|r| r.map(out).map_err(panicked))
+    }
 }
 
 pub(crate) fn invalid(message: impl Into<String>) -> honker::Error {
@@ -88,9 +135,10 @@ pub(crate) type Op<T> = Box<dyn FnOnce() -> honker::Result<T> + Send>;
 
 /// Exports each verb of `impl Type` twice from its one `*_op` (declared
 /// once, in the table): `verb` runs it on tokio's blocking pool and returns
-/// a Promise; `tryVerb` runs it on the JS thread without waiting and
-/// reports `WOULD_WAIT` where it would (`now`). index.js picks between them.
-/// The caller imports `blocking`, `now` and `Out`.
+/// a Promise (`pending`); `tryVerb` runs it on the JS thread without
+/// waiting and reports `WOULD_WAIT` where it would (`now`). index.js picks
+/// between them. The caller imports `pending`, `now`, `Out` and napi's
+/// `AsyncBlock` and `Env`.
 // Docs are `#[doc = "..."]` literals in the table: napi's type definitions
 // misread doc comments passed through a macro.
 macro_rules! verbs {
@@ -103,8 +151,8 @@ macro_rules! verbs {
             $(
                 $(#[$doc])*
                 #[napi]
-                pub async fn $verb(&self, $($arg: $ty),*) -> napi::Result<Out<$out>> {
-                    blocking(self.$op($($arg),*)).await
+                pub fn $verb(&self, env: Env, $($arg: $ty),*) -> napi::Result<AsyncBlock<Out<$out>>> {
+                    pending(&env, self.$op($($arg),*))
                 }
 
                 #[napi]

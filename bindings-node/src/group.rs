@@ -11,7 +11,10 @@ use honker::stream::group::GroupOptions;
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
-use crate::errors::{blocking, now, opt_ms, out, verbs, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{now, opt_ms, out, pending, verbs, Op, Out};
 use crate::records::{GroupDeadLetter, GroupEvent, GroupMember};
 use crate::stream::StartArg;
 
@@ -235,9 +238,9 @@ impl Group {
 
     /// Re-drives every dead letter (in batches); resolves to how many.
     #[napi]
-    pub async fn redrive_all(&self) -> napi::Result<Out<i64>> {
+    pub fn redrive_all(&self, env: Env) -> napi::Result<AsyncBlock<Out<i64>>> {
         let g = self.g.clone();
-        blocking(move || g.redrive_all().map(|n| n as i64)).await
+        pending(&env, Box::new(move || g.redrive_all().map(|n| n as i64)))
     }
 
     /// `member` as a stream of events, claiming `batch` at once, leased for
@@ -294,9 +297,9 @@ impl GroupConsumer {
     /// deliveries not counted) and wakes a waiting `next`; resolves to how
     /// many it released.
     #[napi]
-    pub async fn close(&self) -> napi::Result<Out<i64>> {
+    pub fn close(&self, env: Env) -> napi::Result<AsyncBlock<Out<i64>>> {
         let c = self.c.shared();
-        blocking(move || Ok(c.close() as i64)).await
+        pending(&env, Box::new(move || Ok(c.close() as i64)))
     }
 
     #[napi(getter)]

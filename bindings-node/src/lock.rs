@@ -10,7 +10,10 @@ use honker::runtime::{Cancel, HeldLock as CoreHeld, OffThreadDrop};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Database, Txs};
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::records::{LockGrant, LockInfo, RateDecision};
 
 #[napi]
@@ -25,17 +28,20 @@ impl Database {
     /// once (1), stored in the file on first use (`update`: for every
     /// process); with neither `limit` nor `per`, the stored limiter.
     #[napi]
-    pub async fn rate_limiter(
+    pub fn rate_limiter(
         &self,
+        env: Env,
         name: String,
         limit: Option<i64>,
         per: Option<f64>,
         burst: Option<i64>,
         update: bool,
-    ) -> napi::Result<Out<RateLimiter>> {
+    ) -> napi::Result<AsyncBlock<Out<RateLimiter>>> {
         let (db, txs) = (self.core().clone(), self.txs());
-        blocking(move || {
-            let rl = match (limit, per) {
+        pending(
+            &env,
+            Box::new(move || {
+                let rl = match (limit, per) {
                 (None, None) if burst.is_none() && !update => db.rate_limiter_stored(&name)?,
                 (Some(limit), Some(per)) => {
                     let rl = RateLimit {
@@ -53,9 +59,9 @@ impl Database {
                     "a rate limiter needs both limit and per (or neither, to open the stored one)",
                 )),
             };
-            Ok(RateLimiter { rl, txs })
-        })
-        .await
+                Ok(RateLimiter { rl, txs })
+            }),
+        )
     }
 }
 
@@ -298,9 +304,9 @@ impl HeldLock {
 
     /// Stops renewing and releases; resolves to whether it was still held.
     #[napi]
-    pub async fn release(&self) -> napi::Result<Out<bool>> {
+    pub fn release(&self, env: Env) -> napi::Result<AsyncBlock<Out<bool>>> {
         let h = self.h.shared();
-        blocking(move || h.release()).await
+        pending(&env, Box::new(move || h.release()))
     }
 }
 

@@ -13,7 +13,10 @@ use honker::{ClaimOptions, Lease, Payload};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Txs};
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::records::{
     payload_in, payload_out, Cell, ClaimedJob, EnqueueArgs, Enqueued, JobInfo, PayloadIo,
     QueueStats,

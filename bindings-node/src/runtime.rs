@@ -10,7 +10,10 @@ use std::sync::Arc;
 use honker::runtime::OffThreadDrop;
 use napi_derive::napi;
 
-use crate::errors::{blocking, ms, now, opt_ms, out, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{ms, now, opt_ms, out, pending, Out};
 use crate::queue::{lease, Queue};
 use crate::records::ClaimedJob;
 
@@ -55,9 +58,9 @@ impl Claimer {
     /// Releases the jobs claimed but not handed out and wakes a waiting
     /// `next`; resolves to how many were released.
     #[napi]
-    pub async fn close(&self) -> napi::Result<Out<u32>> {
+    pub fn close(&self, env: Env) -> napi::Result<AsyncBlock<Out<u32>>> {
         let c = self.inner();
-        blocking(move || Ok(c.close() as u32)).await
+        pending(&env, Box::new(move || Ok(c.close() as u32)))
     }
 
     #[napi(getter)]
@@ -104,9 +107,9 @@ impl KeepAlive {
 
     /// Stops renewing; resolves to whether the lease was lost meanwhile.
     #[napi]
-    pub async fn stop(&self) -> napi::Result<Out<bool>> {
+    pub fn stop(&self, env: Env) -> napi::Result<AsyncBlock<Out<bool>>> {
         let k = self.inner();
-        blocking(move || Ok(k.stop().lost)).await
+        pending(&env, Box::new(move || Ok(k.stop().lost)))
     }
 }
 
@@ -131,9 +134,9 @@ impl Queue {
     /// The running job that `(id, token)` leases, rebuilt (core's
     /// `Queue::job`).
     #[napi]
-    pub async fn job(&self, id: i64, token: String) -> napi::Result<Out<Rebuilt>> {
+    pub fn job(&self, env: Env, id: i64, token: String) -> napi::Result<AsyncBlock<Out<Rebuilt>>> {
         let q = self.core().clone();
-        blocking(move || rebuild(&q, id, token)).await
+        pending(&env, Box::new(move || rebuild(&q, id, token)))
     }
 
     /// `job` without waiting.

@@ -9,7 +9,10 @@ use honker::schedule::{Schedule, ScheduleOptions};
 use napi_derive::napi;
 
 use crate::database::Database;
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, verbs, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::records::{payload_in, Fire, PayloadIo, ScheduleInfo};
 
 /// A schedule's definition as the package passes it: options left out
@@ -227,13 +230,15 @@ pub struct ScheduleRunner {
 impl ScheduleRunner {
     /// Waits up to `wait` ms for due boundaries and fires them.
     #[napi]
-    pub async fn next(&self, wait: f64) -> napi::Result<Out<Vec<Fire>>> {
+    pub fn next(&self, env: Env, wait: f64) -> napi::Result<AsyncBlock<Out<Vec<Fire>>>> {
         let r = Arc::clone(&self.r);
-        blocking(move || {
-            let wait = ms("wait", wait)?;
-            Ok(r.next(wait)?.into_iter().map(Into::into).collect())
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                let wait = ms("wait", wait)?;
+                Ok(r.next(wait)?.into_iter().map(Into::into).collect())
+            }),
+        )
     }
 
     /// Stops the runner and wakes a waiting `next`.

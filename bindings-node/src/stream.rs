@@ -11,7 +11,10 @@ use honker::stream::{Start, StreamRetention};
 use napi_derive::napi;
 
 use crate::database::{with_tx, Database, Txs};
-use crate::errors::{blocking, invalid, ms, now, out, verbs, Op, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{invalid, ms, now, out, pending, verbs, Op, Out};
 use crate::records::{
     payload_in, ConsumerInfo, Notification, PayloadIo, PublishArgs, PublishManyArgs, StreamEvent,
 };
@@ -217,45 +220,48 @@ impl Stream {
     /// Applies the retention now (in batches); resolves to how many events
     /// went.
     #[napi]
-    pub async fn trim(&self) -> napi::Result<Out<i64>> {
+    pub fn trim(&self, env: Env) -> napi::Result<AsyncBlock<Out<i64>>> {
         let s = self.s.clone();
-        blocking(move || s.trim().map(|n| n as i64)).await
+        pending(&env, Box::new(move || s.trim().map(|n| n as i64)))
     }
 
     /// An independent consumer from its committed offset, or `start` if it
     /// has none (stored at once); `autoCommit` null commits only when told.
     #[napi]
-    pub async fn subscribe(
+    pub fn subscribe(
         &self,
+        env: Env,
         consumer: String,
         start: StartArg,
         batch: u32,
         auto_commit: Option<AutoCommitArg>,
-    ) -> napi::Result<Out<Subscription>> {
+    ) -> napi::Result<AsyncBlock<Out<Subscription>>> {
         let s = self.s.clone();
         let txs = Arc::clone(&self.txs);
-        blocking(move || {
-            let auto = match auto_commit {
-                Some(a) => Some(honker::runtime::AutoCommit {
-                    every: a.every as usize,
-                    interval: ms("commitInterval", a.interval)?,
-                }),
-                None => None,
-            };
-            let sub = honker::runtime::Subscription::new(
-                &s,
-                &consumer,
-                self::start(start)?,
-                batch as usize,
-                auto,
-            )?;
-            Ok(Subscription {
-                db: s.database().clone(),
-                s: OffThreadDrop::new(sub),
-                txs,
-            })
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                let auto = match auto_commit {
+                    Some(a) => Some(honker::runtime::AutoCommit {
+                        every: a.every as usize,
+                        interval: ms("commitInterval", a.interval)?,
+                    }),
+                    None => None,
+                };
+                let sub = honker::runtime::Subscription::new(
+                    &s,
+                    &consumer,
+                    self::start(start)?,
+                    batch as usize,
+                    auto,
+                )?;
+                Ok(Subscription {
+                    db: s.database().clone(),
+                    s: OffThreadDrop::new(sub),
+                    txs,
+                })
+            }),
+        )
     }
 }
 
@@ -333,9 +339,9 @@ impl Subscription {
     /// Stops: with auto-commit, commits the place after the last event
     /// passed, and wakes a waiting `next`.
     #[napi]
-    pub async fn close(&self) -> napi::Result<Out<()>> {
+    pub fn close(&self, env: Env) -> napi::Result<AsyncBlock<Out<()>>> {
         let s = self.inner();
-        blocking(move || s.close()).await
+        pending(&env, Box::new(move || s.close()))
     }
 
     #[napi(getter)]
@@ -441,26 +447,29 @@ impl Database {
 
     /// The channel's window; with `set`, sets it first (for every process).
     #[napi]
-    pub async fn channel_retention(
+    pub fn channel_retention(
         &self,
+        env: Env,
         channel: String,
         set: Option<ChannelWindow>,
-    ) -> napi::Result<Out<ChannelWindow>> {
+    ) -> napi::Result<AsyncBlock<Out<ChannelWindow>>> {
         let db = self.core().clone();
-        blocking(move || {
-            let ch = db.channel(&channel)?;
-            if let Some(w) = set {
-                ch.set_retention(&honker::channel::ChannelRetention {
-                    max_age: ms("maxAge", w.max_age)?,
-                    max_count: honker::validate::count("maxCount", w.max_count)?,
-                })?;
-            }
-            let r = ch.retention()?;
-            Ok(ChannelWindow {
-                max_age: r.max_age.as_secs_f64() * 1000.0,
-                max_count: r.max_count as i64,
-            })
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                let ch = db.channel(&channel)?;
+                if let Some(w) = set {
+                    ch.set_retention(&honker::channel::ChannelRetention {
+                        max_age: ms("maxAge", w.max_age)?,
+                        max_count: honker::validate::count("maxCount", w.max_count)?,
+                    })?;
+                }
+                let r = ch.retention()?;
+                Ok(ChannelWindow {
+                    max_age: r.max_age.as_secs_f64() * 1000.0,
+                    max_count: r.max_count as i64,
+                })
+            }),
+        )
     }
 }

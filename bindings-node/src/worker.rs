@@ -14,7 +14,10 @@ use honker::runtime::{
 use napi_derive::napi;
 
 use crate::database::Database;
-use crate::errors::{blocking, ms, now, opt_ms, out, Out};
+use napi::bindgen_prelude::AsyncBlock;
+use napi::Env;
+
+use crate::errors::{ms, now, opt_ms, out, pending, Out};
 use crate::group::Group;
 use crate::queue::Queue;
 use crate::records::{payload_in, ClaimedJob, GroupEvent, PayloadIo};
@@ -226,18 +229,21 @@ impl Worker {
     /// Runs `group`'s events as its member named by the worker id (the
     /// same options as `register`); the group must exist.
     #[napi]
-    pub async fn register_group(
+    pub fn register_group(
         &self,
+        env: Env,
         group: &Group,
         concurrency: Option<u32>,
         timeout: Option<f64>,
         lease: Option<f64>,
-    ) -> napi::Result<Out<()>> {
+    ) -> napi::Result<AsyncBlock<Out<()>>> {
         let (s, g) = (self.shared(), group.core().clone());
-        blocking(move || {
-            s.w.register_group(&g, handler_options(concurrency, timeout, lease)?)
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                s.w.register_group(&g, handler_options(concurrency, timeout, lease)?)
+            }),
+        )
     }
 
     #[napi(getter)]
@@ -254,9 +260,12 @@ impl Worker {
     /// the worker is stopping. Renews leases and enforces timeouts while it
     /// waits: keep one call outstanding.
     #[napi]
-    pub async fn next(&self, wait: f64) -> napi::Result<Out<Option<TaskOut>>> {
+    pub fn next(&self, env: Env, wait: f64) -> napi::Result<AsyncBlock<Out<Option<TaskOut>>>> {
         let s = self.shared();
-        blocking(move || Ok(s.w.next(ms("wait", wait)?)?.map(|t| s.keep(t)))).await
+        pending(
+            &env,
+            Box::new(move || Ok(s.w.next(ms("wait", wait)?)?.map(|t| s.keep(t)))),
+        )
     }
 
     /// A task already claimed (by a completion's refill), without waiting;
@@ -273,24 +282,27 @@ impl Worker {
     /// `wakeCancelled` ended it (after `cancelledGeneration` read `seen`). Keep one call outstanding while the worker
     /// runs (it holds one blocking thread, as `next` does).
     #[napi]
-    pub async fn wait_cancelled(
+    pub fn wait_cancelled(
         &self,
+        env: Env,
         seen: i64,
         wait: f64,
-    ) -> napi::Result<Out<Vec<CancelledTask>>> {
+    ) -> napi::Result<AsyncBlock<Out<Vec<CancelledTask>>>> {
         let s = self.shared();
-        blocking(move || {
-            let wait = ms("wait", wait)?;
-            Ok(s.tasks
-                .wait_gave_up(&s.w, core_key(seen), wait)
-                .into_iter()
-                .map(|(key, why)| CancelledTask {
-                    key: js_key(key),
-                    why: why.name().to_owned(),
-                })
-                .collect())
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                let wait = ms("wait", wait)?;
+                Ok(s.tasks
+                    .wait_gave_up(&s.w, core_key(seen), wait)
+                    .into_iter()
+                    .map(|(key, why)| CancelledTask {
+                        key: js_key(key),
+                        why: why.name().to_owned(),
+                    })
+                    .collect())
+            }),
+        )
     }
 
     /// How many times the worker gave up on tasks so far: read it on the
@@ -311,22 +323,25 @@ impl Worker {
     /// `delay` and `error`, `permanent` with `error`, `snooze` with `delay`,
     /// `release`, `settled`) and frees its slot.
     #[napi]
-    pub async fn complete(
+    pub fn complete(
         &self,
+        env: Env,
         key: i64,
         outcome: String,
         result: Option<PayloadIo>,
         delay: Option<f64>,
         error: Option<String>,
-    ) -> napi::Result<Out<TaskReport>> {
+    ) -> napi::Result<AsyncBlock<Out<TaskReport>>> {
         let s = self.shared();
         let result = result.map(payload_in);
         let delay = opt_ms("delay", delay);
-        blocking(move || {
-            let (t, outcome) = s.take(key, &outcome, result, delay?, error)?;
-            s.w.complete(t, outcome).map(report)
-        })
-        .await
+        pending(
+            &env,
+            Box::new(move || {
+                let (t, outcome) = s.take(key, &outcome, result, delay?, error)?;
+                s.w.complete(t, outcome).map(report)
+            }),
+        )
     }
 
     /// `complete` right here, without waiting (`WOULD_WAIT`, with the task
@@ -379,16 +394,19 @@ impl Worker {
     /// Stops claiming and releases the jobs claimed but not handed out;
     /// resolves to how many.
     #[napi]
-    pub async fn shutdown(&self) -> napi::Result<Out<u32>> {
+    pub fn shutdown(&self, env: Env) -> napi::Result<AsyncBlock<Out<u32>>> {
         let s = self.shared();
-        blocking(move || Ok(s.w.shutdown() as u32)).await
+        pending(&env, Box::new(move || Ok(s.w.shutdown() as u32)))
     }
 
     /// After `shutdown`: waits up to `grace` ms for running tasks, renewing
     /// their leases, then releases the rest; resolves to how many.
     #[napi]
-    pub async fn drain(&self, grace: f64) -> napi::Result<Out<u32>> {
+    pub fn drain(&self, env: Env, grace: f64) -> napi::Result<AsyncBlock<Out<u32>>> {
         let s = self.shared();
-        blocking(move || Ok(s.w.drain(ms("grace", grace)?)?.released as u32)).await
+        pending(
+            &env,
+            Box::new(move || Ok(s.w.drain(ms("grace", grace)?)?.released as u32)),
+        )
     }
 }
