@@ -6,7 +6,7 @@
 //! borrow another JS object across an await; an id can cross any thread.)
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use honker::rusqlite::types::Value;
@@ -82,19 +82,31 @@ pub struct Rows {
 #[derive(Default)]
 pub(crate) struct Txs {
     next: AtomicU32,
-    open: Mutex<HashMap<u32, Arc<Mutex<Option<honker::Transaction>>>>>,
+    open: Mutex<HashMap<u32, Slot>>,
+    /// The JS thread's id, from its first `begin` (0: not yet; see stall.rs).
+    js_thread: AtomicI64,
+    /// Transactions stall.rs rolled back, with why: their next call says it.
+    rolled_back: Mutex<HashMap<u32, &'static str>>,
 }
 
+type Slot = Arc<Mutex<Option<honker::Transaction>>>;
+
 impl Txs {
+    /// A new database's registry, watched by stall.rs.
+    fn new() -> Arc<Txs> {
+        let txs = Arc::new(Txs::default());
+        crate::stall::add(&txs);
+        txs
+    }
+
     fn insert(&self, tx: honker::Transaction) -> u32 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         self.lock().insert(id, Arc::new(Mutex::new(Some(tx))));
+        crate::stall::opened();
         id
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Mutex<Option<honker::Transaction>>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Slot>> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -102,6 +114,73 @@ impl Txs {
         let slot = self.lock().remove(&id)?;
         let tx = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         tx
+    }
+
+    /// Notes the calling thread as the JS thread (a napi call's).
+    fn on_js_thread(&self) {
+        if self.js_thread.load(Ordering::Relaxed) == 0 {
+            self.js_thread
+                .store(crate::stall::this_thread(), Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn js_thread(&self) -> Option<i64> {
+        Some(self.js_thread.load(Ordering::Relaxed)).filter(|&t| t != 0)
+    }
+
+    pub(crate) fn any_open(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
+    /// An open transaction no call is using now.
+    pub(crate) fn idle_open(&self) -> Option<u32> {
+        let open: Vec<(u32, Slot)> = self
+            .lock()
+            .iter()
+            .map(|(id, s)| (*id, Arc::clone(s)))
+            .collect();
+        open.into_iter()
+            .find(|(_, slot)| slot.try_lock().is_ok_and(|g| g.is_some()))
+            .map(|(id, _)| id)
+    }
+
+    /// Rolls back the open transactions no call is using now; their next
+    /// call fails `ROLLED_BACK` with `why`.
+    pub(crate) fn roll_back_idle(&self, why: &'static str) {
+        let open: Vec<(u32, Slot)> = self
+            .lock()
+            .iter()
+            .map(|(id, s)| (*id, Arc::clone(s)))
+            .collect();
+        for (id, slot) in open {
+            let Ok(mut guard) = slot.try_lock() else {
+                continue;
+            };
+            if let Some(tx) = guard.take() {
+                self.rolled_back
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id, why);
+                self.lock().remove(&id);
+                drop(guard);
+                let _ = tx.rollback();
+            }
+        }
+    }
+
+    /// Why transaction `id` is gone: `ROLLED_BACK` if stall.rs rolled it
+    /// back (`forget`: and no later call needs to know), else finished.
+    fn gone(&self, id: u32, forget: bool) -> honker::Error {
+        let mut rolled = self.rolled_back.lock().unwrap_or_else(|p| p.into_inner());
+        let why = if forget {
+            rolled.remove(&id)
+        } else {
+            rolled.get(&id).copied()
+        };
+        match why {
+            Some(why) => honker::Error::new(honker::ErrorKind::RolledBack, why),
+            None => honker::Error::transaction_finished(),
+        }
     }
 }
 
@@ -114,7 +193,7 @@ pub(crate) fn with_tx<R>(
 ) -> honker::Result<R> {
     let Some(id) = id else { return f(None) };
     let slot = txs.lock().get(&id).cloned();
-    let finished = honker::Error::transaction_finished;
+    let finished = || txs.gone(id, false);
     let slot = slot.ok_or_else(finished)?;
     // Without waiting (the JS thread's fast path), a transaction still busy
     // with an earlier async call is BUSY: the caller retries asynchronously.
@@ -207,7 +286,7 @@ pub async fn open(path: String, options: Option<OpenOptions>) -> napi::Result<Ou
     Ok(match opened {
         napi::Either::A(db) => napi::Either::A(Database {
             db,
-            txs: Arc::new(Txs::default()),
+            txs: Txs::new(),
         }),
         napi::Either::B(f) => napi::Either::B(f),
     })
@@ -285,14 +364,24 @@ impl Database {
 
     /// Starts a write transaction (`BEGIN IMMEDIATE`).
     #[napi]
-    pub async fn begin(&self) -> napi::Result<Out<Transaction>> {
-        let db = self.db.clone();
-        let r = blocking(move || db.transaction_detached()).await?;
-        Ok(self.opened(r))
+    pub fn begin(&self, env: Env) -> napi::Result<AsyncBlock<Out<Transaction>>> {
+        self.txs.on_js_thread();
+        let (db, txs) = (self.db.clone(), Arc::clone(&self.txs));
+        pending(
+            &env,
+            Box::new(move || {
+                let tx = db.transaction_detached()?;
+                Ok(Transaction {
+                    id: txs.insert(tx),
+                    txs,
+                })
+            }),
+        )
     }
 
     #[napi]
     pub fn try_begin(&self) -> Out<Transaction> {
+        self.txs.on_js_thread();
         let db = self.db.clone();
         self.opened(now(move || db.transaction_detached()))
     }
@@ -404,8 +493,11 @@ impl Transaction {
         Box::new(move || match (txs.take(id), commit) {
             (Some(tx), true) => tx.commit(),
             (Some(tx), false) => tx.rollback(),
-            (None, true) => Err(honker::Error::transaction_finished()),
-            (None, false) => Ok(()),
+            (None, true) => Err(txs.gone(id, true)),
+            (None, false) => {
+                txs.gone(id, true);
+                Ok(())
+            }
         })
     }
 }
@@ -528,7 +620,7 @@ pub fn open_with_clock(
         o.clock = Arc::new(clock.clock.clone());
         honker::Database::open_with(&path, o).map(|db| Database {
             db,
-            txs: Arc::new(Txs::default()),
+            txs: Txs::new(),
         })
     }))
 }

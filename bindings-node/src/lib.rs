@@ -27,6 +27,7 @@ mod queue;
 mod records;
 mod runtime;
 mod schedule;
+mod stall;
 mod stream;
 mod waits;
 mod worker;

@@ -132,3 +132,76 @@ test("honker's close leaves better-sqlite3's open connection whole", async () =>
   }
   assert.deepEqual(seenByAnotherProcess(files), Array(RUNS).fill(['ok', 7, 1]));
 });
+
+// Issue 53 §3: a honker transaction held across an await while
+// better-sqlite3 writes on the JS thread. better-sqlite3 waits for the write
+// lock asleep on the JS thread, so the transaction can never go on: the loop
+// froze for better-sqlite3's whole busy timeout, then its write failed. The
+// stall watch (src/stall.rs) rolls the transaction back within a few of its
+// samples instead: better-sqlite3's write goes through at once, and the
+// transaction fails ROLLED_BACK with a message naming the cause. Linux only.
+test('a transaction held across an await that freezes better-sqlite3 on the loop is rolled back, not waited out', { skip: process.platform !== 'linux' }, async () => {
+  const file = tempPath();
+  const conn = orders(file); // busy timeout 30 s: the freeze this avoids
+  const db = await honker.open(file);
+  try {
+    let blocked = null;
+    const outcome = db
+      .transaction(async (tx) => {
+        await db.queue('mail').enqueue({ order: 1 }, { tx });
+        await tx.execute('INSERT INTO orders (t, n) VALUES (1, 1)');
+        // Another request of this process writes meanwhile, synchronously.
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        const t0 = performance.now();
+        conn.prepare('INSERT INTO orders (t, n) VALUES (2, 2)').run();
+        blocked = performance.now() - t0;
+        await tx.execute('INSERT INTO orders (t, n) VALUES (1, 2)');
+      })
+      .then(
+        () => null,
+        (e) => e,
+      );
+    const err = await outcome;
+    assert.ok(err instanceof honker.RolledBack, `expected RolledBack, got ${err}`);
+    assert.match(err.message, /another SQLite library's busy wait/);
+    // Rolled back after a few 50 ms samples, not after 30 s (CI machines
+    // are slow: a generous bound that the freeze could never meet).
+    assert.ok(blocked < 10_000, `better-sqlite3 waited ${blocked} ms`);
+    // Nothing of the transaction was committed; better-sqlite3's row was.
+    assert.deepEqual(
+      conn.prepare('SELECT t, n FROM orders ORDER BY t, n').all().map((r) => [r.t, r.n]),
+      [[2, 2]],
+    );
+    assert.deepEqual(await db.queue('mail').stats().then((s) => s.ready), 0);
+    // The database goes on: the next transaction commits.
+    await db.transaction(async (tx) => {
+      await db.queue('mail').enqueue({ order: 2 }, { tx });
+    });
+    assert.equal((await db.queue('mail').stats()).ready, 1);
+  } finally {
+    await db.close();
+    conn.close();
+  }
+});
+
+// The watch rolls back only for a thread asleep in a busy wait: a JS thread
+// busy computing while a transaction is open between awaits, for longer
+// than the watch's samples, leaves the transaction alone.
+test('a transaction held while the loop computes is not rolled back', { skip: process.platform !== 'linux' }, async () => {
+  const file = tempPath();
+  const db = await honker.open(file);
+  try {
+    await db.transaction(async (tx) => {
+      await db.queue('mail').enqueue({ order: 1 }, { tx });
+      const until = performance.now() + 600;
+      let spins = 0;
+      while (performance.now() < until) spins++;
+      assert.ok(spins > 0);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // and idle too
+      await db.queue('mail').enqueue({ order: 2 }, { tx });
+    });
+    assert.equal((await db.queue('mail').stats()).ready, 2);
+  } finally {
+    await db.close();
+  }
+});
