@@ -33,12 +33,6 @@ export declare class Database {
   /** Starts a write transaction (`BEGIN IMMEDIATE`). */
   begin(): Promise<Out<Transaction>>
   tryBegin(): Out<Transaction>
-  /** Runs one statement in its own transaction; resolves to rows changed. */
-  execute(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<number>>
-  tryExecute(sql: string, params?: Array<SqlIn> | undefined | null): Out<number>
-  /** Runs a read-only query on a reader connection. */
-  query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<Rows>>
-  tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out<Rows>
   /** Every queue's metrics (ADR 27) as core's JSON list. */
   metricsJson(): Promise<Out<string>>
   /** Every queue's metrics in Prometheus's text format. */
@@ -46,6 +40,12 @@ export declare class Database {
   /** Prunes past retention. */
   maintain(): Promise<Out<MaintenanceReport>>
   close(): Promise<Out<undefined>>
+  /** Runs one statement in its own transaction; resolves to rows changed. */
+  execute(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<number>>
+  tryExecute(sql: string, params?: Array<SqlIn> | undefined | null): Out<number>
+  /** Runs a read-only query on a reader connection. */
+  query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<Rows>>
+  tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out<Rows>
   /** A handle on a named lock (writes nothing). */
   lock(name: string): Out<Lock>
   /**
@@ -485,11 +485,11 @@ export declare class Subscription {
 
 /** An open write transaction, known to queue calls by `id`. */
 export declare class Transaction {
-  get id(): number
   execute(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<number>>
   tryExecute(sql: string, params?: Array<SqlIn> | undefined | null): Out<number>
   query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<Rows>>
   tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out<Rows>
+  get id(): number
   commit(): Promise<Out<undefined>>
   /**
    * Commit waits for no lock (the transaction holds the writer), so it

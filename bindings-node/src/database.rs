@@ -16,7 +16,7 @@ use napi_derive::napi;
 use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, pending, Op, Out};
+use crate::errors::{blocking, invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::queue::Queue;
 use crate::records::MaintenanceReport;
 
@@ -386,38 +386,6 @@ impl Database {
         self.opened(now(move || db.transaction_detached()))
     }
 
-    /// Runs one statement in its own transaction; resolves to rows changed.
-    #[napi]
-    pub fn execute(
-        &self,
-        env: Env,
-        sql: String,
-        params: Option<Vec<SqlIn>>,
-    ) -> napi::Result<AsyncBlock<Out<i64>>> {
-        pending(&env, self.execute_op(sql, params))
-    }
-
-    #[napi]
-    pub fn try_execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<i64> {
-        now(self.execute_op(sql, params))
-    }
-
-    /// Runs a read-only query on a reader connection.
-    #[napi]
-    pub fn query(
-        &self,
-        env: Env,
-        sql: String,
-        params: Option<Vec<SqlIn>>,
-    ) -> napi::Result<AsyncBlock<Out<Rows>>> {
-        pending(&env, self.query_op(sql, params))
-    }
-
-    #[napi]
-    pub fn try_query(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<Rows> {
-        now(self.query_op(sql, params))
-    }
-
     /// Every queue's metrics (ADR 27) as core's JSON list.
     #[napi]
     pub fn metrics_json(&self, env: Env) -> napi::Result<AsyncBlock<Out<String>>> {
@@ -456,11 +424,25 @@ impl Database {
     }
 }
 
+verbs! {
+    impl Database;
+    #[doc = "Runs one statement in its own transaction; resolves to rows changed."]
+    execute / try_execute (sql: String, params: Option<Vec<SqlIn>>) -> i64 = execute_op;
+    #[doc = "Runs a read-only query on a reader connection."]
+    query / try_query (sql: String, params: Option<Vec<SqlIn>>) -> Rows = query_op;
+}
+
 /// An open write transaction, known to queue calls by `id`.
 #[napi]
 pub struct Transaction {
     id: u32,
     txs: Arc<Txs>,
+}
+
+verbs! {
+    impl Transaction;
+    execute / try_execute (sql: String, params: Option<Vec<SqlIn>>) -> i64 = execute_op;
+    query / try_query (sql: String, params: Option<Vec<SqlIn>>) -> Rows = query_op;
 }
 
 impl Transaction {
@@ -507,36 +489,6 @@ impl Transaction {
     #[napi(getter)]
     pub fn id(&self) -> u32 {
         self.id
-    }
-
-    #[napi]
-    pub fn execute(
-        &self,
-        env: Env,
-        sql: String,
-        params: Option<Vec<SqlIn>>,
-    ) -> napi::Result<AsyncBlock<Out<i64>>> {
-        pending(&env, self.execute_op(sql, params))
-    }
-
-    #[napi]
-    pub fn try_execute(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<i64> {
-        now(self.execute_op(sql, params))
-    }
-
-    #[napi]
-    pub fn query(
-        &self,
-        env: Env,
-        sql: String,
-        params: Option<Vec<SqlIn>>,
-    ) -> napi::Result<AsyncBlock<Out<Rows>>> {
-        pending(&env, self.query_op(sql, params))
-    }
-
-    #[napi]
-    pub fn try_query(&self, sql: String, params: Option<Vec<SqlIn>>) -> Out<Rows> {
-        now(self.query_op(sql, params))
     }
 
     #[napi]
