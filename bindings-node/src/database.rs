@@ -87,6 +87,9 @@ pub(crate) struct Txs {
     js_thread: AtomicI64,
     /// Transactions stall.rs rolled back, with why: their next call says it.
     rolled_back: Mutex<HashMap<u32, &'static str>>,
+    /// stall.rs's samples running that found the JS thread asleep with a
+    /// transaction between calls (only its watch thread touches it).
+    pub(crate) asleep_samples: AtomicU32,
 }
 
 type Slot = Arc<Mutex<Option<honker::Transaction>>>;
@@ -132,26 +135,25 @@ impl Txs {
         !self.lock().is_empty()
     }
 
-    /// An open transaction no call is using now.
-    pub(crate) fn idle_open(&self) -> Option<u32> {
-        let open: Vec<(u32, Slot)> = self
-            .lock()
+    /// The open transactions' slots, taken out of the registry's lock.
+    fn slots(&self) -> Vec<(u32, Slot)> {
+        self.lock()
             .iter()
             .map(|(id, s)| (*id, Arc::clone(s)))
-            .collect();
-        open.into_iter()
-            .find(|(_, slot)| slot.try_lock().is_ok_and(|g| g.is_some()))
-            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Whether an open transaction is between calls (none is using it).
+    pub(crate) fn has_idle_open(&self) -> bool {
+        self.slots()
+            .iter()
+            .any(|(_, slot)| slot.try_lock().is_ok_and(|g| g.is_some()))
     }
 
     /// Rolls back the open transactions no call is using now; their next
     /// call fails `ROLLED_BACK` with `why`.
     pub(crate) fn roll_back_idle(&self, why: &'static str) {
-        let open: Vec<(u32, Slot)> = self
-            .lock()
-            .iter()
-            .map(|(id, s)| (*id, Arc::clone(s)))
-            .collect();
+        let open = self.slots();
         for (id, slot) in open {
             let Ok(mut guard) = slot.try_lock() else {
                 continue;

@@ -118,9 +118,6 @@ fn asleep(_: i64) -> bool {
 
 fn run() {
     let w = watch();
-    // Samples running that found each database's JS thread asleep, with
-    // one of its transactions open and between calls.
-    let mut counts: Vec<(Weak<Txs>, u32)> = Vec::new();
     loop {
         let live: Vec<Arc<Txs>> = {
             let mut dbs = w.dbs.lock().unwrap_or_else(|p| p.into_inner());
@@ -129,40 +126,31 @@ fn run() {
                 // Before looking: a transaction opened after the look sees
                 // it, and wakes this thread once it waits.
                 w.idle.store(true, Ordering::SeqCst);
-                let open: Vec<Arc<Txs>> = dbs
-                    .iter()
-                    .filter_map(Weak::upgrade)
-                    .filter(|t| t.any_open())
-                    .collect();
+                let all: Vec<Arc<Txs>> = dbs.iter().filter_map(Weak::upgrade).collect();
+                for txs in all.iter().filter(|t| !t.any_open()) {
+                    txs.asleep_samples.store(0, Ordering::Relaxed);
+                }
+                let open: Vec<Arc<Txs>> = all.into_iter().filter(|t| t.any_open()).collect();
                 if !open.is_empty() {
                     w.idle.store(false, Ordering::SeqCst);
                     break open;
                 }
-                counts.clear();
                 dbs = w.opened.wait(dbs).unwrap_or_else(|p| p.into_inner());
                 dbs.retain(|d| d.strong_count() > 0);
             }
         };
-        counts.retain(|(d, _)| {
-            live.iter()
-                .any(|t| std::ptr::eq(d.as_ptr(), Arc::as_ptr(t)))
-        });
         for txs in &live {
-            let stuck = txs.js_thread().is_some_and(asleep) && txs.idle_open().is_some();
-            let i = match counts
-                .iter()
-                .position(|(d, _)| std::ptr::eq(d.as_ptr(), Arc::as_ptr(txs)))
-            {
-                Some(i) => i,
-                None => {
-                    counts.push((Arc::downgrade(txs), 0));
-                    counts.len() - 1
-                }
+            let stuck = txs.js_thread().is_some_and(asleep) && txs.has_idle_open();
+            let n = if stuck {
+                txs.asleep_samples.load(Ordering::Relaxed) + 1
+            } else {
+                0
             };
-            counts[i].1 = if stuck { counts[i].1 + 1 } else { 0 };
-            if counts[i].1 >= SAMPLES {
+            if n >= SAMPLES {
                 txs.roll_back_idle(MESSAGE);
-                counts[i].1 = 0;
+                txs.asleep_samples.store(0, Ordering::Relaxed);
+            } else {
+                txs.asleep_samples.store(n, Ordering::Relaxed);
             }
         }
         drop(live);
