@@ -17,8 +17,10 @@
 //! copies that remainder itself, with the writer mutex still held (a short
 //! copy and two small fsyncs), and the next write transaction restarts the
 //! WAL. If the background thread falls behind (or cannot run at all), the
-//! hook checkpoints inline from [`HARD_LIMIT`] frames on, as SQLite would:
-//! the WAL stays bounded either way.
+//! hook checkpoints inline from [`HARD_LIMIT`] frames on, as SQLite would,
+//! first waiting for a background pass in progress (a second checkpoint
+//! would be BUSY while the thread, starved of CPU say, takes its time): the
+//! WAL stays bounded either way.
 //!
 //! All checkpoints are `PASSIVE`: they never wait for, or block, readers and
 //! writers of any process. Durability is unchanged: the same checkpoint with
@@ -159,12 +161,19 @@ impl Checkpointer {
             if frames < THRESHOLD {
                 return;
             }
-            let remainder = frames - st.backfilled;
-            let inline = if st.stop || st.unavailable || frames >= HARD_LIMIT {
+            let inline = if st.stop || st.unavailable {
+                true
+            } else if frames >= HARD_LIMIT {
+                // A background pass in progress would make this one BUSY,
+                // and the WAL grow on while its thread is slow (starved of
+                // CPU, say): wait for it, then copy the rest here.
+                while st.running && !st.stop {
+                    self.cv.wait(&mut st);
+                }
                 true
             } else if st.running {
                 false // it will be asked again after the next commit
-            } else if remainder <= CATCH_UP {
+            } else if frames - st.backfilled <= CATCH_UP {
                 true
             } else if st.thread.is_none() && !self.start(&mut st) {
                 st.unavailable = true;
@@ -177,7 +186,7 @@ impl Checkpointer {
             if !inline {
                 return;
             }
-            remainder
+            frames.saturating_sub(st.backfilled)
         };
         let (rc, copied) = checkpoint(db, schema);
         if rc == ffi::SQLITE_OK {
@@ -235,6 +244,8 @@ impl Checkpointer {
                 st.backfilled = copied;
                 self.stats.background.fetch_add(1, Ordering::Relaxed);
             }
+            // A commit past the hard limit may be waiting for this pass.
+            self.cv.notify_all();
         }
     }
 }
