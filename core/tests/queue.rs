@@ -401,6 +401,55 @@ fn enqueue_many_is_all_or_nothing() {
     assert_eq!(t.snapshot(), before);
 }
 
+/// A batch is inserted 32 rows, then 8, then one per statement: every size
+/// crosses each path, and each returned id is the job holding that payload
+/// with the batch's options (ids are derived from the last row's, so a
+/// mismatch would hand out another job's id).
+#[test]
+fn enqueue_many_hands_each_payload_its_own_id_at_every_batch_size() {
+    let t = test_db();
+    let q = t.db.queue("q").unwrap();
+    let other = t.db.queue("other").unwrap();
+    let o = EnqueueOptions {
+        priority: 5,
+        delay: Some(Duration::from_secs(10)),
+        max_attempts: Some(7),
+        expires: Some(Duration::from_secs(3600)),
+        ..opts()
+    };
+    let mut all = Vec::new();
+    for (round, n) in [1usize, 7, 8, 9, 32, 33, 45, 77, 1000]
+        .into_iter()
+        .enumerate()
+    {
+        // Another queue's job in between, and one acked and gone: ids stay
+        // unique and each batch's consecutive.
+        other.enqueue(json!({ "between": round }), &opts()).unwrap();
+        let done = q
+            .enqueue_many((0..n).map(|i| json!({ "round": round, "i": i })), &o)
+            .unwrap();
+        assert_eq!(done.len(), n);
+        for (i, e) in done.iter().enumerate() {
+            assert!(!e.existing);
+            let info = q.get_job(e.id).unwrap();
+            assert_eq!(
+                info.payload.as_json().unwrap(),
+                json!({ "round": round, "i": i })
+            );
+            assert_eq!(info.queue, "q");
+            assert_eq!(info.state, JobState::Scheduled);
+            assert_eq!((info.priority, info.max_attempts), (5, 7));
+            assert!(info.expires_at.is_some());
+        }
+        all.extend(done.iter().map(|e| e.id));
+    }
+    assert!(
+        all.windows(2).all(|w| w[0] < w[1]),
+        "ids grow in payload order"
+    );
+    assert_eq!(q.stats().unwrap().scheduled as usize, all.len());
+}
+
 #[test]
 fn expired_jobs_never_run() {
     let t = test_db();

@@ -10,7 +10,7 @@
 //! - a job is always in exactly one of `_honker_jobs` (live) and
 //!   `_honker_finished` (terminal), moved between them in one transaction.
 
-use crate::raw::{params, Conn, Damage, Row};
+use crate::raw::{params, Conn, Damage, Row, ToSql};
 
 use super::metrics::{self, Event};
 use super::statements;
@@ -49,9 +49,44 @@ pub(crate) fn enqueue(
     } else {
         "ready"
     };
-    let mut insert = conn.prepare_cached(statements::ENQUEUE)?;
     let mut out = Vec::with_capacity(payloads.len());
-    for payload in payloads {
+    let mut rest = payloads;
+    if job.dedupe_key.is_none() {
+        let batches: [(usize, &'static str); 2] =
+            [(32, &statements::ENQUEUE_32), (8, &statements::ENQUEUE_8)];
+        for (rows, sql) in batches {
+            if rest.len() < rows {
+                continue;
+            }
+            let mut insert = conn.prepare_cached(sql)?;
+            while rest.len() >= rows {
+                let (chunk, tail) = rest.split_at(rows);
+                let mut p: Vec<&dyn ToSql> = Vec::with_capacity(12 + rows);
+                p.extend_from_slice(params![queue, state, chunk[0], job.priority, job.run_at]);
+                p.extend_from_slice(params![
+                    job.max_attempts,
+                    job.backoff_base_ms,
+                    job.backoff_max_ms,
+                    job.backoff_jitter,
+                    job.dedupe_key,
+                    job.expires_at,
+                    now,
+                    job.trace_context
+                ]);
+                p.extend(chunk[1..].iter().map(|c| c as &dyn ToSql));
+                if insert.execute(&p)? != rows {
+                    return Err(Error::internal(
+                        "a batch insert added fewer jobs than it held",
+                    ));
+                }
+                let last = conn.last_insert_rowid();
+                out.extend((last + 1 - rows as i64..=last).map(|id| (id, false)));
+                rest = tail;
+            }
+        }
+    }
+    let mut insert = conn.prepare_cached(statements::ENQUEUE)?;
+    for payload in rest {
         let inserted = insert.execute(params![
             queue,
             state,

@@ -14,6 +14,37 @@ INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
+/// [`ENQUEUE`] for `n` jobs in one statement, without a dedupe key (several
+/// jobs never share one, so no conflict clause): the same ?1 to ?13, the
+/// first job's payload ?3, the others' ?14 on, in order. One statement for
+/// many rows binds the shared values once and writes the AUTOINCREMENT
+/// sequence once, not per job (ADR 29: a batch of 1,000 costs a third less).
+/// The rows get consecutive ids (AUTOINCREMENT gives each the next; the
+/// writer excludes every other).
+fn enqueue_rows(n: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
+    backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at,
+    trace_context)
+VALUES ",
+    );
+    for i in 0..n {
+        let payload = if i == 0 { 3 } else { 13 + i };
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(?1, ?2, ?{payload}, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        ));
+    }
+    sql
+}
+
+/// [`enqueue_rows`] of 32 and of 8: a batch goes by 32s, then 8s, then one
+/// by one ([`ENQUEUE`]). 32 is where a larger statement stopped paying.
+pub static ENQUEUE_32: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| enqueue_rows(32));
+pub static ENQUEUE_8: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| enqueue_rows(8));
+
 /// ?1 queue, ?2 dedupe_key.
 pub const FIND_BY_DEDUPE: &str = "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
 
