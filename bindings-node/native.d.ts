@@ -262,8 +262,12 @@ export declare class Queue {
   /** Enqueues one payload with `EnqueueArgs` (resolves to one record in a list). */
   enqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
   tryEnqueue(payload: PayloadIo, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
-  enqueueMany(payloads: Array<PayloadIo>, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<Enqueued>>>
-  tryEnqueueMany(payloads: Array<PayloadIo>, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<Enqueued>>
+  /**
+   * Enqueues a batch: `payloads` as `convert.js`'s `packed` gives them (JSON texts
+   * joined by newlines, or a list); resolves to the ids and which were `existing`.
+   */
+  enqueueMany(payloads: Payloads, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<EnqueuedBatch>>
+  tryEnqueueMany(payloads: Payloads, options?: EnqueueArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<EnqueuedBatch>
   /**
    * Claims up to `n` jobs, waiting up to `wait` ms for work
    * (`tryClaim`: its `wait` must be 0): their fields, flat, in the
@@ -436,9 +440,12 @@ export declare class Stream {
   /** Appends one event; resolves to its offset. */
   publish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<number>>
   tryPublish(payload: PayloadIo, options?: PublishArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<number>
-  /** Appends events in one transaction; resolves to their offsets. */
-  publishMany(payloads: Array<PayloadIo>, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Array<number>>>
-  tryPublishMany(payloads: Array<PayloadIo>, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Array<number>>
+  /**
+   * Appends events in one transaction: `payloads` as `convert.js`'s `packed` gives
+   * them; resolves to their offsets.
+   */
+  publishMany(payloads: Payloads, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Promise<Out<Float64Array>>
+  tryPublishMany(payloads: Payloads, options?: PublishManyArgs | undefined | null, tx?: number | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): Out<Float64Array>
   /** Up to `limit` events with offsets above `after`. */
   read(after: number, limit: number): Promise<Out<Array<StreamEvent>>>
   tryRead(after: number, limit: number): Out<Array<StreamEvent>>
@@ -684,6 +691,16 @@ export interface Enqueued {
   id: number
   /** True when the dedupe key matched a live job: nothing was enqueued. */
   existing: boolean
+}
+
+/**
+ * What `enqueueMany` resolves to: the jobs' ids in order, and the indexes
+ * of those a live job's dedupe key answered (`existing`), so that 1,000
+ * records cross as one typed array (`convert.js`'s `enqueuedBatch`).
+ */
+export interface EnqueuedBatch {
+  ids: Float64Array
+  existing: Array<number>
 }
 
 /** Every stable error code, for the JS layer's error classes. */

@@ -75,6 +75,26 @@ function iterable(what, value) {
   return value;
 }
 
+/**
+ * A batch's payloads as the native batch verbs take them (records.rs's
+ * `Payloads`): when every one is JSON text, one string of them joined by
+ * newlines (napi reads a list element by element; JSON.stringify never
+ * writes a raw newline), else the list as it is.
+ */
+function packed(list) {
+  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return list;
+  return list.length === 0 ? list : list.join('\n');
+}
+
+/** `enqueueMany`'s records, from the ids and `existing` indexes records.rs's `EnqueuedBatch` crosses as. */
+function enqueuedBatch(batch) {
+  const { ids, existing } = batch;
+  const out = new Array(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = { id: ids[i], existing: false };
+  for (const i of existing) out[i].existing = true;
+  return out;
+}
+
 function checkJson(v, where, parents) {
   switch (typeof v) {
     case 'string':
@@ -445,6 +465,7 @@ function groupInfo(i) {
 }
 
 module.exports = {
+  packed,
   CLAIMED_JOB_FIELDS,
   claimedJobAt,
   consumerInfo,
@@ -453,6 +474,7 @@ module.exports = {
   definedFields,
   encode,
   enqueued,
+  enqueuedBatch,
   epochMs,
   fire,
   groupDeadLetter,

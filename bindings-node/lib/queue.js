@@ -2,7 +2,7 @@
 // Queues and jobs.
 
 const { FAST_MAX, fast, write } = require('./calls.js');
-const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, int, iterable, jobInfo, need, num, optMs, optNumber, queueMetrics, queueStats, text } = require('./convert.js');
+const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFields, encode, enqueued, enqueuedBatch, int, iterable, jobInfo, need, num, optMs, optNumber, packed, queueMetrics, queueStats, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
@@ -91,17 +91,18 @@ class Queue {
     options = opts(options, ENQUEUE_MANY_OPTIONS);
     const args = enqueueManyArgs(options);
     const list = Array.from(iterable('payloads', payloads), encode);
+    const ps = packed(list);
     const tx = txId(this._db, options.tx);
     const { traceparent, tracestate } = captureTrace();
     const n = this._native;
-    const rows = await write(
+    const batch = await write(
       this._db,
       tx,
       this._db._fast && list.length <= FAST_MAX,
-      () => n.tryEnqueueMany(list, args, tx, traceparent, tracestate),
-      () => n.enqueueMany(list, args, tx, traceparent, tracestate),
+      () => n.tryEnqueueMany(ps, args, tx, traceparent, tracestate),
+      () => n.enqueueMany(ps, args, tx, traceparent, tracestate),
     );
-    return rows.map(enqueued);
+    return enqueuedBatch(batch);
   }
 
   /** Leases up to `n` due jobs to `workerId`; with `wait` (ms), waits for work. */

@@ -2,7 +2,7 @@
 // Streams, subscriptions, channels and listeners.
 
 const { FAST_MAX, fast, wouldWait, write } = require('./calls.js');
-const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notification, optMs, optText, streamEvent, text } = require('./convert.js');
+const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notification, optMs, optText, packed, streamEvent, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
 const { COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
@@ -236,16 +236,18 @@ class Stream {
     options = opts(options, PUBLISH_MANY_OPTIONS);
     const args = publishManyArgs(options);
     const list = Array.from(iterable('payloads', payloads), encode);
+    const ps = packed(list);
     const tx = txId(this._db, options.tx);
     const { traceparent, tracestate } = captureTrace();
     const n = this._native;
-    return write(
+    const offsets = await write(
       this._db,
       tx,
       this._db._fast && list.length <= FAST_MAX,
-      () => n.tryPublishMany(list, args, tx, traceparent, tracestate),
-      () => n.publishMany(list, args, tx, traceparent, tracestate),
+      () => n.tryPublishMany(ps, args, tx, traceparent, tracestate),
+      () => n.publishMany(ps, args, tx, traceparent, tracestate),
     );
+    return Array.from(offsets);
   }
 
   /** Up to `limit` (100) events with offsets above `after` (0): paging. */

@@ -18,8 +18,8 @@ use napi::Env;
 
 use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::records::{
-    payload_in, payload_out, Cell, ClaimedJob, EnqueueArgs, Enqueued, JobInfo, PayloadIo,
-    QueueStats,
+    payload_in, payload_out, payloads_in, Cell, ClaimedJob, EnqueueArgs, Enqueued, EnqueuedBatch,
+    JobInfo, PayloadIo, Payloads, QueueStats,
 };
 
 #[napi(object)]
@@ -57,26 +57,25 @@ pub(crate) fn lease(id: i64, token: String) -> Lease {
 }
 
 impl Queue {
-    fn enqueue_op(
+    /// Enqueues `payloads` and hands core's records to `out`.
+    fn enqueue_with<T: 'static>(
         &self,
-        payloads: Vec<PayloadIo>,
+        payloads: Vec<Payload>,
         options: Option<EnqueueArgs>,
-        tx: Option<u32>,
-        traceparent: Option<String>,
-        tracestate: Option<String>,
-    ) -> Op<Vec<Enqueued>> {
+        (tx, traceparent, tracestate): (Option<u32>, Option<String>, Option<String>),
+        out: fn(Vec<honker::Enqueued>) -> T,
+    ) -> Op<T> {
         let (q, txs) = self.parts();
-        let payloads: Vec<Payload> = payloads.into_iter().map(payload_in).collect();
         let o = options
             .unwrap_or_default()
             .to_core_traced(traceparent.as_deref(), tracestate.as_deref());
         Box::new(move || {
             let done = with_tx(&txs, tx, |tx| q.enqueue_many_in(tx, payloads, &o?))?;
-            Ok(done.into_iter().map(Enqueued::from).collect())
+            Ok(out(done))
         })
     }
 
-    fn enqueue_one_op(
+    fn enqueue_op(
         &self,
         payload: PayloadIo,
         options: Option<EnqueueArgs>,
@@ -84,7 +83,23 @@ impl Queue {
         traceparent: Option<String>,
         tracestate: Option<String>,
     ) -> Op<Vec<Enqueued>> {
-        self.enqueue_op(vec![payload], options, tx, traceparent, tracestate)
+        let payloads = vec![payload_in(payload)];
+        self.enqueue_with(payloads, options, (tx, traceparent, tracestate), |done| {
+            done.into_iter().map(Enqueued::from).collect()
+        })
+    }
+
+    fn enqueue_many_op(
+        &self,
+        payloads: Payloads,
+        options: Option<EnqueueArgs>,
+        tx: Option<u32>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Op<EnqueuedBatch> {
+        let payloads = payloads_in(payloads);
+        let trace = (tx, traceparent, tracestate);
+        self.enqueue_with(payloads, options, trace, EnqueuedBatch::new)
     }
 
     fn claim_op(&self, worker_id: String, n: i64, options: Option<ClaimArgs>) -> Op<Vec<Cell>> {
@@ -336,10 +351,12 @@ verbs! {
     impl Queue;
     #[doc = "Enqueues one payload with `EnqueueArgs` (resolves to one record in a list)."]
     enqueue / try_enqueue (payload: PayloadIo, options: Option<EnqueueArgs>, tx: Option<u32>,
-        traceparent: Option<String>, tracestate: Option<String>) -> Vec<Enqueued> = enqueue_one_op;
-    enqueue_many / try_enqueue_many (payloads: Vec<PayloadIo>, options: Option<EnqueueArgs>,
+        traceparent: Option<String>, tracestate: Option<String>) -> Vec<Enqueued> = enqueue_op;
+    #[doc = "Enqueues a batch: `payloads` as `convert.js`'s `packed` gives them (JSON texts"]
+    #[doc = "joined by newlines, or a list); resolves to the ids and which were `existing`."]
+    enqueue_many / try_enqueue_many (payloads: Payloads, options: Option<EnqueueArgs>,
         tx: Option<u32>, traceparent: Option<String>, tracestate: Option<String>)
-        -> Vec<Enqueued> = enqueue_op;
+        -> EnqueuedBatch = enqueue_many_op;
     #[doc = "Claims up to `n` jobs, waiting up to `wait` ms for work"]
     #[doc = "(`tryClaim`: its `wait` must be 0): their fields, flat, in the"]
     #[doc = "order of `ClaimedJob` (index.js's `claimedJobAt` reads them)."]

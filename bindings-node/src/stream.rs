@@ -16,8 +16,10 @@ use napi::Env;
 
 use crate::errors::{invalid, ms, now, out, pending, verbs, Op, Out};
 use crate::records::{
-    payload_in, ConsumerInfo, Notification, PayloadIo, PublishArgs, PublishManyArgs, StreamEvent,
+    numbers, payload_in, payloads_in, ConsumerInfo, Notification, PayloadIo, Payloads, PublishArgs,
+    PublishManyArgs, StreamEvent,
 };
+use napi::bindgen_prelude::Float64Array;
 
 /// Where a consumer with no committed offset starts: `kind` is
 /// "beginning", "latest", "offset" (`at`: the offset) or "time" (`at`: ms
@@ -107,19 +109,20 @@ impl Stream {
 
     fn publish_many_op(
         &self,
-        payloads: Vec<PayloadIo>,
+        payloads: Payloads,
         options: Option<PublishManyArgs>,
         tx: Option<u32>,
         traceparent: Option<String>,
         tracestate: Option<String>,
-    ) -> Op<Vec<i64>> {
+    ) -> Op<Float64Array> {
         let (s, txs) = self.parts();
-        let payloads: Vec<honker::Payload> = payloads.into_iter().map(payload_in).collect();
+        let payloads = payloads_in(payloads);
         Box::new(move || {
             let o = options
                 .unwrap_or_default()
                 .to_core_traced(traceparent.as_deref(), tracestate.as_deref())?;
-            with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))
+            let offsets = with_tx(&txs, tx, |t| s.publish_many_with(t, payloads, &o))?;
+            Ok(numbers(offsets))
         })
     }
 
@@ -270,9 +273,10 @@ verbs! {
     #[doc = "Appends one event; resolves to its offset."]
     publish / try_publish (payload: PayloadIo, options: Option<PublishArgs>, tx: Option<u32>,
         traceparent: Option<String>, tracestate: Option<String>) -> i64 = publish_op;
-    #[doc = "Appends events in one transaction; resolves to their offsets."]
-    publish_many / try_publish_many (payloads: Vec<PayloadIo>, options: Option<PublishManyArgs>, tx: Option<u32>,
-        traceparent: Option<String>, tracestate: Option<String>) -> Vec<i64> = publish_many_op;
+    #[doc = "Appends events in one transaction: `payloads` as `convert.js`'s `packed` gives"]
+    #[doc = "them; resolves to their offsets."]
+    publish_many / try_publish_many (payloads: Payloads, options: Option<PublishManyArgs>, tx: Option<u32>,
+        traceparent: Option<String>, tracestate: Option<String>) -> Float64Array = publish_many_op;
     #[doc = "Up to `limit` events with offsets above `after`."]
     read / try_read (after: i64, limit: u32) -> Vec<StreamEvent> = read_op;
     #[doc = "Commits `nextOffset` for `consumer` (never back); resolves to its next offset."]

@@ -134,6 +134,32 @@ test('enqueueMany is atomic; ackMany; dead letters purge and requeue', async () 
   assert.equal(await q.purgeDead(), 1);
 });
 
+test('enqueueMany hands each payload its own id, whether its JSON crosses packed or a Buffer makes it a list', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  // JSON whose strings hold newlines (escaped by JSON.stringify, so the
+  // packed form still splits right); more than the fast path's 256 and fewer.
+  const many = Array.from({ length: 300 }, (_, i) => ({ i, text: `line ${i}\nnext\r\u2028` }));
+  many.push('a\nb', '', 0, null, [1, '\n']);
+  const few = ['x\ny', { n: 1 }, 'z'];
+  const mixed = [Buffer.from([0, 10, 255]), 'x\ny', { n: 1 }];
+  const single = await q.enqueue('one');
+  for (const payloads of [many, few, mixed]) {
+    const got = await q.enqueueMany(payloads);
+    assert.ok(Array.isArray(got));
+    assert.equal(got.length, payloads.length);
+    assert.deepEqual(Object.keys(got[0]).sort(), Object.keys(single).sort(), 'the same record as enqueue');
+    for (let i = 0; i < payloads.length; i++) {
+      assert.equal(got[i].existing, false);
+      assert.deepEqual((await q.getJob(got[i].id)).payload, payloads[i]);
+    }
+  }
+  // A dedupe key's holder comes back as `existing`, through the batch form too.
+  const first = await q.enqueueMany(['k'], { dedupeKey: 'k' });
+  assert.deepEqual(await q.enqueueMany(['k'], { dedupeKey: 'k' }), [{ id: first[0].id, existing: true }]);
+  assert.deepEqual(await q.enqueueMany([]), []);
+});
+
 test('keepAlive renews the lease while work runs', async () => {
   const { db, clock } = await testDb();
   const q = db.queue('q', { lease: 30_000 });

@@ -79,6 +79,16 @@ test('publishMany, read pages, Buffer payloads', async () => {
   assert.ok(Buffer.isBuffer(bytes.payload));
   assert.deepEqual([...bytes.payload], [1, 2]);
   assert.deepEqual(await s.publishMany([]), []);
+  // JSON only crosses packed (newline-joined): strings holding newlines
+  // still make one event each.
+  const texts = ['a\nb', { t: 'c\r\nd' }, '', [1, '\n']];
+  const offsets = await s.publishMany(texts);
+  assert.ok(Array.isArray(offsets));
+  assert.deepEqual(offsets, [4, 5, 6, 7]);
+  assert.deepEqual(
+    (await s.read({ after: 3 })).map((e) => e.payload),
+    texts,
+  );
 });
 
 test('each consumer reads every event once, in order, from its own place', async () => {
