@@ -16,7 +16,7 @@ use napi_derive::napi;
 use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 
-use crate::errors::{blocking, invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
+use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
 use crate::queue::Queue;
 use crate::records::MaintenanceReport;
 
@@ -279,19 +279,21 @@ fn open_options(o: Option<OpenOptions>) -> honker::Result<honker::Options> {
 
 /// Opens (creating if needed) the honker file at `path`.
 #[napi]
-pub async fn open(path: String, options: Option<OpenOptions>) -> napi::Result<Out<Database>> {
-    let opened = blocking(move || {
-        let options = open_options(options)?;
-        honker::Database::open_with(&path, options)
-    })
-    .await?;
-    Ok(match opened {
-        napi::Either::A(db) => napi::Either::A(Database {
-            db,
-            txs: Txs::new(),
+pub fn open(
+    env: Env,
+    path: String,
+    options: Option<OpenOptions>,
+) -> napi::Result<AsyncBlock<Out<Database>>> {
+    pending(
+        &env,
+        Box::new(move || {
+            let options = open_options(options)?;
+            Ok(Database {
+                db: honker::Database::open_with(&path, options)?,
+                txs: Txs::new(),
+            })
         }),
-        napi::Either::B(f) => napi::Either::B(f),
-    })
+    )
 }
 
 /// An open honker file.

@@ -63,23 +63,13 @@ pub(crate) fn now<T>(op: impl FnOnce() -> honker::Result<T>) -> Out<T> {
     }
 }
 
-/// Runs a blocking core call on tokio's blocking pool.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> honker::Result<T> + Send + 'static,
-) -> napi::Result<Out<T>> {
-    napi::tokio::task::spawn_blocking(f)
-        .await
-        .map(out)
-        .map_err(panicked)
-}
-
 fn panicked(e: napi::tokio::task::JoinError) -> napi::Error {
     napi::Error::from_reason(format!("INTERNAL: a honker call panicked: {e}"))
 }
 
 /// Runs `op` on tokio's blocking pool and returns its Promise, as an
-/// `async fn` whose body is `blocking(op).await` does, without a future
-/// type of the method's own: napi's and tokio's generic code (a tokio task,
+/// `async fn` awaiting `spawn_blocking(op)` would, without a future type of
+/// the method's own: napi's and tokio's generic code (a tokio task,
 /// its harness, the deferred's resolver) is instantiated once per result
 /// type instead of once per method, about 10 KB each (Cargo.toml's note on
 /// the addon's size).
