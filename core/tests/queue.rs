@@ -772,6 +772,73 @@ fn ack_many_acks_held_leases_and_skips_stale_ones() {
     );
 }
 
+/// A claim leases its jobs 32, then 8, to a statement (then one by one): at
+/// every size each job gets its own token and attempt, and `ack_many` acks
+/// the held leases, passes over lost ones (cancelled, or a stale token)
+/// leaving them as they are, and fails on a job of another queue, changing
+/// nothing.
+#[test]
+fn claims_lease_by_batches_and_ack_many_acks_held_skips_lost_refuses_foreign() {
+    for n in [8usize, 9, 31, 32, 33, 41, 77] {
+        let t = test_db();
+        let q = t.db.queue("q").unwrap();
+        q.enqueue_many((0..n).map(|i| json!(i)), &opts()).unwrap();
+        let jobs = q.claim("w", n).unwrap();
+        // Leased by the claim's batch statements too: each its own token.
+        let tokens: std::collections::HashSet<&str> =
+            jobs.iter().map(|j| j.lease.token.as_str()).collect();
+        assert_eq!((jobs.len(), tokens.len()), (n, n));
+        for j in &jobs {
+            let info = q.get_job(j.id).unwrap();
+            assert_eq!(
+                (info.state, info.attempts, j.attempts),
+                (JobState::Running, 1, 1)
+            );
+            assert_eq!(info.worker_id.as_deref(), Some("w"));
+            assert_eq!(info.lease_expires_at, Some(j.lease_expires_at));
+        }
+        let (mut leases, mut lost, mut stale) = (Vec::new(), 0, 0);
+        for (i, j) in jobs.iter().enumerate() {
+            let mut lease = j.lease.clone();
+            if i % 5 == 1 {
+                q.cancel(j.id, None).unwrap();
+                lost += 1;
+            } else if i % 5 == 3 {
+                lease.token = "stale".into();
+                lost += 1;
+                stale += 1;
+            }
+            leases.push(lease);
+        }
+        assert_eq!(q.ack_many(&leases).unwrap(), n - lost, "batch of {n}");
+        assert_eq!(
+            t.count("_honker_jobs") as usize,
+            stale,
+            "the stale ones still run"
+        );
+        assert_eq!(q.stats().unwrap().running as usize, stale);
+
+        // Held leases with one job of another queue among them: NOT_FOUND,
+        // and none of the held ones is acked.
+        let other = t.db.queue("other").unwrap();
+        other.enqueue(json!("x"), &opts()).unwrap();
+        let foreign = other.claim("w", 1).unwrap().remove(0);
+        q.enqueue_many((0..n).map(|i| json!(i)), &opts()).unwrap();
+        let mut held: Vec<Lease> = q
+            .claim("w", n)
+            .unwrap()
+            .into_iter()
+            .map(|j| j.lease)
+            .collect();
+        held.insert(n / 2, foreign.lease.clone());
+        let before = t.snapshot();
+        assert_eq!(q.ack_many(&held).unwrap_err().kind(), ErrorKind::NotFound);
+        assert_eq!(t.snapshot(), before, "batch of {n}: nothing changed");
+        held.remove(n / 2);
+        assert_eq!(q.ack_many(&held).unwrap(), n);
+    }
+}
+
 /// The hook runs when a wait finds work, before the claim commits: the job is
 /// still ready when it runs, and a wait that finds nothing never calls it.
 #[test]

@@ -244,7 +244,7 @@ fn pick_and_lease(
             },
         )?;
         let mut damaged = 0;
-        let mut lease = conn.prepare_cached(statements::LEASE)?;
+        let leased_from = jobs.len();
         for row in picked {
             match row {
                 // A ready job with no attempt left (a row written by hand, or
@@ -256,18 +256,6 @@ fn pick_and_lease(
                 Ok(mut job) => {
                     job.lease_token = crate::raw::random_token();
                     job.attempts += 1;
-                    let changed = lease.execute(params![
-                        job.id,
-                        worker_id,
-                        job.lease_token,
-                        lease_expires_at
-                    ])?;
-                    if changed != 1 {
-                        return Err(Error::internal(format!(
-                            "job {} was picked as ready but could not be leased",
-                            job.id
-                        )));
-                    }
                     jobs.push(job);
                 }
                 // A damaged row must not halt its queue, nor be skipped (it
@@ -280,11 +268,51 @@ fn pick_and_lease(
                 }
             }
         }
+        lease(conn, worker_id, lease_expires_at, &jobs[leased_from..])?;
         // Skipped rows (damaged, exhausted) left the ready set: pick again.
         if damaged == 0 || jobs.len() >= n {
             return Ok(jobs);
         }
     }
+}
+
+/// Leases `jobs` (picked as ready, each with its new token) to `worker_id`:
+/// by 32s and 8s in one statement each, the rest one by one.
+fn lease(conn: Conn<'_>, worker_id: &str, expires_at: i64, jobs: &[Claimed]) -> Result<()> {
+    let mut rest = jobs;
+    let batches: [(usize, &'static str); 3] = [
+        (32, &statements::LEASE_32),
+        (8, &statements::LEASE_8),
+        (1, statements::LEASE),
+    ];
+    for (rows, sql) in batches {
+        if rest.len() < rows {
+            continue;
+        }
+        let mut update = conn.prepare_cached(sql)?;
+        while rest.len() >= rows {
+            let (chunk, tail) = rest.split_at(rows);
+            let changed = if rows == 1 {
+                let job = &chunk[0];
+                update.execute(params![job.id, worker_id, job.lease_token, expires_at])?
+            } else {
+                let mut p: Vec<&dyn ToSql> = Vec::with_capacity(2 + 2 * rows);
+                p.extend_from_slice(params![worker_id, expires_at]);
+                for job in chunk {
+                    p.extend_from_slice(params![job.id, job.lease_token]);
+                }
+                update.execute(&p)?
+            };
+            if changed != rows {
+                let ids: Vec<i64> = chunk.iter().map(|j| j.id).collect();
+                return Err(Error::internal(format!(
+                    "jobs {ids:?} were picked as ready but {changed} could be leased"
+                )));
+            }
+            rest = tail;
+        }
+    }
+    Ok(())
 }
 
 /// A row of [`statements::PICK`] as a job, or what is damaged in it.

@@ -40,7 +40,7 @@ VALUES ",
     sql
 }
 
-/// [`enqueue_rows`] of 32 and of 8: a batch goes by 32s, then 8s, then one
+/// `enqueue_rows` of 32 and of 8: a batch goes by 32s, then 8s, then one
 /// by one ([`ENQUEUE`]). 32 is where a larger statement stopped paying.
 pub static ENQUEUE_32: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| enqueue_rows(32));
 pub static ENQUEUE_8: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| enqueue_rows(8));
@@ -116,13 +116,16 @@ SET state = 'ready', last_error = 'lease expired (worker ' || coalesce(worker_id
 WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 
 /// ?1 queue, ?2 n. The claim's first half: up to n ready jobs in claim order
-/// (priority, then oldest), read through the ready index. [`LEASE`] follows
-/// for each, in the same write transaction.
+/// (priority, then oldest), read through the ready index. [`LEASE_32`],
+/// [`LEASE_8`] and [`LEASE`] follow, in the same write transaction.
 ///
-/// Claim is a pick and per-row updates rather than one
+/// Claim is a pick and updates rather than one
 /// `UPDATE ... WHERE id IN (SELECT ...) RETURNING`: that form opens ephemeral
 /// tables for the IN list and for RETURNING on every call, which cost more
-/// than the rest of the claim together (bench/python/w3_schema.py).
+/// than the rest of a one-job claim together (bench/python/w3_schema.py). A
+/// claim of one job updates with [`LEASE`]; a larger one names its ids in
+/// one statement per 8 or 32, where the IN list's table costs less than the
+/// statements it saves.
 ///
 /// The columns after `created_at` are read only to check their types: a row
 /// damaged by hand is dead-lettered by the claim that meets it, so that a
@@ -142,6 +145,31 @@ UPDATE _honker_jobs
 SET state = 'running', attempts = attempts + 1, worker_id = ?2,
     lease_token = ?3, lease_expires_at = ?4
 WHERE id = ?1 AND state = 'ready'";
+
+/// [`LEASE`] for `n` picked jobs in one statement: ?1 worker_id, ?2
+/// lease_expires_at, then each job's id and lease token (?3 and ?4, ?5 and
+/// ?6, ...). Per-row statements spent more in finishing each statement
+/// (`sqlite3VdbeHalt`, freeing its registers) than in the update itself; an
+/// IN list of 8 or 32 ids costs its ephemeral table once (ADR 29). Changes
+/// as many rows as it names, all picked as ready by this transaction.
+fn lease_rows(n: usize) -> String {
+    let ids: Vec<String> = (0..n).map(|i| format!("?{}", 3 + 2 * i)).collect();
+    let tokens: String = (0..n)
+        .map(|i| format!(" WHEN ?{} THEN ?{}", 3 + 2 * i, 4 + 2 * i))
+        .collect();
+    format!(
+        "UPDATE _honker_jobs
+SET state = 'running', attempts = attempts + 1, worker_id = ?1, lease_expires_at = ?2,
+    lease_token = CASE id{tokens} END
+WHERE id IN ({}) AND state = 'ready'",
+        ids.join(", ")
+    )
+}
+
+/// `lease_rows` of 32 and of 8: a claim's jobs are leased by 32s, then 8s,
+/// then one by one ([`LEASE`]).
+pub static LEASE_32: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| lease_rows(32));
+pub static LEASE_8: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| lease_rows(8));
 
 /// ?1 id, ?2 queue, ?3 token. Deletes an acked job.
 pub const ACK: &str = "
