@@ -52,56 +52,27 @@ pub(crate) fn enqueue(
     let mut out = Vec::with_capacity(payloads.len());
     let mut rest = payloads;
     if job.dedupe_key.is_none() {
-        let batches: [(usize, &'static str); 2] =
-            [(32, &statements::ENQUEUE_32), (8, &statements::ENQUEUE_8)];
-        for (rows, sql) in batches {
-            if rest.len() < rows {
-                continue;
+        let batches = [
+            statements::ENQUEUE_32.as_str(),
+            statements::ENQUEUE_8.as_str(),
+        ];
+        rest = by_batches(conn, payloads, batches, |insert, chunk| {
+            let mut p: Vec<&dyn ToSql> = Vec::with_capacity(12 + chunk.len());
+            p.extend_from_slice(&enqueue_params(&queue, &state, &chunk[0], job, &now));
+            p.extend(chunk[1..].iter().map(|c| c as &dyn ToSql));
+            if insert.execute(&p)? != chunk.len() {
+                return Err(Error::internal(
+                    "a batch insert added fewer jobs than it held",
+                ));
             }
-            let mut insert = conn.prepare_cached(sql)?;
-            while rest.len() >= rows {
-                let (chunk, tail) = rest.split_at(rows);
-                let mut p: Vec<&dyn ToSql> = Vec::with_capacity(12 + rows);
-                p.extend_from_slice(params![queue, state, chunk[0], job.priority, job.run_at]);
-                p.extend_from_slice(params![
-                    job.max_attempts,
-                    job.backoff_base_ms,
-                    job.backoff_max_ms,
-                    job.backoff_jitter,
-                    job.dedupe_key,
-                    job.expires_at,
-                    now,
-                    job.trace_context
-                ]);
-                p.extend(chunk[1..].iter().map(|c| c as &dyn ToSql));
-                if insert.execute(&p)? != rows {
-                    return Err(Error::internal(
-                        "a batch insert added fewer jobs than it held",
-                    ));
-                }
-                let last = conn.last_insert_rowid();
-                out.extend((last + 1 - rows as i64..=last).map(|id| (id, false)));
-                rest = tail;
-            }
-        }
+            let last = conn.last_insert_rowid();
+            out.extend((last + 1 - chunk.len() as i64..=last).map(|id| (id, false)));
+            Ok(())
+        })?;
     }
     let mut insert = conn.prepare_cached(statements::ENQUEUE)?;
     for payload in rest {
-        let inserted = insert.execute(params![
-            queue,
-            state,
-            payload,
-            job.priority,
-            job.run_at,
-            job.max_attempts,
-            job.backoff_base_ms,
-            job.backoff_max_ms,
-            job.backoff_jitter,
-            job.dedupe_key,
-            job.expires_at,
-            now,
-            job.trace_context
-        ])?;
+        let inserted = insert.execute(&enqueue_params(&queue, &state, payload, job, &now))?;
         // No RETURNING: it costs an ephemeral table per statement, while the
         // connection already knows the new rowid.
         out.push(if inserted == 1 {
@@ -113,6 +84,32 @@ pub(crate) fn enqueue(
     let added = out.iter().filter(|(_, existing)| !existing).count();
     metrics::count(conn, queue, Event::Enqueued, added as u64)?;
     Ok(out)
+}
+
+/// [`statements::ENQUEUE`]'s parameters for one job (the batch statements
+/// take the same, then the other jobs' payloads).
+fn enqueue_params<'a>(
+    queue: &'a &str,
+    state: &'a &str,
+    payload: &'a Payload,
+    job: &'a NewJob<'_>,
+    now: &'a i64,
+) -> [&'a dyn ToSql; 13] {
+    [
+        queue,
+        state,
+        payload,
+        &job.priority,
+        &job.run_at,
+        &job.max_attempts,
+        &job.backoff_base_ms,
+        &job.backoff_max_ms,
+        &job.backoff_jitter,
+        &job.dedupe_key,
+        &job.expires_at,
+        now,
+        &job.trace_context,
+    ]
 }
 
 fn dedupe_holder(conn: Conn<'_>, queue: &str, key: Option<&str>) -> Result<i64> {
@@ -279,40 +276,56 @@ fn pick_and_lease(
 /// Leases `jobs` (picked as ready, each with its new token) to `worker_id`:
 /// by 32s and 8s in one statement each, the rest one by one.
 fn lease(conn: Conn<'_>, worker_id: &str, expires_at: i64, jobs: &[Claimed]) -> Result<()> {
-    let mut rest = jobs;
-    let batches: [(usize, &'static str); 3] = [
-        (32, &statements::LEASE_32),
-        (8, &statements::LEASE_8),
-        (1, statements::LEASE),
-    ];
-    for (rows, sql) in batches {
-        if rest.len() < rows {
-            continue;
+    let leased = |changed: usize, chunk: &[Claimed]| {
+        if changed == chunk.len() {
+            return Ok(());
         }
-        let mut update = conn.prepare_cached(sql)?;
-        while rest.len() >= rows {
-            let (chunk, tail) = rest.split_at(rows);
-            let changed = if rows == 1 {
-                let job = &chunk[0];
-                update.execute(params![job.id, worker_id, job.lease_token, expires_at])?
-            } else {
-                let mut p: Vec<&dyn ToSql> = Vec::with_capacity(2 + 2 * rows);
-                p.extend_from_slice(params![worker_id, expires_at]);
-                for job in chunk {
-                    p.extend_from_slice(params![job.id, job.lease_token]);
-                }
-                update.execute(&p)?
-            };
-            if changed != rows {
-                let ids: Vec<i64> = chunk.iter().map(|j| j.id).collect();
-                return Err(Error::internal(format!(
-                    "jobs {ids:?} were picked as ready but {changed} could be leased"
-                )));
-            }
-            rest = tail;
+        let ids: Vec<i64> = chunk.iter().map(|j| j.id).collect();
+        Err(Error::internal(format!(
+            "jobs {ids:?} were picked as ready but {changed} could be leased"
+        )))
+    };
+    let batches = [statements::LEASE_32.as_str(), statements::LEASE_8.as_str()];
+    let rest = by_batches(conn, jobs, batches, |update, chunk| {
+        let mut p: Vec<&dyn ToSql> = Vec::with_capacity(2 + 2 * chunk.len());
+        p.extend_from_slice(params![worker_id, expires_at]);
+        for job in chunk {
+            p.extend_from_slice(params![job.id, job.lease_token]);
+        }
+        leased(update.execute(&p)?, chunk)
+    })?;
+    if !rest.is_empty() {
+        let mut update = conn.prepare_cached(statements::LEASE)?;
+        for job in rest {
+            let p = params![job.id, worker_id, job.lease_token, expires_at];
+            leased(update.execute(p)?, std::slice::from_ref(job))?;
         }
     }
     Ok(())
+}
+
+/// Runs `each` on `items` by chunks of 32, then of 8, with the statement of
+/// that many rows (`sqls`: the 32's, then the 8's); returns the rest (fewer
+/// than 8), for the one-row statement.
+fn by_batches<'i, T>(
+    conn: Conn<'_>,
+    items: &'i [T],
+    sqls: [&'static str; 2],
+    mut each: impl FnMut(&mut crate::raw::Stmt<'_>, &'i [T]) -> Result<()>,
+) -> Result<&'i [T]> {
+    let mut rest = items;
+    for (rows, sql) in [32, 8].into_iter().zip(sqls) {
+        if rest.len() < rows {
+            continue;
+        }
+        let mut stmt = conn.prepare_cached(sql)?;
+        while rest.len() >= rows {
+            let (chunk, tail) = rest.split_at(rows);
+            each(&mut stmt, chunk)?;
+            rest = tail;
+        }
+    }
+    Ok(rest)
 }
 
 /// A row of [`statements::PICK`] as a job, or what is damaged in it.
