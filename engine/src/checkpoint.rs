@@ -166,9 +166,14 @@ impl Checkpointer {
             } else if frames >= HARD_LIMIT {
                 // A background pass in progress would make this one BUSY,
                 // and the WAL grow on while its thread is slow (starved of
-                // CPU, say): wait for it, then copy the rest here.
+                // CPU, say): wait for it, then copy the rest here. At most
+                // the busy timeout, as for any lock: a pass that never ends
+                // leaves this commit SQLite's behaviour (BUSY, and on).
+                let until = std::time::Instant::now() + self.busy_timeout;
                 while st.running && !st.stop {
-                    self.cv.wait(&mut st);
+                    if self.cv.wait_until(&mut st, until).timed_out() {
+                        break;
+                    }
                 }
                 true
             } else if st.running {
@@ -425,6 +430,36 @@ mod tests {
         );
         let cp = &db.inner().checkpointer;
         assert!(cp.stats.background.load(Ordering::Relaxed) >= 1);
+    }
+
+    /// A background pass that never ends (its state says it runs; there is no
+    /// thread) holds the commit past the hard limit for the busy timeout at
+    /// most; that commit then checkpoints inline, and the WAL restarts.
+    #[test]
+    fn a_pass_that_never_ends_holds_the_commit_past_the_hard_limit_for_the_busy_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let busy = Duration::from_millis(300);
+        let options = crate::Options {
+            busy_timeout: busy,
+            ..crate::Options::default()
+        };
+        let db = crate::database::open_plain_with(&dir.path().join("a.db"), options);
+        let cp = &db.inner().checkpointer;
+        cp.state.lock().running = true;
+        commit_until(&db, HARD_LIMIT - 100, 40);
+        assert_eq!(cp.stats.inline.load(Ordering::Relaxed), 0);
+        let started = Instant::now();
+        commit_until(&db, HARD_LIMIT, 40);
+        let took = started.elapsed();
+        assert!(took >= busy, "the commit past the limit took {took:?}");
+        assert!(took < busy * 20, "the commit past the limit took {took:?}");
+        assert_eq!(cp.stats.inline.load(Ordering::Relaxed), 1);
+        commit_pages(&db, 1);
+        assert!(
+            frames_seen(&db) < 100,
+            "no restart: {} frames",
+            frames_seen(&db)
+        );
     }
 
     /// After `stop` (close), commits checkpoint inline as SQLite would; close

@@ -693,13 +693,19 @@ pub(crate) fn query_rows(conn: &Connection, sql: &str, params: impl Params) -> R
 /// tests.
 #[cfg(test)]
 pub fn open_plain(path: &Path) -> Database {
+    open_plain_with(path, Options::default())
+}
+
+/// [`open_plain`] with `options`.
+#[cfg(test)]
+pub fn open_plain_with(path: &Path, options: Options) -> Database {
     const NONE: Schema = Schema {
         migrations: &[],
         refuse: |_| Ok(()),
     };
     Database::open(
         path,
-        Options::default(),
+        options,
         Setup {
             schema: &NONE,
             on_writer: &|_| Ok(()),
