@@ -24,10 +24,31 @@ const PREBUILT = [
   'win32-x64-gnu',
 ];
 
+/**
+ * Whether this Linux runs musl. /usr/bin/ldd is a script that names its C
+ * library (glibc's says "GNU C Library"; Alpine's runs ld-musl): reading it
+ * takes about 0.2 ms, where the process report took 3.5-5.4 ms of every
+ * start (ADR 29). The report is the fallback: glibc gives its version there,
+ * musl does not.
+ */
 function isMusl() {
-  // glibc reports its version in the process report; musl does not.
-  const report = process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null;
-  return !(report && report.header && report.header.glibcVersionRuntime);
+  let ldd = null;
+  try {
+    ldd = fs.readFileSync('/usr/bin/ldd', 'latin1');
+  } catch {
+    // No ldd (a distroless image): the report says.
+  }
+  return muslFrom(ldd, () => (process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null));
+}
+
+/** isMusl's decision, from ldd's text (null: unread) and a way to get the process report. */
+function muslFrom(ldd, report) {
+  if (ldd !== null) {
+    if (ldd.includes('musl')) return true;
+    if (ldd.includes('GNU C Library') || ldd.includes('GLIBC')) return false;
+  }
+  const r = report();
+  return !(r && r.header && r.header.glibcVersionRuntime);
 }
 
 /**
@@ -127,4 +148,4 @@ function load() {
   }
 }
 
-module.exports = { load, locate, platformName, checkoutDir, isCheckout, explain, NativeBindingError, PREBUILT };
+module.exports = { load, locate, platformName, isMusl, muslFrom, checkoutDir, isCheckout, explain, NativeBindingError, PREBUILT };

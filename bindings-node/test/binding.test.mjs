@@ -33,6 +33,23 @@ test('the platform name follows napi-rs (linux-x64-gnu here)', () => {
   }
 });
 
+test('musl is told from /usr/bin/ldd, and from the process report only where ldd does not say', () => {
+  const alpine = '#!/bin/sh\nexec /lib/ld-musl-x86_64.so.1 --list "$@"\n';
+  const debian = '#!/bin/bash\n# Copyright (C) 1996-2022 Free Software Foundation, Inc.\n# This file is part of the GNU C Library.\n';
+  const noReport = () => assert.fail('the process report was asked although ldd said');
+  assert.equal(binding.muslFrom(alpine, noReport), true);
+  assert.equal(binding.muslFrom(debian, noReport), false);
+  const glibcReport = () => ({ header: { glibcVersionRuntime: '2.36' } });
+  const muslReport = () => ({ header: {} });
+  for (const ldd of [null, '#!/bin/sh\necho something else\n']) {
+    assert.equal(binding.muslFrom(ldd, glibcReport), false);
+    assert.equal(binding.muslFrom(ldd, muslReport), true);
+  }
+  if (process.platform === 'linux') {
+    assert.equal(binding.isMusl(), !process.report.getReport().header.glibcVersionRuntime, 'ldd and the report agree here');
+  }
+});
+
 test('with no addon, the error says what was tried and what to do', () => {
   const prebuilt = binding.explain('linux-x64-gnu', ['honker-linux-x64-gnu: not installed']);
   assert.match(prebuilt, /no native addon for linux-x64-gnu/);
