@@ -126,11 +126,13 @@ fn run() {
                 // Before looking: a transaction opened after the look sees
                 // it, and wakes this thread once it waits.
                 w.idle.store(true, Ordering::SeqCst);
-                let all: Vec<Arc<Txs>> = dbs.iter().filter_map(Weak::upgrade).collect();
-                for txs in all.iter().filter(|t| !t.any_open()) {
+                let (open, closed): (Vec<Arc<Txs>>, Vec<Arc<Txs>>) = dbs
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .partition(|t| t.any_open());
+                for txs in closed {
                     txs.asleep_samples.store(0, Ordering::Relaxed);
                 }
-                let open: Vec<Arc<Txs>> = all.into_iter().filter(|t| t.any_open()).collect();
                 if !open.is_empty() {
                     w.idle.store(false, Ordering::SeqCst);
                     break open;

@@ -337,6 +337,17 @@ mod tests {
         db.inner().checkpointer.state.lock().last_frames
     }
 
+    /// Commits one page and checks that the WAL started over (the next write
+    /// transaction restarts a WAL that was copied whole).
+    fn assert_restarted(db: &Database) {
+        commit_pages(db, 1);
+        assert!(
+            frames_seen(db) < 10,
+            "no restart: {} frames",
+            frames_seen(db)
+        );
+    }
+
     fn wait_for(what: &str, f: impl Fn() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !f() {
@@ -359,12 +370,7 @@ mod tests {
             cp.stats.background.load(Ordering::Relaxed) == 1 && !cp.state.lock().running
         });
         assert_eq!(cp.stats.inline.load(Ordering::Relaxed), 0);
-        commit_pages(&db, 1);
-        assert!(
-            frames_seen(&db) < 10,
-            "no restart: {} frames",
-            frames_seen(&db)
-        );
+        assert_restarted(&db);
         assert_eq!(cp.stats.inline.load(Ordering::Relaxed), 0);
     }
 
@@ -400,12 +406,7 @@ mod tests {
             copied <= u64::from(CATCH_UP),
             "{copied} frames copied inline"
         );
-        commit_pages(&db, 1);
-        assert!(
-            frames_seen(&db) < 10,
-            "no restart: {} frames",
-            frames_seen(&db)
-        );
+        assert_restarted(&db);
     }
 
     /// Writing without pause, the WAL stays bounded: the background thread
@@ -454,12 +455,7 @@ mod tests {
         assert!(took >= busy, "the commit past the limit took {took:?}");
         assert!(took < busy * 20, "the commit past the limit took {took:?}");
         assert_eq!(cp.stats.inline.load(Ordering::Relaxed), 1);
-        commit_pages(&db, 1);
-        assert!(
-            frames_seen(&db) < 100,
-            "no restart: {} frames",
-            frames_seen(&db)
-        );
+        assert_restarted(&db);
     }
 
     /// After `stop` (close), commits checkpoint inline as SQLite would; close
