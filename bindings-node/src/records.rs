@@ -20,10 +20,10 @@ pub(crate) fn payload_in(p: PayloadIo) -> honker::Payload {
 
 /// A batch's payloads: a list of JSON texts and Buffers, or, when every one
 /// is JSON text, those texts joined by newlines (`convert.js`'s `packed`).
-/// napi reads a list element by element at about 0.5 µs each, and one
-/// string for a few ns a payload; `JSON.stringify`'s output never holds a
-/// raw newline (it escapes control characters), and core checks each text
-/// as JSON.
+/// napi reads a list element by element: 1,000 payloads took 0.23-0.6 ms
+/// on the JS thread as a list, 0.13 ms packed, the join included (W2).
+/// `JSON.stringify`'s output never holds a raw newline (it escapes control
+/// characters), and core checks each text as JSON.
 pub type Payloads = Either<String, Vec<PayloadIo>>;
 
 pub(crate) fn payloads_in(p: Payloads) -> Vec<honker::Payload> {

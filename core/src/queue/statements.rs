@@ -18,7 +18,7 @@ ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 /// jobs never share one, so no conflict clause): the same ?1 to ?13, the
 /// first job's payload ?3, the others' ?14 on, in order. One statement for
 /// many rows binds the shared values once and writes the AUTOINCREMENT
-/// sequence once, not per job (ADR 29: a batch of 1,000 costs a third less).
+/// sequence once, not per job (ADR 29: W2's instructions per job halved).
 /// The rows get consecutive ids (AUTOINCREMENT gives each the next; the
 /// writer excludes every other).
 fn enqueue_rows(n: usize) -> String {
@@ -148,10 +148,11 @@ WHERE id = ?1 AND state = 'ready'";
 
 /// [`LEASE`] for `n` picked jobs in one statement: ?1 worker_id, ?2
 /// lease_expires_at, then each job's id and lease token (?3 and ?4, ?5 and
-/// ?6, ...). Per-row statements spent more in finishing each statement
-/// (`sqlite3VdbeHalt`, freeing its registers) than in the update itself; an
-/// IN list of 8 or 32 ids costs its ephemeral table once (ADR 29). Changes
-/// as many rows as it names, all picked as ready by this transaction.
+/// ?6, ...). With one statement per row, finishing statements
+/// (`sqlite3VdbeHalt`, freeing their registers) was a sixth of W4's
+/// instructions; an IN list of 8 or 32 ids costs its ephemeral table once
+/// (ADR 29). Changes as many rows as it names, all picked as ready by this
+/// transaction.
 fn lease_rows(n: usize) -> String {
     let ids: Vec<String> = (0..n).map(|i| format!("?{}", 3 + 2 * i)).collect();
     let tokens: String = (0..n)
