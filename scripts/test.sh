@@ -87,6 +87,7 @@ honker_tools
 step "scripts: a script whose stdout is its result prints nothing else"
 bash scripts/check-scripts.sh
 bash scripts/check-versions.sh
+python3 scripts/check-links.py --self-test
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
