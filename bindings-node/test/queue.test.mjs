@@ -1,6 +1,7 @@
-// The queue through Node: the seed's reference behaviours (lease lapse →
-// reclaim → dead letter), scheduling, dedupe, priorities, results, dead
-// letters. Mirrors bindings-python/tests/test_queue.py.
+// The queue through Node's idioms: ms and Dates, Buffers, each field of a
+// claimed job, keepAlive and its AbortSignal, a job rebuilt from its lease,
+// stored settings. The cases every surface shares (lease lapse, dead
+// letters, dedupe, priority then age, the outbox) are tests-interop's.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import honker from '../index.js';
@@ -66,15 +67,6 @@ test('delay and runAt (ms, Date) order the work', async () => {
     for (const j of await q.claimBatch('w', 10)) order.push(j.payload);
   }
   assert.deepEqual(order, ['a', 'b', 'c']);
-});
-
-test('priority, then age', async () => {
-  const { db } = await testDb();
-  const q = db.queue('q');
-  await q.enqueue('low');
-  await q.enqueue('high', { priority: 10 });
-  await q.enqueue('low2');
-  assert.deepEqual((await q.claimBatch('w', 3)).map((j) => j.payload), ['high', 'low', 'low2']);
 });
 
 test('release and snooze give the attempt back; heartbeat extends', async () => {

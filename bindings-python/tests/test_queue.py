@@ -1,6 +1,7 @@
-"""The queue through Python: the seed's reference behaviours (lease lapse →
-reclaim → dead letter), scheduling, dedupe, priorities, results, dead
-letters. Mirrors core/tests/queue.rs."""
+"""The queue through Python: the seed's reference behaviours, scheduling
+(seconds, timedelta, datetime), results, dead letters, the claim iterator
+and keep_alive. Mirrors core/tests/queue.rs; the cases every surface shares
+(priority then age, lease lapse, dedupe, the outbox) are tests-interop's."""
 
 from __future__ import annotations
 
@@ -54,14 +55,6 @@ def test_delay_and_run_at_accept_seconds_timedelta_and_datetime(db, clock):
     assert order == ["a", "b", "c", "d"]
     with pytest.raises(honker.InvalidArgument):
         q.enqueue("e", delay="soon")
-
-
-def test_priority_then_age(db):
-    q = db.queue("q")
-    q.enqueue("low")
-    q.enqueue("high", priority=10)
-    q.enqueue("low2")
-    assert [j.payload for j in q.claim_batch("w", 3)] == ["high", "low", "low2"]
 
 
 def test_expired_jobs_never_run(db, clock):

@@ -20,14 +20,14 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(stats.ready, 0)
     }
 
-    func testDelayAndPriority() async throws {
+    // Priority, then age, across surfaces: tests-interop's claim_order.
+    func testADelayInSecondsWaitsOnTheTestClock() async throws {
         let t = try testDb()
         let q = try t.db.queue("q")
         try await q.enqueue("later", delay: 5)
-        try await q.enqueue("low")
-        try await q.enqueue("high", priority: 10)
+        try await q.enqueue("now")
         var got = try await q.claimBatch(workerId: "w", n: 10).map { try $0.payload(as: String.self) }
-        XCTAssertEqual(got, ["high", "low"])
+        XCTAssertEqual(got, ["now"])
         try t.clock.advance(ms: 5_000)
         got = try await q.claimBatch(workerId: "w", n: 10).map { try $0.payload(as: String.self) }
         XCTAssertEqual(got, ["later"])
