@@ -1,9 +1,10 @@
 """Consumer groups through Python: competing members, each event handled by
 one of them under a lease and a token; per-key order; retries, dead letters
-and re-drive; fenced late outcomes; the ack inside the caller's
-transaction; iterators (sync and async, cancellation losing nothing);
-another process; and typed errors that change nothing. Mirrors
-core/tests/groups.rs."""
+and re-drive; fenced late outcomes; iterators (sync and async,
+cancellation losing nothing); another process; and typed errors that change
+nothing. Mirrors core/tests/groups.rs; the cases every surface shares (the
+ack in the caller's transaction, the poison event, a lapsed lease) are
+tests-interop's group_outbox, group_lease_lapse and consumer_group."""
 
 from __future__ import annotations
 
@@ -101,29 +102,21 @@ def test_heartbeat_extends_and_release_gives_back_without_counting(db, clock):
     assert back.deliveries == 1  # the release did not count a delivery
 
 
-def test_a_poison_event_dies_after_max_deliveries_while_the_rest_flows(db):
+def test_dead_letters_are_listed_and_redriven(db):
+    # The poison event dying at its last delivery while the rest flows, and
+    # an ack in the caller's transaction: tests-interop's group_outbox.
     s = db.stream("orders")
     s.publish("poison", key="k")
-    s.publish("next of k", key="k")
-    s.publish("unrelated")
     g = s.group("g")
-    g.create(max_deliveries=2)
-    [poison, unrelated] = g.claim("m", 10)
-    assert unrelated.payload == "unrelated"
-    unrelated.ack()
-    assert poison.retry(error="boom 1") is False
+    g.create(max_deliveries=1)
     [poison] = g.claim("m", 10)
-    assert poison.retry(error="boom 2") is True  # its last delivery: dead
-    # Its key is free: the next event of k flows.
-    [nxt] = g.claim("m", 10)
-    assert nxt.payload == "next of k"
-    nxt.ack()
+    assert poison.retry(error="boom") is True  # its last delivery: dead
     [dead] = g.dead()
     assert (dead.offset, dead.payload, dead.deliveries, dead.last_error) == (
         1,
         "poison",
-        2,
-        "boom 2",
+        1,
+        "boom",
     )
     assert isinstance(dead.died_at, dt.datetime)
     assert g.info().dead == 1
@@ -136,26 +129,6 @@ def test_a_poison_event_dies_after_max_deliveries_while_the_rest_flows(db):
     assert g.dead() == []
     with pytest.raises(honker.NotFound):
         g.redrive(3)
-
-
-def test_ack_inside_the_callers_transaction_commits_or_rolls_back_with_the_effect(db):
-    db.execute("CREATE TABLE shipped (offset INTEGER PRIMARY KEY)")
-    s = db.stream("orders")
-    s.publish({"order": 1})
-    g = s.group("ship")
-    g.create()
-    [e] = g.claim("m")
-    with pytest.raises(RuntimeError), db.transaction() as tx:
-        tx.execute("INSERT INTO shipped VALUES (?)", [e.offset])
-        e.ack(tx=tx)
-        raise RuntimeError("crash before commit")
-    assert db.query("SELECT count(*) FROM shipped") == [(0,)]
-    assert g.info().delivered == 1  # still leased: the ack rolled back
-    with db.transaction() as tx:
-        tx.execute("INSERT INTO shipped VALUES (?)", [e.offset])
-        e.ack(tx=tx)
-    assert db.query("SELECT offset FROM shipped") == [(1,)]
-    assert g.info().pending == 0
 
 
 def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db, clock):
