@@ -176,6 +176,17 @@ export interface PublishOptions {
   /** A priority stored with the event and handed to its readers (any 32-bit integer; reading stays in offset order). Default 0. */
   priority?: number;
 }
+/** The options of `Group.create`. */
+export interface GroupCreateOptions {
+  /** Where it starts: 'beginning' (the default), 'latest' (the next event published), an offset, or a time. */
+  start?: 'beginning' | 'latest' | number | Date;
+  /** Deliveries before an event that keeps failing (or whose lease keeps lapsing) goes to the group's dead letters (1 to 1,000; 5 by default). */
+  maxDeliveries?: number;
+  /** The lease a claim takes when it names none (1 ms to 24 h; 60 s by default). In ms. */
+  lease?: number;
+  /** A member that has neither claimed nor heartbeated for this long and holds nothing is removed by maintenance (1 s to 365 days; 24 h by default). In ms. */
+  memberIdle?: number;
+}
 /** The options of `Stream.publishMany`. */
 export interface PublishManyOptions {
   /** A label stored with the event (up to 512 bytes). */
@@ -872,12 +883,7 @@ export class Group<P = Payload> {
   private constructor();
   readonly name: string;
   readonly stream: Stream<P>;
-  create(options?: {
-    start?: 'beginning' | 'latest' | number | Date;
-    maxDeliveries?: number;
-    lease?: number;
-    memberIdle?: number;
-  }): Promise<number>;
+  create(options?: GroupCreateOptions): Promise<number>;
   delete(): Promise<boolean>;
   /** Up to `n` events (an array with `missed`); `wait` ms to sleep for one. */
   claim(member: string, options?: { n?: number; lease?: number; wait?: number }): Promise<GroupEvent<P>[] & { missed: number }>;

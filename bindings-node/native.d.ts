@@ -76,8 +76,8 @@ export declare class Group {
    * Creates the group at `start` (idempotent: an existing group keeps its place and
    * takes the options); resolves to its next offset.
    */
-  create(start: StartArg, options?: GroupOptionsArg | undefined | null): Promise<Out<number>>
-  tryCreate(start: StartArg, options?: GroupOptionsArg | undefined | null): Out<number>
+  create(start: StartArg, options?: GroupArgs | undefined | null): Promise<Out<number>>
+  tryCreate(start: StartArg, options?: GroupArgs | undefined | null): Out<number>
   /** Deletes the group with its pending events, dead letters and members. */
   delete(): Promise<Out<boolean>>
   tryDelete(): Out<boolean>
@@ -733,6 +733,27 @@ export interface Fire {
 }
 
 /**
+ * Creates the consumer group, starting at `start` (the stream's beginning unless
+ * given); returns its next offset. Idempotent: on an existing group it keeps the
+ * group's place and takes these options (a process that starts with its group list
+ * creates each every time). An option not given is its default, not the stored one.
+ */
+export interface GroupArgs {
+  /**
+   * Deliveries before an event that keeps failing (or whose lease keeps lapsing)
+   * goes to the group's dead letters (1 to 1,000; 5 by default).
+   */
+  maxDeliveries?: number
+  /** The lease a claim takes when it names none (1 ms to 24 h; 60 s by default). */
+  lease?: number
+  /**
+   * A member that has neither claimed nor heartbeated for this long and holds
+   * nothing is removed by maintenance (1 s to 365 days; 24 h by default).
+   */
+  memberIdle?: number
+}
+
+/**
  * What one claim delivered, and the events retention removed before the
  * group handled them (noticed by this claim).
  */
@@ -813,19 +834,6 @@ export interface GroupMember {
   seenAtMs: number
   /** How many events it holds now. */
   holds: number
-}
-
-/** A group's options; each left out is core's default. */
-export interface GroupOptionsArg {
-  /** Deliveries before an event goes to the dead letters (5; 1 to 1,000). */
-  maxDeliveries?: number
-  /** The lease a claim takes when it names none (60,000 ms; 1 ms to 24 h). */
-  lease?: number
-  /**
-   * A member idle this long and holding nothing is removed by
-   * maintenance (24 h; 1 s to 365 days).
-   */
-  memberIdle?: number
 }
 
 /** A group's options as stored; durations in ms. */

@@ -544,6 +544,22 @@ OPTION_ARGS = {
     "payload": ("payload: P", "_ payload: P", None),
     "payloads": ("payloads: Iterable[P]", "_ payloads: [P]", None),
     "name": ("name: str", "_ name: String", '_args.text("name", name)'),
+    # A stream position: Python's str, offset or datetime; Swift's enum
+    # (converted by `startPosition`). Node takes it in the options object.
+    "start": (
+        'start: Start = "beginning"',
+        "start: StreamStart = .beginning",
+        "start = _start(start)",
+    ),
+}
+# The positional arguments Node takes inside its options object (a key of
+# the verb's option set, checked by the hand-written method).
+JS_IN_OPTIONS = {
+    "start": (
+        "'beginning' | 'latest' | number | Date",
+        "Where it starts: 'beginning' (the default), 'latest' (the next event published),"
+        " an offset, or a time.",
+    )
 }
 # Swift's encoding of them, per noun: the queue packs its payloads.
 SWIFT_ENCODED = {
@@ -551,6 +567,7 @@ SWIFT_ENCODED = {
     ("Stream", "payloads"): "try payloads.map(encode)",
     ("Queue", "payload"): "try Packed.payloads([payload])",
     ("Queue", "payloads"): "try Packed.payloads(payloads)",
+    ("Group", "start"): "try startPosition(start)",
 }
 # What a verb returns, per host: Python's annotation and its value built
 # from the native result `{r}`, Swift's type and its value built from `{r}`.
@@ -768,18 +785,34 @@ def py_typeddicts(f: dict) -> str:
     return "\n\n\n".join(out) + "\n\n"
 
 
+# The nouns whose verbs JS and TypeScript name alone (`ENQUEUE_OPTIONS`,
+# `publishArgs`, `ConfigureOptions`); another noun's are prefixed with it
+# (`GROUP_CREATE_OPTIONS`, `groupCreateArgs`, `GroupCreateOptions`).
+JS_BARE_NOUNS = {"Queue", "Stream", "Database"}
+
+
+def js_verb(v: dict) -> str:
+    """The verb's name in JS's and TypeScript's option names, snake_case."""
+    return (
+        v["verb"] if v["noun"] in JS_BARE_NOUNS else f"{snake(v['noun'])}_{v['verb']}"
+    )
+
+
 def js_options(f: dict) -> str:
     """Each verb's option names, and its check into the native record."""
     lines, firsts = [], {}
     for v in f["options"]:
-        names = [camel(fl["name"]) for fl in v["fields"]]
+        names = [camel(a) for a in v["args"] if a in JS_IN_OPTIONS]
+        names += [camel(fl["name"]) for fl in v["fields"]]
         if "tx" in v["flags"]:
             names.append("tx")
-        const = snake(v["verb"]).upper() + "_OPTIONS"
+        const = js_verb(v).upper() + "_OPTIONS"
         if v.get("shared"):
             first = firsts[v["record"]]
-            lines.append(f"const {const} = {snake(first['verb']).upper()}_OPTIONS;")
-            lines.append(f"const {camel(v['verb'])}Args = {camel(first['verb'])}Args;")
+            lines.append(f"const {const} = {js_verb(first).upper()}_OPTIONS;")
+            lines.append(
+                f"const {camel(js_verb(v))}Args = {camel(js_verb(first))}Args;"
+            )
             continue
         firsts[v["record"]] = v
         lines.append(f"const {const} = new Set([{', '.join(repr(n) for n in names)}]);")
@@ -787,7 +820,7 @@ def js_options(f: dict) -> str:
             f"/** `{v['noun']}.{v['verb']}`'s options checked, as its native"
             f" `{v['record']}` (undefined when none is given). */"
         )
-        lines.append(f"function {camel(v['verb'])}Args(options) {{")
+        lines.append(f"function {camel(js_verb(v))}Args(options) {{")
         lines.append("  return definedFields({")
         for fl in v["fields"]:
             n = camel(fl["name"])
@@ -797,7 +830,7 @@ def js_options(f: dict) -> str:
     exports = [
         n
         for v in f["options"]
-        for n in (snake(v["verb"]).upper() + "_OPTIONS", camel(v["verb"]) + "Args")
+        for n in (js_verb(v).upper() + "_OPTIONS", camel(js_verb(v)) + "Args")
     ]
     lines.append(f"const GENERATED = {{ {', '.join(exports)} }};")
     return "\n".join(lines)
@@ -818,13 +851,18 @@ def ts_options(f: dict) -> str:
     """Each verb's options as an interface (`PublishOptions`)."""
     lines, names = [], {}
     for v in f["options"]:
-        name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
+        name = pascal(js_verb(v)) + "Options"
         lines.append(f"/** The options of `{v['noun']}.{camel(v['verb'])}`. */")
         if v.get("shared"):
             lines.append(f"export type {name} = {names[v['record']]};")
             continue
         names[v["record"]] = name
         lines.append(f"export interface {name} {{")
+        for a in v["args"]:
+            if a in JS_IN_OPTIONS:
+                ts, doc = JS_IN_OPTIONS[a]
+                lines.append(f"  /** {doc} */")
+                lines.append(f"  {camel(a)}?: {ts};")
         for fl in v["fields"]:
             ts = option_type(fl).ts
             doc = camel_doc(fl["doc"], v).replace("\n", " ")
@@ -902,18 +940,25 @@ def swift_plain(v: dict, verb: str, params: list[str], ret: str, record: str) ->
     """A verb without the caller's transaction: a write is async (off the
     caller's thread where it would wait); a call that writes nothing is
     sync, its value built by the return's Swift builder."""
+    # An argument Swift converts first (a stream position) is converted
+    # before the call, as a local of the same name.
+    converted = [
+        f"        let {camel(a)} = {SWIFT_ENCODED[(v['noun'], a)]}\n"
+        for a in v["args"]
+        if (v["noun"], a) in SWIFT_ENCODED
+    ]
     given = [f"{camel(a)}: {camel(a)}" for a in v["args"]]
     native = f"native.{verb}({', '.join([*given, f'options: {record}'])})"
     if kind(v) == "write":
-        if ret != "Void":
-            raise SystemExit(
-                f"facts: {v['verb']}: a write returns nothing in Swift yet"
-            )
+        returns = "" if ret == "Void" else f" -> {ret}"
+        head = "" if ret == "Void" else "    @discardableResult\n"
+        run = "try await" if ret == "Void" else "return try await"
         return (
-            f"    public func {verb}({', '.join(params)},\n"
-            f"        isolation: isolated (any Actor)? = #isolation) async throws {{\n"
+            f"{head}    public func {verb}({', '.join(params)},\n"
+            f"        isolation: isolated (any Actor)? = #isolation) async throws{returns} {{\n"
+            f"{''.join(converted)}"
             f"        let native = self.native\n"
-            f"        try await soon(inline) {{ try {native} }}\n"
+            f"        {run} soon(inline) {{ try {native} }}\n"
             f"    }}\n"
         )
     build = OPTION_RETURNS[v["returns"]][3].format(r=f"try {native}")
@@ -1143,6 +1188,7 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 ("stream", "Stream"),
                 ("queue", "Queue"),
                 ("database", "Database"),
+                ("group", "Group"),
             )
         ],
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
@@ -1165,6 +1211,7 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 ("Stream", "Stream"),
                 ("Honker", "Queue"),
                 ("Honker", "Database"),
+                ("Group", "Group"),
             )
         ],
         ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),

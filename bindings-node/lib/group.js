@@ -6,7 +6,7 @@ const { ID, U32, date, groupDeadLetter, groupEvent, groupInfo, int, iterable, ne
 const { method, txId } = require('./database.js');
 const { GROUP_BATCH, PAGE_LIMIT } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
-const { CLAIM_OPTIONS, EVENT_HEARTBEAT_OPTIONS, EVENT_RETRY_OPTIONS, GROUP_CLAIM_OPTIONS, GROUP_CREATE_OPTIONS, READ_OPTIONS, REMOVE_MEMBER_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
+const { CLAIM_OPTIONS, EVENT_HEARTBEAT_OPTIONS, EVENT_RETRY_OPTIONS, GROUP_CLAIM_OPTIONS, GROUP_CREATE_OPTIONS, READ_OPTIONS, REMOVE_MEMBER_OPTIONS, TX_OPTIONS, groupCreateArgs, opts } = require('./options.js');
 const { Reader, Stream, readerOptions, startArg } = require('./stream.js');
 
 function leaseOf(event) {
@@ -138,19 +138,12 @@ class Group {
   /**
    * Creates the group at `start` ('beginning', 'latest', an offset or a
    * Date); resolves to its next offset. Idempotent: an existing group keeps
-   * its place and takes the options given. Options: maxDeliveries (5; 1 to
-   * 1,000), lease (60,000 ms; 1 ms to 24 h), memberIdle (24 h; 1 s to 365
-   * days).
+   * its place and takes the options given (`GroupCreateOptions`).
    */
   async create(options) {
     options = opts(options, GROUP_CREATE_OPTIONS);
-    const { start = 'beginning', maxDeliveries, lease, memberIdle } = options;
-    const at = startArg(start);
-    const o = {
-      maxDeliveries: int('maxDeliveries', maxDeliveries, ...U32),
-      lease: optMs('lease', lease),
-      memberIdle: optMs('memberIdle', memberIdle),
-    };
+    const at = startArg(options.start ?? 'beginning');
+    const o = groupCreateArgs(options);
     const n = this._native;
     return write(this._db, txId(this._db, undefined), this._db._fast, () => n.tryCreate(at, o), () => n.create(at, o));
   }

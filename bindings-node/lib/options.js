@@ -27,7 +27,6 @@ const STREAM_RETENTION_OPTIONS = new Set(['maxAge', 'maxCount', 'trimPassed']);
 const SUBSCRIBE_OPTIONS = new Set(['start', 'batch', 'autoCommit', 'commitEvery', 'commitInterval', 'wait', 'signal']);
 const EVENT_RETRY_OPTIONS = new Set(['delay', 'error']);
 const EVENT_HEARTBEAT_OPTIONS = new Set(['extend']);
-const GROUP_CREATE_OPTIONS = new Set(['start', 'lease', 'maxDeliveries', 'memberIdle']);
 const GROUP_CLAIM_OPTIONS = new Set(['n', 'lease', 'wait']);
 const REMOVE_MEMBER_OPTIONS = new Set(['force']);
 const RETRY_ERROR_OPTIONS = new Set(['delay']);
@@ -82,6 +81,15 @@ function publishArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
+const GROUP_CREATE_OPTIONS = new Set(['start', 'maxDeliveries', 'lease', 'memberIdle']);
+/** `Group.create`'s options checked, as its native `GroupArgs` (undefined when none is given). */
+function groupCreateArgs(options) {
+  return definedFields({
+    maxDeliveries: int('maxDeliveries', options.maxDeliveries, ...U32),
+    lease: optMs('lease', options.lease),
+    memberIdle: optMs('memberIdle', options.memberIdle),
+  });
+}
 const PUBLISH_MANY_OPTIONS = new Set(['key', 'priority', 'tx']);
 /** `Stream.publish_many`'s options checked, as its native `PublishManyArgs` (undefined when none is given). */
 function publishManyArgs(options) {
@@ -90,7 +98,7 @@ function publishManyArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
+const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**
@@ -122,7 +130,6 @@ module.exports = {
   EVENT_HEARTBEAT_OPTIONS,
   EVENT_RETRY_OPTIONS,
   GROUP_CLAIM_OPTIONS,
-  GROUP_CREATE_OPTIONS,
   HANDLE_OPTIONS,
   HEARTBEAT_OPTIONS,
   KEEP_ALIVE_OPTIONS,

@@ -15,20 +15,8 @@ use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 
 use crate::errors::{now, opt_ms, out, pending, verbs, Op, Out};
-use crate::records::{GroupDeadLetter, GroupEvent, GroupMember};
+use crate::records::{GroupArgs, GroupDeadLetter, GroupEvent, GroupMember};
 use crate::stream::StartArg;
-
-/// A group's options; each left out is core's default.
-#[napi(object)]
-pub struct GroupOptionsArg {
-    /// Deliveries before an event goes to the dead letters (5; 1 to 1,000).
-    pub max_deliveries: Option<u32>,
-    /// The lease a claim takes when it names none (60,000 ms; 1 ms to 24 h).
-    pub lease: Option<f64>,
-    /// A member idle this long and holding nothing is removed by
-    /// maintenance (24 h; 1 s to 365 days).
-    pub member_idle: Option<f64>,
-}
 
 /// An event's `(offset, token)`: what an outcome presents.
 #[napi(object)]
@@ -111,16 +99,11 @@ impl Group {
         Box::new(move || f(&g))
     }
 
-    fn create_op(&self, start: StartArg, options: Option<GroupOptionsArg>) -> Op<i64> {
+    fn create_op(&self, start: StartArg, options: Option<GroupArgs>) -> Op<i64> {
         self.op(move |g| {
-            let d = GroupOptions::default();
             let o = match options {
-                None => d,
-                Some(a) => GroupOptions {
-                    max_deliveries: a.max_deliveries.unwrap_or(d.max_deliveries),
-                    lease: opt_ms("lease", a.lease)?.unwrap_or(d.lease),
-                    member_idle: opt_ms("memberIdle", a.member_idle)?.unwrap_or(d.member_idle),
-                },
+                None => GroupOptions::default(),
+                Some(a) => GroupOptions::from(a.to_core()?),
             };
             g.create(crate::stream::start(start)?, &o)
         })
@@ -208,7 +191,7 @@ verbs! {
     impl Group;
     #[doc = "Creates the group at `start` (idempotent: an existing group keeps its place and"]
     #[doc = "takes the options); resolves to its next offset."]
-    create / try_create (start: StartArg, options: Option<GroupOptionsArg>) -> i64 = create_op;
+    create / try_create (start: StartArg, options: Option<GroupArgs>) -> i64 = create_op;
     #[doc = "Deletes the group with its pending events, dead letters and members."]
     delete / try_delete () -> bool = delete_op;
     #[doc = "Up to `n` events for `member`, waiting up to `wait` ms (0: not at all)."]

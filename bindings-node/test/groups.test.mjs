@@ -286,6 +286,7 @@ test('bad input is a typed error and changes nothing', async () => {
     () => g.create({ lease: 86_400_001 }),
     () => g.create({ memberIdle: 500 }),
     () => g.create({ start: 'middle' }),
+    () => g.create({ maxDelivery: 3 }), // an unknown key
     () => g.claim('m', { n: 0 }),
     () => g.claim('m', { n: 10_001 }),
     () => g.claim('m', { n: -1 }),

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
-use crate::records::{GroupDeadLetter, GroupEvent, GroupMember};
+use crate::records::{GroupArgs, GroupDeadLetter, GroupEvent, GroupMember};
 use crate::stream::{start_from_py, taken};
 
 /// `(group, next_offset, lag, pending, delivered, dead, oldest_pending_age_ms,
@@ -66,23 +66,16 @@ impl Group {
     }
 
     /// Creates the group (or updates its options, keeping its place);
-    /// returns its next offset. An option left None is core's default.
-    #[pyo3(signature = (start, *, max_deliveries = None, lease = None, member_idle = None))]
+    /// returns its next offset. `GroupArgs` as a tuple (the package's
+    /// generated `create` builds it); a field not given is core's default.
     fn create(
         &self,
         py: Python<'_>,
         start: &Bound<'_, PyAny>,
-        max_deliveries: Option<u32>,
-        lease: Option<f64>,
-        member_idle: Option<f64>,
+        options: GroupArgs,
     ) -> PyResult<i64> {
         let start = start_from_py(start)?;
-        let d = GroupOptions::default();
-        let o = GroupOptions {
-            max_deliveries: max_deliveries.unwrap_or(d.max_deliveries),
-            lease: opt_secs("lease", lease)?.unwrap_or(d.lease),
-            member_idle: opt_secs("member_idle", member_idle)?.unwrap_or(d.member_idle),
-        };
+        let o = GroupOptions::from(options.to_core().py()?);
         let g = &self.g;
         py.detach(|| g.create(start, &o)).py()
     }

@@ -76,9 +76,11 @@ def test_create_is_idempotent_keeps_the_place_and_takes_new_options(db):
     s = db.stream("orders")
     s.publish_many([1, 2, 3])
     g = s.group("g")
-    assert g.create(start=2, max_deliveries=3, lease=30) == 2
+    assert g.create(2, max_deliveries=3, lease=30) == 2
     assert g.create(start="beginning", max_deliveries=7) == 2  # the place is kept
     assert g.info().options == honker.GroupOptions(7, 60.0, 86400.0)
+    assert asyncio.run(g.create_async(lease=dt.timedelta(seconds=5))) == 2
+    assert g.info().options == honker.GroupOptions(5, 5.0, 86400.0)  # not given: defaults
     assert g.delete() is True
     assert g.delete() is False
     with pytest.raises(honker.NotFound):

@@ -12,20 +12,8 @@ use honker::stream::group::GroupOptions;
 use crate::database::{in_tx, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::queue::CancelToken;
-use crate::records::{GroupDeadLetter, GroupEvent, GroupMember};
+use crate::records::{GroupArgs, GroupDeadLetter, GroupEvent, GroupMember};
 use crate::stream::{StartPosition, Stream};
-
-/// A group's options; each `None` is core's default.
-#[derive(Debug, uniffi::Record)]
-pub struct GroupOptionsRecord {
-    /// Deliveries before an event goes to the dead letters (5; 1 to 1,000).
-    pub max_deliveries: Option<u32>,
-    /// The lease a claim takes when it names none (60 s; 1 ms to 24 h).
-    pub lease_ms: Option<u64>,
-    /// A member idle this long and holding nothing is removed by
-    /// maintenance (24 h; 1 s to 365 days).
-    pub member_idle_ms: Option<u64>,
-}
 
 /// What one claim delivered, and the events retention removed before the
 /// group handled them.
@@ -99,13 +87,10 @@ impl Group {
 
     /// Creates the group at `start` (idempotent: an existing group keeps its
     /// place and takes the options); returns its next offset.
-    pub fn create(&self, start: StartPosition, options: GroupOptionsRecord) -> R<i64> {
-        let d = GroupOptions::default();
-        let o = GroupOptions {
-            max_deliveries: options.max_deliveries.unwrap_or(d.max_deliveries),
-            lease: opt_ms("lease", options.lease_ms)?.unwrap_or(d.lease),
-            member_idle: opt_ms("memberIdle", options.member_idle_ms)?.unwrap_or(d.member_idle),
-        };
+    /// `GroupArgs` from the generated `create` overload (seconds); a field
+    /// not given is core's default.
+    pub fn create(&self, start: StartPosition, options: GroupArgs) -> R<i64> {
+        let o = GroupOptions::from(options.to_core()?);
         Ok(self.g.create(crate::stream::start(start), &o)?)
     }
 

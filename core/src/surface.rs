@@ -443,6 +443,21 @@ macro_rules! options {
                 priority: [i32] = priority,
             }
 
+            #[doc = "Creates the consumer group, starting at `start` (the stream's beginning unless"]
+            #[doc = "given); returns its next offset. Idempotent: on an existing group it keeps the"]
+            #[doc = "group's place and takes these options (a process that starts with its group list"]
+            #[doc = "creates each every time). An option not given is its default, not the stored one."]
+            Group.create(start) -> [i64] with GroupArgs into $crate::stream::group::GroupSettings [write] {
+                #[doc = "Deliveries before an event that keeps failing (or whose lease keeps lapsing)"]
+                #[doc = "goes to the group's dead letters (1 to 1,000; 5 by default)."]
+                max_deliveries: [u32] = max_deliveries,
+                #[doc = "The lease a claim takes when it names none (1 ms to 24 h; 60 s by default)."]
+                lease: [Duration] = lease,
+                #[doc = "A member that has neither claimed nor heartbeated for this long and holds"]
+                #[doc = "nothing is removed by maintenance (1 s to 365 days; 24 h by default)."]
+                member_idle: [Duration] = member_idle,
+            }
+
             #[doc = "Appends events in one transaction (up to 10,000); returns their offsets,"]
             #[doc = "consecutive. Each event gets the options (an idempotency key names one event:"]
             #[doc = "`publish` takes it)."]

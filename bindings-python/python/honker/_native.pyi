@@ -16,6 +16,7 @@ _Params = Any
 EnqueueArgs = tuple[float | None, float | None, int | None, int | None, str | None, float | None]
 QueueArgs = tuple[float | None, int | None, float | None, float | None, float | None]
 PublishArgs = tuple[str | None, str | None, int | None]
+GroupArgs = tuple[int | None, float | None, float | None]
 PublishManyArgs = tuple[str | None, int | None]
 # </generated: options>
 
@@ -550,14 +551,7 @@ _GroupInfo = tuple[
 class Group:
     @property
     def name(self) -> str: ...
-    def create(
-        self,
-        start: Any,
-        *,
-        max_deliveries: int | None = None,
-        lease: float | None = None,
-        member_idle: float | None = None,
-    ) -> int: ...
+    def create(self, start: Any, options: GroupArgs) -> int: ...
     def delete(self) -> bool: ...
     def due_in(self) -> float | None | Literal[False]: ...
     def claim(

@@ -122,8 +122,8 @@ final class Driver {
         let token = s["token"] as? String ?? ""
         switch op {
         case "group_create":
-            let options = GroupOptionsRecord(maxDeliveries: (s["max_deliveries"] as? NSNumber)?.uint32Value,
-                                             leaseMs: (s["lease_ms"] as? NSNumber)?.uint64Value, memberIdleMs: nil)
+            let options = GroupArgs(maxDeliveries: (s["max_deliveries"] as? NSNumber)?.uint32Value,
+                                    lease: (s["lease_ms"] as? NSNumber).map { $0.doubleValue / 1000 }, memberIdle: nil)
             return try g.create(start: .beginning, options: options)
         case "group_claim":
             let (member, n) = (s["member"] as! String, (s["n"] as? NSNumber)?.uint32Value ?? 1)

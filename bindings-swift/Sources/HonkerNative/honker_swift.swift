@@ -1446,8 +1446,10 @@ public protocol GroupProtocol: AnyObject, Sendable {
     /**
      * Creates the group at `start` (idempotent: an existing group keeps its
      * place and takes the options); returns its next offset.
+     * `GroupArgs` from the generated `create` overload (seconds); a field
+     * not given is core's default.
      */
-    func create(start: StartPosition, options: GroupOptionsRecord) throws  -> Int64
+    func create(start: StartPosition, options: GroupArgs) throws  -> Int64
     
     func dead(after: Int64, limit: UInt32) throws  -> [GroupDeadLetter]
     
@@ -1585,14 +1587,16 @@ open func consume(member: String, batch: UInt32, leaseMs: UInt64?)throws  -> Gro
     /**
      * Creates the group at `start` (idempotent: an existing group keeps its
      * place and takes the options); returns its next offset.
+     * `GroupArgs` from the generated `create` overload (seconds); a field
+     * not given is core's default.
      */
-open func create(start: StartPosition, options: GroupOptionsRecord)throws  -> Int64  {
+open func create(start: StartPosition, options: GroupArgs)throws  -> Int64  {
     return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_group_create(
             self.uniffiCloneHandle(),
         FfiConverterTypeStartPosition_lower(start),
-        FfiConverterTypeGroupOptionsRecord_lower(options),uniffiCallStatus
+        FfiConverterTypeGroupArgs_lower(options),uniffiCallStatus
     )
 })
 }
@@ -6115,6 +6119,92 @@ public func FfiConverterTypeFire_lower(_ value: Fire) -> RustBuffer {
 
 
 /**
+ * Creates the consumer group, starting at `start` (the stream's beginning unless
+ * given); returns its next offset. Idempotent: on an existing group it keeps the
+ * group's place and takes these options (a process that starts with its group list
+ * creates each every time). An option not given is its default, not the stored one.
+ */
+public struct GroupArgs: Equatable, Hashable {
+    /**
+     * Deliveries before an event that keeps failing (or whose lease keeps lapsing)
+     * goes to the group's dead letters (1 to 1,000; 5 by default).
+     */
+    public var maxDeliveries: UInt32?
+    /**
+     * The lease a claim takes when it names none (1 ms to 24 h; 60 s by default).
+     */
+    public var lease: Double?
+    /**
+     * A member that has neither claimed nor heartbeated for this long and holds
+     * nothing is removed by maintenance (1 s to 365 days; 24 h by default).
+     */
+    public var memberIdle: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Deliveries before an event that keeps failing (or whose lease keeps lapsing)
+         * goes to the group's dead letters (1 to 1,000; 5 by default).
+         */maxDeliveries: UInt32?, 
+        /**
+         * The lease a claim takes when it names none (1 ms to 24 h; 60 s by default).
+         */lease: Double?, 
+        /**
+         * A member that has neither claimed nor heartbeated for this long and holds
+         * nothing is removed by maintenance (1 s to 365 days; 24 h by default).
+         */memberIdle: Double?) {
+        self.maxDeliveries = maxDeliveries
+        self.lease = lease
+        self.memberIdle = memberIdle
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GroupArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGroupArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupArgs {
+        return
+            try GroupArgs(
+                maxDeliveries: FfiConverterOptionUInt32.read(from: &buf), 
+                lease: FfiConverterOptionDouble.read(from: &buf), 
+                memberIdle: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GroupArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt32.write(value.maxDeliveries, into: &buf)
+        FfiConverterOptionDouble.write(value.lease, into: &buf)
+        FfiConverterOptionDouble.write(value.memberIdle, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupArgs_lift(_ buf: RustBuffer) throws -> GroupArgs {
+    return try FfiConverterTypeGroupArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGroupArgs_lower(_ value: GroupArgs) -> RustBuffer {
+    return FfiConverterTypeGroupArgs.lower(value)
+}
+
+
+/**
  * What one claim delivered, and the events retention removed before the
  * group handled them.
  */
@@ -6610,87 +6700,6 @@ public func FfiConverterTypeGroupMember_lift(_ buf: RustBuffer) throws -> GroupM
 #endif
 public func FfiConverterTypeGroupMember_lower(_ value: GroupMember) -> RustBuffer {
     return FfiConverterTypeGroupMember.lower(value)
-}
-
-
-/**
- * A group's options; each `None` is core's default.
- */
-public struct GroupOptionsRecord: Equatable, Hashable {
-    /**
-     * Deliveries before an event goes to the dead letters (5; 1 to 1,000).
-     */
-    public var maxDeliveries: UInt32?
-    /**
-     * The lease a claim takes when it names none (60 s; 1 ms to 24 h).
-     */
-    public var leaseMs: UInt64?
-    /**
-     * A member idle this long and holding nothing is removed by
-     * maintenance (24 h; 1 s to 365 days).
-     */
-    public var memberIdleMs: UInt64?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Deliveries before an event goes to the dead letters (5; 1 to 1,000).
-         */maxDeliveries: UInt32?, 
-        /**
-         * The lease a claim takes when it names none (60 s; 1 ms to 24 h).
-         */leaseMs: UInt64?, 
-        /**
-         * A member idle this long and holding nothing is removed by
-         * maintenance (24 h; 1 s to 365 days).
-         */memberIdleMs: UInt64?) {
-        self.maxDeliveries = maxDeliveries
-        self.leaseMs = leaseMs
-        self.memberIdleMs = memberIdleMs
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension GroupOptionsRecord: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeGroupOptionsRecord: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GroupOptionsRecord {
-        return
-            try GroupOptionsRecord(
-                maxDeliveries: FfiConverterOptionUInt32.read(from: &buf), 
-                leaseMs: FfiConverterOptionUInt64.read(from: &buf), 
-                memberIdleMs: FfiConverterOptionUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: GroupOptionsRecord, into buf: inout [UInt8]) {
-        FfiConverterOptionUInt32.write(value.maxDeliveries, into: &buf)
-        FfiConverterOptionUInt64.write(value.leaseMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.memberIdleMs, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeGroupOptionsRecord_lift(_ buf: RustBuffer) throws -> GroupOptionsRecord {
-    return try FfiConverterTypeGroupOptionsRecord.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeGroupOptionsRecord_lower(_ value: GroupOptionsRecord) -> RustBuffer {
-    return FfiConverterTypeGroupOptionsRecord.lower(value)
 }
 
 
@@ -10740,7 +10749,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_group_consume() != 30274) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_group_create() != 26352) {
+    if (uniffi_honker_swift_checksum_method_group_create() != 20052) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_group_dead() != 8385) {

@@ -55,7 +55,7 @@ final class GroupTests: XCTestCase {
         let s = try t.db.stream("orders")
         try await s.publish("poison", key: "k")
         let g = try s.group("g")
-        try await g.create(options: GroupOptions(maxDeliveries: 1))
+        try await g.create(maxDeliveries: 1)
         let poison = try await g.claim(member: "m").events[0]
         let died = try await g.retry(poison, error: "boom")
         XCTAssertTrue(died)
@@ -164,6 +164,8 @@ final class GroupTests: XCTestCase {
         await invalid { try await g.create(options: GroupOptions(lease: .infinity)) }
         await invalid { try await g.create(options: GroupOptions(lease: .nan)) }
         await invalid { try await g.create(options: GroupOptions(memberIdle: 0.5)) }
+        await invalid { try await g.create(maxDeliveries: 0) }
+        await invalid { try await g.create(start: .latest, lease: -1) }
         await invalid { _ = try await g.claim(member: "m", n: 0) }
         await invalid { _ = try await g.claim(member: "m", n: 10_001) }
         await invalid { _ = try await g.claim(member: "m", wait: -1) }

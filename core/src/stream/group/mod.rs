@@ -54,6 +54,29 @@ impl Default for GroupOptions {
     }
 }
 
+/// What a caller gave of a group's options (`Group.create` in every
+/// binding, through the options table): each one not given is its default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// [`GroupOptions::max_deliveries`].
+    pub max_deliveries: Option<u32>,
+    /// [`GroupOptions::lease`].
+    pub lease: Option<Duration>,
+    /// [`GroupOptions::member_idle`].
+    pub member_idle: Option<Duration>,
+}
+
+impl From<GroupSettings> for GroupOptions {
+    fn from(s: GroupSettings) -> GroupOptions {
+        let d = GroupOptions::default();
+        GroupOptions {
+            max_deliveries: s.max_deliveries.unwrap_or(d.max_deliveries),
+            lease: s.lease.unwrap_or(d.lease),
+            member_idle: s.member_idle.unwrap_or(d.member_idle),
+        }
+    }
+}
+
 impl GroupOptions {
     /// Checks the bounds.
     pub fn validate(&self) -> Result<()> {
