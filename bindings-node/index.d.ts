@@ -187,6 +187,11 @@ export interface GroupCreateOptions {
   /** A member that has neither claimed nor heartbeated for this long and holds nothing is removed by maintenance (1 s to 365 days; 24 h by default). In ms. */
   memberIdle?: number;
 }
+/** The options of `Lock.tryAcquire`. */
+export interface LockTryAcquireOptions {
+  /** How long the grant lasts unless renewed (1 ms to 30 days). In ms. Default 60000. */
+  ttl?: number;
+}
 /** The options of `Stream.publishMany`. */
 export interface PublishManyOptions {
   /** A label stored with the event (up to 512 bytes). */
@@ -913,7 +918,7 @@ export class Lock {
    * one with the holder's own owner name gets null too); with `tx`, held only if
    * it commits.
    */
-  tryAcquire(owner: string, options?: { ttl?: number; tx?: Transaction }): Promise<LockGrant | null>;
+  tryAcquire(owner: string, options?: LockTryAcquireOptions & TxOption): Promise<LockGrant | null>;
   /** Waits up to `wait` ms (woken by any process's release); null when it ran out or `signal` aborted. */
   acquire(owner: string, options?: { ttl?: number; wait?: number; signal?: AbortSignal }): Promise<LockGrant | null>;
   /** Extends the lock held with `token`; resolves to the new expiry. LeaseLost once it is not held with it. */

@@ -195,8 +195,8 @@ export declare class Listener {
 /** A handle on one named lock. */
 export declare class Lock {
   /** A grant for `owner` for `ttl` ms, or null while another owner holds it. */
-  tryAcquire(owner: string, ttl: number, tx?: number | undefined | null): Promise<Out<LockGrant | undefined | null>>
-  tryTryAcquire(owner: string, ttl: number, tx?: number | undefined | null): Out<LockGrant | undefined | null>
+  tryAcquire(owner: string, options?: LockArgs | undefined | null, tx?: number | undefined | null): Promise<Out<LockGrant | undefined | null>>
+  tryTryAcquire(owner: string, options?: LockArgs | undefined | null, tx?: number | undefined | null): Out<LockGrant | undefined | null>
   /** Extends the lock held with `token` to `ttl` ms from now; resolves to the new expiry. */
   renew(token: number, ttl: number): Promise<Out<number>>
   tryRenew(token: number, ttl: number): Out<number>
@@ -877,6 +877,17 @@ export interface JobInfo {
   finishedAtMs?: number
   /** The producer's W3C trace context (`traceparent`, `tracestate`), if it had one. */
   traceContext?: string
+}
+
+/**
+ * Takes the lock for `owner` if it is free (or its holder's TTL lapsed): a grant
+ * with a new fencing token; none while anyone holds it (a holder with the same owner
+ * name too: every acquire is its own holder). With `tx`, held only if your
+ * transaction commits.
+ */
+export interface LockArgs {
+  /** How long the grant lasts unless renewed (1 ms to 30 days). */
+  ttl?: number
 }
 
 /** A lock granted: its fencing token and its expiry. */

@@ -24,6 +24,7 @@ hand-written; a code without one fails at import, after --check has said why.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def facts() -> dict:
     f = json.loads(out)
     share_records(f)
     inherit_docs(f)
+    duration_defaults(f)
     return f
 
 
@@ -544,6 +546,7 @@ OPTION_ARGS = {
     "payload": ("payload: P", "_ payload: P", None),
     "payloads": ("payloads: Iterable[P]", "_ payloads: [P]", None),
     "name": ("name: str", "_ name: String", '_args.text("name", name)'),
+    "owner": ("owner: str", "owner: String", '_args.text("owner", owner)'),
     # A stream position: Python's str, offset or datetime; Swift's enum
     # (converted by `startPosition`). Node takes it in the options object.
     "start": (
@@ -578,6 +581,7 @@ OPTION_RETURNS = {
     "Enqueued": ("Enqueued", "_new_tuple(Enqueued, {r})", "Enqueued", "{r}"),
     "Vec<Enqueued>": ("list[Enqueued]", "[_new_tuple(Enqueued, e) for e in {r}]", "[Enqueued]", "{r}"),
     "Queue": ("Queue[Any]", "Queue(self, {r})", "Queue", "Queue(inline: inline, {r})"),
+    "Option<LockGrant>": ("LockGrant | None", "_grant({r})", "LockGrant?", "{r}.map(LockGrant.init)"),
 }  # fmt: skip
 
 
@@ -605,6 +609,24 @@ def inherit_docs(f: dict) -> None:
                     )
                 fl["doc"] = seen[fl["name"]]
             seen.setdefault(fl["name"], fl["doc"])
+
+
+def duration_defaults(f: dict) -> None:
+    """A `[Duration]` field's core default, as Rust's Debug wrote it
+    (`60s`, `1.5s`, `250ms`), in seconds (`60.0`): Python's and Swift's
+    signatures name it; TypeScript's docs say it in ms."""
+    units = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+    for v in f["options"]:
+        for fl in v["fields"]:
+            if fl["type"] != "Duration" or fl["default"] == "None":
+                continue
+            m = re.fullmatch(r"([0-9.]+)(s|ms|µs|ns)", fl["default"])
+            if not m:
+                raise SystemExit(
+                    f"facts: {fl['name']}'s default {fl['default']!r} is no duration"
+                )
+            fl["default"] = repr(float(m.group(1)) * units[m.group(2)])
+            fl["default_ms"] = round(float(fl["default"]) * 1000)
 
 
 def share_records(f: dict) -> None:
@@ -663,6 +685,8 @@ def py_check(fl: dict) -> list[str]:
     (ADR 29); another is checked, converted, or refused there."""
     n, t = fl["name"], option_type(fl)
     call = t.py_check.format(q=f'"{n}"', n=n)
+    if fl["type"] == "Duration" and py_default(fl) != "None":
+        return [f'{n} = _args.duration("{n}", {n})']  # given a default: None is refused
     if py_default(fl) == "None":
         if t.py == "str":
             return [
@@ -764,7 +788,7 @@ def py_typeddicts(f: dict) -> str:
     """Each verb's options as a TypedDict (total=False), for ``**options``."""
     out, names = [], {}
     for v in f["options"]:
-        if kind(v) != "tx":
+        if kind(v) != "tx" or v["noun"] not in ("Queue", "Stream"):
             continue  # the ORM helpers take the outbox's verbs only
         name = v["verb"][0].upper() + camel(v["verb"])[1:] + "Options"
         if v.get("shared"):
@@ -868,7 +892,7 @@ def ts_options(f: dict) -> str:
             doc = camel_doc(fl["doc"], v).replace("\n", " ")
             doc += TS_UNITS.get(fl["type"], "")
             if fl["default"] != "None":
-                doc += f" Default {fl['default']}."
+                doc += f" Default {fl.get('default_ms', fl['default'])}."
             lines.append(f"  /** {doc} */")
             lines.append(f"  {camel(fl['name'])}?: {ts};")
         lines.append("}")
@@ -903,6 +927,9 @@ def swift_verbs(f: dict, noun: str) -> str:
         if kind(v) != "tx":
             out.append(doc + swift_plain(v, verb, args + params, ret, record))
             continue
+        if not any(a in ("payload", "payloads") for a in v["args"]):
+            out.append(doc + swift_tx_plain(v, verb, args + params, ret, record))
+            continue
         encoded = ", ".join(SWIFT_ENCODED[(noun, a)] for a in v["args"])
         out.append(
             f"{doc}    @discardableResult\n"
@@ -934,6 +961,37 @@ def swift_verbs(f: dict, noun: str) -> str:
                 f"    }}\n"
             )
     return "\n".join(out).rstrip("\n")
+
+
+def swift_tx_plain(v: dict, verb: str, params: list[str], ret: str, record: str) -> str:
+    """A verb that may join the caller's transaction and carries no
+    payload: a sync overload taking `tx`, and an async one (on the caller's
+    thread where it need not wait, else off it)."""
+    given = [f"{camel(a)}: {camel(a)}" for a in v["args"]]
+    build = OPTION_RETURNS[v["returns"]][3]
+
+    def native(tx: str) -> str:
+        return (
+            f"native.{verb}({', '.join([*given, f'options: {record}', f'tx: {tx}'])})"
+        )
+
+    # Not discardable: an acquire's grant unused is a mistake worth a warning.
+    head = ""
+    returns = "" if ret == "Void" else f" -> {ret}"
+    sync = build.format(r=f"try {native('tx?.native')}")
+    run = build.format(r=f"try await soon(inline) {{ try {native('nil')} }}")
+    return (
+        f"{head}    public func {verb}({', '.join(params)},\n"
+        f"        tx: Transaction? = nil) throws{returns} {{\n"
+        f"        {sync}\n"
+        f"    }}\n\n"
+        f"    /// `{verb}` for async code: off the caller's thread where it would wait.\n"
+        f"{head}    public func {verb}({', '.join(params)},\n"
+        f"        isolation: isolated (any Actor)? = #isolation) async throws{returns} {{\n"
+        f"        let native = self.native\n"
+        f"        {'' if ret == 'Void' else 'return '}{run}\n"
+        f"    }}\n"
+    )
 
 
 def swift_plain(v: dict, verb: str, params: list[str], ret: str, record: str) -> str:
@@ -1189,6 +1247,7 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 ("queue", "Queue"),
                 ("database", "Database"),
                 ("group", "Group"),
+                ("lock", "Lock"),
             )
         ],
         ("bindings-python/python/honker/_native.pyi", "options", "#", pyi_options(f)),
@@ -1212,6 +1271,7 @@ def blocks(f: dict) -> list[tuple[str, str, str, str]]:
                 ("Honker", "Queue"),
                 ("Honker", "Database"),
                 ("Group", "Group"),
+                ("Lock", "Lock"),
             )
         ],
         ("bindings-node/lib/defaults.js", "defaults", "//", js_defaults(f)),

@@ -6,7 +6,7 @@ const { ID, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = 
 const { Database, method, txId } = require('./database.js');
 const { LOCK_TTL, RATE_COST } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
-const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, opts } = require('./options.js');
+const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_ACQUIRE_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, lockTryAcquireArgs, opts } = require('./options.js');
 
 // `start(cancel)`: a native wait, with a token that `signal` cancels (none
 // without a signal; cancelled at once if it has aborted already).
@@ -55,13 +55,12 @@ class Lock {
 
   /** A grant for `owner`, or null while another owner holds it; with `{ tx }`, held only if it commits. */
   async tryAcquire(owner, options) {
-    options = opts(options, LOCK_TRY_OPTIONS);
+    options = opts(options, LOCK_TRY_ACQUIRE_OPTIONS);
     text('owner', owner);
-    const { ttl = LOCK_TTL, tx } = options;
-    optMs('ttl', ttl);
-    const t = txId(this._db, tx);
+    const o = lockTryAcquireArgs(options);
+    const t = txId(this._db, options.tx);
     const n = this._native;
-    return grant(await write(this._db, t, this._db._fast, () => n.tryTryAcquire(owner, ttl, t), () => n.tryAcquire(owner, ttl, t)));
+    return grant(await write(this._db, t, this._db._fast, () => n.tryTryAcquire(owner, o, t), () => n.tryAcquire(owner, o, t)));
   }
 
   /**

@@ -33,7 +33,6 @@ const RETRY_ERROR_OPTIONS = new Set(['delay']);
 const WORKER_OPTIONS = new Set(['concurrency', 'grace', 'scheduler', 'workerId']);
 const HANDLE_OPTIONS = new Set(['task', 'concurrency', 'timeout', 'lease']);
 const RUN_OPTIONS = new Set(['signal', 'signals']);
-const LOCK_TRY_OPTIONS = new Set(['ttl', 'tx']);
 const LOCK_ACQUIRE_OPTIONS = new Set(['ttl', 'wait', 'signal']);
 const LOCK_RENEW_OPTIONS = new Set(['ttl']);
 const LOCK_HOLD_OPTIONS = new Set(['ttl', 'wait', 'every', 'signal']);
@@ -90,6 +89,13 @@ function groupCreateArgs(options) {
     memberIdle: optMs('memberIdle', options.memberIdle),
   });
 }
+const LOCK_TRY_ACQUIRE_OPTIONS = new Set(['ttl', 'tx']);
+/** `Lock.try_acquire`'s options checked, as its native `LockArgs` (undefined when none is given). */
+function lockTryAcquireArgs(options) {
+  return definedFields({
+    ttl: optMs('ttl', options.ttl),
+  });
+}
 const PUBLISH_MANY_OPTIONS = new Set(['key', 'priority', 'tx']);
 /** `Stream.publish_many`'s options checked, as its native `PublishManyArgs` (undefined when none is given). */
 function publishManyArgs(options) {
@@ -98,7 +104,7 @@ function publishManyArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
+const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, LOCK_TRY_ACQUIRE_OPTIONS, lockTryAcquireArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**
@@ -136,7 +142,6 @@ module.exports = {
   LOCK_ACQUIRE_OPTIONS,
   LOCK_HOLD_OPTIONS,
   LOCK_RENEW_OPTIONS,
-  LOCK_TRY_OPTIONS,
   OPEN_OPTIONS,
   PAUSE_OPTIONS,
   PURGE_DEAD_OPTIONS,

@@ -14,7 +14,7 @@ use napi::bindgen_prelude::AsyncBlock;
 use napi::Env;
 
 use crate::errors::{invalid, ms, now, opt_ms, out, pending, verbs, Op, Out};
-use crate::records::{LockGrant, LockInfo, RateDecision};
+use crate::records::{LockArgs, LockGrant, LockInfo, RateDecision};
 
 #[napi]
 impl Database {
@@ -95,10 +95,15 @@ impl Lock {
         Box::new(move || f(&l))
     }
 
-    fn try_acquire_op(&self, owner: String, ttl: f64, tx: Option<u32>) -> Op<Option<LockGrant>> {
+    fn try_acquire_op(
+        &self,
+        owner: String,
+        options: Option<LockArgs>,
+        tx: Option<u32>,
+    ) -> Op<Option<LockGrant>> {
         let txs = Arc::clone(&self.txs);
         self.op(move |l| {
-            let ttl = ms("ttl", ttl)?;
+            let ttl = options.unwrap_or_default().to_core()?.ttl;
             let g = with_tx(&txs, tx, |t| match t {
                 Some(t) => l.try_acquire_tx(t, &owner, ttl),
                 None => l.try_acquire(&owner, ttl),
@@ -139,7 +144,7 @@ impl Lock {
 verbs! {
     impl Lock;
     #[doc = "A grant for `owner` for `ttl` ms, or null while another owner holds it."]
-    try_acquire / try_try_acquire (owner: String, ttl: f64, tx: Option<u32>) -> Option<LockGrant> = try_acquire_op;
+    try_acquire / try_try_acquire (owner: String, options: Option<LockArgs>, tx: Option<u32>) -> Option<LockGrant> = try_acquire_op;
     #[doc = "Extends the lock held with `token` to `ttl` ms from now; resolves to the new expiry."]
     renew / try_renew (token: i64, ttl: f64) -> i64 = renew_op;
     #[doc = "Releases the lock held with `token`; whether it was held with it."]

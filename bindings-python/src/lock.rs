@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use crate::database::{in_tx, secs, Transaction};
 use crate::errors::IntoPyResult as _;
-use crate::records::{LockGrant, LockInfo, RateDecision};
+use crate::records::{LockArgs, LockGrant, LockInfo, RateDecision};
 
 /// A handle on one named lock (see `Database.lock`).
 #[pyclass(module = "honker._native", frozen)]
@@ -42,16 +42,17 @@ impl Lock {
         self.lock.name()
     }
 
-    /// A grant, or None while another owner holds it.
-    #[pyo3(signature = (owner, ttl, *, tx = None))]
+    /// A grant, or None while another owner holds it. `LockArgs` as a
+    /// tuple (the package's generated `try_acquire` builds it).
+    #[pyo3(signature = (owner, options, *, tx = None))]
     fn try_acquire(
         &self,
         py: Python<'_>,
         owner: &str,
-        ttl: f64,
+        options: LockArgs,
         tx: Option<PyRef<'_, Transaction>>,
     ) -> PyResult<Option<LockGrant>> {
-        let ttl = secs("ttl", ttl)?;
+        let ttl = options.to_core().py()?.ttl;
         let (l, tx) = (&self.lock, tx.as_deref());
         let g = py
             .detach(|| {

@@ -13,7 +13,7 @@ use honker::runtime::{HeldLock as CoreHeld, OffThreadDrop};
 use crate::database::{in_tx, Database, Transaction};
 use crate::errors::{ms, opt_ms, R};
 use crate::queue::CancelToken;
-use crate::records::{LockGrant, LockInfo, RateDecision};
+use crate::records::{LockArgs, LockGrant, LockInfo, RateDecision};
 
 /// A rate limiter's parameters as stored.
 #[derive(Debug, uniffi::Record)]
@@ -75,14 +75,15 @@ impl Lock {
         self.l.name().to_owned()
     }
 
-    /// A grant for `owner`, or `None` while another owner holds it.
+    /// A grant for `owner`, or `None` while another owner holds it
+    /// (`LockArgs` from the generated `tryAcquire` overloads, in seconds).
     pub fn try_acquire(
         &self,
         owner: String,
-        ttl_ms: u64,
+        options: LockArgs,
         tx: Option<Arc<Transaction>>,
     ) -> R<Option<LockGrant>> {
-        let ttl = ms("ttl", ttl_ms)?;
+        let ttl = options.to_core()?.ttl;
         let g = in_tx(&tx, |t| match t {
             Some(t) => self.l.try_acquire_tx(t, &owner, ttl),
             None => self.l.try_acquire(&owner, ttl),

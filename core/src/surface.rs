@@ -458,6 +458,15 @@ macro_rules! options {
                 member_idle: [Duration] = member_idle,
             }
 
+            #[doc = "Takes the lock for `owner` if it is free (or its holder's TTL lapsed): a grant"]
+            #[doc = "with a new fencing token; none while anyone holds it (a holder with the same owner"]
+            #[doc = "name too: every acquire is its own holder). With `tx`, held only if your"]
+            #[doc = "transaction commits."]
+            Lock.try_acquire(owner) -> [Option<LockGrant>] with LockArgs into $crate::lock::AcquireOptions [tx] {
+                #[doc = "How long the grant lasts unless renewed (1 ms to 30 days)."]
+                ttl: [Duration] = ttl,
+            }
+
             #[doc = "Appends events in one transaction (up to 10,000); returns their offsets,"]
             #[doc = "consecutive. Each event gets the options (an idempotency key names one event:"]
             #[doc = "`publish` takes it)."]

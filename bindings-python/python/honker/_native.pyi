@@ -17,6 +17,7 @@ EnqueueArgs = tuple[float | None, float | None, int | None, int | None, str | No
 QueueArgs = tuple[float | None, int | None, float | None, float | None, float | None]
 PublishArgs = tuple[str | None, str | None, int | None]
 GroupArgs = tuple[int | None, float | None, float | None]
+LockArgs = tuple[float | None]
 PublishManyArgs = tuple[str | None, int | None]
 # </generated: options>
 
@@ -348,7 +349,7 @@ class Lock:
     @property
     def name(self) -> str: ...
     def try_acquire(
-        self, owner: str, ttl: float, *, tx: Transaction | None = None
+        self, owner: str, options: LockArgs, *, tx: Transaction | None = None
     ) -> _LockGrant | None: ...
     def acquire(
         self, owner: str, ttl: float, wait: float, *, cancel: CancelToken | None = None

@@ -2618,9 +2618,10 @@ public protocol LockProtocol: AnyObject, Sendable {
     func renew(token: Int64, ttlMs: UInt64) throws  -> Int64
     
     /**
-     * A grant for `owner`, or `None` while another owner holds it.
+     * A grant for `owner`, or `None` while another owner holds it
+     * (`LockArgs` from the generated `tryAcquire` overloads, in seconds).
      */
-    func tryAcquire(owner: String, ttlMs: UInt64, tx: Transaction?) throws  -> LockGrant?
+    func tryAcquire(owner: String, options: LockArgs, tx: Transaction?) throws  -> LockGrant?
     
 }
 /**
@@ -2787,15 +2788,16 @@ open func renew(token: Int64, ttlMs: UInt64)throws  -> Int64  {
 }
     
     /**
-     * A grant for `owner`, or `None` while another owner holds it.
+     * A grant for `owner`, or `None` while another owner holds it
+     * (`LockArgs` from the generated `tryAcquire` overloads, in seconds).
      */
-open func tryAcquire(owner: String, ttlMs: UInt64, tx: Transaction?)throws  -> LockGrant?  {
+open func tryAcquire(owner: String, options: LockArgs, tx: Transaction?)throws  -> LockGrant?  {
     return try  FfiConverterOptionTypeLockGrant.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
     uniffi_honker_swift_fn_method_lock_try_acquire(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(owner),
-        FfiConverterUInt64.lower(ttlMs),
+        FfiConverterTypeLockArgs_lower(options),
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
@@ -6967,6 +6969,68 @@ public func FfiConverterTypeLeaseRecord_lower(_ value: LeaseRecord) -> RustBuffe
 
 
 /**
+ * Takes the lock for `owner` if it is free (or its holder's TTL lapsed): a grant
+ * with a new fencing token; none while anyone holds it (a holder with the same owner
+ * name too: every acquire is its own holder). With `tx`, held only if your
+ * transaction commits.
+ */
+public struct LockArgs: Equatable, Hashable {
+    /**
+     * How long the grant lasts unless renewed (1 ms to 30 days).
+     */
+    public var ttl: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * How long the grant lasts unless renewed (1 ms to 30 days).
+         */ttl: Double?) {
+        self.ttl = ttl
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LockArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLockArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LockArgs {
+        return
+            try LockArgs(
+                ttl: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LockArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionDouble.write(value.ttl, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockArgs_lift(_ buf: RustBuffer) throws -> LockArgs {
+    return try FfiConverterTypeLockArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLockArgs_lower(_ value: LockArgs) -> RustBuffer {
+    return FfiConverterTypeLockArgs.lower(value)
+}
+
+
+/**
  * A lock granted: its fencing token and its expiry.
  */
 public struct LockGrant: Equatable, Hashable {
@@ -10851,7 +10915,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_lock_renew() != 4627) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_honker_swift_checksum_method_lock_try_acquire() != 2330) {
+    if (uniffi_honker_swift_checksum_method_lock_try_acquire() != 49594) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_ratelimiter_acquire() != 47038) {

@@ -640,7 +640,7 @@ int64_t uniffi_honker_swift_fn_method_lock_renew(uint64_t ptr, int64_t token, ui
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_TRY_ACQUIRE
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_LOCK_TRY_ACQUIRE
-RustBuffer uniffi_honker_swift_fn_method_lock_try_acquire(uint64_t ptr, RustBuffer owner, uint64_t ttl_ms, RustBuffer tx, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_honker_swift_fn_method_lock_try_acquire(uint64_t ptr, RustBuffer owner, RustBuffer options, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_CLONE_RATELIMITER

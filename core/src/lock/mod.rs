@@ -21,4 +21,4 @@ mod types;
 pub use handle::Lock;
 #[cfg(feature = "rusqlite")]
 pub(crate) use types::{token as check_token, ttl_ms as check_ttl};
-pub use types::{LockGrant, LockInfo, MAX_TTL};
+pub use types::{AcquireOptions, LockGrant, LockInfo, MAX_TTL};

@@ -29,6 +29,22 @@ pub(crate) fn token(token: i64) -> Result<i64> {
     Ok(token)
 }
 
+/// What an acquire takes besides its owner (the options table's
+/// `LockArgs`, `Lock.try_acquire` in every binding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// How long the grant lasts unless renewed (1 ms to [`MAX_TTL`]).
+    pub ttl: Duration,
+}
+
+impl Default for AcquireOptions {
+    fn default() -> AcquireOptions {
+        AcquireOptions {
+            ttl: crate::defaults::LOCK_TTL,
+        }
+    }
+}
+
 /// What an acquire granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockGrant {
