@@ -88,17 +88,6 @@ test('release and snooze give the attempt back; heartbeat extends', async () => 
   assert.equal(job.attempts, 1);
 });
 
-test('cancel fences the holder', async () => {
-  const { db } = await testDb();
-  const q = db.queue('q');
-  const e = await q.enqueue('x');
-  const [job] = await q.claimBatch('w');
-  assert.equal(await q.cancel(e.id, { reason: 'no longer needed' }), true);
-  await assert.rejects(job.ack(), honker.LeaseLost);
-  const info = await q.getJob(e.id);
-  assert.deepEqual([info.state, info.lastError], ['cancelled', 'no longer needed']);
-});
-
 test('results are saved with the ack; bytes round-trip', async () => {
   const { db } = await testDb();
   const q = db.queue('q');

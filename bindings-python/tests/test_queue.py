@@ -90,18 +90,6 @@ def test_heartbeat_extends_the_lease(db, clock):
     job.ack()
 
 
-def test_cancel_fences_the_holder(db):
-    q = db.queue("q")
-    e = q.enqueue("x")
-    [job] = q.claim_batch("w")
-    assert q.cancel(e.id, reason="no longer needed") is True
-    with pytest.raises(honker.LeaseLost):
-        job.ack()
-    info = q.get_job(e.id)
-    assert (info.state, info.last_error) == ("cancelled", "no longer needed")
-    assert q.cancel(e.id) is False
-
-
 def test_results_are_saved_with_the_ack(db):
     q = db.queue("q")
     e = q.enqueue("x")

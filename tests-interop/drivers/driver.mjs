@@ -277,6 +277,8 @@ async function run(s) {
       return (await (await q.job(s.id, s.token)).heartbeat({ extend: s.extend_ms })).getTime();
     case 'requeue_dead':
       return q.requeueDead(s.id);
+    case 'cancel':
+      return q.cancel(s.id, { reason: s.reason });
     case 'get_job': {
       const j = await q.getJob(s.id);
       return {

@@ -167,6 +167,8 @@ class Driver:
             return None
         if op == "requeue_dead":
             return q.requeue_dead(s["id"])
+        if op == "cancel":
+            return q.cancel(s["id"], reason=s.get("reason"))
         if op == "get_job":
             j = q.get_job(s["id"])
             return {

@@ -407,6 +407,10 @@ class Driver:
             )
         if op == "requeue_dead":
             return self.one("SELECT honker_dead_requeue(?, ?)", [q, s["id"]]) == 1
+        if op == "cancel":
+            args = [q, s["id"]] + ([s["reason"]] if "reason" in s else [])
+            marks = ", ".join("?" * len(args))
+            return self.one(f"SELECT honker_job_cancel({marks})", args) == 1
         if op == "get_job":
             j = json.loads(self.one("SELECT honker_job_get(?, ?)", [q, s["id"]]))
             return {"state": j["state"], "attempts": j["attempts"], "last_error": j["last_error"],

@@ -334,6 +334,8 @@ final class Driver {
             return Int64((until.timeIntervalSince1970 * 1000).rounded())
         case "requeue_dead":
             return try await q.requeueDead(id)
+        case "cancel":
+            return try await q.cancel(id, reason: s["reason"] as? String)
         case "get_job":
             let j = try n.getJob(id: id)
             return ["state": j.state, "attempts": j.attempts, "last_error": j.lastError.map { $0 as Any } ?? NSNull(),

@@ -539,6 +539,9 @@ impl Driver {
             "requeue_dead" => Ok(json!(self
                 .queue(step)?
                 .requeue_dead(step["id"].as_i64().unwrap_or(0))?)),
+            "cancel" => Ok(json!(self
+                .queue(step)?
+                .cancel(step["id"].as_i64().unwrap_or(0), step["reason"].as_str())?)),
             "get_job" => {
                 let j = self
                     .queue(step)?
