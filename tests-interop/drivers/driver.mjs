@@ -263,7 +263,7 @@ async function run(s) {
     }
     // A lease another surface handed over, rebuilt with public API.
     case 'ack':
-      await (await q.job(s.id, s.token)).ack({ tx: txFor(s) });
+      await (await q.job(s.id, s.token)).ack({ tx: txFor(s), result: s.result });
       return null;
     case 'retry':
       return (await q.job(s.id, s.token)).retry({ delay: s.delay_ms, error: s.error });
@@ -277,6 +277,8 @@ async function run(s) {
       return (await (await q.job(s.id, s.token)).heartbeat({ extend: s.extend_ms })).getTime();
     case 'requeue_dead':
       return q.requeueDead(s.id);
+    case 'get_result':
+      return q.getResult(s.id);
     case 'cancel':
       return q.cancel(s.id, { reason: s.reason });
     case 'get_job': {

@@ -142,7 +142,7 @@ class Driver:
             # A lease another surface handed over, rebuilt with public API.
             job = q.job(s["id"], s["token"])
             if op == "ack":
-                job.ack(tx=self.tx_for(s))
+                job.ack(tx=self.tx_for(s), result=s.get("result"))
                 return None
             if op == "retry":
                 delay = s["delay_ms"] / 1000 if "delay_ms" in s else None
@@ -167,6 +167,8 @@ class Driver:
             return None
         if op == "requeue_dead":
             return q.requeue_dead(s["id"])
+        if op == "get_result":
+            return q.get_result(s["id"])
         if op == "cancel":
             return q.cancel(s["id"], reason=s.get("reason"))
         if op == "get_job":

@@ -391,6 +391,11 @@ class Driver:
             ]
         held = [q, s.get("id"), s.get("token")]
         if op == "ack":
+            if "result" in s:
+                return self.none(
+                    "SELECT honker_job_ack(?, ?, ?, ?)",
+                    [*held, json.dumps(s["result"])],
+                )
             return self.none("SELECT honker_job_ack(?, ?, ?)", held)
         if op == "retry":
             return self.one(
@@ -407,6 +412,10 @@ class Driver:
             )
         if op == "requeue_dead":
             return self.one("SELECT honker_dead_requeue(?, ?)", [q, s["id"]]) == 1
+        if op == "get_result":
+            # Honker's own function: results by job id.
+            text = self.one("SELECT honker_result_get(?)", [s["id"]])
+            return None if text is None else json.loads(text)
         if op == "cancel":
             args = [q, s["id"]] + ([s["reason"]] if "reason" in s else [])
             marks = ", ".join("?" * len(args))

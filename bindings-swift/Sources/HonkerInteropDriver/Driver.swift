@@ -313,7 +313,13 @@ final class Driver {
         // A lease another surface handed over, rebuilt with public API.
         case "ack":
             let job = try await q.job(id: id, token: token)
-            if (s["in_tx"] as? Bool) == true, let held = tx {
+            if let result = s["result"] {
+                // The result as JSON text, through the native call (the
+                // public `ack(result:)` takes an Encodable value).
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.fragmentsAllowed]),
+                                  as: UTF8.self)
+                try n.ack(id: id, token: token, result: .json(text: text), tx: (s["in_tx"] as? Bool) == true ? tx?.native : nil)
+            } else if (s["in_tx"] as? Bool) == true, let held = tx {
                 try job.ack(tx: held)
             } else {
                 try await job.ack()
@@ -334,6 +340,8 @@ final class Driver {
             return Int64((until.timeIntervalSince1970 * 1000).rounded())
         case "requeue_dead":
             return try await q.requeueDead(id)
+        case "get_result":
+            return try n.getResult(id: id).map(json) ?? NSNull()
         case "cancel":
             return try await q.cancel(id, reason: s["reason"] as? String)
         case "get_job":

@@ -511,9 +511,10 @@ impl Driver {
             }
             "ack" => {
                 let q = self.queue(step)?;
+                let result = step.get("result").map(Payload::from);
                 match self.tx(step) {
-                    Some(tx) => q.ack_tx(tx, &lease(step), None)?,
-                    None => q.ack(&lease(step), None)?,
+                    Some(tx) => q.ack_tx(tx, &lease(step), result)?,
+                    None => q.ack(&lease(step), result)?,
                 }
                 Ok(Json::Null)
             }
@@ -539,6 +540,11 @@ impl Driver {
             "requeue_dead" => Ok(json!(self
                 .queue(step)?
                 .requeue_dead(step["id"].as_i64().unwrap_or(0))?)),
+            "get_result" => Ok(self
+                .queue(step)?
+                .get_result(step["id"].as_i64().unwrap_or(0))?
+                .map(|p| p.as_json().unwrap_or(Json::Null))
+                .unwrap_or(Json::Null)),
             "cancel" => Ok(json!(self
                 .queue(step)?
                 .cancel(step["id"].as_i64().unwrap_or(0), step["reason"].as_str())?)),
