@@ -9,6 +9,10 @@ checkout and, if it has an anchor, one of that file's headings (GitHub's
 slugs). A guide renamed or a heading reworded fails here, not on a user's
 screen. `--self-test` shows that a missing file, a missing heading and another
 host each fail.
+
+`--set-repository URL` moves everything to another repository address (the
+workspace's `repository`, then each manifest and README naming the old one),
+then checks.
 """
 
 import json
@@ -148,6 +152,8 @@ def self_test() -> None:
             errors = check(copy)
             assert any(expect in e for e in errors), (expect, errors)
         readme.write_text(good)
+        set_repository(copy, "https://git.example.org/team/honker/")
+        assert check(copy) == [], check(copy)
         node = copy / "bindings-node/npm/linux-x64-gnu/package.json"
         node.write_text(
             node.read_text().replace(
@@ -157,7 +163,30 @@ def self_test() -> None:
         assert any("repository.directory" in e for e in check(copy))
 
 
+# The files that name the repository's address, besides Cargo.toml.
+NAMING = [
+    "bindings-python/pyproject.toml",
+    "bindings-python/README.md",
+    "bindings-node/README.md",
+    "bindings-node/package.json",
+    "bindings-node/npm/*/package.json",
+]
+
+
+def set_repository(root: Path, url: str) -> None:
+    cargo = root / "Cargo.toml"
+    old = tomllib.loads(cargo.read_text())["workspace"]["package"]["repository"]
+    url = url.rstrip("/")
+    text = cargo.read_text()
+    cargo.write_text(text.replace(f'repository = "{old}"', f'repository = "{url}"', 1))
+    for pattern in NAMING:
+        for path in root.glob(pattern):
+            path.write_text(path.read_text().replace(old, url))
+
+
 def main() -> int:
+    if "--set-repository" in sys.argv:
+        set_repository(ROOT, sys.argv[sys.argv.index("--set-repository") + 1])
     if "--self-test" in sys.argv:
         self_test()
     errors = check(ROOT)
