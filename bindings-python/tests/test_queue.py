@@ -115,19 +115,6 @@ def test_enqueue_many_is_atomic(db):
     assert q.stats().ready == 5
 
 
-def test_purge_and_requeue_all_dead(db):
-    q = db.queue("q", max_attempts=1)
-    q.enqueue_many(["a", "b", "c"])
-    for job in q.claim_batch("w", 3):
-        job.fail("bad")
-    assert q.stats().dead == 3
-    assert q.requeue_all_dead() == 3
-    for job in q.claim_batch("w", 3):
-        job.fail("bad again")
-    assert q.purge_dead() == 3
-    assert q.stats().dead == 0
-
-
 def test_claim_iterator_for_threaded_workers(db):
     q = db.queue("q")
     q.enqueue_many(range(3))

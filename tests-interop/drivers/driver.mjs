@@ -277,6 +277,10 @@ async function run(s) {
       return (await (await q.job(s.id, s.token)).heartbeat({ extend: s.extend_ms })).getTime();
     case 'requeue_dead':
       return q.requeueDead(s.id);
+    case 'requeue_all_dead':
+      return q.requeueAllDead();
+    case 'purge_dead':
+      return q.purgeDead();
     case 'get_result':
       return q.getResult(s.id);
     case 'cancel':

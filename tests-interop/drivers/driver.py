@@ -167,6 +167,10 @@ class Driver:
             return None
         if op == "requeue_dead":
             return q.requeue_dead(s["id"])
+        if op == "requeue_all_dead":
+            return q.requeue_all_dead()
+        if op == "purge_dead":
+            return q.purge_dead()
         if op == "get_result":
             return q.get_result(s["id"])
         if op == "cancel":

@@ -412,6 +412,10 @@ class Driver:
             )
         if op == "requeue_dead":
             return self.one("SELECT honker_dead_requeue(?, ?)", [q, s["id"]]) == 1
+        if op == "requeue_all_dead":
+            return self.one("SELECT honker_dead_requeue(?)", [q])
+        if op == "purge_dead":
+            return self.one("SELECT honker_dead_purge(?)", [q])
         if op == "get_result":
             # Honker's own function: results by job id.
             text = self.one("SELECT honker_result_get(?)", [s["id"]])

@@ -340,6 +340,10 @@ final class Driver {
             return Int64((until.timeIntervalSince1970 * 1000).rounded())
         case "requeue_dead":
             return try await q.requeueDead(id)
+        case "requeue_all_dead":
+            return try await q.requeueAllDead()
+        case "purge_dead":
+            return try await q.purgeDead()
         case "get_result":
             return try n.getResult(id: id).map(json) ?? NSNull()
         case "cancel":

@@ -540,6 +540,8 @@ impl Driver {
             "requeue_dead" => Ok(json!(self
                 .queue(step)?
                 .requeue_dead(step["id"].as_i64().unwrap_or(0))?)),
+            "requeue_all_dead" => Ok(json!(self.queue(step)?.requeue_all_dead()?)),
+            "purge_dead" => Ok(json!(self.queue(step)?.purge_dead(None)?)),
             "get_result" => Ok(self
                 .queue(step)?
                 .get_result(step["id"].as_i64().unwrap_or(0))?
