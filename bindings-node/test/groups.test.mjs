@@ -149,20 +149,6 @@ test('ackMany is all or none; outcomes by { offset, token } from another surface
   await assert.rejects(g.ackMany([[1, 't']]), honker.InvalidArgument);
 });
 
-test('removing a member that holds events needs force, and frees them at once', async () => {
-  const { db } = await testDb();
-  const s = db.stream('orders');
-  await s.publishMany([1, 2]);
-  const g = s.group('g');
-  await g.create();
-  const held = await g.claim('gone', { n: 2 });
-  await assert.rejects(g.removeMember('gone'), honker.InvalidArgument);
-  assert.equal(await g.removeMember('gone', { force: true }), 2);
-  assert.deepEqual((await g.claim('alive', { n: 2 })).map((e) => e.offset), [1, 2]);
-  await assert.rejects(held[0].ack(), honker.LeaseLost);
-  assert.deepEqual((await g.info()).members.map((m) => m.member), ['alive']);
-});
-
 test('a consumer iterates, and closing it releases what it buffered', async () => {
   const { db } = await testDb();
   const s = db.stream('orders');

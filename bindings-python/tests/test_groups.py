@@ -159,21 +159,6 @@ def test_ack_many_and_outcomes_by_offset_and_token_from_another_surface(db, cloc
         g.ack_many([("1", "t")])  # type: ignore[list-item]
 
 
-def test_removing_a_member_that_holds_events_needs_force_and_frees_them(db):
-    s = db.stream("orders")
-    s.publish_many([1, 2])
-    g = s.group("g")
-    g.create()
-    held = g.claim("gone", 2)
-    with pytest.raises(honker.InvalidArgument):
-        g.remove_member("gone")
-    assert g.remove_member("gone", force=True) == 2
-    assert [e.offset for e in g.claim("alive", 2)] == [1, 2]
-    with pytest.raises(honker.LeaseLost):
-        held[0].ack()
-    assert [m.member for m in g.info().members] == ["alive"]
-
-
 def test_a_consumer_iterates_acks_and_releases_its_buffer_on_close(db):
     s = db.stream("orders")
     s.publish_many(range(10))

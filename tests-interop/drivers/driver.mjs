@@ -223,6 +223,8 @@ async function run(s) {
       case 'group_heartbeat':
         await g.heartbeat({ offset: s.offset, token: s.token });
         return null;
+      case 'group_remove_member':
+        return g.removeMember(s.member, { force: s.force ?? false });
       case 'group_info': {
         const i = await g.info();
         return {

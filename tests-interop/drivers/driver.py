@@ -240,6 +240,8 @@ class Driver:
         if op == "group_heartbeat":
             g.heartbeat((s["offset"], s["token"]))
             return None
+        if op == "group_remove_member":
+            return g.remove_member(s["member"], force=s.get("force", False))
         if op == "group_info":
             i = g.info()
             return {

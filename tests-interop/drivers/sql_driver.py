@@ -226,6 +226,11 @@ class Driver:
                 [*sg, s["offset"], s["token"]],
             )
             return None
+        if op == "group_remove_member":
+            return self.one(
+                "SELECT honker_group_remove_member(?, ?, ?, ?)",
+                [*sg, s["member"], 1 if s.get("force") else 0],
+            )
         if op == "group_info":
             i = json.loads(self.one("SELECT honker_group_info(?, ?)", sg))
             return {

@@ -147,6 +147,8 @@ final class Driver {
         case "group_heartbeat":
             _ = try g.heartbeat(offset: offset, token: token, extendMs: nil)
             return NSNull()
+        case "group_remove_member":
+            return try g.removeMember(member: s["member"] as! String, force: (s["force"] as? Bool) ?? false)
         default:  // group_info
             let i = try g.info()
             var members: [String: Any] = [:]
@@ -273,7 +275,7 @@ final class Driver {
         case "publish", "consume", "stream_info", "stream_read", "notify", "listen", "heard":
             return try await events(op, s)
         case "group_create", "group_claim", "group_ack", "group_retry", "group_fail", "group_release",
-             "group_heartbeat", "group_info":
+             "group_heartbeat", "group_remove_member", "group_info":
             return try await group(op, s)
         case "lock_acquire", "lock_release", "lock_renew", "lock_fence", "lock_info", "rate_limit_set",
              "rate_limit_params", "rate_limit_try":

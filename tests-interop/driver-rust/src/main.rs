@@ -263,6 +263,9 @@ impl Driver {
                 g.heartbeat(&lease(), None)?;
                 Ok(Json::Null)
             }
+            "group_remove_member" => Ok(json!(
+                g.remove_member(s(step, "member"), step["force"].as_bool().unwrap_or(false))?
+            )),
             "group_info" => {
                 let i = g.info()?;
                 let members: serde_json::Map<String, Json> = i
@@ -409,8 +412,15 @@ impl Driver {
     fn run(&mut self, step: &Json) -> Out {
         match s(step, "op") {
             "schedule_add" | "schedule_info" | "schedule_run" => self.schedules(step),
-            "group_create" | "group_claim" | "group_ack" | "group_retry" | "group_fail"
-            | "group_release" | "group_heartbeat" | "group_info" => self.group(step),
+            "group_create"
+            | "group_claim"
+            | "group_ack"
+            | "group_retry"
+            | "group_fail"
+            | "group_release"
+            | "group_heartbeat"
+            | "group_remove_member"
+            | "group_info" => self.group(step),
             "lock_acquire" | "lock_release" | "lock_renew" | "lock_fence" | "lock_info"
             | "rate_limit_set" | "rate_limit_params" | "rate_limit_try" => self.locks(step),
             "open" => {
