@@ -101,10 +101,7 @@ impl Group {
 
     fn create_op(&self, start: StartArg, options: Option<GroupArgs>) -> Op<i64> {
         self.op(move |g| {
-            let o = match options {
-                None => GroupOptions::default(),
-                Some(a) => GroupOptions::from(a.to_core()?),
-            };
+            let o = GroupOptions::from(options.unwrap_or_default().to_core()?);
             g.create(crate::stream::start(start)?, &o)
         })
     }

@@ -169,12 +169,12 @@ class GroupEvent(_GroupEventRecord[P]):
         return task is not None and task.cancelled
 
     def _do(self, tx: Transaction | None, fn: Callable[[], Any]) -> Any:
-        r = self._group._stream._db._write(tx, fn)
+        r = self._group._db._write(tx, fn)
         self._settled = True
         return r
 
     async def _do_async(self, tx: Transaction | None, fn: Callable[[], Any]) -> Any:
-        r = await self._group._stream._db._write_async(tx, fn)
+        r = await self._group._db._write_async(tx, fn)
         self._settled = True
         return r
 
@@ -233,12 +233,12 @@ class GroupEvent(_GroupEventRecord[P]):
     def heartbeat(self, extend: Seconds | None = None) -> _dt.datetime:
         """Extends the lease to now + ``extend`` (default: the group's
         lease); returns the new expiry."""
-        db = self._group._stream._db
+        db = self._group._db
         self._lease_expires_at_ms = db._write(None, self._heartbeat(extend))
         return self.lease_expires_at
 
     async def heartbeat_async(self, extend: Seconds | None = None) -> _dt.datetime:
-        db = self._group._stream._db
+        db = self._group._db
         self._lease_expires_at_ms = await db._write_async(None, self._heartbeat(extend))
         return self.lease_expires_at
 
@@ -384,7 +384,7 @@ class GroupConsumer(_Reader[GroupEvent[P]]):
     _native: _NativeGroupConsumer
 
     def __init__(self, group: Group[P], native: _NativeGroupConsumer, wait: float) -> None:
-        super().__init__(native, wait, group._stream._db)
+        super().__init__(native, wait, group._db)
         self._group = group
         self._row = lambda row: GroupEvent(group, row)
 
@@ -492,7 +492,7 @@ class Group(Generic[P]):
     def delete(self) -> bool:
         """Deletes the group with its pending events, dead letters and
         members (the stream's events stay). Returns whether it existed."""
-        return self._stream._db._write(None, self._native.delete)
+        return self._db._write(None, self._native.delete)
 
     def _claim(
         self, member: str, n: int, lease: Seconds | None, wait: Seconds
@@ -517,15 +517,15 @@ class Group(Generic[P]):
         long for something claimable (any process's commit wakes it)."""
         claim = self._claim(member, n, lease, wait)
         # A claim that waits takes the writer only for each attempt.
-        return claim() if wait else self._stream._db._write(None, claim)
+        return claim() if wait else self._db._write(None, claim)
 
     async def claim_async(
         self, member: str, n: int = 1, *, lease: Seconds | None = None, wait: Seconds = 0
     ) -> GroupClaim[P]:
         claim = self._claim(member, n, lease, wait)
         if not wait:
-            return await self._stream._db._write_async(None, claim)
-        db = self._stream._db
+            return await self._db._write_async(None, claim)
+        db = self._db
         w = _loopwait.waits(db)
         if w is None:
             return await _threads.run(claim)
@@ -554,7 +554,7 @@ class Group(Generic[P]):
         nothing). ``(offset, token)`` pairs name events another process or
         surface claimed."""
         leases = [_event_lease(e) for e in events]
-        self._stream._db._write(None, lambda: self._native.ack_many(leases))
+        self._db._write(None, lambda: self._native.ack_many(leases))
 
     # The outcomes' native calls, checked and ready to run as a write, for
     # an event's (offset, token): what GroupEvent's methods and the ones
@@ -587,7 +587,7 @@ class Group(Generic[P]):
 
     def ack(self, event: GroupEvent[P] | tuple[int, str], tx: Transaction | None = None) -> None:
         """Acks an event delivered here or elsewhere (``(offset, token)``)."""
-        self._stream._db._write(tx, self._ack_call(_event_lease(event), tx))
+        self._db._write(tx, self._ack_call(_event_lease(event), tx))
 
     def retry(
         self,
@@ -597,24 +597,22 @@ class Group(Generic[P]):
     ) -> bool:
         """:meth:`GroupEvent.retry` for an event delivered here or elsewhere
         (``(offset, token)``); returns whether it died."""
-        return bool(
-            self._stream._db._write(None, self._retry_call(_event_lease(event), delay, error))
-        )
+        return bool(self._db._write(None, self._retry_call(_event_lease(event), delay, error)))
 
     def fail(self, event: GroupEvent[P] | tuple[int, str], error: str) -> None:
         """:meth:`GroupEvent.fail` for an event delivered here or elsewhere."""
-        self._stream._db._write(None, self._fail_call(_event_lease(event), error))
+        self._db._write(None, self._fail_call(_event_lease(event), error))
 
     def release(self, event: GroupEvent[P] | tuple[int, str]) -> None:
         """:meth:`GroupEvent.release` for an event delivered here or elsewhere."""
-        self._stream._db._write(None, self._release_call(_event_lease(event)))
+        self._db._write(None, self._release_call(_event_lease(event)))
 
     def heartbeat(
         self, event: GroupEvent[P] | tuple[int, str], extend: Seconds | None = None
     ) -> _dt.datetime:
         """:meth:`GroupEvent.heartbeat` for an event delivered here or
         elsewhere; returns the lease's new end."""
-        at = self._stream._db._write(None, self._heartbeat_call(_event_lease(event), extend))
+        at = self._db._write(None, self._heartbeat_call(_event_lease(event), extend))
         return from_ms(at)  # type: ignore[return-value]
 
     def remove_member(self, member: str, *, force: bool = False) -> int:
@@ -624,9 +622,7 @@ class Group(Generic[P]):
         _args.text("member", member)
         if not isinstance(force, bool):
             raise _args._bad(f"force must be a bool, got {_args.show(force)}")
-        return self._stream._db._write(
-            None, lambda: self._native.remove_member(member, force=force)
-        )
+        return self._db._write(None, lambda: self._native.remove_member(member, force=force))
 
     def dead(self, after: int = 0, limit: int = PAGE_LIMIT) -> list[GroupDeadLetter[P]]:
         """Up to ``limit`` dead letters with offsets above ``after``."""
@@ -639,11 +635,11 @@ class Group(Generic[P]):
         deliveries counted afresh (:class:`honker.NotFound` if it is not
         one)."""
         _args.integer("offset", offset, _args.I64)
-        self._stream._db._write(None, lambda: self._native.redrive(offset))
+        self._db._write(None, lambda: self._native.redrive(offset))
 
     def redrive_all(self) -> int:
         """Re-drives every dead letter; returns how many."""
-        return self._stream._db._write(None, self._native.redrive_all)
+        return self._db._write(None, self._native.redrive_all)
 
     def info(self) -> GroupInfo:
         """Position, lag, pending and dead counts, the oldest pending
