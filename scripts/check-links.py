@@ -22,6 +22,20 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The files that name the repository's address, besides Cargo.toml.
+NODE_PACKAGES = ("bindings-node/package.json", "bindings-node/npm/*/package.json")
+PYPROJECT = "bindings-python/pyproject.toml"
+READMES = ("bindings-python/README.md", "bindings-node/README.md")
+NAMING = (*NODE_PACKAGES, PYPROJECT, *READMES)
+
+
+def workspace_repository(root: Path) -> str:
+    """The workspace Cargo.toml's `repository`: the one source."""
+    return tomllib.loads((root / "Cargo.toml").read_text())["workspace"]["package"][
+        "repository"
+    ]
+
+
 LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
 
 
@@ -70,15 +84,11 @@ def check_url(url: str, repo: str, root: Path, where: str) -> list:
 
 
 def check(root: Path) -> list:
-    repo = tomllib.loads((root / "Cargo.toml").read_text())["workspace"]["package"][
-        "repository"
-    ]
+    repo = workspace_repository(root)
     errors = []
-    packages = [
-        root / "bindings-node/package.json",
-        *sorted((root / "bindings-node/npm").glob("*/package.json")),
-    ]
-    for path in packages:
+    for path in (
+        path for pattern in NODE_PACKAGES for path in sorted(root.glob(pattern))
+    ):
         where = str(path.relative_to(root))
         manifest = json.loads(path.read_text())
         repository = manifest.get("repository") or {}
@@ -92,15 +102,14 @@ def check(root: Path) -> list:
             )
         if "homepage" in manifest:
             errors += check_url(manifest["homepage"], repo, root, f"{where} homepage")
-    pyproject = root / "bindings-python/pyproject.toml"
-    urls = tomllib.loads(pyproject.read_text())["project"].get("urls", {})
+    urls = tomllib.loads((root / PYPROJECT).read_text())["project"].get("urls", {})
     if urls.get("Repository") != repo:
         errors.append(
-            f"bindings-python/pyproject.toml: [project.urls] Repository is {urls.get('Repository')!r}"
+            f"{PYPROJECT}: [project.urls] Repository is {urls.get('Repository')!r}"
         )
     for name, url in urls.items():
-        errors += check_url(url, repo, root, f"bindings-python/pyproject.toml {name}")
-    for readme in ("bindings-python/README.md", "bindings-node/README.md"):
+        errors += check_url(url, repo, root, f"{PYPROJECT} {name}")
+    for readme in READMES:
         links = LINK.findall((root / readme).read_text())
         if not any(url.startswith(f"{repo}/blob/main/README.md") for url in links):
             errors.append(
@@ -117,17 +126,11 @@ def self_test() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp)
-        for rel in (
-            "Cargo.toml",
-            "README.md",
-            "CHANGELOG.md",
-            "docs",
-            "bindings-python/pyproject.toml",
-            "bindings-python/README.md",
-            "bindings-node/package.json",
-            "bindings-node/README.md",
-            "bindings-node/npm",
-        ):
+        named = [
+            str(p.relative_to(ROOT)) for pattern in NAMING for p in ROOT.glob(pattern)
+        ]
+        # What names the address, and what its links point at.
+        for rel in ("Cargo.toml", "README.md", "CHANGELOG.md", "docs", *named):
             src = ROOT / rel
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if src.is_dir() else shutil.copy)(src, copy / rel)
@@ -163,19 +166,9 @@ def self_test() -> None:
         assert any("repository.directory" in e for e in check(copy))
 
 
-# The files that name the repository's address, besides Cargo.toml.
-NAMING = [
-    "bindings-python/pyproject.toml",
-    "bindings-python/README.md",
-    "bindings-node/README.md",
-    "bindings-node/package.json",
-    "bindings-node/npm/*/package.json",
-]
-
-
 def set_repository(root: Path, url: str) -> None:
     cargo = root / "Cargo.toml"
-    old = tomllib.loads(cargo.read_text())["workspace"]["package"]["repository"]
+    old = workspace_repository(root)
     url = url.rstrip("/")
     text = cargo.read_text()
     cargo.write_text(text.replace(f'repository = "{old}"', f'repository = "{url}"', 1))
