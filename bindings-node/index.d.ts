@@ -165,6 +165,13 @@ export interface ConfigureOptions {
   /** The randomised fraction of a retry's delay, 0 to 1 (0.5 by default). */
   backoffJitter?: number;
 }
+/** The options of `Queue.pause`. */
+export interface PauseOptions {
+  /** Shown with the pause (`honker status`): why, who, until when (up to 512 bytes). */
+  note?: string;
+}
+/** The options of `Database.pauseAll`. */
+export type PauseAllOptions = PauseOptions;
 /** The options of `Database.queue`. */
 export type QueueOptions = ConfigureOptions;
 /** The options of `Stream.publish`. */
@@ -260,6 +267,8 @@ export interface QueueStats {
   completed: number;
   /** How long the oldest due job has waited, if any is due (ms). */
   oldestReadyAgeMs: number | null;
+  /** Paused (its own pause or all queues'): no claim returns its jobs. */
+  paused: boolean;
 }
 // </generated: record-QueueStats>
 
@@ -591,6 +600,10 @@ export class Database {
   /** Every queue's metrics in Prometheus's text format (for a `/metrics` route). */
   metricsText(): Promise<string>;
   maintain(): Promise<MaintenanceReport>;
+  /** Pauses every queue for every process until `resumeAll()` (a queue's own pause is apart). */
+  pauseAll(options?: PauseAllOptions): Promise<void>;
+  /** Lifts the pause of all queues (not a queue's own); whether there was one. */
+  resumeAll(): Promise<boolean>;
   close(): Promise<void>;
   /** A handle on a stream (creating it writes nothing). */
   stream<P = Payload>(name: string): Stream<P>;
@@ -655,6 +668,14 @@ export class Queue<P = Payload, R = Payload> {
   settings(): Promise<QueueOptions>;
   /** Forgets the queue's stored settings (the defaults apply again). */
   clearSettings(): Promise<void>;
+  /**
+   * Pauses the queue for every process and language until `resume()`: no claim
+   * returns its jobs (waiting claims and Workers keep waiting), running jobs
+   * finish, enqueues and the scheduler go on. Stored in the file (ADR 33).
+   */
+  pause(options?: PauseOptions): Promise<void>;
+  /** Lifts the queue's own pause; whether it had one (while all queues are paused it stays paused). */
+  resume(): Promise<boolean>;
   rateLimit(): Promise<RateLimitParams | null>;
   deadLetters(options?: { afterId?: number; limit?: number }): Promise<JobInfo<P>[]>;
   requeueDead(id: number): Promise<boolean>;

@@ -46,6 +46,12 @@ export declare class Database {
   /** Runs a read-only query on a reader connection. */
   query(sql: string, params?: Array<SqlIn> | undefined | null): Promise<Out<Rows>>
   tryQuery(sql: string, params?: Array<SqlIn> | undefined | null): Out<Rows>
+  /** Pauses every queue for every process (ADR 33). */
+  pauseAll(options: PauseArgs): Promise<Out<undefined>>
+  tryPauseAll(options: PauseArgs): Out<undefined>
+  /** Lifts the pause of all queues; whether there was one. */
+  resumeAll(): Promise<Out<boolean>>
+  tryResumeAll(): Out<boolean>
   /** A handle on a named lock (writes nothing). */
   lock(name: string): Out<Lock>
   /**
@@ -315,6 +321,12 @@ export declare class Queue {
   trySettings(): Out<QueueOptions>
   clearSettings(): Promise<Out<undefined>>
   tryClearSettings(): Out<undefined>
+  /** Pauses the queue for every process (ADR 33). */
+  pause(options: PauseArgs): Promise<Out<undefined>>
+  tryPause(options: PauseArgs): Out<undefined>
+  /** Lifts the queue's own pause; whether it had one. */
+  resume(): Promise<Out<boolean>>
+  tryResume(): Out<boolean>
   /** The queue's metrics (ADR 27) as core's JSON. */
   metricsJson(): Promise<Out<string>>
   tryMetricsJson(): Out<string>
@@ -978,6 +990,16 @@ export interface OpenOptions {
 export declare function openWithClock(path: string, options: OpenOptions | undefined | null, clock: ManualClock): Out<Database>
 
 /**
+ * Pauses the queue for every process and language until `resume`: no claim
+ * returns its jobs (waiting claims and workers keep waiting), running jobs finish,
+ * enqueues and the scheduler go on. Stored in the file, so it survives restarts.
+ */
+export interface PauseArgs {
+  /** Shown with the pause (`honker status`): why, who, until when (up to 512 bytes). */
+  note?: string
+}
+
+/**
  * Appends an event (JSON, or bytes); returns its offset, dense from 1 within the
  * stream. With `tx` it exists only if your transaction commits.
  */
@@ -1063,6 +1085,8 @@ export interface QueueStats {
   completed: number
   /** How long the oldest due job has waited, if any is due. */
   oldestReadyAgeMs?: number
+  /** Paused (its own pause or all queues'): no claim returns its jobs. */
+  paused: boolean
 }
 
 /** A rate limiter's answer to a check. */

@@ -745,7 +745,8 @@ def py_verbs(f: dict, noun: str) -> str:
             for fl in v["fields"]
         )
         for is_async in (False, True) if k != "call" else (False,):
-            write = "await self._db._write_async" if is_async else "self._db._write"
+            db = "self" if noun == "Database" else "self._db"  # the writer's owner
+            write = f"await {db}._write_async" if is_async else f"{db}._write"
             run = f"{write}({'tx' if k == 'tx' else 'None'}, {call})"
             if k == "call":
                 run = f"self._native.{v['verb']}({args})"

@@ -277,6 +277,7 @@ function queueStats(d) {
     expired: d.expired,
     completed: d.completed,
     oldestReadyAgeMs: d.oldestReadyAgeMs ?? null,
+    paused: d.paused,
   };
 }
 // </generated: record-QueueStats>

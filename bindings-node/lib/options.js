@@ -38,7 +38,6 @@ const LOCK_RENEW_OPTIONS = new Set(['ttl']);
 const LOCK_HOLD_OPTIONS = new Set(['ttl', 'wait', 'every', 'signal']);
 const RATE_TRY_OPTIONS = new Set(['cost', 'tx']);
 const RATE_ACQUIRE_OPTIONS = new Set(['cost', 'wait', 'signal']);
-const PAUSE_OPTIONS = new Set(['note']);
 const SCHEDULER_RUN_OPTIONS = new Set(['signal']);
 
 // The options of core's options table: each verb's names and its check into
@@ -69,6 +68,15 @@ function configureArgs(options) {
     backoffJitter: optNumber('backoffJitter', options.backoffJitter),
   });
 }
+const PAUSE_OPTIONS = new Set(['note']);
+/** `Queue.pause`'s options checked, as its native `PauseArgs` (undefined when none is given). */
+function pauseArgs(options) {
+  return definedFields({
+    note: optText('note', options.note),
+  });
+}
+const PAUSE_ALL_OPTIONS = PAUSE_OPTIONS;
+const pauseAllArgs = pauseArgs;
 const QUEUE_OPTIONS = CONFIGURE_OPTIONS;
 const queueArgs = configureArgs;
 const PUBLISH_OPTIONS = new Set(['key', 'idempotencyKey', 'priority', 'tx']);
@@ -104,7 +112,7 @@ function publishManyArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, LOCK_TRY_ACQUIRE_OPTIONS, lockTryAcquireArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
+const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, PAUSE_OPTIONS, pauseArgs, PAUSE_ALL_OPTIONS, pauseAllArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, LOCK_TRY_ACQUIRE_OPTIONS, lockTryAcquireArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**
@@ -143,7 +151,6 @@ module.exports = {
   LOCK_HOLD_OPTIONS,
   LOCK_RENEW_OPTIONS,
   OPEN_OPTIONS,
-  PAUSE_OPTIONS,
   PURGE_DEAD_OPTIONS,
   RATE_ACQUIRE_OPTIONS,
   RATE_LIMITER_OPTIONS,

@@ -6,7 +6,7 @@ const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFiel
 const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
-const { ACK_OPTIONS, CANCEL_OPTIONS, CONFIGURE_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, configureArgs, enqueueArgs, enqueueManyArgs, opts, queueArgs } = require('./options.js');
+const { ACK_OPTIONS, CANCEL_OPTIONS, CONFIGURE_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, PAUSE_ALL_OPTIONS, PAUSE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, configureArgs, enqueueArgs, enqueueManyArgs, opts, pauseAllArgs, pauseArgs, queueArgs } = require('./options.js');
 const { Reader } = require('./stream.js');
 const { captureTrace, traceContext } = require('./trace.js');
 
@@ -273,6 +273,17 @@ class Queue {
     await this._db._writer.run(() => call(() => n.clearSettings()));
   }
 
+  async pause(options) {
+    const arg = pauseArgs(opts(options, PAUSE_OPTIONS)) ?? {};
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.pause(arg)));
+  }
+
+  async resume() {
+    const n = this._native;
+    return this._db._writer.run(() => call(() => n.resume()));
+  }
+
   async setRateLimit(limit) {
     let arg = null;
     if (limit !== null) {
@@ -517,6 +528,17 @@ method(Database, async function metrics() {
 
 method(Database, async function metricsText() {
   return call(() => this._native.metricsText());
+});
+
+method(Database, async function pauseAll(options) {
+  const arg = pauseAllArgs(opts(options, PAUSE_ALL_OPTIONS)) ?? {};
+  const n = this._native;
+  await this._writer.run(() => call(() => n.pauseAll(arg)));
+});
+
+method(Database, async function resumeAll() {
+  const n = this._native;
+  return this._writer.run(() => call(() => n.resumeAll()));
 });
 
 module.exports = {

@@ -322,6 +322,16 @@ impl Database {
         }
     }
 
+    fn pause_all_op(&self, options: crate::records::PauseArgs) -> Op<()> {
+        let db = self.db.clone();
+        Box::new(move || db.pause_all(&options.to_core()?))
+    }
+
+    fn resume_all_op(&self) -> Op<bool> {
+        let db = self.db.clone();
+        Box::new(move || db.resume_all())
+    }
+
     fn execute_op(&self, sql: String, params: Option<Vec<SqlIn>>) -> Op<i64> {
         let db = self.db.clone();
         let values = self::params(params);
@@ -434,6 +444,10 @@ verbs! {
     execute / try_execute (sql: String, params: Option<Vec<SqlIn>>) -> i64 = execute_op;
     #[doc = "Runs a read-only query on a reader connection."]
     query / try_query (sql: String, params: Option<Vec<SqlIn>>) -> Rows = query_op;
+    #[doc = "Pauses every queue for every process (ADR 33)."]
+    pause_all / try_pause_all (options: crate::records::PauseArgs) -> () = pause_all_op;
+    #[doc = "Lifts the pause of all queues; whether there was one."]
+    resume_all / try_resume_all () -> bool = resume_all_op;
 }
 
 /// An open write transaction, known to queue calls by `id`.

@@ -260,6 +260,16 @@ impl Queue {
         Box::new(move || Ok(crate::database::QueueOptions::from_settings(&q.settings()?)))
     }
 
+    fn pause_op(&self, options: crate::records::PauseArgs) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || q.pause(&options.to_core()?))
+    }
+
+    fn resume_op(&self) -> Op<bool> {
+        let q = self.q.clone();
+        Box::new(move || q.resume())
+    }
+
     fn clear_settings_op(&self) -> Op<()> {
         let q = self.q.clone();
         Box::new(move || q.clear_settings())
@@ -389,6 +399,10 @@ verbs! {
     #[doc = "The queue's stored settings (ms), each absent when not set."]
     settings / try_settings () -> crate::database::QueueOptions = settings_op;
     clear_settings / try_clear_settings () -> () = clear_settings_op;
+    #[doc = "Pauses the queue for every process (ADR 33)."]
+    pause / try_pause (options: crate::records::PauseArgs) -> () = pause_op;
+    #[doc = "Lifts the queue's own pause; whether it had one."]
+    resume / try_resume () -> bool = resume_op;
     #[doc = "The queue's metrics (ADR 27) as core's JSON."]
     metrics_json / try_metrics_json () -> String = metrics_op;
     #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]

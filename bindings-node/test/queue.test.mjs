@@ -227,3 +227,39 @@ test("a queue's settings are stored, read back, and refused when bad", async () 
   assert.equal(producer.queue('emails')._lease, 60_000);
   await producer.close();
 });
+
+test('a paused queue keeps its claim stream waiting until another process resumes it', async () => {
+  // Pause and resume as Node calls them; what a pause does on every surface
+  // is the pause interop scenario.
+  const path = tempPath();
+  const db = await honker.open(path);
+  const other = await honker.open(path);
+  const q = db.queue('q');
+  await q.pause({ note: 'deploy' });
+  assert.equal((await q.stats()).paused, true);
+  await assert.rejects(q.pause({ note: 'x'.repeat(513) }), honker.InvalidArgument);
+  await assert.rejects(q.pause({ note: 42 }), honker.InvalidArgument);
+  await assert.rejects(q.pause({ reason: 'typo' }), honker.InvalidArgument);
+  const stream = q.claim('w')[Symbol.asyncIterator]();
+  const next = stream.next();
+  let settled = false;
+  next.then(() => (settled = true));
+  await other.queue('q').enqueue('x');
+  await new Promise((r) => setTimeout(r, 300));
+  // A broken pause hands the job out within a moment of the enqueue.
+  assert.equal(settled, false);
+  assert.equal(await other.queue('q').resume(), true);
+  const { value: job } = await next;
+  assert.equal(job.payload, 'x');
+  await job.ack();
+  await stream.return();
+  assert.equal(await q.resume(), false);
+
+  await db.pauseAll({ note: 'migration' });
+  assert.equal((await other.queue('q').stats()).paused, true);
+  assert.equal(await other.resumeAll(), true);
+  assert.equal(await other.resumeAll(), false);
+  assert.equal((await q.stats()).paused, false);
+  await other.close();
+  await db.close();
+});

@@ -241,6 +241,17 @@ impl Database {
         py.detach(|| self.db.metrics_text()).py()
     }
 
+    /// Pauses every queue for every process (core's `Database::pause_all`).
+    fn pause_all(&self, py: Python<'_>, options: crate::records::PauseArgs) -> PyResult<()> {
+        let o = options.to_core().py()?;
+        py.detach(|| self.db.pause_all(&o)).py()
+    }
+
+    /// Lifts the pause of all queues; whether there was one.
+    fn resume_all(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.db.resume_all()).py()
+    }
+
     /// Prunes past retention; returns what was removed, by kind.
     fn maintain(&self, py: Python<'_>) -> PyResult<MaintenanceReport> {
         py.detach(|| self.db.maintain())

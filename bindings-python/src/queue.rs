@@ -332,6 +332,17 @@ impl Queue {
         py.detach(|| self.queue.configure(&s)).py()
     }
 
+    /// Pauses the queue for every process (core's `Queue::pause`).
+    fn pause(&self, py: Python<'_>, options: crate::records::PauseArgs) -> PyResult<()> {
+        let o = options.to_core().py()?;
+        py.detach(|| self.queue.pause(&o)).py()
+    }
+
+    /// Lifts the queue's own pause; whether it had one.
+    fn resume(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.queue.resume()).py()
+    }
+
     /// The stored settings: (lease s, max_attempts, backoff base s, max s,
     /// jitter), each None when not set.
     #[allow(clippy::type_complexity)]

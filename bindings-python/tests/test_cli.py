@@ -41,6 +41,7 @@ def test_status_and_jobs_see_what_python_wrote_and_change_nothing(path: Path) ->
             "running": 0,
             "dead": 0,
             "oldest_ready_age_ms": status["queues"][0]["oldest_ready_age_ms"],
+            "paused": None,
         }
     ]
     assert status["streams"][0]["consumers"] == [{"name": "billing", "next_offset": 2, "lag": 0}]

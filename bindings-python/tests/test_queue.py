@@ -257,3 +257,48 @@ def test_a_queues_settings_are_stored_read_back_and_refused_when_bad(path):
     emails.clear_settings()
     assert db.queue("emails")._lease == 60.0
     db.close()
+
+
+def test_a_paused_queue_keeps_its_asyncio_claim_waiting_until_resumed(path, async_waits):
+    """Pause and resume as Python calls them (sync and asyncio twins, the
+    note's check); what a pause does on every surface is the ``pause``
+    interop scenario. An ``async for`` over the claim stream sleeps through
+    the pause and the enqueue, and wakes on the resume's commit from another
+    open of the file."""
+    db, other = honker.open(path), honker.open(path)
+    q, oq = db.queue("q"), other.queue("q")
+    q.pause(note="deploy")
+    assert q.stats().paused is True
+    with pytest.raises(honker.InvalidArgument):
+        q.pause(note="x" * 513)
+    with pytest.raises(honker.InvalidArgument):
+        q.pause(note=42)  # type: ignore[arg-type]
+
+    async def main() -> tuple[object, float]:
+        stream = q.claim("w", wait=0.05)
+        task = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.05)
+        oq.enqueue("x")
+        await asyncio.sleep(0.3)
+        # A broken pause hands the job out within a moment of the enqueue.
+        assert not task.done()
+        resumed = time.monotonic()
+        assert await oq.resume_async() is True
+        job = await asyncio.wait_for(task, 10)
+        woke = time.monotonic()
+        await job.ack_async()
+        await stream.aclose()
+        return job.payload, woke - resumed
+
+    payload, _ = asyncio.run(main())
+    assert payload == "x"
+    assert q.resume() is False
+
+    asyncio.run(db.pause_all_async(note="migration"))
+    assert oq.stats().paused is True
+    assert q.resume() is False  # its own pause is gone; all queues' holds it
+    assert db.resume_all() is True
+    assert asyncio.run(db.resume_all_async()) is False
+    assert oq.stats().paused is False
+    other.close()
+    db.close()

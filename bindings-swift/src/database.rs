@@ -286,6 +286,16 @@ impl Database {
         Ok(self.db.metrics_text()?)
     }
 
+    /// Pauses every queue for every process (core's `Database::pause_all`).
+    pub fn pause_all(&self, options: crate::records::PauseArgs) -> R<()> {
+        Ok(self.db.pause_all(&options.to_core()?)?)
+    }
+
+    /// Lifts the pause of all queues; whether there was one.
+    pub fn resume_all(&self) -> R<bool> {
+        Ok(self.db.resume_all()?)
+    }
+
     /// Prunes past retention; returns what was removed, by kind.
     pub fn maintain(&self) -> R<MaintenanceReport> {
         Ok(self.db.maintain()?.into())

@@ -408,6 +408,16 @@ impl Queue {
         Ok(self.q.clear_settings()?)
     }
 
+    /// Pauses the queue for every process (core's `Queue::pause`).
+    pub fn pause(&self, options: crate::records::PauseArgs) -> R<()> {
+        Ok(self.q.pause(&options.to_core()?)?)
+    }
+
+    /// Lifts the queue's own pause; whether it had one.
+    pub fn resume(&self) -> R<bool> {
+        Ok(self.q.resume()?)
+    }
+
     /// The queue's metrics (ADR 27) as core's JSON.
     pub fn metrics_json(&self) -> R<String> {
         Ok(self.q.metrics()?.to_json().to_string())

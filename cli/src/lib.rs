@@ -148,6 +148,11 @@ enum Command {
         #[command(subcommand)]
         action: DeadAction,
     },
+    /// Queues: pause and resume, one or all (ADR 33).
+    Queues {
+        #[command(subcommand)]
+        action: QueuesAction,
+    },
     /// Schedules: list (read-only), pause, resume, trigger.
     Schedules {
         #[command(subcommand)]
@@ -344,6 +349,37 @@ enum DeadAction {
 }
 
 #[derive(Subcommand)]
+enum QueuesAction {
+    /// Stop every process claiming the queue's jobs (or, with --all, every
+    /// queue's) until it is resumed. Running jobs finish; enqueues and
+    /// schedules go on, so jobs accumulate. Kept in the file.
+    Pause {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        queue: Option<String>,
+        /// Every queue (a queue's own pause is apart).
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        options: PauseArgs,
+    },
+    /// Let the queue's jobs be claimed again (or, with --all, lift the
+    /// pause of every queue, leaving queues paused on their own paused).
+    Resume {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        queue: Option<String>,
+        /// The pause of every queue.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum ScheduleAction {
     /// Every schedule with its next fire (read-only).
     List {
@@ -417,7 +453,9 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
         "queues": s.queues.iter().map(|q| json!({
             "name": q.name, "ready": q.ready, "scheduled": q.scheduled, "running": q.running,
             "dead": q.dead, "oldest_ready_age_ms": q.oldest_ready_at.map(|t| (now - t).max(0)),
+            "paused": q.pause.as_ref().map(pause_json),
         })).collect::<Vec<_>>(),
+        "paused_all": s.paused_all.as_ref().map(pause_json),
         "streams": s.streams.iter().map(|st| json!({
             "name": st.name, "last_offset": st.last_offset,
             "consumers": st.consumers.iter().map(|c| json!({
@@ -429,6 +467,20 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
         "schedules": schedules_json(&s.schedules),
         "locks": locks_json(&s.locks),
     })
+}
+
+/// A pause as `status --json` shows it.
+fn pause_json(p: &honker::Pause) -> Json {
+    json!({"all": p.all, "note": p.note, "since": p.since})
+}
+
+/// A pause as `status` shows it: for how long, and its note.
+fn pause_text(p: &honker::Pause, now: i64) -> String {
+    let note = p
+        .note
+        .as_deref()
+        .map_or(String::new(), |n| format!(": {n}"));
+    format!("{}{note}", span(now - p.since))
 }
 
 fn table(header: &[&str]) -> Table {
@@ -463,6 +515,7 @@ fn status_text(s: &FileStatus, now: i64) -> String {
         "running",
         "dead",
         "oldest ready",
+        "paused",
     ]);
     for x in &s.queues {
         q.add_row(vec![
@@ -472,7 +525,14 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             x.running.to_string(),
             x.dead.to_string(),
             x.oldest_ready_at.map_or("-".into(), |t| span(now - t)),
+            x.pause.as_ref().map_or("-".into(), |p| match p.all {
+                true => format!("all queues, {}", pause_text(p, now)),
+                false => pause_text(p, now),
+            }),
         ]);
+    }
+    if let Some(p) = &s.paused_all {
+        out += &format!("\nall queues paused for {}\n", pause_text(p, now));
     }
     out += &section("queues", s.queues.is_empty(), &q);
     let mut st = table(&[
@@ -687,6 +747,7 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             Ok(format!("{offset}\n"))
         }
         Command::Dead { action } => dead(action),
+        Command::Queues { action } => queues(action),
         Command::Schedules { action } => schedules(action),
         Command::Metrics { db, json } => {
             let list = inspect::metrics(&db, now_ms())?;
@@ -997,6 +1058,54 @@ fn dead(action: DeadAction) -> Result<String, honker::Error> {
                 .queue(&queue)?
                 .purge_dead(older_than.map(Duration::from_secs))?;
             Ok(format!("purged {n} dead letters from {queue}\n"))
+        }
+    }
+}
+
+fn queues(action: QueuesAction) -> Result<String, honker::Error> {
+    match action {
+        QueuesAction::Pause {
+            db,
+            queue,
+            all: _,
+            options,
+        } => {
+            let db = Database::open(&db)?;
+            let options = options.to_core()?;
+            Ok(match queue {
+                Some(q) => {
+                    db.queue(&q)?.pause(&options)?;
+                    format!("paused {q}\n")
+                }
+                None => {
+                    db.pause_all(&options)?;
+                    "paused all queues\n".into()
+                }
+            })
+        }
+        QueuesAction::Resume { db, queue, all: _ } => {
+            let db = Database::open(&db)?;
+            Ok(match queue {
+                Some(q) => {
+                    let was = db.queue(&q)?.resume()?;
+                    let all = db.paused_all()?.is_some();
+                    match (was, all) {
+                        (true, false) => format!("resumed {q}\n"),
+                        (true, true) => format!(
+                            "resumed {q}; it stays paused while all queues are \
+                             (`honker queues resume DB --all`)\n"
+                        ),
+                        (false, _) => format!("{q} was not paused on its own\n"),
+                    }
+                }
+                None => {
+                    if db.resume_all()? {
+                        "resumed all queues\n".into()
+                    } else {
+                        "all queues were not paused\n".into()
+                    }
+                }
+            })
         }
     }
 }

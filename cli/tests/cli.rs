@@ -1231,3 +1231,90 @@ fn top_redraws_when_another_process_commits_with_rates() {
     assert!(enqueued_per_s > 0.0, "{second}");
     db.close().unwrap();
 }
+
+#[test]
+fn queues_pause_and_resume_one_or_all() {
+    let (_dir, path) = busy_dir();
+    let p = path.to_str().unwrap();
+    let out = stdout(&honker(&[
+        "queues",
+        "pause",
+        p,
+        "emails",
+        "--note",
+        "smtp down",
+    ]));
+    assert_eq!(out, "paused emails\n");
+    // A queue with no job yet can be paused, and status lists it.
+    stdout(&honker(&["queues", "pause", p, "later"]));
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    let queue = |name: &str| {
+        s["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {s:#}"))
+            .clone()
+    };
+    assert_eq!(queue("emails")["paused"]["note"], "smtp down");
+    assert_eq!(queue("emails")["paused"]["all"], false);
+    assert_eq!(queue("later")["paused"]["note"], Json::Null);
+    assert_eq!(s["paused_all"], Json::Null);
+    let text = stdout(&honker(&["status", p]));
+    assert!(text.contains("smtp down"), "{text}");
+    {
+        let db = Database::open(&path).unwrap();
+        assert!(db
+            .queue("emails")
+            .unwrap()
+            .claim("w", 5)
+            .unwrap()
+            .is_empty());
+        db.close().unwrap();
+    }
+
+    stdout(&honker(&[
+        "queues", "pause", p, "--all", "--note", "deploy",
+    ]));
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    assert_eq!(s["paused_all"]["note"], "deploy");
+    assert!(stdout(&honker(&["status", p])).contains("all queues paused"));
+    let resumed = stdout(&honker(&["queues", "resume", p, "emails"]));
+    assert!(
+        resumed.contains("stays paused while all queues are"),
+        "{resumed}"
+    );
+    assert_eq!(
+        stdout(&honker(&["queues", "resume", p, "--all"])),
+        "resumed all queues\n"
+    );
+    assert_eq!(
+        stdout(&honker(&["queues", "resume", p, "--all"])),
+        "all queues were not paused\n"
+    );
+    {
+        let db = Database::open(&path).unwrap();
+        assert_eq!(db.queue("emails").unwrap().claim("w", 5).unwrap().len(), 1);
+        assert!(db.queue("later").unwrap().stats().unwrap().paused);
+        db.close().unwrap();
+    }
+
+    // Bad input: a typed error or a usage error, nothing changed.
+    let o = honker(&["queues", "pause", p]);
+    assert_eq!(o.status.code(), Some(2), "a queue or --all is required");
+    let long = "n".repeat(600);
+    let o = honker(&["queues", "pause", p, "emails", "--note", &long]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    let s = json_of(&["status", p, "--json"]);
+    let emails = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "emails")
+        .unwrap();
+    assert_eq!(emails["paused"], Json::Null);
+}

@@ -29,6 +29,8 @@ pub struct QueueStatus {
     pub dead: i64,
     /// When the oldest due job became due (ms), if any is due.
     pub oldest_ready_at: Option<i64>,
+    /// The pause that holds it (its own, else all queues'), if paused.
+    pub pause: Option<crate::queue::Pause>,
 }
 
 /// A stream consumer's or group's place.
@@ -102,7 +104,9 @@ pub struct FileStatus {
     pub pending_migrations: Vec<String>,
     /// Honker's objects, if the file holds them (import it first).
     pub honker_objects: Vec<String>,
-    /// Queues, by name.
+    /// The pause of all queues, if they are paused.
+    pub paused_all: Option<crate::queue::Pause>,
+    /// Queues, by name (a paused queue with no jobs too).
     pub queues: Vec<QueueStatus>,
     /// Streams, by name.
     pub streams: Vec<StreamStatus>,
@@ -436,6 +440,22 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
     if has("_honker_jobs")? && has("_honker_finished")? {
         s.queues = queues(conn, now)?;
     }
+    if has("_honker_settings")? {
+        use crate::queue::ops;
+        s.paused_all = ops::pauses(raw, "")?.into_iter().next();
+        for name in ops::paused_queues(raw)? {
+            if !s.queues.iter().any(|q| q.name == name) {
+                s.queues.push(QueueStatus {
+                    name,
+                    ..QueueStatus::default()
+                });
+            }
+        }
+        s.queues.sort_by(|a, b| a.name.cmp(&b.name));
+        for q in &mut s.queues {
+            q.pause = ops::pauses(raw, &q.name)?.into_iter().next();
+        }
+    }
     if has("_honker_streams")? && has("_honker_stream_groups")? {
         s.streams = streams(conn)?;
     }
@@ -472,6 +492,7 @@ fn queues(conn: &Connection, now: i64) -> Result<Vec<QueueStatus>> {
                 running: r.get(3)?,
                 dead: r.get(4)?,
                 oldest_ready_at: r.get(5)?,
+                pause: None,
             })
         })
         .map_err(sql_err)?;

@@ -125,7 +125,8 @@ pub use options::{
 };
 pub use payload::Payload;
 pub use queue::{
-    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, QueueStats, RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause, PauseOptions,
+    QueueStats, RetryOptions,
 };
 #[cfg(feature = "rusqlite")]
 pub use queue::{Job, Queue};

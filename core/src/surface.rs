@@ -123,6 +123,8 @@ macro_rules! records {
                 completed: [u64] = completed,
                 #[doc = "How long the oldest due job has waited, if any is due."]
                 oldest_ready_age_ms: [Option<i64>] = oldest_ready_age_ms,
+                #[doc = "Paused (its own pause or all queues'): no claim returns its jobs."]
+                paused: [bool] = paused,
             }
 
             #[doc = "One event of a stream."]
@@ -423,6 +425,18 @@ macro_rules! options {
                 #[doc = "The randomised fraction of a retry's delay, 0 to 1 (0.5 by default)."]
                 backoff_jitter: [f64] = backoff_jitter,
             }
+
+            #[doc = "Pauses the queue for every process and language until `resume`: no claim"]
+            #[doc = "returns its jobs (waiting claims and workers keep waiting), running jobs finish,"]
+            #[doc = "enqueues and the scheduler go on. Stored in the file, so it survives restarts."]
+            Queue.pause() -> [()] with PauseArgs into $crate::PauseOptions [write] {
+                #[doc = "Shown with the pause (`honker status`): why, who, until when (up to 512 bytes)."]
+                note: [String] = note,
+            }
+
+            #[doc = "Pauses every queue, as `Queue.pause` does one, until `resume_all` (a queue's own"]
+            #[doc = "pause is apart: resuming all leaves it paused)."]
+            Database.pause_all() -> [()] with PauseArgs into $crate::PauseOptions [write] {}
 
             #[doc = "A handle on the queue `name` (making it writes nothing; it reads the queue's"]
             #[doc = "settings). Each option not given here comes from the queue's settings in the file"]

@@ -82,7 +82,12 @@ fn check_all(conn: &Connection) {
     let scheduled = "INDEX _honker_jobs_scheduled (queue=? AND run_at<?)";
     let running = "INDEX _honker_jobs_running (queue=? AND lease_expires_at<?)";
     let pk = "USING INTEGER PRIMARY KEY (rowid=?)";
-    assert_plan(conn, "PICK", sql::PICK, &[ready]);
+    // The pause check (ADR 33): seeks of the settings' key, never a scan.
+    let paused = [
+        "SEARCH _honker_settings USING PRIMARY KEY (scope=?)",
+        "SEARCH _honker_settings USING PRIMARY KEY (scope=? AND name=? AND key=?)",
+    ];
+    assert_plan(conn, "PICK", sql::PICK, &[&[ready][..], &paused].concat());
     assert_plan(conn, "LEASE", sql::LEASE, &[pk]);
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
@@ -140,6 +145,8 @@ fn check_all(conn: &Connection) {
             "_honker_jobs_ready (queue=?)",
             "_honker_jobs_scheduled (queue=?)",
             "_honker_jobs_running (queue=?)",
+            paused[0],
+            paused[1],
         ],
     );
     assert_plan(

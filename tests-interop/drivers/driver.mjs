@@ -239,8 +239,16 @@ async function run(s) {
     }
     return UNSUPPORTED;
   }
+  if ((s.op === 'pause' || s.op === 'resume') && s.all) {
+    return s.op === 'pause' ? ((await db.pauseAll({ note: s.note })), null) : db.resumeAll();
+  }
   const q = queue(s);
   switch (s.op) {
+    case 'pause':
+      await q.pause({ note: s.note });
+      return null;
+    case 'resume':
+      return q.resume();
     case 'configure':
       await q.configure({
         lease: s.lease_ms,
@@ -299,7 +307,7 @@ async function run(s) {
     }
     case 'stats': {
       const st = await q.stats();
-      return { ready: st.ready, scheduled: st.scheduled, running: st.running, dead: st.dead };
+      return { ready: st.ready, scheduled: st.scheduled, running: st.running, dead: st.dead, paused: st.paused };
     }
     case 'drain':
       return drain(q, s);

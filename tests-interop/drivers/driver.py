@@ -111,7 +111,16 @@ class Driver:
             return self.locks(op, s)
         if op.startswith("schedule_"):
             return self.schedules(op, s)
+        if op in ("pause", "resume") and s.get("all"):
+            assert self.db is not None
+            if op == "pause":
+                return self.db.pause_all(note=s.get("note"))
+            return self.db.resume_all()
         q = self.queue(s)
+        if op == "pause":
+            return q.pause(note=s.get("note"))
+        if op == "resume":
+            return q.resume()
         if op == "enqueue":
             e = q.enqueue(
                 s["payload"],
@@ -191,6 +200,7 @@ class Driver:
                 "scheduled": st.scheduled,
                 "running": st.running,
                 "dead": st.dead,
+                "paused": st.paused,
             }
         if op == "drain":
             return self.drain(q, s)

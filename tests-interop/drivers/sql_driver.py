@@ -353,6 +353,14 @@ class Driver:
         q, worker = s.get("queue"), s.get("worker", "sql-worker")
         if op == "configure":
             return UNSUPPORTED  # no SQL function stores a queue's settings
+        if op == "pause":
+            if s.get("all"):
+                return self.none("SELECT honker_queue_pause_all(?)", [s.get("note")])
+            return self.none("SELECT honker_queue_pause(?, ?)", [q, s.get("note")])
+        if op == "resume":
+            if s.get("all"):
+                return self.one("SELECT honker_queue_resume_all()", []) == 1
+            return self.one("SELECT honker_queue_resume(?)", [q]) == 1
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")
                        if k in s}  # fmt: skip
@@ -435,7 +443,9 @@ class Driver:
                     "run_at_ms": j["run_at"], "now_ms": round(time.time() * 1000)}  # fmt: skip
         if op == "stats":
             st = json.loads(self.one("SELECT honker_queue_stats(?)", [q]))
-            return {k: st[k] for k in ("ready", "scheduled", "running", "dead")}
+            return {
+                k: st[k] for k in ("ready", "scheduled", "running", "dead", "paused")
+            }
         return UNSUPPORTED
 
     def none(self, sql, params):

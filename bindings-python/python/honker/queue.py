@@ -142,6 +142,8 @@ class QueueStats:
     """Completed jobs still retained (only with a completed retention)."""
     oldest_ready_age: float | None
     """How long the oldest due job has waited, if any is due (seconds)."""
+    paused: bool
+    """Paused (its own pause or all queues'): no claim returns its jobs."""
 
     @classmethod
     def _from(cls, row: tuple[Any, ...]) -> QueueStats:
@@ -155,6 +157,7 @@ class QueueStats:
             expired=row[6],
             completed=row[7],
             oldest_ready_age=None if row[8] is None else row[8] / 1000,
+            paused=row[9],
         )
 
     # </generated: record-QueueStats>
@@ -800,6 +803,33 @@ class Queue(Generic[P]):
         options = (lease, max_attempts, backoff_base, backoff_max, backoff_jitter)
         await self._db._write_async(None, partial(self._native.configure, options))
 
+    def pause(
+        self,
+        *,
+        note: str | None = None,
+    ) -> None:
+        """Pauses the queue for every process and language until ``resume``: no claim returns
+        its jobs (waiting claims and workers keep waiting), running jobs finish, enqueues
+        and the scheduler go on. Stored in the file, so it survives restarts.
+
+        ``note``: Shown with the pause (``honker status``): why, who, until when (up to 512
+        bytes)."""
+        if note is not None and note.__class__ is not str:
+            note = _args.text("note", note)
+        options = (note,)
+        self._db._write(None, partial(self._native.pause, options))
+
+    async def pause_async(
+        self,
+        *,
+        note: str | None = None,
+    ) -> None:
+        """:meth:`pause` for asyncio code: waits for the writer on no thread."""
+        if note is not None and note.__class__ is not str:
+            note = _args.text("note", note)
+        options = (note,)
+        await self._db._write_async(None, partial(self._native.pause, options))
+
     # </generated: verbs-Queue>
 
     def _enqueue(
@@ -979,6 +1009,16 @@ class Queue(Generic[P]):
     def clear_settings(self) -> None:
         """Forgets the queue's stored settings (the defaults apply again)."""
         self._db._write(None, self._native.clear_settings)
+
+    def resume(self) -> bool:
+        """Lifts the queue's own pause (:meth:`pause`); whether it had one.
+        Waiting claims in every process wake on its commit. While all queues
+        are paused (:meth:`Database.pause_all`) it stays paused by that."""
+        return self._db._write(None, self._native.resume)
+
+    async def resume_async(self) -> bool:
+        """:meth:`resume` for asyncio code."""
+        return await self._db._write_async(None, self._native.resume)
 
     def set_rate_limit(
         self, *, limit: int | None, per: Seconds | None = None, burst: int = RATE_BURST

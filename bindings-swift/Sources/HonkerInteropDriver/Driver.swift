@@ -282,6 +282,11 @@ final class Driver {
             return try await locks(op, s)
         case "schedule_add", "schedule_info", "schedule_run":
             return try await schedules(op, s)
+        case "pause" where (s["all"] as? Bool) == true:
+            try await db!.pauseAll(note: s["note"] as? String)
+            return NSNull()
+        case "resume" where (s["all"] as? Bool) == true:
+            return try await db!.resumeAll()
         default:
             break
         }
@@ -360,9 +365,15 @@ final class Driver {
                                   backoffBase: (s["backoff_base_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
                                   backoffJitter: (s["backoff_jitter"] as? NSNumber)?.doubleValue)
             return NSNull()
+        case "pause":
+            try await q.pause(note: s["note"] as? String)
+            return NSNull()
+        case "resume":
+            return try await q.resume()
         case "stats":
             let st = try await q.stats()
-            return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead]
+            return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead,
+                    "paused": st.paused]
         default:
             throw Unsupported()
         }

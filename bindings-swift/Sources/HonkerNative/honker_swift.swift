@@ -1006,6 +1006,11 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
     
     func path()  -> String
     
+    /**
+     * Pauses every queue for every process (core's `Database::pause_all`).
+     */
+    func pauseAll(options: PauseArgs) throws 
+    
     func query(sql: String, params: [SqlValue]) throws  -> Rows
     
     /**
@@ -1021,6 +1026,11 @@ public protocol DatabaseProtocol: AnyObject, Sendable {
      * built on (it has no SQLite of its own).
      */
     func registerFunctions(handle: UInt64) throws 
+    
+    /**
+     * Lifts the pause of all queues; whether there was one.
+     */
+    func resumeAll() throws  -> Bool
     
     /**
      * A handle on a named lock (writes nothing).
@@ -1223,6 +1233,18 @@ open func path() -> String  {
 })
 }
     
+    /**
+     * Pauses every queue for every process (core's `Database::pause_all`).
+     */
+open func pauseAll(options: PauseArgs)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_pause_all(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePauseArgs_lower(options),uniffiCallStatus
+    )
+}
+}
+    
 open func query(sql: String, params: [SqlValue])throws  -> Rows  {
     return try  FfiConverterTypeRows_lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
@@ -1262,6 +1284,18 @@ open func registerFunctions(handle: UInt64)throws   {try rustCallWithError(FfiCo
         FfiConverterUInt64.lower(handle),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Lifts the pause of all queues; whether there was one.
+     */
+open func resumeAll()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_database_resume_all(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -3102,6 +3136,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     
     func name()  -> String
     
+    /**
+     * Pauses the queue for every process (core's `Queue::pause`).
+     */
+    func pause(options: PauseArgs) throws 
+    
     func purgeDead(olderThanMs: UInt64?) throws  -> UInt64
     
     func rateLimit() throws  -> RateLimitRecord?
@@ -3111,6 +3150,11 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func requeueAllDead() throws  -> UInt64
     
     func requeueDead(id: Int64) throws  -> Bool
+    
+    /**
+     * Lifts the queue's own pause; whether it had one.
+     */
+    func resume() throws  -> Bool
     
     /**
      * The new state: "ready", "scheduled" or "dead".
@@ -3477,6 +3521,18 @@ open func name() -> String  {
 })
 }
     
+    /**
+     * Pauses the queue for every process (core's `Queue::pause`).
+     */
+open func pause(options: PauseArgs)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_pause(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePauseArgs_lower(options),uniffiCallStatus
+    )
+}
+}
+    
 open func purgeDead(olderThanMs: UInt64?)throws  -> UInt64  {
     return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
         uniffiCallStatus in
@@ -3522,6 +3578,18 @@ open func requeueDead(id: Int64)throws  -> Bool  {
     uniffi_honker_swift_fn_method_queue_requeue_dead(
             self.uniffiCloneHandle(),
         FfiConverterInt64.lower(id),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Lifts the queue's own pause; whether it had one.
+     */
+open func resume()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_resume(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -7535,6 +7603,67 @@ public func FfiConverterTypeOpenOptions_lower(_ value: OpenOptions) -> RustBuffe
 
 
 /**
+ * Pauses the queue for every process and language until `resume`: no claim
+ * returns its jobs (waiting claims and workers keep waiting), running jobs finish,
+ * enqueues and the scheduler go on. Stored in the file, so it survives restarts.
+ */
+public struct PauseArgs: Equatable, Hashable {
+    /**
+     * Shown with the pause (`honker status`): why, who, until when (up to 512 bytes).
+     */
+    public var note: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Shown with the pause (`honker status`): why, who, until when (up to 512 bytes).
+         */note: String?) {
+        self.note = note
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PauseArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePauseArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PauseArgs {
+        return
+            try PauseArgs(
+                note: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PauseArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.note, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePauseArgs_lift(_ buf: RustBuffer) throws -> PauseArgs {
+    return try FfiConverterTypePauseArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePauseArgs_lower(_ value: PauseArgs) -> RustBuffer {
+    return FfiConverterTypePauseArgs.lower(value)
+}
+
+
+/**
  * Appends an event (JSON, or bytes); returns its offset, dense from 1 within the
  * stream. With `tx` it exists only if your transaction commits.
  */
@@ -7891,6 +8020,10 @@ public struct QueueStats: Equatable, Hashable {
      * How long the oldest due job has waited, if any is due.
      */
     public var oldestReadyAgeMs: Int64?
+    /**
+     * Paused (its own pause or all queues'): no claim returns its jobs.
+     */
+    public var paused: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -7921,7 +8054,10 @@ public struct QueueStats: Equatable, Hashable {
          */completed: UInt64, 
         /**
          * How long the oldest due job has waited, if any is due.
-         */oldestReadyAgeMs: Int64?) {
+         */oldestReadyAgeMs: Int64?, 
+        /**
+         * Paused (its own pause or all queues'): no claim returns its jobs.
+         */paused: Bool) {
         self.ready = ready
         self.scheduled = scheduled
         self.running = running
@@ -7931,6 +8067,7 @@ public struct QueueStats: Equatable, Hashable {
         self.expired = expired
         self.completed = completed
         self.oldestReadyAgeMs = oldestReadyAgeMs
+        self.paused = paused
     }
 
     
@@ -7957,7 +8094,8 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
                 cancelled: FfiConverterUInt64.read(from: &buf), 
                 expired: FfiConverterUInt64.read(from: &buf), 
                 completed: FfiConverterUInt64.read(from: &buf), 
-                oldestReadyAgeMs: FfiConverterOptionInt64.read(from: &buf)
+                oldestReadyAgeMs: FfiConverterOptionInt64.read(from: &buf), 
+                paused: FfiConverterBool.read(from: &buf)
         )
     }
 
@@ -7971,6 +8109,7 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.expired, into: &buf)
         FfiConverterUInt64.write(value.completed, into: &buf)
         FfiConverterOptionInt64.write(value.oldestReadyAgeMs, into: &buf)
+        FfiConverterBool.write(value.paused, into: &buf)
     }
 }
 
@@ -10750,6 +10889,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_database_path() != 28693) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_database_pause_all() != 57131) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_database_query() != 25783) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -10757,6 +10899,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_register_functions() != 37778) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_database_resume_all() != 63625) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_database_lock() != 4866) {
@@ -11023,6 +11168,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_honker_swift_checksum_method_queue_name() != 7101) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_honker_swift_checksum_method_queue_pause() != 53217) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_honker_swift_checksum_method_queue_purge_dead() != 33181) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -11036,6 +11184,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_requeue_dead() != 19387) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_resume() != 29491) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_retry() != 4358) {

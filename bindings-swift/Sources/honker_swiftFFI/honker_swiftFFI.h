@@ -298,6 +298,11 @@ RustBuffer uniffi_honker_swift_fn_method_database_metrics_text(uint64_t ptr, Rus
 RustBuffer uniffi_honker_swift_fn_method_database_path(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PAUSE_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_PAUSE_ALL
+void uniffi_honker_swift_fn_method_database_pause_all(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_QUERY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_QUERY
 RustBuffer uniffi_honker_swift_fn_method_database_query(uint64_t ptr, RustBuffer sql, RustBuffer params, RustCallStatus *_Nonnull out_status
@@ -311,6 +316,11 @@ uint64_t uniffi_honker_swift_fn_method_database_queue(uint64_t ptr, RustBuffer n
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_REGISTER_FUNCTIONS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_REGISTER_FUNCTIONS
 void uniffi_honker_swift_fn_method_database_register_functions(uint64_t ptr, uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_RESUME_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_RESUME_ALL
+int8_t uniffi_honker_swift_fn_method_database_resume_all(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_DATABASE_LOCK
@@ -878,6 +888,11 @@ RustBuffer uniffi_honker_swift_fn_method_queue_metrics_json(uint64_t ptr, RustCa
 RustBuffer uniffi_honker_swift_fn_method_queue_name(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_PAUSE
+void uniffi_honker_swift_fn_method_queue_pause(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_PURGE_DEAD
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_PURGE_DEAD
 uint64_t uniffi_honker_swift_fn_method_queue_purge_dead(uint64_t ptr, RustBuffer older_than_ms, RustCallStatus *_Nonnull out_status
@@ -901,6 +916,11 @@ uint64_t uniffi_honker_swift_fn_method_queue_requeue_all_dead(uint64_t ptr, Rust
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_REQUEUE_DEAD
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_REQUEUE_DEAD
 int8_t uniffi_honker_swift_fn_method_queue_requeue_dead(uint64_t ptr, int64_t id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RESUME
+int8_t uniffi_honker_swift_fn_method_queue_resume(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_RETRY
@@ -1662,6 +1682,12 @@ uint16_t uniffi_honker_swift_checksum_method_database_path(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_PAUSE_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_PAUSE_ALL
+uint16_t uniffi_honker_swift_checksum_method_database_pause_all(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_QUERY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_QUERY
 uint16_t uniffi_honker_swift_checksum_method_database_query(void
@@ -1677,6 +1703,12 @@ uint16_t uniffi_honker_swift_checksum_method_database_queue(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_REGISTER_FUNCTIONS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_REGISTER_FUNCTIONS
 uint16_t uniffi_honker_swift_checksum_method_database_register_functions(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_RESUME_ALL
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_DATABASE_RESUME_ALL
+uint16_t uniffi_honker_swift_checksum_method_database_resume_all(void
     
 );
 #endif
@@ -2208,6 +2240,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_name(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_PAUSE
+uint16_t uniffi_honker_swift_checksum_method_queue_pause(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_PURGE_DEAD
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_PURGE_DEAD
 uint16_t uniffi_honker_swift_checksum_method_queue_purge_dead(void
@@ -2235,6 +2273,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_requeue_all_dead(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_REQUEUE_DEAD
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_REQUEUE_DEAD
 uint16_t uniffi_honker_swift_checksum_method_queue_requeue_dead(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RESUME
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RESUME
+uint16_t uniffi_honker_swift_checksum_method_queue_resume(void
     
 );
 #endif

@@ -206,4 +206,52 @@ final class QueueTests: XCTestCase {
         let cleared = try await db.queue("emails").settings()
         XCTAssertNil(cleared.leaseMs)
     }
+
+    /// Pause and resume as Swift calls them; what a pause does on every
+    /// surface is the pause interop scenario. A claim sequence sleeps
+    /// through the pause and the enqueue, and wakes on the resume's commit
+    /// from another open of the file.
+    func testAPausedQueueKeepsItsClaimSequenceWaitingUntilResumed() async throws {
+        let path = tempPath()
+        let db = try Database(path: path)
+        let other = try Database(path: path)
+        let q = try db.queue("q")
+        try await q.pause(note: "deploy")
+        let pausedFirst = try await q.stats().paused
+        XCTAssertTrue(pausedFirst)
+        do {
+            try await q.pause(note: String(repeating: "x", count: 513))
+            XCTFail("a long note was taken")
+        } catch let e as HonkerError {
+            XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+        }
+        let claimed = Task { () -> Int64? in
+            for try await job in q.claim(workerId: "w", wait: 0.1) {
+                try await job.ack()
+                return job.id
+            }
+            return nil
+        }
+        let e = try await other.queue("q").enqueue("x")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        // A broken pause hands the job out within a moment of the enqueue.
+        let ready = try await other.queue("q").stats().ready
+        XCTAssertEqual(ready, 1)
+        let resumed = try await other.queue("q").resume()
+        XCTAssertTrue(resumed)
+        let id = try await claimed.value
+        XCTAssertEqual(id, e.id)
+        let resumedAgain = try await q.resume()
+        XCTAssertFalse(resumedAgain)
+
+        try await db.pauseAll(note: "migration")
+        let pausedByAll = try await other.queue("q").stats().paused
+        XCTAssertTrue(pausedByAll)
+        let resumedAll = try await other.resumeAll()
+        XCTAssertTrue(resumedAll)
+        let resumedAllAgain = try await other.resumeAll()
+        XCTAssertFalse(resumedAllAgain)
+        let pausedAtEnd = try await q.stats().paused
+        XCTAssertFalse(pausedAtEnd)
+    }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::metrics::{self, QueueMetrics};
 use super::ops;
 use super::types::{
-    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, QueueStats, RetryNow,
-    RetryOptions,
+    ClaimOptions, EnqueueOptions, Enqueued, Job, JobInfo, JobState, Lease, PauseOptions,
+    QueueStats, RetryNow, RetryOptions,
 };
 
 use crate::database::Database;
@@ -45,6 +45,26 @@ impl Database {
     /// (the stored settings are not read).
     pub fn queue_with(&self, name: &str, options: QueueOptions) -> Result<Queue> {
         Queue::new(self.clone(), name, options)
+    }
+
+    /// Pauses every queue (ADR 33): no claim in any process returns a job
+    /// of any queue until [`resume_all`](Self::resume_all). A queue's own
+    /// pause ([`Queue::pause`]) is apart: resuming all leaves it paused.
+    pub fn pause_all(&self, options: &PauseOptions) -> Result<()> {
+        pause_in(self, "", options)
+    }
+
+    /// Lifts the pause of all queues (not a queue's own); whether there was
+    /// one. Waiting claims in every process wake on its commit.
+    pub fn resume_all(&self) -> Result<bool> {
+        self.inner
+            .write(None, |conn, _| ops::resume(conn.raw(), ""))
+    }
+
+    /// The pause of all queues, if they are paused.
+    pub fn paused_all(&self) -> Result<Option<super::types::Pause>> {
+        let reader = self.inner.reader()?;
+        Ok(ops::pauses(reader.raw(), "")?.into_iter().find(|p| p.all))
     }
 
     /// Every queue's counters and jobs by state (ADR 27), ordered by name:
@@ -146,6 +166,30 @@ impl Queue {
         self.write(None, |conn, _| {
             crate::settings::clear(conn, super::ops::SETTINGS_SCOPE, &self.name)
         })
+    }
+
+    /// Pauses the queue (ADR 33), for every process and language, until
+    /// [`resume`](Self::resume): no claim returns a job of it (waiting
+    /// claims and workers keep waiting), running jobs finish, enqueues and
+    /// the scheduler go on (jobs accumulate). Stored in the file: it
+    /// survives restarts. Pausing a paused queue keeps the time it was
+    /// paused and takes the new note.
+    pub fn pause(&self, options: &PauseOptions) -> Result<()> {
+        pause_in(&self.db, &self.name, options)
+    }
+
+    /// Lifts the queue's own pause; whether it had one. Waiting claims in
+    /// every process wake on its commit. While all queues are paused
+    /// ([`Database::pause_all`]) it stays paused by that one.
+    pub fn resume(&self) -> Result<bool> {
+        self.write(None, |conn, _| ops::resume(conn, &self.name))
+    }
+
+    /// The pauses that hold the queue: its own first, then all queues'.
+    /// Empty while it runs.
+    pub fn pauses(&self) -> Result<Vec<super::types::Pause>> {
+        let reader = self.db.inner.reader()?;
+        ops::pauses(reader.raw(), &self.name)
     }
 
     /// The database the queue lives in.
@@ -978,4 +1022,14 @@ impl crate::Source for Claim<'_, '_> {
             .claim_now(None, self.worker_id, self.n, self.lease_ms)?;
         Ok((!jobs.is_empty()).then_some(jobs))
     }
+}
+
+/// Pauses `queue` (`""`: all queues) with the options' note, checked.
+fn pause_in(db: &Database, queue: &str, options: &PauseOptions) -> Result<()> {
+    if let Some(n) = &options.note {
+        validate::key_or_empty("a pause note", n)?;
+    }
+    db.inner.write(None, |conn, now| {
+        ops::pause(conn.raw(), queue, options.note.as_deref(), now)
+    })
 }

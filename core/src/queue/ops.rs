@@ -164,6 +164,7 @@ pub(crate) fn claim_limited(
     blocks: Option<(&Blocks, bool)>,
 ) -> Result<(Vec<Claimed>, Option<Block>)> {
     housekeep(conn, queue, now)?;
+    // A paused queue (ADR 33) hands out nothing: the pick finds no job.
     // A rate-limited queue starts what its limit allows now, for every
     // worker of every process together (ADR 23); the rest keep waiting,
     // their attempts untouched.
@@ -878,10 +879,16 @@ pub(crate) enum Probe {
 
 /// Read-only check of `queue` (runs on a reader).
 pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
-    let (ready, due, lapse): (bool, Option<i64>, Option<i64>) = conn
+    let (ready, due, lapse, paused): (bool, Option<i64>, Option<i64>, bool) = conn
         .prepare_cached(statements::PROBE)?
-        .query_one(params![queue], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_one(params![queue], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .map_err(|e| name_damaged(conn, queue, e))?;
+    if paused {
+        // Nothing is claimable until a commit resumes it: wait for one.
+        return Ok(Probe::NextAt(None));
+    }
     let next = match (due, lapse) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -913,9 +920,46 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     Ok(probe)
 }
 
+/// Pauses `queue` (`""`: all queues) with `note`; a queue paused already
+/// keeps its time and takes the note.
+pub(crate) fn pause(conn: Conn<'_>, queue: &str, note: Option<&str>, now: i64) -> Result<()> {
+    conn.prepare_cached(statements::PAUSE)?
+        .execute(params![queue, note, now])?;
+    Ok(())
+}
+
+/// Lifts `queue`'s own pause (`""`: all queues'); whether there was one.
+pub(crate) fn resume(conn: Conn<'_>, queue: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(statements::RESUME)?
+        .execute(params![queue])?
+        > 0)
+}
+
+/// The pauses that cover `queue` (its own first, then all queues'); with
+/// `""`, the pause of all queues alone.
+pub(crate) fn pauses(conn: Conn<'_>, queue: &str) -> Result<Vec<super::Pause>> {
+    conn.prepare_cached(statements::PAUSES)?
+        .query_map(params![queue], |r| {
+            let name: String = r.get(0)?;
+            Ok(super::Pause {
+                all: name.is_empty(),
+                note: r.get(1)?,
+                since: r.get(2)?,
+            })
+        })
+}
+
+/// The queues paused by a pause of their own, by name.
+pub(crate) fn paused_queues(conn: Conn<'_>) -> Result<Vec<String>> {
+    conn.prepare_cached(statements::PAUSED_QUEUES)?
+        .query_map(params![], |r| r.get(0))
+}
+
 /// Counts per state for `queue`.
 pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
     let mut s = live_stats(conn, queue, now).map_err(|e| name_damaged(conn, queue, e))?;
+    s.paused = !pauses(conn, queue)?.is_empty();
     let finished = conn
         .prepare_cached(statements::FINISHED_STATS)?
         .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;

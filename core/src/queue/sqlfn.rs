@@ -24,6 +24,10 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_queue_stats", 1, DIRECT_ONLY, queue_stats),
     SqlFn::atomic("honker_queue_metrics", 1, DIRECT_ONLY, queue_metrics),
     SqlFn::atomic("honker_queue_metrics_text", 0, DIRECT_ONLY, metrics_text),
+    SqlFn::atomic("honker_queue_pause", -1, DIRECT_ONLY, queue_pause),
+    SqlFn::atomic("honker_queue_resume", 1, DIRECT_ONLY, queue_resume),
+    SqlFn::atomic("honker_queue_pause_all", -1, DIRECT_ONLY, queue_pause_all),
+    SqlFn::atomic("honker_queue_resume_all", 0, DIRECT_ONLY, queue_resume_all),
     SqlFn::atomic("honker_job_ack", -1, DIRECT_ONLY, job_ack),
     SqlFn::atomic("honker_job_ack_many", 2, DIRECT_ONLY, job_ack_many),
     SqlFn::atomic("honker_job_retry", 5, DIRECT_ONLY, job_retry),
@@ -331,10 +335,48 @@ fn queue_stats(c: &Call<'_>) -> Result<Out> {
             "ready": s.ready, "scheduled": s.scheduled, "running": s.running,
             "lapsed": s.lapsed, "dead": s.dead, "cancelled": s.cancelled,
             "expired": s.expired, "completed": s.completed,
-            "oldest_ready_age_ms": s.oldest_ready_age_ms,
+            "oldest_ready_age_ms": s.oldest_ready_age_ms, "paused": s.paused,
         })
         .to_string(),
     ))
+}
+
+/// `honker_queue_pause(queue[, note])` → 1: pauses the queue for every
+/// process (ADR 33), with your transaction when inside one.
+fn queue_pause(c: &Call<'_>) -> Result<Out> {
+    c.args.count(1, 2)?;
+    pause_with_note(c, c.args.name(0)?, 1)
+}
+
+/// `honker_queue_pause_all([note])` → 1: pauses every queue.
+fn queue_pause_all(c: &Call<'_>) -> Result<Out> {
+    c.args.count(0, 1)?;
+    pause_with_note(c, "", 0)
+}
+
+/// Pauses `queue` (`""`: all) with the note in argument `at`, if given.
+fn pause_with_note(c: &Call<'_>, queue: &str, at: usize) -> Result<Out> {
+    let note = if c.args.has(at) {
+        c.args.opt_text(at, "note")?
+    } else {
+        None
+    };
+    if let Some(n) = note {
+        validate::key_or_empty("a pause note", n)?;
+    }
+    ops::pause(c.conn, queue, note, c.now)?;
+    Ok(Out::Int(1))
+}
+
+/// `honker_queue_resume(queue)` → 1 if the queue had a pause of its own
+/// (now lifted), else 0.
+fn queue_resume(c: &Call<'_>) -> Result<Out> {
+    Ok(Out::Int(i64::from(ops::resume(c.conn, c.args.name(0)?)?)))
+}
+
+/// `honker_queue_resume_all()` → 1 if all queues were paused, else 0.
+fn queue_resume_all(c: &Call<'_>) -> Result<Out> {
+    Ok(Out::Int(i64::from(ops::resume(c.conn, "")?)))
 }
 
 /// `honker_queue_metrics(queue)` → the queue's metrics as JSON (ADR 27;

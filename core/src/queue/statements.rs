@@ -115,6 +115,24 @@ SET state = 'ready', last_error = 'lease expired (worker ' || coalesce(worker_id
     worker_id = NULL, lease_token = NULL, lease_expires_at = NULL
 WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 
+/// The SQL of "a pause holds queue ?1" (its own, or all queues': name
+/// ''), as a term of [`PICK`] and [`PROBE`] (ADR 33): constant subqueries
+/// SQLite evaluates once per statement, and while no queue of the file is
+/// paused only the first (one seek of the settings' primary key: the AND
+/// stops there). Measured on core's W3 (bench/instr): +1.3 % instructions
+/// per job; a statement of its own cost +4 %, and `name IN (?1, '')` or a
+/// range on ?1 +22 % (the IN list's ephemeral table; the range made the
+/// statement costlier to run at each new binding).
+macro_rules! paused {
+    () => {
+        "(EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+     AND (EXISTS (SELECT 1 FROM _honker_settings
+                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
+          OR EXISTS (SELECT 1 FROM _honker_settings
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))"
+    };
+}
+
 /// ?1 queue, ?2 n. The claim's first half: up to n ready jobs in claim order
 /// (priority, then oldest), read through the ready index. [`LEASE_32`],
 /// [`LEASE_8`] and [`LEASE`] follow, in the same write transaction.
@@ -130,13 +148,17 @@ WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 /// The columns after `created_at` are read only to check their types: a row
 /// damaged by hand is dead-lettered by the claim that meets it, so that a
 /// later retry or listing does not trip on it instead.
-pub const PICK: &str = "
+pub const PICK: &str = concat!(
+    "
 SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
     backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context
 FROM _honker_jobs
-WHERE queue = ?1 AND state = 'ready'
+WHERE queue = ?1 AND state = 'ready' AND NOT ",
+    paused!(),
+    "
 ORDER BY priority DESC, run_at, id
-LIMIT ?2";
+LIMIT ?2"
+);
 
 /// ?1 id, ?2 worker_id, ?3 lease token, ?4 lease_expires_at. Leases one job
 /// picked by [`PICK`].
@@ -311,18 +333,45 @@ pub const PURGE_DEAD: &str = "
 DELETE FROM _honker_finished WHERE queue = ?1 AND state = 'dead' AND finished_at < ?2";
 
 /// ?1 queue. What a waiting claimer needs to know, read-only: is a job
-/// ready, when is the next scheduled job due, when does the first lease lapse.
+/// ready, when is the next scheduled job due, when does the first lease
+/// lapse, and is the queue paused.
 ///
 /// The times are cast to INTEGER: a damaged one (REAL, TEXT, BLOB) reads as
 /// a number, a TEXT or BLOB as 0 (due now), so that the claim that follows
 /// dead-letters it instead of the wait failing (see [`DAMAGED_TIMES`]).
-pub const PROBE: &str = "
+pub const PROBE: &str = concat!(
+    "
 SELECT
   EXISTS (SELECT 1 FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
   CAST((SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled')
        AS INTEGER),
   CAST((SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')
-       AS INTEGER)";
+       AS INTEGER),
+  ",
+    paused!()
+);
+
+/// ?1 queue ('' for all queues), ?2 note (or NULL), ?3 now. Pauses: a
+/// queue paused already keeps the time it was paused and takes the note.
+pub const PAUSE: &str = "
+INSERT INTO _honker_settings (scope, name, key, value, updated_at)
+VALUES ('queue_paused', ?1, 'paused', ?2, ?3)
+ON CONFLICT (scope, name, key) DO UPDATE SET value = excluded.value";
+
+/// ?1 queue ('' for all queues). Lifts that pause (not the other one).
+pub const RESUME: &str = "
+DELETE FROM _honker_settings WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused'";
+
+/// ?1 queue. The pauses that cover it: (name, note, since), its own first.
+pub const PAUSES: &str = "
+SELECT name, value, updated_at FROM _honker_settings
+WHERE scope = 'queue_paused' AND name IN (?1, '') AND key = 'paused'
+ORDER BY name DESC";
+
+/// The queues paused by a pause of their own, by name.
+pub const PAUSED_QUEUES: &str = "
+SELECT name FROM _honker_settings
+WHERE scope = 'queue_paused' AND key = 'paused' AND name <> '' ORDER BY name";
 
 /// ?1 queue. A live job whose times are not integers (a row damaged by
 /// hand), to name in the error when a read of those times fails.

@@ -131,6 +131,26 @@ pub struct Enqueued {
     pub existing: bool,
 }
 
+/// A pause of one queue, or of all (ADR 33).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    /// Whether it is the pause of all queues (`Database::pause_all`).
+    pub all: bool,
+    /// The note given with it, if any.
+    pub note: Option<String>,
+    /// When it was paused (ms since the Unix epoch).
+    pub since: i64,
+}
+
+/// Options for [`Queue::pause`](crate::Queue::pause) and
+/// [`Database::pause_all`](crate::Database::pause_all).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PauseOptions {
+    /// A note shown with the pause (`honker status`, `queues list`): why,
+    /// who, until when. Up to 512 bytes.
+    pub note: Option<String>,
+}
+
 /// Options for [`Queue::claim_with`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClaimOptions {
@@ -414,6 +434,8 @@ pub struct QueueStats {
     pub completed: u64,
     /// How long the oldest due job has waited (ms), if any is due.
     pub oldest_ready_age_ms: Option<i64>,
+    /// Paused (by its own pause or all queues'): no claim returns its jobs.
+    pub paused: bool,
 }
 
 #[cfg(test)]

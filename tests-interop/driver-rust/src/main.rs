@@ -465,6 +465,20 @@ impl Driver {
             }
             "publish" | "consume" | "stream_info" | "stream_read" | "notify" | "listen"
             | "heard" => self.events(step),
+            "pause" => {
+                let options = honker::PauseOptions {
+                    note: step["note"].as_str().map(str::to_owned),
+                };
+                match step["all"].as_bool() {
+                    Some(true) => self.db()?.pause_all(&options)?,
+                    _ => self.queue(step)?.pause(&options)?,
+                }
+                Ok(Json::Null)
+            }
+            "resume" => Ok(json!(match step["all"].as_bool() {
+                Some(true) => self.db()?.resume_all()?,
+                _ => self.queue(step)?.resume()?,
+            })),
             "configure" => {
                 let name = s(step, "queue");
                 self.db()?.queue(name)?.configure(&settings(step)?)?;
@@ -571,7 +585,7 @@ impl Driver {
             "stats" => {
                 let st = self.queue(step)?.stats()?;
                 Ok(json!({"ready": st.ready, "scheduled": st.scheduled,
-                          "running": st.running, "dead": st.dead}))
+                          "running": st.running, "dead": st.dead, "paused": st.paused}))
             }
             "drain" => self.drain(step),
             other => Err(unsupported(other)),
