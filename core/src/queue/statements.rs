@@ -116,22 +116,20 @@ SET state = 'ready', last_error = 'lease expired (worker ' || coalesce(worker_id
 WHERE queue = ?1 AND state = 'running' AND lease_expires_at <= ?2";
 
 /// The SQL of "a pause holds queue ?1" (its own, or all queues': name
-/// ''), as a term of [`PICK`] and [`PROBE`] (ADR 33): constant subqueries
-/// SQLite evaluates once per statement, and while no queue of the file is
+/// ''), written out in [`PICK`] and [`PROBE`] (ADR 33; a test keeps the
+/// three alike: the statements stay plain literals, which
+/// `bench/python/w3_schema.py` reads): constant subqueries SQLite
+/// evaluates once per statement, and while no queue of the file is
 /// paused only the first (one seek of the settings' primary key: the AND
 /// stops there). Measured on core's W3 (bench/instr): +1.3 % instructions
 /// per job; a statement of its own cost +4 %, and `name IN (?1, '')` or a
 /// range on ?1 +22 % (the IN list's ephemeral table; the range made the
 /// statement costlier to run at each new binding).
-macro_rules! paused {
-    () => {
-        "(EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+pub const PAUSED: &str = "(EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
      AND (EXISTS (SELECT 1 FROM _honker_settings
                   WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
           OR EXISTS (SELECT 1 FROM _honker_settings
-                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))"
-    };
-}
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))";
 
 /// ?1 queue, ?2 n. The claim's first half: up to n ready jobs in claim order
 /// (priority, then oldest), read through the ready index. [`LEASE_32`],
@@ -148,17 +146,17 @@ macro_rules! paused {
 /// The columns after `created_at` are read only to check their types: a row
 /// damaged by hand is dead-lettered by the claim that meets it, so that a
 /// later retry or listing does not trip on it instead.
-pub const PICK: &str = concat!(
-    "
+pub const PICK: &str = "
 SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
     backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context
 FROM _honker_jobs
-WHERE queue = ?1 AND state = 'ready' AND NOT ",
-    paused!(),
-    "
+WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+     AND (EXISTS (SELECT 1 FROM _honker_settings
+                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
+          OR EXISTS (SELECT 1 FROM _honker_settings
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
 ORDER BY priority DESC, run_at, id
-LIMIT ?2"
-);
+LIMIT ?2";
 
 /// ?1 id, ?2 worker_id, ?3 lease token, ?4 lease_expires_at. Leases one job
 /// picked by [`PICK`].
@@ -339,17 +337,18 @@ DELETE FROM _honker_finished WHERE queue = ?1 AND state = 'dead' AND finished_at
 /// The times are cast to INTEGER: a damaged one (REAL, TEXT, BLOB) reads as
 /// a number, a TEXT or BLOB as 0 (due now), so that the claim that follows
 /// dead-letters it instead of the wait failing (see [`DAMAGED_TIMES`]).
-pub const PROBE: &str = concat!(
-    "
+pub const PROBE: &str = "
 SELECT
   EXISTS (SELECT 1 FROM _honker_jobs WHERE queue = ?1 AND state = 'ready'),
   CAST((SELECT min(run_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'scheduled')
        AS INTEGER),
   CAST((SELECT min(lease_expires_at) FROM _honker_jobs WHERE queue = ?1 AND state = 'running')
        AS INTEGER),
-  ",
-    paused!()
-);
+  (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+     AND (EXISTS (SELECT 1 FROM _honker_settings
+                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
+          OR EXISTS (SELECT 1 FROM _honker_settings
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))";
 
 /// ?1 queue ('' for all queues), ?2 note (or NULL), ?3 now. Pauses: a
 /// queue paused already keeps the time it was paused and takes the note.
@@ -409,3 +408,13 @@ DELETE FROM _honker_results WHERE job_id IN (
     SELECT job_id FROM _honker_results WHERE created_at < ?1 LIMIT ?2)
  OR job_id IN (
     SELECT job_id FROM _honker_results WHERE expires_at <= ?3 LIMIT ?2)";
+
+#[cfg(test)]
+mod tests {
+    /// The claim's pick and the waiting claimer's look check a pause alike.
+    #[test]
+    fn pick_and_probe_carry_the_pause_check() {
+        assert!(super::PICK.contains(super::PAUSED));
+        assert!(super::PROBE.contains(super::PAUSED));
+    }
+}
