@@ -1068,6 +1068,11 @@ export class Worker {
   /** Whether a shutdown began. */
   readonly stopping: boolean;
   /**
+   * The queues whose due jobs a pause held back at this worker's last look,
+   * each with how many looks found that (one per wake-up).
+   */
+  readonly paused: Record<string, number>;
+  /**
    * Runs `handler(job, signal)` for the queue's jobs; with `task`, for the
    * jobs of the envelope `{ task, args }` whose task is that name.
    */

@@ -542,6 +542,11 @@ export declare class Worker {
   get running(): number
   get stopping(): boolean
   /**
+   * The queues whose due jobs a pause held back at the last look, with
+   * how many looks found that (core's `Worker::paused`).
+   */
+  get paused(): Record<string, number>
+  /**
    * The next task, waiting up to `wait` ms; null when the wait ran out or
    * the worker is stopping. Renews leases and enforces timeouts while it
    * waits: keep one call outstanding.

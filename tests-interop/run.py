@@ -679,6 +679,85 @@ def run_sigstop(scenario: dict, tmp: str, surface: str) -> None:
         rescuer.close()
 
 
+def run_pause_workers(scenario: dict, tmp: str) -> None:
+    """Waiting Workers in several languages on a paused queue (issue 56 §1):
+    the jobs enqueued in one commit wake each of them, and each claims
+    nothing and reports the look (its `paused` count, which its driver
+    writes to `skips`): the play waits for every worker's row, no fixed
+    sleep. Resumed, the jobs are all done, once each. How long the first
+    handler took to start after the resume is printed, not asserted."""
+    path = f"{tmp}/pause-workers.db"
+    n = scenario["jobs"]
+    conn = work_file(path, 0)
+    conn.execute("CREATE TABLE skips (worker TEXT PRIMARY KEY, n INTEGER)")
+    conn.commit()
+    surfaces = [s for s in scenario["workers"] if s in SURFACES]
+    admin = Driver("rust")
+    workers = {f"{s}-{i}": Driver(s) for i, s in enumerate(surfaces)}
+    try:
+        check({}, admin.send({"op": "open", "path": path}), "open (admin)")
+        check({}, admin.send({"op": "pause", "queue": "work"}), "pause")
+        for name, w in workers.items():
+            check({}, w.send({"op": "open", "path": path}), f"open ({name})")
+            start_work(w, scenario, worker=name, until=n, skips="skips")
+        deadline = time.monotonic() + 60
+        while conn.execute("SELECT count(*) FROM skips").fetchone()[0] < len(workers):
+            if time.monotonic() > deadline:
+                raise Failure("the workers did not start in 60 s")
+            time.sleep(0.005)
+        admin.send({"op": "begin"})
+        for i in range(n):
+            admin.send(
+                {
+                    "op": "enqueue",
+                    "queue": "work",
+                    "payload": {"i": i + 1},
+                    "in_tx": True,
+                }
+            )
+        check({}, admin.send({"op": "commit"}), "commit")
+        deadline = time.monotonic() + 60
+        while conn.execute("SELECT count(*) FROM skips WHERE n >= 1").fetchone()[
+            0
+        ] < len(workers):
+            if time.monotonic() > deadline:
+                rows = conn.execute("SELECT * FROM skips").fetchall()
+                raise Failure(f"not every worker reported the pause in 60 s: {rows}")
+            time.sleep(0.005)
+        if conn.execute("SELECT count(*) FROM done").fetchone()[0]:
+            raise Failure("a worker ran a job of the paused queue")
+        skipped = dict(conn.execute("SELECT worker, n FROM skips").fetchall())
+        resumed = time.monotonic()
+        check({"equals": True}, admin.send({"op": "resume", "queue": "work"}), "resume")
+        while conn.execute("SELECT count(*) FROM done").fetchone()[0] == 0:
+            if time.monotonic() > resumed + 60:
+                raise Failure("no job ran in 60 s after the resume")
+            time.sleep(0.001)
+        first = time.monotonic() - resumed
+        done = 0
+        for name, w in workers.items():
+            r = w.receive("work", timeout=120)
+            check({}, r, f"work ({name})")
+            done += r["ok"]["done"]
+        rows = conn.execute(
+            "SELECT job_id, count(*) FROM done GROUP BY job_id"
+        ).fetchall()
+        twice = [j for j, c in rows if c > 1]
+        if len(rows) != n or twice or done != n:
+            raise Failure(
+                f"{len(rows)} of {n} jobs done ({done} by the workers); twice: {twice}"
+            )
+        print(
+            f"        looks that found the work paused, per worker: {skipped}; first job done {first * 1000:.0f} ms "
+            f"after the resume (handlers sleep {scenario['sleep_ms']} ms)",
+            flush=True,
+        )
+    finally:
+        for w in [admin, *workers.values()]:
+            w.close()
+        conn.close()
+
+
 def run_workers(scenario: dict, tmp: str, victim: str) -> None:
     """Each surface's Worker on one queue; `victim`'s is SIGKILLed mid-batch.
     Every job must be done, once, or twice only when the victim's run was
@@ -886,6 +965,8 @@ def main() -> int:
                     elif kind == "workers":
                         assert assignment is not None
                         run_workers(scenario, tmp, assignment["victim"])
+                    elif kind == "pause_workers":
+                        run_pause_workers(scenario, tmp)
                     else:
                         path = f"{tmp}/{scenario['name']}-{n}.db"
                         play(pool, scenario, assignment, path)

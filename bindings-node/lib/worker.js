@@ -120,6 +120,16 @@ class Worker {
   }
 
   /**
+   * The queues whose due jobs a pause held back at this worker's last look
+   * (`queue.pause()`, `db.pauseAll()`), each with how many looks (one per
+   * wake-up: a commit by any process) found that; a queue leaves it once a
+   * look finds it running again.
+   */
+  get paused() {
+    return this._native.paused;
+  }
+
+  /**
    * Runs `handler(job, signal)` for `queue`'s jobs. With `task`, the queue
    * carries the envelope `{ task: name, args }` and this handler takes the
    * jobs whose task is `name` (`job.payload.args` are the arguments); a job

@@ -256,6 +256,18 @@ impl Worker {
         self.s.w.is_stopping()
     }
 
+    /// The queues whose due jobs a pause held back at the last look, with
+    /// how many looks found that (core's `Worker::paused`).
+    #[napi(getter)]
+    pub fn paused(&self) -> std::collections::HashMap<String, f64> {
+        self.s
+            .w
+            .paused()
+            .into_iter()
+            .map(|(q, n)| (q, n as f64))
+            .collect()
+    }
+
     /// The next task, waiting up to `wait` ms; null when the wait ran out or
     /// the worker is stopping. Renews leases and enforces timeouts while it
     /// waits: keep one call outstanding.

@@ -296,6 +296,13 @@ impl Worker {
         self.w.is_stopping()
     }
 
+    /// The queues whose due jobs a pause held back at the worker's last look,
+    /// with how many looks found that (core's `Worker::paused`).
+    #[getter]
+    fn paused(&self) -> Vec<(String, u64)> {
+        self.w.paused()
+    }
+
     /// The next task, waiting up to `wait` seconds; None when the wait ran
     /// out or the worker is stopping. Renews leases and enforces timeouts
     /// while it waits: keep one call outstanding.

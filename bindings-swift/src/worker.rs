@@ -192,6 +192,12 @@ impl Worker {
         self.s.w.is_stopping()
     }
 
+    /// The queues whose due jobs a pause held back at the last look, with
+    /// how many looks found that (core's `Worker::paused`).
+    pub fn paused(&self) -> std::collections::HashMap<String, u64> {
+        self.s.w.paused().into_iter().collect()
+    }
+
     /// The next task, waiting up to `wait_ms`; `None` when the wait ran out
     /// or the worker is stopping. Renews leases and enforces timeouts while
     /// it waits: keep one call outstanding.

@@ -276,6 +276,11 @@ fn a_worker_claims_nothing_from_a_paused_queue_until_it_resumes() {
         .register(&q, honker::runtime::HandlerOptions::default())
         .unwrap();
     assert!(worker.next(Duration::from_millis(200)).unwrap().is_none());
+    // The worker reports the queue whose due work the pause held back.
+    let paused = worker.paused();
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    assert_eq!(paused[0].0, "q");
+    assert!(paused[0].1 >= 1, "{paused:?}");
     q.resume().unwrap();
     let mut done = 0;
     while done < 3 {
@@ -289,4 +294,25 @@ fn a_worker_claims_nothing_from_a_paused_queue_until_it_resumes() {
         done += 1;
     }
     assert_eq!(q.stats().unwrap().ready, 0);
+    assert!(worker.paused().is_empty(), "running again");
+}
+
+/// A worker on a paused queue with nothing due reports nothing held.
+#[test]
+fn a_worker_reports_a_pause_only_when_it_holds_work_back() {
+    let (_dir, _path, q) = paused_on_the_system_clock();
+    let db = q.database().clone();
+    let worker = honker::runtime::Worker::new(
+        &db,
+        honker::runtime::WorkerOptions {
+            run_scheduler: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    worker
+        .register(&q, honker::runtime::HandlerOptions::default())
+        .unwrap();
+    assert!(worker.next(Duration::from_millis(50)).unwrap().is_none());
+    assert!(worker.paused().is_empty());
 }

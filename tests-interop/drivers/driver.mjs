@@ -404,10 +404,25 @@ async function work(s) {
     { lease: s.lease_ms },
   );
   const q = db.queue(s.queue);
+  let skips = -1;
   const watch = setInterval(async () => {
+    if (s.skips) {
+      // The looks that found the queue's work held by a pause, as the
+      // worker reports them, written where the harness reads them.
+      const n = worker.paused[s.queue] ?? 0;
+      if (n !== skips) {
+        skips = n;
+        await db.execute(`INSERT OR REPLACE INTO ${s.skips} (worker, n) VALUES (?, ?)`, [s.worker, n]);
+      }
+    }
+    if (s.until !== undefined) {
+      const [[count]] = (await db.query(`SELECT count(*) AS n FROM ${s.table}`)).map((r) => [r.n]);
+      if (count >= s.until) worker.stop();
+      return;
+    }
     const st = await q.stats();
     if (st.ready + st.scheduled + st.running === 0) worker.stop();
-  }, 100);
+  }, s.skips ? 10 : 100);
   try {
     await worker.run({ signals: Boolean(s.signals) });
   } finally {

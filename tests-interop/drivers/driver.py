@@ -45,6 +45,25 @@ def stop_when_empty(worker: honker.Worker, q: honker.Queue) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def report_until(db: honker.Database, worker: honker.Worker, s: dict) -> None:
+    """Writes the looks that found the queue's work held by a pause, as the
+    worker reports them, to the table `skips` (when given); stops the worker
+    once the table `table` has `until` rows."""
+    skips = -1
+    while not worker.stopping:
+        n = worker.paused.get(s["queue"], 0)
+        if "skips" in s and n != skips:
+            skips = n
+            db.execute(
+                f"INSERT OR REPLACE INTO {s['skips']} (worker, n) VALUES (?, ?)",
+                [s["worker"], n],
+            )
+        [(count,)] = db.query(f"SELECT count(*) FROM {s['table']}")
+        if count >= s["until"]:
+            worker.stop()
+        time.sleep(0.01)
+
+
 class Driver:
     def __init__(self) -> None:
         self.db: honker.Database | None = None
@@ -501,7 +520,12 @@ class Driver:
 
         q = db.queue(s["queue"])
 
-        stop_when_empty(worker, q)
+        if "until" in s:
+            threading.Thread(
+                target=report_until, args=(db, worker, s), daemon=True
+            ).start()
+        else:
+            stop_when_empty(worker, q)
         worker.run(signals=bool(s.get("signals")))
         # A sync handler whose job the drain gave up on may still be
         # returning: its outcome (refused) is part of the answer.

@@ -354,6 +354,14 @@ class Worker:
         return self._stop.is_set()
 
     @property
+    def paused(self) -> dict[str, int]:
+        """The queues whose due jobs a pause held back at this worker's last
+        look (``Queue.pause``, ``Database.pause_all``), each with how many of
+        its looks (one per wake-up: a commit by any process) found that; a
+        queue leaves it once a look finds it running again."""
+        return dict(self._native.paused)
+
+    @property
     def queues(self) -> list[str]:
         """The queues with handlers."""
         return [name for name, group in self._queues if group is None]

@@ -167,6 +167,12 @@ public final class Worker: @unchecked Sendable {
     /// Handlers running now (or claimed and about to run).
     public var running: UInt32 { native.running() }
 
+    /// The queues whose due jobs a pause held back at this worker's last
+    /// look (`Queue.pause`, `Database.pauseAll`), each with how many looks
+    /// (one per wake-up: a commit by any process) found that; a queue leaves
+    /// it once a look finds it running again.
+    public var paused: [String: UInt64] { native.paused() }
+
     /// Runs `handler` for `queue`'s jobs and stores what it returns as the
     /// job's result. With `task`, the queue carries the envelope
     /// `{"task": name, "args": ...}` (`TaskEnvelope`) and this handler takes

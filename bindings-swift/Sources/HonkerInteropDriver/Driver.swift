@@ -416,8 +416,27 @@ extension Driver {
             done.add()
         }
         let q = try db.queue(name)
+        let until = (s["until"] as? NSNumber)?.intValue
+        let skipsTable = s["skips"] as? String
         let watch = Task {
+            var skips: UInt64? = nil
             while !worker.isStopping {
+                if let skipsTable {
+                    // The looks that found the queue's work held by a pause,
+                    // as the worker reports them, where the harness reads them.
+                    let n = worker.paused[name] ?? 0
+                    if n != skips {
+                        skips = n
+                        _ = try db.execute("INSERT OR REPLACE INTO \(skipsTable) (worker, n) VALUES (?, ?)",
+                                           [.text(value: workerId), .integer(value: Int64(n))])
+                    }
+                }
+                if let until {
+                    let count = try db.query("SELECT count(*) FROM \(table)")
+                    if case .integer(let c)? = count.first?[0], c >= until { worker.stop() }
+                    try await Task.sleep(nanoseconds: 10_000_000)
+                    continue
+                }
                 let st = try await q.stats()
                 if st.ready + st.scheduled + st.running == 0 { worker.stop() }
                 try await Task.sleep(nanoseconds: 100_000_000)

@@ -5131,6 +5131,12 @@ public protocol WorkerProtocol: AnyObject, Sendable {
     func next(waitMs: UInt64) throws  -> WorkerTask?
     
     /**
+     * The queues whose due jobs a pause held back at the last look, with
+     * how many looks found that (core's `Worker::paused`).
+     */
+    func paused()  -> [String: UInt64]
+    
+    /**
      * Runs `queue`'s jobs: `concurrency` within the worker's, `timeout_ms`
      * and `lease_ms` per task.
      */
@@ -5334,6 +5340,19 @@ open func next(waitMs: UInt64)throws  -> WorkerTask?  {
     uniffi_honker_swift_fn_method_worker_next(
             self.uniffiCloneHandle(),
         FfiConverterUInt64.lower(waitMs),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The queues whose due jobs a pause held back at the last look, with
+     * how many looks found that (core's `Worker::paused`).
+     */
+open func paused() -> [String: UInt64]  {
+    return try!  FfiConverterDictionaryStringUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_worker_paused(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -10751,6 +10770,32 @@ fileprivate struct FfiConverterSequenceSequenceTypeSqlValue: FfiConverterRustBuf
         return seq
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringUInt64: FfiConverterRustBuffer {
+    public static func write(_ value: [String: UInt64], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterString.write(key, into: &buf)
+            FfiConverterUInt64.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: UInt64] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [String: UInt64]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterString.read(from: &buf)
+            let value = try FfiConverterUInt64.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
+    }
+}
 /**
  * The stable code of an error (`"LEASE_LOST"`, ...).
  */
@@ -11340,6 +11385,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_next() != 21685) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_worker_paused() != 63566) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_worker_register() != 58440) {

@@ -1243,6 +1243,11 @@ int8_t uniffi_honker_swift_fn_method_worker_is_stopping(uint64_t ptr, RustCallSt
 RustBuffer uniffi_honker_swift_fn_method_worker_next(uint64_t ptr, uint64_t wait_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_PAUSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_PAUSED
+RustBuffer uniffi_honker_swift_fn_method_worker_paused(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_WORKER_REGISTER
 void uniffi_honker_swift_fn_method_worker_register(uint64_t ptr, uint64_t queue, RustBuffer task, RustBuffer concurrency, RustBuffer timeout_ms, RustBuffer lease_ms, RustCallStatus *_Nonnull out_status
@@ -2585,6 +2590,12 @@ uint16_t uniffi_honker_swift_checksum_method_worker_is_stopping(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_NEXT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_NEXT
 uint16_t uniffi_honker_swift_checksum_method_worker_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_PAUSED
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_WORKER_PAUSED
+uint16_t uniffi_honker_swift_checksum_method_worker_paused(void
     
 );
 #endif

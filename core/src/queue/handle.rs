@@ -450,6 +450,7 @@ impl Queue {
         Ok(match probe {
             ops::Probe::Claimable => Some(Duration::ZERO),
             ops::Probe::NextAt(t) => t.map(|t| crate::clock::look_again_in(t, now)),
+            ops::Probe::Paused { .. } => None,
         })
     }
 

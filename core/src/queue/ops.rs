@@ -875,6 +875,11 @@ pub(crate) fn purge_dead(conn: Conn<'_>, queue: &str, before: i64) -> Result<usi
 pub(crate) enum Probe {
     Claimable,
     NextAt(Option<i64>),
+    /// Paused (ADR 33): nothing is claimable until a commit resumes it;
+    /// `held` when work is due that the pause holds back.
+    Paused {
+        held: bool,
+    },
 }
 
 /// Read-only check of `queue` (runs on a reader).
@@ -887,7 +892,8 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         .map_err(|e| name_damaged(conn, queue, e))?;
     if paused {
         // Nothing is claimable until a commit resumes it: wait for one.
-        return Ok(Probe::NextAt(None));
+        let held = ready || due.is_some_and(|t| t <= now) || lapse.is_some_and(|t| t <= now);
+        return Ok(Probe::Paused { held });
     }
     let next = match (due, lapse) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -329,6 +329,10 @@ struct State {
     next_key: u64,
     /// Where the next claim round starts, so no queue starves another.
     round: usize,
+    /// The queues whose due work a pause held back at this worker's last
+    /// look (ADR 33), with how many looks found it so since the worker
+    /// started; a look that finds the queue running again removes it.
+    paused: std::collections::BTreeMap<String, u64>,
 }
 
 /// See [`Inner::start_recording`].
@@ -578,6 +582,16 @@ impl Worker {
         &self.inner.worker_id
     }
 
+    /// The queues this worker serves whose due jobs a pause held back at
+    /// its last look (ADR 33), by name, each with how many of its looks
+    /// (one at each wake-up: a commit by any process, a due time) found
+    /// that. A queue leaves the list when a look finds it running again.
+    /// Each host reports it (`worker.paused`).
+    pub fn paused(&self) -> Vec<(String, u64)> {
+        let st = self.inner.state.lock();
+        st.paused.iter().map(|(q, n)| (q.clone(), *n)).collect()
+    }
+
     /// Tasks running or claimed and about to be handed out.
     pub fn running(&self) -> usize {
         self.inner.state.lock().running.len()
@@ -622,6 +636,9 @@ impl Worker {
             for slot in inner.free_slots() {
                 let (source, lease_ms) = inner.claim_args(slot);
                 let (probe, now) = source.probe()?;
+                if !matches!(probe, Probe::Paused { .. }) {
+                    inner.saw_running(slot);
+                }
                 match probe {
                     Probe::Claimable => {
                         // Taken meanwhile by a completion's refill: next queue.
@@ -643,6 +660,7 @@ impl Worker {
                         next_at = Some(next_at.map_or(at, |n| n.min(at)));
                     }
                     Probe::NextAt(None) => {}
+                    Probe::Paused { held } => inner.saw_paused(slot, held),
                 }
             }
             let start = Instant::now();
@@ -1078,6 +1096,24 @@ impl Inner {
     }
 
     /// What a claim for `slot` needs: the source and its lease.
+    /// A look at `slot`'s queue found it paused; `held`: with due work.
+    fn saw_paused(&self, slot: usize, held: bool) {
+        let mut st = self.state.lock();
+        let name = st.queues[slot].source.name().to_owned();
+        if held {
+            *st.paused.entry(name).or_insert(0) += 1;
+        }
+    }
+
+    /// A look at `slot`'s queue found it running (not paused).
+    fn saw_running(&self, slot: usize) {
+        let mut st = self.state.lock();
+        if !st.paused.is_empty() {
+            let name = st.queues[slot].source.name().to_owned();
+            st.paused.remove(&name);
+        }
+    }
+
     fn claim_args(&self, slot: usize) -> (Source, i64) {
         let st = self.state.lock();
         (st.queues[slot].source.clone(), st.queues[slot].lease_ms)
