@@ -73,8 +73,10 @@ def connect(in_check: bool, drop_running_index: bool = False) -> sqlite3.Connect
     for m in MIGRATIONS[:1] if in_check else MIGRATIONS:
         conn.executescript(m.read_text())
     if in_check:
-        # The statements read and write the column schema 11 added.
+        # The statements read and write the column schema 11 added, and the
+        # pick reads the pauses from the settings schema 4 added (ADR 33).
         conn.execute("ALTER TABLE _honker_jobs ADD COLUMN trace_context TEXT")
+        conn.executescript(MIGRATIONS[3].read_text())
     if drop_running_index:
         conn.execute("DROP INDEX _honker_jobs_running")
     return conn
