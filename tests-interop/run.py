@@ -679,6 +679,70 @@ def run_sigstop(scenario: dict, tmp: str, surface: str) -> None:
         rescuer.close()
 
 
+def run_cancel_running(scenario: dict, tmp: str, surface: str) -> None:
+    """Another surface cancels a job that `surface`'s Worker is running
+    (issue 56 §5): the handler is told (an asyncio task cancelled, a sync
+    handler's flag, Node's AbortSignal, a Swift Task cancelled) at the
+    worker's next lease renewal, a third of the lease; its outcome is
+    refused (lease_lost), the job ends cancelled with the reason, and the
+    handler never finishes it. How long the handler took to hear is printed."""
+    path = f"{tmp}/cancel-running-{surface}.db"
+    conn = work_file(path, 1)  # the job {"i": 0}: the long one
+    conn.execute("CREATE TABLE aborted (job_id INTEGER, attempts INTEGER)")
+    conn.commit()
+    w, admin = Driver(surface), Driver("rust")
+    try:
+        check({}, w.send({"op": "open", "path": path}), "open")
+        check({}, admin.send({"op": "open", "path": path}), "open (admin)")
+        # It stops once the handler has recorded that it was told to stop.
+        start_work(
+            w,
+            scenario,
+            started="started",
+            long_ms=scenario["long_ms"],
+            aborted="aborted",
+            table="aborted",
+            until=1,
+        )
+        deadline = time.monotonic() + 60
+        while not (row := conn.execute("SELECT job_id FROM started").fetchone()):
+            if time.monotonic() > deadline:
+                raise Failure(f"the {surface} worker started no handler in 60 s")
+            time.sleep(0.005)
+        (job_id,) = row
+        cancelled = time.monotonic()
+        step = {
+            "op": "cancel",
+            "queue": "work",
+            "id": job_id,
+            "reason": "by the operator",
+        }
+        check({"equals": True}, admin.send(step), "cancel")
+        bound = scenario["lease_ms"] / 3000 + 5
+        while not conn.execute("SELECT count(*) FROM aborted").fetchone()[0]:
+            if time.monotonic() > cancelled + bound:
+                raise Failure(f"the {surface} handler was not told in {bound:.1f} s")
+            time.sleep(0.002)
+        heard = time.monotonic() - cancelled
+        r = w.receive("work", timeout=60)
+        check({"match": {"done": 0, "lease_lost": 1}}, r, f"work ({surface})")
+        job = admin.send({"op": "get_job", "queue": "work", "id": job_id})
+        check(
+            {"match": {"state": "cancelled", "last_error": "by the operator"}},
+            job,
+            "get_job",
+        )
+        print(
+            f"        the {surface} handler was told {heard * 1000:.0f} ms after the "
+            f"cancel (lease {scenario['lease_ms']} ms: renewed every third)",
+            flush=True,
+        )
+    finally:
+        w.close()
+        admin.close()
+        conn.close()
+
+
 def run_pause_workers(scenario: dict, tmp: str) -> None:
     """Waiting Workers in several languages on a paused queue (issue 56 §1):
     the jobs enqueued in one commit wake each of them, and each claims
@@ -934,7 +998,7 @@ def main() -> int:
             tmp = f"{top}/{r}"
             os.makedirs(tmp, exist_ok=True)
             kind = scenario.get("kind", "steps")
-            if kind in ("sigterm", "sigstop"):
+            if kind in ("sigterm", "sigstop", "cancel_running"):
                 plays = [{"worker": s} for s in scenario["workers"] if s in SURFACES]
             elif kind == "workers":
                 plays = [{"victim": s} for s in scenario["workers"] if s in SURFACES]
@@ -967,6 +1031,9 @@ def main() -> int:
                         run_workers(scenario, tmp, assignment["victim"])
                     elif kind == "pause_workers":
                         run_pause_workers(scenario, tmp)
+                    elif kind == "cancel_running":
+                        assert assignment is not None
+                        run_cancel_running(scenario, tmp, assignment["worker"])
                     else:
                         path = f"{tmp}/{scenario['name']}-{n}.db"
                         play(pool, scenario, assignment, path)

@@ -296,6 +296,29 @@ impl Worker {
         self.w.is_stopping()
     }
 
+    /// How many times the worker gave up on running tasks so far (core's
+    /// `Worker::gave_up_generation`): read before `wait_gave_up`.
+    #[getter]
+    fn gave_up_generation(&self) -> u64 {
+        self.w.gave_up_generation()
+    }
+
+    /// Waits up to `wait` seconds for the worker to give up on a running
+    /// task (its timeout, a lost lease, a shutdown's release) after `seen`,
+    /// or for `wake_gave_up`; the generation then. Its thread waits without
+    /// the GIL; the host then cancels the handlers whose task is
+    /// `cancelled` (told when it happens, not polled).
+    fn wait_gave_up(&self, py: Python<'_>, seen: u64, wait: f64) -> PyResult<u64> {
+        let wait = secs("wait", wait)?;
+        let w = &self.w;
+        Ok(py.detach(|| w.wait_gave_up(seen, wait)))
+    }
+
+    /// Ends an outstanding `wait_gave_up` now.
+    fn wake_gave_up(&self) {
+        self.w.wake_gave_up();
+    }
+
     /// The queues whose due jobs a pause held back at the worker's last look,
     /// with how many looks found that (core's `Worker::paused`).
     #[getter]

@@ -253,6 +253,45 @@ def test_an_async_handler_past_its_timeout_is_cancelled_and_retried(rdb):
     assert q.get_job(job_id).last_error == "handler timed out after 200 ms"
 
 
+def test_an_async_handler_whose_job_is_cancelled_elsewhere_is_cancelled(path):
+    """Issue 56 §5 in asyncio's idiom: another open of the file cancels the
+    running job; the handler's task is cancelled at the worker's next lease
+    renewal (a third of the lease), its outcome refused (``lease_lost``).
+    The same through every Worker language is the cancel_running interop
+    play."""
+    db, other = honker.open(path), honker.open(path)
+    q = db.queue("c")
+    job_id = q.enqueue("x").id
+    w = honker.Worker(db)
+    started, heard, lost = threading.Event(), [], []
+    w.on("lease_lost", lambda e: lost.append(e.job_id))
+
+    @w.task("c", lease=0.6)
+    async def handler(job):
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            heard.append(time.monotonic())
+            raise
+
+    def cancel() -> None:
+        assert started.wait(10)
+        cancelled_at.append(time.monotonic())
+        assert other.queue("c").cancel(job_id, reason="by hand") is True
+        stop_when(w, lambda: bool(heard) and bool(lost))
+
+    cancelled_at: list[float] = []
+    threading.Thread(target=cancel, daemon=True).start()
+    w.run(signals=False)
+    assert lost == [job_id]
+    assert heard[0] - cancelled_at[0] < 0.2 + 2, "told by the next renewal"
+    job = q.get_job(job_id)
+    assert (job.state, job.last_error) == ("cancelled", "by hand")
+    other.close()
+    db.close()
+
+
 def test_a_handler_that_acks_in_its_own_transaction_settles_the_job(rdb):
     rdb.execute("CREATE TABLE sent (job_id INTEGER PRIMARY KEY)")
     q = rdb.queue("outbox")

@@ -291,7 +291,10 @@ enum JobsAction {
         #[arg(num_args = 1..=2, value_names = ["QUEUE", "ID"], required = true)]
         job: Vec<String>,
     },
-    /// Cancel a ready or scheduled job.
+    /// Cancel a job that has not finished: a ready or scheduled one never
+    /// runs; a running one's handler is told at its worker's next lease
+    /// renewal (a third of the lease) and its outcome is refused. The job
+    /// ends cancelled, with the reason as its last error.
     Cancel {
         /// The database file.
         db: PathBuf,
@@ -991,7 +994,7 @@ fn jobs(action: JobsAction) -> Result<String, honker::Error> {
             } else {
                 Err(honker::Error::new(
                     honker::ErrorKind::NotFound,
-                    format!("no ready or scheduled job {id} on queue {queue:?}"),
+                    format!("job {id} on queue {queue:?} has already finished"),
                 ))
             }
         }

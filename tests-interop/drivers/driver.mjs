@@ -395,7 +395,13 @@ async function work(s) {
         });
       }
       const long = s.long_ms !== undefined && job.payload.i === 0;
-      await setTimeout(long ? s.long_ms : s.sleep_ms, undefined, { signal });
+      try {
+        await setTimeout(long ? s.long_ms : s.sleep_ms, undefined, { signal });
+      } catch (e) {
+        // Told to stop (its job cancelled elsewhere, a timeout, a shutdown).
+        if (s.aborted) await db.execute(`INSERT INTO ${s.aborted} (job_id, attempts) VALUES (?, ?)`, [job.id, job.attempts]);
+        throw e;
+      }
       await db.transaction(async (t) => {
         await t.execute(`INSERT INTO ${s.table} (job_id, attempts, worker) VALUES (?, ?, ?)`, [job.id, job.attempts, s.worker]);
       });

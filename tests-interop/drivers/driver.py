@@ -509,6 +509,11 @@ class Driver:
             # A sync handler stops when told to (a timeout, a shutdown).
             while time.monotonic() < end:
                 if job.cancelled:
+                    if "aborted" in s:
+                        db.execute(
+                            f"INSERT INTO {s['aborted']} (job_id, attempts) VALUES (?, ?)",
+                            [job.id, job.attempts],
+                        )
                     raise RuntimeError("cancelled")
                 time.sleep(0.005)
             with db.transaction() as tx:

@@ -442,6 +442,9 @@ class Worker:
     _on_stop: Callable[[], object] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _running_tasks: set[asyncio.Task[None]]
+    # The running async handlers' tasks, each with its native task: the
+    # watcher cancels those the worker gave up on (see _watch_gave_up).
+    _async_running: dict[asyncio.Task[None], _native.Task]
 
     def _start(self) -> _native.Worker:
         with self._lock:
@@ -492,9 +495,30 @@ class Worker:
                     return
 
         self._loop = loop
+        self._async_running = {}
+        if loop is not None:
+            self._watch_gave_up(native, loop)
         thread = threading.Thread(target=feed, name="honker-worker", daemon=True)
         thread.start()
         return thread
+
+    def _watch_gave_up(self, native: _native.Worker, loop: asyncio.AbstractEventLoop) -> None:
+        """A thread that cancels the asyncio task of each async handler the
+        worker gave up on (its job cancelled elsewhere or taken over after
+        a lost lease; a timeout, which ``wait_for`` also enforces; a
+        shutdown's release) as soon as core says so: it waits on core's
+        ``wait_gave_up``, woken when it happens, not polling. It ends with
+        the worker (``_close`` wakes it)."""
+
+        def watch() -> None:
+            seen = native.gave_up_generation
+            while not self._closed:
+                seen = native.wait_gave_up(seen, 60.0)
+                for t, task in list(self._async_running.items()):
+                    if task.cancelled and not t.done():
+                        loop.call_soon_threadsafe(t.cancel)
+
+        threading.Thread(target=watch, name="honker-worker-cancels", daemon=True).start()
 
     def _dispatch(
         self, native: _native.Worker, task: _native.Task, loop: asyncio.AbstractEventLoop | None
@@ -527,6 +551,7 @@ class Worker:
             self._closed = True
             left = list(self._unstarted.values())
             self._unstarted.clear()
+        native.wake_gave_up()  # ends _watch_gave_up's thread
         for task, job in left:
             self._finish(native, task, job, "release", None, None)
         with self._start_cv:
@@ -616,6 +641,8 @@ class Worker:
         t = asyncio.get_running_loop().create_task(self._run_async(native, task, job, handler))
         self._running_tasks.add(t)
         t.add_done_callback(self._running_tasks.discard)
+        self._async_running[t] = task
+        t.add_done_callback(self._async_running.pop)
 
     async def _run_async(
         self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler

@@ -398,6 +398,7 @@ extension Driver {
         let leaseLost = Counter()
         worker.on(.leaseLost) { _ in leaseLost.add() }
         let started = s["started"] as? String
+        let aborted = s["aborted"] as? String
         try worker.handle(name, lease: (s["lease_ms"] as! NSNumber).doubleValue / 1000) { (job: Job) in
             if let started {
                 // The harness waits for this row, not for a claim: a job
@@ -408,7 +409,16 @@ extension Driver {
                 }
             }
             let i = (try? job.payload(as: [String: Int].self))?["i"]
-            try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
+            do {
+                try await Task.sleep(nanoseconds: i == 0 ? longNs ?? sleepNs : sleepNs)
+            } catch {
+                // Told to stop (its job cancelled elsewhere, a timeout, a shutdown).
+                if let aborted {
+                    _ = try db.execute("INSERT INTO \(aborted) (job_id, attempts) VALUES (?, ?)",
+                                       [.integer(value: job.id), .integer(value: Int64(job.attempts))])
+                }
+                throw error
+            }
             try await db.transaction { tx in
                 try tx.execute("INSERT INTO \(table) (job_id, attempts, worker) VALUES (?, ?, ?)",
                                [.integer(value: job.id), .integer(value: Int64(job.attempts)), .text(value: workerId)])
