@@ -257,24 +257,26 @@ fn a_waiting_claim_waits_through_a_pause_and_wakes_on_the_resume() {
     eprintln!("woke {:?} after the resume", at - resumed);
 }
 
+/// A worker (no scheduler thread) with `q`'s handler.
+fn worker_on(q: &honker::Queue) -> honker::runtime::Worker {
+    let options = honker::runtime::WorkerOptions {
+        run_scheduler: false,
+        ..Default::default()
+    };
+    let worker = honker::runtime::Worker::new(q.database(), options).unwrap();
+    worker
+        .register(q, honker::runtime::HandlerOptions::default())
+        .unwrap();
+    worker
+}
+
 #[test]
 fn a_worker_claims_nothing_from_a_paused_queue_until_it_resumes() {
     let (_dir, _path, q) = paused_on_the_system_clock();
-    let db = q.database().clone();
     for i in 0..3 {
         q.enqueue(json!(i), &EnqueueOptions::default()).unwrap();
     }
-    let worker = honker::runtime::Worker::new(
-        &db,
-        honker::runtime::WorkerOptions {
-            run_scheduler: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    worker
-        .register(&q, honker::runtime::HandlerOptions::default())
-        .unwrap();
+    let worker = worker_on(&q);
     assert!(worker.next(Duration::from_millis(200)).unwrap().is_none());
     // The worker reports the queue whose due work the pause held back.
     let paused = worker.paused();
@@ -301,18 +303,7 @@ fn a_worker_claims_nothing_from_a_paused_queue_until_it_resumes() {
 #[test]
 fn a_worker_reports_a_pause_only_when_it_holds_work_back() {
     let (_dir, _path, q) = paused_on_the_system_clock();
-    let db = q.database().clone();
-    let worker = honker::runtime::Worker::new(
-        &db,
-        honker::runtime::WorkerOptions {
-            run_scheduler: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    worker
-        .register(&q, honker::runtime::HandlerOptions::default())
-        .unwrap();
+    let worker = worker_on(&q);
     assert!(worker.next(Duration::from_millis(50)).unwrap().is_none());
     assert!(worker.paused().is_empty());
 }
