@@ -516,7 +516,10 @@ class Worker:
                 seen = native.wait_gave_up(seen, 60.0)
                 for t, task in list(self._async_running.items()):
                     if task.cancelled and not t.done():
-                        loop.call_soon_threadsafe(t.cancel)
+                        try:
+                            loop.call_soon_threadsafe(t.cancel)
+                        except RuntimeError:  # the loop closed: nothing left to tell
+                            return
 
         threading.Thread(target=watch, name="honker-worker-cancels", daemon=True).start()
 
