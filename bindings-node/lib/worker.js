@@ -123,7 +123,7 @@ class Worker {
    * The queues whose due jobs a pause held back at this worker's last look
    * (`queue.pause()`, `db.pauseAll()`), each with how many looks (one per
    * wake-up: a commit by any process) found that; a queue leaves it once a
-   * look finds it running again.
+   * look finds it running again or with nothing due.
    */
   get paused() {
     return this._native.paused;

@@ -358,7 +358,7 @@ class Worker:
         """The queues whose due jobs a pause held back at this worker's last
         look (``Queue.pause``, ``Database.pause_all``), each with how many of
         its looks (one per wake-up: a commit by any process) found that; a
-        queue leaves it once a look finds it running again."""
+        queue leaves it once a look finds it running again or with nothing due."""
         return dict(self._native.paused)
 
     @property

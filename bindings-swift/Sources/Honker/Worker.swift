@@ -170,7 +170,7 @@ public final class Worker: @unchecked Sendable {
     /// The queues whose due jobs a pause held back at this worker's last
     /// look (`Queue.pause`, `Database.pauseAll`), each with how many looks
     /// (one per wake-up: a commit by any process) found that; a queue leaves
-    /// it once a look finds it running again.
+    /// it once a look finds it running again or with nothing due.
     public var paused: [String: UInt64] { native.paused() }
 
     /// Runs `handler` for `queue`'s jobs and stores what it returns as the

@@ -330,8 +330,8 @@ struct State {
     /// Where the next claim round starts, so no queue starves another.
     round: usize,
     /// The queues whose due work a pause held back at this worker's last
-    /// look (ADR 33), with how many looks found it so since the worker
-    /// started; a look that finds the queue running again removes it.
+    /// look (ADR 33), with how many looks in a row found it so; a look
+    /// that does not (the queue running again, or nothing due) removes it.
     paused: std::collections::BTreeMap<String, u64>,
 }
 
@@ -585,7 +585,8 @@ impl Worker {
     /// The queues this worker serves whose due jobs a pause held back at
     /// its last look (ADR 33), by name, each with how many of its looks
     /// (one at each wake-up: a commit by any process, a due time) found
-    /// that. A queue leaves the list when a look finds it running again.
+    /// that. A queue leaves the list when a look finds it running again,
+    /// or with nothing due.
     /// Each host reports it (`worker.paused`).
     pub fn paused(&self) -> Vec<(String, u64)> {
         let st = self.inner.state.lock();
@@ -636,9 +637,7 @@ impl Worker {
             for slot in inner.free_slots() {
                 let (source, lease_ms) = inner.claim_args(slot);
                 let (probe, now) = source.probe()?;
-                if !matches!(probe, Probe::Paused { .. }) {
-                    inner.saw_running(slot);
-                }
+                inner.saw_held(slot, matches!(probe, Probe::Paused { held: true }));
                 match probe {
                     Probe::Claimable => {
                         // Taken meanwhile by a completion's refill: next queue.
@@ -660,7 +659,7 @@ impl Worker {
                         next_at = Some(next_at.map_or(at, |n| n.min(at)));
                     }
                     Probe::NextAt(None) => {}
-                    Probe::Paused { held } => inner.saw_paused(slot, held),
+                    Probe::Paused { .. } => {}
                 }
             }
             let start = Instant::now();
@@ -1095,25 +1094,20 @@ impl Inner {
         })
     }
 
-    /// What a claim for `slot` needs: the source and its lease.
-    /// A look at `slot`'s queue found it paused; `held`: with due work.
-    fn saw_paused(&self, slot: usize, held: bool) {
+    /// A look at `slot`'s queue: `held` when a pause held its due work
+    /// back (counted), else the queue leaves [`Worker::paused`].
+    fn saw_held(&self, slot: usize, held: bool) {
         let mut st = self.state.lock();
-        let name = st.queues[slot].source.name().to_owned();
         if held {
+            let name = st.queues[slot].source.name().to_owned();
             *st.paused.entry(name).or_insert(0) += 1;
-        }
-    }
-
-    /// A look at `slot`'s queue found it running (not paused).
-    fn saw_running(&self, slot: usize) {
-        let mut st = self.state.lock();
-        if !st.paused.is_empty() {
+        } else if !st.paused.is_empty() {
             let name = st.queues[slot].source.name().to_owned();
             st.paused.remove(&name);
         }
     }
 
+    /// What a claim for `slot` needs: the source and its lease.
     fn claim_args(&self, slot: usize) -> (Source, i64) {
         let st = self.state.lock();
         (st.queues[slot].source.clone(), st.queues[slot].lease_ms)
