@@ -422,7 +422,7 @@ class Worker:
                 # Windows' loops have no add_signal_handler: Python's own
                 # handlers (the main thread's) stop the worker instead.
                 previous = self._install_signals()
-        running: set[asyncio.Task[None]] = set()
+        running: dict[asyncio.Task[None], _native.Task] = {}
         self._running_tasks = running
         feeder = self._feed(native, loop)
         try:
@@ -441,10 +441,10 @@ class Worker:
 
     _on_stop: Callable[[], object] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
-    _running_tasks: set[asyncio.Task[None]]
     # The running async handlers' tasks, each with its native task: the
-    # watcher cancels those the worker gave up on (see _watch_gave_up).
-    _async_running: dict[asyncio.Task[None], _native.Task]
+    # drain cancels what outlives the grace period, and the watcher those
+    # the worker gave up on (see _watch_gave_up).
+    _running_tasks: dict[asyncio.Task[None], _native.Task]
 
     def _start(self) -> _native.Worker:
         with self._lock:
@@ -495,7 +495,6 @@ class Worker:
                     return
 
         self._loop = loop
-        self._async_running = {}
         if loop is not None:
             self._watch_gave_up(native, loop)
         thread = threading.Thread(target=feed, name="honker-worker", daemon=True)
@@ -514,7 +513,7 @@ class Worker:
             seen = native.gave_up_generation
             while not self._closed:
                 seen = native.wait_gave_up(seen, 60.0)
-                for t, task in list(self._async_running.items()):
+                for t, task in list(self._running_tasks.items()):
                     if task.cancelled and not t.done():
                         try:
                             loop.call_soon_threadsafe(t.cancel)
@@ -642,10 +641,8 @@ class Worker:
         self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
     ) -> None:
         t = asyncio.get_running_loop().create_task(self._run_async(native, task, job, handler))
-        self._running_tasks.add(t)
-        t.add_done_callback(self._running_tasks.discard)
-        self._async_running[t] = task
-        t.add_done_callback(self._async_running.pop)
+        self._running_tasks[t] = task
+        t.add_done_callback(self._running_tasks.pop)
 
     async def _run_async(
         self, native: _native.Worker, task: _native.Task, job: Item, handler: Handler
@@ -783,7 +780,7 @@ class Worker:
     async def _drain_async(
         self,
         native: _native.Worker,
-        running: set[asyncio.Task[None]],
+        running: dict[asyncio.Task[None], _native.Task],
         feeder: threading.Thread,
     ) -> None:
         await _threads.run(native.drain)
