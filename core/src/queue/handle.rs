@@ -1025,11 +1025,8 @@ impl crate::Source for Claim<'_, '_> {
     }
 }
 
-/// Pauses `queue` (`""`: all queues) with the options' note, checked.
+/// Pauses `queue` (`""`: all queues) with the options' note.
 fn pause_in(db: &Database, queue: &str, options: &PauseOptions) -> Result<()> {
-    if let Some(n) = &options.note {
-        validate::key_or_empty("a pause note", n)?;
-    }
     db.inner.write(None, |conn, now| {
         ops::pause(conn.raw(), queue, options.note.as_deref(), now)
     })

@@ -926,9 +926,13 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     Ok(probe)
 }
 
-/// Pauses `queue` (`""`: all queues) with `note`; a queue paused already
+/// Pauses `queue` (`""`: all queues) with `note` (checked here, for the
+/// handle's verbs and the SQL functions alike); a queue paused already
 /// keeps its time and takes the note.
 pub(crate) fn pause(conn: Conn<'_>, queue: &str, note: Option<&str>, now: i64) -> Result<()> {
+    if let Some(n) = note {
+        crate::validate::key_or_empty("a pause note", n)?;
+    }
     conn.prepare_cached(statements::PAUSE)?
         .execute(params![queue, note, now])?;
     Ok(())
@@ -946,20 +950,24 @@ pub(crate) fn resume(conn: Conn<'_>, queue: &str) -> Result<bool> {
 /// `""`, the pause of all queues alone.
 pub(crate) fn pauses(conn: Conn<'_>, queue: &str) -> Result<Vec<super::Pause>> {
     conn.prepare_cached(statements::PAUSES)?
-        .query_map(params![queue], |r| {
-            let name: String = r.get(0)?;
-            Ok(super::Pause {
-                all: name.is_empty(),
-                note: r.get(1)?,
-                since: r.get(2)?,
-            })
-        })
+        .query_map(params![queue], |r| Ok(pause_row(r)?.1))
 }
 
-/// The queues paused by a pause of their own, by name.
-pub(crate) fn paused_queues(conn: Conn<'_>) -> Result<Vec<String>> {
+/// Each queue's own pause, by the queue's name.
+pub(crate) fn paused_queues(conn: Conn<'_>) -> Result<Vec<(String, super::Pause)>> {
     conn.prepare_cached(statements::PAUSED_QUEUES)?
-        .query_map(params![], |r| r.get(0))
+        .query_map(params![], pause_row)
+}
+
+/// A pause's row: (name, note, since), `''` naming all queues.
+fn pause_row(r: &Row<'_>) -> Result<(String, super::Pause)> {
+    let name: String = r.get(0)?;
+    let pause = super::Pause {
+        all: name.is_empty(),
+        note: r.get(1)?,
+        since: r.get(2)?,
+    };
+    Ok((name, pause))
 }
 
 /// Counts per state for `queue`.

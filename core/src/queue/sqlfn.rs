@@ -361,9 +361,6 @@ fn pause_with_note(c: &Call<'_>, queue: &str, at: usize) -> Result<Out> {
     } else {
         None
     };
-    if let Some(n) = note {
-        validate::key_or_empty("a pause note", n)?;
-    }
     ops::pause(c.conn, queue, note, c.now)?;
     Ok(Out::Int(1))
 }
