@@ -443,18 +443,20 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
     if has("_honker_settings")? {
         use crate::queue::ops;
         s.paused_all = ops::pauses(raw, "")?.into_iter().next();
-        for name in ops::paused_queues(raw)? {
-            if !s.queues.iter().any(|q| q.name == name) {
-                s.queues.push(QueueStatus {
-                    name,
-                    ..QueueStatus::default()
-                });
-            }
+        let mut own: std::collections::HashMap<_, _> =
+            ops::paused_queues(raw)?.into_iter().collect();
+        for q in &mut s.queues {
+            q.pause = own.remove(&q.name).or_else(|| s.paused_all.clone());
+        }
+        // A paused queue with no job yet is listed too.
+        for (name, pause) in own {
+            s.queues.push(QueueStatus {
+                name,
+                pause: Some(pause),
+                ..QueueStatus::default()
+            });
         }
         s.queues.sort_by(|a, b| a.name.cmp(&b.name));
-        for q in &mut s.queues {
-            q.pause = ops::pauses(raw, &q.name)?.into_iter().next();
-        }
     }
     if has("_honker_streams")? && has("_honker_stream_groups")? {
         s.streams = streams(conn)?;

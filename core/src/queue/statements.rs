@@ -367,9 +367,9 @@ SELECT name, value, updated_at FROM _honker_settings
 WHERE scope = 'queue_paused' AND name IN (?1, '') AND key = 'paused'
 ORDER BY name DESC";
 
-/// The queues paused by a pause of their own, by name.
+/// The queues paused by a pause of their own, by name: (name, note, since).
 pub const PAUSED_QUEUES: &str = "
-SELECT name FROM _honker_settings
+SELECT name, value, updated_at FROM _honker_settings
 WHERE scope = 'queue_paused' AND key = 'paused' AND name <> '' ORDER BY name";
 
 /// ?1 queue. A live job whose times are not integers (a row damaged by
