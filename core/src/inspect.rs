@@ -31,6 +31,8 @@ pub struct QueueStatus {
     pub oldest_ready_at: Option<i64>,
     /// The pause that holds it (its own, else all queues'), if paused.
     pub pause: Option<crate::queue::Pause>,
+    /// Its concurrency caps (ADR 35).
+    pub caps: crate::queue::Concurrency,
 }
 
 /// A stream consumer's or group's place.
@@ -457,6 +459,9 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
             });
         }
         s.queues.sort_by(|a, b| a.name.cmp(&b.name));
+        for q in &mut s.queues {
+            q.caps = crate::rate::ops::queue_controls(raw, &q.name)?.1;
+        }
     }
     if has("_honker_streams")? && has("_honker_stream_groups")? {
         s.streams = streams(conn)?;
@@ -495,6 +500,7 @@ fn queues(conn: &Connection, now: i64) -> Result<Vec<QueueStatus>> {
                 dead: r.get(4)?,
                 oldest_ready_at: r.get(5)?,
                 pause: None,
+                caps: crate::queue::Concurrency::default(),
             })
         })
         .map_err(sql_err)?;

@@ -125,8 +125,8 @@ pub use options::{
 };
 pub use payload::Payload;
 pub use queue::{
-    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause, PauseOptions,
-    QueueStats, RetryOptions,
+    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause,
+    PauseOptions, QueueStats, RetryOptions,
 };
 #[cfg(feature = "rusqlite")]
 pub use queue::{Job, Queue};

@@ -76,6 +76,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "event priority",
         sql: include_str!("migrations/0012_event_priority.sql"),
     },
+    Migration {
+        version: 13,
+        name: "concurrency key",
+        sql: include_str!("migrations/0013_concurrency_key.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -87,6 +87,8 @@ macro_rules! records {
                 max_attempts: [u32] = max_attempts,
                 #[doc = "Its dedupe key, if any."]
                 dedupe_key: [Option<String>] = dedupe_key,
+                #[doc = "Its concurrency key, if any (what `max_running_per_key` counts)."]
+                concurrency_key: [Option<String>] = concurrency_key,
                 #[doc = "When it expires unless started, if it can."]
                 expires_at_ms: [Option<i64>] = expires_at,
                 #[doc = "When it was enqueued."]
@@ -125,6 +127,10 @@ macro_rules! records {
                 oldest_ready_age_ms: [Option<i64>] = oldest_ready_age_ms,
                 #[doc = "Paused (its own pause or all queues'): no claim returns its jobs."]
                 paused: [bool] = paused,
+                #[doc = "At most this many of its jobs run at once, if capped (`limit_concurrency`)."]
+                max_running: [Option<u32>] = max_running,
+                #[doc = "At most this many jobs of one concurrency key run at once, if capped."]
+                max_running_per_key: [Option<u32>] = max_running_per_key,
             }
 
             #[doc = "One event of a stream."]
@@ -402,6 +408,9 @@ macro_rules! options {
                 dedupe_key: [String] = dedupe_key,
                 #[doc = "A job not started this long after enqueue expires instead of running."]
                 expires: [Duration] = expires,
+                #[doc = "The key the queue's `max_running_per_key` counts: at most that many jobs of one"]
+                #[doc = "key run at once, in every process (up to 512 bytes)."]
+                concurrency_key: [String] = concurrency_key,
             }
 
             #[doc = "Adds one job per payload, all in one transaction (up to 10,000), each with the"]
@@ -437,6 +446,17 @@ macro_rules! options {
             #[doc = "Pauses every queue, as `Queue.pause` does one, until `resume_all` (a queue's own"]
             #[doc = "pause is apart: resuming all leaves it paused)."]
             Database.pause_all() -> [()] with PauseArgs into $crate::PauseOptions [write] {}
+
+            #[doc = "Caps how many of the queue's jobs run at once, for every process and language;"]
+            #[doc = "a cap not given is lifted. Each claim counts the jobs holding an unexpired lease in"]
+            #[doc = "its own transaction. A holder whose lease lapsed may still be running: its slot is"]
+            #[doc = "free once the lease ends (so is a killed holder's)."]
+            Queue.limit_concurrency() -> [()] with ConcurrencyArgs into $crate::Concurrency [write] {
+                #[doc = "At most this many of the queue's jobs run at once (1 to 1,000,000)."]
+                max_running: [u32] = max_running,
+                #[doc = "At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000)."]
+                max_running_per_key: [u32] = max_running_per_key,
+            }
 
             #[doc = "A handle on the queue `name` (making it writes nothing; it reads the queue's"]
             #[doc = "settings). Each option not given here comes from the queue's settings in the file"]

@@ -89,6 +89,42 @@ fn check_all(conn: &Connection) {
     ];
     assert_plan(conn, "PICK", sql::PICK, &[&[ready][..], &paused].concat());
     assert_plan(conn, "LEASE", sql::LEASE, &[pk]);
+    // Concurrency caps (ADR 35): a keyed pick walks the ready index as the
+    // plain one does; the counts read the running index.
+    assert_plan(
+        conn,
+        "PICK_KEYED",
+        sql::PICK_KEYED,
+        &[&[ready][..], &paused].concat(),
+    );
+    assert_plan(
+        conn,
+        "PICK_KEYS",
+        sql::PICK_KEYS,
+        &[&[ready][..], &paused].concat(),
+    );
+    assert_plan(
+        conn,
+        "CLAIM_CONTROLS",
+        sql::CLAIM_CONTROLS,
+        &[
+            "SEARCH _honker_settings USING PRIMARY KEY (scope=? AND name=?)",
+            "INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)",
+        ],
+    );
+    assert_plan(
+        conn,
+        "RUNNING_COUNT",
+        sql::RUNNING_COUNT,
+        &["INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)"],
+    );
+    assert_plan(
+        conn,
+        "RUNNING_KEYS",
+        sql::RUNNING_KEYS,
+        &["INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)"],
+    );
+    assert_plan(conn, "READY_UNCAPPED", sql::READY_UNCAPPED, &[ready]);
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
     assert_plan(

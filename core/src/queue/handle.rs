@@ -168,6 +168,25 @@ impl Queue {
         })
     }
 
+    /// Sets the queue's concurrency caps (ADR 35) for every process and
+    /// language: at most `max_running` of its jobs run at once, and at most
+    /// `max_running_per_key` of one `concurrency_key`. A cap given as
+    /// `None` is lifted. Claims count unexpired leases in their own
+    /// transaction; see [`Concurrency`](super::Concurrency) for what a
+    /// lapsed lease means for a cap. Bad input changes nothing.
+    pub fn limit_concurrency(&self, caps: &super::Concurrency) -> Result<()> {
+        caps.check()?;
+        self.write(None, |conn, now| {
+            ops::limit_concurrency(conn, &self.name, caps, now)
+        })
+    }
+
+    /// The queue's concurrency caps (none set: both `None`).
+    pub fn concurrency(&self) -> Result<super::Concurrency> {
+        let reader = self.db.inner.reader()?;
+        Ok(crate::rate::ops::queue_controls(reader.raw(), &self.name)?.1)
+    }
+
     /// Pauses the queue (ADR 33), for every process and language, until
     /// [`resume`](Self::resume): no claim returns a job of it (waiting
     /// claims and workers keep waiting), running jobs finish, enqueues and

@@ -26,6 +26,6 @@ pub(crate) use ops::stored_options;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;
 pub use types::{
-    ClaimOptions, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause, PauseOptions,
-    QueueStats, RetryNow, RetryOptions,
+    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause,
+    PauseOptions, QueueStats, RetryNow, RetryOptions,
 };

@@ -29,6 +29,7 @@ pub(crate) struct NewJob<'a> {
     pub backoff_max_ms: i64,
     pub backoff_jitter: f64,
     pub dedupe_key: Option<&'a str>,
+    pub concurrency_key: Option<&'a str>,
     pub expires_at: Option<i64>,
     /// The stored form (JSON) of the producer's trace context.
     pub trace_context: Option<String>,
@@ -57,7 +58,7 @@ pub(crate) fn enqueue(
             statements::ENQUEUE_8.as_str(),
         ];
         rest = by_batches(conn, payloads, batches, |insert, chunk| {
-            let mut p: Vec<&dyn ToSql> = Vec::with_capacity(12 + chunk.len());
+            let mut p: Vec<&dyn ToSql> = Vec::with_capacity(14 + chunk.len());
             p.extend_from_slice(&enqueue_params(&queue, &state, &chunk[0], job, &now));
             p.extend(chunk[1..].iter().map(|c| c as &dyn ToSql));
             if insert.execute(&p)? != chunk.len() {
@@ -94,7 +95,7 @@ fn enqueue_params<'a>(
     payload: &'a Payload,
     job: &'a NewJob<'_>,
     now: &'a i64,
-) -> [&'a dyn ToSql; 13] {
+) -> [&'a dyn ToSql; 14] {
     [
         queue,
         state,
@@ -109,6 +110,7 @@ fn enqueue_params<'a>(
         &job.expires_at,
         now,
         &job.trace_context,
+        &job.concurrency_key,
     ]
 }
 
@@ -136,6 +138,8 @@ pub(crate) struct Claimed {
     pub lease_token: String,
     pub lease_expires_at: i64,
     pub trace_context: Option<crate::trace::TraceContext>,
+    /// Read only where a per-key cap is counted.
+    pub concurrency_key: Option<String>,
 }
 
 /// Expires, promotes and reclaims what is due in `queue`, then leases up to
@@ -165,19 +169,31 @@ pub(crate) fn claim_limited(
 ) -> Result<(Vec<Claimed>, Option<Block>)> {
     housekeep(conn, queue, now)?;
     // A paused queue (ADR 33) hands out nothing: the pick finds no job.
-    // A rate-limited queue starts what its limit allows now, for every
-    // worker of every process together (ADR 23); the rest keep waiting,
-    // their attempts untouched.
-    let Some(stored) = crate::rate::ops::queue_state(conn, queue)? else {
-        return Ok((
-            lease_counted(conn, queue, worker_id, n, lease_ms, now)?,
-            None,
-        ));
+    // A capped queue (ADR 35) starts no more than its caps leave room for,
+    // counted in this transaction. A rate-limited queue starts what its
+    // limit allows now, for every worker of every process together (ADR
+    // 23); the rest keep waiting, their attempts untouched.
+    let Controls {
+        limit: stored,
+        running,
+        mut per_key,
+    } = claim_controls(conn, queue, now)?;
+    let mut n = n;
+    if let Some(room) = running {
+        n = n.min(room as usize);
+        if n == 0 {
+            return Ok((Vec::new(), None));
+        }
+    }
+    let mut lease_n =
+        |n: usize| lease_counted(conn, queue, worker_id, n, lease_ms, now, &mut per_key);
+    let Some(stored) = stored else {
+        return Ok((lease_n(n)?, None));
     };
     let want = n as i64;
     if let Some((blocks, _)) = blocks {
         if let Some(which) = blocks.take(queue, &stored, want, now) {
-            let jobs = lease_counted(conn, queue, worker_id, n, lease_ms, now)?;
+            let jobs = lease_n(n)?;
             blocks.give_back(queue, which, want - jobs.len() as i64);
             return Ok((jobs, None));
         }
@@ -186,7 +202,7 @@ pub(crate) fn claim_limited(
     if allowed == 0 {
         return Ok((Vec::new(), None));
     }
-    let jobs = lease_counted(conn, queue, worker_id, allowed as usize, lease_ms, now)?;
+    let jobs = lease_n(allowed as usize)?;
     if jobs.is_empty() {
         return Ok((jobs, None));
     }
@@ -203,6 +219,108 @@ pub(crate) fn claim_limited(
     Ok((jobs, block))
 }
 
+/// What a claim of a queue obeys besides a pause, read in one statement
+/// ([`statements::CLAIM_CONTROLS`]).
+struct Controls {
+    /// Its rate limit, with its state.
+    limit: Option<crate::rate::blocks::QueueLimit>,
+    /// With `max_running`: how many more of its jobs may start now.
+    running: Option<u32>,
+    /// With `max_running_per_key`: each key's room.
+    per_key: Option<KeyRoom>,
+}
+
+fn claim_controls(conn: Conn<'_>, queue: &str, now: i64) -> Result<Controls> {
+    let mut counts: Option<i64> = None;
+    let rows =
+        conn.prepare_cached(statements::CLAIM_CONTROLS)?
+            .query_map(params![queue, now], |r| {
+                counts = counts.or(r.get(3)?);
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+    let caps = crate::rate::ops::caps_of(&rows);
+    let counts = counts.unwrap_or(0);
+    let (running, keyed) = (counts >> 32, counts & 0xffff_ffff);
+    let running = caps.max_running.map(|max| {
+        let n = u32::try_from(running).unwrap_or(u32::MAX);
+        max.saturating_sub(n)
+    });
+    let per_key = match caps.max_running_per_key {
+        None => None,
+        // No keyed job running: every key has room, nothing to read.
+        Some(cap) if keyed == 0 => Some(KeyRoom {
+            cap,
+            running: std::collections::HashMap::new(),
+        }),
+        Some(cap) => Some(KeyRoom::read(conn, queue, cap, now)?),
+    };
+    Ok(Controls {
+        limit: crate::rate::ops::queue_limit_of(queue, &rows)?,
+        running,
+        per_key,
+    })
+}
+
+/// How many of `queue`'s jobs hold an unexpired lease at `now`.
+fn running_count(conn: Conn<'_>, queue: &str, now: i64) -> Result<u32> {
+    let n: i64 = conn
+        .prepare_cached(statements::RUNNING_COUNT)?
+        .query_one(params![queue, now], |r| r.get(0))?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// The room each concurrency key has under a queue's
+/// `max_running_per_key` (ADR 35), as a claim fills it.
+pub(crate) struct KeyRoom {
+    cap: u32,
+    running: std::collections::HashMap<String, u32>,
+}
+
+impl KeyRoom {
+    /// The keys' unexpired leases in `queue` at `now`.
+    pub(crate) fn read(conn: Conn<'_>, queue: &str, cap: u32, now: i64) -> Result<KeyRoom> {
+        let mut running = std::collections::HashMap::new();
+        let keys = conn
+            .prepare_cached(statements::RUNNING_KEYS)?
+            .query_map(params![queue, now], |r| r.get::<String>(0))?;
+        for key in keys {
+            *running.entry(key).or_insert(0u32) += 1;
+        }
+        Ok(KeyRoom { cap, running })
+    }
+
+    /// The keys at their cap, as the JSON array [`statements::PICK_KEYED`]
+    /// steps over; `None` while no key is full.
+    pub(crate) fn full(&self) -> Option<String> {
+        let keys: Vec<&str> = self
+            .running
+            .iter()
+            .filter(|(_, &n)| n >= self.cap)
+            .map(|(k, _)| k.as_str())
+            .collect();
+        if keys.is_empty() {
+            return None;
+        }
+        Some(serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()))
+    }
+
+    /// Takes a slot of `key` (none: always room); false when it is full.
+    fn take(&mut self, key: Option<&str>) -> bool {
+        let Some(key) = key else { return true };
+        match self.running.get_mut(key) {
+            Some(n) if *n >= self.cap => false,
+            Some(n) => {
+                *n += 1;
+                true
+            }
+            None => {
+                self.running.insert(key.to_owned(), 1);
+                true
+            }
+        }
+    }
+}
+
 /// Leases up to `n` ready jobs and counts the claim.
 fn lease_counted(
     conn: Conn<'_>,
@@ -211,8 +329,9 @@ fn lease_counted(
     n: usize,
     lease_ms: i64,
     now: i64,
+    per_key: &mut Option<KeyRoom>,
 ) -> Result<Vec<Claimed>> {
-    let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now)?;
+    let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now, per_key)?;
     metrics::count_claims(
         conn,
         queue,
@@ -228,28 +347,51 @@ fn pick_and_lease(
     n: usize,
     lease_ms: i64,
     now: i64,
+    per_key: &mut Option<KeyRoom>,
 ) -> Result<Vec<Claimed>> {
     let lease_expires_at = now.saturating_add(lease_ms);
     let mut jobs = Vec::with_capacity(n.min(1024));
     loop {
         // Every row is read before the first update: the pick's statement is
         // finished (reset) by then.
-        let picked = conn.prepare_cached(statements::PICK)?.query_map(
-            params![queue, (n - jobs.len()) as i64],
-            |r| {
-                let id: i64 = r.get(0)?;
-                Ok(pick_row(r, lease_expires_at).map_err(|d| (id, d)))
-            },
-        )?;
-        let mut damaged = 0;
+        let asked = n - jobs.len();
+        // One job and no key full: any ready job may start, its key unread.
+        let full = per_key.as_ref().map(KeyRoom::full);
+        let keyed = per_key.is_some() && !(asked == 1 && matches!(full, Some(None)));
+        let row = |r: &Row<'_>| {
+            let id: i64 = r.get(0)?;
+            Ok(pick_row(r, lease_expires_at, keyed).map_err(|d| (id, d)))
+        };
+        let picked = match full {
+            _ if !keyed => conn
+                .prepare_cached(statements::PICK)?
+                .query_map(params![queue, asked as i64], row)?,
+            None | Some(None) => conn
+                .prepare_cached(statements::PICK_KEYS)?
+                .query_map(params![queue, asked as i64], row)?,
+            Some(Some(full)) => conn
+                .prepare_cached(statements::PICK_KEYED)?
+                .query_map(params![queue, asked as i64, full], row)?,
+        };
+        let seen = picked.len();
+        let mut skipped = 0;
         let leased_from = jobs.len();
         for row in picked {
             match row {
                 // A ready job with no attempt left (a row written by hand, or
                 // imported): Honker dead-letters it at claim, and so do we.
                 Ok(job) if job.attempts >= job.max_attempts => {
-                    damaged += 1;
+                    skipped += 1;
                     archive(conn, queue, job.id, JobState::Dead, Some(EXHAUSTED), now)?;
+                }
+                // Its key filled up in this claim: it waits (the next pick
+                // steps over the key).
+                Ok(job)
+                    if per_key
+                        .as_mut()
+                        .is_some_and(|r| !r.take(job.concurrency_key.as_deref())) =>
+                {
+                    skipped += 1;
                 }
                 Ok(mut job) => {
                     job.lease_token = crate::raw::random_token();
@@ -260,15 +402,16 @@ fn pick_and_lease(
                 // would be picked again and again): it goes to the dead
                 // letters in this transaction, and the claim picks again.
                 Err((id, damage)) => {
-                    damaged += 1;
+                    skipped += 1;
                     let why = format!("undecodable row: {} holds {}", damage.column, damage.found);
                     archive(conn, queue, id, JobState::Dead, Some(&why), now)?;
                 }
             }
         }
         lease(conn, worker_id, lease_expires_at, &jobs[leased_from..])?;
-        // Skipped rows (damaged, exhausted) left the ready set: pick again.
-        if damaged == 0 || jobs.len() >= n {
+        // Skipped rows (damaged, exhausted, of a key that filled) did not
+        // count: pick again, unless the pick found all there was.
+        if skipped == 0 || seen < asked || jobs.len() >= n {
             return Ok(jobs);
         }
     }
@@ -329,8 +472,13 @@ fn by_batches<'i, T>(
     Ok(rest)
 }
 
-/// A row of [`statements::PICK`] as a job, or what is damaged in it.
-fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, Damage> {
+/// A row of [`statements::PICK`] (or, `keyed`, of
+/// [`statements::PICK_KEYED`]) as a job, or what is damaged in it.
+fn pick_row(
+    r: &Row<'_>,
+    lease_expires_at: i64,
+    keyed: bool,
+) -> std::result::Result<Claimed, Damage> {
     // Checked only: see PICK.
     r.decode::<i64>(7)?;
     r.decode::<i64>(8)?;
@@ -347,6 +495,7 @@ fn pick_row(r: &Row<'_>, lease_expires_at: i64) -> std::result::Result<Claimed, 
         lease_token: String::new(),
         lease_expires_at,
         trace_context: r.decode::<crate::trace::Stored>(11)?.0,
+        concurrency_key: if keyed { r.decode(12)? } else { None },
     })
 }
 
@@ -905,11 +1054,19 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         other => Probe::NextAt(other),
     };
     if let Probe::Claimable = probe {
+        let (stored, caps) = crate::rate::ops::queue_controls(conn, queue)?;
+        // Ready work its caps hold back (ADR 35) waits for a commit (an
+        // ack, say) or for a running job's lease to end, whichever comes
+        // first; a due scheduled job (`next`, now or past) is promoted by
+        // a claim first.
+        if ready && !caps.is_none() && capped(conn, queue, &caps, now)? {
+            return Ok(Probe::NextAt(next));
+        }
         // Work is there; a rate limit may still hold it back. Then sleep
         // until the limit lets one start, plus a jitter up to a quarter of
         // the interval (at most 25 ms), so that the workers waiting on one
         // queue do not all wake at that instant and race for one start.
-        if let Some(stored) = crate::rate::ops::queue_state(conn, queue)? {
+        if let Some(stored) = stored {
             let l = stored.limit;
             let (allowed, next_ms) = crate::rate::ops::queue_allowance(&l, stored.tat, 1, now);
             if allowed == 0 {
@@ -924,6 +1081,56 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         }
     }
     Ok(probe)
+}
+
+/// Whether `queue`'s caps let no ready job start at `now`.
+fn capped(conn: Conn<'_>, queue: &str, caps: &super::Concurrency, now: i64) -> Result<bool> {
+    if let Some(max) = caps.max_running {
+        if running_count(conn, queue, now)? >= max {
+            return Ok(true);
+        }
+    }
+    let Some(cap) = caps.max_running_per_key else {
+        return Ok(false);
+    };
+    let Some(full) = KeyRoom::read(conn, queue, cap, now)?.full() else {
+        return Ok(false);
+    };
+    let open: bool = conn
+        .prepare_cached(statements::READY_UNCAPPED)?
+        .query_one(params![queue, full], |r| r.get(0))?;
+    Ok(!open)
+}
+
+/// Sets (`None`: lifts) each of `queue`'s concurrency caps, checked.
+pub(crate) fn limit_concurrency(
+    conn: Conn<'_>,
+    queue: &str,
+    caps: &super::Concurrency,
+    now: i64,
+) -> Result<()> {
+    caps.check()?;
+    let keys = crate::rate::ops::CAP_KEYS;
+    for (key, cap) in keys
+        .into_iter()
+        .zip([caps.max_running, caps.max_running_per_key])
+    {
+        match cap {
+            Some(n) => crate::settings::set_int(
+                conn,
+                crate::rate::ops::QUEUE_SCOPE,
+                queue,
+                key,
+                Some(i64::from(n)),
+                now,
+            )?,
+            None => {
+                conn.prepare_cached(statements::CLEAR_CAP)?
+                    .execute(params![queue, key])?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Pauses `queue` (`""`: all queues) with `note` (checked here, for the
@@ -974,6 +1181,9 @@ fn pause_row(r: &Row<'_>) -> Result<(String, super::Pause)> {
 pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
     let mut s = live_stats(conn, queue, now).map_err(|e| name_damaged(conn, queue, e))?;
     s.paused = !pauses(conn, queue)?.is_empty();
+    let (_, caps) = crate::rate::ops::queue_controls(conn, queue)?;
+    s.max_running = caps.max_running;
+    s.max_running_per_key = caps.max_running_per_key;
     let finished = conn
         .prepare_cached(statements::FINISHED_STATS)?
         .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;

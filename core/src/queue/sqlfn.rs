@@ -28,6 +28,12 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_queue_resume", 1, DIRECT_ONLY, queue_resume),
     SqlFn::atomic("honker_queue_pause_all", -1, DIRECT_ONLY, queue_pause_all),
     SqlFn::atomic("honker_queue_resume_all", 0, DIRECT_ONLY, queue_resume_all),
+    SqlFn::atomic(
+        "honker_queue_limit_concurrency",
+        3,
+        DIRECT_ONLY,
+        queue_limit_concurrency,
+    ),
     SqlFn::atomic("honker_job_ack", -1, DIRECT_ONLY, job_ack),
     SqlFn::atomic("honker_job_ack_many", 2, DIRECT_ONLY, job_ack_many),
     SqlFn::atomic("honker_job_retry", 5, DIRECT_ONLY, job_retry),
@@ -74,8 +80,8 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
 /// `honker_queue_enqueue(queue, payload[, options])` → the job's id (the
 /// live duplicate's id when `dedupe_key` matched one). `options` is a JSON
 /// object: `run_at` (ms since the epoch) or `delay_ms`, `priority`,
-/// `max_attempts`, `dedupe_key`, `expires_ms`, `backoff` (`base_ms`,
-/// `max_ms`, `jitter`), `traceparent` and `tracestate` (the producer's W3C
+/// `max_attempts`, `dedupe_key`, `concurrency_key`, `expires_ms`, `backoff`
+/// (`base_ms`, `max_ms`, `jitter`), `traceparent` and `tracestate` (the producer's W3C
 /// trace context, stored beside the job).
 fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
     let a = &c.args;
@@ -128,6 +134,13 @@ fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
                 o.dedupe_key = Some(
                     v.as_str()
                         .ok_or_else(|| bad("dedupe_key must be text"))?
+                        .into(),
+                );
+            }
+            "concurrency_key" => {
+                o.concurrency_key = Some(
+                    v.as_str()
+                        .ok_or_else(|| bad("concurrency_key must be text"))?
                         .into(),
                 );
             }
@@ -336,6 +349,7 @@ fn queue_stats(c: &Call<'_>) -> Result<Out> {
             "lapsed": s.lapsed, "dead": s.dead, "cancelled": s.cancelled,
             "expired": s.expired, "completed": s.completed,
             "oldest_ready_age_ms": s.oldest_ready_age_ms, "paused": s.paused,
+            "max_running": s.max_running, "max_running_per_key": s.max_running_per_key,
         })
         .to_string(),
     ))
@@ -369,6 +383,31 @@ fn pause_with_note(c: &Call<'_>, queue: &str, at: usize) -> Result<Out> {
 /// (now lifted), else 0.
 fn queue_resume(c: &Call<'_>) -> Result<Out> {
     Ok(Out::Int(i64::from(ops::resume(c.conn, c.args.name(0)?)?)))
+}
+
+/// `honker_queue_limit_concurrency(queue, max_running, max_running_per_key)`
+/// → 1: sets the queue's concurrency caps for every process (ADR 35), with
+/// your transaction when inside one; a NULL cap is lifted.
+fn queue_limit_concurrency(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let cap = |i: usize, what: &str| -> Result<Option<u32>> {
+        a.opt_int(i, what)?
+            .map(|n| {
+                u32::try_from(n).map_err(|_| {
+                    Error::invalid(format!(
+                        "{what} must be between 1 and {}, got {n}",
+                        super::Concurrency::MAX
+                    ))
+                })
+            })
+            .transpose()
+    };
+    let caps = super::Concurrency {
+        max_running: cap(1, "max_running")?,
+        max_running_per_key: cap(2, "max_running_per_key")?,
+    };
+    ops::limit_concurrency(c.conn, a.name(0)?, &caps, c.now)?;
+    Ok(Out::Int(1))
 }
 
 /// `honker_queue_resume_all()` → 1 if all queues were paused, else 0.
@@ -433,5 +472,6 @@ fn job_json(j: &JobInfo) -> Json {
         "created_at": j.created_at, "worker_id": j.worker_id, "last_error": j.last_error,
         "lease_expires_at": j.lease_expires_at, "finished_at": j.finished_at,
         "trace_context": trace_json(j.trace_context.as_ref()),
+        "concurrency_key": j.concurrency_key,
     })
 }

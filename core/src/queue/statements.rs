@@ -5,18 +5,18 @@
 /// ?1 queue, ?2 state ('ready'|'scheduled'), ?3 payload, ?4 priority,
 /// ?5 run_at, ?6 max_attempts, ?7 backoff_base_ms, ?8 backoff_max_ms,
 /// ?9 backoff_jitter, ?10 dedupe_key, ?11 expires_at, ?12 created_at,
-/// ?13 trace_context (JSON, or NULL).
+/// ?13 trace_context (JSON, or NULL), ?14 concurrency_key.
 /// Inserts nothing when a live job holds the dedupe key.
 pub const ENQUEUE: &str = "
 INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
     backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at,
-    trace_context)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+    trace_context, concurrency_key)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// [`ENQUEUE`] for `n` jobs in one statement, without a dedupe key (several
-/// jobs never share one, so no conflict clause): the same ?1 to ?13, the
-/// first job's payload ?3, the others' ?14 on, in order. One statement for
+/// jobs never share one, so no conflict clause): the same ?1 to ?14, the
+/// first job's payload ?3, the others' ?15 on, in order. One statement for
 /// many rows binds the shared values once and writes the AUTOINCREMENT
 /// sequence once, not per job (ADR 29: W2's instructions per job halved).
 /// The rows get consecutive ids (AUTOINCREMENT gives each the next; the
@@ -25,16 +25,16 @@ fn enqueue_rows(n: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO _honker_jobs (queue, state, payload, priority, run_at, max_attempts,
     backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key, expires_at, created_at,
-    trace_context)
+    trace_context, concurrency_key)
 VALUES ",
     );
     for i in 0..n {
-        let payload = if i == 0 { 3 } else { 13 + i };
+        let payload = if i == 0 { 3 } else { 14 + i };
         if i > 0 {
             sql.push_str(", ");
         }
         sql.push_str(&format!(
-            "(?1, ?2, ?{payload}, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+            "(?1, ?2, ?{payload}, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
         ));
     }
     sql
@@ -158,6 +158,86 @@ WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_sett
 ORDER BY priority DESC, run_at, id
 LIMIT ?2";
 
+/// ?1 queue, ?2 n, ?3 the keys at their cap (a JSON array of text). [`PICK`]
+/// in a queue with a `max_running_per_key` (ADR 35): it steps over the
+/// ready jobs of those keys, and reads each job's key (column 12) so that
+/// the claim can stop taking a key's jobs when this claim fills it.
+pub const PICK_KEYED: &str = "
+SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
+    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context,
+    concurrency_key
+FROM _honker_jobs
+WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+     AND (EXISTS (SELECT 1 FROM _honker_settings
+                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
+          OR EXISTS (SELECT 1 FROM _honker_settings
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
+  AND (concurrency_key IS NULL OR concurrency_key NOT IN (SELECT value FROM json_each(?3)))
+ORDER BY priority DESC, run_at, id
+LIMIT ?2";
+
+/// ?1 queue, ?2 now. What a claim obeys besides a pause, in one statement:
+/// the queue's settings rows of its rate limit and its caps (ADR 23, 35):
+/// key, value, updated_at, and on a cap's row the counts the caps need:
+/// how many of the queue's jobs hold an unexpired lease times 2³², plus
+/// how many of those have a key (none: no key can be full, and
+/// [`RUNNING_KEYS`] is not read). One subquery, not correlated, so SQLite
+/// runs it once for both caps' rows (the range of keys between the two cap
+/// keys holds just them). A queue with neither cap has no such row, and
+/// one with no setting at all none: the claim pays this one read, which
+/// the rate limit's check made already.
+pub const CLAIM_CONTROLS: &str = "
+SELECT key, value, updated_at,
+  CASE WHEN key >= 'max_running' AND key <= 'max_running_per_key' THEN
+    (SELECT count(*) * 4294967296 + count(concurrency_key) FROM _honker_jobs
+     WHERE queue = ?1 AND state = 'running' AND lease_expires_at > ?2)
+  END
+FROM _honker_settings WHERE scope = 'queue_rate_limit' AND name = ?1";
+
+/// ?1 queue, ?2 n. [`PICK`] with each job's key (column 12), in a queue with
+/// a `max_running_per_key` none of whose keys is full yet (ADR 35): the
+/// claim counts the keys it takes.
+pub const PICK_KEYS: &str = "
+SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
+    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context,
+    concurrency_key
+FROM _honker_jobs
+WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
+     AND (EXISTS (SELECT 1 FROM _honker_settings
+                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
+          OR EXISTS (SELECT 1 FROM _honker_settings
+                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
+ORDER BY priority DESC, run_at, id
+LIMIT ?2";
+
+/// ?1 queue, ?2 now. How many of the queue's jobs hold an unexpired lease:
+/// what `max_running` caps (ADR 35). Reads the running index.
+pub const RUNNING_COUNT: &str = "
+SELECT count(*) FROM _honker_jobs
+WHERE queue = ?1 AND state = 'running' AND lease_expires_at > ?2";
+
+/// ?1 queue, ?2 now. The key of each job holding an unexpired lease (the
+/// caller counts them): what `max_running_per_key` caps. A range of the
+/// running index, so linear in the queue's running jobs, which its caps
+/// and its workers' slots bound; no index of keys is kept (ADR 35).
+pub const RUNNING_KEYS: &str = "
+SELECT concurrency_key FROM _honker_jobs
+WHERE queue = ?1 AND state = 'running' AND lease_expires_at > ?2
+  AND concurrency_key IS NOT NULL";
+
+/// ?1 queue, ?2 the keys at their cap (a JSON array). Whether a ready job
+/// is there that a claim could take under `max_running_per_key`.
+pub const READY_UNCAPPED: &str = "
+SELECT EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'ready'
+                 AND (concurrency_key IS NULL
+                      OR concurrency_key NOT IN (SELECT value FROM json_each(?2))))";
+
+/// ?1 queue, ?2 key (`max_running` or `max_running_per_key`). Lifts that
+/// cap; the caps live beside the queue's rate limit (ADR 35).
+pub const CLEAR_CAP: &str = "
+DELETE FROM _honker_settings WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = ?2";
+
 /// ?1 id, ?2 worker_id, ?3 lease token, ?4 lease_expires_at. Leases one job
 /// picked by [`PICK`].
 pub const LEASE: &str = "
@@ -230,10 +310,12 @@ WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
 pub const ARCHIVE: &str = "
 INSERT INTO _honker_finished (id, queue, state, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, worker_id, last_error, finished_at, trace_context)
+    expires_at, created_at, worker_id, last_error, finished_at, trace_context,
+    concurrency_key)
 SELECT id, queue, ?2, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, worker_id, coalesce(?3, last_error), ?4, trace_context
+    expires_at, created_at, worker_id, coalesce(?3, last_error), ?4, trace_context,
+    concurrency_key
 FROM _honker_jobs WHERE id = ?1";
 
 /// ?1 id.
@@ -274,7 +356,7 @@ pub const MAX_ID: &str = "SELECT seq FROM sqlite_sequence WHERE name = '_honker_
 macro_rules! info_columns {
     () => {
         "id, queue, state, payload, priority, run_at, attempts, max_attempts, dedupe_key, \
-         expires_at, created_at, worker_id, last_error, trace_context"
+         expires_at, created_at, worker_id, last_error, trace_context, concurrency_key"
     };
 }
 
@@ -306,10 +388,10 @@ pub const LIST_DEAD: &str = concat!(
 pub const REQUEUE_DEAD: &str = "
 INSERT INTO _honker_jobs (id, queue, state, payload, priority, run_at, attempts,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    expires_at, created_at, last_error, trace_context)
+    expires_at, created_at, last_error, trace_context, concurrency_key)
 SELECT id, queue, 'ready', payload, priority, ?2, 0,
     max_attempts, backoff_base_ms, backoff_max_ms, backoff_jitter, dedupe_key,
-    NULL, created_at, last_error, trace_context
+    NULL, created_at, last_error, trace_context, concurrency_key
 FROM _honker_finished
 WHERE queue = ?1 AND state = 'dead' AND (?3 IS NULL OR id = ?3)
 ON CONFLICT DO NOTHING";
@@ -416,5 +498,7 @@ mod tests {
     fn pick_and_probe_carry_the_pause_check() {
         assert!(super::PICK.contains(super::PAUSED));
         assert!(super::PROBE.contains(super::PAUSED));
+        assert!(super::PICK_KEYED.contains(super::PAUSED));
+        assert!(super::PICK_KEYS.contains(super::PAUSED));
     }
 }

@@ -60,6 +60,11 @@ pub struct EnqueueOptions {
     pub expires: Option<Duration>,
     /// Overrides the queue's retry backoff for this job.
     pub backoff: Option<Backoff>,
+    /// The job's key for the queue's `max_running_per_key` (ADR 35): at most
+    /// that many jobs of one key run at once, across every process. A job
+    /// without one counts against the queue's `max_running` only. Up to 512
+    /// bytes.
+    pub concurrency_key: Option<String>,
     /// The producer's W3C trace context, stored beside the job (never in its
     /// payload) and handed to its handler ([`Job::trace_context`]). Python
     /// and Node fill it from the active OpenTelemetry span.
@@ -87,6 +92,9 @@ impl EnqueueOptions {
         }
         if let Some(k) = &self.dedupe_key {
             validate::key("dedupe key", k)?;
+        }
+        if let Some(k) = &self.concurrency_key {
+            validate::key("concurrency key", k)?;
         }
         if let Some(b) = &self.backoff {
             b.validate()?;
@@ -116,6 +124,7 @@ impl EnqueueOptions {
             backoff_max_ms: duration_ms(backoff.max),
             backoff_jitter: backoff.jitter,
             dedupe_key: self.dedupe_key.as_deref(),
+            concurrency_key: self.concurrency_key.as_deref(),
             expires_at,
             trace_context: self.trace_context.as_ref().map(TraceContext::to_json),
         })
@@ -149,6 +158,52 @@ pub struct PauseOptions {
     /// A note shown with the pause (`honker status`, `queues list`): why,
     /// who, until when. Up to 512 bytes.
     pub note: Option<String>,
+}
+
+/// A queue's concurrency caps (ADR 35), for every process and language:
+/// set by [`Queue::limit_concurrency`](crate::Queue::limit_concurrency),
+/// shown in [`QueueStats`]. Each claim counts, in its own transaction, the
+/// jobs holding an unexpired lease, so no claim takes a job past a cap. A
+/// holder whose lease lapsed may still be running (a lapsed lease is
+/// honoured until a claim reclaims it): its slot is free from the moment
+/// the lease ends, which is also when a killed holder's slot comes back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Concurrency {
+    /// At most this many of the queue's jobs run at once (1 to 1,000,000;
+    /// `None`: no cap).
+    pub max_running: Option<u32>,
+    /// At most this many jobs of one `concurrency_key` (an enqueue option)
+    /// run at once (1 to 1,000,000; `None`: no cap). Jobs without a key are
+    /// not counted here.
+    pub max_running_per_key: Option<u32>,
+}
+
+impl Concurrency {
+    /// Most a cap may be.
+    pub const MAX: u32 = 1_000_000;
+
+    /// Checks both caps.
+    pub(crate) fn check(&self) -> Result<()> {
+        for (what, cap) in [
+            ("max_running", self.max_running),
+            ("max_running_per_key", self.max_running_per_key),
+        ] {
+            if let Some(n) = cap {
+                if n == 0 || n > Self::MAX {
+                    return Err(Error::invalid(format!(
+                        "{what} must be between 1 and {} (pause the queue to run none), got {n}",
+                        Self::MAX
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Neither cap is set.
+    pub(crate) fn is_none(&self) -> bool {
+        self.max_running.is_none() && self.max_running_per_key.is_none()
+    }
 }
 
 /// Options for [`Queue::claim_with`].
@@ -370,6 +425,8 @@ pub struct JobInfo {
     pub last_error: Option<String>,
     /// The producer's W3C trace context, if it had one.
     pub trace_context: Option<TraceContext>,
+    /// Its concurrency key, if any (ADR 35).
+    pub concurrency_key: Option<String>,
     /// When the current lease lapses (running jobs only).
     pub lease_expires_at: Option<i64>,
     /// When it finished (finished jobs only).
@@ -407,8 +464,9 @@ impl JobInfo {
             worker_id: r.get(11)?,
             last_error: r.get(12)?,
             trace_context: r.get::<crate::trace::Stored>(13)?.0,
-            lease_expires_at: r.get(14)?,
-            finished_at: r.get(15)?,
+            concurrency_key: r.get(14)?,
+            lease_expires_at: r.get(15)?,
+            finished_at: r.get(16)?,
         })
     }
 }
@@ -436,6 +494,10 @@ pub struct QueueStats {
     pub oldest_ready_age_ms: Option<i64>,
     /// Paused (by its own pause or all queues'): no claim returns its jobs.
     pub paused: bool,
+    /// Its cap on running jobs, if any ([`Concurrency`]).
+    pub max_running: Option<u32>,
+    /// Its cap on running jobs per concurrency key, if any.
+    pub max_running_per_key: Option<u32>,
 }
 
 #[cfg(test)]

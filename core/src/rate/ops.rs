@@ -19,8 +19,13 @@ use crate::settings;
 
 const SCOPE: &str = "rate_limit";
 /// The settings scope of queues' rate limits (`name` = the queue); a
-/// queue's state is its row `tat_us` there.
+/// queue's state is its row `tat_us` there, and its concurrency caps are
+/// the rows [`CAP_KEYS`] (ADR 35): the rows every claim reads, in one
+/// statement.
 pub(crate) const QUEUE_SCOPE: &str = "queue_rate_limit";
+
+/// The keys of a queue's concurrency caps among its claim's settings rows.
+pub(crate) const CAP_KEYS: [&str; 2] = ["max_running", "max_running_per_key"];
 
 /// The limiter's stored parameters, if any.
 pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
@@ -32,7 +37,7 @@ fn scoped_params(conn: Conn<'_>, scope: &str, name: &str) -> Result<Option<RateL
 }
 
 /// A limiter's settings row: key, value, when it was written (ms).
-type Setting = (String, Option<i64>, i64);
+pub(crate) type Setting = (String, Option<i64>, i64);
 
 /// A limiter's settings rows (parameters, and a queue's state).
 fn stored(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<Setting>> {
@@ -45,7 +50,10 @@ fn stored(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<Setting>> {
 /// Parameters from their settings rows (other rows, a queue's `tat_us`,
 /// are left alone).
 fn parse(name: &str, rows: &[Setting]) -> Result<Option<RateLimit>> {
-    if rows.iter().all(|(k, _, _)| k == "tat_us") {
+    if rows
+        .iter()
+        .all(|(k, _, _)| k == "tat_us" || CAP_KEYS.contains(&k.as_str()))
+    {
         return Ok(None);
     }
     let get = |k: &str| {
@@ -94,13 +102,42 @@ pub(crate) fn queue_limit(conn: Conn<'_>, queue: &str) -> Result<Option<RateLimi
 /// and writes one page that the parameters' read already brought in, and
 /// adds no index to update.
 pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<QueueLimit>> {
+    Ok(queue_controls(conn, queue)?.0)
+}
+
+/// What a claim of `queue` obeys besides a pause: its rate limit with its
+/// state ([`queue_state`]) and its concurrency caps (ADR 35), from one read
+/// of its settings rows; a queue with neither costs that one read.
+pub(crate) fn queue_controls(
+    conn: Conn<'_>,
+    queue: &str,
+) -> Result<(Option<QueueLimit>, crate::queue::Concurrency)> {
     let rows = stored(conn, QUEUE_SCOPE, queue)?;
+    Ok((queue_limit_of(queue, &rows)?, caps_of(&rows)))
+}
+
+/// A queue's rate limit and its state from its settings rows.
+pub(crate) fn queue_limit_of(queue: &str, rows: &[Setting]) -> Result<Option<QueueLimit>> {
     let row = |key: &str| rows.iter().find(|(k, _, _)| k == key);
-    Ok(parse(queue, &rows)?.map(|limit| QueueLimit {
+    Ok(parse(queue, rows)?.map(|limit| QueueLimit {
         limit,
         tat: row("tat_us").and_then(|(_, v, _)| *v),
         set_at: row("limit").map_or(0, |(_, _, at)| *at),
     }))
+}
+
+/// A queue's concurrency caps from its settings rows.
+pub(crate) fn caps_of(rows: &[Setting]) -> crate::queue::Concurrency {
+    let cap = |key: &str| {
+        rows.iter()
+            .find(|(k, _, _)| k == key)
+            .and_then(|(_, v, _)| *v)
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    crate::queue::Concurrency {
+        max_running: cap(CAP_KEYS[0]),
+        max_running_per_key: cap(CAP_KEYS[1]),
+    }
 }
 
 /// Sets (or, with `None`, lifts) a queue's rate limit for every process.
@@ -114,8 +151,8 @@ pub(crate) fn set_queue_limit(
     match limit {
         Some(l) => set_scoped(conn, QUEUE_SCOPE, queue, l, now),
         None => {
-            conn.prepare_cached(st::CLEAR_PARAMS)?
-                .execute(params![QUEUE_SCOPE, queue])?;
+            conn.prepare_cached(st::CLEAR_QUEUE_LIMIT)?
+                .execute(params![queue])?;
             Ok(())
         }
     }

@@ -37,7 +37,9 @@ DELETE FROM _honker_rate_limit_keys WHERE tat_us <= ?1";
 pub const PARAMS: &str = "
 SELECT key, value, updated_at FROM _honker_settings WHERE scope = ?1 AND name = ?2";
 
-/// ?1 scope, ?2 name. Removes a limiter's settings (a queue's limit lifted,
-/// with its state).
-pub const CLEAR_PARAMS: &str = "
-DELETE FROM _honker_settings WHERE scope = ?1 AND name = ?2";
+/// ?1 queue. Lifts a queue's rate limit, with its state; the queue's
+/// concurrency caps, stored beside it (ADR 35), stay.
+pub const CLEAR_QUEUE_LIMIT: &str = "
+DELETE FROM _honker_settings
+WHERE scope = 'queue_rate_limit' AND name = ?1 AND key <> 'max_running'
+  AND key <> 'max_running_per_key'";
