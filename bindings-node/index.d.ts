@@ -149,6 +149,8 @@ export interface EnqueueOptions {
   dedupeKey?: string;
   /** A job not started this long after enqueue expires instead of running. In ms. */
   expires?: number;
+  /** The key the queue's `max_running_per_key` counts: at most that many jobs of one key run at once, in every process (up to 512 bytes). */
+  concurrencyKey?: string;
 }
 /** The options of `Queue.enqueueMany`. */
 export type EnqueueManyOptions = EnqueueOptions;
@@ -172,6 +174,13 @@ export interface PauseOptions {
 }
 /** The options of `Database.pauseAll`. */
 export type PauseAllOptions = PauseOptions;
+/** The options of `Queue.limitConcurrency`. */
+export interface LimitConcurrencyOptions {
+  /** At most this many of the queue's jobs run at once (1 to 1,000,000). */
+  maxRunning?: number;
+  /** At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000). */
+  maxRunningPerKey?: number;
+}
 /** The options of `Database.queue`. */
 export type QueueOptions = ConfigureOptions;
 /** The options of `Stream.publish`. */
@@ -229,6 +238,8 @@ export interface JobInfo<P = Payload> {
   maxAttempts: number;
   /** Its dedupe key, if any. */
   dedupeKey: string | null;
+  /** Its concurrency key, if any (what `max_running_per_key` counts). */
+  concurrencyKey: string | null;
   /** When it expires unless started, if it can. */
   expiresAt: Date | null;
   /** When it was enqueued. */
@@ -269,6 +280,10 @@ export interface QueueStats {
   oldestReadyAgeMs: number | null;
   /** Paused (its own pause or all queues'): no claim returns its jobs. */
   paused: boolean;
+  /** At most this many of its jobs run at once, if capped (`limit_concurrency`). */
+  maxRunning: number | null;
+  /** At most this many jobs of one concurrency key run at once, if capped. */
+  maxRunningPerKey: number | null;
 }
 // </generated: record-QueueStats>
 
@@ -676,6 +691,12 @@ export class Queue<P = Payload, R = Payload> {
   pause(options?: PauseOptions): Promise<void>;
   /** Lifts the queue's own pause; whether it had one (while all queues are paused it stays paused). */
   resume(): Promise<boolean>;
+  /**
+   * Caps how many of the queue's jobs run at once, for every process and
+   * language (`maxRunning`, and `maxRunningPerKey` per `concurrencyKey`); a cap
+   * not given is lifted. Counted as unexpired leases in each claim (ADR 35).
+   */
+  limitConcurrency(options?: LimitConcurrencyOptions): Promise<void>;
   rateLimit(): Promise<RateLimitParams | null>;
   deadLetters(options?: { afterId?: number; limit?: number }): Promise<JobInfo<P>[]>;
   requeueDead(id: number): Promise<boolean>;

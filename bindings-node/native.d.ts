@@ -327,6 +327,9 @@ export declare class Queue {
   /** Lifts the queue's own pause; whether it had one. */
   resume(): Promise<Out<boolean>>
   tryResume(): Out<boolean>
+  /** Sets (a cap not given: lifts) the queue's concurrency caps, for every process (ADR 35). */
+  limitConcurrency(options: ConcurrencyArgs): Promise<Out<undefined>>
+  tryLimitConcurrency(options: ConcurrencyArgs): Out<undefined>
   /** The queue's metrics (ADR 27) as core's JSON. */
   metricsJson(): Promise<Out<string>>
   tryMetricsJson(): Out<string>
@@ -667,6 +670,19 @@ export interface ClaimedJob {
  */
 export declare function cliMain(argv: Array<string>): number
 
+/**
+ * Caps how many of the queue's jobs run at once, for every process and language;
+ * a cap not given is lifted. Each claim counts the jobs holding an unexpired lease in
+ * its own transaction. A holder whose lease lapsed may still be running: its slot is
+ * free once the lease ends (so is a killed holder's).
+ */
+export interface ConcurrencyArgs {
+  /** At most this many of the queue's jobs run at once (1 to 1,000,000). */
+  maxRunning?: number
+  /** At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000). */
+  maxRunningPerKey?: number
+}
+
 /** A consumer's place in a stream. */
 export interface ConsumerInfo {
   /** The consumer's name. */
@@ -697,6 +713,11 @@ export interface EnqueueArgs {
   dedupeKey?: string
   /** A job not started this long after enqueue expires instead of running. */
   expires?: number
+  /**
+   * The key the queue's `max_running_per_key` counts: at most that many jobs of one
+   * key run at once, in every process (up to 512 bytes).
+   */
+  concurrencyKey?: string
 }
 
 /**
@@ -880,6 +901,8 @@ export interface JobInfo {
   maxAttempts: number
   /** Its dedupe key, if any. */
   dedupeKey?: string
+  /** Its concurrency key, if any (what `max_running_per_key` counts). */
+  concurrencyKey?: string
   /** When it expires unless started, if it can. */
   expiresAtMs?: number
   /** When it was enqueued. */
@@ -1092,6 +1115,10 @@ export interface QueueStats {
   oldestReadyAgeMs?: number
   /** Paused (its own pause or all queues'): no claim returns its jobs. */
   paused: boolean
+  /** At most this many of its jobs run at once, if capped (`limit_concurrency`). */
+  maxRunning?: number
+  /** At most this many jobs of one concurrency key run at once, if capped. */
+  maxRunningPerKey?: number
 }
 
 /** A rate limiter's answer to a check. */

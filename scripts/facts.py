@@ -691,15 +691,27 @@ def py_check(fl: dict) -> list[str]:
         if t.py == "str":
             return [
                 f"if {n} is not None and {n}.__class__ is not str:",
-                f"    {n} = {call}",
+                *py_call_assign(n, call, 4),
             ]
-        return [f"if {n} is not None:", f"    {n} = {call}"]
+        return [f"if {n} is not None:", *py_call_assign(n, call, 4)]
     if t.py_bounds is not None:
         lo, hi = t.py_bounds
         test = f"if {n}.__class__ is not int or not {lo} <= {n} <= {hi}:"
         if len(test) + 8 <= PY_WIDTH:
-            return [test, f"    {n} = {call}"]
-    return [f"{n} = {call}"]
+            return [test, *py_call_assign(n, call, 4)]
+    return py_call_assign(n, call, 0)
+
+
+def py_call_assign(n: str, call: str, indent: int) -> list[str]:
+    """`n = call` at `indent` past the body's 8 spaces, wrapped as ruff
+    wraps a call too long for the line: its arguments on a line of their
+    own."""
+    pad = " " * indent
+    line = f"{pad}{n} = {call}"
+    if len(line) + 8 <= PY_WIDTH:
+        return [line]
+    head, args = call.split("(", 1)
+    return [f"{pad}{n} = {head}(", f"{pad}    {args[:-1]}", f"{pad})"]
 
 
 def py_assign(name: str, cells: list[str]) -> list[str]:

@@ -254,6 +254,7 @@ function jobInfo(d) {
     attempts: d.attempts,
     maxAttempts: d.maxAttempts,
     dedupeKey: d.dedupeKey ?? null,
+    concurrencyKey: d.concurrencyKey ?? null,
     expiresAt: date(d.expiresAtMs),
     createdAt: date(d.createdAtMs),
     workerId: d.workerId ?? null,
@@ -278,6 +279,8 @@ function queueStats(d) {
     completed: d.completed,
     oldestReadyAgeMs: d.oldestReadyAgeMs ?? null,
     paused: d.paused,
+    maxRunning: d.maxRunning ?? null,
+    maxRunningPerKey: d.maxRunningPerKey ?? null,
   };
 }
 // </generated: record-QueueStats>

@@ -270,6 +270,11 @@ impl Queue {
         Box::new(move || q.resume())
     }
 
+    fn limit_concurrency_op(&self, options: crate::records::ConcurrencyArgs) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || q.limit_concurrency(&options.to_core()?))
+    }
+
     fn clear_settings_op(&self) -> Op<()> {
         let q = self.q.clone();
         Box::new(move || q.clear_settings())
@@ -403,6 +408,8 @@ verbs! {
     pause / try_pause (options: crate::records::PauseArgs) -> () = pause_op;
     #[doc = "Lifts the queue's own pause; whether it had one."]
     resume / try_resume () -> bool = resume_op;
+    #[doc = "Sets (a cap not given: lifts) the queue's concurrency caps, for every process (ADR 35)."]
+    limit_concurrency / try_limit_concurrency (options: crate::records::ConcurrencyArgs) -> () = limit_concurrency_op;
     #[doc = "The queue's metrics (ADR 27) as core's JSON."]
     metrics_json / try_metrics_json () -> String = metrics_op;
     #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]

@@ -37,7 +37,9 @@ test('status and jobs see what Node wrote, and read commands change nothing', as
   const before = fs.readFileSync(file);
   const status = JSON.parse(run('status', file, '--json').stdout);
   const { oldest_ready_age_ms, ...counts } = status.queues[0];
-  assert.deepEqual(counts, { name: 'emails', ready: 2, scheduled: 1, running: 0, dead: 0, paused: null });
+  assert.deepEqual(counts, {
+    name: 'emails', ready: 2, scheduled: 1, running: 0, dead: 0, paused: null, max_running: null, max_running_per_key: null,
+  });
   assert.ok(oldest_ready_age_ms >= 0);
   const ready = JSON.parse(run('jobs', 'list', file, '--state', 'ready', '--json').stdout);
   assert.deepEqual(ready.map((j) => [j.id, j.payload]), [[ids[0], { to: 'a' }], [ids[1], { to: 'b' }]]);

@@ -228,6 +228,33 @@ test("a queue's settings are stored, read back, and refused when bad", async () 
   await producer.close();
 });
 
+test('concurrency caps as Node passes them', async () => {
+  // What the caps do across processes and languages is the caps interop scenario.
+  const path = tempPath();
+  const db = await honker.open(path);
+  const other = await honker.open(path);
+  const q = db.queue('q');
+  for (const key of ['a', 'a', 'b', undefined]) await q.enqueue({ key }, { concurrencyKey: key });
+  await q.limitConcurrency({ maxRunning: 3, maxRunningPerKey: 1 });
+  const stats = await other.queue('q').stats();
+  assert.deepEqual([stats.maxRunning, stats.maxRunningPerKey], [3, 1]);
+  const jobs = await other.queue('q').claimBatch('w', 10);
+  const keys = [];
+  for (const j of jobs) keys.push(String((await q.getJob(j.id)).concurrencyKey));
+  assert.deepEqual(keys.sort(), ['a', 'b', 'null']);
+  assert.deepEqual(await q.claimBatch('w', 10), []);
+  await jobs[0].ack();
+  await assert.rejects(q.limitConcurrency({ maxRunning: 0 }), honker.InvalidArgument);
+  await assert.rejects(q.limitConcurrency({ maxRunnin: 2 }), honker.InvalidArgument);
+  await assert.rejects(q.enqueue('x', { concurrencyKey: 'k'.repeat(513) }), honker.InvalidArgument);
+  assert.equal((await q.stats()).maxRunning, 3);
+  await q.limitConcurrency();
+  assert.equal((await q.stats()).maxRunning, null);
+  assert.equal((await q.claimBatch('w', 10)).length, 1);
+  await other.close();
+  await db.close();
+});
+
 test('a paused queue keeps its claim stream waiting until another process resumes it', async () => {
   // Pause and resume as Node calls them; what a pause does on every surface
   // is the pause interop scenario.

@@ -343,6 +343,17 @@ impl Queue {
         py.detach(|| self.queue.resume()).py()
     }
 
+    /// Sets (a cap not given: lifts) the queue's concurrency caps for every
+    /// process (core's `Queue::limit_concurrency`).
+    fn limit_concurrency(
+        &self,
+        py: Python<'_>,
+        options: crate::records::ConcurrencyArgs,
+    ) -> PyResult<()> {
+        let o = options.to_core().py()?;
+        py.detach(|| self.queue.limit_concurrency(&o)).py()
+    }
+
     /// The stored settings: (lease s, max_attempts, backoff base s, max s,
     /// jitter), each None when not set.
     #[allow(clippy::type_complexity)]

@@ -42,6 +42,8 @@ def test_status_and_jobs_see_what_python_wrote_and_change_nothing(path: Path) ->
             "dead": 0,
             "oldest_ready_age_ms": status["queues"][0]["oldest_ready_age_ms"],
             "paused": None,
+            "max_running": None,
+            "max_running_per_key": None,
         }
     ]
     assert status["streams"][0]["consumers"] == [{"name": "billing", "next_offset": 2, "lag": 0}]

@@ -259,6 +259,35 @@ def test_a_queues_settings_are_stored_read_back_and_refused_when_bad(path):
     db.close()
 
 
+def test_concurrency_caps_as_python_calls_them(path):
+    """The caps and the key as Python passes them (sync and asyncio twins,
+    the checks); what the caps do across processes and languages is the
+    ``caps`` interop scenario."""
+    db, other = honker.open(path), honker.open(path)
+    q = db.queue("q")
+    for key in ["a", "a", "b", None]:
+        q.enqueue({"key": key}, concurrency_key=key)
+    q.limit_concurrency(max_running=3, max_running_per_key=1)
+    stats = other.queue("q").stats()
+    assert (stats.max_running, stats.max_running_per_key) == (3, 1)
+    jobs = other.queue("q").claim_batch("w", 10)
+    keys = sorted(str(q.get_job(j.id).concurrency_key) for j in jobs)
+    assert keys == ["None", "a", "b"]
+    assert q.claim_batch("w", 10) == []
+    jobs[0].ack()
+    for bad in [{"max_running": 0}, {"max_running_per_key": -1}, {"max_running": "3"}]:
+        with pytest.raises(honker.InvalidArgument):
+            q.limit_concurrency(**bad)  # type: ignore[arg-type]
+    with pytest.raises(honker.InvalidArgument):
+        q.enqueue("x", concurrency_key="k" * 513)
+    assert q.stats().max_running == 3
+    asyncio.run(q.limit_concurrency_async())
+    assert (q.stats().max_running, q.stats().max_running_per_key) == (None, None)
+    assert len(q.claim_batch("w", 10)) == 1
+    db.close()
+    other.close()
+
+
 def test_a_paused_queue_keeps_its_asyncio_claim_waiting_until_resumed(path, async_waits):
     """Pause and resume as Python calls them (sync and asyncio twins, the
     note's check); what a pause does on every surface is the ``pause``

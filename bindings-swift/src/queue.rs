@@ -418,6 +418,12 @@ impl Queue {
         Ok(self.q.resume()?)
     }
 
+    /// Sets (a cap not given: lifts) the queue's concurrency caps for every
+    /// process (core's `Queue::limit_concurrency`).
+    pub fn limit_concurrency(&self, options: crate::records::ConcurrencyArgs) -> R<()> {
+        Ok(self.q.limit_concurrency(&options.to_core()?)?)
+    }
+
     /// The queue's metrics (ADR 27) as core's JSON.
     pub fn metrics_json(&self) -> R<String> {
         Ok(self.q.metrics()?.to_json().to_string())

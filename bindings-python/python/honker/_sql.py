@@ -37,6 +37,7 @@ class EnqueueOptions(TypedDict, total=False):
     max_attempts: int | None
     dedupe_key: str | None
     expires: Seconds | None
+    concurrency_key: str | None
 
 
 EnqueueManyOptions = EnqueueOptions

@@ -80,6 +80,8 @@ class JobInfo(Generic[P]):
     """Attempts allowed."""
     dedupe_key: str | None
     """Its dedupe key, if any."""
+    concurrency_key: str | None
+    """Its concurrency key, if any (what `max_running_per_key` counts)."""
     expires_at: _dt.datetime | None
     """When it expires unless started, if it can."""
     created_at: _dt.datetime
@@ -107,13 +109,14 @@ class JobInfo(Generic[P]):
             attempts=row[6],
             max_attempts=row[7],
             dedupe_key=row[8],
-            expires_at=from_ms(row[9]),
-            created_at=from_ms(row[10]),  # type: ignore[arg-type]
-            worker_id=row[11],
-            last_error=row[12],
-            lease_expires_at=from_ms(row[13]),
-            finished_at=from_ms(row[14]),
-            trace_context=_trace(row[15]),
+            concurrency_key=row[9],
+            expires_at=from_ms(row[10]),
+            created_at=from_ms(row[11]),  # type: ignore[arg-type]
+            worker_id=row[12],
+            last_error=row[13],
+            lease_expires_at=from_ms(row[14]),
+            finished_at=from_ms(row[15]),
+            trace_context=_trace(row[16]),
         )
 
     # </generated: record-JobInfo>
@@ -144,6 +147,10 @@ class QueueStats:
     """How long the oldest due job has waited, if any is due (seconds)."""
     paused: bool
     """Paused (its own pause or all queues'): no claim returns its jobs."""
+    max_running: int | None
+    """At most this many of its jobs run at once, if capped (`limit_concurrency`)."""
+    max_running_per_key: int | None
+    """At most this many jobs of one concurrency key run at once, if capped."""
 
     @classmethod
     def _from(cls, row: tuple[Any, ...]) -> QueueStats:
@@ -158,6 +165,8 @@ class QueueStats:
             completed=row[7],
             oldest_ready_age=None if row[8] is None else row[8] / 1000,
             paused=row[9],
+            max_running=row[10],
+            max_running_per_key=row[11],
         )
 
     # </generated: record-QueueStats>
@@ -603,6 +612,7 @@ class Queue(Generic[P]):
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
         expires: Seconds | None = None,
+        concurrency_key: str | None = None,
         tx: Transaction | None = None,
     ) -> Enqueued:
         """Adds a job (its payload JSON, or bytes). With ``tx``, the job commits or rolls back
@@ -622,7 +632,10 @@ class Queue(Generic[P]):
         this key, enqueue returns that job (``existing``) instead of adding one (up to 512
         bytes).
 
-        ``expires``: A job not started this long after enqueue expires instead of running."""
+        ``expires``: A job not started this long after enqueue expires instead of running.
+
+        ``concurrency_key``: The key the queue's ``max_running_per_key`` counts: at most
+        that many jobs of one key run at once, in every process (up to 512 bytes)."""
         if delay is not None:
             delay = seconds("delay", delay)
         if run_at is not None:
@@ -635,7 +648,9 @@ class Queue(Generic[P]):
             dedupe_key = _args.text("dedupe_key", dedupe_key)
         if expires is not None:
             expires = seconds("expires", expires)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
+        if concurrency_key is not None and concurrency_key.__class__ is not str:
+            concurrency_key = _args.text("concurrency_key", concurrency_key)
+        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
         return _new_tuple(Enqueued, self._db._write(tx, self._enqueue(payload, tx, options)))
 
     async def enqueue_async(
@@ -648,6 +663,7 @@ class Queue(Generic[P]):
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
         expires: Seconds | None = None,
+        concurrency_key: str | None = None,
         tx: Transaction | None = None,
     ) -> Enqueued:
         """:meth:`enqueue` for asyncio code: waits for the writer on no thread."""
@@ -663,7 +679,9 @@ class Queue(Generic[P]):
             dedupe_key = _args.text("dedupe_key", dedupe_key)
         if expires is not None:
             expires = seconds("expires", expires)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
+        if concurrency_key is not None and concurrency_key.__class__ is not str:
+            concurrency_key = _args.text("concurrency_key", concurrency_key)
+        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
         r = await self._db._write_async(tx, self._enqueue(payload, tx, options))
         return _new_tuple(Enqueued, r)
 
@@ -677,6 +695,7 @@ class Queue(Generic[P]):
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
         expires: Seconds | None = None,
+        concurrency_key: str | None = None,
         tx: Transaction | None = None,
     ) -> list[Enqueued]:
         """Adds one job per payload, all in one transaction (up to 10,000), each with the
@@ -696,7 +715,10 @@ class Queue(Generic[P]):
         this key, enqueue returns that job (``existing``) instead of adding one (up to 512
         bytes).
 
-        ``expires``: A job not started this long after enqueue expires instead of running."""
+        ``expires``: A job not started this long after enqueue expires instead of running.
+
+        ``concurrency_key``: The key the queue's ``max_running_per_key`` counts: at most
+        that many jobs of one key run at once, in every process (up to 512 bytes)."""
         if delay is not None:
             delay = seconds("delay", delay)
         if run_at is not None:
@@ -709,7 +731,9 @@ class Queue(Generic[P]):
             dedupe_key = _args.text("dedupe_key", dedupe_key)
         if expires is not None:
             expires = seconds("expires", expires)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
+        if concurrency_key is not None and concurrency_key.__class__ is not str:
+            concurrency_key = _args.text("concurrency_key", concurrency_key)
+        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
         r = self._db._write(tx, self._enqueue_many(payloads, tx, options))
         return [_new_tuple(Enqueued, e) for e in r]
 
@@ -723,6 +747,7 @@ class Queue(Generic[P]):
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
         expires: Seconds | None = None,
+        concurrency_key: str | None = None,
         tx: Transaction | None = None,
     ) -> list[Enqueued]:
         """:meth:`enqueue_many` for asyncio code: waits for the writer on no thread."""
@@ -738,7 +763,9 @@ class Queue(Generic[P]):
             dedupe_key = _args.text("dedupe_key", dedupe_key)
         if expires is not None:
             expires = seconds("expires", expires)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires)
+        if concurrency_key is not None and concurrency_key.__class__ is not str:
+            concurrency_key = _args.text("concurrency_key", concurrency_key)
+        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
         r = await self._db._write_async(tx, self._enqueue_many(payloads, tx, options))
         return [_new_tuple(Enqueued, e) for e in r]
 
@@ -829,6 +856,46 @@ class Queue(Generic[P]):
             note = _args.text("note", note)
         options = (note,)
         await self._db._write_async(None, partial(self._native.pause, options))
+
+    def limit_concurrency(
+        self,
+        *,
+        max_running: int | None = None,
+        max_running_per_key: int | None = None,
+    ) -> None:
+        """Caps how many of the queue's jobs run at once, for every process and language; a cap
+        not given is lifted. Each claim counts the jobs holding an unexpired lease in its
+        own transaction. A holder whose lease lapsed may still be running: its slot is free
+        once the lease ends (so is a killed holder's).
+
+        ``max_running``: At most this many of the queue's jobs run at once (1 to 1,000,000).
+
+        ``max_running_per_key``: At most this many jobs of one ``concurrency_key`` run at
+        once (1 to 1,000,000)."""
+        if max_running is not None:
+            max_running = _args.integer("max_running", max_running, _args.U32)
+        if max_running_per_key is not None:
+            max_running_per_key = _args.integer(
+                "max_running_per_key", max_running_per_key, _args.U32
+            )
+        options = (max_running, max_running_per_key)
+        self._db._write(None, partial(self._native.limit_concurrency, options))
+
+    async def limit_concurrency_async(
+        self,
+        *,
+        max_running: int | None = None,
+        max_running_per_key: int | None = None,
+    ) -> None:
+        """:meth:`limit_concurrency` for asyncio code: waits for the writer on no thread."""
+        if max_running is not None:
+            max_running = _args.integer("max_running", max_running, _args.U32)
+        if max_running_per_key is not None:
+            max_running_per_key = _args.integer(
+                "max_running_per_key", max_running_per_key, _args.U32
+            )
+        options = (max_running, max_running_per_key)
+        await self._db._write_async(None, partial(self._native.limit_concurrency, options))
 
     # </generated: verbs-Queue>
 

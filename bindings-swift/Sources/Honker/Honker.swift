@@ -477,6 +477,8 @@ public struct JobRecord: Sendable {
     public let maxAttempts: UInt32
     /// Its dedupe key, if any.
     public let dedupeKey: String?
+    /// Its concurrency key, if any (what `max_running_per_key` counts).
+    public let concurrencyKey: String?
     /// When it expires unless started, if it can.
     public let expiresAt: Date?
     /// When it was enqueued.
@@ -502,6 +504,7 @@ public struct JobRecord: Sendable {
         attempts = i.attempts
         maxAttempts = i.maxAttempts
         dedupeKey = i.dedupeKey
+        concurrencyKey = i.concurrencyKey
         expiresAt = i.expiresAtMs.map(date)
         createdAt = date(i.createdAtMs)
         workerId = i.workerId
@@ -547,17 +550,20 @@ public final class Queue: @unchecked Sendable {
     /// key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
     ///
     /// `expires`: A job not started this long after enqueue expires instead of running.
+    ///
+    /// `concurrencyKey`: The key the queue's `max_running_per_key` counts: at most that
+    /// many jobs of one key run at once, in every process (up to 512 bytes).
     @discardableResult
-    public func enqueue<P: Encodable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
+    public func enqueue<P: Encodable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         tx: Transaction? = nil) throws -> Enqueued {
-        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), tx: tx)
+        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
     }
 
     /// `enqueue` for async code: off the caller's thread where it would wait.
     @discardableResult
-    public func enqueue<P: Encodable & Sendable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
+    public func enqueue<P: Encodable & Sendable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         isolation: isolated (any Actor)? = #isolation) async throws -> Enqueued {
-        try await enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires))
+        try await enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey))
     }
 
     /// `enqueue` on a connection to this file that your app opened itself
@@ -567,8 +573,8 @@ public final class Queue: @unchecked Sendable {
     /// connection must be open, on this file, and not used by another thread
     /// during the call (inside GRDB's `write` closure it is yours).
     @discardableResult
-    public func enqueue<P: Encodable>(_ payload: P, on connection: OpaquePointer, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil) throws -> Enqueued {
-        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), on: connection)
+    public func enqueue<P: Encodable>(_ payload: P, on connection: OpaquePointer, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil) throws -> Enqueued {
+        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), on: connection)
     }
 
     /// Adds one job per payload, all in one transaction (up to 10,000), each with the
@@ -587,17 +593,20 @@ public final class Queue: @unchecked Sendable {
     /// key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
     ///
     /// `expires`: A job not started this long after enqueue expires instead of running.
+    ///
+    /// `concurrencyKey`: The key the queue's `max_running_per_key` counts: at most that
+    /// many jobs of one key run at once, in every process (up to 512 bytes).
     @discardableResult
-    public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
+    public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         tx: Transaction? = nil) throws -> [Enqueued] {
-        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires), tx: tx)
+        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
     }
 
     /// `enqueueMany` for async code: off the caller's thread where it would wait.
     @discardableResult
-    public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil,
+    public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
-        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires))
+        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey))
     }
 
     /// Stores the queue's settings in the file, for every process and language: handles
@@ -632,6 +641,21 @@ public final class Queue: @unchecked Sendable {
         isolation: isolated (any Actor)? = #isolation) async throws {
         let native = self.native
         try await soon(inline) { try native.pause(options: PauseArgs(note: note)) }
+    }
+
+    /// Caps how many of the queue's jobs run at once, for every process and language; a cap
+    /// not given is lifted. Each claim counts the jobs holding an unexpired lease in its
+    /// own transaction. A holder whose lease lapsed may still be running: its slot is free
+    /// once the lease ends (so is a killed holder's).
+    ///
+    /// `maxRunning`: At most this many of the queue's jobs run at once (1 to 1,000,000).
+    ///
+    /// `maxRunningPerKey`: At most this many jobs of one `concurrency_key` run at once (1
+    /// to 1,000,000).
+    public func limitConcurrency(maxRunning: UInt32? = nil, maxRunningPerKey: UInt32? = nil,
+        isolation: isolated (any Actor)? = #isolation) async throws {
+        let native = self.native
+        try await soon(inline) { try native.limitConcurrency(options: ConcurrencyArgs(maxRunning: maxRunning, maxRunningPerKey: maxRunningPerKey)) }
     }
     // </generated: verbs-Queue>
 

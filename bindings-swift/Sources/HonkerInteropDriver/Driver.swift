@@ -301,7 +301,8 @@ final class Driver {
                 delay: (s["delay_ms"] as? NSNumber).map { $0.doubleValue / 1000 }, runAt: nil,
                 priority: Int32((s["priority"] as? NSNumber)?.intValue ?? 0),
                 maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
-                dedupeKey: s["dedupe_key"] as? String, expires: nil)
+                dedupeKey: s["dedupe_key"] as? String, expires: nil,
+                concurrencyKey: s["concurrency_key"] as? String)
             let e = try q.enqueue(jsonText: text, options: options, tx: txFor(s))
             return ["id": e.id, "existing": e.existing]
         case "claim":
@@ -370,6 +371,10 @@ final class Driver {
             return NSNull()
         case "resume":
             return try await q.resume()
+        case "limit_concurrency":
+            try await q.limitConcurrency(maxRunning: (s["max_running"] as? NSNumber)?.uint32Value,
+                                         maxRunningPerKey: (s["max_running_per_key"] as? NSNumber)?.uint32Value)
+            return NSNull()
         case "stats":
             let st = try await q.stats()
             return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead,

@@ -3130,6 +3130,12 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func leaseMs()  -> UInt64
     
     /**
+     * Sets (a cap not given: lifts) the queue's concurrency caps for every
+     * process (core's `Queue::limit_concurrency`).
+     */
+    func limitConcurrency(options: ConcurrencyArgs) throws 
+    
+    /**
      * The queue's metrics (ADR 27) as core's JSON.
      */
     func metricsJson() throws  -> String
@@ -3498,6 +3504,19 @@ open func leaseMs() -> UInt64  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Sets (a cap not given: lifts) the queue's concurrency caps for every
+     * process (core's `Queue::limit_concurrency`).
+     */
+open func limitConcurrency(options: ConcurrencyArgs)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_limit_concurrency(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeConcurrencyArgs_lower(options),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -5858,6 +5877,78 @@ public func FfiConverterTypeClaimedJob_lower(_ value: ClaimedJob) -> RustBuffer 
 
 
 /**
+ * Caps how many of the queue's jobs run at once, for every process and language;
+ * a cap not given is lifted. Each claim counts the jobs holding an unexpired lease in
+ * its own transaction. A holder whose lease lapsed may still be running: its slot is
+ * free once the lease ends (so is a killed holder's).
+ */
+public struct ConcurrencyArgs: Equatable, Hashable {
+    /**
+     * At most this many of the queue's jobs run at once (1 to 1,000,000).
+     */
+    public var maxRunning: UInt32?
+    /**
+     * At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000).
+     */
+    public var maxRunningPerKey: UInt32?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * At most this many of the queue's jobs run at once (1 to 1,000,000).
+         */maxRunning: UInt32?, 
+        /**
+         * At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000).
+         */maxRunningPerKey: UInt32?) {
+        self.maxRunning = maxRunning
+        self.maxRunningPerKey = maxRunningPerKey
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ConcurrencyArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConcurrencyArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConcurrencyArgs {
+        return
+            try ConcurrencyArgs(
+                maxRunning: FfiConverterOptionUInt32.read(from: &buf), 
+                maxRunningPerKey: FfiConverterOptionUInt32.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ConcurrencyArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionUInt32.write(value.maxRunning, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxRunningPerKey, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConcurrencyArgs_lift(_ buf: RustBuffer) throws -> ConcurrencyArgs {
+    return try FfiConverterTypeConcurrencyArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConcurrencyArgs_lower(_ value: ConcurrencyArgs) -> RustBuffer {
+    return FfiConverterTypeConcurrencyArgs.lower(value)
+}
+
+
+/**
  * A consumer's place in a stream.
  */
 public struct ConsumerInfo: Equatable, Hashable {
@@ -5966,6 +6057,11 @@ public struct EnqueueArgs: Equatable, Hashable {
      * A job not started this long after enqueue expires instead of running.
      */
     public var expires: Double?
+    /**
+     * The key the queue's `max_running_per_key` counts: at most that many jobs of one
+     * key run at once, in every process (up to 512 bytes).
+     */
+    public var concurrencyKey: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -5988,13 +6084,18 @@ public struct EnqueueArgs: Equatable, Hashable {
          */dedupeKey: String?, 
         /**
          * A job not started this long after enqueue expires instead of running.
-         */expires: Double?) {
+         */expires: Double?, 
+        /**
+         * The key the queue's `max_running_per_key` counts: at most that many jobs of one
+         * key run at once, in every process (up to 512 bytes).
+         */concurrencyKey: String?) {
         self.delay = delay
         self.runAt = runAt
         self.priority = priority
         self.maxAttempts = maxAttempts
         self.dedupeKey = dedupeKey
         self.expires = expires
+        self.concurrencyKey = concurrencyKey
     }
 
     
@@ -6018,7 +6119,8 @@ public struct FfiConverterTypeEnqueueArgs: FfiConverterRustBuffer {
                 priority: FfiConverterOptionInt32.read(from: &buf), 
                 maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
                 dedupeKey: FfiConverterOptionString.read(from: &buf), 
-                expires: FfiConverterOptionDouble.read(from: &buf)
+                expires: FfiConverterOptionDouble.read(from: &buf), 
+                concurrencyKey: FfiConverterOptionString.read(from: &buf)
         )
     }
 
@@ -6029,6 +6131,7 @@ public struct FfiConverterTypeEnqueueArgs: FfiConverterRustBuffer {
         FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
         FfiConverterOptionString.write(value.dedupeKey, into: &buf)
         FfiConverterOptionDouble.write(value.expires, into: &buf)
+        FfiConverterOptionString.write(value.concurrencyKey, into: &buf)
     }
 }
 
@@ -6833,6 +6936,10 @@ public struct JobInfo: Equatable, Hashable {
      */
     public var dedupeKey: String?
     /**
+     * Its concurrency key, if any (what `max_running_per_key` counts).
+     */
+    public var concurrencyKey: String?
+    /**
      * When it expires unless started, if it can.
      */
     public var expiresAtMs: Int64?
@@ -6892,6 +6999,9 @@ public struct JobInfo: Equatable, Hashable {
          * Its dedupe key, if any.
          */dedupeKey: String?, 
         /**
+         * Its concurrency key, if any (what `max_running_per_key` counts).
+         */concurrencyKey: String?, 
+        /**
          * When it expires unless started, if it can.
          */expiresAtMs: Int64?, 
         /**
@@ -6921,6 +7031,7 @@ public struct JobInfo: Equatable, Hashable {
         self.attempts = attempts
         self.maxAttempts = maxAttempts
         self.dedupeKey = dedupeKey
+        self.concurrencyKey = concurrencyKey
         self.expiresAtMs = expiresAtMs
         self.createdAtMs = createdAtMs
         self.workerId = workerId
@@ -6955,6 +7066,7 @@ public struct FfiConverterTypeJobInfo: FfiConverterRustBuffer {
                 attempts: FfiConverterUInt32.read(from: &buf), 
                 maxAttempts: FfiConverterUInt32.read(from: &buf), 
                 dedupeKey: FfiConverterOptionString.read(from: &buf), 
+                concurrencyKey: FfiConverterOptionString.read(from: &buf), 
                 expiresAtMs: FfiConverterOptionInt64.read(from: &buf), 
                 createdAtMs: FfiConverterInt64.read(from: &buf), 
                 workerId: FfiConverterOptionString.read(from: &buf), 
@@ -6975,6 +7087,7 @@ public struct FfiConverterTypeJobInfo: FfiConverterRustBuffer {
         FfiConverterUInt32.write(value.attempts, into: &buf)
         FfiConverterUInt32.write(value.maxAttempts, into: &buf)
         FfiConverterOptionString.write(value.dedupeKey, into: &buf)
+        FfiConverterOptionString.write(value.concurrencyKey, into: &buf)
         FfiConverterOptionInt64.write(value.expiresAtMs, into: &buf)
         FfiConverterInt64.write(value.createdAtMs, into: &buf)
         FfiConverterOptionString.write(value.workerId, into: &buf)
@@ -8043,6 +8156,14 @@ public struct QueueStats: Equatable, Hashable {
      * Paused (its own pause or all queues'): no claim returns its jobs.
      */
     public var paused: Bool
+    /**
+     * At most this many of its jobs run at once, if capped (`limit_concurrency`).
+     */
+    public var maxRunning: UInt32?
+    /**
+     * At most this many jobs of one concurrency key run at once, if capped.
+     */
+    public var maxRunningPerKey: UInt32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8076,7 +8197,13 @@ public struct QueueStats: Equatable, Hashable {
          */oldestReadyAgeMs: Int64?, 
         /**
          * Paused (its own pause or all queues'): no claim returns its jobs.
-         */paused: Bool) {
+         */paused: Bool, 
+        /**
+         * At most this many of its jobs run at once, if capped (`limit_concurrency`).
+         */maxRunning: UInt32?, 
+        /**
+         * At most this many jobs of one concurrency key run at once, if capped.
+         */maxRunningPerKey: UInt32?) {
         self.ready = ready
         self.scheduled = scheduled
         self.running = running
@@ -8087,6 +8214,8 @@ public struct QueueStats: Equatable, Hashable {
         self.completed = completed
         self.oldestReadyAgeMs = oldestReadyAgeMs
         self.paused = paused
+        self.maxRunning = maxRunning
+        self.maxRunningPerKey = maxRunningPerKey
     }
 
     
@@ -8114,7 +8243,9 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
                 expired: FfiConverterUInt64.read(from: &buf), 
                 completed: FfiConverterUInt64.read(from: &buf), 
                 oldestReadyAgeMs: FfiConverterOptionInt64.read(from: &buf), 
-                paused: FfiConverterBool.read(from: &buf)
+                paused: FfiConverterBool.read(from: &buf), 
+                maxRunning: FfiConverterOptionUInt32.read(from: &buf), 
+                maxRunningPerKey: FfiConverterOptionUInt32.read(from: &buf)
         )
     }
 
@@ -8129,6 +8260,8 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.completed, into: &buf)
         FfiConverterOptionInt64.write(value.oldestReadyAgeMs, into: &buf)
         FfiConverterBool.write(value.paused, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxRunning, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxRunningPerKey, into: &buf)
     }
 }
 
@@ -11205,6 +11338,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_lease_ms() != 51808) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_limit_concurrency() != 23209) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_metrics_json() != 63405) {

@@ -878,6 +878,11 @@ uint64_t uniffi_honker_swift_fn_method_queue_keep_alive(uint64_t ptr, int64_t id
 uint64_t uniffi_honker_swift_fn_method_queue_lease_ms(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_LIMIT_CONCURRENCY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_LIMIT_CONCURRENCY
+void uniffi_honker_swift_fn_method_queue_limit_concurrency(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_METRICS_JSON
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_METRICS_JSON
 RustBuffer uniffi_honker_swift_fn_method_queue_metrics_json(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -2230,6 +2235,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_keep_alive(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LEASE_MS
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LEASE_MS
 uint16_t uniffi_honker_swift_checksum_method_queue_lease_ms(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LIMIT_CONCURRENCY
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_LIMIT_CONCURRENCY
+uint16_t uniffi_honker_swift_checksum_method_queue_limit_concurrency(void
     
 );
 #endif

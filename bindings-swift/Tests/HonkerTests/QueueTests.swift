@@ -211,6 +211,43 @@ final class QueueTests: XCTestCase {
     /// surface is the pause interop scenario. A claim sequence sleeps
     /// through the pause and the enqueue, and wakes on the resume's commit
     /// from another open of the file.
+    func testConcurrencyCapsAsSwiftPassesThem() async throws {
+        // What the caps do across processes and languages is the caps interop scenario.
+        let path = tempPath()
+        let db = try Database(path: path)
+        let other = try Database(path: path)
+        let q = try db.queue("q")
+        for key in ["a", "a", "b", nil] as [String?] {
+            try await q.enqueue("x", concurrencyKey: key)
+        }
+        try await q.limitConcurrency(maxRunning: 3, maxRunningPerKey: 1)
+        let stats = try await other.queue("q").stats()
+        XCTAssertEqual(stats.maxRunning, 3)
+        XCTAssertEqual(stats.maxRunningPerKey, 1)
+        let jobs = try await other.queue("q").claimBatch(workerId: "w", n: 10)
+        var keys: [String] = []
+        for j in jobs {
+            keys.append(try await q.job(j.id).concurrencyKey ?? "none")
+        }
+        XCTAssertEqual(keys.sorted(), ["a", "b", "none"])
+        let none = try await q.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(none.count, 0)
+        try await jobs[0].ack()
+        do {
+            try await q.limitConcurrency(maxRunning: 0)
+            XCTFail("a cap of 0 was taken")
+        } catch let e as HonkerError {
+            XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+        }
+        let kept = try await q.stats().maxRunning
+        XCTAssertEqual(kept, 3)
+        try await q.limitConcurrency()
+        let lifted = try await q.stats().maxRunning
+        XCTAssertNil(lifted)
+        let rest = try await q.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(rest.count, 1)
+    }
+
     func testAPausedQueueKeepsItsClaimSequenceWaitingUntilResumed() async throws {
         let path = tempPath()
         let db = try Database(path: path)
