@@ -380,6 +380,18 @@ enum QueuesAction {
         #[arg(long)]
         all: bool,
     },
+    /// Cap how many of the queue's jobs run at once, across every process
+    /// (ADR 35): with neither option, the caps are lifted. Claims count
+    /// unexpired leases; a killed worker's slot comes back when its lease
+    /// ends.
+    Limit {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        #[command(flatten)]
+        options: ConcurrencyArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -457,6 +469,8 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
             "name": q.name, "ready": q.ready, "scheduled": q.scheduled, "running": q.running,
             "dead": q.dead, "oldest_ready_age_ms": q.oldest_ready_at.map(|t| (now - t).max(0)),
             "paused": q.pause.as_ref().map(pause_json),
+            "max_running": q.caps.max_running,
+            "max_running_per_key": q.caps.max_running_per_key,
         })).collect::<Vec<_>>(),
         "paused_all": s.paused_all.as_ref().map(pause_json),
         "streams": s.streams.iter().map(|st| json!({
@@ -470,6 +484,23 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
         "schedules": schedules_json(&s.schedules),
         "locks": locks_json(&s.locks),
     })
+}
+
+/// A queue's concurrency caps as `status` shows them: `4` (at most four
+/// running), `2/key`, both, or `-`.
+fn caps_text(c: &honker::Concurrency) -> String {
+    let parts: Vec<String> = [
+        c.max_running.map(|n| n.to_string()),
+        c.max_running_per_key.map(|n| format!("{n}/key")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// A pause as `status --json` shows it.
@@ -518,6 +549,7 @@ fn status_text(s: &FileStatus, now: i64) -> String {
         "running",
         "dead",
         "oldest ready",
+        "caps",
         "paused",
     ]);
     for x in &s.queues {
@@ -528,6 +560,7 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             x.running.to_string(),
             x.dead.to_string(),
             x.oldest_ready_at.map_or("-".into(), |t| span(now - t)),
+            caps_text(&x.caps),
             x.pause.as_ref().map_or("-".into(), |p| match p.all {
                 true => format!("all queues, {}", pause_text(p, now)),
                 false => pause_text(p, now),
@@ -1108,6 +1141,16 @@ fn queues(action: QueuesAction) -> Result<String, honker::Error> {
                         "all queues were not paused\n".into()
                     }
                 }
+            })
+        }
+        QueuesAction::Limit { db, queue, options } => {
+            let caps = options.to_core()?;
+            Database::open(&db)?
+                .queue(&queue)?
+                .limit_concurrency(&caps)?;
+            Ok(match caps_text(&caps).as_str() {
+                "-" => format!("{queue}: no concurrency caps\n"),
+                c => format!("{queue}: at most {c} running\n"),
             })
         }
     }

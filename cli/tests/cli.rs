@@ -1233,6 +1233,61 @@ fn top_redraws_when_another_process_commits_with_rates() {
 }
 
 #[test]
+fn queues_limit_caps_running_jobs_for_every_process() {
+    let (_dir, path) = busy_dir();
+    let p = path.to_str().unwrap();
+    // emails has one job running (busy_file): a cap of one leaves no room.
+    let out = stdout(&honker(&[
+        "queues",
+        "limit",
+        p,
+        "emails",
+        "--max-running",
+        "1",
+        "--max-running-per-key",
+        "3",
+    ]));
+    assert_eq!(out, "emails: at most 1, 3/key running\n");
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    let emails = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "emails")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            emails["max_running"].clone(),
+            emails["max_running_per_key"].clone()
+        ),
+        (json!(1), json!(3))
+    );
+    assert!(stdout(&honker(&["status", p])).contains("1, 3/key"));
+    let claim = || {
+        let db = Database::open(&path).unwrap();
+        let n = db.queue("emails").unwrap().claim("w", 5).unwrap().len();
+        db.close().unwrap();
+        n
+    };
+    assert_eq!(claim(), 0);
+
+    // Bad input: a typed error, the caps unchanged.
+    let o = honker(&["queues", "limit", p, "emails", "--max-running", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    assert_eq!(claim(), 0);
+
+    // Neither option: lifted.
+    let out = stdout(&honker(&["queues", "limit", p, "emails"]));
+    assert_eq!(out, "emails: no concurrency caps\n");
+    assert_eq!(claim(), 1);
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+}
+
+#[test]
 fn queues_pause_and_resume_one_or_all() {
     let (_dir, path) = busy_dir();
     let p = path.to_str().unwrap();
