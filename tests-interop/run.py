@@ -822,6 +822,156 @@ def run_pause_workers(scenario: dict, tmp: str) -> None:
         conn.close()
 
 
+def run_caps(scenario: dict, tmp: str) -> None:
+    """Workers in several languages on a queue with concurrency caps (issue
+    56 §2): a checker samples the file's unexpired leases the whole time and
+    never finds more than `max_running`, nor more than `max_running_per_key`
+    of one key; it must find both caps reached (so the play can fail). Two
+    workers, chosen at random, are SIGKILLed while they hold leases: their
+    slots come back when those leases end, the others run every job, and
+    nothing is lost (a job runs twice only when a killed worker held it)."""
+    import random
+    import threading
+
+    path = f"{tmp}/caps.db"
+    n, keys = scenario["jobs"], scenario["keys"]
+    cap, per_key = scenario["max_running"], scenario["max_running_per_key"]
+    conn = work_file(path, 0)
+    surfaces = [s for s in scenario["workers"] if s in SURFACES]
+    admin = Driver("rust")
+    workers = {f"{s}-{i}": Driver(s) for i, s in enumerate(surfaces)}
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    victims: list = []
+    seen = {"global": 0, "key": 0, "samples": 0}
+    over: list = []
+    stop = threading.Event()
+
+    def checker() -> None:
+        c = sqlite3.connect(path, timeout=30)
+        try:
+            while not stop.is_set():
+                rows = c.execute(
+                    "SELECT concurrency_key, lease_expires_at FROM _honker_jobs "
+                    "WHERE queue = 'work' AND state = 'running'"
+                ).fetchall()
+                # The time after the read: a lease that looks unexpired now
+                # was unexpired for every claim that committed before it.
+                now = time.time() * 1000
+                live = [k for k, expires in rows if expires > now]
+                by_key: dict = {}
+                for k in live:
+                    by_key[k] = by_key.get(k, 0) + 1
+                top = max(by_key.values(), default=0)
+                seen["global"] = max(seen["global"], len(live))
+                seen["key"] = max(seen["key"], top)
+                seen["samples"] += 1
+                if len(live) > cap or top > per_key:
+                    over.append((len(live), by_key))
+                time.sleep(0.001)
+        finally:
+            c.close()
+
+    sampler = threading.Thread(target=checker, daemon=True)
+    try:
+        check({}, admin.send({"op": "open", "path": path}), "open (admin)")
+        step = {"op": "limit_concurrency", "queue": "work"}
+        step |= {"max_running": cap, "max_running_per_key": per_key}
+        check({}, admin.send(step), "limit_concurrency")
+        admin.send({"op": "begin"})
+        for i in range(n):
+            # Most jobs share the first key: it floods, the others trickle.
+            key = "k0" if i % 2 == 0 else f"k{1 + i % (keys - 1)}"
+            step = {"op": "enqueue", "queue": "work", "payload": {"i": i + 1}}
+            step |= {"concurrency_key": key, "in_tx": True}
+            check({}, admin.send(step), "enqueue")
+        check({}, admin.send({"op": "commit"}), "commit")
+        sampler.start()
+        pids = {}
+        for name, w in workers.items():
+            check({}, w.send({"op": "open", "path": path}), f"open ({name})")
+            pids[name] = w.send({"op": "pid"})["ok"]
+            start_work(w, scenario, worker=name)
+        held_at_kill = {}
+        holders = (
+            "SELECT DISTINCT worker_id FROM _honker_jobs WHERE state = 'running' "
+            "AND lease_expires_at > ?"
+        )
+        # A worker's ack claims its next job in the same transaction, so the
+        # first workers to hold the slots keep them: the kills free them for
+        # the others (the Swift driver starts last).
+        for _ in range(scenario["kills"]):
+            # A victim chosen at random among the workers holding a lease now.
+            deadline = time.monotonic() + 60
+            while True:
+                now = time.time() * 1000
+                live = {r[0] for r in conn.execute(holders, [now]).fetchall()}
+                candidates = sorted(live & set(workers) - set(victims))
+                if candidates:
+                    break
+                if time.monotonic() > deadline:
+                    raise Failure("no surviving worker held a lease in 60 s")
+                time.sleep(0.002)
+            victim = rng.choice(candidates)
+            victims.append(victim)
+            kill(victim.rsplit("-", 1)[0], pids[victim])
+            workers[victim].proc.wait(10)
+            held_at_kill[victim] = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM _honker_jobs WHERE state = 'running' AND worker_id = ?",
+                    [victim],
+                ).fetchall()
+            ]
+        for name, w in workers.items():
+            if name not in victims:
+                check({}, w.receive("work", timeout=180), f"work ({name})")
+        stop.set()
+        sampler.join(10)
+        rows = conn.execute(
+            "SELECT job_id, attempts, worker FROM done ORDER BY job_id, attempts"
+        ).fetchall()
+        runs: dict = {}
+        for job_id, attempts, worker in rows:
+            runs.setdefault(job_id, []).append((attempts, worker))
+        left = conn.execute("SELECT count(*) FROM _honker_jobs").fetchone()[0]
+        twice = {j: r for j, r in runs.items() if len(r) > 1 and r[0][1] not in victims}
+        if len(runs) != n or left or twice:
+            raise Failure(
+                f"{len(runs)} of {n} jobs done, {left} left, run twice without a "
+                f"killed holder: {dict(list(twice.items())[:5])}"
+            )
+        if over:
+            raise Failure(f"caps exceeded (first samples): {over[:5]}")
+        if (seen["global"], seen["key"]) != (cap, per_key):
+            raise Failure(
+                f"the caps never bound ({seen}): the play proves nothing; "
+                "give the workers more concurrency"
+            )
+        by_worker = dict(
+            conn.execute("SELECT worker, count(*) FROM done GROUP BY worker").fetchall()
+        )
+        languages = {w.rsplit("-", 1)[0] for w in [*by_worker, *victims]}
+        if languages != {w.rsplit("-", 1)[0] for w in workers}:
+            raise Failure(f"not every language ran jobs under the caps: {by_worker}")
+        # The killed holders' jobs ran again elsewhere: their slots came back.
+        rerun = [j for ids in held_at_kill.values() for j in ids]
+        missing = [j for j in rerun if all(w in victims for _, w in runs.get(j, []))]
+        if not rerun or missing:
+            raise Failure(f"the killed workers' jobs were not run again: {missing}")
+        print(
+            f"        seed {seed}: killed {victims} holding {sum(map(len, held_at_kill.values()))} "
+            f"leases; {seen['samples']} samples, at most {seen['global']} running "
+            f"(cap {cap}) and {seen['key']} of one key (cap {per_key}); jobs run: {by_worker}",
+            flush=True,
+        )
+    finally:
+        stop.set()
+        for w in [admin, *workers.values()]:
+            w.close()
+        conn.close()
+
+
 def run_workers(scenario: dict, tmp: str, victim: str) -> None:
     """Each surface's Worker on one queue; `victim`'s is SIGKILLed mid-batch.
     Every job must be done, once, or twice only when the victim's run was
@@ -1031,6 +1181,8 @@ def main() -> int:
                         run_workers(scenario, tmp, assignment["victim"])
                     elif kind == "pause_workers":
                         run_pause_workers(scenario, tmp)
+                    elif kind == "caps":
+                        run_caps(scenario, tmp)
                     elif kind == "cancel_running":
                         assert assignment is not None
                         run_cancel_running(scenario, tmp, assignment["worker"])

@@ -249,6 +249,9 @@ async function run(s) {
       return null;
     case 'resume':
       return q.resume();
+    case 'limit_concurrency':
+      await q.limitConcurrency({ maxRunning: s.max_running, maxRunningPerKey: s.max_running_per_key });
+      return null;
     case 'configure':
       await q.configure({
         lease: s.lease_ms,
@@ -263,6 +266,7 @@ async function run(s) {
         priority: s.priority,
         maxAttempts: s.max_attempts,
         dedupeKey: s.dedupe_key,
+        concurrencyKey: s.concurrency_key,
         tx: txFor(s),
       });
       return { id: e.id, existing: e.existing };

@@ -140,6 +140,11 @@ class Driver:
             return q.pause(note=s.get("note"))
         if op == "resume":
             return q.resume()
+        if op == "limit_concurrency":
+            return q.limit_concurrency(
+                max_running=s.get("max_running"),
+                max_running_per_key=s.get("max_running_per_key"),
+            )
         if op == "enqueue":
             e = q.enqueue(
                 s["payload"],
@@ -147,6 +152,7 @@ class Driver:
                 priority=s.get("priority", 0),
                 max_attempts=s.get("max_attempts"),
                 dedupe_key=s.get("dedupe_key"),
+                concurrency_key=s.get("concurrency_key"),
                 tx=self.tx_for(s),
             )
             return {"id": e.id, "existing": e.existing}

@@ -361,9 +361,14 @@ class Driver:
             if s.get("all"):
                 return self.one("SELECT honker_queue_resume_all()", []) == 1
             return self.one("SELECT honker_queue_resume(?)", [q]) == 1
+        if op == "limit_concurrency":
+            return self.none(
+                "SELECT honker_queue_limit_concurrency(?, ?, ?)",
+                [q, s.get("max_running"), s.get("max_running_per_key")],
+            )
         if op == "enqueue":
-            options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key")
-                       if k in s}  # fmt: skip
+            options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key",
+                       "concurrency_key") if k in s}  # fmt: skip
             backoff = {k[len("backoff_"):]: s[k] for k in ("backoff_base_ms", "backoff_max_ms",
                        "backoff_jitter") if k in s}  # fmt: skip
             if backoff:

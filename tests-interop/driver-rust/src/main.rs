@@ -479,6 +479,14 @@ impl Driver {
                 Some(true) => self.db()?.resume_all()?,
                 _ => self.queue(step)?.resume()?,
             })),
+            "limit_concurrency" => {
+                let cap = |k: &str| step[k].as_u64().map(|n| n as u32);
+                self.queue(step)?.limit_concurrency(&honker::Concurrency {
+                    max_running: cap("max_running"),
+                    max_running_per_key: cap("max_running_per_key"),
+                })?;
+                Ok(Json::Null)
+            }
             "configure" => {
                 let name = s(step, "queue");
                 self.db()?.queue(name)?.configure(&settings(step)?)?;
@@ -491,6 +499,7 @@ impl Driver {
                     priority: step["priority"].as_i64().unwrap_or(0) as i32,
                     max_attempts: step["max_attempts"].as_u64().map(|n| n as u32),
                     dedupe_key: step["dedupe_key"].as_str().map(str::to_owned),
+                    concurrency_key: step["concurrency_key"].as_str().map(str::to_owned),
                     ..EnqueueOptions::default()
                 };
                 let payload = Payload::from(&step["payload"]);
