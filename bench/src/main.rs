@@ -20,7 +20,10 @@
 //! queue's (W3, W4) in the same run, and its claim+ack with 100,000 events
 //! of one key waiting behind an in-flight one next to the same without ·
 //! W10 W3 and W4 on a queue with a rate limit that never binds, next to the
-//! same without one (the cost of the limit's check in every claim).
+//! same without one (the cost of the limit's check in every claim) · W11
+//! W3 and W4 on a queue with concurrency caps that never bind (ADR 35): a
+//! queue cap on unkeyed jobs, and both caps on jobs with 16 keys, each next
+//! to the same without caps.
 //!
 //! Timing goals are reported here, never asserted in tests.
 
@@ -133,6 +136,9 @@ fn main() {
     }
     if run("W10") {
         w10(dir.path(), scale.w3, scale.w4_batches);
+    }
+    if run("W11") {
+        w11(dir.path(), scale.w3, scale.w4_batches);
     }
 }
 
@@ -386,7 +392,12 @@ fn child(args: &[String]) {
         // The instruction-count check (bench/instr): setup, not measured...
         "instr-fill" => {
             let db = Database::open(path).unwrap();
-            prefill(&db, args[2].parse().unwrap());
+            let n: usize = args[2].parse().unwrap();
+            // Jobs over 16 keys, for the per-key cap (and its baseline).
+            match std::env::var_os("HONKER_INSTR_KEYED") {
+                Some(_) => keyed_fill(&db, n, 16),
+                None => prefill(&db, n),
+            }
         }
         // ...and one workload of `n` jobs, honker's side only, measured.
         "instr" => instr(path, &args[2], args[3].parse().unwrap()),
@@ -401,10 +412,15 @@ fn child(args: &[String]) {
 /// callgrind at n and 2n, the difference over n is the instructions per job.
 /// `HONKER_INSTR_EXTRA=1` adds one statement per job (a point read of the
 /// jobs table, the cheapest statement honker's own verbs run): the check
-/// must fail then (its self-test).
+/// must fail then (its self-test). `HONKER_INSTR_CAPS=queue` (a queue cap)
+/// or `=both` (both caps) measures caps that never bind (ADR 35), next to a
+/// run without; `HONKER_INSTR_KEYED=1` fills jobs of 16 concurrency keys.
 fn instr(path: &Path, workload: &str, n: usize) {
     let db = Database::open(path).unwrap();
     let q = db.queue("emails").unwrap();
+    if let Some(caps) = instr_caps() {
+        q.limit_concurrency(&caps).unwrap();
+    }
     let o = EnqueueOptions::default();
     if std::env::var_os("HONKER_INSTR_EXTRA").is_some() {
         for i in 0..n {
@@ -427,6 +443,32 @@ fn instr(path: &Path, workload: &str, n: usize) {
             claim_ack_honker(&db, 32, n / 32);
         }
         other => panic!("unknown workload {other}"),
+    }
+}
+
+/// The caps `HONKER_INSTR_CAPS` names (see [`instr`]), never binding.
+fn instr_caps() -> Option<honker::Concurrency> {
+    let both = match std::env::var("HONKER_INSTR_CAPS").ok()?.as_str() {
+        "queue" => false,
+        "both" => true,
+        other => panic!("HONKER_INSTR_CAPS={other}: queue or both"),
+    };
+    Some(honker::Concurrency {
+        max_running: Some(1_000_000),
+        max_running_per_key: both.then_some(1_000_000),
+    })
+}
+
+/// `n` jobs in chunks of 1,000, each chunk on one of `keys` concurrency keys.
+fn keyed_fill(db: &Database, n: usize, keys: usize) {
+    let q = db.queue("emails").unwrap();
+    for start in (0..n).step_by(1000) {
+        let options = EnqueueOptions {
+            concurrency_key: Some(format!("tenant-{}", start / 1000 % keys)),
+            ..EnqueueOptions::default()
+        };
+        q.enqueue_many((start..(start + 1000).min(n)).map(payload), &options)
+            .unwrap();
     }
 }
 
@@ -544,6 +586,47 @@ fn w10(dir: &Path, n: usize, batches: usize) {
             "vs no limit; target: cost <= 5%",
             0.95,
         );
+    }
+}
+
+/// W3 and W4 with concurrency caps that never bind (ADR 35), next to the
+/// same jobs without caps, alternating four times: `max_running` of 10⁶ on
+/// unkeyed jobs, then both caps (10⁶ each) on jobs spread over 16 keys.
+fn w11(dir: &Path, n: usize, batches: usize) {
+    let run = |name: &str, batch: usize, rounds: usize, keyed: bool, capped: bool| {
+        let (db, _) = fresh(dir, name, Durability::Normal);
+        let q = db.queue("emails").unwrap();
+        match keyed {
+            true => keyed_fill(&db, batch * rounds, 16),
+            false => prefill(&db, batch * rounds),
+        }
+        if capped {
+            let caps = honker::Concurrency {
+                max_running: Some(1_000_000),
+                max_running_per_key: keyed.then_some(1_000_000),
+            };
+            q.limit_concurrency(&caps).unwrap();
+        }
+        claim_ack_honker(&db, batch, rounds)
+    };
+    for (label, keyed) in [("a queue cap", false), ("both caps, 16 keys", true)] {
+        for (w, batch, rounds) in [("W3", 1, n), ("W4", 32, batches)] {
+            let mut with = Duration::ZERO;
+            let mut without = Duration::ZERO;
+            for i in 0..4 {
+                let tag = format!("w11-{batch}-{keyed}-{i}");
+                without += run(&format!("{tag}-plain"), batch, rounds, keyed, false);
+                with += run(&format!("{tag}-capped"), batch, rounds, keyed, true);
+            }
+            report_against(
+                &format!("W11 {w} with {label} (jobs/s)"),
+                4 * batch * rounds,
+                with,
+                without,
+                "vs no caps; target: cost <= 5%",
+                0.95,
+            );
+        }
     }
 }
 
