@@ -94,13 +94,13 @@ fn check_all(conn: &Connection) {
     assert_plan(
         conn,
         "PICK_KEYED",
-        sql::PICK_KEYED,
+        &sql::PICK_KEYED,
         &[&[ready][..], &paused].concat(),
     );
     assert_plan(
         conn,
         "PICK_KEYS",
-        sql::PICK_KEYS,
+        &sql::PICK_KEYS,
         &[&[ready][..], &paused].concat(),
     );
     assert_plan(

@@ -367,10 +367,10 @@ fn pick_and_lease(
                 .prepare_cached(statements::PICK)?
                 .query_map(params![queue, asked as i64], row)?,
             None | Some(None) => conn
-                .prepare_cached(statements::PICK_KEYS)?
+                .prepare_cached(&statements::PICK_KEYS)?
                 .query_map(params![queue, asked as i64], row)?,
             Some(Some(full)) => conn
-                .prepare_cached(statements::PICK_KEYED)?
+                .prepare_cached(&statements::PICK_KEYED)?
                 .query_map(params![queue, asked as i64, full], row)?,
         };
         let seen = picked.len();

@@ -158,23 +158,16 @@ WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_sett
 ORDER BY priority DESC, run_at, id
 LIMIT ?2";
 
-/// ?1 queue, ?2 n, ?3 the keys at their cap (a JSON array of text). [`PICK`]
-/// in a queue with a `max_running_per_key` (ADR 35): it steps over the
-/// ready jobs of those keys, and reads each job's key (column 12) so that
-/// the claim can stop taking a key's jobs when this claim fills it.
-pub const PICK_KEYED: &str = "
-SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
-    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context,
-    concurrency_key
-FROM _honker_jobs
-WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
-     AND (EXISTS (SELECT 1 FROM _honker_settings
-                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
-          OR EXISTS (SELECT 1 FROM _honker_settings
-                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
-  AND (concurrency_key IS NULL OR concurrency_key NOT IN (SELECT value FROM json_each(?3)))
-ORDER BY priority DESC, run_at, id
-LIMIT ?2";
+/// ?1 queue, ?2 n, ?3 the keys at their cap (a JSON array of text).
+/// [`PICK_KEYS`] in a queue with a `max_running_per_key` (ADR 35) once a key
+/// is full: it steps over the ready jobs of those keys.
+pub static PICK_KEYED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    PICK_KEYS.replacen(
+        "\nORDER BY",
+        "\n  AND (concurrency_key IS NULL OR concurrency_key NOT IN (SELECT value FROM json_each(?3)))\nORDER BY",
+        1,
+    )
+});
 
 /// ?1 queue, ?2 now. What a claim obeys besides a pause, in one statement:
 /// the queue's settings rows of its rate limit and its caps (ADR 23, 35):
@@ -197,18 +190,13 @@ FROM _honker_settings WHERE scope = 'queue_rate_limit' AND name = ?1";
 /// ?1 queue, ?2 n. [`PICK`] with each job's key (column 12), in a queue with
 /// a `max_running_per_key` none of whose keys is full yet (ADR 35): the
 /// claim counts the keys it takes.
-pub const PICK_KEYS: &str = "
-SELECT id, payload, attempts, max_attempts, priority, run_at, created_at,
-    backoff_base_ms, backoff_max_ms, backoff_jitter, expires_at, trace_context,
-    concurrency_key
-FROM _honker_jobs
-WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_settings WHERE scope = 'queue_paused')
-     AND (EXISTS (SELECT 1 FROM _honker_settings
-                  WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
-          OR EXISTS (SELECT 1 FROM _honker_settings
-                     WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
-ORDER BY priority DESC, run_at, id
-LIMIT ?2";
+pub static PICK_KEYS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    PICK.replacen(
+        "trace_context\nFROM",
+        "trace_context,\n    concurrency_key\nFROM",
+        1,
+    )
+});
 
 /// ?1 queue, ?2 now. How many of the queue's jobs hold an unexpired lease:
 /// what `max_running` caps (ADR 35). Reads the running index.
@@ -500,5 +488,7 @@ mod tests {
         assert!(super::PROBE.contains(super::PAUSED));
         assert!(super::PICK_KEYED.contains(super::PAUSED));
         assert!(super::PICK_KEYS.contains(super::PAUSED));
+        assert!(super::PICK_KEYS.contains("concurrency_key\nFROM"));
+        assert!(super::PICK_KEYED.contains("json_each(?3)"));
     }
 }
