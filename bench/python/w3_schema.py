@@ -73,9 +73,10 @@ def connect(in_check: bool, drop_running_index: bool = False) -> sqlite3.Connect
     for m in MIGRATIONS[:1] if in_check else MIGRATIONS:
         conn.executescript(m.read_text())
     if in_check:
-        # The statements read and write the column schema 11 added, and the
-        # pick reads the pauses from the settings schema 4 added (ADR 33).
+        # The statements read and write the columns schemas 11 and 13 added,
+        # and the pick reads the pauses from the settings schema 4 added (ADR 33).
         conn.execute("ALTER TABLE _honker_jobs ADD COLUMN trace_context TEXT")
+        conn.execute("ALTER TABLE _honker_jobs ADD COLUMN concurrency_key TEXT")
         conn.executescript(MIGRATIONS[3].read_text())
     if drop_running_index:
         conn.execute("DROP INDEX _honker_jobs_running")
@@ -128,7 +129,22 @@ def w2(in_check=False, batches=W2_BATCHES) -> float:
     conn = connect(in_check)
     enqueue = const("ENQUEUE")
     rows = [
-        ("b", "ready", payload(i), 0, 1, 3, 1000, 3600000, 0.5, None, None, 1, None)
+        (
+            "b",
+            "ready",
+            payload(i),
+            0,
+            1,
+            3,
+            1000,
+            3600000,
+            0.5,
+            None,
+            None,
+            1,
+            None,
+            None,
+        )
         for i in range(1000)
     ]
     started = time.perf_counter()
