@@ -1279,6 +1279,29 @@ fn queues_limit_caps_running_jobs_for_every_process() {
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
     assert_eq!(claim(), 0);
 
+    // A capped queue with no job yet is listed too.
+    stdout(&honker(&[
+        "queues",
+        "limit",
+        p,
+        "later",
+        "--max-running",
+        "2",
+    ]));
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    let later = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "later")
+        .unwrap_or_else(|| panic!("later not in {s:#}"))
+        .clone();
+    assert_eq!(
+        (later["max_running"].clone(), later["ready"].clone()),
+        (json!(2), json!(0))
+    );
+
     // Neither option: lifted.
     let out = stdout(&honker(&["queues", "limit", p, "emails"]));
     assert_eq!(out, "emails: no concurrency caps\n");

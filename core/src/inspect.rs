@@ -450,13 +450,22 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
         for q in &mut s.queues {
             q.pause = own.remove(&q.name).or_else(|| s.paused_all.clone());
         }
-        // A paused queue with no job yet is listed too.
+        // A paused queue with no job yet is listed too, and so is a capped one.
         for (name, pause) in own {
             s.queues.push(QueueStatus {
                 name,
                 pause: Some(pause),
                 ..QueueStatus::default()
             });
+        }
+        for name in ops::capped_queues(raw)? {
+            if !s.queues.iter().any(|q| q.name == name) {
+                s.queues.push(QueueStatus {
+                    name,
+                    pause: s.paused_all.clone(),
+                    ..QueueStatus::default()
+                });
+            }
         }
         s.queues.sort_by(|a, b| a.name.cmp(&b.name));
         for q in &mut s.queues {

@@ -1102,6 +1102,12 @@ fn capped(conn: Conn<'_>, queue: &str, caps: &super::Concurrency, now: i64) -> R
     Ok(!open)
 }
 
+/// The queues with a concurrency cap (`honker status` lists them).
+pub(crate) fn capped_queues(conn: Conn<'_>) -> Result<Vec<String>> {
+    conn.prepare_cached(statements::CAPPED_QUEUES)?
+        .query_map(params![], |r| r.get(0))
+}
+
 /// Sets (`None`: lifts) each of `queue`'s concurrency caps, checked.
 pub(crate) fn limit_concurrency(
     conn: Conn<'_>,

@@ -221,6 +221,12 @@ SELECT EXISTS (SELECT 1 FROM _honker_jobs
                  AND (concurrency_key IS NULL
                       OR concurrency_key NOT IN (SELECT value FROM json_each(?2))))";
 
+/// The queues with a concurrency cap, by name.
+pub const CAPPED_QUEUES: &str = "
+SELECT DISTINCT name FROM _honker_settings
+WHERE scope = 'queue_rate_limit' AND key >= 'max_running' AND key <= 'max_running_per_key'
+ORDER BY name";
+
 /// ?1 queue, ?2 key (`max_running` or `max_running_per_key`). Lifts that
 /// cap; the caps live beside the queue's rate limit (ADR 35).
 pub const CLEAR_CAP: &str = "
