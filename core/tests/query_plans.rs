@@ -114,12 +114,6 @@ fn check_all(conn: &Connection) {
     );
     assert_plan(
         conn,
-        "RUNNING_COUNT",
-        sql::RUNNING_COUNT,
-        &["INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)"],
-    );
-    assert_plan(
-        conn,
         "RUNNING_KEYS",
         sql::RUNNING_KEYS,
         &["INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)"],

@@ -175,7 +175,6 @@ impl Queue {
     /// transaction; see [`Concurrency`](super::Concurrency) for what a
     /// lapsed lease means for a cap. Bad input changes nothing.
     pub fn limit_concurrency(&self, caps: &super::Concurrency) -> Result<()> {
-        caps.check()?;
         self.write(None, |conn, now| {
             ops::limit_concurrency(conn, &self.name, caps, now)
         })

@@ -261,14 +261,6 @@ fn claim_controls(conn: Conn<'_>, queue: &str, now: i64) -> Result<Controls> {
     })
 }
 
-/// How many of `queue`'s jobs hold an unexpired lease at `now`.
-fn running_count(conn: Conn<'_>, queue: &str, now: i64) -> Result<u32> {
-    let n: i64 = conn
-        .prepare_cached(statements::RUNNING_COUNT)?
-        .query_one(params![queue, now], |r| r.get(0))?;
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
-}
-
 /// The room each concurrency key has under a queue's
 /// `max_running_per_key` (ADR 35), as a claim fills it.
 pub(crate) struct KeyRoom {
@@ -1054,12 +1046,17 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         other => Probe::NextAt(other),
     };
     if let Probe::Claimable = probe {
-        let (stored, caps) = crate::rate::ops::queue_controls(conn, queue)?;
+        // What the claim would read: its caps' room and its rate limit.
+        let Controls {
+            limit: stored,
+            running,
+            per_key,
+        } = claim_controls(conn, queue, now)?;
         // Ready work its caps hold back (ADR 35) waits for a commit (an
         // ack, say) or for a running job's lease to end, whichever comes
         // first; a due scheduled job (`next`, now or past) is promoted by
         // a claim first.
-        if ready && !caps.is_none() && capped(conn, queue, &caps, now)? {
+        if ready && capped(conn, queue, running, per_key.as_ref())? {
             return Ok(Probe::NextAt(next));
         }
         // Work is there; a rate limit may still hold it back. Then sleep
@@ -1083,17 +1080,18 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
     Ok(probe)
 }
 
-/// Whether `queue`'s caps let no ready job start at `now`.
-fn capped(conn: Conn<'_>, queue: &str, caps: &super::Concurrency, now: i64) -> Result<bool> {
-    if let Some(max) = caps.max_running {
-        if running_count(conn, queue, now)? >= max {
-            return Ok(true);
-        }
+/// Whether `queue`'s caps, with the room a claim's [`Controls`] found,
+/// let no ready job start.
+fn capped(
+    conn: Conn<'_>,
+    queue: &str,
+    running: Option<u32>,
+    per_key: Option<&KeyRoom>,
+) -> Result<bool> {
+    if running == Some(0) {
+        return Ok(true);
     }
-    let Some(cap) = caps.max_running_per_key else {
-        return Ok(false);
-    };
-    let Some(full) = KeyRoom::read(conn, queue, cap, now)?.full() else {
+    let Some(full) = per_key.and_then(KeyRoom::full) else {
         return Ok(false);
     };
     let open: bool = conn

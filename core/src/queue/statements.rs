@@ -198,12 +198,6 @@ pub static PICK_KEYS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
     )
 });
 
-/// ?1 queue, ?2 now. How many of the queue's jobs hold an unexpired lease:
-/// what `max_running` caps (ADR 35). Reads the running index.
-pub const RUNNING_COUNT: &str = "
-SELECT count(*) FROM _honker_jobs
-WHERE queue = ?1 AND state = 'running' AND lease_expires_at > ?2";
-
 /// ?1 queue, ?2 now. The key of each job holding an unexpired lease (the
 /// caller counts them): what `max_running_per_key` caps. A range of the
 /// running index, so linear in the queue's running jobs, which its caps

@@ -199,11 +199,6 @@ impl Concurrency {
         }
         Ok(())
     }
-
-    /// Neither cap is set.
-    pub(crate) fn is_none(&self) -> bool {
-        self.max_running.is_none() && self.max_running_per_key.is_none()
-    }
 }
 
 /// Options for [`Queue::claim_with`].
