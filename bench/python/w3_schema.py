@@ -73,10 +73,18 @@ def connect(in_check: bool, drop_running_index: bool = False) -> sqlite3.Connect
     for m in MIGRATIONS[:1] if in_check else MIGRATIONS:
         conn.executescript(m.read_text())
     if in_check:
-        # The statements read and write the columns schemas 11 and 13 added,
-        # and the pick reads the pauses from the settings schema 4 added (ADR 33).
+        # The statements read and write the columns schemas 11, 13 and 14
+        # added, and the pick reads the pauses from the settings schema 4
+        # added (ADR 33).
         conn.execute("ALTER TABLE _honker_jobs ADD COLUMN trace_context TEXT")
         conn.execute("ALTER TABLE _honker_jobs ADD COLUMN concurrency_key TEXT")
+        conn.execute("ALTER TABLE _honker_jobs ADD COLUMN turn INTEGER")
+        # and the pick walks schema 14's ready index (turn after priority).
+        conn.execute("DROP INDEX _honker_jobs_ready")
+        conn.execute(
+            "CREATE INDEX _honker_jobs_ready ON _honker_jobs"
+            " (queue, priority DESC, turn, run_at, id) WHERE state = 'ready'"
+        )
         conn.executescript(MIGRATIONS[3].read_text())
     if drop_running_index:
         conn.execute("DROP INDEX _honker_jobs_running")

@@ -33,6 +33,8 @@ pub struct QueueStatus {
     pub pause: Option<crate::queue::Pause>,
     /// Its concurrency caps (ADR 35).
     pub caps: crate::queue::Concurrency,
+    /// How it shares its claims among its keys (ADR 36).
+    pub fairness: crate::queue::Fairness,
 }
 
 /// A stream consumer's or group's place.
@@ -469,7 +471,9 @@ fn read(conn: &Connection, version: i64, now: i64) -> Result<FileStatus> {
         }
         s.queues.sort_by(|a, b| a.name.cmp(&b.name));
         for q in &mut s.queues {
-            q.caps = crate::rate::ops::queue_controls(raw, &q.name)?.1;
+            let (_, caps, fair) = crate::rate::ops::queue_controls(raw, &q.name)?;
+            q.caps = caps;
+            q.fairness = fair.map(|f| f.public()).unwrap_or_default();
         }
     }
     if has("_honker_streams")? && has("_honker_stream_groups")? {
@@ -510,6 +514,7 @@ fn queues(conn: &Connection, now: i64) -> Result<Vec<QueueStatus>> {
                 oldest_ready_at: r.get(5)?,
                 pause: None,
                 caps: crate::queue::Concurrency::default(),
+                fairness: crate::queue::Fairness::default(),
             })
         })
         .map_err(sql_err)?;

@@ -125,7 +125,7 @@ pub use options::{
 };
 pub use payload::Payload;
 pub use queue::{
-    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause,
+    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, Fairness, JobInfo, JobState, Lease, Pause,
     PauseOptions, QueueStats, RetryOptions,
 };
 #[cfg(feature = "rusqlite")]

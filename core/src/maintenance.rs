@@ -62,6 +62,9 @@ pub struct MaintenanceReport {
     pub locks: usize,
     /// Rate limit keys removed once fully refilled (idle).
     pub rate_limit_keys: usize,
+    /// Queues' key rows (ADR 36) that carried nothing any more: their rate
+    /// limit refilled, their last turn behind their queue's.
+    pub queue_keys: usize,
     /// Schedule fire records removed once older than their schedule's
     /// catch-up window.
     pub schedule_fires: usize,
@@ -114,6 +117,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     })?;
     report.rate_limit_keys = walk(db, &sweeps.rate_keys, max_batches, |conn, after, now| {
         crate::rate::ops::sweep(conn, after, now, BATCH)
+    })?;
+    report.queue_keys = batches(db, max_batches, |conn, now| {
+        crate::queue::ops::sweep_keys(conn, now, BATCH)
     })?;
     report.schedule_fires = walk(db, &sweeps.fires, max_batches, |conn, after, now| {
         crate::schedule::ops::sweep_fires(conn, after, now, BATCH)

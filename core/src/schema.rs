@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "concurrency key",
         sql: include_str!("migrations/0013_concurrency_key.sql"),
     },
+    Migration {
+        version: 14,
+        name: "fair turns",
+        sql: include_str!("migrations/0014_fair_turns.sql"),
+    },
 ];
 
 /// The schema version this build writes.

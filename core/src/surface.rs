@@ -131,6 +131,12 @@ macro_rules! records {
                 max_running: [Option<u32>] = max_running,
                 #[doc = "At most this many jobs of one concurrency key run at once, if capped."]
                 max_running_per_key: [Option<u32>] = max_running_per_key,
+                #[doc = "Its claims take its concurrency keys in turn (`set_fairness`)."]
+                round_robin: [bool] = round_robin,
+                #[doc = "At most this many jobs of one concurrency key start per `key_per_ms`, if limited."]
+                key_limit: [Option<u32>] = key_limit,
+                #[doc = "The period of `key_limit`."]
+                key_per_ms: [Option<i64>] = key_per_ms,
             }
 
             #[doc = "One event of a stream."]
@@ -348,6 +354,8 @@ macro_rules! records {
                 locks: [u64] = locks,
                 #[doc = "Rate limit keys removed once fully refilled (idle)."]
                 rate_limit_keys: [u64] = rate_limit_keys,
+                #[doc = "Queues' key rows (turns, rate limits per key) that carried nothing any more."]
+                queue_keys: [u64] = queue_keys,
                 #[doc = "Schedule fire records removed once older than their catch-up window."]
                 schedule_fires: [u64] = schedule_fires,
             }
@@ -456,6 +464,22 @@ macro_rules! options {
                 max_running: [u32] = max_running,
                 #[doc = "At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000)."]
                 max_running_per_key: [u32] = max_running_per_key,
+            }
+
+            #[doc = "Sets how the queue shares its claims among its concurrency keys, for every process"]
+            #[doc = "and language; an option not given is its default (priority order, no limit per"]
+            #[doc = "key). Round-robin order takes each key with ready jobs once per turn, so one key's"]
+            #[doc = "flood does not hold up another's few; a claim steps over a key at its rate limit."]
+            Queue.set_fairness() -> [()] with FairnessArgs into $crate::Fairness [write] {
+                #[doc = "\"priority\" (priority, then age: the default) or \"round_robin\" (priority, then"]
+                #[doc = "each key in turn, then age; jobs without a key go first)."]
+                order: [String] = order,
+                #[doc = "At most this many jobs of one key start per `key_per` (1 to 10⁹)."]
+                key_limit: [u32] = key_limit,
+                #[doc = "The period of `key_limit` (1 ms to 366 days)."]
+                key_per: [Duration] = key_per,
+                #[doc = "Jobs of one key that may start at once after it idled (1 by default)."]
+                key_burst: [u32] = key_burst,
             }
 
             #[doc = "A handle on the queue `name` (making it writes nothing; it reads the queue's"]

@@ -119,6 +119,50 @@ fn check_all(conn: &Connection) {
         &["INDEX _honker_jobs_running (queue=? AND lease_expires_at>?)"],
     );
     assert_plan(conn, "READY_UNCAPPED", sql::READY_UNCAPPED, &[ready]);
+    // Fair tenants (ADR 36): a round-robin pick is the same walk of the
+    // ready index (which sorts by turn after priority: no sort), its keys'
+    // limits one seek of their rows' primary key per job read; a key's
+    // turns and tat are seeks of that key too; delayed jobs take turns
+    // from the scheduled index.
+    let key_row = "SEARCH k USING PRIMARY KEY (queue=? AND key=?)";
+    assert_plan(
+        conn,
+        "PICK_TURNS",
+        &sql::PICK_TURNS,
+        &[&[ready][..], &paused].concat(),
+    );
+    assert_plan(
+        conn,
+        "PICK_TURNS_LIMITED",
+        &sql::PICK_TURNS_LIMITED,
+        &[&[ready, key_row][..], &paused].concat(),
+    );
+    assert_plan(conn, "READY_OPEN", sql::READY_OPEN, &[ready, key_row]);
+    assert_plan(
+        conn,
+        "GIVE_TURNS",
+        sql::GIVE_TURNS,
+        &["SEARCH _honker_settings USING PRIMARY KEY (scope=? AND name=? AND key=?)"],
+    );
+    assert_plan(
+        conn,
+        "KEY_TURN",
+        sql::KEY_TURN,
+        &["SEARCH _honker_queue_keys USING PRIMARY KEY (queue=? AND key=?)"],
+    );
+    assert_plan(
+        conn,
+        "SET_TURNS",
+        sql::SET_TURNS,
+        &["INTEGER PRIMARY KEY (rowid>? AND rowid<?)"],
+    );
+    assert_plan(conn, "DUE_UNTURNED", sql::DUE_UNTURNED, &[scheduled]);
+    assert_plan(
+        conn,
+        "FIRST_HELD_KEY",
+        sql::FIRST_HELD_KEY,
+        &["SEARCH _honker_queue_keys USING PRIMARY KEY (queue=?)"],
+    );
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
     assert_plan(

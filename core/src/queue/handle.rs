@@ -180,6 +180,18 @@ impl Queue {
         })
     }
 
+    /// Sets how the queue shares its claims among its `concurrency_key`s
+    /// (ADR 36), for every process and language: round-robin order (each
+    /// key with ready jobs takes one per turn, so one key's flood does not
+    /// hold up another's few) and a rate limit per key (a claim steps over
+    /// a key at its limit). A field not given is its default (priority
+    /// order, no limit per key). Bad input changes nothing.
+    pub fn set_fairness(&self, fairness: &super::Fairness) -> Result<()> {
+        self.write(None, |conn, now| {
+            ops::set_fairness(conn, &self.name, fairness, now)
+        })
+    }
+
     /// The queue's concurrency caps (none set: both `None`).
     pub fn concurrency(&self) -> Result<super::Concurrency> {
         let reader = self.db.inner.reader()?;

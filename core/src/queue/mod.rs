@@ -26,6 +26,6 @@ pub(crate) use ops::stored_options;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;
 pub use types::{
-    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, JobInfo, JobState, Lease, Pause,
+    ClaimOptions, Concurrency, EnqueueOptions, Enqueued, Fairness, JobInfo, JobState, Lease, Pause,
     PauseOptions, QueueStats, RetryNow, RetryOptions,
 };

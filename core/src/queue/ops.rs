@@ -83,8 +83,44 @@ pub(crate) fn enqueue(
         });
     }
     let added = out.iter().filter(|(_, existing)| !existing).count();
+    // A key's ready jobs take their turns now in a round-robin queue; a
+    // delayed job takes its turn when it comes due (ADR 36).
+    if let (Some(key), "ready") = (job.concurrency_key, state) {
+        let ids: Vec<i64> = out.iter().filter(|(_, e)| !e).map(|(id, _)| *id).collect();
+        if !ids.is_empty() {
+            give_turns(conn, queue, key, &ids)?;
+        }
+    }
     metrics::count(conn, queue, Event::Enqueued, added as u64)?;
     Ok(out)
+}
+
+/// Gives `ids` (new ready jobs of `key`, oldest first) their turns when
+/// `queue` takes its keys in turn (ADR 36); writes nothing otherwise.
+fn give_turns(conn: Conn<'_>, queue: &str, key: &str, ids: &[i64]) -> Result<()> {
+    let n = ids.len() as i64;
+    let given = conn
+        .prepare_cached(statements::GIVE_TURNS)?
+        .execute(params![queue, key, n])?;
+    if given == 0 {
+        return Ok(());
+    }
+    let last: i64 = conn
+        .prepare_cached(statements::KEY_TURN)?
+        .query_one(params![queue, key], |r| r.get(0))?;
+    let first = last - n + 1;
+    let mut set = conn.prepare_cached(statements::SET_TURNS)?;
+    // By runs of consecutive ids (a batch's), one statement each.
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        set.execute(params![ids[i], ids[j], first + i as i64])?;
+        i = j + 1;
+    }
+    Ok(())
 }
 
 /// [`statements::ENQUEUE`]'s parameters for one job (the batch statements
@@ -140,6 +176,10 @@ pub(crate) struct Claimed {
     pub trace_context: Option<crate::trace::TraceContext>,
     /// Read only where a per-key cap is counted.
     pub concurrency_key: Option<String>,
+    /// Read only in a queue that shares its claims among keys (ADR 36).
+    pub turn: Option<i64>,
+    /// Its key's `tat_us`, read only under a rate limit per key.
+    pub key_tat: Option<i64>,
 }
 
 /// Expires, promotes and reclaims what is due in `queue`, then leases up to
@@ -167,17 +207,26 @@ pub(crate) fn claim_limited(
     now: i64,
     blocks: Option<(&Blocks, bool)>,
 ) -> Result<(Vec<Claimed>, Option<Block>)> {
-    housekeep(conn, queue, now)?;
     // A paused queue (ADR 33) hands out nothing: the pick finds no job.
     // A capped queue (ADR 35) starts no more than its caps leave room for,
-    // counted in this transaction. A rate-limited queue starts what its
+    // counted in this transaction (unexpired leases: what housekeeping
+    // reclaims is not among them). A rate-limited queue starts what its
     // limit allows now, for every worker of every process together (ADR
-    // 23); the rest keep waiting, their attempts untouched.
+    // 23); the rest keep waiting, their attempts untouched. A fair queue
+    // (ADR 36) takes its keys in turn and steps over keys at their limit.
     let Controls {
         limit: stored,
         running,
         mut per_key,
+        fair,
     } = claim_controls(conn, queue, now)?;
+    housekeep(
+        conn,
+        queue,
+        now,
+        fair.as_ref().is_some_and(|f| f.round_robin),
+    )?;
+    let mut fair = fair.map(|f| FairClaim::new(f, now));
     let mut n = n;
     if let Some(room) = running {
         n = n.min(room as usize);
@@ -185,8 +234,18 @@ pub(crate) fn claim_limited(
             return Ok((Vec::new(), None));
         }
     }
-    let mut lease_n =
-        |n: usize| lease_counted(conn, queue, worker_id, n, lease_ms, now, &mut per_key);
+    let mut lease_n = |n: usize| {
+        lease_counted(
+            conn,
+            queue,
+            worker_id,
+            n,
+            lease_ms,
+            now,
+            &mut per_key,
+            &mut fair,
+        )
+    };
     let Some(stored) = stored else {
         return Ok((lease_n(n)?, None));
     };
@@ -228,6 +287,8 @@ struct Controls {
     running: Option<u32>,
     /// With `max_running_per_key`: each key's room.
     per_key: Option<KeyRoom>,
+    /// With turns or a rate limit per key (ADR 36).
+    fair: Option<crate::rate::ops::Fair>,
 }
 
 fn claim_controls(conn: Conn<'_>, queue: &str, now: i64) -> Result<Controls> {
@@ -258,7 +319,92 @@ fn claim_controls(conn: Conn<'_>, queue: &str, now: i64) -> Result<Controls> {
         limit: crate::rate::ops::queue_limit_of(queue, &rows)?,
         running,
         per_key,
+        fair: crate::rate::ops::fairness_of(queue, &rows)?,
     })
+}
+
+/// A fair queue's state as one claim fills it (ADR 36): the keys that
+/// ran out of starts under the rate limit per key, and each key's starts.
+struct FairClaim {
+    fair: crate::rate::ops::Fair,
+    /// The `tat_us` above which a key can start nothing now.
+    blocked_above: i64,
+    /// Per key: its `tat_us` when read, the starts it may take, taken.
+    starts: std::collections::HashMap<String, (Option<i64>, i64, i64)>,
+    now: i64,
+}
+
+impl FairClaim {
+    fn new(fair: crate::rate::ops::Fair, now: i64) -> FairClaim {
+        let blocked_above = fair
+            .key_limit
+            .as_ref()
+            .map_or(i64::MAX, |l| crate::rate::ops::key_blocked_above(l, now));
+        FairClaim {
+            fair,
+            blocked_above,
+            starts: std::collections::HashMap::new(),
+            now,
+        }
+    }
+
+    /// Whether `job`'s key may start one more job in this claim.
+    fn may_start(&mut self, job: &Claimed) -> bool {
+        let (Some(limit), Some(key)) = (&self.fair.key_limit, &job.concurrency_key) else {
+            return true;
+        };
+        let now = self.now;
+        let (_, room, taken) = self.starts.entry(key.clone()).or_insert_with(|| {
+            let (room, _) = crate::rate::ops::queue_allowance(limit, job.key_tat, i64::MAX, now);
+            (job.key_tat, room, 0)
+        });
+        taken < room
+    }
+
+    /// Counts a start of `job`'s key.
+    fn started(&mut self, job: &Claimed) {
+        if let Some(key) = &job.concurrency_key {
+            if let Some((_, _, taken)) = self.starts.get_mut(key) {
+                *taken += 1;
+            }
+        }
+    }
+
+    /// The keys out of starts in this claim.
+    fn spent(&self) -> impl Iterator<Item = &str> {
+        self.starts
+            .iter()
+            .filter(|(_, (_, room, taken))| taken >= room)
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// Stores what the claim took: the queue's current turn, the keys'
+    /// `tat_us`.
+    fn store(&self, conn: Conn<'_>, queue: &str, jobs: &[Claimed]) -> Result<()> {
+        if self.fair.round_robin {
+            let last = jobs.iter().filter_map(|j| j.turn).max();
+            if let Some(turn) = last.filter(|&t| t > self.fair.turn) {
+                crate::settings::set_int(
+                    conn,
+                    crate::rate::ops::QUEUE_SCOPE,
+                    queue,
+                    crate::rate::ops::TURN_KEY,
+                    Some(turn),
+                    self.now,
+                )?;
+            }
+        }
+        if let Some(limit) = &self.fair.key_limit {
+            let mut set = conn.prepare_cached(statements::SET_KEY_TAT)?;
+            for (key, (tat, _, taken)) in &self.starts {
+                if *taken > 0 {
+                    let tat = crate::rate::ops::queue_tat_after(limit, *tat, *taken, self.now);
+                    set.execute(params![queue, key, tat])?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The room each concurrency key has under a queue's
@@ -284,16 +430,19 @@ impl KeyRoom {
     /// The keys at their cap, as the JSON array [`statements::PICK_KEYED`]
     /// steps over; `None` while no key is full.
     pub(crate) fn full(&self) -> Option<String> {
-        let keys: Vec<&str> = self
-            .running
-            .iter()
-            .filter(|(_, &n)| n >= self.cap)
-            .map(|(k, _)| k.as_str())
-            .collect();
+        let keys: Vec<&str> = self.full_keys().collect();
         if keys.is_empty() {
             return None;
         }
         Some(serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()))
+    }
+
+    /// The keys at their cap.
+    fn full_keys(&self) -> impl Iterator<Item = &str> {
+        self.running
+            .iter()
+            .filter(|(_, &n)| n >= self.cap)
+            .map(|(k, _)| k.as_str())
     }
 
     /// Takes a slot of `key` (none: always room); false when it is full.
@@ -314,6 +463,7 @@ impl KeyRoom {
 }
 
 /// Leases up to `n` ready jobs and counts the claim.
+#[allow(clippy::too_many_arguments)]
 fn lease_counted(
     conn: Conn<'_>,
     queue: &str,
@@ -322,8 +472,12 @@ fn lease_counted(
     lease_ms: i64,
     now: i64,
     per_key: &mut Option<KeyRoom>,
+    fair: &mut Option<FairClaim>,
 ) -> Result<Vec<Claimed>> {
-    let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now, per_key)?;
+    let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now, per_key, fair)?;
+    if let Some(f) = fair {
+        f.store(conn, queue, &jobs)?;
+    }
     metrics::count_claims(
         conn,
         queue,
@@ -332,6 +486,7 @@ fn lease_counted(
     Ok(jobs)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn pick_and_lease(
     conn: Conn<'_>,
     queue: &str,
@@ -340,6 +495,7 @@ fn pick_and_lease(
     lease_ms: i64,
     now: i64,
     per_key: &mut Option<KeyRoom>,
+    fair: &mut Option<FairClaim>,
 ) -> Result<Vec<Claimed>> {
     let lease_expires_at = now.saturating_add(lease_ms);
     let mut jobs = Vec::with_capacity(n.min(1024));
@@ -350,11 +506,32 @@ fn pick_and_lease(
         // One job and no key full: any ready job may start, its key unread.
         let full = per_key.as_ref().map(KeyRoom::full);
         let keyed = per_key.is_some() && !(asked == 1 && matches!(full, Some(None)));
+        let cols = match fair.as_ref() {
+            Some(f) if f.fair.key_limit.is_some() => Cols::TurnsLimited,
+            Some(_) => Cols::Turns,
+            None if keyed => Cols::Keyed,
+            None => Cols::Plain,
+        };
         let row = |r: &Row<'_>| {
             let id: i64 = r.get(0)?;
-            Ok(pick_row(r, lease_expires_at, keyed).map_err(|d| (id, d)))
+            Ok(pick_row(r, lease_expires_at, cols).map_err(|d| (id, d)))
         };
         let picked = match full {
+            _ if fair.is_some() => {
+                let f = fair.as_ref().expect("fair");
+                let mut skip: Vec<&str> = f.spent().collect();
+                if let Some(room) = per_key.as_ref() {
+                    skip.extend(room.full_keys());
+                }
+                let skip = serde_json::to_string(&skip).unwrap_or_else(|_| "[]".into());
+                if cols == Cols::TurnsLimited {
+                    conn.prepare_cached(&statements::PICK_TURNS_LIMITED)?
+                        .query_map(params![queue, asked as i64, skip, f.blocked_above], row)?
+                } else {
+                    conn.prepare_cached(&statements::PICK_TURNS)?
+                        .query_map(params![queue, asked as i64, skip], row)?
+                }
+            }
             _ if !keyed => conn
                 .prepare_cached(statements::PICK)?
                 .query_map(params![queue, asked as i64], row)?,
@@ -376,16 +553,20 @@ fn pick_and_lease(
                     skipped += 1;
                     archive(conn, queue, job.id, JobState::Dead, Some(EXHAUSTED), now)?;
                 }
-                // Its key filled up in this claim: it waits (the next pick
-                // steps over the key).
+                // Its key filled up or ran out of starts in this claim: it
+                // waits (the next pick steps over the key).
                 Ok(job)
-                    if per_key
-                        .as_mut()
-                        .is_some_and(|r| !r.take(job.concurrency_key.as_deref())) =>
+                    if fair.as_mut().is_some_and(|f| !f.may_start(&job))
+                        || per_key
+                            .as_mut()
+                            .is_some_and(|r| !r.take(job.concurrency_key.as_deref())) =>
                 {
                     skipped += 1;
                 }
                 Ok(mut job) => {
+                    if let Some(f) = fair.as_mut() {
+                        f.started(&job);
+                    }
                     job.lease_token = crate::raw::random_token();
                     job.attempts += 1;
                     jobs.push(job);
@@ -464,13 +645,26 @@ fn by_batches<'i, T>(
     Ok(rest)
 }
 
-/// A row of [`statements::PICK`] (or, `keyed`, of
-/// [`statements::PICK_KEYED`]) as a job, or what is damaged in it.
+/// Which of the pick's columns a claim reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cols {
+    /// [`statements::PICK`]'s.
+    Plain,
+    /// And the key ([`statements::PICK_KEYS`], [`statements::PICK_KEYED`]).
+    Keyed,
+    /// And the turn ([`statements::PICK_TURNS`]).
+    Turns,
+    /// And the key's `tat_us` ([`statements::PICK_TURNS_LIMITED`]).
+    TurnsLimited,
+}
+
+/// A row of a pick ([`Cols`]) as a job, or what is damaged in it.
 fn pick_row(
     r: &Row<'_>,
     lease_expires_at: i64,
-    keyed: bool,
+    cols: Cols,
 ) -> std::result::Result<Claimed, Damage> {
+    let keyed = cols != Cols::Plain;
     // Checked only: see PICK.
     r.decode::<i64>(7)?;
     r.decode::<i64>(8)?;
@@ -488,13 +682,23 @@ fn pick_row(
         lease_expires_at,
         trace_context: r.decode::<crate::trace::Stored>(11)?.0,
         concurrency_key: if keyed { r.decode(12)? } else { None },
+        turn: if matches!(cols, Cols::Turns | Cols::TurnsLimited) {
+            r.decode(13)?
+        } else {
+            None
+        },
+        key_tat: if cols == Cols::TurnsLimited {
+            r.decode(14)?
+        } else {
+            None
+        },
     })
 }
 
 /// The state changes that time alone makes due: expiry, promotion of
 /// scheduled jobs, and reclaiming lapsed leases (dead-lettering those on their
 /// last attempt).
-fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
+fn housekeep(conn: Conn<'_>, queue: &str, now: i64, round_robin: bool) -> Result<()> {
     // One read of three index ranges; the usual answer is "nothing to do".
     let due: bool = conn
         .prepare_cached(statements::HOUSEKEEPING_DUE)?
@@ -512,6 +716,9 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
         archive(conn, queue, id, JobState::Dead, Some(&why), now)?;
     }
     expire(conn, queue, now)?;
+    if round_robin {
+        turn_due(conn, queue, now)?;
+    }
     conn.prepare_cached(statements::PROMOTE)?
         .execute(params![queue, now])?;
     for id in ids(conn, statements::LAPSED_EXHAUSTED, queue, now)? {
@@ -521,6 +728,22 @@ fn housekeep(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
         .prepare_cached(statements::RECLAIM)?
         .execute(params![queue, now])?;
     metrics::count(conn, queue, Event::Reclaimed, reclaimed as u64)
+}
+
+/// Gives a round-robin queue's due delayed jobs their turns, key by key,
+/// as they come due (ADR 36).
+fn turn_due(conn: Conn<'_>, queue: &str, now: i64) -> Result<()> {
+    let due: Vec<(i64, String)> = conn
+        .prepare_cached(statements::DUE_UNTURNED)?
+        .query_map(params![queue, now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut keys: std::collections::HashMap<String, Vec<i64>> = std::collections::HashMap::new();
+    for (id, key) in due {
+        keys.entry(key).or_default().push(id);
+    }
+    for (key, ids) in keys {
+        give_turns(conn, queue, &key, &ids)?;
+    }
+    Ok(())
 }
 
 /// Moves `queue`'s jobs whose expiry passed before they started to the
@@ -1051,6 +1274,7 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
             limit: stored,
             running,
             per_key,
+            fair,
         } = claim_controls(conn, queue, now)?;
         // Ready work its caps hold back (ADR 35) waits for a commit (an
         // ack, say) or for a running job's lease to end, whichever comes
@@ -1058,6 +1282,17 @@ pub(crate) fn probe(conn: Conn<'_>, queue: &str, now: i64) -> Result<Probe> {
         // a claim first.
         if ready && capped(conn, queue, running, per_key.as_ref())? {
             return Ok(Probe::NextAt(next));
+        }
+        // Ready work whose keys are all at their rate limit or cap (ADR
+        // 36) waits as long, or until the first of those keys may start
+        // again.
+        if let Some(limit) = fair.as_ref().and_then(|f| f.key_limit.as_ref()) {
+            if ready {
+                if let Some(opens) = keys_held(conn, queue, limit, per_key.as_ref(), now)? {
+                    let at = next.map_or(opens, |t| t.min(opens));
+                    return Ok(Probe::NextAt(Some(at)));
+                }
+            }
         }
         // Work is there; a rate limit may still hold it back. Then sleep
         // until the limit lets one start, plus a jitter up to a quarter of
@@ -1100,6 +1335,35 @@ fn capped(
     Ok(!open)
 }
 
+/// When every ready job of `queue` belongs to a key at its rate limit (or
+/// its cap): the moment (ms) the first key at its rate limit may start one
+/// again. `None` when a ready job may start now.
+fn keys_held(
+    conn: Conn<'_>,
+    queue: &str,
+    limit: &crate::rate::RateLimit,
+    per_key: Option<&KeyRoom>,
+    now: i64,
+) -> Result<Option<i64>> {
+    let above = crate::rate::ops::key_blocked_above(limit, now);
+    let skip = per_key
+        .and_then(KeyRoom::full)
+        .unwrap_or_else(|| "[]".into());
+    let open: bool = conn
+        .prepare_cached(statements::READY_OPEN)?
+        .query_one(params![queue, skip, above], |r| r.get(0))?;
+    if open {
+        return Ok(None);
+    }
+    let first: Option<i64> = conn
+        .prepare_cached(statements::FIRST_HELD_KEY)?
+        .query_one(params![queue, above], |r| r.get(0))?;
+    // A key whose tat is `first` may start one once `first − τ + T` came.
+    Ok(Some(first.map_or(i64::MAX, |tat| {
+        crate::rate::ops::queue_allowance(limit, Some(tat), 1, now).1
+    })))
+}
+
 /// The queues with a concurrency cap (`honker status` lists them).
 pub(crate) fn capped_queues(conn: Conn<'_>) -> Result<Vec<String>> {
     conn.prepare_cached(statements::CAPPED_QUEUES)?
@@ -1131,6 +1395,55 @@ pub(crate) fn limit_concurrency(
             None => {
                 conn.prepare_cached(statements::CLEAR_CAP)?
                     .execute(params![queue, key])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes up to `batch` key rows that carry nothing any more
+/// ([`statements::SWEEP_KEYS`]); how many.
+pub(crate) fn sweep_keys(conn: Conn<'_>, now: i64, batch: usize) -> Result<usize> {
+    conn.prepare_cached(statements::SWEEP_KEYS)?
+        .execute(params![now.saturating_mul(1000), batch as i64])
+}
+
+/// Sets `queue`'s fairness (ADR 36), checked: its order and its rate limit
+/// per key (a field not given: the default, priority order and no limit).
+/// Leaving round-robin order forgets the queue's turns.
+pub(crate) fn set_fairness(
+    conn: Conn<'_>,
+    queue: &str,
+    fairness: &super::Fairness,
+    now: i64,
+) -> Result<()> {
+    let (round_robin, limit) = fairness.parse()?;
+    let scope = crate::rate::ops::QUEUE_SCOPE;
+    let [order_key, limit_key, per_key, burst_key] = crate::rate::ops::FAIR_KEYS;
+    let clear = |key: &str| -> Result<()> {
+        conn.prepare_cached(statements::CLEAR_CAP)?
+            .execute(params![queue, key])?;
+        Ok(())
+    };
+    if round_robin {
+        crate::settings::set_int(conn, scope, queue, order_key, Some(1), now)?;
+    } else if crate::settings::get_int(conn, scope, queue, order_key)?.is_some() {
+        clear(order_key)?;
+        clear(crate::rate::ops::TURN_KEY)?;
+        conn.prepare_cached(statements::CLEAR_TURNS)?
+            .execute(params![queue])?;
+        conn.prepare_cached(statements::CLEAR_KEY_TURNS)?
+            .execute(params![queue])?;
+    }
+    match limit {
+        Some(l) => {
+            crate::settings::set_int(conn, scope, queue, limit_key, Some(l.limit), now)?;
+            crate::settings::set_int(conn, scope, queue, per_key, Some(l.per_ms()), now)?;
+            crate::settings::set_int(conn, scope, queue, burst_key, Some(l.burst), now)?;
+        }
+        None => {
+            for key in [limit_key, per_key, burst_key] {
+                clear(key)?;
             }
         }
     }
@@ -1185,9 +1498,14 @@ fn pause_row(r: &Row<'_>) -> Result<(String, super::Pause)> {
 pub(crate) fn stats(conn: Conn<'_>, queue: &str, now: i64) -> Result<QueueStats> {
     let mut s = live_stats(conn, queue, now).map_err(|e| name_damaged(conn, queue, e))?;
     s.paused = !pauses(conn, queue)?.is_empty();
-    let (_, caps) = crate::rate::ops::queue_controls(conn, queue)?;
+    let (_, caps, fair) = crate::rate::ops::queue_controls(conn, queue)?;
     s.max_running = caps.max_running;
     s.max_running_per_key = caps.max_running_per_key;
+    if let Some(f) = fair {
+        s.round_robin = f.round_robin;
+        s.key_limit = f.key_limit.as_ref().map(|l| l.limit as u32);
+        s.key_per_ms = f.key_limit.as_ref().map(|l| l.per_ms());
+    }
     let finished = conn
         .prepare_cached(statements::FINISHED_STATS)?
         .query_map(params![queue], |r| Ok((r.get::<String>(0)?, count(r, 1)?)))?;

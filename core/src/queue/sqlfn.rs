@@ -34,6 +34,12 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
         DIRECT_ONLY,
         queue_limit_concurrency,
     ),
+    SqlFn::atomic(
+        "honker_queue_set_fairness",
+        5,
+        DIRECT_ONLY,
+        queue_set_fairness,
+    ),
     SqlFn::atomic("honker_job_ack", -1, DIRECT_ONLY, job_ack),
     SqlFn::atomic("honker_job_ack_many", 2, DIRECT_ONLY, job_ack_many),
     SqlFn::atomic("honker_job_retry", 5, DIRECT_ONLY, job_retry),
@@ -350,6 +356,7 @@ fn queue_stats(c: &Call<'_>) -> Result<Out> {
             "expired": s.expired, "completed": s.completed,
             "oldest_ready_age_ms": s.oldest_ready_age_ms, "paused": s.paused,
             "max_running": s.max_running, "max_running_per_key": s.max_running_per_key,
+            "round_robin": s.round_robin, "key_limit": s.key_limit, "key_per_ms": s.key_per_ms,
         })
         .to_string(),
     ))
@@ -407,6 +414,31 @@ fn queue_limit_concurrency(c: &Call<'_>) -> Result<Out> {
         max_running_per_key: cap(2, "max_running_per_key")?,
     };
     ops::limit_concurrency(c.conn, a.name(0)?, &caps, c.now)?;
+    Ok(Out::Int(1))
+}
+
+/// `honker_queue_set_fairness(queue, order, key_limit, key_per_ms,
+/// key_burst)` → 1. `order` is 'priority' or 'round_robin' (NULL:
+/// priority); the rate limit per key is NULLs for none (ADR 36). Sets it
+/// with the caller's transaction.
+fn queue_set_fairness(c: &Call<'_>) -> Result<Out> {
+    let a = &c.args;
+    let count = |i: usize, what: &str| -> Result<Option<u32>> {
+        a.opt_int(i, what)?
+            .map(|n| {
+                u32::try_from(n).map_err(|_| {
+                    Error::invalid(format!("{what} must be between 1 and 1000000000, got {n}"))
+                })
+            })
+            .transpose()
+    };
+    let fairness = super::Fairness {
+        order: a.opt_text(1, "order")?.map(str::to_owned),
+        key_limit: count(2, "key_limit")?,
+        key_per: a.opt_ms(3, "key_per_ms")?,
+        key_burst: count(4, "key_burst")?,
+    };
+    ops::set_fairness(c.conn, a.name(0)?, &fairness, c.now)?;
     Ok(Out::Int(1))
 }
 

@@ -155,7 +155,7 @@ WHERE queue = ?1 AND state = 'ready' AND NOT (EXISTS (SELECT 1 FROM _honker_sett
                   WHERE scope = 'queue_paused' AND name = ?1 AND key = 'paused')
           OR EXISTS (SELECT 1 FROM _honker_settings
                      WHERE scope = 'queue_paused' AND name = '' AND key = 'paused')))
-ORDER BY priority DESC, run_at, id
+ORDER BY priority DESC, turn, run_at, id
 LIMIT ?2";
 
 /// ?1 queue, ?2 n, ?3 the keys at their cap (a JSON array of text).
@@ -197,6 +197,114 @@ pub static PICK_KEYS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
         1,
     )
 });
+
+/// ?1 queue, ?2 n, ?3 the keys a claim steps over (a JSON array: at their
+/// cap, or out of starts in this claim). [`PICK_KEYED`] with each job's
+/// turn (column 13), in a queue that shares its claims among its keys (ADR
+/// 36): the ready index sorts by turn after priority, so a round-robin
+/// queue's pick is still one walk of it from its start.
+pub static PICK_TURNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    PICK_KEYED.replacen("concurrency_key\nFROM", "concurrency_key, turn\nFROM", 1)
+});
+
+/// ?1 queue, ?2 n, ?3 the keys stepped over, ?4 the `tat_us` above which
+/// a key can start nothing now. [`PICK_TURNS`] in a queue with a rate
+/// limit per key: it steps over the keys at their limit (one seek of
+/// `_honker_queue_keys` per job it reads) and reads each job's key's
+/// `tat_us` (column 14), from which the claim counts the key's starts.
+pub static PICK_TURNS_LIMITED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    PICK_TURNS
+        .replacen(
+            "concurrency_key, turn\nFROM",
+            "concurrency_key, turn,\n    (SELECT tat_us FROM _honker_queue_keys k\n     \
+             WHERE k.queue = ?1 AND k.key = _honker_jobs.concurrency_key)\nFROM",
+            1,
+        )
+        .replacen(
+            "\nORDER BY",
+            "\n  AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM _honker_queue_keys k\n       \
+             WHERE k.queue = ?1 AND k.key = _honker_jobs.concurrency_key AND k.tat_us > ?4))\nORDER BY",
+            1,
+        )
+});
+
+/// ?1 queue, ?2 key, ?3 n. Gives `n` turns to key ?2 of a round-robin
+/// queue (ADR 36), when the queue is one (else writes nothing): its last
+/// turn becomes `max(last + n, current + n - 1)`, so its first new turn is
+/// the one after its last and never before the queue's current turn
+/// (a key that idled gets no credit). [`KEY_TURN`] reads it back.
+pub const GIVE_TURNS: &str = "
+INSERT INTO _honker_queue_keys (queue, key, turn)
+SELECT ?1, ?2, coalesce((SELECT value FROM _honker_settings
+                         WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'turn'), 0) + ?3 - 1
+WHERE EXISTS (SELECT 1 FROM _honker_settings
+              WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'round_robin')
+ON CONFLICT (queue, key) DO UPDATE SET turn = max(coalesce(turn, 0) + ?3, excluded.turn)";
+
+/// ?1 queue, ?2 key. Its last turn given.
+pub const KEY_TURN: &str = "
+SELECT turn FROM _honker_queue_keys WHERE queue = ?1 AND key = ?2";
+
+/// ?1 first id, ?2 last id, ?3 the first's turn: consecutive jobs of one
+/// key take consecutive turns.
+pub const SET_TURNS: &str = "
+UPDATE _honker_jobs SET turn = ?3 + (id - ?1) WHERE id BETWEEN ?1 AND ?2";
+
+/// ?1 queue, ?2 now. In a round-robin queue, its due scheduled jobs with a
+/// key and no turn yet (a delayed job takes its turns when it comes due,
+/// so a key that schedules many for later does not push back its jobs of
+/// now), oldest first. A range of the scheduled index.
+pub const DUE_UNTURNED: &str = "
+SELECT id, concurrency_key FROM _honker_jobs
+WHERE queue = ?1 AND state = 'scheduled' AND run_at <= ?2
+  AND turn IS NULL AND concurrency_key IS NOT NULL
+ORDER BY run_at, id";
+
+/// ?1 queue, ?2 key, ?3 its `tat_us` after this claim's starts.
+pub const SET_KEY_TAT: &str = "
+INSERT INTO _honker_queue_keys (queue, key, tat_us) VALUES (?1, ?2, ?3)
+ON CONFLICT (queue, key) DO UPDATE SET tat_us = excluded.tat_us";
+
+/// ?1 queue. A queue that leaves round-robin order forgets its turns:
+/// its jobs sort by priority and age again.
+pub const CLEAR_TURNS: &str = "
+UPDATE _honker_jobs SET turn = NULL WHERE queue = ?1 AND turn IS NOT NULL";
+
+/// ?1 queue. [`CLEAR_TURNS`] for its keys' last turns.
+pub const CLEAR_KEY_TURNS: &str = "
+UPDATE _honker_queue_keys SET turn = NULL WHERE queue = ?1 AND turn IS NOT NULL";
+
+/// ?1 queue, ?2 the keys stepped over (a JSON array), ?3 the `tat_us`
+/// above which a key can start nothing now. Whether a ready job is there
+/// that a claim could take under the queue's caps and rate limit per key.
+pub const READY_OPEN: &str = "
+SELECT EXISTS (SELECT 1 FROM _honker_jobs
+               WHERE queue = ?1 AND state = 'ready'
+                 AND (concurrency_key IS NULL
+                      OR (concurrency_key NOT IN (SELECT value FROM json_each(?2))
+                          AND NOT EXISTS (SELECT 1 FROM _honker_queue_keys k
+                                          WHERE k.queue = ?1
+                                            AND k.key = _honker_jobs.concurrency_key
+                                            AND k.tat_us > ?3))))";
+
+/// ?1 queue, ?2 the `tat_us` above which a key can start nothing now. The
+/// earliest such `tat_us` among the queue's keys: the first key to open.
+pub const FIRST_HELD_KEY: &str = "
+SELECT min(tat_us) FROM _honker_queue_keys WHERE queue = ?1 AND tat_us > ?2";
+
+/// ?1 now (µs), ?2 how many at most. Keys' rows that carry nothing any
+/// more: their rate limit's tat has passed (or they have none) and their
+/// last turn is behind their queue's current turn (or they have none): the
+/// key's next job would take the queue's current turn without the row.
+pub const SWEEP_KEYS: &str = "
+DELETE FROM _honker_queue_keys WHERE (queue, key) IN (
+  SELECT queue, key FROM _honker_queue_keys
+  WHERE (tat_us IS NULL OR tat_us <= ?1)
+    AND (turn IS NULL
+         OR turn < coalesce((SELECT value FROM _honker_settings s
+                             WHERE s.scope = 'queue_rate_limit'
+                               AND s.name = _honker_queue_keys.queue AND s.key = 'turn'), 0))
+  LIMIT ?2)";
 
 /// ?1 queue, ?2 now. The key of each job holding an unexpired lease (the
 /// caller counts them): what `max_running_per_key` caps. A range of the

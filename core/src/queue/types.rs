@@ -201,6 +201,62 @@ impl Concurrency {
     }
 }
 
+/// How a queue shares its claims among its `concurrency_key`s (issue 56
+/// §3, ADR 36), for every process and language: set by
+/// [`Queue::set_fairness`](crate::Queue::set_fairness), shown in
+/// [`QueueStats`]. A field not given is its default: priority order, no
+/// limit per key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fairness {
+    /// The claim order: `"priority"` (the default: priority, then age) or
+    /// `"round_robin"` (priority, then each key in turn, then age: a key
+    /// with 10,000 waiting jobs takes one turn per round like a key with
+    /// one). Jobs without a key take no turn: they go first among their
+    /// priority.
+    pub order: Option<String>,
+    /// At most this many of one key's jobs start per `key_per` (a rate
+    /// limit per key, GCRA like the queue's): a claim steps over a key at
+    /// its limit and takes the next key's job. 1 to 10⁹.
+    pub key_limit: Option<u32>,
+    /// The period of `key_limit` (1 ms to 366 days, whole milliseconds).
+    pub key_per: Option<Duration>,
+    /// How many of one key's jobs may start at once after it idled (1 by
+    /// default; 1 to 10⁹).
+    pub key_burst: Option<u32>,
+}
+
+impl Fairness {
+    /// The order's stored value.
+    pub(crate) const ROUND_ROBIN: &'static str = "round_robin";
+    const PRIORITY: &'static str = "priority";
+
+    /// Checked: whether it takes turns, and its rate limit per key.
+    pub(crate) fn parse(&self) -> Result<(bool, Option<crate::rate::RateLimit>)> {
+        let round_robin = match self.order.as_deref() {
+            None | Some(Self::PRIORITY) => false,
+            Some(Self::ROUND_ROBIN) => true,
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "order must be \"priority\" or \"round_robin\", got {other:?}"
+                )))
+            }
+        };
+        let limit = match (self.key_limit, self.key_per) {
+            (None, None) if self.key_burst.is_none() => None,
+            (Some(limit), Some(per)) => {
+                let l = crate::rate::RateLimit::new(i64::from(limit), per)
+                    .burst(i64::from(self.key_burst.unwrap_or(1)));
+                l.check()?;
+                Some(l)
+            }
+            _ => return Err(Error::invalid(
+                "a rate limit per key takes key_limit and key_per (and key_burst only with them)",
+            )),
+        };
+        Ok((round_robin, limit))
+    }
+}
+
 /// Options for [`Queue::claim_with`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClaimOptions {
@@ -493,6 +549,12 @@ pub struct QueueStats {
     pub max_running: Option<u32>,
     /// Its cap on running jobs per concurrency key, if any.
     pub max_running_per_key: Option<u32>,
+    /// Its claims take its keys in turn ([`Fairness`]'s `round_robin`).
+    pub round_robin: bool,
+    /// Its rate limit per concurrency key, if any: starts per `key_per_ms`.
+    pub key_limit: Option<u32>,
+    /// The period of `key_limit` (ms).
+    pub key_per_ms: Option<i64>,
 }
 
 #[cfg(test)]

@@ -27,6 +27,20 @@ pub(crate) const QUEUE_SCOPE: &str = "queue_rate_limit";
 /// The keys of a queue's concurrency caps among its claim's settings rows.
 pub(crate) const CAP_KEYS: [&str; 2] = ["max_running", "max_running_per_key"];
 
+/// The keys of a queue's fairness among its claim's settings rows (ADR
+/// 36): its order (`round_robin`, 1 when its claims take keys in turn) and
+/// its rate limit per key.
+pub(crate) const FAIR_KEYS: [&str; 4] = ["round_robin", "key_limit", "key_per_ms", "key_burst"];
+
+/// A round-robin queue's current turn (its state, beside `tat_us`): the
+/// latest turn a claim took. A key's next job never takes an earlier one.
+pub(crate) const TURN_KEY: &str = "turn";
+
+/// Whether a queue's settings row `key` is not part of its rate limit.
+fn beside_limit(key: &str) -> bool {
+    key == "tat_us" || key == TURN_KEY || CAP_KEYS.contains(&key) || FAIR_KEYS.contains(&key)
+}
+
 /// The limiter's stored parameters, if any.
 pub(crate) fn params(conn: Conn<'_>, name: &str) -> Result<Option<RateLimit>> {
     scoped_params(conn, SCOPE, name)
@@ -50,10 +64,7 @@ fn stored(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<Setting>> {
 /// Parameters from their settings rows (other rows, a queue's `tat_us`,
 /// are left alone).
 fn parse(name: &str, rows: &[Setting]) -> Result<Option<RateLimit>> {
-    if rows
-        .iter()
-        .all(|(k, _, _)| k == "tat_us" || CAP_KEYS.contains(&k.as_str()))
-    {
+    if rows.iter().all(|(k, _, _)| beside_limit(k)) {
         return Ok(None);
     }
     let get = |k: &str| {
@@ -111,9 +122,13 @@ pub(crate) fn queue_state(conn: Conn<'_>, queue: &str) -> Result<Option<QueueLim
 pub(crate) fn queue_controls(
     conn: Conn<'_>,
     queue: &str,
-) -> Result<(Option<QueueLimit>, crate::queue::Concurrency)> {
+) -> Result<(Option<QueueLimit>, crate::queue::Concurrency, Option<Fair>)> {
     let rows = stored(conn, QUEUE_SCOPE, queue)?;
-    Ok((queue_limit_of(queue, &rows)?, caps_of(&rows)))
+    Ok((
+        queue_limit_of(queue, &rows)?,
+        caps_of(&rows),
+        fairness_of(queue, &rows)?,
+    ))
 }
 
 /// A queue's rate limit and its state from its settings rows.
@@ -124,6 +139,74 @@ pub(crate) fn queue_limit_of(queue: &str, rows: &[Setting]) -> Result<Option<Que
         tat: row("tat_us").and_then(|(_, v, _)| *v),
         set_at: row("limit").map_or(0, |(_, _, at)| *at),
     }))
+}
+
+/// A queue's fairness from its settings rows (ADR 36): `None` when it
+/// has neither turns nor a limit per key.
+pub(crate) fn fairness_of(queue: &str, rows: &[Setting]) -> Result<Option<Fair>> {
+    let int = |key: &str| {
+        rows.iter()
+            .find(|(k, _, _)| k == key)
+            .and_then(|(_, v, _)| *v)
+    };
+    let round_robin = int(FAIR_KEYS[0]) == Some(1);
+    let key_limit = match (int(FAIR_KEYS[1]), int(FAIR_KEYS[2])) {
+        (Some(limit), Some(per_ms)) => {
+            let l = RateLimit {
+                limit,
+                per: Duration::from_millis(u64::try_from(per_ms).unwrap_or(0)),
+                burst: int(FAIR_KEYS[3]).unwrap_or(1),
+            };
+            l.check().map_err(|e| {
+                Error::internal(format!(
+                    "queue {queue:?}'s stored rate limit per key is out of bounds: {}",
+                    e.message()
+                ))
+            })?;
+            Some(l)
+        }
+        _ => None,
+    };
+    if !round_robin && key_limit.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Fair {
+        round_robin,
+        key_limit,
+        turn: int(TURN_KEY).unwrap_or(0),
+    }))
+}
+
+/// How a queue shares its claims among its keys, as its claim reads it.
+#[derive(Clone, Debug)]
+pub(crate) struct Fair {
+    /// Its claims take keys in turn.
+    pub round_robin: bool,
+    /// Its rate limit per key.
+    pub key_limit: Option<RateLimit>,
+    /// Its current turn.
+    pub turn: i64,
+}
+
+impl Fair {
+    /// As [`Fairness`](crate::queue::Fairness) states it.
+    pub(crate) fn public(&self) -> crate::queue::Fairness {
+        crate::queue::Fairness {
+            order: self.round_robin.then(|| "round_robin".to_owned()),
+            key_limit: self.key_limit.as_ref().map(|l| l.limit as u32),
+            key_per: self.key_limit.as_ref().map(|l| l.per),
+            key_burst: self.key_limit.as_ref().map(|l| l.burst as u32),
+        }
+    }
+}
+
+/// The `tat_us` above which a key under `limit` can start no job at
+/// `now_ms` (GCRA: one more start needs `max(tat, now) + T ≤ now + τ`).
+pub(crate) fn key_blocked_above(limit: &RateLimit, now_ms: i64) -> i64 {
+    now_ms
+        .saturating_mul(1000)
+        .saturating_add(limit.tolerance_us())
+        .saturating_sub(limit.interval_us())
 }
 
 /// A queue's concurrency caps from its settings rows.
