@@ -392,6 +392,19 @@ enum QueuesAction {
         #[command(flatten)]
         options: ConcurrencyArgs,
     },
+    /// Share the queue's claims among its concurrency keys, across every
+    /// process (ADR 36): --order round_robin takes each key with ready jobs
+    /// once per turn; --key-limit N --key-per SECONDS caps how fast one
+    /// key's jobs start. An option not given is its default (priority
+    /// order, no limit per key).
+    Fair {
+        /// The database file.
+        db: PathBuf,
+        /// The queue.
+        queue: String,
+        #[command(flatten)]
+        options: FairnessArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -471,6 +484,9 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
             "paused": q.pause.as_ref().map(pause_json),
             "max_running": q.caps.max_running,
             "max_running_per_key": q.caps.max_running_per_key,
+            "round_robin": q.fairness.order.is_some(),
+            "key_limit": q.fairness.key_limit,
+            "key_per_ms": q.fairness.key_per.map(|d| d.as_millis() as i64),
         })).collect::<Vec<_>>(),
         "paused_all": s.paused_all.as_ref().map(pause_json),
         "streams": s.streams.iter().map(|st| json!({
@@ -487,11 +503,19 @@ fn status_json(s: &FileStatus, now: i64) -> Json {
 }
 
 /// A queue's concurrency caps as `status` shows them: `4` (at most four
-/// running), `2/key`, both, or `-`.
-fn caps_text(c: &honker::Concurrency) -> String {
+/// running), `2/key`, both, or `-`; with its fairness (ADR 36): `round
+/// robin`, `10/key per 1s`.
+fn caps_text(c: &honker::Concurrency, f: &honker::Fairness) -> String {
     let parts: Vec<String> = [
         c.max_running.map(|n| n.to_string()),
         c.max_running_per_key.map(|n| format!("{n}/key")),
+        f.order.as_ref().map(|_| "round robin".to_owned()),
+        f.key_limit
+            .zip(f.key_per)
+            .map(|(n, per)| match per.as_millis() as i64 {
+                ms if ms % 1000 != 0 => format!("{n}/key per {ms}ms"),
+                ms => format!("{n}/key per {}", span(ms)),
+            }),
     ]
     .into_iter()
     .flatten()
@@ -560,7 +584,7 @@ fn status_text(s: &FileStatus, now: i64) -> String {
             x.running.to_string(),
             x.dead.to_string(),
             x.oldest_ready_at.map_or("-".into(), |t| span(now - t)),
-            caps_text(&x.caps),
+            caps_text(&x.caps, &x.fairness),
             x.pause.as_ref().map_or("-".into(), |p| match p.all {
                 true => format!("all queues, {}", pause_text(p, now)),
                 false => pause_text(p, now),
@@ -810,6 +834,7 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
                 "publish_keys": r.publish_keys, "notifications": r.notifications,
                 "group_members": r.group_members, "locks": r.locks,
                 "rate_limit_keys": r.rate_limit_keys, "schedule_fires": r.schedule_fires,
+                "queue_keys": r.queue_keys,
             });
             Ok(if json {
                 json_text(&j)
@@ -1148,10 +1173,24 @@ fn queues(action: QueuesAction) -> Result<String, honker::Error> {
             Database::open(&db)?
                 .queue(&queue)?
                 .limit_concurrency(&caps)?;
-            Ok(match caps_text(&caps).as_str() {
-                "-" => format!("{queue}: no concurrency caps\n"),
-                c => format!("{queue}: at most {c} running\n"),
-            })
+            Ok(
+                match caps_text(&caps, &honker::Fairness::default()).as_str() {
+                    "-" => format!("{queue}: no concurrency caps\n"),
+                    c => format!("{queue}: at most {c} running\n"),
+                },
+            )
+        }
+        QueuesAction::Fair { db, queue, options } => {
+            let fairness = options.to_core()?;
+            Database::open(&db)?
+                .queue(&queue)?
+                .set_fairness(&fairness)?;
+            Ok(
+                match caps_text(&honker::Concurrency::default(), &fairness).as_str() {
+                    "-" => format!("{queue}: priority order, no limit per key\n"),
+                    c => format!("{queue}: {c}\n"),
+                },
+            )
         }
     }
 }

@@ -1310,6 +1310,96 @@ fn queues_limit_caps_running_jobs_for_every_process() {
     conforms("status", &s);
 }
 
+/// `honker queues fair` (ADR 36): round-robin order and a rate limit per
+/// key for every process, shown by `status` (text and JSON); bad input
+/// changes nothing; no option: the defaults again.
+#[test]
+fn queues_fair_shares_claims_among_keys_for_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fair.db");
+    let p = path.to_str().unwrap();
+    {
+        let db = Database::open(&path).unwrap();
+        let q = db.queue("jobs").unwrap();
+        for key in ["big", "big", "big", "small"] {
+            let o = honker::EnqueueOptions {
+                concurrency_key: Some(key.into()),
+                ..Default::default()
+            };
+            q.enqueue(json!(key), &o).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let out = stdout(&honker(&[
+        "queues",
+        "fair",
+        p,
+        "jobs",
+        "--order",
+        "round_robin",
+        "--key-limit",
+        "2",
+        "--key-per",
+        "5",
+    ]));
+    assert_eq!(out, "jobs: round robin, 2/key per 5s\n");
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    let jobs = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "jobs")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            jobs["round_robin"].clone(),
+            jobs["key_limit"].clone(),
+            jobs["key_per_ms"].clone()
+        ),
+        (json!(true), json!(2), json!(5000))
+    );
+    assert!(stdout(&honker(&["status", p])).contains("round robin, 2/key per 5s"));
+    // Enqueued before the order was set: no turns yet, but the limit per
+    // key holds: one of each key, then nothing until a key's limit allows.
+    let keys = || {
+        let db = Database::open(&path).unwrap();
+        let q = db.queue("jobs").unwrap();
+        let jobs = q.claim("w", 10).unwrap();
+        let keys: Vec<String> = jobs
+            .iter()
+            .map(|j| q.get_job(j.id).unwrap().concurrency_key.unwrap())
+            .collect();
+        db.close().unwrap();
+        keys
+    };
+    assert_eq!(keys(), ["big", "small"]);
+    assert!(keys().is_empty());
+
+    // Bad input: a typed error, nothing changed.
+    for bad in [
+        &["--order", "fifo"][..],
+        &["--key-limit", "2"][..],
+        &["--key-limit", "0", "--key-per", "1"][..],
+    ] {
+        let o = honker(&[&["queues", "fair", p, "jobs"][..], bad].concat());
+        assert_eq!(o.status.code(), Some(1), "{bad:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
+    }
+    assert_eq!(
+        json_of(&["status", p, "--json"])["queues"][0]["key_limit"],
+        json!(2)
+    );
+
+    let out = stdout(&honker(&["queues", "fair", p, "jobs"]));
+    assert_eq!(out, "jobs: priority order, no limit per key\n");
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    assert_eq!(s["queues"][0]["round_robin"], json!(false));
+    assert_eq!(keys(), ["big", "big"]);
+}
+
 #[test]
 fn queues_pause_and_resume_one_or_all() {
     let (_dir, path) = busy_dir();
