@@ -181,6 +181,17 @@ export interface LimitConcurrencyOptions {
   /** At most this many jobs of one `concurrency_key` run at once (1 to 1,000,000). */
   maxRunningPerKey?: number;
 }
+/** The options of `Queue.setFairness`. */
+export interface SetFairnessOptions {
+  /** "priority" (priority, then age: the default) or "round_robin" (priority, then each key in turn, then age; jobs without a key go first). */
+  order?: string;
+  /** At most this many jobs of one key start per `keyPer` (1 to 10⁹). */
+  keyLimit?: number;
+  /** The period of `keyLimit` (1 ms to 366 days). In ms. */
+  keyPer?: number;
+  /** Jobs of one key that may start at once after it idled (1 by default). */
+  keyBurst?: number;
+}
 /** The options of `Database.queue`. */
 export type QueueOptions = ConfigureOptions;
 /** The options of `Stream.publish`. */
@@ -284,6 +295,12 @@ export interface QueueStats {
   maxRunning: number | null;
   /** At most this many jobs of one concurrency key run at once, if capped. */
   maxRunningPerKey: number | null;
+  /** Its claims take its concurrency keys in turn (`set_fairness`). */
+  roundRobin: boolean;
+  /** At most this many jobs of one concurrency key start per `key_per_ms`, if limited. */
+  keyLimit: number | null;
+  /** The period of `key_limit` (ms). */
+  keyPerMs: number | null;
 }
 // </generated: record-QueueStats>
 
@@ -310,6 +327,8 @@ export interface MaintenanceReport {
   locks: number;
   /** Rate limit keys removed once fully refilled (idle). */
   rateLimitKeys: number;
+  /** Queues' key rows (turns, rate limits per key) that carried nothing any more. */
+  queueKeys: number;
   /** Schedule fire records removed once older than their catch-up window. */
   scheduleFires: number;
 }
@@ -697,6 +716,13 @@ export class Queue<P = Payload, R = Payload> {
    * not given is lifted. Counted as unexpired leases in each claim (ADR 35).
    */
   limitConcurrency(options?: LimitConcurrencyOptions): Promise<void>;
+  /**
+   * Sets how the queue shares its claims among its `concurrencyKey`s, for every
+   * process and language (an option not given: its default): `order:
+   * 'round_robin'` takes each key with ready jobs once per turn; `keyLimit` per
+   * `keyPer` (ms) caps how fast one key's jobs start (ADR 36).
+   */
+  setFairness(options?: SetFairnessOptions): Promise<void>;
   rateLimit(): Promise<RateLimitParams | null>;
   deadLetters(options?: { afterId?: number; limit?: number }): Promise<JobInfo<P>[]>;
   requeueDead(id: number): Promise<boolean>;

@@ -330,6 +330,9 @@ export declare class Queue {
   /** Sets (a cap not given: lifts) the queue's concurrency caps, for every process (ADR 35). */
   limitConcurrency(options: ConcurrencyArgs): Promise<Out<undefined>>
   tryLimitConcurrency(options: ConcurrencyArgs): Out<undefined>
+  /** Sets (an option not given: its default) how the queue shares its claims among its keys (ADR 36). */
+  setFairness(options: FairnessArgs): Promise<Out<undefined>>
+  trySetFairness(options: FairnessArgs): Out<undefined>
   /** The queue's metrics (ADR 27) as core's JSON. */
   metricsJson(): Promise<Out<string>>
   tryMetricsJson(): Out<string>
@@ -755,6 +758,26 @@ export interface Failure {
   missed?: number
 }
 
+/**
+ * Sets how the queue shares its claims among its concurrency keys, for every process
+ * and language; an option not given is its default (priority order, no limit per
+ * key). Round-robin order takes each key with ready jobs once per turn, so one key's
+ * flood does not hold up another's few; a claim steps over a key at its rate limit.
+ */
+export interface FairnessArgs {
+  /**
+   * "priority" (priority, then age: the default) or "round_robin" (priority, then
+   * each key in turn, then age; jobs without a key go first).
+   */
+  order?: string
+  /** At most this many jobs of one key start per `key_per` (1 to 10⁹). */
+  keyLimit?: number
+  /** The period of `key_limit` (1 ms to 366 days). */
+  keyPer?: number
+  /** Jobs of one key that may start at once after it idled (1 by default). */
+  keyBurst?: number
+}
+
 /** The names of a finished task's events (core's `Finished::EVENTS`). */
 export declare function finishedEvents(): Array<string>
 
@@ -974,6 +997,8 @@ export interface MaintenanceReport {
   locks: number
   /** Rate limit keys removed once fully refilled (idle). */
   rateLimitKeys: number
+  /** Queues' key rows (turns, rate limits per key) that carried nothing any more. */
+  queueKeys: number
   /** Schedule fire records removed once older than their catch-up window. */
   scheduleFires: number
 }
@@ -1119,6 +1144,12 @@ export interface QueueStats {
   maxRunning?: number
   /** At most this many jobs of one concurrency key run at once, if capped. */
   maxRunningPerKey?: number
+  /** Its claims take its concurrency keys in turn (`set_fairness`). */
+  roundRobin: boolean
+  /** At most this many jobs of one concurrency key start per `key_per_ms`, if limited. */
+  keyLimit?: number
+  /** The period of `key_limit`. */
+  keyPerMs?: number
 }
 
 /** A rate limiter's answer to a check. */

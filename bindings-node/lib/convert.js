@@ -281,6 +281,9 @@ function queueStats(d) {
     paused: d.paused,
     maxRunning: d.maxRunning ?? null,
     maxRunningPerKey: d.maxRunningPerKey ?? null,
+    roundRobin: d.roundRobin,
+    keyLimit: d.keyLimit ?? null,
+    keyPerMs: d.keyPerMs ?? null,
   };
 }
 // </generated: record-QueueStats>
@@ -298,6 +301,7 @@ function maintenanceReport(d) {
     groupMembers: d.groupMembers,
     locks: d.locks,
     rateLimitKeys: d.rateLimitKeys,
+    queueKeys: d.queueKeys,
     scheduleFires: d.scheduleFires,
   };
 }

@@ -86,6 +86,16 @@ function limitConcurrencyArgs(options) {
     maxRunningPerKey: int('maxRunningPerKey', options.maxRunningPerKey, ...U32),
   });
 }
+const SET_FAIRNESS_OPTIONS = new Set(['order', 'keyLimit', 'keyPer', 'keyBurst']);
+/** `Queue.set_fairness`'s options checked, as its native `FairnessArgs` (undefined when none is given). */
+function setFairnessArgs(options) {
+  return definedFields({
+    order: optText('order', options.order),
+    keyLimit: int('keyLimit', options.keyLimit, ...U32),
+    keyPer: optMs('keyPer', options.keyPer),
+    keyBurst: int('keyBurst', options.keyBurst, ...U32),
+  });
+}
 const QUEUE_OPTIONS = CONFIGURE_OPTIONS;
 const queueArgs = configureArgs;
 const PUBLISH_OPTIONS = new Set(['key', 'idempotencyKey', 'priority', 'tx']);
@@ -121,7 +131,7 @@ function publishManyArgs(options) {
     priority: int('priority', options.priority, ...I32),
   });
 }
-const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, PAUSE_OPTIONS, pauseArgs, PAUSE_ALL_OPTIONS, pauseAllArgs, LIMIT_CONCURRENCY_OPTIONS, limitConcurrencyArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, LOCK_TRY_ACQUIRE_OPTIONS, lockTryAcquireArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
+const GENERATED = { ENQUEUE_OPTIONS, enqueueArgs, ENQUEUE_MANY_OPTIONS, enqueueManyArgs, CONFIGURE_OPTIONS, configureArgs, PAUSE_OPTIONS, pauseArgs, PAUSE_ALL_OPTIONS, pauseAllArgs, LIMIT_CONCURRENCY_OPTIONS, limitConcurrencyArgs, SET_FAIRNESS_OPTIONS, setFairnessArgs, QUEUE_OPTIONS, queueArgs, PUBLISH_OPTIONS, publishArgs, GROUP_CREATE_OPTIONS, groupCreateArgs, LOCK_TRY_ACQUIRE_OPTIONS, lockTryAcquireArgs, PUBLISH_MANY_OPTIONS, publishManyArgs };
 // </generated: options>
 
 /**

@@ -6,7 +6,7 @@ const { ATTEMPTS, CLAIMED_JOB_FIELDS, ID, U32, claimedJobAt, decode, definedFiel
 const { Database, method, txId } = require('./database.js');
 const { CLAIM_BATCH, POLL_WAIT, RATE_BURST, RENEW_DIVISOR } = require('./defaults.js');
 const { call, describe, guarded, invalid, leaseLost, unwrap } = require('./errors.js');
-const { ACK_OPTIONS, CANCEL_OPTIONS, CONFIGURE_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, LIMIT_CONCURRENCY_OPTIONS, PAUSE_ALL_OPTIONS, PAUSE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, configureArgs, enqueueArgs, enqueueManyArgs, limitConcurrencyArgs, opts, pauseAllArgs, pauseArgs, queueArgs } = require('./options.js');
+const { ACK_OPTIONS, CANCEL_OPTIONS, CONFIGURE_OPTIONS, CLAIM_BATCH_OPTIONS, CLAIM_OPTIONS, DEAD_LETTERS_OPTIONS, ENQUEUE_MANY_OPTIONS, ENQUEUE_OPTIONS, HEARTBEAT_OPTIONS, KEEP_ALIVE_OPTIONS, LIMIT_CONCURRENCY_OPTIONS, PAUSE_ALL_OPTIONS, PAUSE_OPTIONS, PURGE_DEAD_OPTIONS, QUEUE_OPTIONS, RETRY_OPTIONS, SET_FAIRNESS_OPTIONS, TX_OPTIONS, WAIT_RESULT_OPTIONS, configureArgs, enqueueArgs, enqueueManyArgs, limitConcurrencyArgs, opts, pauseAllArgs, pauseArgs, queueArgs, setFairnessArgs } = require('./options.js');
 const { Reader } = require('./stream.js');
 const { captureTrace, traceContext } = require('./trace.js');
 
@@ -288,6 +288,12 @@ class Queue {
     const arg = limitConcurrencyArgs(opts(options, LIMIT_CONCURRENCY_OPTIONS)) ?? {};
     const n = this._native;
     await this._db._writer.run(() => call(() => n.limitConcurrency(arg)));
+  }
+
+  async setFairness(options) {
+    const arg = setFairnessArgs(opts(options, SET_FAIRNESS_OPTIONS)) ?? {};
+    const n = this._native;
+    await this._db._writer.run(() => call(() => n.setFairness(arg)));
   }
 
   async setRateLimit(limit) {

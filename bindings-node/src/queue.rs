@@ -275,6 +275,11 @@ impl Queue {
         Box::new(move || q.limit_concurrency(&options.to_core()?))
     }
 
+    fn set_fairness_op(&self, options: crate::records::FairnessArgs) -> Op<()> {
+        let q = self.q.clone();
+        Box::new(move || q.set_fairness(&options.to_core()?))
+    }
+
     fn clear_settings_op(&self) -> Op<()> {
         let q = self.q.clone();
         Box::new(move || q.clear_settings())
@@ -410,6 +415,9 @@ verbs! {
     resume / try_resume () -> bool = resume_op;
     #[doc = "Sets (a cap not given: lifts) the queue's concurrency caps, for every process (ADR 35)."]
     limit_concurrency / try_limit_concurrency (options: crate::records::ConcurrencyArgs) -> () = limit_concurrency_op;
+
+    #[doc = "Sets (an option not given: its default) how the queue shares its claims among its keys (ADR 36)."]
+    set_fairness / try_set_fairness (options: crate::records::FairnessArgs) -> () = set_fairness_op;
     #[doc = "The queue's metrics (ADR 27) as core's JSON."]
     metrics_json / try_metrics_json () -> String = metrics_op;
     #[doc = "Sets (null: lifts) the queue's rate limit, for every process."]

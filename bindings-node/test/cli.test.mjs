@@ -39,6 +39,7 @@ test('status and jobs see what Node wrote, and read commands change nothing', as
   const { oldest_ready_age_ms, ...counts } = status.queues[0];
   assert.deepEqual(counts, {
     name: 'emails', ready: 2, scheduled: 1, running: 0, dead: 0, paused: null, max_running: null, max_running_per_key: null,
+    round_robin: false, key_limit: null, key_per_ms: null,
   });
   assert.ok(oldest_ready_age_ms >= 0);
   const ready = JSON.parse(run('jobs', 'list', file, '--state', 'ready', '--json').stdout);

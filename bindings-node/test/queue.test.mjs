@@ -255,6 +255,40 @@ test('concurrency caps as Node passes them', async () => {
   await db.close();
 });
 
+test('setFairness takes keys in turn and limits each key, for every open of the file', async () => {
+  // ADR 36 as Node calls it: round-robin order, a rate limit per key, the
+  // checks; another open of the file obeys both.
+  const path = tempPath();
+  const db = await honker.open(path);
+  const other = await honker.open(path);
+  const q = db.queue('q');
+  await q.setFairness({ order: 'round_robin' });
+  await q.enqueueMany(Array.from({ length: 100 }, (_, i) => i), { concurrencyKey: 'big' });
+  for (const key of ['x', 'y', 'z']) await q.enqueueMany([1, 2], { concurrencyKey: key });
+  const oq = other.queue('q');
+  const keys = [];
+  for (let i = 0; i < 8; i++) {
+    for (const j of await oq.claimBatch('w', 1)) keys.push((await q.getJob(j.id)).concurrencyKey);
+  }
+  assert.deepEqual(keys, ['big', 'x', 'y', 'z', 'big', 'x', 'y', 'z']);
+  await q.setFairness({ order: 'round_robin', keyLimit: 1, keyPer: 60_000 });
+  const s = await oq.stats();
+  assert.deepEqual([s.roundRobin, s.keyLimit, s.keyPerMs], [true, 1, 60_000]);
+  const batch = await oq.claimBatch('w', 10);
+  assert.equal(batch.length, 1);
+  assert.deepEqual(await oq.claimBatch('w', 10), []);
+  await assert.rejects(q.setFairness({ order: 'fifo' }), honker.InvalidArgument);
+  await assert.rejects(q.setFairness({ keyLimit: 5 }), honker.InvalidArgument);
+  await assert.rejects(q.setFairness({ keyLimit: 0, keyPer: 1000 }), honker.InvalidArgument);
+  await assert.rejects(q.setFairness({ keylimit: 5 }), honker.InvalidArgument);
+  assert.equal((await q.stats()).keyLimit, 1);
+  await q.setFairness();
+  assert.deepEqual([(await q.stats()).roundRobin, (await q.stats()).keyLimit], [false, null]);
+  assert.equal((await oq.claimBatch('w', 200)).length, 97);
+  await other.close();
+  await db.close();
+});
+
 test('a paused queue keeps its claim stream waiting until another process resumes it', async () => {
   // Pause and resume as Node calls them; what a pause does on every surface
   // is the pause interop scenario.

@@ -354,6 +354,14 @@ impl Queue {
         py.detach(|| self.queue.limit_concurrency(&o)).py()
     }
 
+    /// Sets (an option not given: its default) how the queue shares its
+    /// claims among its keys, for every process (core's
+    /// `Queue::set_fairness`).
+    fn set_fairness(&self, py: Python<'_>, options: crate::records::FairnessArgs) -> PyResult<()> {
+        let o = options.to_core().py()?;
+        py.detach(|| self.queue.set_fairness(&o)).py()
+    }
+
     /// The stored settings: (lease s, max_attempts, backoff base s, max s,
     /// jitter), each None when not set.
     #[allow(clippy::type_complexity)]

@@ -44,6 +44,9 @@ def test_status_and_jobs_see_what_python_wrote_and_change_nothing(path: Path) ->
             "paused": None,
             "max_running": None,
             "max_running_per_key": None,
+            "round_robin": False,
+            "key_limit": None,
+            "key_per_ms": None,
         }
     ]
     assert status["streams"][0]["consumers"] == [{"name": "billing", "next_offset": 2, "lag": 0}]

@@ -288,6 +288,48 @@ def test_concurrency_caps_as_python_calls_them(path):
     other.close()
 
 
+def test_fairness_takes_keys_in_turn_and_limits_each_key(path):
+    """set_fairness as Python calls it (sync and asyncio twins, the checks):
+    in round-robin order a flood of one key does not hold up the others, a
+    rate limit per key steps over a key at its limit, another open of the
+    file obeys both, and bad input changes nothing (ADR 36)."""
+    db, other = honker.open(path), honker.open(path)
+    q = db.queue("q")
+    q.set_fairness(order="round_robin")
+    q.enqueue_many(range(100), concurrency_key="big")
+    for key in ["x", "y", "z"]:
+        q.enqueue_many(range(2), concurrency_key=key)
+    oq = other.queue("q")
+    jobs = [j for _ in range(8) for j in oq.claim_batch("w", 1)]
+    keys = [q.get_job(j.id).concurrency_key for j in jobs]
+    assert keys == ["big", "x", "y", "z", "big", "x", "y", "z"]
+    stats = oq.stats()
+    assert (stats.round_robin, stats.key_limit, stats.key_per) == (True, None, None)
+
+    asyncio.run(q.set_fairness_async(order="round_robin", key_limit=1, key_per=60))
+    stats = q.stats()
+    assert (stats.round_robin, stats.key_limit, stats.key_per) == (True, 1, 60.0)
+    jobs = oq.claim_batch("w", 10)
+    assert [q.get_job(j.id).concurrency_key for j in jobs] == ["big"]
+    assert oq.claim_batch("w", 10) == []
+    for bad in [
+        {"order": "fifo"},
+        {"key_limit": 5},
+        {"key_limit": 0, "key_per": 1},
+        {"key_limit": 1, "key_per": -1},
+        {"order": 3},
+    ]:
+        with pytest.raises(honker.InvalidArgument):
+            q.set_fairness(**bad)  # type: ignore[arg-type]
+    assert q.stats().key_limit == 1
+    q.set_fairness()
+    stats = q.stats()
+    assert (stats.round_robin, stats.key_limit) == (False, None)
+    assert len(oq.claim_batch("w", 200)) == 100 - 3
+    db.close()
+    other.close()
+
+
 def test_a_paused_queue_keeps_its_asyncio_claim_waiting_until_resumed(path, async_waits):
     """Pause and resume as Python calls them (sync and asyncio twins, the
     note's check); what a pause does on every surface is the ``pause``

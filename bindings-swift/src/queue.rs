@@ -424,6 +424,13 @@ impl Queue {
         Ok(self.q.limit_concurrency(&options.to_core()?)?)
     }
 
+    /// Sets (an option not given: its default) how the queue shares its
+    /// claims among its keys, for every process (core's
+    /// `Queue::set_fairness`).
+    pub fn set_fairness(&self, options: crate::records::FairnessArgs) -> R<()> {
+        Ok(self.q.set_fairness(&options.to_core()?)?)
+    }
+
     /// The queue's metrics (ADR 27) as core's JSON.
     pub fn metrics_json(&self) -> R<String> {
         Ok(self.q.metrics()?.to_json().to_string())

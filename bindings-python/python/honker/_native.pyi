@@ -19,6 +19,7 @@ EnqueueArgs = tuple[
 QueueArgs = tuple[float | None, int | None, float | None, float | None, float | None]
 PauseArgs = tuple[str | None]
 ConcurrencyArgs = tuple[int | None, int | None]
+FairnessArgs = tuple[str | None, int | None, float | None, int | None]
 PublishArgs = tuple[str | None, str | None, int | None]
 GroupArgs = tuple[int | None, float | None, float | None]
 LockArgs = tuple[float | None]
@@ -56,6 +57,9 @@ _QueueStats = tuple[
     int,
     int,
     int,
+    int | None,
+    bool,
+    int | None,
     int | None,
     bool,
     int | None,
@@ -98,7 +102,7 @@ _ScheduleInfo = tuple[
     int,
 ]
 _Fire = tuple[str, str, int, int | None]
-_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int, int]
+_MaintenanceReport = tuple[int, int, int, int, int, int, int, int, int, int, int, int]
 # </generated: record-tuples>
 
 class ManualClock:
@@ -247,6 +251,7 @@ class Queue:
     def pause(self, options: PauseArgs) -> None: ...
     def resume(self) -> bool: ...
     def limit_concurrency(self, options: ConcurrencyArgs) -> None: ...
+    def set_fairness(self, options: FairnessArgs) -> None: ...
     def set_rate_limit(self, limit: int | None, per: float | None, burst: int) -> None: ...
     def rate_limit(self) -> tuple[int, int, int] | None: ...
     def dead_letters(self, *, after_id: int = 0, limit: int = 100) -> list[_JobInfo]: ...

@@ -44,6 +44,7 @@ _MAINTENANCE_REPORT_FIELDS = (
     "group_members",
     "locks",
     "rate_limit_keys",
+    "queue_keys",
     "schedule_fires",
 )
 # </generated: record-MaintenanceReport>

@@ -151,6 +151,12 @@ class QueueStats:
     """At most this many of its jobs run at once, if capped (`limit_concurrency`)."""
     max_running_per_key: int | None
     """At most this many jobs of one concurrency key run at once, if capped."""
+    round_robin: bool
+    """Its claims take its concurrency keys in turn (`set_fairness`)."""
+    key_limit: int | None
+    """At most this many jobs of one concurrency key start per `key_per_ms`, if limited."""
+    key_per: float | None
+    """The period of `key_limit` (seconds)."""
 
     @classmethod
     def _from(cls, row: tuple[Any, ...]) -> QueueStats:
@@ -167,6 +173,9 @@ class QueueStats:
             paused=row[9],
             max_running=row[10],
             max_running_per_key=row[11],
+            round_robin=row[12],
+            key_limit=row[13],
+            key_per=None if row[14] is None else row[14] / 1000,
         )
 
     # </generated: record-QueueStats>
@@ -896,6 +905,58 @@ class Queue(Generic[P]):
             )
         options = (max_running, max_running_per_key)
         await self._db._write_async(None, partial(self._native.limit_concurrency, options))
+
+    def set_fairness(
+        self,
+        *,
+        order: str | None = None,
+        key_limit: int | None = None,
+        key_per: Seconds | None = None,
+        key_burst: int | None = None,
+    ) -> None:
+        """Sets how the queue shares its claims among its concurrency keys, for every process
+        and language; an option not given is its default (priority order, no limit per key).
+        Round-robin order takes each key with ready jobs once per turn, so one key's flood
+        does not hold up another's few; a claim steps over a key at its rate limit.
+
+        ``order``: "priority" (priority, then age: the default) or "round_robin" (priority,
+        then each key in turn, then age; jobs without a key go first).
+
+        ``key_limit``: At most this many jobs of one key start per ``key_per`` (1 to 10⁹).
+
+        ``key_per``: The period of ``key_limit`` (1 ms to 366 days).
+
+        ``key_burst``: Jobs of one key that may start at once after it idled (1 by default)."""
+        if order is not None and order.__class__ is not str:
+            order = _args.text("order", order)
+        if key_limit is not None:
+            key_limit = _args.integer("key_limit", key_limit, _args.U32)
+        if key_per is not None:
+            key_per = seconds("key_per", key_per)
+        if key_burst is not None:
+            key_burst = _args.integer("key_burst", key_burst, _args.U32)
+        options = (order, key_limit, key_per, key_burst)
+        self._db._write(None, partial(self._native.set_fairness, options))
+
+    async def set_fairness_async(
+        self,
+        *,
+        order: str | None = None,
+        key_limit: int | None = None,
+        key_per: Seconds | None = None,
+        key_burst: int | None = None,
+    ) -> None:
+        """:meth:`set_fairness` for asyncio code: waits for the writer on no thread."""
+        if order is not None and order.__class__ is not str:
+            order = _args.text("order", order)
+        if key_limit is not None:
+            key_limit = _args.integer("key_limit", key_limit, _args.U32)
+        if key_per is not None:
+            key_per = seconds("key_per", key_per)
+        if key_burst is not None:
+            key_burst = _args.integer("key_burst", key_burst, _args.U32)
+        options = (order, key_limit, key_per, key_burst)
+        await self._db._write_async(None, partial(self._native.set_fairness, options))
 
     # </generated: verbs-Queue>
 

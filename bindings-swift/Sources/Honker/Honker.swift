@@ -657,6 +657,25 @@ public final class Queue: @unchecked Sendable {
         let native = self.native
         try await soon(inline) { try native.limitConcurrency(options: ConcurrencyArgs(maxRunning: maxRunning, maxRunningPerKey: maxRunningPerKey)) }
     }
+
+    /// Sets how the queue shares its claims among its concurrency keys, for every process
+    /// and language; an option not given is its default (priority order, no limit per key).
+    /// Round-robin order takes each key with ready jobs once per turn, so one key's flood
+    /// does not hold up another's few; a claim steps over a key at its rate limit.
+    ///
+    /// `order`: "priority" (priority, then age: the default) or "round_robin" (priority,
+    /// then each key in turn, then age; jobs without a key go first).
+    ///
+    /// `keyLimit`: At most this many jobs of one key start per `keyPer` (1 to 10⁹).
+    ///
+    /// `keyPer`: The period of `keyLimit` (1 ms to 366 days).
+    ///
+    /// `keyBurst`: Jobs of one key that may start at once after it idled (1 by default).
+    public func setFairness(order: String? = nil, keyLimit: UInt32? = nil, keyPer: TimeInterval? = nil, keyBurst: UInt32? = nil,
+        isolation: isolated (any Actor)? = #isolation) async throws {
+        let native = self.native
+        try await soon(inline) { try native.setFairness(options: FairnessArgs(order: order, keyLimit: keyLimit, keyPer: keyPer, keyBurst: keyBurst)) }
+    }
     // </generated: verbs-Queue>
 
     // One payload packed is a batch of one: the same native call.

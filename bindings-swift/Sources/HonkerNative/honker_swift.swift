@@ -3168,6 +3168,13 @@ public protocol QueueProtocol: AnyObject, Sendable {
     func retry(id: Int64, token: String, delayMs: UInt64?, error: String?, tx: Transaction?) throws  -> String
     
     /**
+     * Sets (an option not given: its default) how the queue shares its
+     * claims among its keys, for every process (core's
+     * `Queue::set_fairness`).
+     */
+    func setFairness(options: FairnessArgs) throws 
+    
+    /**
      * Sets (`None`: lifts) the queue's rate limit, for every process.
      */
     func setRateLimit(limit: RateLimitRecord?) throws 
@@ -3628,6 +3635,20 @@ open func retry(id: Int64, token: String, delayMs: UInt64?, error: String?, tx: 
         FfiConverterOptionTypeTransaction.lower(tx),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Sets (an option not given: its default) how the queue shares its
+     * claims among its keys, for every process (core's
+     * `Queue::set_fairness`).
+     */
+open func setFairness(options: FairnessArgs)throws   {try rustCallWithError(FfiConverterTypeHonkerError_lift) {
+        uniffiCallStatus in
+    uniffi_honker_swift_fn_method_queue_set_fairness(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeFairnessArgs_lower(options),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -6222,6 +6243,100 @@ public func FfiConverterTypeEnqueued_lower(_ value: Enqueued) -> RustBuffer {
 
 
 /**
+ * Sets how the queue shares its claims among its concurrency keys, for every process
+ * and language; an option not given is its default (priority order, no limit per
+ * key). Round-robin order takes each key with ready jobs once per turn, so one key's
+ * flood does not hold up another's few; a claim steps over a key at its rate limit.
+ */
+public struct FairnessArgs: Equatable, Hashable {
+    /**
+     * "priority" (priority, then age: the default) or "round_robin" (priority, then
+     * each key in turn, then age; jobs without a key go first).
+     */
+    public var order: String?
+    /**
+     * At most this many jobs of one key start per `key_per` (1 to 10⁹).
+     */
+    public var keyLimit: UInt32?
+    /**
+     * The period of `key_limit` (1 ms to 366 days).
+     */
+    public var keyPer: Double?
+    /**
+     * Jobs of one key that may start at once after it idled (1 by default).
+     */
+    public var keyBurst: UInt32?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * "priority" (priority, then age: the default) or "round_robin" (priority, then
+         * each key in turn, then age; jobs without a key go first).
+         */order: String?, 
+        /**
+         * At most this many jobs of one key start per `key_per` (1 to 10⁹).
+         */keyLimit: UInt32?, 
+        /**
+         * The period of `key_limit` (1 ms to 366 days).
+         */keyPer: Double?, 
+        /**
+         * Jobs of one key that may start at once after it idled (1 by default).
+         */keyBurst: UInt32?) {
+        self.order = order
+        self.keyLimit = keyLimit
+        self.keyPer = keyPer
+        self.keyBurst = keyBurst
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension FairnessArgs: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFairnessArgs: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FairnessArgs {
+        return
+            try FairnessArgs(
+                order: FfiConverterOptionString.read(from: &buf), 
+                keyLimit: FfiConverterOptionUInt32.read(from: &buf), 
+                keyPer: FfiConverterOptionDouble.read(from: &buf), 
+                keyBurst: FfiConverterOptionUInt32.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: FairnessArgs, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.order, into: &buf)
+        FfiConverterOptionUInt32.write(value.keyLimit, into: &buf)
+        FfiConverterOptionDouble.write(value.keyPer, into: &buf)
+        FfiConverterOptionUInt32.write(value.keyBurst, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFairnessArgs_lift(_ buf: RustBuffer) throws -> FairnessArgs {
+    return try FfiConverterTypeFairnessArgs.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFairnessArgs_lower(_ value: FairnessArgs) -> RustBuffer {
+    return FfiConverterTypeFairnessArgs.lower(value)
+}
+
+
+/**
  * One fire: a schedule's boundary and the job it put on the queue.
  */
 public struct Fire: Equatable, Hashable {
@@ -7443,6 +7558,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      */
     public var rateLimitKeys: UInt64
     /**
+     * Queues' key rows (turns, rate limits per key) that carried nothing any more.
+     */
+    public var queueKeys: UInt64
+    /**
      * Schedule fire records removed once older than their catch-up window.
      */
     public var scheduleFires: UInt64
@@ -7481,6 +7600,9 @@ public struct MaintenanceReport: Equatable, Hashable {
          * Rate limit keys removed once fully refilled (idle).
          */rateLimitKeys: UInt64, 
         /**
+         * Queues' key rows (turns, rate limits per key) that carried nothing any more.
+         */queueKeys: UInt64, 
+        /**
          * Schedule fire records removed once older than their catch-up window.
          */scheduleFires: UInt64) {
         self.dead = dead
@@ -7493,6 +7615,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.groupMembers = groupMembers
         self.locks = locks
         self.rateLimitKeys = rateLimitKeys
+        self.queueKeys = queueKeys
         self.scheduleFires = scheduleFires
     }
 
@@ -7522,6 +7645,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 groupMembers: FfiConverterUInt64.read(from: &buf), 
                 locks: FfiConverterUInt64.read(from: &buf), 
                 rateLimitKeys: FfiConverterUInt64.read(from: &buf), 
+                queueKeys: FfiConverterUInt64.read(from: &buf), 
                 scheduleFires: FfiConverterUInt64.read(from: &buf)
         )
     }
@@ -7537,6 +7661,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.groupMembers, into: &buf)
         FfiConverterUInt64.write(value.locks, into: &buf)
         FfiConverterUInt64.write(value.rateLimitKeys, into: &buf)
+        FfiConverterUInt64.write(value.queueKeys, into: &buf)
         FfiConverterUInt64.write(value.scheduleFires, into: &buf)
     }
 }
@@ -8164,6 +8289,18 @@ public struct QueueStats: Equatable, Hashable {
      * At most this many jobs of one concurrency key run at once, if capped.
      */
     public var maxRunningPerKey: UInt32?
+    /**
+     * Its claims take its concurrency keys in turn (`set_fairness`).
+     */
+    public var roundRobin: Bool
+    /**
+     * At most this many jobs of one concurrency key start per `key_per_ms`, if limited.
+     */
+    public var keyLimit: UInt32?
+    /**
+     * The period of `key_limit`.
+     */
+    public var keyPerMs: Int64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -8203,7 +8340,16 @@ public struct QueueStats: Equatable, Hashable {
          */maxRunning: UInt32?, 
         /**
          * At most this many jobs of one concurrency key run at once, if capped.
-         */maxRunningPerKey: UInt32?) {
+         */maxRunningPerKey: UInt32?, 
+        /**
+         * Its claims take its concurrency keys in turn (`set_fairness`).
+         */roundRobin: Bool, 
+        /**
+         * At most this many jobs of one concurrency key start per `key_per_ms`, if limited.
+         */keyLimit: UInt32?, 
+        /**
+         * The period of `key_limit`.
+         */keyPerMs: Int64?) {
         self.ready = ready
         self.scheduled = scheduled
         self.running = running
@@ -8216,6 +8362,9 @@ public struct QueueStats: Equatable, Hashable {
         self.paused = paused
         self.maxRunning = maxRunning
         self.maxRunningPerKey = maxRunningPerKey
+        self.roundRobin = roundRobin
+        self.keyLimit = keyLimit
+        self.keyPerMs = keyPerMs
     }
 
     
@@ -8245,7 +8394,10 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
                 oldestReadyAgeMs: FfiConverterOptionInt64.read(from: &buf), 
                 paused: FfiConverterBool.read(from: &buf), 
                 maxRunning: FfiConverterOptionUInt32.read(from: &buf), 
-                maxRunningPerKey: FfiConverterOptionUInt32.read(from: &buf)
+                maxRunningPerKey: FfiConverterOptionUInt32.read(from: &buf), 
+                roundRobin: FfiConverterBool.read(from: &buf), 
+                keyLimit: FfiConverterOptionUInt32.read(from: &buf), 
+                keyPerMs: FfiConverterOptionInt64.read(from: &buf)
         )
     }
 
@@ -8262,6 +8414,9 @@ public struct FfiConverterTypeQueueStats: FfiConverterRustBuffer {
         FfiConverterBool.write(value.paused, into: &buf)
         FfiConverterOptionUInt32.write(value.maxRunning, into: &buf)
         FfiConverterOptionUInt32.write(value.maxRunningPerKey, into: &buf)
+        FfiConverterBool.write(value.roundRobin, into: &buf)
+        FfiConverterOptionUInt32.write(value.keyLimit, into: &buf)
+        FfiConverterOptionInt64.write(value.keyPerMs, into: &buf)
     }
 }
 
@@ -11371,6 +11526,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_retry() != 4358) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_honker_swift_checksum_method_queue_set_fairness() != 4640) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_honker_swift_checksum_method_queue_set_rate_limit() != 44586) {

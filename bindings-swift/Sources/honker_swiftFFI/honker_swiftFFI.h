@@ -933,6 +933,11 @@ int8_t uniffi_honker_swift_fn_method_queue_resume(uint64_t ptr, RustCallStatus *
 RustBuffer uniffi_honker_swift_fn_method_queue_retry(uint64_t ptr, int64_t id, RustBuffer token, RustBuffer delay_ms, RustBuffer error, RustBuffer tx, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_FAIRNESS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_FAIRNESS
+void uniffi_honker_swift_fn_method_queue_set_fairness(uint64_t ptr, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_FN_METHOD_QUEUE_SET_RATE_LIMIT
 void uniffi_honker_swift_fn_method_queue_set_rate_limit(uint64_t ptr, RustBuffer limit, RustCallStatus *_Nonnull out_status
@@ -2301,6 +2306,12 @@ uint16_t uniffi_honker_swift_checksum_method_queue_resume(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RETRY
 #define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_RETRY
 uint16_t uniffi_honker_swift_checksum_method_queue_retry(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_FAIRNESS
+#define UNIFFI_FFIDEF_UNIFFI_HONKER_SWIFT_CHECKSUM_METHOD_QUEUE_SET_FAIRNESS
+uint16_t uniffi_honker_swift_checksum_method_queue_set_fairness(void
     
 );
 #endif

@@ -248,6 +248,53 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(rest.count, 1)
     }
 
+    func testFairnessTakesKeysInTurnAndLimitsEachKey() async throws {
+        // ADR 36 as Swift passes it: round-robin order, a rate limit per
+        // key, the checks; another open of the file obeys both.
+        let path = tempPath()
+        let db = try Database(path: path)
+        let other = try Database(path: path)
+        let q = try db.queue("q")
+        try await q.setFairness(order: "round_robin")
+        _ = try await q.enqueueMany(Array(0..<100), concurrencyKey: "big")
+        for key in ["x", "y", "z"] {
+            _ = try await q.enqueueMany([1, 2], concurrencyKey: key)
+        }
+        let oq = try other.queue("q")
+        var keys: [String] = []
+        for _ in 0..<8 {
+            for j in try await oq.claimBatch(workerId: "w", n: 1) {
+                keys.append(try await q.job(j.id).concurrencyKey ?? "none")
+            }
+        }
+        XCTAssertEqual(keys, ["big", "x", "y", "z", "big", "x", "y", "z"])
+        try await q.setFairness(order: "round_robin", keyLimit: 1, keyPer: 60)
+        let stats = try await oq.stats()
+        XCTAssertEqual(stats.roundRobin, true)
+        XCTAssertEqual(stats.keyLimit, 1)
+        XCTAssertEqual(stats.keyPerMs, 60_000)
+        let one = try await oq.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(one.count, 1)
+        let none = try await oq.claimBatch(workerId: "w", n: 10)
+        XCTAssertEqual(none.count, 0)
+        for bad in [("fifo", nil), (nil, UInt32(5))] as [(String?, UInt32?)] {
+            do {
+                try await q.setFairness(order: bad.0, keyLimit: bad.1)
+                XCTFail("bad fairness was taken: \(bad)")
+            } catch let e as HonkerError {
+                XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+            }
+        }
+        let kept = try await q.stats().keyLimit
+        XCTAssertEqual(kept, 1)
+        try await q.setFairness()
+        let lifted = try await q.stats()
+        XCTAssertEqual(lifted.roundRobin, false)
+        XCTAssertNil(lifted.keyLimit)
+        let rest = try await oq.claimBatch(workerId: "w", n: 200)
+        XCTAssertEqual(rest.count, 97)
+    }
+
     func testAPausedQueueKeepsItsClaimSequenceWaitingUntilResumed() async throws {
         let path = tempPath()
         let db = try Database(path: path)
