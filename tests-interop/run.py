@@ -972,6 +972,99 @@ def run_caps(scenario: dict, tmp: str) -> None:
         conn.close()
 
 
+def run_fair(scenario: dict, tmp: str) -> None:
+    """Fair tenants (issue 56 §3's proof) across languages: the SQL
+    functions put a queue in round-robin order; Python floods one key with
+    `flood` jobs in one transaction, then the other languages enqueue
+    `small` jobs for each of ten keys after it; claims of one job taken in
+    turn by every surface must start every small key's first job within the
+    first 50 claims (round-robin order gives each key one turn: within 11).
+    Then Swift (or Node) sets a rate limit per key of one start a minute: a
+    batch claim from Node takes one job of each key with jobs left and no
+    more, and a claim from Python right after takes none."""
+    path = f"{tmp}/fair.db"
+    flood, small, keys = scenario["flood"], scenario["small"], scenario["keys"]
+    conn = work_file(path, 0)
+    surfaces = [s for s in SURFACES]
+    drivers = {s: Driver(s) for s in surfaces}
+    try:
+        for s, d in drivers.items():
+            check({}, d.send({"op": "open", "path": path}), f"open ({s})")
+        step = {"op": "set_fairness", "queue": "work", "order": "round_robin"}
+        check({}, drivers["sql"].send(step), "set_fairness (sql)")
+        py = drivers["python"]
+        py.send({"op": "begin"})
+        for i in range(flood):
+            step = {"op": "enqueue", "queue": "work", "payload": {"i": i}}
+            check(
+                {}, py.send(step | {"concurrency_key": "big", "in_tx": True}), "enqueue"
+            )
+        check({}, py.send({"op": "commit"}), "commit (python)")
+        enqueuers = [s for s in surfaces if s != "python"]
+        for k in range(keys):
+            d = drivers[enqueuers[k % len(enqueuers)]]
+            d.send({"op": "begin"})
+            for i in range(small):
+                step = {"op": "enqueue", "queue": "work", "payload": {"k": k, "i": i}}
+                check(
+                    {},
+                    d.send(step | {"concurrency_key": f"s{k}", "in_tx": True}),
+                    "enqueue",
+                )
+            check({}, d.send({"op": "commit"}), f"commit ({d.surface})")
+        key_of = "SELECT concurrency_key FROM _honker_jobs WHERE id = ?"
+        order: list = []
+        claimers = list(drivers.values())
+        for n in range(scenario["claims"]):
+            d = claimers[n % len(claimers)]
+            step = {"op": "claim", "queue": "work", "worker": d.surface, "n": 1}
+            jobs = d.send(step | {"lease_ms": 600_000, "wait_ms": 0}).get("ok") or []
+            if len(jobs) != 1:
+                raise Failure(f"claim {n + 1} ({d.surface}) took {jobs}")
+            order.append(conn.execute(key_of, [jobs[0]["id"]]).fetchone()[0])
+        first = {k: order.index(k) + 1 for k in set(order)}
+        late = {f"s{k}": first.get(f"s{k}") for k in range(keys)}
+        if any(at is None or at > 50 for at in late.values()):
+            raise Failure(
+                f"a small key started late (claim numbers): {late}; order {order}"
+            )
+        setter = drivers.get("swift") or drivers["node"]
+        step = {"op": "set_fairness", "queue": "work", "order": "round_robin"}
+        step |= {"key_limit": 1, "key_per_ms": 60_000}
+        check({}, setter.send(step), f"set_fairness ({setter.surface})")
+        step = {"op": "claim", "queue": "work", "worker": "node", "n": 100}
+        batch = drivers["node"].send(step | {"lease_ms": 600_000, "wait_ms": 0})["ok"]
+        batch_keys = sorted(
+            conn.execute(key_of, [j["id"]]).fetchone()[0] for j in batch
+        )
+        left = {
+            k
+            for (k,) in conn.execute(
+                "SELECT DISTINCT concurrency_key FROM _honker_jobs WHERE state = 'ready'"
+                " AND id NOT IN (SELECT value FROM json_each(?))",
+                [json.dumps([j["id"] for j in batch])],
+            )
+        }
+        if len(set(batch_keys)) != len(batch_keys) or not set(batch_keys) >= left - {
+            None
+        }:
+            raise Failure(f"a batch under one start per key took {batch_keys}")
+        step = {"op": "claim", "queue": "work", "worker": "python", "n": 10}
+        after = py.send(step | {"lease_ms": 600_000, "wait_ms": 0})["ok"]
+        if after:
+            raise Failure(f"a claim took {len(after)} jobs of keys at their limit")
+        print(
+            f"        first claims of the small keys: {sorted(late.values())} "
+            f"(of {len(order)} claims by {len(claimers)} surfaces); "
+            f"under a limit per key a batch took {len(batch_keys)} jobs, one per key",
+            flush=True,
+        )
+    finally:
+        for d in drivers.values():
+            d.close()
+        conn.close()
+
+
 def run_workers(scenario: dict, tmp: str, victim: str) -> None:
     """Each surface's Worker on one queue; `victim`'s is SIGKILLed mid-batch.
     Every job must be done, once, or twice only when the victim's run was
@@ -1183,6 +1276,8 @@ def main() -> int:
                         run_pause_workers(scenario, tmp)
                     elif kind == "caps":
                         run_caps(scenario, tmp)
+                    elif kind == "fair":
+                        run_fair(scenario, tmp)
                     elif kind == "cancel_running":
                         assert assignment is not None
                         run_cancel_running(scenario, tmp, assignment["worker"])

@@ -252,6 +252,9 @@ async function run(s) {
     case 'limit_concurrency':
       await q.limitConcurrency({ maxRunning: s.max_running, maxRunningPerKey: s.max_running_per_key });
       return null;
+    case 'set_fairness':
+      await q.setFairness({ order: s.order, keyLimit: s.key_limit, keyPer: s.key_per_ms, keyBurst: s.key_burst });
+      return null;
     case 'configure':
       await q.configure({
         lease: s.lease_ms,

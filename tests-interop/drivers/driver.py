@@ -145,6 +145,14 @@ class Driver:
                 max_running=s.get("max_running"),
                 max_running_per_key=s.get("max_running_per_key"),
             )
+        if op == "set_fairness":
+            per = s.get("key_per_ms")
+            return q.set_fairness(
+                order=s.get("order"),
+                key_limit=s.get("key_limit"),
+                key_per=None if per is None else per / 1000,
+                key_burst=s.get("key_burst"),
+            )
         if op == "enqueue":
             e = q.enqueue(
                 s["payload"],

@@ -366,6 +366,17 @@ class Driver:
                 "SELECT honker_queue_limit_concurrency(?, ?, ?)",
                 [q, s.get("max_running"), s.get("max_running_per_key")],
             )
+        if op == "set_fairness":
+            return self.none(
+                "SELECT honker_queue_set_fairness(?, ?, ?, ?, ?)",
+                [
+                    q,
+                    s.get("order"),
+                    s.get("key_limit"),
+                    s.get("key_per_ms"),
+                    s.get("key_burst"),
+                ],
+            )
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key",
                        "concurrency_key") if k in s}  # fmt: skip

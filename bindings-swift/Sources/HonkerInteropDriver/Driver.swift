@@ -375,6 +375,12 @@ final class Driver {
             try await q.limitConcurrency(maxRunning: (s["max_running"] as? NSNumber)?.uint32Value,
                                          maxRunningPerKey: (s["max_running_per_key"] as? NSNumber)?.uint32Value)
             return NSNull()
+        case "set_fairness":
+            try await q.setFairness(order: s["order"] as? String,
+                                    keyLimit: (s["key_limit"] as? NSNumber)?.uint32Value,
+                                    keyPer: (s["key_per_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                                    keyBurst: (s["key_burst"] as? NSNumber)?.uint32Value)
+            return NSNull()
         case "stats":
             let st = try await q.stats()
             return ["ready": st.ready, "scheduled": st.scheduled, "running": st.running, "dead": st.dead,

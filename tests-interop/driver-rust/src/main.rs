@@ -487,6 +487,16 @@ impl Driver {
                 })?;
                 Ok(Json::Null)
             }
+            "set_fairness" => {
+                let count = |k: &str| step[k].as_u64().map(|n| n as u32);
+                self.queue(step)?.set_fairness(&honker::Fairness {
+                    order: step["order"].as_str().map(str::to_owned),
+                    key_limit: count("key_limit"),
+                    key_per: step["key_per_ms"].as_u64().map(Duration::from_millis),
+                    key_burst: count("key_burst"),
+                })?;
+                Ok(Json::Null)
+            }
             "configure" => {
                 let name = s(step, "queue");
                 self.db()?.queue(name)?.configure(&settings(step)?)?;
