@@ -124,19 +124,15 @@ fn check_all(conn: &Connection) {
     // limits one seek of their rows' primary key per job read; a key's
     // turns and tat are seeks of that key too; delayed jobs take turns
     // from the scheduled index.
-    let key_row = "SEARCH k USING PRIMARY KEY (queue=? AND key=?)";
-    assert_plan(
-        conn,
-        "PICK_TURNS",
-        &sql::PICK_TURNS,
-        &[&[ready][..], &paused].concat(),
-    );
-    assert_plan(
-        conn,
-        "PICK_TURNS_LIMITED",
-        &sql::PICK_TURNS_LIMITED,
-        &[&[ready, key_row][..], &paused].concat(),
-    );
+    let key_row = "SEARCH k USING PRIMARY KEY (name=? AND key=?)";
+    let joined_key = "SEARCH _honker_queue_keys USING PRIMARY KEY (name=? AND key=?)";
+    for (bits, pick) in sql::PICK_FAIR.iter().enumerate() {
+        let mut uses = vec![ready, paused[0], paused[1]];
+        if bits & sql::FAIR_LIMITED != 0 {
+            uses.push(joined_key);
+        }
+        assert_plan(conn, &format!("PICK_FAIR[{bits}]"), pick, &uses);
+    }
     assert_plan(conn, "READY_OPEN", sql::READY_OPEN, &[ready, key_row]);
     assert_plan(
         conn,
@@ -148,7 +144,7 @@ fn check_all(conn: &Connection) {
         conn,
         "KEY_TURN",
         sql::KEY_TURN,
-        &["SEARCH _honker_queue_keys USING PRIMARY KEY (queue=? AND key=?)"],
+        &["SEARCH _honker_queue_keys USING PRIMARY KEY (name=? AND key=?)"],
     );
     assert_plan(
         conn,
@@ -161,7 +157,7 @@ fn check_all(conn: &Connection) {
         conn,
         "FIRST_HELD_KEY",
         sql::FIRST_HELD_KEY,
-        &["SEARCH _honker_queue_keys USING PRIMARY KEY (queue=?)"],
+        &["SEARCH _honker_queue_keys USING PRIMARY KEY (name=?)"],
     );
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);

@@ -323,6 +323,10 @@ fn claim_controls(conn: Conn<'_>, queue: &str, now: i64) -> Result<Controls> {
     })
 }
 
+/// How far a round-robin queue's stored turn may fall behind the turns its
+/// claims take (ADR 36).
+const TURN_LAG: i64 = 8;
+
 /// A fair queue's state as one claim fills it (ADR 36): the keys that
 /// ran out of starts under the rate limit per key, and each key's starts.
 struct FairClaim {
@@ -382,13 +386,17 @@ impl FairClaim {
     /// `tat_us`.
     fn store(&self, conn: Conn<'_>, queue: &str, jobs: &[Claimed]) -> Result<()> {
         if self.fair.round_robin {
+            // The queue's turn is written when it has moved on by
+            // `TURN_LAG`: one write per that many rounds, not one per
+            // claim; a key that idled gets at most that many turns of
+            // credit.
             let last = jobs.iter().filter_map(|j| j.turn).max();
-            if let Some(turn) = last.filter(|&t| t > self.fair.turn) {
+            if let Some(turn) = last.filter(|&t| t >= self.fair.turn + TURN_LAG) {
                 crate::settings::set_int(
                     conn,
                     crate::rate::ops::QUEUE_SCOPE,
                     queue,
-                    crate::rate::ops::TURN_KEY,
+                    crate::rate::ops::FAIR_KEYS[0],
                     Some(turn),
                     self.now,
                 )?;
@@ -507,10 +515,16 @@ fn pick_and_lease(
         let full = per_key.as_ref().map(KeyRoom::full);
         let keyed = per_key.is_some() && !(asked == 1 && matches!(full, Some(None)));
         let cols = match fair.as_ref() {
-            Some(f) if f.fair.key_limit.is_some() => Cols::TurnsLimited,
-            Some(_) => Cols::Turns,
-            None if keyed => Cols::Keyed,
-            None => Cols::Plain,
+            Some(f) => Cols {
+                turn: f.fair.round_robin,
+                key: per_key.is_some() || f.fair.key_limit.is_some(),
+                limited: f.fair.key_limit.is_some(),
+            },
+            None => Cols {
+                turn: false,
+                key: keyed,
+                limited: false,
+            },
         };
         let row = |r: &Row<'_>| {
             let id: i64 = r.get(0)?;
@@ -523,13 +537,20 @@ fn pick_and_lease(
                 if let Some(room) = per_key.as_ref() {
                     skip.extend(room.full_keys());
                 }
-                let skip = serde_json::to_string(&skip).unwrap_or_else(|_| "[]".into());
-                if cols == Cols::TurnsLimited {
-                    conn.prepare_cached(&statements::PICK_TURNS_LIMITED)?
-                        .query_map(params![queue, asked as i64, skip, f.blocked_above], row)?
+                let mut bits = cols.bits();
+                if !skip.is_empty() {
+                    bits |= statements::FAIR_SKIP;
+                }
+                let mut stmt = conn.prepare_cached(&statements::PICK_FAIR[bits])?;
+                let (queue, n) = (queue, asked as i64);
+                let skip = (!skip.is_empty())
+                    .then(|| serde_json::to_string(&skip).unwrap_or_else(|_| "[]".into()));
+                if cols.limited {
+                    stmt.query_map(params![queue, n, skip, f.blocked_above], row)?
+                } else if let Some(skip) = skip {
+                    stmt.query_map(params![queue, n, skip], row)?
                 } else {
-                    conn.prepare_cached(&statements::PICK_TURNS)?
-                        .query_map(params![queue, asked as i64, skip], row)?
+                    stmt.query_map(params![queue, n], row)?
                 }
             }
             _ if !keyed => conn
@@ -645,17 +666,33 @@ fn by_batches<'i, T>(
     Ok(rest)
 }
 
-/// Which of the pick's columns a claim reads.
+/// Which of the pick's columns a claim reads, after [`statements::PICK`]'s
+/// own, in this order.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Cols {
-    /// [`statements::PICK`]'s.
-    Plain,
-    /// And the key ([`statements::PICK_KEYS`], [`statements::PICK_KEYED`]).
-    Keyed,
-    /// And the turn ([`statements::PICK_TURNS`]).
-    Turns,
-    /// And the key's `tat_us` ([`statements::PICK_TURNS_LIMITED`]).
-    TurnsLimited,
+struct Cols {
+    /// The turn (a round-robin queue).
+    turn: bool,
+    /// The key (a per-key cap or limit).
+    key: bool,
+    /// The key's `tat_us` (a rate limit per key).
+    limited: bool,
+}
+
+impl Cols {
+    /// As [`statements::PICK_FAIR`]'s bits.
+    fn bits(self) -> usize {
+        let mut bits = 0;
+        if self.turn {
+            bits |= statements::FAIR_TURN;
+        }
+        if self.key {
+            bits |= statements::FAIR_KEY;
+        }
+        if self.limited {
+            bits |= statements::FAIR_LIMITED;
+        }
+        bits
+    }
 }
 
 /// A row of a pick ([`Cols`]) as a job, or what is damaged in it.
@@ -664,7 +701,6 @@ fn pick_row(
     lease_expires_at: i64,
     cols: Cols,
 ) -> std::result::Result<Claimed, Damage> {
-    let keyed = cols != Cols::Plain;
     // Checked only: see PICK.
     r.decode::<i64>(7)?;
     r.decode::<i64>(8)?;
@@ -681,14 +717,14 @@ fn pick_row(
         lease_token: String::new(),
         lease_expires_at,
         trace_context: r.decode::<crate::trace::Stored>(11)?.0,
-        concurrency_key: if keyed { r.decode(12)? } else { None },
-        turn: if matches!(cols, Cols::Turns | Cols::TurnsLimited) {
-            r.decode(13)?
+        turn: if cols.turn { r.decode(12)? } else { None },
+        concurrency_key: if cols.key {
+            r.decode(12 + usize::from(cols.turn))?
         } else {
             None
         },
-        key_tat: if cols == Cols::TurnsLimited {
-            r.decode(14)?
+        key_tat: if cols.limited {
+            r.decode(13 + usize::from(cols.turn))?
         } else {
             None
         },
@@ -1419,17 +1455,18 @@ pub(crate) fn set_fairness(
 ) -> Result<()> {
     let (round_robin, limit) = fairness.parse()?;
     let scope = crate::rate::ops::QUEUE_SCOPE;
-    let [order_key, limit_key, per_key, burst_key] = crate::rate::ops::FAIR_KEYS;
+    let [order_key, limit_key, per_key] = crate::rate::ops::FAIR_KEYS;
     let clear = |key: &str| -> Result<()> {
         conn.prepare_cached(statements::CLEAR_CAP)?
             .execute(params![queue, key])?;
         Ok(())
     };
-    if round_robin {
-        crate::settings::set_int(conn, scope, queue, order_key, Some(1), now)?;
-    } else if crate::settings::get_int(conn, scope, queue, order_key)?.is_some() {
+    let was = crate::settings::get_int(conn, scope, queue, order_key)?.is_some();
+    if round_robin && !was {
+        // Its turns start at 0 (the row's value is the current turn).
+        crate::settings::set_int(conn, scope, queue, order_key, Some(0), now)?;
+    } else if !round_robin && was {
         clear(order_key)?;
-        clear(crate::rate::ops::TURN_KEY)?;
         conn.prepare_cached(statements::CLEAR_TURNS)?
             .execute(params![queue])?;
         conn.prepare_cached(statements::CLEAR_KEY_TURNS)?
@@ -1437,14 +1474,13 @@ pub(crate) fn set_fairness(
     }
     match limit {
         Some(l) => {
-            crate::settings::set_int(conn, scope, queue, limit_key, Some(l.limit), now)?;
+            let packed = crate::rate::ops::pack_key_limit(&l);
+            crate::settings::set_int(conn, scope, queue, limit_key, Some(packed), now)?;
             crate::settings::set_int(conn, scope, queue, per_key, Some(l.per_ms()), now)?;
-            crate::settings::set_int(conn, scope, queue, burst_key, Some(l.burst), now)?;
         }
         None => {
-            for key in [limit_key, per_key, burst_key] {
-                clear(key)?;
-            }
+            clear(limit_key)?;
+            clear(per_key)?;
         }
     }
     Ok(())

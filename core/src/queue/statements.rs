@@ -198,52 +198,94 @@ pub static PICK_KEYS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
     )
 });
 
-/// ?1 queue, ?2 n, ?3 the keys a claim steps over (a JSON array: at their
-/// cap, or out of starts in this claim). [`PICK_KEYED`] with each job's
-/// turn (column 13), in a queue that shares its claims among its keys (ADR
-/// 36): the ready index sorts by turn after priority, so a round-robin
-/// queue's pick is still one walk of it from its start.
-pub static PICK_TURNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    PICK_KEYED.replacen("concurrency_key\nFROM", "concurrency_key, turn\nFROM", 1)
-});
+/// The exclusion of the keys a claim steps over (?3, a JSON array): at
+/// their cap, or out of starts in this claim. Only in the picks that have
+/// keys to step over: `NOT IN` a JSON array builds an ephemeral table per
+/// statement, which cost a one-job claim half again (ADR 36).
+const SKIP_KEYS: &str =
+    "\n  AND (concurrency_key IS NULL OR concurrency_key NOT IN (SELECT value FROM json_each(?3)))";
 
-/// ?1 queue, ?2 n, ?3 the keys stepped over, ?4 the `tat_us` above which
-/// a key can start nothing now. [`PICK_TURNS`] in a queue with a rate
-/// limit per key: it steps over the keys at their limit (one seek of
-/// `_honker_queue_keys` per job it reads) and reads each job's key's
-/// `tat_us` (column 14), from which the claim counts the key's starts.
-pub static PICK_TURNS_LIMITED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    PICK_TURNS
+/// The keys at their rate limit (ADR 36): ?4 is the `tat_us` above which a
+/// key can start nothing now. The pick reads each job's key's row by one
+/// seek of `_honker_queue_keys` ([`KEY_ROWS`]).
+const HELD_KEYS: &str = "\n  AND (tat_us IS NULL OR tat_us <= ?4)";
+
+/// The join of each job's key's row (a LEFT JOIN: a key without a row is
+/// at no limit), one seek of its primary key per job read. Named apart
+/// from the jobs' columns, the pick's text stays unqualified.
+const KEY_ROWS: &str =
+    "FROM _honker_jobs\n  LEFT JOIN _honker_queue_keys ON name = ?1 AND key = concurrency_key\nWHERE";
+
+/// What a fair pick reads and steps over (ADR 36), as bits: [`FAIR_TURN`],
+/// [`FAIR_KEY`], [`FAIR_LIMITED`], [`FAIR_SKIP`].
+pub const FAIR_TURN: usize = 1;
+/// Each job's key (a per-key cap or limit counts it).
+pub const FAIR_KEY: usize = 2;
+/// Each job's key's `tat_us`, and the keys at their rate limit stepped over
+/// ([`HELD_KEYS`]; implies [`FAIR_KEY`]).
+pub const FAIR_LIMITED: usize = 4;
+/// The keys of [`SKIP_KEYS`] stepped over (implies [`FAIR_KEY`]).
+pub const FAIR_SKIP: usize = 8;
+
+/// [`PICK`] reading, after its own columns, in this order: the turn (with
+/// [`FAIR_TURN`]), the key (with [`FAIR_KEY`]), the key's `tat_us` (with
+/// [`FAIR_LIMITED`]), and stepping over [`SKIP_KEYS`] (with [`FAIR_SKIP`])
+/// and [`HELD_KEYS`] (with [`FAIR_LIMITED`]). ?1 queue, ?2 n, ?3 the keys
+/// stepped over, ?4 the `tat_us` above which a key can start nothing now
+/// (each bound only where used). A round-robin queue's ready index sorts
+/// by turn after priority, so each is one walk of it from its start.
+fn pick_fair(bits: usize) -> String {
+    let mut cols = String::new();
+    if bits & FAIR_TURN != 0 {
+        cols.push_str(",\n    turn");
+    }
+    if bits & (FAIR_KEY | FAIR_LIMITED | FAIR_SKIP) != 0 {
+        cols.push_str(",\n    concurrency_key");
+    }
+    if bits & FAIR_LIMITED != 0 {
+        cols.push_str(",\n    tat_us");
+    }
+    let mut filters = String::new();
+    if bits & FAIR_SKIP != 0 {
+        filters.push_str(SKIP_KEYS);
+    }
+    if bits & FAIR_LIMITED != 0 {
+        filters.push_str(HELD_KEYS);
+    }
+    let pick = PICK
         .replacen(
-            "concurrency_key, turn\nFROM",
-            "concurrency_key, turn,\n    (SELECT tat_us FROM _honker_queue_keys k\n     \
-             WHERE k.queue = ?1 AND k.key = _honker_jobs.concurrency_key)\nFROM",
+            "trace_context\nFROM",
+            &format!("trace_context{cols}\nFROM"),
             1,
         )
-        .replacen(
-            "\nORDER BY",
-            "\n  AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM _honker_queue_keys k\n       \
-             WHERE k.queue = ?1 AND k.key = _honker_jobs.concurrency_key AND k.tat_us > ?4))\nORDER BY",
-            1,
-        )
-});
+        .replacen("\nORDER BY", &format!("{filters}\nORDER BY"), 1);
+    if bits & FAIR_LIMITED != 0 {
+        pick.replacen("FROM _honker_jobs\nWHERE", KEY_ROWS, 1)
+    } else {
+        pick
+    }
+}
+
+/// [`pick_fair`] of each combination of bits, made once.
+pub static PICK_FAIR: std::sync::LazyLock<Vec<String>> =
+    std::sync::LazyLock::new(|| (0..16).map(pick_fair).collect());
 
 /// ?1 queue, ?2 key, ?3 n. Gives `n` turns to key ?2 of a round-robin
-/// queue (ADR 36), when the queue is one (else writes nothing): its last
+/// queue (ADR 36), when the queue is one (its settings row `round_robin`,
+/// whose value is its current turn; else writes nothing): the key's last
 /// turn becomes `max(last + n, current + n - 1)`, so its first new turn is
-/// the one after its last and never before the queue's current turn
-/// (a key that idled gets no credit). [`KEY_TURN`] reads it back.
+/// the one after its last and never before the queue's current turn (a key
+/// that idled gets no credit). [`KEY_TURN`] reads it back.
 pub const GIVE_TURNS: &str = "
-INSERT INTO _honker_queue_keys (queue, key, turn)
-SELECT ?1, ?2, coalesce((SELECT value FROM _honker_settings
-                         WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'turn'), 0) + ?3 - 1
-WHERE EXISTS (SELECT 1 FROM _honker_settings
-              WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'round_robin')
-ON CONFLICT (queue, key) DO UPDATE SET turn = max(coalesce(turn, 0) + ?3, excluded.turn)";
+INSERT INTO _honker_queue_keys (name, key, last_turn)
+SELECT ?1, ?2, coalesce(value, 0) + ?3 - 1 FROM _honker_settings
+WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = 'round_robin'
+ON CONFLICT (name, key) DO UPDATE
+SET last_turn = max(coalesce(last_turn, 0) + ?3, excluded.last_turn)";
 
 /// ?1 queue, ?2 key. Its last turn given.
 pub const KEY_TURN: &str = "
-SELECT turn FROM _honker_queue_keys WHERE queue = ?1 AND key = ?2";
+SELECT last_turn FROM _honker_queue_keys WHERE name = ?1 AND key = ?2";
 
 /// ?1 first id, ?2 last id, ?3 the first's turn: consecutive jobs of one
 /// key take consecutive turns.
@@ -262,8 +304,8 @@ ORDER BY run_at, id";
 
 /// ?1 queue, ?2 key, ?3 its `tat_us` after this claim's starts.
 pub const SET_KEY_TAT: &str = "
-INSERT INTO _honker_queue_keys (queue, key, tat_us) VALUES (?1, ?2, ?3)
-ON CONFLICT (queue, key) DO UPDATE SET tat_us = excluded.tat_us";
+INSERT INTO _honker_queue_keys (name, key, tat_us) VALUES (?1, ?2, ?3)
+ON CONFLICT (name, key) DO UPDATE SET tat_us = excluded.tat_us";
 
 /// ?1 queue. A queue that leaves round-robin order forgets its turns:
 /// its jobs sort by priority and age again.
@@ -272,7 +314,7 @@ UPDATE _honker_jobs SET turn = NULL WHERE queue = ?1 AND turn IS NOT NULL";
 
 /// ?1 queue. [`CLEAR_TURNS`] for its keys' last turns.
 pub const CLEAR_KEY_TURNS: &str = "
-UPDATE _honker_queue_keys SET turn = NULL WHERE queue = ?1 AND turn IS NOT NULL";
+UPDATE _honker_queue_keys SET last_turn = NULL WHERE name = ?1 AND last_turn IS NOT NULL";
 
 /// ?1 queue, ?2 the keys stepped over (a JSON array), ?3 the `tat_us`
 /// above which a key can start nothing now. Whether a ready job is there
@@ -283,27 +325,28 @@ SELECT EXISTS (SELECT 1 FROM _honker_jobs
                  AND (concurrency_key IS NULL
                       OR (concurrency_key NOT IN (SELECT value FROM json_each(?2))
                           AND NOT EXISTS (SELECT 1 FROM _honker_queue_keys k
-                                          WHERE k.queue = ?1
+                                          WHERE k.name = ?1
                                             AND k.key = _honker_jobs.concurrency_key
                                             AND k.tat_us > ?3))))";
 
 /// ?1 queue, ?2 the `tat_us` above which a key can start nothing now. The
 /// earliest such `tat_us` among the queue's keys: the first key to open.
 pub const FIRST_HELD_KEY: &str = "
-SELECT min(tat_us) FROM _honker_queue_keys WHERE queue = ?1 AND tat_us > ?2";
+SELECT min(tat_us) FROM _honker_queue_keys WHERE name = ?1 AND tat_us > ?2";
 
 /// ?1 now (µs), ?2 how many at most. Keys' rows that carry nothing any
 /// more: their rate limit's tat has passed (or they have none) and their
 /// last turn is behind their queue's current turn (or they have none): the
 /// key's next job would take the queue's current turn without the row.
 pub const SWEEP_KEYS: &str = "
-DELETE FROM _honker_queue_keys WHERE (queue, key) IN (
-  SELECT queue, key FROM _honker_queue_keys
+DELETE FROM _honker_queue_keys WHERE (name, key) IN (
+  SELECT name, key FROM _honker_queue_keys
   WHERE (tat_us IS NULL OR tat_us <= ?1)
-    AND (turn IS NULL
-         OR turn < coalesce((SELECT value FROM _honker_settings s
-                             WHERE s.scope = 'queue_rate_limit'
-                               AND s.name = _honker_queue_keys.queue AND s.key = 'turn'), 0))
+    AND (last_turn IS NULL
+         OR last_turn < coalesce((SELECT value FROM _honker_settings s
+                                  WHERE s.scope = 'queue_rate_limit'
+                                    AND s.name = _honker_queue_keys.name
+                                    AND s.key = 'round_robin'), 0))
   LIMIT ?2)";
 
 /// ?1 queue, ?2 now. The key of each job holding an unexpired lease (the

@@ -28,17 +28,22 @@ pub(crate) const QUEUE_SCOPE: &str = "queue_rate_limit";
 pub(crate) const CAP_KEYS: [&str; 2] = ["max_running", "max_running_per_key"];
 
 /// The keys of a queue's fairness among its claim's settings rows (ADR
-/// 36): its order (`round_robin`, 1 when its claims take keys in turn) and
-/// its rate limit per key.
-pub(crate) const FAIR_KEYS: [&str; 4] = ["round_robin", "key_limit", "key_per_ms", "key_burst"];
-
-/// A round-robin queue's current turn (its state, beside `tat_us`): the
-/// latest turn a claim took. A key's next job never takes an earlier one.
-pub(crate) const TURN_KEY: &str = "turn";
+/// 36), as few rows as it takes (each row a claim returns costs it about
+/// 3 k instructions): `round_robin`, present when its claims take keys in
+/// turn, whose value is its current turn (its state: about the latest
+/// turn a claim took; a key's next job never takes an earlier one);
+/// `key_limit`, its rate limit per key (`limit | burst << 32`); and
+/// `key_per_ms`, that limit's period.
+pub(crate) const FAIR_KEYS: [&str; 3] = ["round_robin", "key_limit", "key_per_ms"];
 
 /// Whether a queue's settings row `key` is not part of its rate limit.
 fn beside_limit(key: &str) -> bool {
-    key == "tat_us" || key == TURN_KEY || CAP_KEYS.contains(&key) || FAIR_KEYS.contains(&key)
+    key == "tat_us" || CAP_KEYS.contains(&key) || FAIR_KEYS.contains(&key)
+}
+
+/// `key_limit`'s value: the limit and the burst (each at most 10⁹ < 2³²).
+pub(crate) fn pack_key_limit(limit: &RateLimit) -> i64 {
+    limit.limit | (limit.burst << 32)
 }
 
 /// The limiter's stored parameters, if any.
@@ -149,13 +154,16 @@ pub(crate) fn fairness_of(queue: &str, rows: &[Setting]) -> Result<Option<Fair>>
             .find(|(k, _, _)| k == key)
             .and_then(|(_, v, _)| *v)
     };
-    let round_robin = int(FAIR_KEYS[0]) == Some(1);
+    let turn = rows
+        .iter()
+        .find(|(k, _, _)| k == FAIR_KEYS[0])
+        .map(|(_, v, _)| v.unwrap_or(0));
     let key_limit = match (int(FAIR_KEYS[1]), int(FAIR_KEYS[2])) {
-        (Some(limit), Some(per_ms)) => {
+        (Some(packed), Some(per_ms)) => {
             let l = RateLimit {
-                limit,
+                limit: packed & 0xffff_ffff,
                 per: Duration::from_millis(u64::try_from(per_ms).unwrap_or(0)),
-                burst: int(FAIR_KEYS[3]).unwrap_or(1),
+                burst: packed >> 32,
             };
             l.check().map_err(|e| {
                 Error::internal(format!(
@@ -167,13 +175,13 @@ pub(crate) fn fairness_of(queue: &str, rows: &[Setting]) -> Result<Option<Fair>>
         }
         _ => None,
     };
-    if !round_robin && key_limit.is_none() {
+    if turn.is_none() && key_limit.is_none() {
         return Ok(None);
     }
     Ok(Some(Fair {
-        round_robin,
+        round_robin: turn.is_some(),
         key_limit,
-        turn: int(TURN_KEY).unwrap_or(0),
+        turn: turn.unwrap_or(0),
     }))
 }
 
