@@ -23,7 +23,9 @@
 //! same without one (the cost of the limit's check in every claim) · W11
 //! W3 and W4 on a queue with concurrency caps that never bind (ADR 35): a
 //! queue cap on unkeyed jobs, and both caps on jobs with 16 keys, each next
-//! to the same without caps.
+//! to the same without caps · W12 W3 and W4 on jobs of 16 keys in
+//! round-robin order, and under a rate limit per key that never binds (ADR
+//! 36), each next to the same jobs in priority order.
 //!
 //! Timing goals are reported here, never asserted in tests.
 
@@ -139,6 +141,9 @@ fn main() {
     }
     if run("W11") {
         w11(dir.path(), scale.w3, scale.w4_batches);
+    }
+    if run("W12") {
+        w12(dir.path(), scale.w3, scale.w4_batches);
     }
 }
 
@@ -393,6 +398,10 @@ fn child(args: &[String]) {
         "instr-fill" => {
             let db = Database::open(path).unwrap();
             let n: usize = args[2].parse().unwrap();
+            // A round-robin queue gives its keyed jobs turns as they come.
+            if let Some(f) = instr_fairness() {
+                db.queue("emails").unwrap().set_fairness(&f).unwrap();
+            }
             // Jobs over 16 keys, for the per-key cap (and its baseline).
             match std::env::var_os("HONKER_INSTR_KEYED") {
                 Some(_) => keyed_fill(&db, n, 16),
@@ -415,11 +424,16 @@ fn child(args: &[String]) {
 /// must fail then (its self-test). `HONKER_INSTR_CAPS=queue` (a queue cap)
 /// or `=both` (both caps) measures caps that never bind (ADR 35), next to a
 /// run without; `HONKER_INSTR_KEYED=1` fills jobs of 16 concurrency keys.
+/// `HONKER_INSTR_FAIR=rr` (round-robin order), `=limit` (a rate limit per
+/// key that never binds) or `=both` measures the fairness of ADR 36.
 fn instr(path: &Path, workload: &str, n: usize) {
     let db = Database::open(path).unwrap();
     let q = db.queue("emails").unwrap();
     if let Some(caps) = instr_caps() {
         q.limit_concurrency(&caps).unwrap();
+    }
+    if let Some(f) = instr_fairness() {
+        q.set_fairness(&f).unwrap();
     }
     let o = EnqueueOptions::default();
     if std::env::var_os("HONKER_INSTR_EXTRA").is_some() {
@@ -456,6 +470,23 @@ fn instr_caps() -> Option<honker::Concurrency> {
     Some(honker::Concurrency {
         max_running: Some(1_000_000),
         max_running_per_key: both.then_some(1_000_000),
+    })
+}
+
+/// The fairness `HONKER_INSTR_FAIR` names (see [`instr`]); a limit per key
+/// that never binds (10⁹ starts a second, as many at once).
+fn instr_fairness() -> Option<honker::Fairness> {
+    let (rr, limit) = match std::env::var("HONKER_INSTR_FAIR").ok()?.as_str() {
+        "rr" => (true, false),
+        "limit" => (false, true),
+        "both" => (true, true),
+        other => panic!("HONKER_INSTR_FAIR={other}: rr, limit or both"),
+    };
+    Some(honker::Fairness {
+        order: rr.then(|| "round_robin".to_owned()),
+        key_limit: limit.then_some(1_000_000_000),
+        key_per: limit.then_some(Duration::from_secs(1)),
+        key_burst: limit.then_some(1_000_000_000),
     })
 }
 
@@ -624,6 +655,49 @@ fn w11(dir: &Path, n: usize, batches: usize) {
                 with,
                 without,
                 "vs no caps; target: cost <= 5%",
+                0.95,
+            );
+        }
+    }
+}
+
+fn w12(dir: &Path, n: usize, batches: usize) {
+    let run = |name: &str, batch: usize, rounds: usize, fairness: Option<&honker::Fairness>| {
+        let (db, _) = fresh(dir, name, Durability::Normal);
+        if let Some(f) = fairness {
+            db.queue("emails").unwrap().set_fairness(f).unwrap();
+        }
+        keyed_fill(&db, batch * rounds, 16);
+        claim_ack_honker(&db, batch, rounds)
+    };
+    let round_robin = honker::Fairness {
+        order: Some("round_robin".into()),
+        ..Default::default()
+    };
+    let limited = honker::Fairness {
+        key_limit: Some(1_000_000_000),
+        key_per: Some(Duration::from_secs(1)),
+        key_burst: Some(1_000_000_000),
+        ..Default::default()
+    };
+    for (label, f) in [
+        ("round-robin order", &round_robin),
+        ("a limit per key", &limited),
+    ] {
+        for (w, batch, rounds) in [("W3", 1, n), ("W4", 32, batches)] {
+            let mut with = Duration::ZERO;
+            let mut without = Duration::ZERO;
+            for i in 0..4 {
+                let tag = format!("w12-{batch}-{}-{i}", label.len());
+                without += run(&format!("{tag}-plain"), batch, rounds, None);
+                with += run(&format!("{tag}-fair"), batch, rounds, Some(f));
+            }
+            report_against(
+                &format!("W12 {w} with {label}, 16 keys (jobs/s)"),
+                4 * batch * rounds,
+                with,
+                without,
+                "vs priority order; target: cost <= 5%",
                 0.95,
             );
         }
