@@ -1394,6 +1394,27 @@ fn queues_fair_shares_claims_among_keys_for_every_process() {
 
     let out = stdout(&honker(&["queues", "fair", p, "jobs"]));
     assert_eq!(out, "jobs: priority order, no limit per key\n");
+    // A fair queue with no job yet is listed too.
+    stdout(&honker(&[
+        "queues",
+        "fair",
+        p,
+        "later",
+        "--order",
+        "round_robin",
+    ]));
+    let s = json_of(&["status", p, "--json"]);
+    conforms("status", &s);
+    let later = s["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "later");
+    assert_eq!(
+        later.map(|q| q["round_robin"].clone()),
+        Some(json!(true)),
+        "{s:#}"
+    );
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
     assert_eq!(s["queues"][0]["round_robin"], json!(false));

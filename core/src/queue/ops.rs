@@ -1400,7 +1400,8 @@ fn keys_held(
     })))
 }
 
-/// The queues with a concurrency cap (`honker status` lists them).
+/// The queues with a concurrency cap or a fairness (`honker status` lists
+/// them, jobs or not).
 pub(crate) fn capped_queues(conn: Conn<'_>) -> Result<Vec<String>> {
     conn.prepare_cached(statements::CAPPED_QUEUES)?
         .query_map(params![], |r| r.get(0))

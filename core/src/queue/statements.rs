@@ -366,10 +366,13 @@ SELECT EXISTS (SELECT 1 FROM _honker_jobs
                  AND (concurrency_key IS NULL
                       OR concurrency_key NOT IN (SELECT value FROM json_each(?2))))";
 
-/// The queues with a concurrency cap, by name.
+/// The queues with a concurrency cap (ADR 35) or a fairness (ADR 36), by
+/// name.
 pub const CAPPED_QUEUES: &str = "
 SELECT DISTINCT name FROM _honker_settings
-WHERE scope = 'queue_rate_limit' AND key >= 'max_running' AND key <= 'max_running_per_key'
+WHERE scope = 'queue_rate_limit'
+  AND (key >= 'max_running' AND key <= 'max_running_per_key'
+       OR key = 'round_robin' OR key = 'key_limit')
 ORDER BY name";
 
 /// ?1 queue, ?2 key (`max_running` or `max_running_per_key`). Lifts that
