@@ -222,9 +222,9 @@ pub const FAIR_TURN: usize = 1;
 /// Each job's key (a per-key cap or limit counts it).
 pub const FAIR_KEY: usize = 2;
 /// Each job's key's `tat_us`, and the keys at their rate limit stepped over
-/// ([`HELD_KEYS`]; implies [`FAIR_KEY`]).
+/// (`HELD_KEYS`; implies [`FAIR_KEY`]).
 pub const FAIR_LIMITED: usize = 4;
-/// The keys of [`SKIP_KEYS`] stepped over (implies [`FAIR_KEY`]).
+/// The keys of `SKIP_KEYS` stepped over (implies [`FAIR_KEY`]).
 pub const FAIR_SKIP: usize = 8;
 
 /// [`PICK`] reading, after its own columns, in this order: the turn (with
@@ -266,7 +266,8 @@ fn pick_fair(bits: usize) -> String {
     }
 }
 
-/// [`pick_fair`] of each combination of bits, made once.
+/// The pick of each combination of [`FAIR_TURN`], [`FAIR_KEY`],
+/// [`FAIR_LIMITED`] and [`FAIR_SKIP`] (`pick_fair`), made once.
 pub static PICK_FAIR: std::sync::LazyLock<Vec<String>> =
     std::sync::LazyLock::new(|| (0..16).map(pick_fair).collect());
 
