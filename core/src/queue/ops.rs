@@ -512,7 +512,11 @@ fn pick_and_lease(
         // finished (reset) by then.
         let asked = n - jobs.len();
         // One job and no key full: any ready job may start, its key unread.
-        let full = per_key.as_ref().map(KeyRoom::full);
+        // (A fair pick lists the keys it steps over itself.)
+        let full = per_key
+            .as_ref()
+            .filter(|_| fair.is_none())
+            .map(KeyRoom::full);
         let keyed = per_key.is_some() && !(asked == 1 && matches!(full, Some(None)));
         let cols = match fair.as_ref() {
             Some(f) => Cols {
@@ -542,7 +546,7 @@ fn pick_and_lease(
                     bits |= statements::FAIR_SKIP;
                 }
                 let mut stmt = conn.prepare_cached(&statements::PICK_FAIR[bits])?;
-                let (queue, n) = (queue, asked as i64);
+                let n = asked as i64;
                 let skip = (!skip.is_empty())
                     .then(|| serde_json::to_string(&skip).unwrap_or_else(|_| "[]".into()));
                 if cols.limited {

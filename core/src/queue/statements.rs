@@ -376,8 +376,9 @@ WHERE scope = 'queue_rate_limit'
        OR key = 'round_robin' OR key = 'key_limit')
 ORDER BY name";
 
-/// ?1 queue, ?2 key (`max_running` or `max_running_per_key`). Lifts that
-/// cap; the caps live beside the queue's rate limit (ADR 35).
+/// ?1 queue, ?2 key. Removes one of the queue's claim settings beside its
+/// rate limit: a cap (`max_running`, `max_running_per_key`; ADR 35) or a
+/// row of its fairness (ADR 36).
 pub const CLEAR_CAP: &str = "
 DELETE FROM _honker_settings WHERE scope = 'queue_rate_limit' AND name = ?1 AND key = ?2";
 
