@@ -58,6 +58,16 @@ fn scoped_params(conn: Conn<'_>, scope: &str, name: &str) -> Result<Option<RateL
 /// A limiter's settings row: key, value, when it was written (ms).
 pub(crate) type Setting = (String, Option<i64>, i64);
 
+/// The row `key` among a limiter's settings rows.
+fn row<'r>(rows: &'r [Setting], key: &str) -> Option<&'r Setting> {
+    rows.iter().find(|(k, _, _)| k == key)
+}
+
+/// The value of the row `key`, if it is there with one.
+fn int(rows: &[Setting], key: &str) -> Option<i64> {
+    row(rows, key).and_then(|(_, v, _)| *v)
+}
+
 /// A limiter's settings rows (parameters, and a queue's state).
 fn stored(conn: Conn<'_>, scope: &str, name: &str) -> Result<Vec<Setting>> {
     conn.prepare_cached(st::PARAMS)?
@@ -73,14 +83,11 @@ fn parse(name: &str, rows: &[Setting]) -> Result<Option<RateLimit>> {
         return Ok(None);
     }
     let get = |k: &str| {
-        rows.iter()
-            .find(|(key, _, _)| key == k)
-            .and_then(|(_, v, _)| *v)
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "rate limiter {name:?}'s settings lack a {k} (written by hand?)"
-                ))
-            })
+        int(rows, k).ok_or_else(|| {
+            Error::internal(format!(
+                "rate limiter {name:?}'s settings lack a {k} (written by hand?)"
+            ))
+        })
     };
     let limit = RateLimit {
         limit: get("limit")?,
@@ -138,27 +145,19 @@ pub(crate) fn queue_controls(
 
 /// A queue's rate limit and its state from its settings rows.
 pub(crate) fn queue_limit_of(queue: &str, rows: &[Setting]) -> Result<Option<QueueLimit>> {
-    let row = |key: &str| rows.iter().find(|(k, _, _)| k == key);
     Ok(parse(queue, rows)?.map(|limit| QueueLimit {
         limit,
-        tat: row("tat_us").and_then(|(_, v, _)| *v),
-        set_at: row("limit").map_or(0, |(_, _, at)| *at),
+        tat: int(rows, "tat_us"),
+        set_at: row(rows, "limit").map_or(0, |(_, _, at)| *at),
     }))
 }
 
 /// A queue's fairness from its settings rows (ADR 36): `None` when it
 /// has neither turns nor a limit per key.
 pub(crate) fn fairness_of(queue: &str, rows: &[Setting]) -> Result<Option<Fair>> {
-    let int = |key: &str| {
-        rows.iter()
-            .find(|(k, _, _)| k == key)
-            .and_then(|(_, v, _)| *v)
-    };
-    let turn = rows
-        .iter()
-        .find(|(k, _, _)| k == FAIR_KEYS[0])
-        .map(|(_, v, _)| v.unwrap_or(0));
-    let key_limit = match (int(FAIR_KEYS[1]), int(FAIR_KEYS[2])) {
+    // The order's row is there (its value the current turn) or not.
+    let turn = row(rows, FAIR_KEYS[0]).map(|(_, v, _)| v.unwrap_or(0));
+    let key_limit = match (int(rows, FAIR_KEYS[1]), int(rows, FAIR_KEYS[2])) {
         (Some(packed), Some(per_ms)) => {
             let l = RateLimit {
                 limit: packed & 0xffff_ffff,
@@ -200,7 +199,9 @@ impl Fair {
     /// As [`Fairness`](crate::queue::Fairness) states it.
     pub(crate) fn public(&self) -> crate::queue::Fairness {
         crate::queue::Fairness {
-            order: self.round_robin.then(|| "round_robin".to_owned()),
+            order: self
+                .round_robin
+                .then(|| crate::queue::Fairness::ROUND_ROBIN.to_owned()),
             key_limit: self.key_limit.as_ref().map(|l| l.limit as u32),
             key_per: self.key_limit.as_ref().map(|l| l.per),
             key_burst: self.key_limit.as_ref().map(|l| l.burst as u32),
@@ -219,12 +220,7 @@ pub(crate) fn key_blocked_above(limit: &RateLimit, now_ms: i64) -> i64 {
 
 /// A queue's concurrency caps from its settings rows.
 pub(crate) fn caps_of(rows: &[Setting]) -> crate::queue::Concurrency {
-    let cap = |key: &str| {
-        rows.iter()
-            .find(|(k, _, _)| k == key)
-            .and_then(|(_, v, _)| *v)
-            .and_then(|v| u32::try_from(v).ok())
-    };
+    let cap = |key: &str| int(rows, key).and_then(|v| u32::try_from(v).ok());
     crate::queue::Concurrency {
         max_running: cap(CAP_KEYS[0]),
         max_running_per_key: cap(CAP_KEYS[1]),
