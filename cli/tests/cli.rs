@@ -295,12 +295,7 @@ fn dead_schedules_locks_and_maintain() {
     let fired = stdout(&honker(&["schedules", "trigger", p, "nightly"]));
     assert!(fired.starts_with("fired nightly: job "), "{fired}");
     let s: Json = serde_json::from_str(&stdout(&honker(&["status", p, "--json"]))).unwrap();
-    let reports = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "reports")
-        .unwrap();
+    let reports = status_queue(&s, "reports");
     assert_eq!(reports["ready"], 1);
     let o = honker(&["schedules", "pause", p, "nope"]);
     assert_eq!(o.status.code(), Some(1));
@@ -1003,6 +998,17 @@ fn doctor_check(db: &str, name: &str) -> Json {
     check_named(&checks, name)
 }
 
+/// The queue `name` in `status --json`'s output (the test fails without it).
+fn status_queue(status: &Json, name: &str) -> Json {
+    status["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {status:#}"))
+        .clone()
+}
+
 /// The check `name` in doctor's JSON.
 fn check_named(checks: &Json, name: &str) -> Json {
     checks
@@ -1250,13 +1256,7 @@ fn queues_limit_caps_running_jobs_for_every_process() {
     assert_eq!(out, "emails: at most 1, 3/key running\n");
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
-    let emails = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "emails")
-        .unwrap()
-        .clone();
+    let emails = status_queue(&s, "emails");
     assert_eq!(
         (
             emails["max_running"].clone(),
@@ -1290,13 +1290,7 @@ fn queues_limit_caps_running_jobs_for_every_process() {
     ]));
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
-    let later = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "later")
-        .unwrap_or_else(|| panic!("later not in {s:#}"))
-        .clone();
+    let later = status_queue(&s, "later");
     assert_eq!(
         (later["max_running"].clone(), later["ready"].clone()),
         (json!(2), json!(0))
@@ -1345,13 +1339,7 @@ fn queues_fair_shares_claims_among_keys_for_every_process() {
     assert_eq!(out, "jobs: round robin, 2/key per 5s\n");
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
-    let jobs = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "jobs")
-        .unwrap()
-        .clone();
+    let jobs = status_queue(&s, "jobs");
     assert_eq!(
         (
             jobs["round_robin"].clone(),
@@ -1405,16 +1393,7 @@ fn queues_fair_shares_claims_among_keys_for_every_process() {
     ]));
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
-    let later = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "later");
-    assert_eq!(
-        later.map(|q| q["round_robin"].clone()),
-        Some(json!(true)),
-        "{s:#}"
-    );
+    assert_eq!(status_queue(&s, "later")["round_robin"], json!(true));
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
     assert_eq!(s["queues"][0]["round_robin"], json!(false));
@@ -1438,15 +1417,7 @@ fn queues_pause_and_resume_one_or_all() {
     stdout(&honker(&["queues", "pause", p, "later"]));
     let s = json_of(&["status", p, "--json"]);
     conforms("status", &s);
-    let queue = |name: &str| {
-        s["queues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["name"] == name)
-            .unwrap_or_else(|| panic!("{name} not in {s:#}"))
-            .clone()
-    };
+    let queue = |name: &str| status_queue(&s, name);
     assert_eq!(queue("emails")["paused"]["note"], "smtp down");
     assert_eq!(queue("emails")["paused"]["all"], false);
     assert_eq!(queue("later")["paused"]["note"], Json::Null);
@@ -1499,11 +1470,6 @@ fn queues_pause_and_resume_one_or_all() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
     let s = json_of(&["status", p, "--json"]);
-    let emails = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == "emails")
-        .unwrap();
+    let emails = status_queue(&s, "emails");
     assert_eq!(emails["paused"], Json::Null);
 }
