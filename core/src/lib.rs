@@ -126,7 +126,7 @@ pub use options::{
 pub use payload::Payload;
 pub use queue::{
     ClaimOptions, Concurrency, EnqueueOptions, Enqueued, Fairness, JobInfo, JobState, Lease, Pause,
-    PauseOptions, QueueStats, RetryOptions,
+    PauseOptions, QueueStats, RetryOptions, UniqueMode,
 };
 #[cfg(feature = "rusqlite")]
 pub use queue::{Job, Queue};

@@ -65,6 +65,9 @@ pub struct MaintenanceReport {
     /// Queues' key rows (ADR 36) that carried nothing any more: their rate
     /// limit refilled, their last turn behind their queue's.
     pub queue_keys: usize,
+    /// Unique holds (ADR 37) that held nothing any more: their period
+    /// over, or their job gone without completing.
+    pub unique_holds: usize,
     /// Schedule fire records removed once older than their schedule's
     /// catch-up window.
     pub schedule_fires: usize,
@@ -120,6 +123,9 @@ pub(crate) fn run(db: &Inner, max_batches: usize) -> Result<MaintenanceReport> {
     })?;
     report.queue_keys = batches(db, max_batches, |conn, now| {
         crate::queue::ops::sweep_keys(conn, now, BATCH)
+    })?;
+    report.unique_holds = batches(db, max_batches, |conn, now| {
+        crate::queue::ops::sweep_holds(conn, now, BATCH)
     })?;
     report.schedule_fires = walk(db, &sweeps.fires, max_batches, |conn, after, now| {
         crate::schedule::ops::sweep_fires(conn, after, now, BATCH)

@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "fair turns",
         sql: include_str!("migrations/0014_fair_turns.sql"),
     },
+    Migration {
+        version: 15,
+        name: "unique holds",
+        sql: include_str!("migrations/0015_unique_holds.sql"),
+    },
 ];
 
 /// The schema version this build writes.

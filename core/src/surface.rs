@@ -39,8 +39,11 @@ macro_rules! records {
             Enqueued from $crate::Enqueued {
                 #[doc = "The job's id."]
                 id: [i64] = id,
-                #[doc = "True when the dedupe key matched a live job: nothing was enqueued."]
+                #[doc = "True when the dedupe key was held: nothing was added, `id` is the holder's."]
                 existing: [bool] = existing,
+                #[doc = "The mode that acted when nothing was added: \"live\", \"period\", \"throttle\" or"]
+                #[doc = "\"debounce\" (the pending holder took this payload and run time)."]
+                unique: [Option<String>] = unique,
             }
 
             #[doc = "A claimed job, leased to its worker until `lease_expires_at_ms`."]
@@ -356,6 +359,8 @@ macro_rules! records {
                 rate_limit_keys: [u64] = rate_limit_keys,
                 #[doc = "Queues' key rows (turns, rate limits per key) that carried nothing any more."]
                 queue_keys: [u64] = queue_keys,
+                #[doc = "Unique holds (`period`, `throttle`) removed once they held nothing."]
+                unique_holds: [u64] = unique_holds,
                 #[doc = "Schedule fire records removed once older than their catch-up window."]
                 schedule_fires: [u64] = schedule_fires,
             }
@@ -414,6 +419,16 @@ macro_rules! options {
                 #[doc = "While a live (ready, scheduled or running) job of this queue holds this key,"]
                 #[doc = "enqueue returns that job (`existing`) instead of adding one (up to 512 bytes)."]
                 dedupe_key: [String] = dedupe_key,
+                #[doc = "The dedupe key is (also) the payload's digest, of its JSON value (keys in any"]
+                #[doc = "order): the same payload is one job."]
+                dedupe_by_payload: [bool] = dedupe_by_payload,
+                #[doc = "How the dedupe key holds: \"live\" (while its job is live: the default),"]
+                #[doc = "\"period\" (also for `unique_for` after it completed), \"throttle\" (also for"]
+                #[doc = "`unique_for` after this enqueue), \"debounce\" (a later enqueue replaces the pending"]
+                #[doc = "job's payload, run time and priority)."]
+                unique: [String] = unique,
+                #[doc = "The period of `unique` \"period\" or \"throttle\" (1 ms to 366 days)."]
+                unique_for: [Duration] = unique_for,
                 #[doc = "A job not started this long after enqueue expires instead of running."]
                 expires: [Duration] = expires,
                 #[doc = "The key the queue's `max_running_per_key` counts: at most that many jobs of one"]
@@ -798,6 +813,12 @@ impl<T> Wire<T> for T {
 impl Wire<String> for crate::JobState {
     fn wire(self) -> String {
         self.as_str().to_owned()
+    }
+}
+
+impl Wire<Option<String>> for Option<crate::UniqueMode> {
+    fn wire(self) -> Option<String> {
+        self.map(|m| m.as_str().to_owned())
     }
 }
 

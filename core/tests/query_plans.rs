@@ -159,6 +159,19 @@ fn check_all(conn: &Connection) {
         sql::FIRST_HELD_KEY,
         &["SEARCH _honker_queue_keys USING PRIMARY KEY (name=?)"],
     );
+    // Unique holds (ADR 37): seeks of the dedupe index and of the holds'
+    // primary key; the holder's job by its id.
+    let dedupe = "INDEX _honker_jobs_dedupe (queue=? AND dedupe_key=?)";
+    let hold = "SEARCH _honker_unique USING PRIMARY KEY (queue=? AND key=?)";
+    assert_plan(conn, "HOLD", sql::HOLD, &[hold]);
+    assert_plan(conn, "TAKE_HOLD", sql::TAKE_HOLD, &[]);
+    assert_plan(conn, "END_HOLD", sql::END_HOLD, &[hold]);
+    assert_plan(conn, "REPLACE_PENDING", sql::REPLACE_PENDING, &[dedupe]);
+    assert_plan(conn, "DETACH_RUNNING", sql::DETACH_RUNNING, &[dedupe]);
+    assert_plan(conn, "DROP_LIVE_HOLD", sql::DROP_LIVE_HOLD, &[hold]);
+    assert_plan(conn, "HOLD_ANY", sql::HOLD_ANY, &[hold]);
+    assert_plan(conn, "LEASED_KEY", sql::LEASED_KEY, &[pk]);
+    assert_plan(conn, "FIND_BY_DEDUPE", sql::FIND_BY_DEDUPE, &[dedupe]);
     assert_plan(conn, "PROMOTE", sql::PROMOTE, &[scheduled]);
     assert_plan(conn, "RECLAIM", sql::RECLAIM, &[running]);
     assert_plan(

@@ -22,6 +22,83 @@ pub enum Payload {
     Bytes(Vec<u8>),
 }
 
+/// `v` written compactly with object keys sorted and whole numbers without
+/// a fraction: one text per JSON value.
+pub fn canonical_json(v: &serde_json::Value, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut *out, k).expect("a string writes to a Vec");
+                out.push(b':');
+                canonical_json(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(x, out);
+            }
+            out.push(b']');
+        }
+        Value::Number(n) => match n.as_f64() {
+            // 2^53: every whole f64 below it is an exact integer.
+            Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 9.007e15 => {
+                out.extend_from_slice((f as i64).to_string().as_bytes());
+            }
+            _ => out.extend_from_slice(n.to_string().as_bytes()),
+        },
+        other => out.extend_from_slice(other.to_string().as_bytes()),
+    }
+}
+
+impl Payload {
+    /// A digest of the payload's value, the same in every process, language
+    /// and version: of its JSON value (keys in any order, any spacing, `10`
+    /// and `10.0` alike; [`canonical_json`]), else of its bytes; 32 hex
+    /// digits of FNV-1a over 128 bits. It tells payloads apart; it is not
+    /// made to resist one crafted to collide.
+    pub fn fingerprint(&self) -> String {
+        const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+        let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+        let mut eat = |bytes: &[u8]| {
+            for &b in bytes {
+                h ^= u128::from(b);
+                h = h.wrapping_mul(PRIME);
+            }
+        };
+        match self {
+            Payload::Json(t) => match serde_json::from_str::<serde_json::Value>(t) {
+                Ok(v) => {
+                    let mut canonical = Vec::with_capacity(t.len());
+                    canonical_json(&v, &mut canonical);
+                    eat(b"j");
+                    eat(&canonical);
+                }
+                Err(_) => {
+                    eat(b"t");
+                    eat(t.as_bytes());
+                }
+            },
+            Payload::Bytes(b) => {
+                eat(b"b");
+                eat(b);
+            }
+        }
+        format!("{h:032x}")
+    }
+}
+
 impl Payload {
     /// JSON text, checked to be valid JSON.
     pub fn json_text(text: impl Into<String>) -> Result<Payload> {

@@ -365,7 +365,11 @@ impl Queue {
         let job = o.resolve(&self.options, now)?;
         Ok(ops::enqueue(conn, &self.name, &job, payloads, now)?
             .into_iter()
-            .map(|(id, existing)| Enqueued { id, existing })
+            .map(|(id, unique)| Enqueued {
+                id,
+                existing: unique.is_some(),
+                unique,
+            })
             .collect())
     }
 

@@ -25,7 +25,8 @@ pub use handle::Queue;
 pub(crate) use ops::stored_options;
 #[cfg(feature = "rusqlite")]
 pub use types::Job;
+pub(crate) use types::Unique;
 pub use types::{
     ClaimOptions, Concurrency, EnqueueOptions, Enqueued, Fairness, JobInfo, JobState, Lease, Pause,
-    PauseOptions, QueueStats, RetryNow, RetryOptions,
+    PauseOptions, QueueStats, RetryNow, RetryOptions, UniqueMode,
 };

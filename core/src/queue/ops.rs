@@ -14,7 +14,7 @@ use crate::raw::{params, Conn, Damage, Row, ToSql};
 
 use super::metrics::{self, Event};
 use super::statements;
-use super::types::{JobInfo, JobState, QueueStats, RetryNow};
+use super::types::{JobInfo, JobState, QueueStats, RetryNow, Unique, UniqueMode};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 use crate::rate::blocks::{Block, Blocks};
@@ -29,22 +29,25 @@ pub(crate) struct NewJob<'a> {
     pub backoff_max_ms: i64,
     pub backoff_jitter: f64,
     pub dedupe_key: Option<&'a str>,
+    /// The dedupe key is (also) the payload's fingerprint.
+    pub dedupe_by_payload: bool,
+    pub unique: Unique,
     pub concurrency_key: Option<&'a str>,
     pub expires_at: Option<i64>,
     /// The stored form (JSON) of the producer's trace context.
     pub trace_context: Option<String>,
 }
 
-/// Inserts one job per payload, all with `job`'s settings; returns
-/// `(id, existing)` per payload, where `existing` means a live job already
-/// held the dedupe key and its id is returned instead.
+/// Inserts one job per payload, all with `job`'s settings; returns per
+/// payload the job's id and, when its dedupe key was held and nothing was
+/// added, the mode that acted (the id is then the holder's).
 pub(crate) fn enqueue(
     conn: Conn<'_>,
     queue: &str,
     job: &NewJob<'_>,
     payloads: &[Payload],
     now: i64,
-) -> Result<Vec<(i64, bool)>> {
+) -> Result<Vec<(i64, Option<UniqueMode>)>> {
     let state = if job.run_at > now {
         "scheduled"
     } else {
@@ -52,7 +55,7 @@ pub(crate) fn enqueue(
     };
     let mut out = Vec::with_capacity(payloads.len());
     let mut rest = payloads;
-    if job.dedupe_key.is_none() {
+    if job.dedupe_key.is_none() && !job.dedupe_by_payload {
         let batches = [
             statements::ENQUEUE_32.as_str(),
             statements::ENQUEUE_8.as_str(),
@@ -67,32 +70,161 @@ pub(crate) fn enqueue(
                 ));
             }
             let last = conn.last_insert_rowid();
-            out.extend((last + 1 - chunk.len() as i64..=last).map(|id| (id, false)));
+            out.extend((last + 1 - chunk.len() as i64..=last).map(|id| (id, None)));
             Ok(())
         })?;
     }
-    let mut insert = conn.prepare_cached(statements::ENQUEUE)?;
+    let insert = Insert {
+        conn,
+        queue,
+        state,
+        job,
+        now,
+    };
     for payload in rest {
-        let inserted = insert.execute(&enqueue_params(&queue, &state, payload, job, &now))?;
-        // No RETURNING: it costs an ephemeral table per statement, while the
-        // connection already knows the new rowid.
-        out.push(if inserted == 1 {
-            (conn.last_insert_rowid(), false)
-        } else {
-            (dedupe_holder(conn, queue, job.dedupe_key)?, true)
-        });
+        let key = match (job.dedupe_key, job.dedupe_by_payload) {
+            (None, false) => None,
+            (Some(k), false) => Some(std::borrow::Cow::Borrowed(k)),
+            (None, true) => Some(format!("payload:{}", payload.fingerprint()).into()),
+            (Some(k), true) => Some(format!("{k}|payload:{}", payload.fingerprint()).into()),
+        };
+        out.push(insert.one(payload, key.as_deref())?);
     }
-    let added = out.iter().filter(|(_, existing)| !existing).count();
+    let added = out.iter().filter(|(_, held)| held.is_none()).count();
     // A key's ready jobs take their turns now in a round-robin queue; a
     // delayed job takes its turn when it comes due (ADR 36).
     if let (Some(key), "ready") = (job.concurrency_key, state) {
-        let ids: Vec<i64> = out.iter().filter(|(_, e)| !e).map(|(id, _)| *id).collect();
+        let ids: Vec<i64> = out
+            .iter()
+            .filter(|(_, held)| held.is_none())
+            .map(|(id, _)| *id)
+            .collect();
         if !ids.is_empty() {
             give_turns(conn, queue, key, &ids)?;
         }
     }
     metrics::count(conn, queue, Event::Enqueued, added as u64)?;
     Ok(out)
+}
+
+/// What every job of one enqueue shares: where, in which state, with which
+/// settings, when.
+struct Insert<'c, 'j> {
+    conn: Conn<'c>,
+    queue: &'c str,
+    state: &'c str,
+    job: &'c NewJob<'j>,
+    now: i64,
+}
+
+impl Insert<'_, '_> {
+    /// One job under its dedupe key `key` (if any) and `job.unique` (ADR
+    /// 37): its id, and the mode that acted when nothing was added (the id
+    /// is then the holder's). Unique indexes decide every outcome: the live
+    /// index who holds a key while its job is live, `_honker_unique`'s
+    /// primary key who holds it after; a read ahead of them
+    /// ([`statements::HOLD`]) only spares a write.
+    fn one(&self, payload: &Payload, key: Option<&str>) -> Result<(i64, Option<UniqueMode>)> {
+        let (conn, queue, now) = (self.conn, self.queue, self.now);
+        let held = |id| Ok((id, Some(UniqueMode::Live)));
+        let Some(key) = key else {
+            self.insert(payload, None)?;
+            return Ok((conn.last_insert_rowid(), None));
+        };
+        let (mode, period) = match self.job.unique {
+            Unique::Live => {
+                return match self.insert(payload, Some(key))? {
+                    Some(id) => Ok((id, None)),
+                    None => held(dedupe_holder(conn, queue, key)?),
+                };
+            }
+            Unique::Debounce => return self.debounce(payload, key),
+            Unique::Period(ms) => (UniqueMode::Period, ms),
+            Unique::Throttle(ms) => (UniqueMode::Throttle, ms),
+        };
+        let holder =
+            |sql: &'static str, p: &[&dyn ToSql]| -> Result<Option<(i64, Option<UniqueMode>)>> {
+                let found: Option<(i64, String)> = conn
+                    .prepare_cached(sql)?
+                    .query_row(p, |r| Ok((r.get(0)?, r.get(1)?)))?;
+                found
+                    .map(|(id, m)| Ok((id, Some(UniqueMode::parse(&m)?))))
+                    .transpose()
+            };
+        if let Some(found) = holder(statements::HOLD, params![queue, key, now])? {
+            return Ok(found);
+        }
+        let Some(id) = self.insert(payload, Some(key))? else {
+            return held(dedupe_holder(conn, queue, key)?);
+        };
+        let until = match mode {
+            UniqueMode::Throttle => now.saturating_add(period),
+            _ => statements::HELD_WHILE_LIVE,
+        };
+        let took = conn
+            .prepare_cached(statements::TAKE_HOLD)?
+            .execute(params![queue, key, id, mode.as_str(), period, until, now])?;
+        if took == 1 {
+            return Ok((id, None));
+        }
+        // A hold taken since the read above (another writer cannot come
+        // between them in SQLite; kept for engines where it can): the hold
+        // wins.
+        conn.prepare_cached(statements::DELETE_JOB)?
+            .execute(params![id])?;
+        holder(statements::HOLD_ANY, params![queue, key])?
+            .ok_or_else(|| Error::internal("a hold refused a job and then held nothing"))
+    }
+
+    /// `debounce`: a new job, or the pending holder replaced (ADR 37).
+    fn debounce(&self, payload: &Payload, key: &str) -> Result<(i64, Option<UniqueMode>)> {
+        let (conn, queue, job) = (self.conn, self.queue, self.job);
+        if let Some(id) = self.insert(payload, Some(key))? {
+            return Ok((id, None));
+        }
+        let replaced: Option<(i64, Option<String>)> = conn
+            .prepare_cached(statements::REPLACE_PENDING)?
+            .query_row(
+                params![
+                    queue,
+                    key,
+                    payload,
+                    self.state,
+                    job.run_at,
+                    job.priority,
+                    job.expires_at,
+                    job.trace_context
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+        if let Some((id, concurrency_key)) = replaced {
+            if let (Some(ck), "ready") = (concurrency_key, self.state) {
+                give_turns(conn, queue, &ck, &[id])?;
+            }
+            return Ok((id, Some(UniqueMode::Debounce)));
+        }
+        conn.prepare_cached(statements::DETACH_RUNNING)?
+            .execute(params![queue, key])?;
+        conn.prepare_cached(statements::DROP_LIVE_HOLD)?
+            .execute(params![queue, key])?;
+        match self.insert(payload, Some(key))? {
+            Some(id) => Ok((id, None)),
+            None => Err(Error::internal(
+                "debounce: the key stayed held after its running job gave it up",
+            )),
+        }
+    }
+
+    /// [`statements::ENQUEUE`] of one job; its id, or `None` when a live
+    /// job holds `key`.
+    fn insert(&self, payload: &Payload, key: Option<&str>) -> Result<Option<i64>> {
+        let mut p = enqueue_params(&self.queue, &self.state, payload, self.job, &self.now);
+        p[9] = &key;
+        let inserted = self.conn.prepare_cached(statements::ENQUEUE)?.execute(&p)?;
+        // No RETURNING: it costs an ephemeral table per statement, while
+        // the connection already knows the new rowid.
+        Ok((inserted == 1).then(|| self.conn.last_insert_rowid()))
+    }
 }
 
 /// Gives `ids` (new ready jobs of `key`, oldest first) their turns when
@@ -150,7 +282,7 @@ fn enqueue_params<'a>(
     ]
 }
 
-fn dedupe_holder(conn: Conn<'_>, queue: &str, key: Option<&str>) -> Result<i64> {
+fn dedupe_holder(conn: Conn<'_>, queue: &str, key: &str) -> Result<i64> {
     conn.prepare_cached(statements::FIND_BY_DEDUPE)?
         .query_row(params![queue, key], |r| r.get(0))?
         .ok_or_else(|| Error::internal("enqueue inserted nothing and found no dedupe holder"))
@@ -965,16 +1097,29 @@ fn ack_uncounted(
     keep_completed: bool,
     now: i64,
 ) -> Result<()> {
+    if !keep_completed
+        && conn
+            .prepare_cached(statements::ACK)?
+            .execute(params![id, queue, token])?
+            == 1
+    {
+        return Ok(());
+    }
+    // Kept as completed, or with a dedupe key: a `period` hold starts
+    // counting from now (ADR 37).
+    let key: Option<String> = conn
+        .prepare_cached(statements::LEASED_KEY)?
+        .query_row(params![id, queue, token], |r| r.get(0))?
+        .ok_or_else(|| lease_error(conn, queue, id))?;
+    if let Some(key) = key {
+        conn.prepare_cached(statements::END_HOLD)?
+            .execute(params![queue, key, id, now])?;
+    }
     if keep_completed {
-        leased(conn, queue, id, token)?;
         move_to_finished(conn, id, JobState::Completed, None, now)
     } else {
-        let n = conn
-            .prepare_cached(statements::ACK)?
-            .execute(params![id, queue, token])?;
-        if n == 0 {
-            return Err(lease_error(conn, queue, id));
-        }
+        conn.prepare_cached(statements::DELETE_JOB)?
+            .execute(params![id])?;
         Ok(())
     }
 }
@@ -1447,6 +1592,13 @@ pub(crate) fn limit_concurrency(
 pub(crate) fn sweep_keys(conn: Conn<'_>, now: i64, batch: usize) -> Result<usize> {
     conn.prepare_cached(statements::SWEEP_KEYS)?
         .execute(params![now.saturating_mul(1000), batch as i64])
+}
+
+/// Removes up to `batch` unique holds that hold nothing any more
+/// ([`statements::SWEEP_HOLDS`]); how many.
+pub(crate) fn sweep_holds(conn: Conn<'_>, now: i64, batch: usize) -> Result<usize> {
+    conn.prepare_cached(statements::SWEEP_HOLDS)?
+        .execute(params![now, batch as i64])
 }
 
 /// Sets `queue`'s fairness (ADR 36), checked: its order and its rate limit

@@ -20,6 +20,12 @@ mod honker;
 /// checks), flags, call.
 pub(crate) const FUNCTIONS: &[SqlFn] = &[
     SqlFn::atomic("honker_queue_enqueue", -1, DIRECT_ONLY, queue_enqueue),
+    SqlFn::atomic(
+        "honker_queue_enqueue_record",
+        -1,
+        DIRECT_ONLY,
+        queue_enqueue_record,
+    ),
     SqlFn::atomic("honker_queue_claim", 4, DIRECT_ONLY, queue_claim),
     SqlFn::atomic("honker_queue_stats", 1, DIRECT_ONLY, queue_stats),
     SqlFn::atomic("honker_queue_metrics", 1, DIRECT_ONLY, queue_metrics),
@@ -84,12 +90,36 @@ pub(crate) const FUNCTIONS: &[SqlFn] = &[
 ];
 
 /// `honker_queue_enqueue(queue, payload[, options])` → the job's id (the
-/// live duplicate's id when `dedupe_key` matched one). `options` is a JSON
+/// holder's id when its dedupe key was held). `options` is a JSON
 /// object: `run_at` (ms since the epoch) or `delay_ms`, `priority`,
-/// `max_attempts`, `dedupe_key`, `concurrency_key`, `expires_ms`, `backoff`
+/// `max_attempts`, `dedupe_key`, `dedupe_by_payload` (true/false), `unique`
+/// (`"live"`, `"period"`, `"throttle"`, `"debounce"`), `unique_for_ms`,
+/// `concurrency_key`, `expires_ms`, `backoff`
 /// (`base_ms`, `max_ms`, `jitter`), `traceparent` and `tracestate` (the producer's W3C
 /// trace context, stored beside the job).
 fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
+    enqueue_call(c).map(|(id, _)| Out::Int(id))
+}
+
+/// `honker_queue_enqueue_record(queue, payload[, options])` → what the
+/// enqueue did, as the bindings' `Enqueued` record in JSON: `{"id",
+/// "existing", "unique"}` (`unique`: the mode that acted when nothing was
+/// added, else null).
+fn queue_enqueue_record(c: &Call<'_>) -> Result<Out> {
+    let (id, unique) = enqueue_call(c)?;
+    Ok(Out::Text(
+        json!({
+            "id": id,
+            "existing": unique.is_some(),
+            "unique": unique.map(crate::UniqueMode::as_str),
+        })
+        .to_string(),
+    ))
+}
+
+/// The enqueue of both functions: the job's id, and the mode that acted
+/// when nothing was added.
+fn enqueue_call(c: &Call<'_>) -> Result<(i64, Option<crate::UniqueMode>)> {
     let a = &c.args;
     a.count(2, 3)?;
     let queue = a.name(0)?;
@@ -102,8 +132,7 @@ fn queue_enqueue(c: &Call<'_>) -> Result<Out> {
     };
     options.check()?;
     let job = options.resolve(&super::stored_options(c.conn, queue)?, c.now)?;
-    let (id, _) = ops::enqueue(c.conn, queue, &job, std::slice::from_ref(&payload), c.now)?[0];
-    Ok(Out::Int(id))
+    Ok(ops::enqueue(c.conn, queue, &job, std::slice::from_ref(&payload), c.now)?[0])
 }
 
 /// The options object of `honker_queue_enqueue`; an unknown key or a value
@@ -143,6 +172,15 @@ fn enqueue_options(text: Option<&str>) -> Result<EnqueueOptions> {
                         .into(),
                 );
             }
+            "dedupe_by_payload" => {
+                o.dedupe_by_payload = v
+                    .as_bool()
+                    .ok_or_else(|| bad("dedupe_by_payload must be true or false"))?;
+            }
+            "unique" => {
+                o.unique = Some(v.as_str().ok_or_else(|| bad("unique must be text"))?.into());
+            }
+            "unique_for_ms" => o.unique_for = Some(ms(k, v)?),
             "concurrency_key" => {
                 o.concurrency_key = Some(
                     v.as_str()

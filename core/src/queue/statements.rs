@@ -48,6 +48,87 @@ pub static ENQUEUE_8: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 /// ?1 queue, ?2 dedupe_key.
 pub const FIND_BY_DEDUPE: &str = "SELECT id FROM _honker_jobs WHERE queue = ?1 AND dedupe_key = ?2";
 
+/// The `until` of a `period` hold whose job is still live (its ack writes
+/// the end).
+pub const HELD_WHILE_LIVE: i64 = i64::MAX;
+
+/// ?1 queue, ?2 key, ?3 now. The job and mode of a hold that outlives its
+/// job (`period` after completion, `throttle`) and still holds; a hold of a
+/// live job is the live index's to answer.
+pub const HOLD: &str = "
+SELECT job_id, mode FROM _honker_unique
+WHERE queue = ?1 AND key = ?2 AND until > ?3 AND until < 9223372036854775807";
+
+/// ?1 queue, ?2 key. The key's hold, whatever it holds: the holder when
+/// [`TAKE_HOLD`] kept a hold that [`HOLD`] did not answer for (on an engine
+/// where another writer can come between the two).
+pub const HOLD_ANY: &str = "
+SELECT job_id, mode FROM _honker_unique WHERE queue = ?1 AND key = ?2";
+
+/// ?1 queue, ?2 key, ?3 job id, ?4 mode, ?5 period_ms, ?6 until, ?7 now.
+/// Takes the key's hold for a job just added under its dedupe key. The
+/// primary key decides: a hold that still holds is kept (and nothing
+/// changes), one that ended, or whose job left live without completing
+/// (dead, cancelled, expired; its `until` is still the live mark), is
+/// taken over.
+pub const TAKE_HOLD: &str = "
+INSERT INTO _honker_unique (queue, key, job_id, mode, period_ms, until)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (queue, key) DO UPDATE
+SET job_id = excluded.job_id, mode = excluded.mode, period_ms = excluded.period_ms,
+    until = excluded.until
+WHERE until <= ?7
+   OR (until = 9223372036854775807
+       AND NOT EXISTS (SELECT 1 FROM _honker_jobs j WHERE j.id = _honker_unique.job_id))";
+
+/// ?1 queue, ?2 key, ?3 job id, ?4 now. An acked job's `period` hold
+/// starts counting: it holds for its period from now.
+pub const END_HOLD: &str = "
+UPDATE _honker_unique SET until = ?4 + period_ms
+WHERE queue = ?1 AND key = ?2 AND job_id = ?3 AND until = 9223372036854775807";
+
+/// ?1 queue, ?2 dedupe_key, ?3 payload, ?4 state ('ready'|'scheduled'),
+/// ?5 run_at, ?6 priority, ?7 expires_at, ?8 trace_context. `debounce`:
+/// the pending job holding the key takes the newer enqueue's payload, run
+/// time, priority, expiry and trace context, and gives up its turn (a
+/// replaced job goes to the back of its key's turns).
+pub const REPLACE_PENDING: &str = "
+UPDATE _honker_jobs
+SET payload = ?3, state = ?4, run_at = ?5, priority = ?6, expires_at = ?7, trace_context = ?8,
+    turn = NULL
+WHERE queue = ?1 AND dedupe_key = ?2 AND state IN ('ready', 'scheduled')
+RETURNING id, concurrency_key";
+
+/// ?1 queue, ?2 dedupe_key. `debounce` meeting a running job: it keeps
+/// running with the payload it read, and gives its key to the new job
+/// ([`DROP_LIVE_HOLD`] too).
+pub const DETACH_RUNNING: &str = "
+UPDATE _honker_jobs SET dedupe_key = NULL
+WHERE queue = ?1 AND dedupe_key = ?2 AND state = 'running'";
+
+/// ?1 queue, ?2 key. A `period` hold of a job that gave its key away: its
+/// ack will not count a period for a key it no longer holds.
+pub const DROP_LIVE_HOLD: &str = "
+DELETE FROM _honker_unique WHERE queue = ?1 AND key = ?2 AND until = 9223372036854775807";
+
+/// ?1 id, ?2 queue, ?3 token. The dedupe key of a leased job (an ack of a
+/// job with one ends its hold's first part).
+pub const LEASED_KEY: &str = "
+SELECT dedupe_key FROM _honker_jobs
+WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
+
+/// ?1 now, ?2 batch. Holds that hold nothing: ended, or of a job that left
+/// live without completing. A scan of the holds, which outlive their jobs
+/// by one period at most.
+pub const SWEEP_HOLDS: &str = "
+DELETE FROM _honker_unique
+WHERE (queue, key) IN (
+    SELECT queue, key FROM _honker_unique u
+    WHERE until <= ?1
+       OR (until = 9223372036854775807
+           AND NOT EXISTS (SELECT 1 FROM _honker_jobs j WHERE j.id = u.job_id))
+    LIMIT ?2)";
+
 /// ?1 queue, ?2 now. Whether any of [`DUE_EXPIRED`], [`PROMOTE`],
 /// [`LAPSED_EXHAUSTED`], [`RECLAIM`] or [`DAMAGED_TIMES`] has work (claim
 /// skips them if not).
@@ -416,10 +497,12 @@ WHERE id IN ({}) AND state = 'ready'",
 pub static LEASE_32: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| lease_rows(32));
 pub static LEASE_8: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| lease_rows(8));
 
-/// ?1 id, ?2 queue, ?3 token. Deletes an acked job.
+/// ?1 id, ?2 queue, ?3 token. Deletes an acked job without a dedupe key
+/// (one with a key may hold it on: [`LEASED_KEY`], [`END_HOLD`]).
 pub const ACK: &str = "
 DELETE FROM _honker_jobs
-WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'";
+WHERE id = ?1 AND queue = ?2 AND lease_token = ?3 AND state = 'running'
+  AND dedupe_key IS NULL";
 
 /// ?1 id, ?2 worker_id, ?3 attempt (NULL: any). Queue, token and lease
 /// expiry of the worker's lease (Honker's ownership rule: worker id, and the

@@ -53,8 +53,24 @@ pub struct EnqueueOptions {
     /// While a live (ready, scheduled or running) job of this queue holds the
     /// same key, enqueue returns that job's id with `existing = true` instead
     /// of adding a duplicate. Enforced by a unique index, so it is race-free
-    /// across processes. Up to 512 bytes.
+    /// across processes. Up to 512 bytes. `unique` says how long it holds.
     pub dedupe_key: Option<String>,
+    /// The dedupe key is the payload's digest (of its JSON value: keys in
+    /// any order, any spacing, `10` and `10.0` alike; of its bytes
+    /// otherwise), after `dedupe_key` when both are given: the same payload
+    /// is one job. The digest (128-bit FNV-1a) tells payloads apart, but is
+    /// not made to resist a producer that crafts collisions.
+    pub dedupe_by_payload: bool,
+    /// How the dedupe key holds (ADR 37): `"live"` (the default: while its
+    /// job is live), `"period"` (also for `unique_for` after its job
+    /// completed), `"throttle"` (also for `unique_for` after the enqueue
+    /// that added the job, whatever the job does), `"debounce"` (an enqueue
+    /// meeting a pending job replaces its payload, run time, priority,
+    /// expiry and trace context; one meeting a running job adds a new job,
+    /// which takes the key). [`Enqueued::unique`] says which one acted.
+    pub unique: Option<String>,
+    /// The period of `unique = "period"` or `"throttle"` (1 ms to 366 days).
+    pub unique_for: Option<Duration>,
     /// If the job has not started this long after enqueue, it is moved to the
     /// finished records as `expired` and never runs. Must end after `run_at`.
     pub expires: Option<Duration>,
@@ -93,6 +109,7 @@ impl EnqueueOptions {
         if let Some(k) = &self.dedupe_key {
             validate::key("dedupe key", k)?;
         }
+        self.unique_mode()?;
         if let Some(k) = &self.concurrency_key {
             validate::key("concurrency key", k)?;
         }
@@ -100,6 +117,50 @@ impl EnqueueOptions {
             b.validate()?;
         }
         Ok(())
+    }
+
+    /// The mode of `unique` with its period, checked against the key options.
+    fn unique_mode(&self) -> Result<Unique> {
+        let mode = match self.unique.as_deref() {
+            None => None,
+            Some(m) => Some(UniqueMode::parse(m)?),
+        };
+        let keyed = self.dedupe_key.is_some() || self.dedupe_by_payload;
+        if mode.is_some() && !keyed {
+            return Err(Error::invalid(
+                "unique needs a key to hold: give dedupe_key or dedupe_by_payload",
+            ));
+        }
+        let period = match self.unique_for {
+            Some(d) => {
+                let max = crate::rate::MAX_PER;
+                if d < Duration::from_millis(1) || d > max {
+                    return Err(Error::invalid(format!(
+                        "unique_for must be between 1 ms and {} days, got {}",
+                        max.as_secs() / 86_400,
+                        crate::options::human(d)
+                    )));
+                }
+                Some(duration_ms(d))
+            }
+            None => None,
+        };
+        match (mode.unwrap_or(UniqueMode::Live), period) {
+            (UniqueMode::Period, Some(ms)) => Ok(Unique::Period(ms)),
+            (UniqueMode::Throttle, Some(ms)) => Ok(Unique::Throttle(ms)),
+            (m @ (UniqueMode::Period | UniqueMode::Throttle), None) => {
+                Err(Error::invalid(format!(
+                    "unique = {:?} needs unique_for (how long the key holds)",
+                    m.as_str()
+                )))
+            }
+            (UniqueMode::Live, None) => Ok(Unique::Live),
+            (UniqueMode::Debounce, None) => Ok(Unique::Debounce),
+            (m, Some(_)) => Err(Error::invalid(format!(
+                "unique_for is the period of unique = \"period\" or \"throttle\", not of {:?}",
+                m.as_str()
+            ))),
+        }
     }
 
     /// The row to insert at `now`, with `defaults` filling what is not set.
@@ -124,6 +185,8 @@ impl EnqueueOptions {
             backoff_max_ms: duration_ms(backoff.max),
             backoff_jitter: backoff.jitter,
             dedupe_key: self.dedupe_key.as_deref(),
+            dedupe_by_payload: self.dedupe_by_payload,
+            unique: self.unique_mode()?,
             concurrency_key: self.concurrency_key.as_deref(),
             expires_at,
             trace_context: self.trace_context.as_ref().map(TraceContext::to_json),
@@ -136,8 +199,66 @@ impl EnqueueOptions {
 pub struct Enqueued {
     /// The job's id (the existing job's, when deduplicated).
     pub id: i64,
-    /// True when a live job already held the dedupe key and nothing was added.
+    /// True when the dedupe key was held and nothing was added: `id` names
+    /// the job that holds it (live, or finished under `period` or
+    /// `throttle`), which `debounce` may have updated.
     pub existing: bool,
+    /// Which mode acted when nothing was added (`None` when a job was).
+    pub unique: Option<UniqueMode>,
+}
+
+/// How a dedupe key holds (`EnqueueOptions::unique`, ADR 37).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UniqueMode {
+    /// While its job is live (ready, scheduled or running).
+    Live,
+    /// While its job is live, and for a period after it completed.
+    Period,
+    /// While its job is live, and for a period after the enqueue that added it.
+    Throttle,
+    /// While its job is live; an enqueue meeting it pending replaces it.
+    Debounce,
+}
+
+impl UniqueMode {
+    /// Every mode, in the order of their codes (0 to 3).
+    pub const ALL: [UniqueMode; 4] = [
+        UniqueMode::Live,
+        UniqueMode::Period,
+        UniqueMode::Throttle,
+        UniqueMode::Debounce,
+    ];
+
+    /// Its name (`"live"`, `"period"`, `"throttle"`, `"debounce"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UniqueMode::Live => "live",
+            UniqueMode::Period => "period",
+            UniqueMode::Throttle => "throttle",
+            UniqueMode::Debounce => "debounce",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn parse(name: &str) -> Result<UniqueMode> {
+        UniqueMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unique must be \"live\", \"period\", \"throttle\" or \"debounce\", got {name:?}"
+                ))
+            })
+    }
+}
+
+/// A resolved `unique` with its period (ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unique {
+    Live,
+    Period(i64),
+    Throttle(i64),
+    Debounce,
 }
 
 /// A pause of one queue, or of all (ADR 33).

@@ -272,6 +272,8 @@ fn fire(
         backoff_max_ms: duration_ms(defaults.backoff.max),
         backoff_jitter: defaults.backoff.jitter,
         dedupe_key: None,
+        dedupe_by_payload: false,
+        unique: crate::queue::Unique::Live,
         concurrency_key: None,
         expires_at: s.expires_ms().map(|e| run_at.saturating_add(e)),
         trace_context: None,

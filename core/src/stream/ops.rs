@@ -30,7 +30,7 @@ fn digest(p: &Payload) -> i64 {
     if let Payload::Json(t) = p {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
             let mut canonical = Vec::with_capacity(t.len());
-            canonical_json(&v, &mut canonical);
+            crate::payload::canonical_json(&v, &mut canonical);
             return fnv(b'j', &canonical);
         }
     }
@@ -55,46 +55,6 @@ fn fnv(tag: u8, bytes: &[u8]) -> i64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h as i64
-}
-
-/// `v` written compactly with object keys sorted and whole numbers without
-/// a fraction: one text per JSON value.
-fn canonical_json(v: &serde_json::Value, out: &mut Vec<u8>) {
-    use serde_json::Value;
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                serde_json::to_writer(&mut *out, k).expect("a string writes to a Vec");
-                out.push(b':');
-                canonical_json(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical_json(x, out);
-            }
-            out.push(b']');
-        }
-        Value::Number(n) => match n.as_f64() {
-            // 2^53: every whole f64 below it is an exact integer.
-            Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 9.007e15 => {
-                out.extend_from_slice((f as i64).to_string().as_bytes());
-            }
-            _ => out.extend_from_slice(n.to_string().as_bytes()),
-        },
-        other => out.extend_from_slice(other.to_string().as_bytes()),
-    }
 }
 
 /// Appends `payloads` to `stream` with the options `o` (checked by the

@@ -90,6 +90,7 @@ pub fn snapshot(db: &Database) -> String {
         "_honker_stream_events",
         "_honker_stream_offsets",
         "_honker_stream_publish_keys",
+        "_honker_unique",
     ] {
         let rows = db
             .query(&format!("SELECT * FROM {t} ORDER BY 1"), [])
