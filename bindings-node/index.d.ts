@@ -110,8 +110,11 @@ export interface OpenOptions {
 export interface Enqueued {
   /** The job's id. */
   id: number;
-  /** True when the dedupe key matched a live job: nothing was enqueued. */
+  /** True when the dedupe key was held: nothing was added, `id` is the holder's. */
   existing: boolean;
+  /** The mode that acted when nothing was added: "live", "period", "throttle" or
+"debounce" (the pending holder took this payload and run time). */
+  unique: string | null;
 }
 // </generated: record-Enqueued>
 
@@ -147,6 +150,12 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** While a live (ready, scheduled or running) job of this queue holds this key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes). */
   dedupeKey?: string;
+  /** The dedupe key is (also) the payload's digest, of its JSON value (keys in any order): the same payload is one job. Default false. */
+  dedupeByPayload?: boolean;
+  /** How the dedupe key holds: "live" (while its job is live: the default), "period" (also for `uniqueFor` after it completed), "throttle" (also for `uniqueFor` after this enqueue), "debounce" (a later enqueue replaces the pending job's payload, run time and priority). */
+  unique?: string;
+  /** The period of `unique` "period" or "throttle" (1 ms to 366 days). In ms. */
+  uniqueFor?: number;
   /** A job not started this long after enqueue expires instead of running. In ms. */
   expires?: number;
   /** The key the queue's `max_running_per_key` counts: at most that many jobs of one key run at once, in every process (up to 512 bytes). */
@@ -329,6 +338,8 @@ export interface MaintenanceReport {
   rateLimitKeys: number;
   /** Queues' key rows (turns, rate limits per key) that carried nothing any more. */
   queueKeys: number;
+  /** Unique holds (`period`, `throttle`) removed once they held nothing. */
+  uniqueHolds: number;
   /** Schedule fire records removed once older than their catch-up window. */
   scheduleFires: number;
 }

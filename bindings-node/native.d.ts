@@ -714,6 +714,20 @@ export interface EnqueueArgs {
    * enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
    */
   dedupeKey?: string
+  /**
+   * The dedupe key is (also) the payload's digest, of its JSON value (keys in any
+   * order): the same payload is one job.
+   */
+  dedupeByPayload?: boolean
+  /**
+   * How the dedupe key holds: "live" (while its job is live: the default),
+   * "period" (also for `unique_for` after it completed), "throttle" (also for
+   * `unique_for` after this enqueue), "debounce" (a later enqueue replaces the pending
+   * job's payload, run time and priority).
+   */
+  unique?: string
+  /** The period of `unique` "period" or "throttle" (1 ms to 366 days). */
+  uniqueFor?: number
   /** A job not started this long after enqueue expires instead of running. */
   expires?: number
   /**
@@ -730,18 +744,25 @@ export interface EnqueueArgs {
 export interface Enqueued {
   /** The job's id. */
   id: number
-  /** True when the dedupe key matched a live job: nothing was enqueued. */
+  /** True when the dedupe key was held: nothing was added, `id` is the holder's. */
   existing: boolean
+  /**
+   * The mode that acted when nothing was added: "live", "period", "throttle" or
+   * "debounce" (the pending holder took this payload and run time).
+   */
+  unique?: string
 }
 
 /**
- * What `enqueueMany` resolves to: the jobs' ids in order, and the indexes
- * of those a live job's dedupe key answered (`existing`), so that 1,000
- * records cross as one typed array (`convert.js`'s `enqueuedBatch`).
+ * What `enqueueMany` resolves to: the jobs' ids in order, the indexes of
+ * those whose dedupe key was held (`existing`) and the mode that acted on
+ * each of those (`unique`), so that 1,000 records cross as one typed array
+ * (`convert.js`'s `enqueuedBatch`).
  */
 export interface EnqueuedBatch {
   ids: Float64Array
   existing: Array<number>
+  unique: Array<string>
 }
 
 /** Every stable error code, for the JS layer's error classes. */
@@ -999,6 +1020,8 @@ export interface MaintenanceReport {
   rateLimitKeys: number
   /** Queues' key rows (turns, rate limits per key) that carried nothing any more. */
   queueKeys: number
+  /** Unique holds (`period`, `throttle`) removed once they held nothing. */
+  uniqueHolds: number
   /** Schedule fire records removed once older than their catch-up window. */
   scheduleFires: number
 }

@@ -534,6 +534,10 @@ OPTION_TYPES = {
         "float", "float", "_args.number({q}, {n})", None,
         "Double", "{n}", "number", "optNumber('{n}', options.{n})",
     ),
+    "bool": OptionType(
+        "bool", "bool", "_args.flag({q}, {n})", None,
+        "Bool", "{n}", "boolean", "optBool('{n}', options.{n})",
+    ),
     "Instant": OptionType(
         "When", "float", "epoch({q}, {n})", None,
         "Date", "{n}?.timeIntervalSince1970", "Date | number", "epochMs('{n}', options.{n})",
@@ -694,6 +698,8 @@ def py_check(fl: dict) -> list[str]:
                 *py_call_assign(n, call, 4),
             ]
         return [f"if {n} is not None:", *py_call_assign(n, call, 4)]
+    if t.py == "bool":
+        return [f"if {n}.__class__ is not bool:", *py_call_assign(n, call, 4)]
     if t.py_bounds is not None:
         lo, hi = t.py_bounds
         test = f"if {n}.__class__ is not int or not {lo} <= {n} <= {hi}:"
@@ -788,12 +794,21 @@ def pyi_options(f: dict) -> str:
     for v in f["options"]:
         if v.get("shared"):
             continue
-        cells = ", ".join(f"{option_type(fl).pyi} | None" for fl in v["fields"])
+        parts = [f"{option_type(fl).pyi} | None" for fl in v["fields"]]
+        cells = ", ".join(parts)
         one = f"{v['record']} = tuple[{cells}]"
-        # ruff's layout past the line length (the cells fit on one line).
-        lines.append(
-            one if len(one) <= PY_WIDTH else f"{v['record']} = tuple[\n    {cells}\n]"
-        )
+        # ruff's layout past the line length: the cells on one line of their
+        # own when they fit there, else one per line.
+        if len(one) <= PY_WIDTH:
+            lines.append(one)
+        elif len(cells) + 4 <= PY_WIDTH:
+            lines.append(f"{v['record']} = tuple[\n    {cells}\n]")
+        else:
+            lines.append(
+                f"{v['record']} = tuple[\n"
+                + "".join(f"    {p},\n" for p in parts)
+                + "]"
+            )
     return "\n".join(lines)
 
 

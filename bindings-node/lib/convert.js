@@ -86,12 +86,17 @@ function packed(list) {
   return list.length === 0 ? list : list.join('\n');
 }
 
-/** `enqueueMany`'s records, from the ids and `existing` indexes records.rs's `EnqueuedBatch` crosses as. */
+/** `enqueueMany`'s records, from the ids, `existing` indexes and the modes
+ * that acted on those (`unique`) records.rs's `EnqueuedBatch` crosses as. */
 function enqueuedBatch(batch) {
-  const { ids, existing } = batch;
+  const { ids, existing, unique } = batch;
   const out = new Array(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = { id: ids[i], existing: false };
-  for (const i of existing) out[i].existing = true;
+  for (let i = 0; i < ids.length; i++) out[i] = { id: ids[i], existing: false, unique: null };
+  for (let k = 0; k < existing.length; k++) {
+    const e = out[existing[k]];
+    e.existing = true;
+    e.unique = unique[k];
+  }
   return out;
 }
 
@@ -191,6 +196,12 @@ function optNumber(name, value) {
   return value;
 }
 
+function optBool(name, value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw invalid(`${name} must be true or false, got ${describe(value)}`);
+  return value;
+}
+
 function optMs(name, value) {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds, got ${describe(value)}`);
@@ -238,6 +249,7 @@ function enqueued(d) {
   return {
     id: d.id,
     existing: d.existing,
+    unique: d.unique ?? null,
   };
 }
 // </generated: record-Enqueued>
@@ -302,6 +314,7 @@ function maintenanceReport(d) {
     locks: d.locks,
     rateLimitKeys: d.rateLimitKeys,
     queueKeys: d.queueKeys,
+    uniqueHolds: d.uniqueHolds,
     scheduleFires: d.scheduleFires,
   };
 }
@@ -497,6 +510,7 @@ module.exports = {
   need,
   notification,
   num,
+  optBool,
   optMs,
   optNumber,
   optText,

@@ -43,23 +43,30 @@ pub(crate) fn numbers(v: impl IntoIterator<Item = i64>) -> Float64Array {
     Float64Array::new(v.into_iter().map(|n| n as f64).collect())
 }
 
-/// What `enqueueMany` resolves to: the jobs' ids in order, and the indexes
-/// of those a live job's dedupe key answered (`existing`), so that 1,000
-/// records cross as one typed array (`convert.js`'s `enqueuedBatch`).
+/// What `enqueueMany` resolves to: the jobs' ids in order, the indexes of
+/// those whose dedupe key was held (`existing`) and the mode that acted on
+/// each of those (`unique`), so that 1,000 records cross as one typed array
+/// (`convert.js`'s `enqueuedBatch`).
 #[napi(object)]
 pub struct EnqueuedBatch {
     pub ids: Float64Array,
     pub existing: Vec<u32>,
+    pub unique: Vec<String>,
 }
 
 impl EnqueuedBatch {
     pub(crate) fn new(done: Vec<honker::Enqueued>) -> EnqueuedBatch {
-        let existing = (0..done.len() as u32)
-            .filter(|&i| done[i as usize].existing)
-            .collect();
+        let (mut existing, mut unique) = (Vec::new(), Vec::new());
+        for (i, e) in done.iter().enumerate() {
+            if let Some(mode) = e.unique {
+                existing.push(i as u32);
+                unique.push(mode.as_str().to_owned());
+            }
+        }
         EnqueuedBatch {
             ids: numbers(done.iter().map(|e| e.id)),
             existing,
+            unique,
         }
     }
 }

@@ -132,8 +132,39 @@ test('enqueueMany hands each payload its own id, whether its JSON crosses packed
   }
   // A dedupe key's holder comes back as `existing`, through the batch form too.
   const first = await q.enqueueMany(['k'], { dedupeKey: 'k' });
-  assert.deepEqual(await q.enqueueMany(['k'], { dedupeKey: 'k' }), [{ id: first[0].id, existing: true }]);
+  assert.deepEqual(await q.enqueueMany(['k'], { dedupeKey: 'k' }), [{ id: first[0].id, existing: true, unique: 'live' }]);
   assert.deepEqual(await q.enqueueMany([]), []);
+});
+
+test('unique modes cross as options; the mode that acted comes back, through enqueueMany too', async () => {
+  const { db } = await testDb();
+  const q = db.queue('q');
+  const throttle = { dedupeKey: 'k', unique: 'throttle', uniqueFor: 60_000 };
+  const first = await q.enqueue('a', throttle);
+  assert.deepEqual(first, { id: first.id, existing: false, unique: null });
+  assert.deepEqual(await q.enqueue('b', throttle), { id: first.id, existing: true, unique: 'throttle' });
+  await (await q.claimBatch('w', 1))[0].ack();
+  assert.deepEqual(await q.enqueue('c', throttle), { id: first.id, existing: true, unique: 'throttle' });
+  // Keys of the payloads' JSON values: key order does not matter.
+  const got = await q.enqueueMany([{ a: 1, b: 2 }, { b: 2, a: 1 }, { a: 2 }], { dedupeByPayload: true });
+  assert.deepEqual(got.map((e) => [e.existing, e.unique]), [[false, null], [true, 'live'], [false, null]]);
+  assert.equal(got[1].id, got[0].id);
+  const debounce = { dedupeKey: 'd', unique: 'debounce', delay: 60_000 };
+  const d = await q.enqueue({ v: 1 }, debounce);
+  assert.deepEqual(await q.enqueue({ v: 2 }, debounce), { id: d.id, existing: true, unique: 'debounce' });
+  assert.deepEqual((await q.getJob(d.id)).payload, { v: 2 });
+  const before = (await q.stats()).scheduled;
+  for (const bad of [
+    { dedupeKey: 'k', unique: 3 },
+    { dedupeByPayload: 'yes' },
+    { dedupeKey: 'k', uniqueFor: 1000 },
+    { dedupeKey: 'k', unique: 'period' },
+    { unique: 'live' },
+    { dedupeKey: 'k', unique: 'throttle', uniquefor: 1000 },
+  ]) {
+    await assert.rejects(q.enqueue('x', bad), honker.InvalidArgument, JSON.stringify(bad));
+  }
+  assert.equal((await q.stats()).scheduled, before);
 });
 
 test('keepAlive renews the lease while work runs', async () => {

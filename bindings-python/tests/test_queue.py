@@ -330,6 +330,47 @@ def test_fairness_takes_keys_in_turn_and_limits_each_key(path):
     other.close()
 
 
+def test_unique_modes_as_python_passes_them(db, clock):
+    """unique, unique_for (seconds or a timedelta) and dedupe_by_payload
+    cross as options, sync and asyncio; the mode that acted comes back,
+    through enqueue_many too; bad input is refused and changes nothing
+    (ADR 37). The modes' semantics across surfaces are tests-interop's."""
+    q = db.queue("q")
+    period = {"dedupe_key": "welcome:1", "unique": "period", "unique_for": dt.timedelta(hours=1)}
+    first = q.enqueue({"user": 1}, **period)
+    assert first == (first.id, False, None)
+    q.claim_batch("w")[0].ack()
+    clock.advance(3599)
+    held = q.enqueue({"user": 1}, **period)
+    assert (held.id, held.existing, held.unique) == (first.id, True, "period")
+    clock.advance(1)
+    assert q.enqueue({"user": 1}, **period).existing is False
+    got = q.enqueue_many([{"a": 1, "b": 2}, {"b": 2, "a": 1.0}, {"a": 2}], dedupe_by_payload=True)
+    assert [(e.existing, e.unique) for e in got] == [(False, None), (True, "live"), (False, None)]
+    assert got[1].id == got[0].id
+
+    async def debounce():
+        d = await q.enqueue_async({"v": 1}, dedupe_key="d", unique="debounce", delay=60)
+        again = await q.enqueue_async({"v": 2}, dedupe_key="d", unique="debounce", delay=60)
+        assert (again.id, again.unique) == (d.id, "debounce")
+        assert q.get_job(d.id).payload == {"v": 2}
+
+    asyncio.run(debounce())
+    stats = q.stats()
+    for bad in [
+        {"dedupe_key": "k", "unique": 3},
+        {"dedupe_by_payload": "yes"},
+        {"dedupe_by_payload": 1},
+        {"dedupe_key": "k", "unique_for": 10},
+        {"dedupe_key": "k", "unique": "period"},
+        {"unique": "live"},
+        {"dedupe_key": "k", "unique": "throttle", "unique_for": -1},
+    ]:
+        with pytest.raises(honker.InvalidArgument):
+            q.enqueue("x", **bad)
+    assert q.stats() == stats
+
+
 def test_a_paused_queue_keeps_its_asyncio_claim_waiting_until_resumed(path, async_waits):
     """Pause and resume as Python calls them (sync and asyncio twins, the
     note's check); what a pause does on every surface is the ``pause``

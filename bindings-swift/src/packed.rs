@@ -29,7 +29,7 @@
 
 use crate::database::Payload;
 use crate::errors::{HonkerError, R};
-use crate::records::{ClaimedJob, Enqueued};
+use crate::records::ClaimedJob;
 
 const JSON: u8 = 0;
 const BYTES: u8 = 1;
@@ -88,12 +88,22 @@ pub(crate) fn unpack_payloads(packed: &[u8]) -> R<Vec<honker::Payload>> {
     Ok(out)
 }
 
+/// Each record as its id, then one byte: 0 when the job was added, else
+/// 1 + the code of the mode that acted (`UniqueMode::ALL`'s order, which
+/// `Packed.swift`'s `uniqueModes` lists).
 pub(crate) fn pack_enqueued(done: Vec<honker::Enqueued>) -> Vec<u8> {
     let mut out = Vec::with_capacity(done.len() * 9);
     for e in done {
-        let Enqueued { id, existing } = e.into();
-        out.extend_from_slice(&id.to_le_bytes());
-        out.push(u8::from(existing));
+        out.extend_from_slice(&e.id.to_le_bytes());
+        out.push(match e.unique {
+            None => 0,
+            Some(m) => {
+                1 + honker::UniqueMode::ALL
+                    .iter()
+                    .position(|&x| x == m)
+                    .expect("a mode is one of ALL") as u8
+            }
+        });
     }
     out
 }

@@ -65,6 +65,12 @@ def number(name: str, value: Any) -> float:
     return float(value)
 
 
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(f"{name} must be True or False, got {show(value)}")
+    return value
+
+
 def optional_text(name: str, value: Any) -> str | None:
     return None if value is None else text(name, value)
 

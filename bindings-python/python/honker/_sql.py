@@ -36,6 +36,9 @@ class EnqueueOptions(TypedDict, total=False):
     priority: int
     max_attempts: int | None
     dedupe_key: str | None
+    dedupe_by_payload: bool
+    unique: str | None
+    unique_for: Seconds | None
     expires: Seconds | None
     concurrency_key: str | None
 

@@ -45,6 +45,7 @@ _MAINTENANCE_REPORT_FIELDS = (
     "locks",
     "rate_limit_keys",
     "queue_keys",
+    "unique_holds",
     "schedule_fires",
 )
 # </generated: record-MaintenanceReport>

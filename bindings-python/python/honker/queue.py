@@ -50,11 +50,13 @@ _I64_MIN, _I64_MAX = _args.I64
 
 
 class Enqueued(NamedTuple):
-    """What ``enqueue`` returns: the job id, and whether a live job already
-    held the dedupe key (then ``id`` is that job's)."""
+    """What ``enqueue`` returns: the job id, whether the dedupe key was held
+    (then nothing was added and ``id`` is the holder's), and which mode
+    acted then (``unique``: "live", "period", "throttle" or "debounce")."""
 
     id: int
     existing: bool
+    unique: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -620,6 +622,9 @@ class Queue(Generic[P]):
         priority: int = 0,
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
+        dedupe_by_payload: bool = False,
+        unique: str | None = None,
+        unique_for: Seconds | None = None,
         expires: Seconds | None = None,
         concurrency_key: str | None = None,
         tx: Transaction | None = None,
@@ -641,6 +646,16 @@ class Queue(Generic[P]):
         this key, enqueue returns that job (``existing``) instead of adding one (up to 512
         bytes).
 
+        ``dedupe_by_payload``: The dedupe key is (also) the payload's digest, of its JSON
+        value (keys in any order): the same payload is one job.
+
+        ``unique``: How the dedupe key holds: "live" (while its job is live: the default),
+        "period" (also for ``unique_for`` after it completed), "throttle" (also for
+        ``unique_for`` after this enqueue), "debounce" (a later enqueue replaces the pending
+        job's payload, run time and priority).
+
+        ``unique_for``: The period of ``unique`` "period" or "throttle" (1 ms to 366 days).
+
         ``expires``: A job not started this long after enqueue expires instead of running.
 
         ``concurrency_key``: The key the queue's ``max_running_per_key`` counts: at most
@@ -655,11 +670,28 @@ class Queue(Generic[P]):
             max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
         if dedupe_key is not None and dedupe_key.__class__ is not str:
             dedupe_key = _args.text("dedupe_key", dedupe_key)
+        if dedupe_by_payload.__class__ is not bool:
+            dedupe_by_payload = _args.flag("dedupe_by_payload", dedupe_by_payload)
+        if unique is not None and unique.__class__ is not str:
+            unique = _args.text("unique", unique)
+        if unique_for is not None:
+            unique_for = seconds("unique_for", unique_for)
         if expires is not None:
             expires = seconds("expires", expires)
         if concurrency_key is not None and concurrency_key.__class__ is not str:
             concurrency_key = _args.text("concurrency_key", concurrency_key)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
+        options = (
+            delay,
+            run_at,
+            priority,
+            max_attempts,
+            dedupe_key,
+            dedupe_by_payload,
+            unique,
+            unique_for,
+            expires,
+            concurrency_key,
+        )
         return _new_tuple(Enqueued, self._db._write(tx, self._enqueue(payload, tx, options)))
 
     async def enqueue_async(
@@ -671,6 +703,9 @@ class Queue(Generic[P]):
         priority: int = 0,
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
+        dedupe_by_payload: bool = False,
+        unique: str | None = None,
+        unique_for: Seconds | None = None,
         expires: Seconds | None = None,
         concurrency_key: str | None = None,
         tx: Transaction | None = None,
@@ -686,11 +721,28 @@ class Queue(Generic[P]):
             max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
         if dedupe_key is not None and dedupe_key.__class__ is not str:
             dedupe_key = _args.text("dedupe_key", dedupe_key)
+        if dedupe_by_payload.__class__ is not bool:
+            dedupe_by_payload = _args.flag("dedupe_by_payload", dedupe_by_payload)
+        if unique is not None and unique.__class__ is not str:
+            unique = _args.text("unique", unique)
+        if unique_for is not None:
+            unique_for = seconds("unique_for", unique_for)
         if expires is not None:
             expires = seconds("expires", expires)
         if concurrency_key is not None and concurrency_key.__class__ is not str:
             concurrency_key = _args.text("concurrency_key", concurrency_key)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
+        options = (
+            delay,
+            run_at,
+            priority,
+            max_attempts,
+            dedupe_key,
+            dedupe_by_payload,
+            unique,
+            unique_for,
+            expires,
+            concurrency_key,
+        )
         r = await self._db._write_async(tx, self._enqueue(payload, tx, options))
         return _new_tuple(Enqueued, r)
 
@@ -703,6 +755,9 @@ class Queue(Generic[P]):
         priority: int = 0,
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
+        dedupe_by_payload: bool = False,
+        unique: str | None = None,
+        unique_for: Seconds | None = None,
         expires: Seconds | None = None,
         concurrency_key: str | None = None,
         tx: Transaction | None = None,
@@ -724,6 +779,16 @@ class Queue(Generic[P]):
         this key, enqueue returns that job (``existing``) instead of adding one (up to 512
         bytes).
 
+        ``dedupe_by_payload``: The dedupe key is (also) the payload's digest, of its JSON
+        value (keys in any order): the same payload is one job.
+
+        ``unique``: How the dedupe key holds: "live" (while its job is live: the default),
+        "period" (also for ``unique_for`` after it completed), "throttle" (also for
+        ``unique_for`` after this enqueue), "debounce" (a later enqueue replaces the pending
+        job's payload, run time and priority).
+
+        ``unique_for``: The period of ``unique`` "period" or "throttle" (1 ms to 366 days).
+
         ``expires``: A job not started this long after enqueue expires instead of running.
 
         ``concurrency_key``: The key the queue's ``max_running_per_key`` counts: at most
@@ -738,11 +803,28 @@ class Queue(Generic[P]):
             max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
         if dedupe_key is not None and dedupe_key.__class__ is not str:
             dedupe_key = _args.text("dedupe_key", dedupe_key)
+        if dedupe_by_payload.__class__ is not bool:
+            dedupe_by_payload = _args.flag("dedupe_by_payload", dedupe_by_payload)
+        if unique is not None and unique.__class__ is not str:
+            unique = _args.text("unique", unique)
+        if unique_for is not None:
+            unique_for = seconds("unique_for", unique_for)
         if expires is not None:
             expires = seconds("expires", expires)
         if concurrency_key is not None and concurrency_key.__class__ is not str:
             concurrency_key = _args.text("concurrency_key", concurrency_key)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
+        options = (
+            delay,
+            run_at,
+            priority,
+            max_attempts,
+            dedupe_key,
+            dedupe_by_payload,
+            unique,
+            unique_for,
+            expires,
+            concurrency_key,
+        )
         r = self._db._write(tx, self._enqueue_many(payloads, tx, options))
         return [_new_tuple(Enqueued, e) for e in r]
 
@@ -755,6 +837,9 @@ class Queue(Generic[P]):
         priority: int = 0,
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
+        dedupe_by_payload: bool = False,
+        unique: str | None = None,
+        unique_for: Seconds | None = None,
         expires: Seconds | None = None,
         concurrency_key: str | None = None,
         tx: Transaction | None = None,
@@ -770,11 +855,28 @@ class Queue(Generic[P]):
             max_attempts = _args.integer("max_attempts", max_attempts, _args.ATTEMPTS)
         if dedupe_key is not None and dedupe_key.__class__ is not str:
             dedupe_key = _args.text("dedupe_key", dedupe_key)
+        if dedupe_by_payload.__class__ is not bool:
+            dedupe_by_payload = _args.flag("dedupe_by_payload", dedupe_by_payload)
+        if unique is not None and unique.__class__ is not str:
+            unique = _args.text("unique", unique)
+        if unique_for is not None:
+            unique_for = seconds("unique_for", unique_for)
         if expires is not None:
             expires = seconds("expires", expires)
         if concurrency_key is not None and concurrency_key.__class__ is not str:
             concurrency_key = _args.text("concurrency_key", concurrency_key)
-        options = (delay, run_at, priority, max_attempts, dedupe_key, expires, concurrency_key)
+        options = (
+            delay,
+            run_at,
+            priority,
+            max_attempts,
+            dedupe_key,
+            dedupe_by_payload,
+            unique,
+            unique_for,
+            expires,
+            concurrency_key,
+        )
         r = await self._db._write_async(tx, self._enqueue_many(payloads, tx, options))
         return [_new_tuple(Enqueued, e) for e in r]
 

@@ -549,21 +549,31 @@ public final class Queue: @unchecked Sendable {
     /// `dedupeKey`: While a live (ready, scheduled or running) job of this queue holds this
     /// key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
     ///
+    /// `dedupeByPayload`: The dedupe key is (also) the payload's digest, of its JSON value
+    /// (keys in any order): the same payload is one job.
+    ///
+    /// `unique`: How the dedupe key holds: "live" (while its job is live: the default),
+    /// "period" (also for `uniqueFor` after it completed), "throttle" (also for `uniqueFor`
+    /// after this enqueue), "debounce" (a later enqueue replaces the pending job's payload,
+    /// run time and priority).
+    ///
+    /// `uniqueFor`: The period of `unique` "period" or "throttle" (1 ms to 366 days).
+    ///
     /// `expires`: A job not started this long after enqueue expires instead of running.
     ///
     /// `concurrencyKey`: The key the queue's `max_running_per_key` counts: at most that
     /// many jobs of one key run at once, in every process (up to 512 bytes).
     @discardableResult
-    public func enqueue<P: Encodable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
+    public func enqueue<P: Encodable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, dedupeByPayload: Bool = false, unique: String? = nil, uniqueFor: TimeInterval? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         tx: Transaction? = nil) throws -> Enqueued {
-        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
+        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, dedupeByPayload: dedupeByPayload, unique: unique, uniqueFor: uniqueFor, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
     }
 
     /// `enqueue` for async code: off the caller's thread where it would wait.
     @discardableResult
-    public func enqueue<P: Encodable & Sendable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
+    public func enqueue<P: Encodable & Sendable>(_ payload: P, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, dedupeByPayload: Bool = false, unique: String? = nil, uniqueFor: TimeInterval? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         isolation: isolated (any Actor)? = #isolation) async throws -> Enqueued {
-        try await enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey))
+        try await enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, dedupeByPayload: dedupeByPayload, unique: unique, uniqueFor: uniqueFor, expires: expires, concurrencyKey: concurrencyKey))
     }
 
     /// `enqueue` on a connection to this file that your app opened itself
@@ -573,8 +583,8 @@ public final class Queue: @unchecked Sendable {
     /// connection must be open, on this file, and not used by another thread
     /// during the call (inside GRDB's `write` closure it is yours).
     @discardableResult
-    public func enqueue<P: Encodable>(_ payload: P, on connection: OpaquePointer, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil) throws -> Enqueued {
-        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), on: connection)
+    public func enqueue<P: Encodable>(_ payload: P, on connection: OpaquePointer, delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, dedupeByPayload: Bool = false, unique: String? = nil, uniqueFor: TimeInterval? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil) throws -> Enqueued {
+        try enqueueEncoded(try Packed.payloads([payload]), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, dedupeByPayload: dedupeByPayload, unique: unique, uniqueFor: uniqueFor, expires: expires, concurrencyKey: concurrencyKey), on: connection)
     }
 
     /// Adds one job per payload, all in one transaction (up to 10,000), each with the
@@ -592,21 +602,31 @@ public final class Queue: @unchecked Sendable {
     /// `dedupeKey`: While a live (ready, scheduled or running) job of this queue holds this
     /// key, enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
     ///
+    /// `dedupeByPayload`: The dedupe key is (also) the payload's digest, of its JSON value
+    /// (keys in any order): the same payload is one job.
+    ///
+    /// `unique`: How the dedupe key holds: "live" (while its job is live: the default),
+    /// "period" (also for `uniqueFor` after it completed), "throttle" (also for `uniqueFor`
+    /// after this enqueue), "debounce" (a later enqueue replaces the pending job's payload,
+    /// run time and priority).
+    ///
+    /// `uniqueFor`: The period of `unique` "period" or "throttle" (1 ms to 366 days).
+    ///
     /// `expires`: A job not started this long after enqueue expires instead of running.
     ///
     /// `concurrencyKey`: The key the queue's `max_running_per_key` counts: at most that
     /// many jobs of one key run at once, in every process (up to 512 bytes).
     @discardableResult
-    public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
+    public func enqueueMany<P: Encodable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, dedupeByPayload: Bool = false, unique: String? = nil, uniqueFor: TimeInterval? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         tx: Transaction? = nil) throws -> [Enqueued] {
-        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
+        try enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, dedupeByPayload: dedupeByPayload, unique: unique, uniqueFor: uniqueFor, expires: expires, concurrencyKey: concurrencyKey), tx: tx)
     }
 
     /// `enqueueMany` for async code: off the caller's thread where it would wait.
     @discardableResult
-    public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
+    public func enqueueMany<P: Encodable & Sendable>(_ payloads: [P], delay: TimeInterval? = nil, runAt: Date? = nil, priority: Int32 = 0, maxAttempts: UInt32? = nil, dedupeKey: String? = nil, dedupeByPayload: Bool = false, unique: String? = nil, uniqueFor: TimeInterval? = nil, expires: TimeInterval? = nil, concurrencyKey: String? = nil,
         isolation: isolated (any Actor)? = #isolation) async throws -> [Enqueued] {
-        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, expires: expires, concurrencyKey: concurrencyKey))
+        try await enqueueManyEncoded(try Packed.payloads(payloads), EnqueueArgs(delay: delay, runAt: runAt?.timeIntervalSince1970, priority: priority, maxAttempts: maxAttempts, dedupeKey: dedupeKey, dedupeByPayload: dedupeByPayload, unique: unique, uniqueFor: uniqueFor, expires: expires, concurrencyKey: concurrencyKey))
     }
 
     /// Stores the queue's settings in the file, for every process and language: handles

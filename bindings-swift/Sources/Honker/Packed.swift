@@ -52,13 +52,19 @@ enum Packed {
         }
     }
 
+    /// The unique modes by their codes (core's `UniqueMode::ALL`).
+    static let uniqueModes = ["live", "period", "throttle", "debounce"]
+
     static func enqueued(_ packed: Data) throws -> [Enqueued] {
         try packed.withUnsafeBytes { raw in
             var r = Reader(raw: raw)
             var out: [Enqueued] = []
             out.reserveCapacity(raw.count / 9)
             while !r.atEnd {
-                out.append(Enqueued(id: try r.int(Int64.self), existing: try r.int(UInt8.self) != 0))
+                let id = try r.int(Int64.self)
+                let code = Int(try r.int(UInt8.self))
+                guard code <= uniqueModes.count else { throw HonkerError.Internal(message: "a packed enqueue names no mode \(code)") }
+                out.append(Enqueued(id: id, existing: code != 0, unique: code == 0 ? nil : uniqueModes[code - 1]))
             }
             return out
         }

@@ -301,10 +301,14 @@ final class Driver {
                 delay: (s["delay_ms"] as? NSNumber).map { $0.doubleValue / 1000 }, runAt: nil,
                 priority: Int32((s["priority"] as? NSNumber)?.intValue ?? 0),
                 maxAttempts: (s["max_attempts"] as? NSNumber)?.uint32Value,
-                dedupeKey: s["dedupe_key"] as? String, expires: nil,
+                dedupeKey: s["dedupe_key"] as? String,
+                dedupeByPayload: s["dedupe_by_payload"] as? Bool,
+                unique: s["unique"] as? String,
+                uniqueFor: (s["unique_for_ms"] as? NSNumber).map { $0.doubleValue / 1000 },
+                expires: nil,
                 concurrencyKey: s["concurrency_key"] as? String)
             let e = try q.enqueue(jsonText: text, options: options, tx: txFor(s))
-            return ["id": e.id, "existing": e.existing]
+            return ["id": e.id, "existing": e.existing, "unique": e.unique.map { $0 as Any } ?? NSNull()]
         case "claim":
             let count = (s["n"] as? NSNumber)?.int64Value ?? 1
             if count < 0 || count > Int64(UInt32.max) {

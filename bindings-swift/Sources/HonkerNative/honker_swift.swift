@@ -6075,6 +6075,22 @@ public struct EnqueueArgs: Equatable, Hashable {
      */
     public var dedupeKey: String?
     /**
+     * The dedupe key is (also) the payload's digest, of its JSON value (keys in any
+     * order): the same payload is one job.
+     */
+    public var dedupeByPayload: Bool?
+    /**
+     * How the dedupe key holds: "live" (while its job is live: the default),
+     * "period" (also for `unique_for` after it completed), "throttle" (also for
+     * `unique_for` after this enqueue), "debounce" (a later enqueue replaces the pending
+     * job's payload, run time and priority).
+     */
+    public var unique: String?
+    /**
+     * The period of `unique` "period" or "throttle" (1 ms to 366 days).
+     */
+    public var uniqueFor: Double?
+    /**
      * A job not started this long after enqueue expires instead of running.
      */
     public var expires: Double?
@@ -6104,6 +6120,19 @@ public struct EnqueueArgs: Equatable, Hashable {
          * enqueue returns that job (`existing`) instead of adding one (up to 512 bytes).
          */dedupeKey: String?, 
         /**
+         * The dedupe key is (also) the payload's digest, of its JSON value (keys in any
+         * order): the same payload is one job.
+         */dedupeByPayload: Bool?, 
+        /**
+         * How the dedupe key holds: "live" (while its job is live: the default),
+         * "period" (also for `unique_for` after it completed), "throttle" (also for
+         * `unique_for` after this enqueue), "debounce" (a later enqueue replaces the pending
+         * job's payload, run time and priority).
+         */unique: String?, 
+        /**
+         * The period of `unique` "period" or "throttle" (1 ms to 366 days).
+         */uniqueFor: Double?, 
+        /**
          * A job not started this long after enqueue expires instead of running.
          */expires: Double?, 
         /**
@@ -6115,6 +6144,9 @@ public struct EnqueueArgs: Equatable, Hashable {
         self.priority = priority
         self.maxAttempts = maxAttempts
         self.dedupeKey = dedupeKey
+        self.dedupeByPayload = dedupeByPayload
+        self.unique = unique
+        self.uniqueFor = uniqueFor
         self.expires = expires
         self.concurrencyKey = concurrencyKey
     }
@@ -6140,6 +6172,9 @@ public struct FfiConverterTypeEnqueueArgs: FfiConverterRustBuffer {
                 priority: FfiConverterOptionInt32.read(from: &buf), 
                 maxAttempts: FfiConverterOptionUInt32.read(from: &buf), 
                 dedupeKey: FfiConverterOptionString.read(from: &buf), 
+                dedupeByPayload: FfiConverterOptionBool.read(from: &buf), 
+                unique: FfiConverterOptionString.read(from: &buf), 
+                uniqueFor: FfiConverterOptionDouble.read(from: &buf), 
                 expires: FfiConverterOptionDouble.read(from: &buf), 
                 concurrencyKey: FfiConverterOptionString.read(from: &buf)
         )
@@ -6151,6 +6186,9 @@ public struct FfiConverterTypeEnqueueArgs: FfiConverterRustBuffer {
         FfiConverterOptionInt32.write(value.priority, into: &buf)
         FfiConverterOptionUInt32.write(value.maxAttempts, into: &buf)
         FfiConverterOptionString.write(value.dedupeKey, into: &buf)
+        FfiConverterOptionBool.write(value.dedupeByPayload, into: &buf)
+        FfiConverterOptionString.write(value.unique, into: &buf)
+        FfiConverterOptionDouble.write(value.uniqueFor, into: &buf)
         FfiConverterOptionDouble.write(value.expires, into: &buf)
         FfiConverterOptionString.write(value.concurrencyKey, into: &buf)
     }
@@ -6182,9 +6220,14 @@ public struct Enqueued: Equatable, Hashable {
      */
     public var id: Int64
     /**
-     * True when the dedupe key matched a live job: nothing was enqueued.
+     * True when the dedupe key was held: nothing was added, `id` is the holder's.
      */
     public var existing: Bool
+    /**
+     * The mode that acted when nothing was added: "live", "period", "throttle" or
+     * "debounce" (the pending holder took this payload and run time).
+     */
+    public var unique: String?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -6193,10 +6236,15 @@ public struct Enqueued: Equatable, Hashable {
          * The job's id.
          */id: Int64, 
         /**
-         * True when the dedupe key matched a live job: nothing was enqueued.
-         */existing: Bool) {
+         * True when the dedupe key was held: nothing was added, `id` is the holder's.
+         */existing: Bool, 
+        /**
+         * The mode that acted when nothing was added: "live", "period", "throttle" or
+         * "debounce" (the pending holder took this payload and run time).
+         */unique: String?) {
         self.id = id
         self.existing = existing
+        self.unique = unique
     }
 
     
@@ -6216,13 +6264,15 @@ public struct FfiConverterTypeEnqueued: FfiConverterRustBuffer {
         return
             try Enqueued(
                 id: FfiConverterInt64.read(from: &buf), 
-                existing: FfiConverterBool.read(from: &buf)
+                existing: FfiConverterBool.read(from: &buf), 
+                unique: FfiConverterOptionString.read(from: &buf)
         )
     }
 
     public static func write(_ value: Enqueued, into buf: inout [UInt8]) {
         FfiConverterInt64.write(value.id, into: &buf)
         FfiConverterBool.write(value.existing, into: &buf)
+        FfiConverterOptionString.write(value.unique, into: &buf)
     }
 }
 
@@ -7562,6 +7612,10 @@ public struct MaintenanceReport: Equatable, Hashable {
      */
     public var queueKeys: UInt64
     /**
+     * Unique holds (`period`, `throttle`) removed once they held nothing.
+     */
+    public var uniqueHolds: UInt64
+    /**
      * Schedule fire records removed once older than their catch-up window.
      */
     public var scheduleFires: UInt64
@@ -7603,6 +7657,9 @@ public struct MaintenanceReport: Equatable, Hashable {
          * Queues' key rows (turns, rate limits per key) that carried nothing any more.
          */queueKeys: UInt64, 
         /**
+         * Unique holds (`period`, `throttle`) removed once they held nothing.
+         */uniqueHolds: UInt64, 
+        /**
          * Schedule fire records removed once older than their catch-up window.
          */scheduleFires: UInt64) {
         self.dead = dead
@@ -7616,6 +7673,7 @@ public struct MaintenanceReport: Equatable, Hashable {
         self.locks = locks
         self.rateLimitKeys = rateLimitKeys
         self.queueKeys = queueKeys
+        self.uniqueHolds = uniqueHolds
         self.scheduleFires = scheduleFires
     }
 
@@ -7646,6 +7704,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
                 locks: FfiConverterUInt64.read(from: &buf), 
                 rateLimitKeys: FfiConverterUInt64.read(from: &buf), 
                 queueKeys: FfiConverterUInt64.read(from: &buf), 
+                uniqueHolds: FfiConverterUInt64.read(from: &buf), 
                 scheduleFires: FfiConverterUInt64.read(from: &buf)
         )
     }
@@ -7662,6 +7721,7 @@ public struct FfiConverterTypeMaintenanceReport: FfiConverterRustBuffer {
         FfiConverterUInt64.write(value.locks, into: &buf)
         FfiConverterUInt64.write(value.rateLimitKeys, into: &buf)
         FfiConverterUInt64.write(value.queueKeys, into: &buf)
+        FfiConverterUInt64.write(value.uniqueHolds, into: &buf)
         FfiConverterUInt64.write(value.scheduleFires, into: &buf)
     }
 }
@@ -10221,6 +10281,30 @@ fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionBool: FfiConverterRustBuffer {
+    typealias SwiftType = Bool?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterBool.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterBool.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

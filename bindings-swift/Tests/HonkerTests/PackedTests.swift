@@ -71,6 +71,7 @@ final class PackedTests: XCTestCase {
         let dedupe = [try await q.enqueue(["n": 1], dedupeKey: "once"),
                       try await q.enqueue(["n": 2], dedupeKey: "once")]
         XCTAssertEqual(dedupe.map(\.existing), [false, true])
+        XCTAssertEqual(dedupe.map(\.unique), [nil, "live"])
         XCTAssertEqual(dedupe[1].id, dedupe[0].id)
         // Inside a transaction, and on the app's own connection.
         let tx = try t.db.begin()

@@ -248,6 +248,39 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(rest.count, 1)
     }
 
+    func testUniqueModesAsSwiftPassesThem() async throws {
+        // ADR 37 as Swift passes it: the options, the mode that acted
+        // (through the packed batch form too), the checks. The modes'
+        // semantics across surfaces are tests-interop's unique_modes.
+        let t = try testDb()
+        let q = try t.db.queue("q")
+        let first = try await q.enqueue(["user": 1], dedupeKey: "w:1", unique: "period", uniqueFor: 3600)
+        XCTAssertNil(first.unique)
+        try await q.claimBatch(workerId: "w", n: 1)[0].ack()
+        try t.clock.advance(ms: 3_599_000)
+        let held = try await q.enqueue(["user": 1], dedupeKey: "w:1", unique: "period", uniqueFor: 3600)
+        XCTAssertEqual(held.id, first.id)
+        XCTAssertEqual(held.existing, true)
+        XCTAssertEqual(held.unique, "period")
+        let got = try await q.enqueueMany([["a": 1, "b": 2], ["b": 2, "a": 1], ["a": 2]], dedupeByPayload: true)
+        XCTAssertEqual(got.map(\.unique), [nil, "live", nil])
+        XCTAssertEqual(got[1].id, got[0].id)
+        let d = try await q.enqueue(["v": 1], delay: 60, dedupeKey: "d", unique: "debounce")
+        let again = try await q.enqueue(["v": 2], delay: 60, dedupeKey: "d", unique: "debounce")
+        XCTAssertEqual(again.id, d.id)
+        XCTAssertEqual(again.unique, "debounce")
+        let replaced = try await q.job(d.id)
+        XCTAssertEqual(try replaced.payload(as: [String: Int].self), ["v": 2])
+        for bad in [("period", nil), (nil, 10.0), ("sometimes", nil)] as [(String?, TimeInterval?)] {
+            do {
+                try await q.enqueue("x", dedupeKey: "k", unique: bad.0, uniqueFor: bad.1)
+                XCTFail("bad unique options were taken: \(bad)")
+            } catch let e as HonkerError {
+                XCTAssertEqual(e.code, "INVALID_ARGUMENT")
+            }
+        }
+    }
+
     func testFairnessTakesKeysInTurnAndLimitsEachKey() async throws {
         // ADR 36 as Swift passes it: round-robin order, a rate limit per
         // key, the checks; another open of the file obeys both.
