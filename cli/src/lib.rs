@@ -791,6 +791,14 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
             let e = Database::open(&db)?
                 .queue(&queue)?
                 .enqueue(payload, &options.to_core()?)?;
+            if let Some(mode) = e.unique {
+                // stdout stays the id: scripts read it.
+                eprintln!(
+                    "honker: nothing added: job {} holds the dedupe key ({})",
+                    e.id,
+                    mode.as_str()
+                );
+            }
             Ok(format!("{}\n", e.id))
         }
         Command::Publish {
@@ -834,7 +842,7 @@ fn run(cli: Cli) -> Result<String, honker::Error> {
                 "publish_keys": r.publish_keys, "notifications": r.notifications,
                 "group_members": r.group_members, "locks": r.locks,
                 "rate_limit_keys": r.rate_limit_keys, "schedule_fires": r.schedule_fires,
-                "queue_keys": r.queue_keys,
+                "queue_keys": r.queue_keys, "unique_holds": r.unique_holds,
             });
             Ok(if json {
                 json_text(&j)

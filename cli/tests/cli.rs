@@ -388,6 +388,54 @@ fn jobs_enqueue_and_publish() {
         .parse::<i64>()
         .unwrap();
     assert_eq!(again, later_id, "a live job holds the dedupe key");
+    // The unique modes (ADR 37): the id on stdout, the mode on stderr.
+    let throttled = |payload: &str| {
+        honker(&[
+            "enqueue",
+            p,
+            "sync",
+            payload,
+            "--dedupe-key",
+            "s",
+            "--unique",
+            "throttle",
+            "--unique-for",
+            "3600",
+        ])
+    };
+    let first: i64 = stdout(&throttled("1")).trim().parse().unwrap();
+    let o = throttled("2");
+    assert_eq!(stdout(&o).trim().parse::<i64>().unwrap(), first);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("honker: nothing added: job {first} holds the dedupe key (throttle)\n")
+    );
+    let by_payload = |payload: &str| {
+        let o = honker(&[
+            "enqueue",
+            p,
+            "hashed",
+            payload,
+            "--dedupe-by-payload",
+            "true",
+        ]);
+        stdout(&o).trim().parse::<i64>().unwrap()
+    };
+    assert_eq!(
+        by_payload(r#"{"a":1,"b":2}"#),
+        by_payload(r#"{"b": 2, "a": 1.0}"#)
+    );
+    let o = honker(&[
+        "enqueue",
+        p,
+        "sync",
+        "1",
+        "--dedupe-key",
+        "s",
+        "--unique",
+        "period",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("honker: INVALID_ARGUMENT: "));
     for bad in [
         &["--delay=-1"][..],
         &["--delay", "1", "--run-at", "1"],
