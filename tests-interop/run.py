@@ -972,6 +972,112 @@ def run_caps(scenario: dict, tmp: str) -> None:
         conn.close()
 
 
+def run_unique(scenario: dict, tmp: str) -> None:
+    """Unique modes under concurrency (issue 56 §4's proof): `processes`
+    enqueuers, Python and Node in turn, each a process of its own, send
+    `each` enqueues of every mode at the same time (a thread per driver), so
+    their transactions interleave. A completed job holds `P` under `period`
+    beforehand. The counts must be exact: one job for the `live`,
+    `throttle` and `debounce` keys, none added under the held `period` key,
+    one job per distinct payload for payload keys (Node's payloads with
+    their keys in the other order and whole floats as integers), and every
+    enqueue that added nothing names the holder and the mode that acted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = f"{tmp}/unique.db"
+    conn = work_file(path, 0)
+    n, each, distinct = scenario["processes"], scenario["each"], scenario["payloads"]
+    langs = ["python", "node"]
+    drivers = [Driver(langs[i % len(langs)]) for i in range(n)]
+    hour = 3_600_000
+    try:
+        for d in drivers:
+            check({}, d.send({"op": "open", "path": path}), f"open ({d.surface})")
+        held = {"op": "enqueue", "queue": "period", "payload": "first"}
+        held |= {"dedupe_key": "P", "unique": "period", "unique_for_ms": hour}
+        holder = drivers[0].send(held)["ok"]["id"]
+        step = {"op": "claim", "queue": "period", "worker": "w", "n": 1}
+        job = drivers[1].send(step | {"lease_ms": 60_000, "wait_ms": 0})["ok"][0]
+        step = {"op": "ack", "queue": "period", "id": job["id"], "token": job["token"]}
+        check({}, drivers[1].send(step), "ack (period holder)")
+
+        def steps(i: int, surface: str) -> list:
+            out = []
+            for j in range(each):
+                mine = {"p": i, "j": j}
+                k = (i * each + j) % distinct
+                hashed = (
+                    {"k": k, "w": 2.0, "tag": "t"}
+                    if surface == "python"
+                    else {"tag": "t", "w": 2, "k": k}
+                )
+                out += [
+                    {"queue": "live", "payload": mine, "dedupe_key": "L"},
+                    {"queue": "throttle", "payload": mine, "dedupe_key": "T"}
+                    | {"unique": "throttle", "unique_for_ms": hour},
+                    {"queue": "period", "payload": mine, "dedupe_key": "P"}
+                    | {"unique": "period", "unique_for_ms": hour},
+                    {"queue": "debounce", "payload": mine, "dedupe_key": "D"}
+                    | {"unique": "debounce", "delay_ms": 600_000},
+                    {"queue": "hashed", "payload": hashed, "dedupe_by_payload": True},
+                ]
+            return [{"op": "enqueue"} | s for s in out]
+
+        def play_one(i: int) -> list:
+            d = drivers[i]
+            answers = []
+            for st in steps(i, d.surface):
+                reply = d.send(st)
+                if "ok" not in reply:
+                    raise Failure(f"enqueue ({d.surface} #{i}) {st}: {reply}")
+                answers.append((st["queue"], reply["ok"]))
+            return answers
+
+        with ThreadPoolExecutor(n) as pool_:
+            results = [a for r in pool_.map(play_one, range(n)) for a in r]
+        by_queue: dict = {}
+        for q, e in results:
+            by_queue.setdefault(q, []).append(e)
+        jobs = dict(
+            conn.execute("SELECT queue, count(*) FROM _honker_jobs GROUP BY queue")
+        )
+        want_jobs = {"live": 1, "throttle": 1, "debounce": 1, "hashed": distinct}
+        if {q: jobs.get(q, 0) for q in [*want_jobs, "period"]} != want_jobs | {
+            "period": 0
+        }:
+            raise Failure(
+                f"jobs per queue {jobs}, expected {want_jobs} and none for period"
+            )
+        for q, added, mode in [
+            ("live", 1, "live"),
+            ("throttle", 1, "throttle"),
+            ("period", 0, "period"),
+            ("debounce", 1, "debounce"),
+            ("hashed", distinct, "live"),
+        ]:
+            got = by_queue[q]
+            new = [e for e in got if not e["existing"]]
+            if len(new) != added or any(e["unique"] is not None for e in new):
+                raise Failure(f"{q}: {len(new)} enqueues added a job, expected {added}")
+            ids = {e["id"] for e in new} if added else {holder}
+            wrong = [
+                e
+                for e in got
+                if e["existing"] and (e["unique"] != mode or e["id"] not in ids)
+            ]
+            if wrong:
+                raise Failure(f"{q}: held enqueues answered {wrong[:3]} (mode {mode})")
+        (payload,) = conn.execute(
+            "SELECT payload FROM _honker_jobs WHERE queue = 'debounce'"
+        ).fetchone()
+        if json.loads(payload)["j"] != each - 1:
+            raise Failure(f"the debounced job holds {payload}, not a last enqueue's")
+    finally:
+        for d in drivers:
+            d.close()
+        conn.close()
+
+
 def run_fair(scenario: dict, tmp: str) -> None:
     """Fair tenants (issue 56 §3's proof) across languages: the SQL
     functions put a queue in round-robin order; Python floods one key with
@@ -1278,6 +1384,8 @@ def main() -> int:
                         run_caps(scenario, tmp)
                     elif kind == "fair":
                         run_fair(scenario, tmp)
+                    elif kind == "unique":
+                        run_unique(scenario, tmp)
                     elif kind == "cancel_running":
                         assert assignment is not None
                         run_cancel_running(scenario, tmp, assignment["worker"])

@@ -269,10 +269,13 @@ async function run(s) {
         priority: s.priority,
         maxAttempts: s.max_attempts,
         dedupeKey: s.dedupe_key,
+        dedupeByPayload: s.dedupe_by_payload,
+        unique: s.unique,
+        uniqueFor: s.unique_for_ms,
         concurrencyKey: s.concurrency_key,
         tx: txFor(s),
       });
-      return { id: e.id, existing: e.existing };
+      return { id: e.id, existing: e.existing, unique: e.unique };
     }
     case 'claim': {
       const jobs = await q.claimBatch(s.worker, s.n ?? 1, { lease: s.lease_ms, wait: s.wait_ms });

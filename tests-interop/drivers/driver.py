@@ -160,10 +160,13 @@ class Driver:
                 priority=s.get("priority", 0),
                 max_attempts=s.get("max_attempts"),
                 dedupe_key=s.get("dedupe_key"),
+                dedupe_by_payload=s.get("dedupe_by_payload", False),
+                unique=s.get("unique"),
+                unique_for=s["unique_for_ms"] / 1000 if "unique_for_ms" in s else None,
                 concurrency_key=s.get("concurrency_key"),
                 tx=self.tx_for(s),
             )
-            return {"id": e.id, "existing": e.existing}
+            return {"id": e.id, "existing": e.existing, "unique": e.unique}
         if op == "claim":
             jobs = q.claim_batch(
                 s["worker"],

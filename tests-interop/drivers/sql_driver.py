@@ -379,17 +379,18 @@ class Driver:
             )
         if op == "enqueue":
             options = {k: s[k] for k in ("delay_ms", "priority", "max_attempts", "dedupe_key",
+                       "dedupe_by_payload", "unique", "unique_for_ms",
                        "concurrency_key") if k in s}  # fmt: skip
             backoff = {k[len("backoff_"):]: s[k] for k in ("backoff_base_ms", "backoff_max_ms",
                        "backoff_jitter") if k in s}  # fmt: skip
             if backoff:
                 options["backoff"] = backoff
-            before = self.one("SELECT coalesce(max(id), 0) FROM _honker_jobs")
-            job_id = self.one(
-                "SELECT honker_queue_enqueue(?, ?, ?)",
-                [q, json.dumps(s["payload"]), json.dumps(options)],
+            return json.loads(
+                self.one(
+                    "SELECT honker_queue_enqueue_record(?, ?, ?)",
+                    [q, json.dumps(s["payload"]), json.dumps(options)],
+                )
             )
-            return {"id": job_id, "existing": job_id <= before}
         if op == "enqueue_traced":
             options = {k: s[k] for k in ("traceparent", "tracestate") if s.get(k)}
             job_id = self.one(

@@ -509,6 +509,9 @@ impl Driver {
                     priority: step["priority"].as_i64().unwrap_or(0) as i32,
                     max_attempts: step["max_attempts"].as_u64().map(|n| n as u32),
                     dedupe_key: step["dedupe_key"].as_str().map(str::to_owned),
+                    dedupe_by_payload: step["dedupe_by_payload"].as_bool().unwrap_or(false),
+                    unique: step["unique"].as_str().map(str::to_owned),
+                    unique_for: ms(step, "unique_for_ms")?,
                     concurrency_key: step["concurrency_key"].as_str().map(str::to_owned),
                     ..EnqueueOptions::default()
                 };
@@ -517,7 +520,8 @@ impl Driver {
                     Some(tx) => q.enqueue_tx(tx, payload, &options)?,
                     None => q.enqueue(payload, &options)?,
                 };
-                Ok(json!({"id": e.id, "existing": e.existing}))
+                let unique = e.unique.map(honker::UniqueMode::as_str);
+                Ok(json!({"id": e.id, "existing": e.existing, "unique": unique}))
             }
             "enqueue_traced" => {
                 // Rust has no ambient trace context: the producer gives it.
