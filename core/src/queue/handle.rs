@@ -296,7 +296,7 @@ impl Queue {
         self.write(tx, |conn, now| self.insert(conn, &payloads, options, now))
     }
 
-    /// The payloads of an enqueue, each checked, with its options.
+    /// The payloads of an enqueue, each checked, and its options (once).
     fn checked_payloads<P: Into<Payload>>(
         &self,
         payloads: impl IntoIterator<Item = P>,
@@ -308,8 +308,10 @@ impl Queue {
                 "enqueue_many: one dedupe key cannot cover several jobs; enqueue them one by one",
             ));
         }
+        options.check()?;
+        let max = self.db.options().max_payload_bytes;
         for p in &payloads {
-            self.check_enqueue(p, options)?;
+            p.validate(max)?;
         }
         Ok(payloads)
     }
@@ -348,11 +350,6 @@ impl Queue {
             self.db.poke();
         }
         Ok(done)
-    }
-
-    fn check_enqueue(&self, payload: &Payload, o: &EnqueueOptions) -> Result<()> {
-        payload.validate(self.db.options().max_payload_bytes)?;
-        o.check()
     }
 
     fn insert(
