@@ -384,3 +384,111 @@ fn maintenance_forgets_idle_keys() {
     q.enqueue(json!(0), &keyed("a")).unwrap();
     assert_eq!(drain(&q, 10), ["b", "a"]);
 }
+
+fn key_tat(t: &common::TestDb, key: &str) -> Value {
+    common::scalar(
+        &t.db,
+        &format!("SELECT tat_us FROM _honker_queue_keys WHERE key = '{key}'"),
+    )
+}
+
+/// A rate limit per key that does not bind reserves blocks of a key's
+/// starts (ADR 23 §9, per key): claims of this database take them without
+/// writing the key's tat; another database's exact starts go after the
+/// block's slots, and the block still serves; a limit set again drops it.
+#[test]
+fn a_limit_per_key_that_does_not_bind_writes_once_per_block() {
+    let t = test_db();
+    let other = t.reopen();
+    let q = t.db.queue("q").unwrap();
+    let fair = Fairness {
+        key_limit: Some(1_000_000),
+        key_per: Some(Duration::from_secs(1)),
+        key_burst: Some(1_000_000),
+        ..Default::default()
+    };
+    q.set_fairness(&fair).unwrap();
+    q.enqueue_many(payloads(100), &keyed("a")).unwrap();
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    let reserved = key_tat(&t, "a");
+    let Value::Integer(at) = reserved else {
+        panic!("{reserved:?}")
+    };
+    // The block's slots begin after its validity (100 ms from now).
+    assert!(at > (1_700_000_000_000 + 100) * 1000, "{at}");
+    for _ in 0..20 {
+        assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    }
+    assert_eq!(
+        key_tat(&t, "a"),
+        reserved,
+        "starts from the block write nothing"
+    );
+    // Another process starts exactly, after the block's slots.
+    assert_eq!(other.queue("q").unwrap().claim("w", 1).unwrap().len(), 1);
+    let Value::Integer(after) = key_tat(&t, "a") else {
+        panic!()
+    };
+    assert!(after > at);
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    assert_eq!(
+        key_tat(&t, "a"),
+        Value::Integer(after),
+        "the block still serves"
+    );
+    // Past its validity the next claim starts exactly (and reserves again).
+    t.clock.advance(Duration::from_millis(101));
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    assert_ne!(key_tat(&t, "a"), Value::Integer(after));
+    let renewed = key_tat(&t, "a");
+    // A limit set again (here or elsewhere) drops the block.
+    t.clock.advance(Duration::from_millis(1));
+    other.queue("q").unwrap().set_fairness(&fair).unwrap();
+    assert_eq!(q.claim("w", 1).unwrap().len(), 1);
+    assert_ne!(key_tat(&t, "a"), renewed, "a new limit: an exact start");
+}
+
+/// Blocks of a key's starts never let it exceed its bound: two processes
+/// claim as fast as they can under a limit per key that blocks can serve
+/// (100 per 100 ms, a burst of 20), one millisecond at a time for 800 ms;
+/// no window of 100 ms holds more than `limit + burst - 1` starts of one
+/// key, and both processes start jobs.
+#[test]
+fn blocks_of_a_keys_starts_keep_its_bound_across_processes() {
+    let t = test_db();
+    let other = t.reopen();
+    let (qa, qb) = (t.db.queue("q").unwrap(), other.queue("q").unwrap());
+    qa.set_fairness(&Fairness {
+        key_limit: Some(100),
+        key_per: Some(Duration::from_millis(100)),
+        key_burst: Some(20),
+        ..Default::default()
+    })
+    .unwrap();
+    for key in ["k", "j"] {
+        let named: Vec<honker::Payload> = (0..2000).map(|_| json!(key).into()).collect();
+        qa.enqueue_many(named, &keyed(key)).unwrap();
+    }
+    let mut starts: HashMap<String, Vec<i64>> = HashMap::new();
+    let (mut by_a, mut by_b) = (0, 0);
+    let t0 = 1_700_000_000_000_i64;
+    for ms in 0..800 {
+        for (q, n, count) in [(&qa, 3, &mut by_a), (&qb, 2, &mut by_b)] {
+            for job in q.claim("w", n).unwrap() {
+                *count += 1;
+                let key: String = job.payload.deserialize().unwrap();
+                starts.entry(key).or_default().push(t0 + ms);
+            }
+        }
+        t.clock.advance(Duration::from_millis(1));
+    }
+    assert!(by_a > 0 && by_b > 0, "both processes start: {by_a} {by_b}");
+    for (key, times) in &starts {
+        let most = (0..times.len())
+            .map(|i| times[i..].partition_point(|&s| s < times[i] + 100))
+            .max()
+            .unwrap();
+        assert!(most <= 119, "key {key}: {most} starts within 100 ms");
+        assert!(times.len() > 400, "key {key}: only {} starts", times.len());
+    }
+}

@@ -90,6 +90,8 @@ pub struct Queue {
     options: QueueOptions,
     /// This database's reserved starts of rate-limited queues (ADR 23 §9).
     blocks: Arc<crate::rate::blocks::Blocks>,
+    /// And of keys under a queue's rate limit per key (ADR 36).
+    key_blocks: Arc<crate::rate::blocks::KeyBlocks>,
 }
 
 impl Queue {
@@ -98,6 +100,10 @@ impl Queue {
         options.validate()?;
         Ok(Queue {
             blocks: db.inner.engine.slot(crate::rate::blocks::Blocks::default),
+            key_blocks: db
+                .inner
+                .engine
+                .slot(crate::rate::blocks::KeyBlocks::default),
             db,
             name: name.into(),
             options,
@@ -543,13 +549,19 @@ impl Queue {
     ) -> Result<Vec<Job>> {
         // Only a claim in a transaction of its own may reserve a block of a
         // limited queue's starts: it is installed once its write committed.
-        let blocks = &*self.blocks;
-        let (claimed, block) = self.write(tx, |conn, now| {
-            let own = Some((blocks, tx.is_none()));
-            ops::claim_limited(conn, &self.name, worker_id, n, lease_ms, now, own)
+        let blocks = ops::ClaimBlocks {
+            queues: &self.blocks,
+            keys: &self.key_blocks,
+            own: tx.is_none(),
+        };
+        let (claimed, reserved) = self.write(tx, |conn, now| {
+            ops::claim_limited(conn, &self.name, worker_id, n, lease_ms, now, Some(blocks))
         })?;
-        if let Some(b) = block {
-            blocks.install(&self.name, b);
+        if let Some(b) = reserved.queue {
+            blocks.queues.install(&self.name, b);
+        }
+        for (name, b) in reserved.keys {
+            blocks.keys.0.install(&name, b);
         }
         Ok(claimed
             .into_iter()

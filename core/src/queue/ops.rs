@@ -17,7 +17,7 @@ use super::statements;
 use super::types::{JobInfo, JobState, QueueStats, RetryNow, Unique, UniqueMode};
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::rate::blocks::{Block, Blocks};
+use crate::rate::blocks::{Block, Blocks, KeyBlocks, QueueLimit};
 
 /// A fully resolved enqueue, minus the payload.
 #[derive(Debug)]
@@ -327,9 +327,26 @@ pub(crate) fn claim(
     claim_limited(conn, queue, worker_id, n, lease_ms, now, None).map(|(jobs, _)| jobs)
 }
 
-/// [`claim`] by a `Database` with its `blocks` of starts of rate-limited
-/// queues (ADR 23 §9), and whether this claim, in a transaction of its
-/// own, may reserve one: then the block to install once it commits.
+/// A database's blocks of starts reserved ahead (ADR 23 §9): of its
+/// rate-limited queues, and of keys under a queue's rate limit per key
+/// (ADR 36).
+#[derive(Clone, Copy)]
+pub(crate) struct ClaimBlocks<'b> {
+    pub queues: &'b Blocks,
+    pub keys: &'b KeyBlocks,
+    /// Whether this claim, in a transaction of its own, may reserve blocks.
+    pub own: bool,
+}
+
+/// The blocks a claim reserved, to install once it committed.
+#[derive(Debug, Default)]
+pub(crate) struct Reserved {
+    pub queue: Option<Block>,
+    pub keys: Vec<(String, Block)>,
+}
+
+/// [`claim`] by a `Database` with its blocks of starts reserved ahead;
+/// what it reserved, to install once it commits.
 pub(crate) fn claim_limited(
     conn: Conn<'_>,
     queue: &str,
@@ -337,8 +354,8 @@ pub(crate) fn claim_limited(
     n: usize,
     lease_ms: i64,
     now: i64,
-    blocks: Option<(&Blocks, bool)>,
-) -> Result<(Vec<Claimed>, Option<Block>)> {
+    blocks: Option<ClaimBlocks<'_>>,
+) -> Result<(Vec<Claimed>, Reserved)> {
     // A paused queue (ADR 33) hands out nothing: the pick finds no job.
     // A capped queue (ADR 35) starts no more than its caps leave room for,
     // counted in this transaction (unexpired leases: what housekeeping
@@ -358,26 +375,51 @@ pub(crate) fn claim_limited(
         now,
         fair.as_ref().is_some_and(|f| f.round_robin),
     )?;
-    let mut fair = fair.map(|f| FairClaim::new(f, now));
+    let key_blocks = blocks.map(|b| (b.keys, b.own));
+    let mut fair = fair.map(|f| FairClaim::new(f, queue, now, key_blocks));
     let mut n = n;
     if let Some(room) = running {
         n = n.min(room as usize);
         if n == 0 {
-            return Ok((Vec::new(), None));
+            return Ok((Vec::new(), Reserved::default()));
         }
     }
-    let mut lease_n = |n: usize| {
-        lease_counted(
-            conn,
-            queue,
-            worker_id,
-            n,
-            lease_ms,
-            now,
-            &mut per_key,
-            &mut fair,
-        )
-    };
+    let (jobs, block) = claim_under_limit(
+        stored,
+        n,
+        now,
+        blocks.map(|b| (b.queues, b.own)),
+        queue,
+        conn,
+        |n| {
+            lease_counted(
+                conn,
+                queue,
+                worker_id,
+                n,
+                lease_ms,
+                now,
+                &mut per_key,
+                &mut fair,
+            )
+        },
+    )?;
+    let keys = fair.map(|f| f.reserved).unwrap_or_default();
+    Ok((jobs, Reserved { queue: block, keys }))
+}
+
+/// Leases through `lease_n` what the queue's rate limit (`stored`, if any)
+/// allows of `n`, from this database's block when one serves; writes the
+/// queue's `tat` otherwise, and returns the block this claim reserved.
+fn claim_under_limit(
+    stored: Option<QueueLimit>,
+    n: usize,
+    now: i64,
+    blocks: Option<(&Blocks, bool)>,
+    queue: &str,
+    conn: Conn<'_>,
+    mut lease_n: impl FnMut(usize) -> Result<Vec<Claimed>>,
+) -> Result<(Vec<Claimed>, Option<Block>)> {
     let Some(stored) = stored else {
         return Ok((lease_n(n)?, None));
     };
@@ -414,7 +456,7 @@ pub(crate) fn claim_limited(
 /// ([`statements::CLAIM_CONTROLS`]).
 struct Controls {
     /// Its rate limit, with its state.
-    limit: Option<crate::rate::blocks::QueueLimit>,
+    limit: Option<QueueLimit>,
     /// With `max_running`: how many more of its jobs may start now.
     running: Option<u32>,
     /// With `max_running_per_key`: each key's room.
@@ -461,17 +503,38 @@ const TURN_LAG: i64 = 8;
 
 /// A fair queue's state as one claim fills it (ADR 36): the keys that
 /// ran out of starts under the rate limit per key, and each key's starts.
-struct FairClaim {
+struct FairClaim<'b> {
     fair: crate::rate::ops::Fair,
     /// The `tat_us` above which a key can start nothing now.
     blocked_above: i64,
-    /// Per key: its `tat_us` when read, the starts it may take, taken.
-    starts: std::collections::HashMap<String, (Option<i64>, i64, i64)>,
+    starts: std::collections::HashMap<String, KeyStarts>,
     now: i64,
+    queue: &'b str,
+    /// This database's blocks of keys' starts, and whether this claim, in
+    /// a transaction of its own, may reserve more (ADR 23 §9, per key).
+    blocks: Option<(&'b KeyBlocks, bool)>,
+    /// Blocks this claim reserved, to install once it committed.
+    reserved: Vec<(String, Block)>,
 }
 
-impl FairClaim {
-    fn new(fair: crate::rate::ops::Fair, now: i64) -> FairClaim {
+/// One key's starts in a claim under a rate limit per key.
+struct KeyStarts {
+    /// Its `tat_us` as the pick read it.
+    tat: Option<i64>,
+    /// The starts it may take: its allowance, or what its block holds.
+    room: i64,
+    taken: i64,
+    /// Whether its starts come from this database's block.
+    from_block: bool,
+}
+
+impl<'b> FairClaim<'b> {
+    fn new(
+        fair: crate::rate::ops::Fair,
+        queue: &'b str,
+        now: i64,
+        blocks: Option<(&'b KeyBlocks, bool)>,
+    ) -> FairClaim<'b> {
         let blocked_above = fair
             .key_limit
             .as_ref()
@@ -481,6 +544,19 @@ impl FairClaim {
             blocked_above,
             starts: std::collections::HashMap::new(),
             now,
+            queue,
+            blocks,
+            reserved: Vec::new(),
+        }
+    }
+
+    /// The key's limit as a block compares it: its parameters, its `tat`
+    /// as read, when the parameters were set.
+    fn stored(&self, limit: &crate::rate::RateLimit, tat: Option<i64>) -> QueueLimit {
+        QueueLimit {
+            limit: *limit,
+            tat,
+            set_at: self.fair.key_set_at,
         }
     }
 
@@ -489,19 +565,35 @@ impl FairClaim {
         let (Some(limit), Some(key)) = (&self.fair.key_limit, &job.concurrency_key) else {
             return true;
         };
-        let now = self.now;
-        let (_, room, taken) = self.starts.entry(key.clone()).or_insert_with(|| {
-            let (room, _) = crate::rate::ops::queue_allowance(limit, job.key_tat, i64::MAX, now);
-            (job.key_tat, room, 0)
-        });
-        taken < room
+        if !self.starts.contains_key(key) {
+            let stored = self.stored(limit, job.key_tat);
+            let block = self.blocks.and_then(|(blocks, _)| {
+                blocks
+                    .0
+                    .left(&KeyBlocks::name(self.queue, key), &stored, self.now)
+            });
+            let room = block.unwrap_or_else(|| {
+                crate::rate::ops::queue_allowance(limit, job.key_tat, i64::MAX, self.now).0
+            });
+            self.starts.insert(
+                key.clone(),
+                KeyStarts {
+                    tat: job.key_tat,
+                    room,
+                    taken: 0,
+                    from_block: block.is_some(),
+                },
+            );
+        }
+        let s = &self.starts[key];
+        s.taken < s.room
     }
 
     /// Counts a start of `job`'s key.
     fn started(&mut self, job: &Claimed) {
         if let Some(key) = &job.concurrency_key {
-            if let Some((_, _, taken)) = self.starts.get_mut(key) {
-                *taken += 1;
+            if let Some(s) = self.starts.get_mut(key) {
+                s.taken += 1;
             }
         }
     }
@@ -510,13 +602,16 @@ impl FairClaim {
     fn spent(&self) -> impl Iterator<Item = &str> {
         self.starts
             .iter()
-            .filter(|(_, (_, room, taken))| taken >= room)
+            .filter(|(_, s)| s.taken >= s.room)
             .map(|(k, _)| k.as_str())
     }
 
     /// Stores what the claim took: the queue's current turn, the keys'
-    /// `tat_us`.
-    fn store(&self, conn: Conn<'_>, queue: &str, jobs: &[Claimed]) -> Result<()> {
+    /// `tat_us`. A key whose starts came from this database's block writes
+    /// nothing; one that started exactly, in a claim of its own, while its
+    /// limit is less than half used, also reserves a block of its next
+    /// starts (written as its `tat` now, installed once this commits).
+    fn store(&mut self, conn: Conn<'_>, queue: &str, jobs: &[Claimed]) -> Result<()> {
         if self.fair.round_robin {
             // The queue's turn is written when it has moved on by
             // `TURN_LAG`: one write per that many rounds, not one per
@@ -534,14 +629,32 @@ impl FairClaim {
                 )?;
             }
         }
-        if let Some(limit) = &self.fair.key_limit {
-            let mut set = conn.prepare_cached(statements::SET_KEY_TAT)?;
-            for (key, (tat, _, taken)) in &self.starts {
-                if *taken > 0 {
-                    let tat = crate::rate::ops::queue_tat_after(limit, *tat, *taken, self.now);
-                    set.execute(params![queue, key, tat])?;
+        let Some(limit) = self.fair.key_limit else {
+            return Ok(());
+        };
+        for (key, s) in self.starts.iter().filter(|(_, s)| s.taken > 0) {
+            let stored = self.stored(&limit, s.tat);
+            let name = KeyBlocks::name(queue, key);
+            if s.from_block {
+                let blocks = self.blocks.expect("a start from a block had blocks").0;
+                // Claims of one database are one writer's, one at a time:
+                // the block this claim read still holds what it read.
+                if blocks.0.take(&name, &stored, s.taken, self.now).is_none() {
+                    return Err(Error::internal(format!(
+                        "the block of key {key:?} of queue {queue:?} changed during a claim"
+                    )));
+                }
+                continue;
+            }
+            let mut tat = crate::rate::ops::queue_tat_after(&limit, s.tat, s.taken, self.now);
+            if let Some((_, true)) = self.blocks {
+                if let Some((block, reserved)) = Block::plan(&stored, tat, s.taken, self.now) {
+                    tat = reserved;
+                    self.reserved.push((name, block));
                 }
             }
+            conn.prepare_cached(statements::SET_KEY_TAT)?
+                .execute(params![queue, key, tat])?;
         }
         Ok(())
     }
@@ -612,7 +725,7 @@ fn lease_counted(
     lease_ms: i64,
     now: i64,
     per_key: &mut Option<KeyRoom>,
-    fair: &mut Option<FairClaim>,
+    fair: &mut Option<FairClaim<'_>>,
 ) -> Result<Vec<Claimed>> {
     let jobs = pick_and_lease(conn, queue, worker_id, n, lease_ms, now, per_key, fair)?;
     if let Some(f) = fair {
@@ -635,7 +748,7 @@ fn pick_and_lease(
     lease_ms: i64,
     now: i64,
     per_key: &mut Option<KeyRoom>,
-    fair: &mut Option<FairClaim>,
+    fair: &mut Option<FairClaim<'_>>,
 ) -> Result<Vec<Claimed>> {
     let lease_expires_at = now.saturating_add(lease_ms);
     let mut jobs = Vec::with_capacity(n.min(1024));

@@ -145,6 +145,21 @@ impl Blocks {
     /// Gives back `n` starts taken from the block `which` for a claim that
     /// started fewer (the queue ran out), if that block is still the
     /// queue's (blocks differ in the `tat` they wrote).
+    /// How many starts `queue`'s block holds for a claim at `now_ms` that
+    /// read `stored`, without taking any; a block that no longer serves is
+    /// dropped.
+    pub(crate) fn left(&self, queue: &str, stored: &QueueLimit, now_ms: i64) -> Option<i64> {
+        let mut blocks = self.0.lock();
+        match blocks.get(queue) {
+            Some(b) if b.serves(stored, 1, now_ms) => Some(b.left),
+            Some(_) => {
+                blocks.remove(queue);
+                None
+            }
+            None => None,
+        }
+    }
+
     pub(crate) fn give_back(&self, queue: &str, which: i64, n: i64) {
         if let Some(b) = self.0.lock().get_mut(queue).filter(|b| b.tat == which) {
             b.left += n;
@@ -154,6 +169,19 @@ impl Blocks {
     /// Installs a block whose write committed.
     pub(crate) fn install(&self, queue: &str, block: Block) {
         self.0.lock().insert(queue.to_owned(), block);
+    }
+}
+
+/// The blocks of a fair queue's keys under its rate limit per key (ADR
+/// 36), one per queue and key (named by [`KeyBlocks::name`]): the same
+/// reservations, and the same proof, with each key's `tat` as the line.
+#[derive(Debug, Default)]
+pub(crate) struct KeyBlocks(pub(crate) Blocks);
+
+impl KeyBlocks {
+    /// The block name of `key` of `queue` (a queue name holds no NUL).
+    pub(crate) fn name(queue: &str, key: &str) -> String {
+        format!("{queue}\u{0}{key}")
     }
 }
 

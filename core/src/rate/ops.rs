@@ -177,10 +177,12 @@ pub(crate) fn fairness_of(queue: &str, rows: &[Setting]) -> Result<Option<Fair>>
     if turn.is_none() && key_limit.is_none() {
         return Ok(None);
     }
+    let set_at = |k| row(rows, k).map_or(0, |(_, _, at)| *at);
     Ok(Some(Fair {
         round_robin: turn.is_some(),
         key_limit,
         turn: turn.unwrap_or(0),
+        key_set_at: set_at(FAIR_KEYS[1]).max(set_at(FAIR_KEYS[2])),
     }))
 }
 
@@ -193,6 +195,10 @@ pub(crate) struct Fair {
     pub key_limit: Option<RateLimit>,
     /// Its current turn.
     pub turn: i64,
+    /// When its rate limit per key was last set (ms; the rows'
+    /// `updated_at`): a block of a key's starts serves only the limit it
+    /// was reserved under.
+    pub key_set_at: i64,
 }
 
 impl Fair {
