@@ -63,37 +63,39 @@ pub fn canonical_json(v: &serde_json::Value, out: &mut Vec<u8>) {
 }
 
 impl Payload {
+    /// One text per value: the kind's tag (`j` JSON, `b` bytes) and the
+    /// canonical JSON of its value ([`canonical_json`]: keys in any order,
+    /// any spacing, `10` and `10.0` alike) or its bytes. `None` for JSON
+    /// text that does not parse (no write stores one: each validates it).
+    /// What the digests of stream idempotency and payload keys are of.
+    pub fn canonical(&self) -> Option<(u8, std::borrow::Cow<'_, [u8]>)> {
+        match self {
+            Payload::Json(t) => {
+                let v = serde_json::from_str::<serde_json::Value>(t).ok()?;
+                let mut canonical = Vec::with_capacity(t.len());
+                canonical_json(&v, &mut canonical);
+                Some((b'j', canonical.into()))
+            }
+            Payload::Bytes(b) => Some((b'b', b.as_slice().into())),
+        }
+    }
+
     /// A digest of the payload's value, the same in every process, language
-    /// and version: of its JSON value (keys in any order, any spacing, `10`
-    /// and `10.0` alike; [`canonical_json`]), else of its bytes; 32 hex
-    /// digits of FNV-1a over 128 bits. It tells payloads apart; it is not
-    /// made to resist one crafted to collide.
+    /// and version: of its [`canonical`](Self::canonical) form (of its text
+    /// for JSON that does not parse); 32 hex digits of FNV-1a over 128
+    /// bits. It tells payloads apart; it is not made to resist one crafted
+    /// to collide.
     pub fn fingerprint(&self) -> String {
         const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
         let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-        let mut eat = |bytes: &[u8]| {
-            for &b in bytes {
-                h ^= u128::from(b);
-                h = h.wrapping_mul(PRIME);
-            }
+        let (tag, bytes) = match (self.canonical(), self) {
+            (Some(c), _) => c,
+            (None, Payload::Json(t)) => (b't', t.as_bytes().into()),
+            (None, Payload::Bytes(b)) => (b'b', b.as_slice().into()),
         };
-        match self {
-            Payload::Json(t) => match serde_json::from_str::<serde_json::Value>(t) {
-                Ok(v) => {
-                    let mut canonical = Vec::with_capacity(t.len());
-                    canonical_json(&v, &mut canonical);
-                    eat(b"j");
-                    eat(&canonical);
-                }
-                Err(_) => {
-                    eat(b"t");
-                    eat(t.as_bytes());
-                }
-            },
-            Payload::Bytes(b) => {
-                eat(b"b");
-                eat(b);
-            }
+        for &b in std::iter::once(&tag).chain(bytes.iter()) {
+            h ^= u128::from(b);
+            h = h.wrapping_mul(PRIME);
         }
         format!("{h:032x}")
     }
@@ -446,6 +448,22 @@ impl FromSql for Payload {
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    /// A payload key must stay the same across versions and languages:
+    /// these digests were computed apart from this code (FNV-1a 128 over
+    /// the tag and the canonical text, in Python).
+    #[test]
+    fn fingerprints_are_fnv_128_of_the_canonical_form() {
+        let json = Payload::Json(r#"{ "b": [1, 2.0], "a": 1.0 }"#.into());
+        assert_eq!(json.fingerprint(), "a7f0098d3929bcaab2ee1885dc1f3aee");
+        let bytes = Payload::Bytes(vec![1, 2, 3]);
+        assert_eq!(bytes.fingerprint(), "69877f44ce757277b806e97dd3517633");
+        assert_eq!(
+            json.canonical().unwrap(),
+            (b'j', br#"{"a":1,"b":[1,2]}"#.as_slice().into())
+        );
+        assert_eq!(Payload::Json("{".into()).canonical(), None);
+    }
 
     #[test]
     fn from_serialize_refuses_floats_json_cannot_hold() {

@@ -27,14 +27,10 @@ pub(crate) struct Event {
 /// (keys in any order, any spacing, `10` and `10.0` alike), so that a retry
 /// through another language's encoder matches; of the bytes otherwise.
 fn digest(p: &Payload) -> i64 {
-    if let Payload::Json(t) = p {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
-            let mut canonical = Vec::with_capacity(t.len());
-            crate::payload::canonical_json(&v, &mut canonical);
-            return fnv(b'j', &canonical);
-        }
+    match p.canonical() {
+        Some((tag, bytes)) => fnv(tag, &bytes),
+        None => text_digest(p),
     }
-    text_digest(p)
 }
 
 /// The digest earlier versions stored (of JSON's text as given): a key they
