@@ -128,8 +128,11 @@ impl Insert<'_, '_> {
         let (conn, queue, now) = (self.conn, self.queue, self.now);
         let held = |id| Ok((id, Some(UniqueMode::Live)));
         let Some(key) = key else {
-            self.insert(payload, None)?;
-            return Ok((conn.last_insert_rowid(), None));
+            let id = self.insert(payload, None)?;
+            return Ok((
+                id.ok_or_else(|| Error::internal("a job without a key was not added"))?,
+                None,
+            ));
         };
         let (mode, period) = match self.job.unique {
             Unique::Live => {
@@ -526,6 +529,9 @@ struct KeyStarts {
     taken: i64,
     /// Whether its starts come from this database's block.
     from_block: bool,
+    /// Its block's name ([`KeyBlocks::name`]), when this database keeps
+    /// blocks.
+    block_name: Option<String>,
 }
 
 impl<'b> FairClaim<'b> {
@@ -567,11 +573,11 @@ impl<'b> FairClaim<'b> {
         };
         if !self.starts.contains_key(key) {
             let stored = self.stored(limit, job.key_tat);
-            let block = self.blocks.and_then(|(blocks, _)| {
-                blocks
-                    .0
-                    .left(&KeyBlocks::name(self.queue, key), &stored, self.now)
-            });
+            let block_name = self.blocks.map(|_| KeyBlocks::name(self.queue, key));
+            let block = self
+                .blocks
+                .zip(block_name.as_deref())
+                .and_then(|((blocks, _), name)| blocks.0.left(name, &stored, self.now));
             let room = block.unwrap_or_else(|| {
                 crate::rate::ops::queue_allowance(limit, job.key_tat, i64::MAX, self.now).0
             });
@@ -582,6 +588,7 @@ impl<'b> FairClaim<'b> {
                     room,
                     taken: 0,
                     from_block: block.is_some(),
+                    block_name,
                 },
             );
         }
@@ -632,14 +639,18 @@ impl<'b> FairClaim<'b> {
         let Some(limit) = self.fair.key_limit else {
             return Ok(());
         };
-        for (key, s) in self.starts.iter().filter(|(_, s)| s.taken > 0) {
-            let stored = self.stored(&limit, s.tat);
-            let name = KeyBlocks::name(queue, key);
-            if s.from_block {
-                let blocks = self.blocks.expect("a start from a block had blocks").0;
+        for (key, s) in self.starts.iter_mut().filter(|(_, s)| s.taken > 0) {
+            let stored = QueueLimit {
+                limit,
+                tat: s.tat,
+                set_at: self.fair.key_set_at,
+            };
+            if let (true, Some((blocks, _)), Some(name)) =
+                (s.from_block, self.blocks, s.block_name.as_deref())
+            {
                 // Claims of one database are one writer's, one at a time:
                 // the block this claim read still holds what it read.
-                if blocks.0.take(&name, &stored, s.taken, self.now).is_none() {
+                if blocks.0.take(name, &stored, s.taken, self.now).is_none() {
                     return Err(Error::internal(format!(
                         "the block of key {key:?} of queue {queue:?} changed during a claim"
                     )));
@@ -647,7 +658,7 @@ impl<'b> FairClaim<'b> {
                 continue;
             }
             let mut tat = crate::rate::ops::queue_tat_after(&limit, s.tat, s.taken, self.now);
-            if let Some((_, true)) = self.blocks {
+            if let (Some((_, true)), Some(name)) = (self.blocks, s.block_name.take()) {
                 if let Some((block, reserved)) = Block::plan(&stored, tat, s.taken, self.now) {
                     tat = reserved;
                     self.reserved.push((name, block));
