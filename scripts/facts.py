@@ -296,13 +296,20 @@ def pyi_tuples(f: dict) -> str:
         for fl in r["fields"]:
             kind, opt = field_kind(fl)
             parts.append(PYI_TYPES[kind] + (" | None" if opt else ""))
-        line = f"_{r['name']} = tuple[{', '.join(parts)}]"
-        if len(line) > 100:  # as ruff format wraps it
-            line = (
-                f"_{r['name']} = tuple[\n" + "".join(f"    {p},\n" for p in parts) + "]"
-            )
-        lines.append(line)
+        lines.append(pyi_tuple(f"_{r['name']}", parts))
     return "\n".join(lines)
+
+
+def pyi_tuple(name: str, parts: list[str]) -> str:
+    """`name = tuple[parts]` as ruff lays it out past the line length: the
+    cells on one line of their own when they fit there, else one per line."""
+    cells = ", ".join(parts)
+    one = f"{name} = tuple[{cells}]"
+    if len(one) <= PY_WIDTH:
+        return one
+    if len(cells) + 4 <= PY_WIDTH:
+        return f"{name} = tuple[\n    {cells}\n]"
+    return f"{name} = tuple[\n" + "".join(f"    {p},\n" for p in parts) + "]"
 
 
 def py_names(f: dict, name: str) -> str:
@@ -795,20 +802,7 @@ def pyi_options(f: dict) -> str:
         if v.get("shared"):
             continue
         parts = [f"{option_type(fl).pyi} | None" for fl in v["fields"]]
-        cells = ", ".join(parts)
-        one = f"{v['record']} = tuple[{cells}]"
-        # ruff's layout past the line length: the cells on one line of their
-        # own when they fit there, else one per line.
-        if len(one) <= PY_WIDTH:
-            lines.append(one)
-        elif len(cells) + 4 <= PY_WIDTH:
-            lines.append(f"{v['record']} = tuple[\n    {cells}\n]")
-        else:
-            lines.append(
-                f"{v['record']} = tuple[\n"
-                + "".join(f"    {p},\n" for p in parts)
-                + "]"
-            )
+        lines.append(pyi_tuple(v["record"], parts))
     return "\n".join(lines)
 
 
