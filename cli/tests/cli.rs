@@ -1048,23 +1048,22 @@ fn doctor_check(db: &str, name: &str) -> Json {
 
 /// The queue `name` in `status --json`'s output (the test fails without it).
 fn status_queue(status: &Json, name: &str) -> Json {
-    status["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == name)
-        .unwrap_or_else(|| panic!("{name} not in {status:#}"))
-        .clone()
+    item_where(&status["queues"], "name", name)
 }
 
 /// The check `name` in doctor's JSON.
 fn check_named(checks: &Json, name: &str) -> Json {
-    checks
-        .as_array()
-        .unwrap()
+    item_where(checks, "check", name)
+}
+
+/// The item of the JSON array `list` whose `field` is `value` (the test
+/// fails, showing the list, without one).
+fn item_where(list: &Json, field: &str, value: &str) -> Json {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list:#}"))
         .iter()
-        .find(|c| c["check"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {checks:#}"))
+        .find(|item| item[field] == value)
+        .unwrap_or_else(|| panic!("no {field} {value:?} in {list:#}"))
         .clone()
 }
 
