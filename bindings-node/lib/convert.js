@@ -196,10 +196,15 @@ function optNumber(name, value) {
   return value;
 }
 
-function optBool(name, value) {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw invalid(`${name} must be true or false, got ${describe(value)}`);
+// A boolean argument.
+function bool(name, value) {
+  if (typeof value !== 'boolean') throw invalid(`${name} must be a boolean, got ${describe(value)}`);
   return value;
+}
+
+// A boolean argument, or undefined.
+function optBool(name, value) {
+  return value === undefined || value === null ? undefined : bool(name, value);
 }
 
 function optMs(name, value) {
@@ -510,6 +515,7 @@ module.exports = {
   need,
   notification,
   num,
+  bool,
   optBool,
   optMs,
   optNumber,

@@ -2,7 +2,7 @@
 // Consumer groups of a stream.
 
 const { FAST_MAX, fast, write } = require('./calls.js');
-const { ID, U32, date, groupDeadLetter, groupEvent, groupInfo, int, iterable, need, optMs, optText, text } = require('./convert.js');
+const { ID, U32, bool, date, groupDeadLetter, groupEvent, groupInfo, int, iterable, need, optMs, optText, text } = require('./convert.js');
 const { method, txId } = require('./database.js');
 const { GROUP_BATCH, PAGE_LIMIT } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
@@ -278,7 +278,7 @@ class Group {
     options = opts(options, REMOVE_MEMBER_OPTIONS);
     text('member', member);
     const { force = false } = options;
-    if (typeof force !== 'boolean') throw invalid(`force must be a boolean, got ${describe(force)}`);
+    bool('force', force);
     const n = this._native;
     return write(
       this._db,

@@ -2,10 +2,10 @@
 // Locks (with fencing tokens) and rate limiters.
 
 const { fast, write } = require('./calls.js');
-const { ID, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = require('./convert.js');
+const { ID, bool, date, int, lockGrant, lockInfo, need, optMs, rateDecision, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
 const { LOCK_TTL, RATE_COST } = require('./defaults.js');
-const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
+const { LeaseLost, Timeout, call, guarded, invalid, unwrap } = require('./errors.js');
 const { LOCK_ACQUIRE_OPTIONS, LOCK_HOLD_OPTIONS, LOCK_RENEW_OPTIONS, LOCK_TRY_ACQUIRE_OPTIONS, RATE_ACQUIRE_OPTIONS, RATE_LIMITER_OPTIONS, RATE_TRY_OPTIONS, TX_OPTIONS, lockTryAcquireArgs, opts } = require('./options.js');
 
 // `start(cancel)`: a native wait, with a token that `signal` cancels (none
@@ -299,7 +299,7 @@ method(Database, async function rateLimiter(name, options) {
   int('limit', limit, ...ID);
   int('burst', burst, ...ID);
   optMs('per', per);
-  if (typeof update !== 'boolean') throw invalid(`update must be a boolean, got ${describe(update)}`);
+  bool('update', update);
   const n = this._native;
   const open = () => call(() => n.rateLimiter(name, limit, per, burst, update));
   // The limiter as stored is a read: no turn at the writer (it opens inside

@@ -2,7 +2,7 @@
 // Streams, subscriptions, channels and listeners.
 
 const { FAST_MAX, fast, wouldWait, write } = require('./calls.js');
-const { ID, U32, consumerInfo, encode, groupInfo, int, iterable, need, notification, optMs, optText, packed, streamEvent, text } = require('./convert.js');
+const { ID, U32, bool, consumerInfo, encode, groupInfo, int, iterable, need, notification, optMs, optText, packed, streamEvent, text } = require('./convert.js');
 const { Database, method, txId } = require('./database.js');
 const { COMMIT_EVERY, COMMIT_INTERVAL, PAGE_LIMIT, POLL_WAIT, SUBSCRIBE_BATCH } = require('./defaults.js');
 const { call, describe, guarded, invalid, unwrap } = require('./errors.js');
@@ -328,7 +328,7 @@ class Stream {
     if (maxAge === undefined) throw invalid('maxAge must be given: a number of ms, or null for no age limit');
     if (maxAge !== null) optMs('maxAge', maxAge);
     int('maxCount', maxCount, 1, Number.MAX_SAFE_INTEGER);
-    if (typeof trimPassed !== 'boolean') throw invalid(`trimPassed must be a boolean, got ${describe(trimPassed)}`);
+    bool('trimPassed', trimPassed);
     const n = this._native;
     txId(this._db, undefined);
     await this._db._writer.run(() => call(() => n.setRetention(maxAge, maxCount, trimPassed)));
@@ -360,7 +360,7 @@ class Stream {
     const { wait, signal } = readerOptions(options);
     const at = startArg(start);
     need('batch', batch, ...U32);
-    if (typeof autoCommit !== 'boolean') throw invalid(`autoCommit must be a boolean, got ${describe(autoCommit)}`);
+    bool('autoCommit', autoCommit);
     need('commitEvery', commitEvery, ...U32);
     if (typeof commitInterval !== 'number') {
       throw invalid(`commitInterval must be a number of ms, got ${describe(commitInterval)}`);

@@ -4,7 +4,7 @@
 const os = require('node:os');
 const { addon } = require('./native.js');
 const { write } = require('./calls.js');
-const { U32, encode, int, optMs, text } = require('./convert.js');
+const { U32, bool, encode, int, optMs, text } = require('./convert.js');
 const { Database } = require('./database.js');
 const { WORKER_CONCURRENCY, WORKER_GRACE } = require('./defaults.js');
 const { LeaseLost, Timeout, call, describe, guarded, invalid, unwrap } = require('./errors.js');
@@ -81,7 +81,7 @@ class Worker {
     if (!(db instanceof Database)) throw invalid('a Worker needs the Database of honker.open()');
     const { concurrency = WORKER_CONCURRENCY, workerId, grace = WORKER_GRACE, scheduler = true } = options;
     int('concurrency', concurrency, ...U32);
-    if (typeof scheduler !== 'boolean') throw invalid(`scheduler must be a boolean, got ${describe(scheduler)}`);
+    bool('scheduler', scheduler);
     this.workerId = workerId === undefined ? `${os.hostname()}-${process.pid}` : text('workerId', workerId);
     this.concurrency = concurrency;
     this.grace = grace;

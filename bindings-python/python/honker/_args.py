@@ -67,7 +67,7 @@ def number(name: str, value: Any) -> float:
 
 def flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _bad(f"{name} must be True or False, got {show(value)}")
+        raise _bad(f"{name} must be a bool, got {show(value)}")
     return value
 
 

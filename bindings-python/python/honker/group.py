@@ -620,8 +620,7 @@ class Group(Generic[P]):
         :class:`honker.InvalidArgument` unless ``force``, and then its events
         are claimable at once. Returns how many it held."""
         _args.text("member", member)
-        if not isinstance(force, bool):
-            raise _args._bad(f"force must be a bool, got {_args.show(force)}")
+        _args.flag("force", force)
         return self._db._write(None, lambda: self._native.remove_member(member, force=force))
 
     def dead(self, after: int = 0, limit: int = PAGE_LIMIT) -> list[GroupDeadLetter[P]]:

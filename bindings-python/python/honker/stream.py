@@ -474,8 +474,7 @@ class Stream(Generic[P]):
         """Sets the stream's retention, for every process (see
         :class:`StreamRetention`). Maintenance applies it."""
         _args.optional_integer("max_count", max_count, _args.I64)
-        if not isinstance(trim_passed, bool):
-            raise _args._bad(f"trim_passed must be a bool, got {_args.show(trim_passed)}")
+        _args.flag("trim_passed", trim_passed)
         age = seconds("max_age", max_age)
         self._db._write(None, lambda: self._native.set_retention(age, max_count, trim_passed))
 

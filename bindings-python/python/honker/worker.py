@@ -133,12 +133,6 @@ class _Registration:
     group: Group | None = None  # a consumer group's registration
 
 
-def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidArgument("INVALID_ARGUMENT", f"{name} must be a bool, got {_args.show(value)}")
-    return value
-
-
 class Worker:
     """Runs registered handlers for queues; see the module docs.
 
@@ -169,7 +163,7 @@ class Worker:
             worker_id=self.worker_id,
             concurrency=_args.integer("concurrency", concurrency, _args.I64),
             grace=_args.duration("grace", grace),
-            run_scheduler=_flag("scheduler", scheduler),
+            run_scheduler=_args.flag("scheduler", scheduler),
         )
         # By (queue or stream, None or group): what a task's (queue, group) names.
         self._queues: dict[tuple[str, str | None], _Registration] = {}
