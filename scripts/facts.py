@@ -807,8 +807,9 @@ def pyi_options(f: dict) -> str:
 
 
 def py_typeddicts(f: dict) -> str:
-    """Each verb's options as a TypedDict (total=False), for ``**options``."""
-    out, names = [], {}
+    """Each verb's options as a TypedDict (total=False), for ``**options``,
+    and the SQL functions' names of their durations (``_SQL_DURATIONS``)."""
+    out, names, durations = [], {}, {}
     for v in f["options"]:
         if kind(v) != "tx" or v["noun"] not in ("Queue", "Stream"):
             continue  # the ORM helpers take the outbox's verbs only
@@ -826,7 +827,12 @@ def py_typeddicts(f: dict) -> str:
             py = option_type(fl).py
             none = " | None" if fl["default"] == "None" else ""
             lines.append(f"    {fl['name']}: {py}{none}")
+            if fl["type"] == "Duration":
+                durations[fl["name"]] = f"{fl['name']}_ms"
         out.append("\n".join(lines))
+    # The SQL functions' options take each duration in ms, as `<name>_ms`.
+    cells = ", ".join(f'"{k}": "{v}"' for k, v in durations.items())
+    out.append(f"_SQL_DURATIONS = {{{cells}}}")
     # ruff's layout: two blank lines before the closing marker's comment.
     return "\n\n\n".join(out) + "\n\n"
 

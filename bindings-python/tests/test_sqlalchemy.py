@@ -100,6 +100,17 @@ def test_every_option_of_queue_enqueue_reaches_the_sql_function(engine):
         ).all()
     assert [tuple(r[:3]) for r in rows] == [(a, int(at.timestamp() * 1000), 7), (b, rows[1][1], 3)]
     assert (rows[1][3], rows[1][4]) == (3_600_000, 60_000)
+    # The unique modes (ADR 37): unique_for in ms too, dedupe_by_payload.
+    hour = datetime.timedelta(hours=1)
+    with engine.begin() as conn:
+        c = hsa.enqueue(conn, "sync", 1, dedupe_key="sync", unique="throttle", unique_for=hour)
+        again = hsa.enqueue(conn, "sync", 2, dedupe_key="sync", unique="throttle", unique_for=hour)
+        assert again == c
+        d = hsa.enqueue(conn, "hashed", {"a": 1, "b": 2}, dedupe_by_payload=True)
+        assert hsa.enqueue(conn, "hashed", {"b": 2, "a": 1.0}, dedupe_by_payload=True) == d
+    with engine.connect() as conn:
+        held = conn.execute(text("SELECT job_id, mode, period_ms FROM _honker_unique")).all()
+    assert [tuple(r) for r in held] == [(c, "throttle", 3_600_000)]
 
 
 def test_bad_input_is_a_honker_error_and_changes_nothing(engine):

@@ -61,6 +61,9 @@ class PublishManyOptions(TypedDict, total=False):
     priority: int
 
 
+_SQL_DURATIONS = {"delay": "delay_ms", "unique_for": "unique_for_ms", "expires": "expires_ms"}
+
+
 # </generated: options-typeddict>
 
 
@@ -96,9 +99,6 @@ def notify_call(channel: str, payload: Any, placeholder: str = "?") -> tuple[str
 
 # Honker's SQL contract names three of ``Queue.enqueue``'s options
 # differently (docs/sql.md): in ms, a duration with an ``_ms`` suffix.
-_SQL_DURATIONS = {"delay": "delay_ms", "expires": "expires_ms"}
-
-
 def enqueue_call(
     queue: str,
     payload: Any,
